@@ -1,0 +1,95 @@
+/*  db_store - one replica of one shard of the log: a SQLite file.
+
+    A store appends events in seq order inside transactions (the caller
+    groups batches into one transaction: group commit), reads ranges back
+    as canonical records, truncates a suffix that was never acknowledged
+    (when a restarted replica rejoins), and verifies the hash chain.
+
+    One db_store_t is used by one thread. Several stores (in several threads
+    or processes) may open the same file: one writer, any number of readers
+    (WAL mode).
+*/
+#ifndef DB_STORE_H_INCLUDED
+#define DB_STORE_H_INCLUDED
+
+#include "db_event.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct db_store_t db_store_t;
+
+typedef struct {
+    const char *path;        /* the SQLite file */
+    util_id_t cluster;       /* the file must belong to this cluster... */
+    uint32_t shard;          /* ...and shard (checked, recorded when new) */
+    bool readonly;           /* open read-only (`lux sql`, tests) */
+    bool reader;             /* open read-write but leave the schema alone:
+                                the replica's thread that serves reads and
+                                runs checkpoints (which need write access) */
+    bool sync_full;          /* synchronous=FULL instead of NORMAL */
+    bool external_checkpoint; /* another connection runs checkpoints */
+} db_store_opts_t;
+
+/* Open or create a store. NULL on failure, with the error message set
+   (missing file when read-only, not a Lux file, another cluster's file). */
+db_store_t *db_store_open(const db_store_opts_t *opts);
+void db_store_close(db_store_t **self_p);
+
+/* The last seq in the store (0 when empty) and its chain hash (the
+   genesis when empty). Kept current by this handle's writes; a reader
+   calls db_store_refresh() to see other connections' commits. */
+uint64_t db_store_last_seq(db_store_t *self);
+const uint8_t *db_store_last_hash(db_store_t *self);
+int db_store_refresh(db_store_t *self);
+
+/* The genesis hash of this store's shard. */
+const uint8_t *db_store_genesis(db_store_t *self);
+
+/* Write path: begin, put records in seq order, commit. db_store_put takes
+   one canonical record whose seq must be last_seq + 1; LUX_EGAP when not,
+   LUX_ECORRUPT when it does not decode. On any error the caller rolls back.
+   Commit also records the newest event ID of each client seen. */
+int db_store_begin(db_store_t *self);
+int db_store_put(db_store_t *self, uint64_t seq, const uint8_t *rec, size_t n);
+int db_store_commit(db_store_t *self);
+void db_store_rollback(db_store_t *self);
+
+/* Read up to max events from seq `from`, appending each as (u32 length,
+   record) to out, stopping early once out has grown by max_bytes. Sets
+   *count to the number read. 0, or LUX_ECORRUPT when a row is damaged. */
+int db_store_read(db_store_t *self, uint64_t from, uint32_t max, size_t max_bytes,
+                  util_buf_t *out, uint32_t *count);
+
+/* The chain hash stored at seq; LUX_ENOTFOUND when there is no such seq. */
+int db_store_hash_at(db_store_t *self, uint64_t seq, uint8_t out[DB_HASH_LEN]);
+
+/* Delete every event after seq (an unacknowledged suffix) and rebuild the
+   client table from what remains. */
+int db_store_truncate(db_store_t *self, uint64_t after);
+
+/* The newest (cseq, seq) recorded for each client. fn returns nonzero to
+   stop. */
+int db_store_clients(db_store_t *self,
+                     int (*fn)(void *arg, const util_id_t *client, uint64_t cseq, uint64_t seq),
+                     void *arg);
+
+/* Verify the whole chain: seqs dense from 1, each row re-encodes to a
+   record whose chain hash is the stored one. 0, or LUX_ECORRUPT with the
+   first bad seq in *bad_seq and a message saying what is wrong. */
+int db_store_verify(db_store_t *self, uint64_t *bad_seq);
+
+/* Run a passive WAL checkpoint (from a connection that is not writing). */
+int db_store_checkpoint(db_store_t *self);
+
+/* The cluster ID and shard recorded in the file. */
+const util_id_t *db_store_cluster(db_store_t *self);
+uint32_t db_store_shard(db_store_t *self);
+const char *db_store_path(db_store_t *self);
+
+/* Embedded text of sql/schema.sql and sql/views.sql (generated). */
+extern const char db_sql_schema[];
+extern const char db_sql_views[];
+extern const char db_sql_lineage[];
+
+#endif

@@ -1,0 +1,110 @@
+/*  util_hash - BLAKE2b through libsodium, a fast 64-bit hash, and hex.
+
+    libsodium needs sodium_init() once per process before use; it is done
+    here lazily with pthread_once so callers never think about it.
+*/
+#include "util_hash.h"
+#include "util_err.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <sodium.h>
+#include <string.h>
+
+_Static_assert(sizeof(util_blake_t) >= sizeof(crypto_generichash_state),
+               "util_blake_t too small for libsodium's state");
+
+static pthread_once_t s_once = PTHREAD_ONCE_INIT;
+
+static void
+s_init(void)
+{
+    if (sodium_init() < 0)
+        abort();
+}
+
+void
+util_blake(void *out, size_t outlen, const void *in, size_t inlen)
+{
+    pthread_once(&s_once, s_init);
+    crypto_generichash(out, outlen, in, inlen, NULL, 0);
+}
+
+void
+util_blake_init(util_blake_t *h, size_t outlen)
+{
+    pthread_once(&s_once, s_init);
+    crypto_generichash_init((crypto_generichash_state *) h->opaque, NULL, 0, outlen);
+}
+
+void
+util_blake_update(util_blake_t *h, const void *in, size_t inlen)
+{
+    crypto_generichash_update((crypto_generichash_state *) h->opaque, in, inlen);
+}
+
+void
+util_blake_final(util_blake_t *h, void *out, size_t outlen)
+{
+    crypto_generichash_final((crypto_generichash_state *) h->opaque, out, outlen);
+}
+
+uint64_t
+util_hash64(const void *p, size_t n)
+{
+    const uint8_t *s = p;
+    uint64_t h = 0x6a09e667f3bcc908ULL ^ (n * 0x9e3779b97f4a7c15ULL);
+    while (n >= 8) {
+        uint64_t w;
+        memcpy(&w, s, 8);
+        h = (h ^ util_mix64(w)) * 0x9e3779b97f4a7c15ULL;
+        h ^= h >> 29;
+        s += 8;
+        n -= 8;
+    }
+    if (n) {
+        uint64_t w = 0;
+        memcpy(&w, s, n);
+        h = (h ^ util_mix64(w ^ n)) * 0x9e3779b97f4a7c15ULL;
+    }
+    return util_mix64(h);
+}
+
+void
+util_hex(char *out, const void *p, size_t n)
+{
+    static const char d[] = "0123456789abcdef";
+    const uint8_t *s = p;
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = d[s[i] >> 4];
+        out[2 * i + 1] = d[s[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
+
+static int
+s_nibble(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+int
+util_unhex(void *out, size_t n, const char *hex)
+{
+    uint8_t *o = out;
+    if (strlen(hex) != 2 * n)
+        return util_err(LUX_EINVAL, "expected %zu hex digits, got %zu", 2 * n, strlen(hex));
+    for (size_t i = 0; i < n; i++) {
+        int hi = s_nibble(hex[2 * i]), lo = s_nibble(hex[2 * i + 1]);
+        if (hi < 0 || lo < 0)
+            return util_err(LUX_EINVAL, "not a hex digit at position %zu", 2 * i + (hi < 0 ? 0 : 1));
+        o[i] = (uint8_t) (hi << 4 | lo);
+    }
+    return 0;
+}

@@ -1,0 +1,149 @@
+/*  util_proc - spawning, watching and measuring processes (Linux /proc). */
+#include "util_proc.h"
+#include "util_err.h"
+#include "util_fs.h"
+#include "util_time.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+pid_t
+util_spawn(char *const argv[], const char *logpath)
+{
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t at;
+    pid_t pid;
+    int rc;
+
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, logpath ? logpath : "/dev/null",
+                                     O_WRONLY | O_CREAT | O_APPEND, 0600);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    posix_spawnattr_init(&at);
+    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID);
+    rc = posix_spawn(&pid, argv[0], &fa, &at, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&at);
+    if (rc != 0)
+        return util_err(LUX_EIO, "spawn %s: %s", argv[0], strerror(rc));
+    return pid;
+}
+
+bool
+util_proc_alive(pid_t pid)
+{
+    char path[64], buf[512];
+    if (pid <= 0)
+        return false;
+    if (kill(pid, 0) < 0 && errno == ESRCH)
+        return false;
+    /* a zombie still answers kill(0); read its state */
+    snprintf(path, sizeof path, "/proc/%d/stat", (int) pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return false;
+    buf[n] = '\0';
+    char *rp = strrchr(buf, ')');
+    return !(rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X'));
+}
+
+bool
+util_proc_stop(pid_t pid, int sig, int timeout_ms)
+{
+    int64_t deadline = util_mono_ms() + timeout_ms;
+    if (pid <= 0)
+        return true;
+    kill(pid, sig);
+    for (;;) {
+        if (waitpid(pid, NULL, WNOHANG) == pid || !util_proc_alive(pid))
+            return true;
+        if (util_mono_ms() >= deadline)
+            break;
+        usleep(5000);
+    }
+    kill(pid, SIGKILL);
+    for (int i = 0; i < 200; i++) {
+        if (waitpid(pid, NULL, WNOHANG) == pid || !util_proc_alive(pid))
+            return true;
+        usleep(5000);
+    }
+    return false;
+}
+
+int64_t
+util_proc_cpu_ns(pid_t pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int) pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')');
+    if (!p)
+        return -1;
+    /* fields after the command: state(3) ... utime(14) stime(15) */
+    unsigned long long ut = 0, st = 0;
+    if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+        return -1;
+    long hz = sysconf(_SC_CLK_TCK);
+    return (int64_t) ((ut + st) * (1000000000ULL / (unsigned long long) hz));
+}
+
+int64_t
+util_proc_rss(pid_t pid, int64_t *peak)
+{
+    char path[64];
+    char *s;
+    int64_t rss = -1;
+    snprintf(path, sizeof path, "/proc/%d/status", (int) pid);
+    if (peak)
+        *peak = -1;
+    if (!(s = util_read_file(path, NULL)))
+        return -1;
+    char *p = strstr(s, "VmRSS:");
+    if (p)
+        rss = strtoll(p + 6, NULL, 10) * 1024;
+    p = strstr(s, "VmHWM:");
+    if (p && peak)
+        *peak = strtoll(p + 6, NULL, 10) * 1024;
+    free(s);
+    return rss;
+}
+
+int
+util_pidfile_write(const char *path)
+{
+    char buf[32];
+    int n = snprintf(buf, sizeof buf, "%d\n", (int) getpid());
+    return util_write_file(path, buf, (size_t) n, 0600);
+}
+
+pid_t
+util_pidfile_read(const char *path)
+{
+    char *s = util_read_file(path, NULL);
+    if (!s)
+        return 0;
+    long v = strtol(s, NULL, 10);
+    free(s);
+    return v > 0 ? (pid_t) v : 0;
+}

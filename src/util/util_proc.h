@@ -1,0 +1,32 @@
+/*  util_proc - processes: spawning daemons, pid files, liveness, and the
+    CPU time and memory of a process as the kernel counts them. */
+#ifndef UTIL_PROC_H_INCLUDED
+#define UTIL_PROC_H_INCLUDED
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Start argv[0] (a path) with argv in a new session, stdin from /dev/null
+   and stdout/stderr to logpath (appended; /dev/null when NULL). Returns the
+   pid, or a negative LUX_E* code. */
+pid_t util_spawn(char *const argv[], const char *logpath);
+
+/* Whether pid is alive (and not a zombie). */
+bool util_proc_alive(pid_t pid);
+
+/* Send sig to pid, wait up to timeout_ms for it to exit, then SIGKILL.
+   Reaps it when it is our child. True when it is gone. */
+bool util_proc_stop(pid_t pid, int sig, int timeout_ms);
+
+/* User+system CPU time of pid in ns (from /proc); -1 when unknown. */
+int64_t util_proc_cpu_ns(pid_t pid);
+
+/* Resident set size and its peak in bytes (from /proc); -1 when unknown. */
+int64_t util_proc_rss(pid_t pid, int64_t *peak);
+
+/* Write our pid to path; read a pid back (0 when none or unreadable). */
+int util_pidfile_write(const char *path);
+pid_t util_pidfile_read(const char *path);
+
+#endif
