@@ -56,25 +56,37 @@ util_read_file(const char *path, size_t *len)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     struct stat st;
-    char *buf;
-    size_t got = 0;
+    char *buf = NULL;
+    size_t got = 0, cap;
 
     if (fd < 0) {
         util_err(errno == ENOENT ? LUX_ENOTFOUND : LUX_EIO, "%s: %s", path, strerror(errno));
         return NULL;
     }
-    if (fstat(fd, &st) < 0 || !(buf = malloc((size_t) st.st_size + 1))) {
-        util_err(LUX_EIO, "%s: %s", path, strerror(errno));
-        close(fd);
-        return NULL;
-    }
-    while (got < (size_t) st.st_size) {
-        ssize_t n = read(fd, buf + got, (size_t) st.st_size - got);
-        if (n <= 0) {
-            if (n < 0 && errno == EINTR)
-                continue;
-            break;
+    /* files in /proc say they are empty: read until the end, growing */
+    cap = fstat(fd, &st) == 0 && st.st_size > 0 ? (size_t) st.st_size + 1 : 4096;
+    for (;;) {
+        if (got + 1 >= cap || !buf) {
+            char *nb = realloc(buf, cap = buf ? 2 * cap : cap);
+            if (!nb) {
+                util_err(LUX_ENOMEM, "%s: out of memory", path);
+                free(buf);
+                close(fd);
+                return NULL;
+            }
+            buf = nb;
         }
+        ssize_t n = read(fd, buf + got, cap - got - 1);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            util_err(LUX_EIO, "read %s: %s", path, strerror(errno));
+            free(buf);
+            close(fd);
+            return NULL;
+        }
+        if (n == 0)
+            break;
         got += (size_t) n;
     }
     close(fd);

@@ -1,0 +1,470 @@
+/*  db_client - the appending client (see db_client.h).
+
+    Per shard: a DEALER to the head's append endpoint, the batch being
+    filled, and a FIFO of batches in flight, each kept as the exact bytes
+    sent so a resend is byte-identical. Configurations come from the
+    master's PUB (pushed on every change) and from CONFIG_REQ (asked at
+    start, on an error reply, and when acknowledgements stop coming).
+*/
+#include "db_client.h"
+#include "db_chain.h"
+#include "../net/net_wire.h"
+#include "../util/util_err.h"
+#include "../util/util_log.h"
+#include "../util/util_time.h"
+
+#define S_RESEND_MS 1000
+
+typedef struct s_msg {
+    struct s_msg *next;
+    uint64_t last_cseq; /* the newest event ID in it */
+    uint32_t count;
+    util_buf_t bytes;   /* the batch frame as sent */
+} s_msg_t;
+
+typedef struct {
+    zsock_t *sk;          /* DEALER to the head */
+    char head_ep[DB_EP_MAX];
+    uint64_t epoch;
+    util_buf_t out;       /* the batch being filled */
+    uint32_t out_count;
+    uint64_t out_last;    /* the newest event ID in it */
+    s_msg_t *fly, *fly_last; /* in flight, oldest first */
+    uint64_t fly_events;
+    int64_t progress_ms;  /* last ack (or first send) */
+    int64_t retry_ms;     /* when to send again after an error */
+    bool stale;           /* waiting for a new configuration */
+    uint64_t acked_seq;
+} s_shard_t;
+
+struct db_client_t {
+    db_cluster_t cluster;
+    net_sec_t *sec;
+    util_id_t id;
+    uint64_t cseq;
+    uint32_t max_inflight, batch;
+    int timeout_ms;
+    zsock_t *master;      /* DEALER: CONFIG_REQ */
+    zsock_t *cfg;         /* SUB to the master's PUB */
+    s_shard_t *shards;
+    uint64_t unacked;
+    uint64_t resends;
+    int refused;                       /* a head refused our bytes: a bug, not a failure */
+    char refused_msg[UTIL_ERRMSG_MAX];
+    int64_t cfg_req_ms;
+    bool configured;
+};
+
+static void
+s_msg_free(s_msg_t *m)
+{
+    util_buf_free(&m->bytes);
+    free(m);
+}
+
+static void
+s_send_bytes(db_client_t *self, uint32_t s, const util_buf_t *b)
+{
+    s_shard_t *sh = &self->shards[s];
+    zmsg_t *m = zmsg_new();
+    zmsg_append(m, &(zframe_t *) {net_hdr_frame(NET_APPEND, s, sh->epoch)});
+    zmsg_addmem(m, b->data, b->len);
+    zmsg_send(&m, sh->sk);
+}
+
+static void
+s_ask_config(db_client_t *self)
+{
+    int64_t now = util_mono_ms();
+    if (now - self->cfg_req_ms < 50)
+        return;
+    self->cfg_req_ms = now;
+    zmsg_t *m = zmsg_new();
+    zmsg_append(m, &(zframe_t *) {net_hdr_frame(NET_CONFIG_REQ, NET_NO_SHARD, 0)});
+    zmsg_send(&m, self->master);
+}
+
+/* Send every batch in flight again (after a new head, an error, or
+   silence). The head drops what it already has. */
+static void
+s_resend(db_client_t *self, uint32_t s)
+{
+    s_shard_t *sh = &self->shards[s];
+    if (!sh->sk)
+        return;
+    for (s_msg_t *m = sh->fly; m; m = m->next) {
+        s_send_bytes(self, s, &m->bytes);
+        self->resends++;
+    }
+    sh->progress_ms = util_mono_ms();
+    sh->stale = false;
+}
+
+static void
+s_apply(db_client_t *self, const db_chain_t *c)
+{
+    if (c->shard >= self->cluster.shards || c->n == 0)
+        return;
+    s_shard_t *sh = &self->shards[c->shard];
+    if (c->epoch < sh->epoch)
+        return;
+    const char *ep = c->m[0].ep[DB_EP_APPEND];
+    bool moved = strcmp(ep, sh->head_ep) != 0;
+    sh->epoch = c->epoch;
+    if (!ep[0])
+        return;
+    if (moved || !sh->sk) {
+        zsock_destroy(&sh->sk);
+        snprintf(sh->head_ep, sizeof sh->head_ep, "%s", ep);
+        sh->sk = net_connect(ZMQ_DEALER, ep, self->sec);
+        if (!sh->sk) {
+            log_error("shard %u: %s", c->shard, lux_errmsg());
+            sh->head_ep[0] = '\0';
+            return;
+        }
+        net_hwm(sh->sk, 0);
+        if (sh->fly)
+            log_info("shard %u: new head %s, resending %llu events", c->shard, ep,
+                     (unsigned long long) sh->fly_events);
+        s_resend(self, c->shard);
+    } else if (sh->stale) {
+        s_resend(self, c->shard);
+    }
+}
+
+static void
+s_on_config(db_client_t *self, zframe_t *body)
+{
+    util_id_t cluster;
+    uint32_t count;
+    db_chain_t *chains = calloc(self->cluster.shards, sizeof *chains);
+    if (!chains || !body ||
+        db_chain_decode(zframe_data(body), zframe_size(body), &cluster, chains,
+                        self->cluster.shards, &count) ||
+        !util_id_eq(&cluster, &self->cluster.id)) {
+        log_warn("ignoring a bad configuration from the master");
+        free(chains);
+        return;
+    }
+    for (uint32_t i = 0; i < count; i++)
+        s_apply(self, &chains[i]);
+    self->configured = true;
+    for (uint32_t s = 0; s < self->cluster.shards; s++)
+        if (!self->shards[s].sk)
+            self->configured = false;
+    free(chains);
+}
+
+static int
+s_on_ack(db_client_t *self, uint32_t s, zframe_t *body)
+{
+    s_shard_t *sh = &self->shards[s];
+    int n = 0;
+    if (!body || zframe_size(body) != 32 || memcmp(zframe_data(body), self->id.b, 16) != 0)
+        return 0;
+    uint64_t cseq = util_rd64(zframe_data(body) + 16), seq = util_rd64(zframe_data(body) + 24);
+    while (sh->fly && sh->fly->last_cseq <= cseq) {
+        s_msg_t *m = sh->fly;
+        sh->fly = m->next;
+        if (!sh->fly)
+            sh->fly_last = NULL;
+        sh->fly_events -= m->count;
+        self->unacked -= m->count;
+        n += (int) m->count;
+        s_msg_free(m);
+    }
+    if (seq > sh->acked_seq)
+        sh->acked_seq = seq;
+    sh->progress_ms = util_mono_ms();
+    return n;
+}
+
+/* One message from a socket; returns events newly acknowledged. */
+static int
+s_handle(db_client_t *self, zsock_t *sock, int shard)
+{
+    zmsg_t *msg = zmsg_recv(sock);
+    zframe_t *hf = msg ? zmsg_pop(msg) : NULL;
+    zframe_t *body = msg ? zmsg_pop(msg) : NULL;
+    net_hdr_t h;
+    int n = 0;
+    if (msg && net_hdr_decode(&h, hf) == 0) {
+        if (h.type == NET_CONFIG)
+            s_on_config(self, body);
+        else if (h.type == NET_APPEND_ACK && shard >= 0)
+            n = s_on_ack(self, (uint32_t) shard, body);
+        else if (h.type == NET_ERROR && shard >= 0) {
+            int code;
+            char text[256];
+            net_error_decode(body, &code, text, sizeof text);
+            log_info("shard %d: %s", shard, text);
+            if ((code == LUX_ECORRUPT || code == LUX_EINVAL || code == LUX_EPROTO) &&
+                !self->refused) {
+                /* resending the same bytes cannot help; keep them (nothing
+                   is dropped) and make sync and append fail with this */
+                log_error("shard %d refused an append: %s", shard, text);
+                self->refused = code;
+                snprintf(self->refused_msg, sizeof self->refused_msg, "shard %d refused an "
+                         "append: %s", shard, text);
+            }
+            self->shards[shard].stale = true;
+            self->shards[shard].retry_ms = util_mono_ms() + 100;
+            s_ask_config(self);
+        }
+    }
+    zframe_destroy(&hf);
+    zframe_destroy(&body);
+    zmsg_destroy(&msg);
+    return n;
+}
+
+int
+db_client_poll(db_client_t *self, int timeout_ms)
+{
+    zmq_pollitem_t items[2 + DB_MAX_SHARDS];
+    zsock_t *socks[2 + DB_MAX_SHARDS];
+    int shard_of[2 + DB_MAX_SHARDS];
+    int n = 0, k = 0;
+    int64_t now;
+
+    socks[k] = self->master, shard_of[k++] = -1;
+    socks[k] = self->cfg, shard_of[k++] = -1;
+    for (uint32_t s = 0; s < self->cluster.shards; s++)
+        if (self->shards[s].sk)
+            socks[k] = self->shards[s].sk, shard_of[k++] = (int) s;
+    for (int i = 0; i < k; i++)
+        items[i] = (zmq_pollitem_t) {zsock_resolve(socks[i]), 0, ZMQ_POLLIN, 0};
+    if (zmq_poll(items, k, timeout_ms) > 0) {
+        for (int i = 0; i < k; i++) {
+            if (!(items[i].revents & ZMQ_POLLIN))
+                continue;
+            /* drain what is there; a configuration may replace a shard's
+               socket, so stop at the first one */
+            for (int burst = 0; burst < 1000 && (zsock_events(socks[i]) & ZMQ_POLLIN); burst++) {
+                n += s_handle(self, socks[i], shard_of[i]);
+                if (shard_of[i] < 0)
+                    break;
+            }
+            if (shard_of[i] < 0)
+                break;
+        }
+    }
+    now = util_mono_ms();
+    for (uint32_t s = 0; s < self->cluster.shards; s++) {
+        s_shard_t *sh = &self->shards[s];
+        if (!sh->fly)
+            continue;
+        if (self->refused)
+            continue;
+        if (sh->stale && now >= sh->retry_ms) {
+            s_ask_config(self);
+            s_resend(self, s); /* same head, or a new one the config names */
+        } else if (!sh->stale && now - sh->progress_ms > S_RESEND_MS) {
+            log_info("shard %u: no acknowledgement for %lld ms; asking the master", s,
+                     (long long) (now - sh->progress_ms));
+            sh->stale = true;
+            sh->retry_ms = now + 100;
+            s_ask_config(self);
+        }
+    }
+    return n;
+}
+
+db_client_t *
+db_client_new(const db_client_opts_t *o)
+{
+    db_client_t *self = calloc(1, sizeof *self);
+    char ep[DB_EP_MAX];
+    if (!self)
+        return NULL;
+    self->cluster = *o->cluster;
+    self->sec = o->sec;
+    self->max_inflight = o->max_inflight ? o->max_inflight : 65536;
+    self->batch = o->batch ? o->batch : 2048;
+    self->timeout_ms = o->timeout_ms ? o->timeout_ms : 30000;
+    util_id_random(&self->id);
+    self->shards = calloc(self->cluster.shards, sizeof *self->shards);
+    if (!self->shards)
+        goto fail;
+    for (uint32_t s = 0; s < self->cluster.shards; s++)
+        util_buf_init(&self->shards[s].out);
+    self->master = net_connect(ZMQ_DEALER, db_cluster_master_ep(&self->cluster, ep, sizeof ep),
+                               self->sec);
+    self->cfg = net_connect(ZMQ_SUB, db_cluster_master_pub(&self->cluster, ep, sizeof ep),
+                            self->sec);
+    if (!self->master || !self->cfg)
+        goto fail;
+    zsock_set_subscribe(self->cfg, "");
+    int64_t deadline = util_mono_ms() + self->timeout_ms;
+    while (!self->configured && util_mono_ms() < deadline) {
+        self->cfg_req_ms = 0;
+        s_ask_config(self);
+        db_client_poll(self, 200);
+    }
+    if (!self->configured) {
+        util_err(LUX_ETIMEDOUT, "no configuration from the chain master at %s within %d ms "
+                 "(is the cluster running?)", db_cluster_master_ep(&self->cluster, ep, sizeof ep),
+                 self->timeout_ms);
+        goto fail;
+    }
+    return self;
+fail:
+    if (!lux_errmsg()[0])
+        util_err(LUX_ENOMEM, "cannot create a log client");
+    db_client_destroy(&self);
+    return NULL;
+}
+
+void
+db_client_destroy(db_client_t **self_p)
+{
+    db_client_t *self = *self_p;
+    if (!self)
+        return;
+    for (uint32_t s = 0; self->shards && s < self->cluster.shards; s++) {
+        s_shard_t *sh = &self->shards[s];
+        while (sh->fly) {
+            s_msg_t *m = sh->fly;
+            sh->fly = m->next;
+            s_msg_free(m);
+        }
+        util_buf_free(&sh->out);
+        zsock_destroy(&sh->sk);
+    }
+    zsock_destroy(&self->master);
+    zsock_destroy(&self->cfg);
+    free(self->shards);
+    free(self);
+    *self_p = NULL;
+}
+
+static int
+s_flush_shard(db_client_t *self, uint32_t s)
+{
+    s_shard_t *sh = &self->shards[s];
+    if (!sh->out_count)
+        return 0;
+    s_msg_t *m = calloc(1, sizeof *m);
+    if (!m)
+        return util_err(LUX_ENOMEM, "out of memory");
+    net_batch_end(&sh->out, sh->out_count);
+    m->bytes = sh->out;
+    m->count = sh->out_count;
+    m->last_cseq = sh->out_last;
+    util_buf_init(&sh->out);
+    sh->out_count = 0;
+    if (!sh->fly)
+        sh->progress_ms = util_mono_ms();
+    if (sh->fly_last)
+        sh->fly_last->next = m;
+    else
+        sh->fly = m;
+    sh->fly_last = m;
+    sh->fly_events += m->count;
+    if (sh->sk && !sh->stale)
+        s_send_bytes(self, s, &m->bytes);
+    return 0;
+}
+
+int
+db_client_flush(db_client_t *self)
+{
+    int rc = 0;
+    for (uint32_t s = 0; s < self->cluster.shards && !rc; s++)
+        rc = s_flush_shard(self, s);
+    return rc;
+}
+
+uint32_t
+db_client_shard(const db_client_t *self, const db_event_t *e)
+{
+    return util_id_shard(db_event_key(e), self->cluster.shards);
+}
+
+int
+db_client_append(db_client_t *self, db_event_t *e)
+{
+    uint32_t s = db_client_shard(self, e);
+    s_shard_t *sh = &self->shards[s];
+    int64_t deadline = 0;
+
+    if (self->refused)
+        return util_err(self->refused, "%s", self->refused_msg);
+    while (sh->fly_events + sh->out_count >= self->max_inflight) {
+        if (!deadline)
+            deadline = util_mono_ms() + self->timeout_ms;
+        int64_t left = deadline - util_mono_ms();
+        if (left <= 0)
+            return util_err(LUX_ETIMEDOUT, "shard %u: %llu events unacknowledged for %d ms", s,
+                            (unsigned long long) sh->fly_events, self->timeout_ms);
+        db_client_poll(self, left < 100 ? (int) left : 100);
+    }
+    e->client = self->id;
+    e->cseq = ++self->cseq;
+    e->mask |= DB_F_CLIENT;
+    e->ts = 0;
+    memset(e->hash, 0, DB_HASH_LEN);
+    if (sh->out_count == 0)
+        net_batch_begin(&sh->out, e->cseq); /* an APPEND's `first` is its first cseq */
+    size_t at = sh->out.len;
+    util_buf_put_u32(&sh->out, 0);
+    db_event_encode(e, &sh->out);
+    if (sh->out.oom)
+        return util_err(LUX_ENOMEM, "out of memory");
+    util_le32(sh->out.data + at, (uint32_t) (sh->out.len - at - 4));
+    sh->out_count++;
+    sh->out_last = e->cseq;
+    self->unacked++;
+    if (sh->out_count >= self->batch || sh->out.len >= (1u << 20)) {
+        int rc = s_flush_shard(self, s);
+        if (rc)
+            return rc;
+    }
+    /* keep acknowledgements flowing without a syscall per event */
+    if ((self->cseq & 255) == 0)
+        db_client_poll(self, 0);
+    return 0;
+}
+
+int
+db_client_sync(db_client_t *self, int timeout_ms)
+{
+    int64_t deadline = util_mono_ms() + timeout_ms;
+    int rc = db_client_flush(self);
+    if (rc)
+        return rc;
+    while (self->unacked) {
+        if (self->refused)
+            return util_err(self->refused, "%s", self->refused_msg);
+        int64_t left = deadline - util_mono_ms();
+        if (left <= 0)
+            return util_err(LUX_ETIMEDOUT, "%llu events unacknowledged after %d ms",
+                            (unsigned long long) self->unacked, timeout_ms);
+        db_client_poll(self, left < 100 ? (int) left : 100);
+    }
+    return 0;
+}
+
+uint64_t
+db_client_unacked(const db_client_t *self)
+{
+    return self->unacked;
+}
+
+uint64_t
+db_client_acked_seq(const db_client_t *self, uint32_t shard)
+{
+    return shard < self->cluster.shards ? self->shards[shard].acked_seq : 0;
+}
+
+const util_id_t *
+db_client_id(const db_client_t *self)
+{
+    return &self->id;
+}
+
+uint64_t
+db_client_resends(const db_client_t *self)
+{
+    return self->resends;
+}

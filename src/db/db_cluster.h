@@ -1,0 +1,66 @@
+/*  db_cluster - a log cluster's directory, its settings and its layout.
+
+    `lux start --head --dir DIR` creates DIR with:
+        cluster.conf          settings below, "key value" lines
+        keys/                 the cluster's CURVE key pair (mode 0700)
+        sock/                 ipc sockets (mode 0700), unless the path would
+                              be too long for a Unix socket; then a private
+                              directory under /tmp, named in cluster.conf
+        log/                  one log file per daemon
+        run/                  pid files
+        master.state          the chain master's configuration (epochs and
+                              chain order of every shard)
+        shard-S/replica-I.db  the SQLite file of replica I of shard S
+    Every path of a cluster is computed here and nowhere else.
+*/
+#ifndef DB_CLUSTER_H_INCLUDED
+#define DB_CLUSTER_H_INCLUDED
+
+#include "../util/util_id.h"
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define DB_MAX_SHARDS 256
+#define DB_MAX_REPLICAS 7
+#define DB_EP_MAX 160
+
+enum db_ep_kind { DB_EP_APPEND, DB_EP_CHAIN, DB_EP_READ, DB_EP_PUB, DB_EP_N };
+
+typedef struct {
+    char dir[PATH_MAX];      /* the cluster directory (absolute) */
+    util_id_t id;            /* cluster ID */
+    uint32_t shards;         /* S */
+    uint32_t replicas;       /* R */
+    bool sync_full;          /* synchronous=FULL */
+    int heartbeat_ms;        /* replica -> master heartbeat period */
+    int dead_ms;             /* silence after which a replica is dead */
+    char listen[DB_EP_MAX];  /* "ipc", or "tcp://HOST" for CURVE tcp */
+    int master_port;         /* tcp port of the master (tcp only) */
+    char sock_dir[PATH_MAX]; /* where ipc sockets live */
+} db_cluster_t;
+
+/* Settings for a new cluster: defaults, then overrides. */
+void db_cluster_defaults(db_cluster_t *c);
+
+/* Create the directory tree, key pair and cluster.conf of a new cluster
+   at c->dir (which must not hold one already). */
+int db_cluster_create(db_cluster_t *c);
+
+/* Read DIR/cluster.conf; 0, or LUX_ENOTFOUND / LUX_ECORRUPT. */
+int db_cluster_load(db_cluster_t *c, const char *dir);
+
+/* Paths and endpoints. All write into out[n] and return out. */
+char *db_cluster_path(const db_cluster_t *c, char *out, size_t n, const char *rel);
+char *db_cluster_replica_db(const db_cluster_t *c, uint32_t shard, uint32_t index, char *out,
+                            size_t n);
+/* The endpoint a replica binds for kind (for tcp, HOST:* - the port is
+   chosen at bind and reported to the master). */
+char *db_cluster_replica_ep(const db_cluster_t *c, uint32_t shard, uint32_t index, int kind,
+                            char *out, size_t n);
+char *db_cluster_master_ep(const db_cluster_t *c, char *out, size_t n);
+char *db_cluster_master_pub(const db_cluster_t *c, char *out, size_t n);
+bool db_cluster_tcp(const db_cluster_t *c);
+
+#endif

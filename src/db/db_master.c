@@ -1,0 +1,383 @@
+/*  db_master - chain master (see db_master.h).
+
+    master.state (db_chain_load_state) is rewritten, atomically and
+    fsync'd, on every change before anyone hears of it, and read at start;
+    without it, every chain starts as 0..R-1 at epoch 1.
+*/
+#include "db_master.h"
+#include "../net/net_wire.h"
+#include "../util/util_err.h"
+#include "../util/util_fs.h"
+#include "../util/util_log.h"
+#include "../util/util_time.h"
+
+#include <unistd.h>
+
+typedef struct {
+    bool heard;       /* a heartbeat arrived since we started */
+    int64_t seen_ms;  /* when */
+    db_beat_t beat;   /* the last one */
+    zframe_t *rid;    /* its routing ID, to push configurations */
+} s_slot_t;
+
+typedef struct {
+    db_cluster_t cluster;
+    net_sec_t *sec;
+    zsock_t *pipe;
+    zsock_t *router, *pub;
+    db_chain_t *chains; /* one per shard */
+    s_slot_t *slots;    /* shards x replicas */
+    int64_t start_ms;
+    int64_t complain_ms;
+    util_buf_t buf;
+    char err[UTIL_ERRMSG_MAX]; /* why setup failed, for db_master_new */
+} s_master_t;
+
+static s_slot_t *
+s_slot(s_master_t *self, uint32_t shard, uint32_t index)
+{
+    return &self->slots[shard * self->cluster.replicas + index];
+}
+
+static void
+s_complain(s_master_t *self, const char *what)
+{
+    int64_t now = util_mono_ms();
+    if (now - self->complain_ms >= 1000) {
+        log_warn("dropped a bad message: %s", what);
+        self->complain_ms = now;
+    }
+}
+
+static int
+s_save(s_master_t *self)
+{
+    int rc = db_chain_save_state(&self->cluster, self->chains);
+    if (rc)
+        log_error("cannot save the chain configuration: %s", lux_errmsg());
+    return rc;
+}
+
+/* Fill endpoints we can know without a heartbeat (ipc ones). */
+static void
+s_fill_eps(s_master_t *self, db_chain_t *c)
+{
+    for (uint32_t k = 0; k < c->n; k++) {
+        s_slot_t *sl = s_slot(self, c->shard, c->m[k].index);
+        for (int e = 0; e < DB_EP_N; e++) {
+            if (sl->heard)
+                snprintf(c->m[k].ep[e], DB_EP_MAX, "%s", sl->beat.ep[e]);
+            else if (!db_cluster_tcp(&self->cluster))
+                db_cluster_replica_ep(&self->cluster, c->shard, c->m[k].index, e, c->m[k].ep[e],
+                                      DB_EP_MAX);
+        }
+    }
+}
+
+static int
+s_load(s_master_t *self)
+{
+    char path[PATH_MAX + 32];
+    int rc = db_chain_load_state(&self->cluster, self->chains);
+    if (rc == 0 && !util_exists(db_cluster_path(&self->cluster, path, sizeof path, "master.state")))
+        rc = s_save(self);
+    return rc;
+}
+
+/* Send chain c to one replica slot, or publish it. */
+static void
+s_send_config(s_master_t *self, zsock_t *sock, zframe_t *rid, const db_chain_t *c, uint32_t count)
+{
+    zmsg_t *m = zmsg_new();
+    self->buf.len = 0;
+    db_chain_encode(&self->buf, &self->cluster.id, c, count);
+    if (rid)
+        zmsg_append(m, &(zframe_t *) {zframe_dup(rid)});
+    zmsg_append(m, &(zframe_t *) {net_hdr_frame(NET_CONFIG, count == 1 ? c->shard : NET_NO_SHARD,
+                                                count == 1 ? c->epoch : 0)});
+    zmsg_addmem(m, self->buf.data, self->buf.len);
+    zmsg_send(&m, sock);
+}
+
+/* A chain changed: bump, save, push, publish. */
+static void
+s_changed(s_master_t *self, db_chain_t *c, const char *why)
+{
+    c->epoch++;
+    s_fill_eps(self, c);
+    s_save(self);
+    char order[64] = "";
+    size_t n = 0;
+    for (uint32_t k = 0; k < c->n; k++)
+        n += (size_t) snprintf(order + n, sizeof order - n, "%s%u", k ? "," : "", c->m[k].index);
+    log_warn("shard %u: epoch %llu, chain [%s]: %s", c->shard, (unsigned long long) c->epoch,
+             order, why);
+    for (uint32_t i = 0; i < self->cluster.replicas; i++) {
+        s_slot_t *sl = s_slot(self, c->shard, i);
+        if (sl->rid)
+            s_send_config(self, self->router, sl->rid, c, 1);
+    }
+    s_send_config(self, self->pub, NULL, c, 1);
+}
+
+static void
+s_remove(s_master_t *self, db_chain_t *c, int pos, const char *why)
+{
+    char text[160];
+    snprintf(text, sizeof text, "replica %u removed (%s)", c->m[pos].index, why);
+    memmove(&c->m[pos], &c->m[pos + 1], (c->n - (uint32_t) pos - 1) * sizeof c->m[0]);
+    c->n--;
+    s_changed(self, c, text);
+}
+
+static void
+s_on_heartbeat(s_master_t *self, zframe_t *rid, zframe_t *body)
+{
+    db_beat_t beat;
+    if (!body || db_beat_decode(&beat, zframe_data(body), zframe_size(body))) {
+        s_complain(self, body ? lux_errmsg() : "HEARTBEAT without a body");
+        return;
+    }
+    if (beat.shard >= self->cluster.shards || beat.index >= self->cluster.replicas) {
+        s_complain(self, "HEARTBEAT from a replica this cluster does not have");
+        return;
+    }
+    s_slot_t *sl = s_slot(self, beat.shard, beat.index);
+    db_chain_t *c = &self->chains[beat.shard];
+    int pos = db_chain_find(c, beat.index);
+    bool eps_changed = sl->heard && memcmp(sl->beat.ep, beat.ep, sizeof beat.ep) != 0;
+    if (!sl->heard)
+        log_info("shard %u replica %u is up (pid %u, %s)", beat.shard, beat.index, beat.pid,
+                 db_replica_state_name(beat.state));
+    sl->heard = true;
+    sl->seen_ms = util_mono_ms();
+    sl->beat = beat;
+    if (!sl->rid || !zframe_eq(sl->rid, rid)) {
+        zframe_destroy(&sl->rid);
+        sl->rid = zframe_dup(rid);
+    }
+    if (pos >= 0 && c->n > 1 && (beat.state == DB_RS_FAILED ||
+                                 (beat.state == DB_RS_STARTING && beat.epoch == 0 &&
+                                  util_mono_ms() - self->start_ms > self->cluster.dead_ms))) {
+        /* it restarted (or failed): it rejoins at the tail once caught up */
+        s_remove(self, c, pos, beat.state == DB_RS_FAILED ? "it failed" : "it restarted");
+        return;
+    }
+    if (pos >= 0 && (eps_changed || (db_cluster_tcp(&self->cluster) && !c->m[pos].ep[0][0]))) {
+        s_changed(self, c, "endpoints changed");
+        return;
+    }
+    if (beat.epoch != c->epoch || pos < 0)
+        s_send_config(self, self->router, rid, c, 1);
+}
+
+static void
+s_on_join(s_master_t *self, zframe_t *rid, const net_hdr_t *h, zframe_t *body)
+{
+    if (!body || zframe_size(body) != 12 || h->shard >= self->cluster.shards) {
+        s_complain(self, "malformed JOIN");
+        return;
+    }
+    uint32_t index = util_rd32(zframe_data(body));
+    db_chain_t *c = &self->chains[h->shard];
+    if (index >= self->cluster.replicas || !s_slot(self, h->shard, index)->heard) {
+        s_complain(self, "JOIN from an unknown replica");
+        return;
+    }
+    if (db_chain_find(c, index) < 0 && c->n < self->cluster.replicas) {
+        char why[96];
+        snprintf(why, sizeof why, "replica %u joined at the tail at seq %llu", index,
+                 (unsigned long long) util_rd64(zframe_data(body) + 4));
+        c->m[c->n].index = index;
+        c->n++;
+        s_changed(self, c, why);
+    } else {
+        s_send_config(self, self->router, rid, c, 1);
+    }
+}
+
+static void
+s_on_status(s_master_t *self, zframe_t *rid)
+{
+    zmsg_t *m = zmsg_new();
+    util_buf_t b;
+    uint8_t pid[4];
+    int64_t now = util_mono_ms();
+    util_buf_init(&b);
+    zmsg_append(m, &(zframe_t *) {zframe_dup(rid)});
+    zmsg_append(m, &(zframe_t *) {net_hdr_frame(NET_STATUS_REP, NET_NO_SHARD, 0)});
+    db_chain_encode(&b, &self->cluster.id, self->chains, self->cluster.shards);
+    zmsg_addmem(m, b.data, b.len);
+    b.len = 0;
+    util_buf_put_u32(&b, self->cluster.shards * self->cluster.replicas);
+    for (uint32_t i = 0; i < self->cluster.shards * self->cluster.replicas; i++) {
+        s_slot_t *sl = &self->slots[i];
+        util_buf_t one;
+        util_buf_init(&one);
+        if (sl->heard)
+            db_beat_encode(&one, &sl->beat);
+        util_buf_put_u64(&b, sl->heard ? (uint64_t) (now - sl->seen_ms) : UINT64_MAX);
+        util_buf_put_blob(&b, one.data, one.len);
+        util_buf_free(&one);
+    }
+    zmsg_addmem(m, b.data, b.len);
+    util_le32(pid, (uint32_t) getpid());
+    zmsg_addmem(m, pid, 4);
+    zmsg_send(&m, self->router);
+    util_buf_free(&b);
+}
+
+static int
+s_on_router(zloop_t *loop, zsock_t *sock, void *arg)
+{
+    s_master_t *self = arg;
+    zmsg_t *msg = zmsg_recv(sock);
+    zframe_t *rid = msg ? zmsg_pop(msg) : NULL;
+    zframe_t *hf = msg ? zmsg_pop(msg) : NULL;
+    zframe_t *body = msg ? zmsg_pop(msg) : NULL;
+    net_hdr_t h;
+    if (!msg)
+        return 0;
+    if (net_hdr_decode(&h, hf)) {
+        char text[256];
+        snprintf(text, sizeof text, "%s", lux_errmsg());
+        s_complain(self, text);
+        zmsg_t *e = net_error_msg(NET_NO_SHARD, 0, LUX_EPROTO, "%s", text);
+        zmsg_prepend(e, &rid);
+        zmsg_send(&e, sock);
+    } else if (h.type == NET_HEARTBEAT) {
+        s_on_heartbeat(self, rid, body);
+    } else if (h.type == NET_JOIN) {
+        s_on_join(self, rid, &h, body);
+    } else if (h.type == NET_CONFIG_REQ) {
+        if (h.shard < self->cluster.shards)
+            s_send_config(self, sock, rid, &self->chains[h.shard], 1);
+        else
+            s_send_config(self, sock, rid, self->chains, self->cluster.shards);
+    } else if (h.type == NET_STATUS_REQ) {
+        s_on_status(self, rid);
+    } else if (h.type == NET_PING) {
+        zmsg_t *p = zmsg_new();
+        zmsg_append(p, &rid);
+        zmsg_append(p, &(zframe_t *) {net_hdr_frame(NET_PONG, NET_NO_SHARD, 0)});
+        zmsg_send(&p, sock);
+    } else {
+        char text[128];
+        snprintf(text, sizeof text, "unexpected %s at the chain master", net_type_name(h.type));
+        s_complain(self, text);
+        zmsg_t *e = net_error_msg(NET_NO_SHARD, 0, LUX_EPROTO, "%s", text);
+        zmsg_prepend(e, &rid);
+        zmsg_send(&e, sock);
+    }
+    zframe_destroy(&rid);
+    zframe_destroy(&hf);
+    zframe_destroy(&body);
+    zmsg_destroy(&msg);
+    return 0;
+}
+
+/* Remove members that fell silent; a chain always keeps one. */
+static int
+s_on_timer(zloop_t *loop, int timer_id, void *arg)
+{
+    s_master_t *self = arg;
+    int64_t now = util_mono_ms();
+    int64_t grace = self->cluster.dead_ms * 5 > 5000 ? self->cluster.dead_ms * 5 : 5000;
+    for (uint32_t s = 0; s < self->cluster.shards; s++) {
+        db_chain_t *c = &self->chains[s];
+        for (int k = 0; k < (int) c->n && c->n > 1; k++) {
+            s_slot_t *sl = s_slot(self, s, c->m[k].index);
+            bool dead = sl->heard ? now - sl->seen_ms > self->cluster.dead_ms
+                                  : now - self->start_ms > grace;
+            if (dead) {
+                char why[64];
+                snprintf(why, sizeof why, "silent for %lld ms",
+                         (long long) (sl->heard ? now - sl->seen_ms : now - self->start_ms));
+                s_remove(self, c, k, why);
+                k--;
+            }
+        }
+    }
+    return 0;
+}
+
+static int
+s_on_pipe(zloop_t *loop, zsock_t *pipe, void *arg)
+{
+    zmsg_t *m = zmsg_recv(pipe);
+    char *cmd = m ? zmsg_popstr(m) : NULL;
+    int stop = !cmd || strcmp(cmd, "$TERM") == 0;
+    free(cmd);
+    zmsg_destroy(&m);
+    return stop ? -1 : 0;
+}
+
+static void
+s_actor(zsock_t *pipe, void *arg)
+{
+    s_master_t *self = arg;
+    char ep[DB_EP_MAX];
+    zloop_t *loop;
+
+    self->pipe = pipe;
+    util_log_name("master");
+    util_buf_init(&self->buf);
+    self->start_ms = util_mono_ms();
+    self->chains = calloc(self->cluster.shards, sizeof *self->chains);
+    self->slots = calloc(self->cluster.shards * self->cluster.replicas, sizeof *self->slots);
+    if (!self->chains || !self->slots || s_load(self) ||
+        !(self->router = net_bind(ZMQ_ROUTER, db_cluster_master_ep(&self->cluster, ep, sizeof ep),
+                                  self->sec, NULL, 0)) ||
+        !(self->pub = net_bind(ZMQ_PUB, db_cluster_master_pub(&self->cluster, ep, sizeof ep),
+                               self->sec, NULL, 0))) {
+        snprintf(self->err, sizeof self->err, "%s", lux_errmsg());
+        zsock_signal(pipe, 1);
+        goto out;
+    }
+    for (uint32_t s = 0; s < self->cluster.shards; s++)
+        s_fill_eps(self, &self->chains[s]);
+    zsock_signal(pipe, 0);
+    loop = zloop_new();
+    zloop_reader(loop, pipe, s_on_pipe, self);
+    zloop_reader(loop, self->router, s_on_router, self);
+    zloop_timer(loop, (size_t) self->cluster.heartbeat_ms, 0, s_on_timer, self);
+    zloop_start(loop);
+    zloop_destroy(&loop);
+    for (uint32_t i = 0; self->slots && i < self->cluster.shards * self->cluster.replicas; i++)
+        zframe_destroy(&self->slots[i].rid);
+    zsock_destroy(&self->router);
+    zsock_destroy(&self->pub);
+    free(self->chains);
+    free(self->slots);
+    util_buf_free(&self->buf);
+    free(self);
+    return;
+out:
+    zsock_destroy(&self->router);
+    zsock_destroy(&self->pub);
+    free(self->chains);
+    free(self->slots);
+    self->chains = NULL;
+    self->slots = NULL;
+    util_buf_free(&self->buf);
+}
+
+zactor_t *
+db_master_new(const db_master_opts_t *o)
+{
+    s_master_t *self = calloc(1, sizeof *self);
+    zactor_t *a;
+    if (!self)
+        return NULL;
+    self->cluster = *o->cluster;
+    self->sec = o->sec;
+    a = zactor_new(s_actor, self);
+    if (!a) {
+        free(self);
+    } else if (self->err[0]) {
+        util_err(LUX_EIO, "chain master: %s", self->err);
+        zactor_destroy(&a);
+        free(self);
+    }
+    return a;
+}

@@ -1,0 +1,443 @@
+/*  db_query - all shards as one read-only database (see db_query.h).
+
+    Read-only three ways: every file is attached with mode=ro, the
+    connection is set query_only once the temporary views exist, and each
+    statement is checked with sqlite3_stmt_readonly() before it runs, so the
+    user gets "lux sql is read-only" rather than an SQLite message about
+    attached files.
+
+    lineage(object) is an eponymous virtual table: its xFilter does a
+    breadth-first walk, looking each task up in the shard its ID hashes to
+    (the task_submitted event, by the task index), and queues the tasks of
+    its dependencies. Each task appears once, at its shortest depth.
+*/
+#include "db_query.h"
+#include "db_chain.h"
+#include "db_event.h"
+#include "db_store.h"
+#include "../util/util_err.h"
+#include "../util/util_fs.h"
+#include "../util/util_hash.h"
+#include "../util/util_idmap.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *s_views[] = {"events", "tasks",       "retries", "objects", "task_deps",
+                                "actors", "actor_calls", "nodes",   "jobs",    "event"};
+
+struct db_query_t {
+    sqlite3 *db;
+    uint32_t shards;
+    char **files;          /* tail file per shard */
+    sqlite3_stmt **lookup; /* per shard: the task_submitted row of a task */
+};
+
+/* --- which replica is the tail -------------------------------------------------------- */
+
+static int
+s_tails(const db_cluster_t *c, uint32_t *tail)
+{
+    db_chain_t *chains = calloc(c->shards, sizeof *chains);
+    if (!chains)
+        return util_err(LUX_ENOMEM, "out of memory");
+    int rc = db_chain_load_state(c, chains);
+    for (uint32_t s = 0; s < c->shards && !rc; s++)
+        tail[s] = chains[s].m[chains[s].n - 1].index;
+    free(chains);
+    return rc;
+}
+
+/* --- lineage(object) ---------------------------------------------------------------- */
+
+typedef struct {
+    sqlite3_vtab base;
+    db_query_t *q;
+} s_vtab_t;
+
+typedef struct {
+    util_id_t task;
+    int depth;
+    uint32_t shard;
+    char *function;
+    int64_t seq;
+} s_row_t;
+
+typedef struct {
+    sqlite3_vtab_cursor base;
+    s_row_t *rows;
+    size_t n, cap, at;
+} s_cur_t;
+
+enum { L_TASK, L_DEPTH, L_FUNCTION, L_SHARD, L_SEQ, L_ARG };
+
+static int
+s_connect(sqlite3 *db, void *aux, int argc, const char *const *argv, sqlite3_vtab **out,
+          char **err)
+{
+    int rc = sqlite3_declare_vtab(db, "CREATE TABLE x(task_id TEXT, depth INTEGER, function TEXT,"
+                                      " shard INTEGER, seq INTEGER, object HIDDEN)");
+    if (rc != SQLITE_OK)
+        return rc;
+    s_vtab_t *v = sqlite3_malloc(sizeof *v);
+    if (!v)
+        return SQLITE_NOMEM;
+    memset(v, 0, sizeof *v);
+    v->q = aux;
+    *out = &v->base;
+    return SQLITE_OK;
+}
+
+static int
+s_disconnect(sqlite3_vtab *v)
+{
+    sqlite3_free(v);
+    return SQLITE_OK;
+}
+
+static int
+s_best_index(sqlite3_vtab *v, sqlite3_index_info *info)
+{
+    for (int i = 0; i < info->nConstraint; i++) {
+        if (info->aConstraint[i].iColumn == L_ARG &&
+            info->aConstraint[i].op == SQLITE_INDEX_CONSTRAINT_EQ) {
+            if (!info->aConstraint[i].usable)
+                return SQLITE_CONSTRAINT;
+            info->aConstraintUsage[i].argvIndex = 1;
+            info->aConstraintUsage[i].omit = 1;
+            info->idxNum = 1;
+            info->estimatedCost = 100;
+            return SQLITE_OK;
+        }
+    }
+    /* without an object there is nothing to walk */
+    info->idxNum = 0;
+    info->estimatedCost = 1e12;
+    return SQLITE_OK;
+}
+
+static int
+s_open(sqlite3_vtab *v, sqlite3_vtab_cursor **out)
+{
+    s_cur_t *c = sqlite3_malloc(sizeof *c);
+    if (!c)
+        return SQLITE_NOMEM;
+    memset(c, 0, sizeof *c);
+    *out = &c->base;
+    return SQLITE_OK;
+}
+
+static void
+s_cur_reset(s_cur_t *c)
+{
+    for (size_t i = 0; i < c->n; i++)
+        free(c->rows[i].function);
+    free(c->rows);
+    c->rows = NULL;
+    c->n = c->cap = c->at = 0;
+}
+
+static int
+s_close(sqlite3_vtab_cursor *cur)
+{
+    s_cur_reset((s_cur_t *) cur);
+    sqlite3_free(cur);
+    return SQLITE_OK;
+}
+
+static int
+s_push(s_cur_t *c, const util_id_t *task, int depth)
+{
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? 2 * c->cap : 64;
+        s_row_t *r = realloc(c->rows, cap * sizeof *r);
+        if (!r)
+            return SQLITE_NOMEM;
+        c->rows = r;
+        c->cap = cap;
+    }
+    memset(&c->rows[c->n], 0, sizeof c->rows[0]);
+    c->rows[c->n].task = *task;
+    c->rows[c->n].depth = depth;
+    c->n++;
+    return SQLITE_OK;
+}
+
+static int
+s_filter(sqlite3_vtab_cursor *cur, int idx, const char *idxs, int argc, sqlite3_value **argv)
+{
+    s_cur_t *c = (s_cur_t *) cur;
+    db_query_t *q = ((s_vtab_t *) cur->pVtab)->q;
+    util_idmap_t *seen;
+    util_id_t start;
+    int rc = SQLITE_OK;
+
+    s_cur_reset(c);
+    if (idx != 1 || argc != 1)
+        return SQLITE_OK;
+    const char *hex = (const char *) sqlite3_value_text(argv[0]);
+    char buf[33];
+    if (!hex || (strlen(hex) != 40 && strlen(hex) != 32)) {
+        cur->pVtab->zErrMsg = sqlite3_mprintf("lineage(): expected an object ID of 40 hex digits "
+                                              "(or a task ID of 32), got '%s'",
+                                              hex ? hex : "NULL");
+        return SQLITE_ERROR;
+    }
+    snprintf(buf, sizeof buf, "%.32s", hex);
+    if (util_id_parse(&start, buf)) {
+        cur->pVtab->zErrMsg = sqlite3_mprintf("lineage(): '%s' is not hex", hex);
+        return SQLITE_ERROR;
+    }
+    if (!(seen = util_idmap_new(0)))
+        return SQLITE_NOMEM;
+    util_idmap_put(seen, &start, NULL);
+    if ((rc = s_push(c, &start, 0)))
+        goto out;
+    /* breadth first: rows are the queue; i walks it */
+    for (size_t i = 0; i < c->n && rc == SQLITE_OK; i++) {
+        s_row_t *r = &c->rows[i];
+        uint32_t s = util_id_shard(&r->task, q->shards);
+        sqlite3_stmt *st = q->lookup[s];
+        r->shard = s;
+        sqlite3_bind_blob(st, 1, r->task.b, UTIL_ID_LEN, SQLITE_STATIC);
+        if (sqlite3_step(st) == SQLITE_ROW) {
+            const char *fn = (const char *) sqlite3_column_text(st, 0);
+            r->function = fn ? strdup(fn) : NULL;
+            r->seq = sqlite3_column_int64(st, 2);
+            const uint8_t *deps = sqlite3_column_blob(st, 1);
+            int n = sqlite3_column_bytes(st, 1);
+            int depth = r->depth + 1;
+            for (int k = 0; deps && k + DB_DEP_LEN <= n; k += DB_DEP_LEN) {
+                util_id_t t;
+                int fresh;
+                memcpy(t.b, deps + k, UTIL_ID_LEN);
+                if (!util_idmap_put(seen, &t, &fresh)) {
+                    rc = SQLITE_NOMEM;
+                    break;
+                }
+                if (fresh && (rc = s_push(c, &t, depth)))
+                    break;
+                r = &c->rows[i]; /* s_push may move rows */
+            }
+        } else {
+            r->seq = -1; /* not in the log (a put, or another cluster's) */
+        }
+        sqlite3_reset(st);
+    }
+out:
+    util_idmap_destroy(&seen);
+    return rc;
+}
+
+static int
+s_next(sqlite3_vtab_cursor *cur)
+{
+    ((s_cur_t *) cur)->at++;
+    return SQLITE_OK;
+}
+
+static int
+s_eof(sqlite3_vtab_cursor *cur)
+{
+    s_cur_t *c = (s_cur_t *) cur;
+    return c->at >= c->n;
+}
+
+static int
+s_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col)
+{
+    s_cur_t *c = (s_cur_t *) cur;
+    s_row_t *r = &c->rows[c->at];
+    char hex[UTIL_ID_HEX];
+    switch (col) {
+    case L_TASK:
+        sqlite3_result_text(ctx, util_id_hex(&r->task, hex), -1, SQLITE_TRANSIENT);
+        break;
+    case L_DEPTH:
+        sqlite3_result_int(ctx, r->depth);
+        break;
+    case L_FUNCTION:
+        if (r->function)
+            sqlite3_result_text(ctx, r->function, -1, SQLITE_TRANSIENT);
+        break;
+    case L_SHARD:
+        sqlite3_result_int(ctx, (int) r->shard);
+        break;
+    case L_SEQ:
+        if (r->seq >= 0)
+            sqlite3_result_int64(ctx, r->seq);
+        break;
+    }
+    return SQLITE_OK;
+}
+
+static int
+s_rowid(sqlite3_vtab_cursor *cur, sqlite3_int64 *rowid)
+{
+    *rowid = (sqlite3_int64) ((s_cur_t *) cur)->at;
+    return SQLITE_OK;
+}
+
+static sqlite3_module s_lineage = {
+    .xConnect = s_connect,
+    .xBestIndex = s_best_index,
+    .xDisconnect = s_disconnect,
+    .xOpen = s_open,
+    .xClose = s_close,
+    .xFilter = s_filter,
+    .xNext = s_next,
+    .xEof = s_eof,
+    .xColumn = s_column,
+    .xRowid = s_rowid,
+};
+
+/* --- open, prepare ----------------------------------------------------------------- */
+
+static int
+s_exec(db_query_t *self, const char *sql)
+{
+    char *msg = NULL;
+    if (sqlite3_exec(self->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+        util_err(LUX_ESQL, "%s", msg ? msg : sqlite3_errmsg(self->db));
+        sqlite3_free(msg);
+        return LUX_ESQL;
+    }
+    return 0;
+}
+
+db_query_t *
+db_query_open(const db_cluster_t *c)
+{
+    db_query_t *self = calloc(1, sizeof *self);
+    uint32_t *tail = calloc(c->shards, sizeof *tail);
+    char *sql = NULL;
+    size_t cap = 0;
+    FILE *f = NULL;
+
+    if (!self || !tail)
+        goto fail;
+    self->shards = c->shards;
+    self->files = calloc(c->shards, sizeof *self->files);
+    self->lookup = calloc(c->shards, sizeof *self->lookup);
+    if (!self->files || !self->lookup || s_tails(c, tail))
+        goto fail;
+    if (sqlite3_open_v2(":memory:", &self->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_URI, NULL)) {
+        util_err(LUX_ESQL, "cannot open SQLite");
+        goto fail;
+    }
+    sqlite3_busy_timeout(self->db, 5000);
+    sqlite3_limit(self->db, SQLITE_LIMIT_ATTACHED, (int) c->shards + 2);
+    if (c->shards + 2 > (uint32_t) sqlite3_limit(self->db, SQLITE_LIMIT_ATTACHED, -1)) {
+        util_err(LUX_ENOSYS, "%u shards: this SQLite attaches at most %d databases", c->shards,
+                 sqlite3_limit(self->db, SQLITE_LIMIT_ATTACHED, -1));
+        goto fail;
+    }
+    for (uint32_t s = 0; s < c->shards; s++) {
+        char path[PATH_MAX], stmt[PATH_MAX + 64];
+        db_cluster_replica_db(c, s, tail[s], path, sizeof path);
+        if (!util_exists(path)) {
+            util_err(LUX_ENOTFOUND, "shard %u: the tail's file %s is missing", s, path);
+            goto fail;
+        }
+        self->files[s] = strdup(path);
+        char *uri = sqlite3_mprintf("file:%s?mode=ro", path);
+        snprintf(stmt, sizeof stmt, "ATTACH %s AS s%u", "?", s);
+        sqlite3_stmt *st;
+        int rc = sqlite3_prepare_v2(self->db, stmt, -1, &st, NULL);
+        if (rc == SQLITE_OK) {
+            sqlite3_bind_text(st, 1, uri, -1, sqlite3_free);
+            rc = sqlite3_step(st);
+            sqlite3_finalize(st);
+        } else {
+            sqlite3_free(uri);
+        }
+        if (rc != SQLITE_DONE) {
+            util_err(LUX_EIO, "shard %u: cannot open %s: %s", s, path, sqlite3_errmsg(self->db));
+            goto fail;
+        }
+        snprintf(stmt, sizeof stmt, "SELECT name, deps, seq FROM s%u.event WHERE task = ?1 AND kind = %d"
+                 " ORDER BY seq LIMIT 1", s, DB_K_task_submitted);
+        if (sqlite3_prepare_v3(self->db, stmt, -1, SQLITE_PREPARE_PERSISTENT, &self->lookup[s],
+                               NULL) != SQLITE_OK) {
+            util_err(LUX_ECORRUPT, "shard %u: %s is not a Lux log file: %s", s, path,
+                     sqlite3_errmsg(self->db));
+            goto fail;
+        }
+    }
+    /* spanning views */
+    f = open_memstream(&sql, &cap);
+    for (size_t v = 0; v < sizeof s_views / sizeof s_views[0]; v++) {
+        fprintf(f, "CREATE TEMP VIEW %s AS ", s_views[v]);
+        for (uint32_t s = 0; s < c->shards; s++)
+            fprintf(f, "%sSELECT %u AS shard, * FROM s%u.%s", s ? " UNION ALL " : "", s, s,
+                    s_views[v]);
+        fprintf(f, ";\n");
+    }
+    fclose(f);
+    f = NULL;
+    if (s_exec(self, sql))
+        goto fail;
+    if (sqlite3_create_module(self->db, "lineage", &s_lineage, self) != SQLITE_OK) {
+        util_err(LUX_ESQL, "cannot register lineage(): %s", sqlite3_errmsg(self->db));
+        goto fail;
+    }
+    if (s_exec(self, "PRAGMA query_only = 1"))
+        goto fail;
+    free(sql);
+    free(tail);
+    return self;
+fail:
+    if (f)
+        fclose(f);
+    free(sql);
+    free(tail);
+    db_query_close(&self);
+    return NULL;
+}
+
+void
+db_query_close(db_query_t **self_p)
+{
+    db_query_t *self = *self_p;
+    if (!self)
+        return;
+    for (uint32_t s = 0; s < self->shards; s++) {
+        if (self->lookup)
+            sqlite3_finalize(self->lookup[s]);
+        if (self->files)
+            free(self->files[s]);
+    }
+    free(self->lookup);
+    free(self->files);
+    sqlite3_close(self->db);
+    free(self);
+    *self_p = NULL;
+}
+
+int
+db_query_prepare(db_query_t *self, const char *sql, sqlite3_stmt **st, const char **tail)
+{
+    *st = NULL;
+    if (sqlite3_prepare_v2(self->db, sql, -1, st, tail) != SQLITE_OK)
+        return util_err(LUX_ESQL, "%s", sqlite3_errmsg(self->db));
+    if (*st && !sqlite3_stmt_readonly(*st)) {
+        sqlite3_finalize(*st);
+        *st = NULL;
+        return util_err(LUX_EREADONLY, "lux sql is read-only: this statement would change the "
+                        "log, which nothing but the cluster writes");
+    }
+    return 0;
+}
+
+sqlite3 *
+db_query_db(db_query_t *self)
+{
+    return self->db;
+}
+
+const char *
+db_query_file(db_query_t *self, uint32_t shard)
+{
+    return shard < self->shards ? self->files[shard] : NULL;
+}

@@ -1,0 +1,41 @@
+/*  db_query - the whole log as one read-only SQLite database.
+
+    An in-memory database attaches the tail file of every shard read-only
+    (as s0, s1, ...; the tail holds exactly the committed events), and
+    defines temporary views of the same names as the per-shard views of
+    sql/views.sql that span all shards, with a `shard` column in front:
+    events, tasks, retries, objects, task_deps, actors, actor_calls, nodes,
+    jobs, and `event` for the raw rows. It also registers the table-valued
+    function lineage(object_id), which walks from an object (40 hex digits,
+    or 32 for a task) to every task it depends on, across shards, using the
+    task index of each shard.
+
+    It works whether the cluster runs or not: which replica is each shard's
+    tail is read from master.state, which the chain master writes before it
+    tells anyone.
+*/
+#ifndef DB_QUERY_H_INCLUDED
+#define DB_QUERY_H_INCLUDED
+
+#include "db_cluster.h"
+
+#include <sqlite3.h>
+
+typedef struct db_query_t db_query_t;
+
+/* Open the cluster's log; NULL with the message set. */
+db_query_t *db_query_open(const db_cluster_t *cluster);
+void db_query_close(db_query_t **self_p);
+
+/* Prepare one statement; refuses anything that would write (LUX_EREADONLY)
+   and reports SQL errors with SQLite's message (LUX_ESQL). *tail is set
+   past the statement, for scripts of several statements. */
+int db_query_prepare(db_query_t *self, const char *sql, sqlite3_stmt **st, const char **tail);
+
+/* The connection, for reading results. */
+sqlite3 *db_query_db(db_query_t *self);
+
+/* Which replica file each shard's tail is, as attached. */
+const char *db_query_file(db_query_t *self, uint32_t shard);
+
+#endif

@@ -1,0 +1,47 @@
+/*  db_reader - the thread that serves a replica's range reads and runs its
+    WAL checkpoints.
+
+    It binds the replica's read endpoint (ROUTER) and answers READ requests
+    with committed events, from a connection of its own, so a subscriber
+    catching up on a million events never stalls appends. Reads are served
+    only while the replica is the tail of its chain in the epoch the request
+    names (DESIGN section 5: a replica removed from the chain must not serve
+    stale reads). Every 250 ms it runs a passive checkpoint, which the
+    writer's connection is told not to do.
+
+    READ body:     req u64, from u64, max u32, max_bytes u32
+    READ_REP body: req u64, last u64 (the tail's last seq); frame 2: batch
+*/
+#ifndef DB_READER_H_INCLUDED
+#define DB_READER_H_INCLUDED
+
+#include "db_store.h"
+#include "../net/net_ep.h"
+
+#include <czmq.h>
+#include <stdatomic.h>
+
+/* What the replica's network thread tells its reader. */
+typedef struct {
+    _Atomic uint64_t epoch; /* current epoch of the chain */
+    _Atomic int is_tail;    /* reads are served only by the tail */
+} db_reader_state_t;
+
+#define DB_READ_MAX 16384           /* events per READ_REP at most */
+#define DB_READ_MAX_BYTES (8 << 20) /* bytes per READ_REP at most */
+
+typedef struct {
+    const char *db_path;     /* the replica's file */
+    const util_id_t *cluster;
+    uint32_t shard;
+    const char *ep;          /* read endpoint to bind */
+    net_sec_t *sec;          /* for tcp */
+    db_reader_state_t *state; /* shared, owned by the replica */
+    char *bound;             /* out: endpoint actually bound */
+    size_t bound_len;
+} db_reader_opts_t;
+
+/* Start a reader; NULL (message set) if it cannot open or bind. */
+zactor_t *db_reader_new(db_reader_opts_t *opts);
+
+#endif

@@ -1,0 +1,174 @@
+/*  db_writer - group-committing writer thread of a replica.
+
+    Messages on the actor's pipe are one frame each:
+        owner -> writer:  'W' + pointer to a net_batch_t   (9 bytes)
+                          'T' + u64 after                   (9 bytes)
+        writer -> owner:  letter + u64 seq + i32 code + text
+    and "$TERM" from zactor_destroy, told apart by its length.
+
+    A write error is final: the writer reports it and refuses further
+    writes, and the replica fails over (a replica whose disk is full must
+    not keep a hole in its chain). Batches queued before $TERM are
+    committed before the thread ends, so nothing handed over is lost. */
+#include "db_writer.h"
+#include "../net/net_wire.h"
+#include "../util/util_err.h"
+#include "../util/util_log.h"
+
+typedef struct {
+    zsock_t *pipe;
+    db_store_t *store;
+    bool broken; /* a write failed: refuse everything */
+} s_writer_t;
+
+/* Put one batch into the open transaction. */
+static int
+s_put(s_writer_t *self, const net_batch_t *b)
+{
+    net_batch_it_t it;
+    uint64_t seq;
+    const uint8_t *rec;
+    size_t n;
+    int rc;
+    net_batch_iter(&it, b);
+    while (net_batch_next(&it, &seq, &rec, &n))
+        if ((rc = db_store_put(self->store, seq, rec, n)))
+            return rc;
+    return 0;
+}
+
+static void
+s_reply(s_writer_t *self, char cmd, uint64_t seq, int code, const char *text)
+{
+    size_t n = strlen(text);
+    zframe_t *f = zframe_new(NULL, 13 + n);
+    uint8_t *p = zframe_data(f);
+    p[0] = (uint8_t) cmd;
+    util_le64(p + 1, seq);
+    util_le32(p + 9, (uint32_t) code);
+    memcpy(p + 13, text, n);
+    zframe_send(&f, self->pipe, 0);
+}
+
+static void
+s_ask(zactor_t *w, char cmd, const void *arg, size_t n)
+{
+    zframe_t *f = zframe_new(NULL, 1 + n);
+    zframe_data(f)[0] = (uint8_t) cmd;
+    memcpy(zframe_data(f) + 1, arg, n);
+    zframe_send(&f, w, 0);
+}
+
+void
+db_writer_write(zactor_t *w, const net_batch_t *b)
+{
+    s_ask(w, 'W', &b, sizeof b);
+}
+
+void
+db_writer_truncate(zactor_t *w, uint64_t after)
+{
+    s_ask(w, 'T', &after, sizeof after);
+}
+
+char
+db_writer_reply(zactor_t *w, uint64_t *seq, int *code, char *text, size_t n)
+{
+    zframe_t *f = zframe_recv(w);
+    char cmd = 0;
+    if (f && zframe_size(f) >= 13) {
+        const uint8_t *p = zframe_data(f);
+        size_t len = zframe_size(f) - 13;
+        cmd = (char) p[0];
+        *seq = util_rd64(p + 1);
+        *code = (int32_t) util_rd32(p + 9);
+        if (len >= n)
+            len = n - 1;
+        memcpy(text, p + 13, len);
+        text[len] = '\0';
+    }
+    zframe_destroy(&f);
+    return cmd;
+}
+
+static void
+s_truncate(s_writer_t *self, uint64_t after)
+{
+    int rc = db_store_truncate(self->store, after);
+    s_reply(self, 'T', db_store_last_seq(self->store), rc, rc ? lux_errmsg() : "");
+}
+
+/* Messages from the owner are pictures whose first frame is one byte, so
+   $TERM (a string frame of 5 bytes) is told apart by its size. */
+static void
+s_loop(zsock_t *pipe, void *arg)
+{
+    s_writer_t self = {.pipe = pipe, .store = arg};
+    util_log_name("writer %u", db_store_shard(self.store));
+    zsock_signal(pipe, 0);
+
+    for (;;) {
+        zframe_t *f = zframe_recv(pipe);
+        uint32_t events = 0;
+        bool open = false, stop = false;
+        int rc = 0;
+        uint64_t trunc = UINT64_MAX;
+
+        while (f) {
+            size_t n = zframe_size(f);
+            const uint8_t *p = zframe_data(f);
+            if (n == 1 + sizeof(void *) && p[0] == 'W') {
+                const net_batch_t *b;
+                memcpy(&b, p + 1, sizeof b);
+                if (self.broken)
+                    rc = LUX_ESTATE;
+                else {
+                    if (!open && !(rc = db_store_begin(self.store)))
+                        open = true;
+                    if (!rc)
+                        rc = s_put(&self, b);
+                    events += b->count;
+                }
+            } else if (n == 9 && p[0] == 'T') {
+                memcpy(&trunc, p + 1, 8);
+            } else {
+                stop = true; /* $TERM */
+            }
+            zframe_destroy(&f);
+            if (stop || rc || trunc != UINT64_MAX || events >= DB_WRITER_GROUP)
+                break;
+            if (!(zsock_events(pipe) & ZMQ_POLLIN))
+                break;
+            f = zframe_recv(pipe);
+        }
+        if (open) {
+            if (!rc)
+                rc = db_store_commit(self.store);
+            if (rc) {
+                db_store_rollback(self.store);
+                if (!self.broken)
+                    log_error("%s", lux_errmsg());
+                self.broken = true;
+                s_reply(&self, 'E', db_store_last_seq(self.store), rc, lux_errmsg());
+            } else {
+                s_reply(&self, 'C', db_store_last_seq(self.store), 0, "");
+            }
+        } else if (rc) {
+            s_reply(&self, 'E', db_store_last_seq(self.store), rc, "writer is stopped");
+        }
+        if (trunc != UINT64_MAX)
+            s_truncate(&self, trunc);
+        if (stop)
+            break;
+    }
+    db_store_close(&self.store);
+}
+
+zactor_t *
+db_writer_new(db_store_t **store_p)
+{
+    zactor_t *a = zactor_new(s_loop, *store_p);
+    if (a)
+        *store_p = NULL;
+    return a;
+}

@@ -1,0 +1,205 @@
+/*  net_ep - endpoints: private ipc directories and CURVE on tcp.
+
+    Authentication model (DESIGN section 10): one key pair per cluster.
+    Servers are CURVE servers with that pair; clients present the same pair
+    and know the server key; zauth accepts a client only if its public key
+    is in keydir/allowed/, which holds the cluster's public key alone. So a
+    peer without the cluster's secret key cannot complete the handshake.
+*/
+#include "net_ep.h"
+#include "../util/util_err.h"
+#include "../util/util_fs.h"
+#include "../util/util_log.h"
+
+#include <limits.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct net_sec_t {
+    zcert_t *cert;        /* the cluster's key pair */
+    char allow[PATH_MAX]; /* directory of allowed public certs */
+};
+
+/* One zauth per process, shared by every net_sec_t (ZAP is per context). */
+static zactor_t *s_auth;
+static pthread_mutex_t s_auth_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int
+net_sec_create(const char *keydir)
+{
+    char path[PATH_MAX], allow[PATH_MAX];
+    int rc;
+    if ((rc = util_private_dir(keydir)))
+        return rc;
+    snprintf(path, sizeof path, "%s/cluster.cert", keydir);
+    snprintf(allow, sizeof allow, "%s/allowed", keydir);
+    if (util_exists(path))
+        return util_err(LUX_EEXIST, "%s: a cluster key already exists", path);
+    if ((rc = util_private_dir(allow)))
+        return rc;
+    zcert_t *cert = zcert_new();
+    if (!cert)
+        return util_err(LUX_ENOMEM, "cannot make a CURVE key pair");
+    zcert_set_meta(cert, "role", "lux cluster");
+    rc = zcert_save(cert, path);
+    if (rc == 0) {
+        snprintf(allow, sizeof allow, "%s/allowed/cluster.cert", keydir);
+        rc = zcert_save_public(cert, allow);
+    }
+    zcert_destroy(&cert);
+    if (rc != 0)
+        return util_err(LUX_EIO, "%s: cannot save the cluster key", path);
+    snprintf(path, sizeof path, "%s/cluster.cert_secret", keydir);
+    chmod(path, 0600);
+    return 0;
+}
+
+net_sec_t *
+net_sec_load(const char *keydir)
+{
+    char path[PATH_MAX];
+    net_sec_t *self = calloc(1, sizeof *self);
+    if (!self)
+        return NULL;
+    snprintf(path, sizeof path, "%s/cluster.cert", keydir);
+    snprintf(self->allow, sizeof self->allow, "%s/allowed", keydir);
+    self->cert = zcert_load(path);
+    if (!self->cert || strcmp(zcert_secret_txt(self->cert),
+                              "0000000000000000000000000000000000000000") == 0) {
+        util_err(LUX_EAUTH, "%s: no cluster key pair (is this the cluster's directory?)", path);
+        net_sec_destroy(&self);
+        return NULL;
+    }
+    return self;
+}
+
+void
+net_sec_destroy(net_sec_t **self_p)
+{
+    if (*self_p) {
+        zcert_destroy(&(*self_p)->cert);
+        free(*self_p);
+        *self_p = NULL;
+    }
+}
+
+const char *
+net_sec_public(const net_sec_t *self)
+{
+    return zcert_public_txt(self->cert);
+}
+
+static int
+s_auth_start(net_sec_t *sec)
+{
+    int rc = 0;
+    pthread_mutex_lock(&s_auth_lock);
+    if (!s_auth) {
+        s_auth = zactor_new(zauth, NULL);
+        if (!s_auth)
+            rc = util_err(LUX_EIO, "cannot start the ZAP authenticator");
+        else {
+            zstr_sendx(s_auth, "CURVE", sec->allow, NULL);
+            zsock_wait(s_auth);
+        }
+    }
+    pthread_mutex_unlock(&s_auth_lock);
+    return rc;
+}
+
+/* For ipc://path, check that path's directory is private to us. */
+static int
+s_ipc_check(const char *ep)
+{
+    char dir[PATH_MAX];
+    struct stat st;
+    snprintf(dir, sizeof dir, "%s", ep + 6);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == dir)
+        dir[1] = '\0';
+    else
+        *slash = '\0';
+    if (stat(dir, &st) < 0)
+        return util_err(LUX_EIO, "%s: socket directory %s is missing", ep, dir);
+    if (st.st_uid != geteuid() || (st.st_mode & 077))
+        return util_err(LUX_EAUTH, "%s: socket directory %s must be ours with mode 0700 (is %o)",
+                        ep, dir, st.st_mode & 0777);
+    return 0;
+}
+
+static zsock_t *
+s_new(int type)
+{
+    zsock_t *s = zsock_new(type);
+    if (s)
+        zsock_set_linger(s, 200);
+    else
+        util_err(LUX_EIO, "cannot create a socket: %s", zmq_strerror(zmq_errno()));
+    return s;
+}
+
+zsock_t *
+net_bind(int type, const char *ep, net_sec_t *sec, char *bound, size_t n)
+{
+    bool tcp = strncmp(ep, "tcp://", 6) == 0;
+    zsock_t *s;
+    if (tcp && !sec) {
+        util_err(LUX_EAUTH, "%s: tcp endpoints need the cluster key (CURVE)", ep);
+        return NULL;
+    }
+    if (strncmp(ep, "ipc://", 6) == 0 && s_ipc_check(ep))
+        return NULL;
+    if (tcp && s_auth_start(sec))
+        return NULL;
+    if (!(s = s_new(type)))
+        return NULL;
+    if (tcp) {
+        zsock_set_zap_domain(s, "lux");
+        zcert_apply(sec->cert, s);
+        zsock_set_curve_server(s, 1);
+    }
+    if (zsock_bind(s, "%s", ep) < 0) {
+        util_err(LUX_EIO, "bind %s: %s", ep, zmq_strerror(zmq_errno()));
+        zsock_destroy(&s);
+        return NULL;
+    }
+    if (bound) {
+        const char *last = zsock_last_endpoint(s);
+        snprintf(bound, n, "%s", last ? last : ep);
+    }
+    return s;
+}
+
+zsock_t *
+net_connect(int type, const char *ep, net_sec_t *sec)
+{
+    bool tcp = strncmp(ep, "tcp://", 6) == 0;
+    zsock_t *s;
+    if (tcp && !sec) {
+        util_err(LUX_EAUTH, "%s: tcp endpoints need the cluster key (CURVE)", ep);
+        return NULL;
+    }
+    if (!(s = s_new(type)))
+        return NULL;
+    if (tcp) {
+        zcert_apply(sec->cert, s);
+        zsock_set_curve_serverkey(s, zcert_public_txt(sec->cert));
+    }
+    if (zsock_connect(s, "%s", ep) < 0) {
+        util_err(LUX_EIO, "connect %s: %s", ep, zmq_strerror(zmq_errno()));
+        zsock_destroy(&s);
+        return NULL;
+    }
+    return s;
+}
+
+void
+net_hwm(zsock_t *s, int hwm)
+{
+    zsock_set_sndhwm(s, hwm);
+    zsock_set_rcvhwm(s, hwm);
+}

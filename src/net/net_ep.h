@@ -1,0 +1,44 @@
+/*  net_ep - ZeroMQ endpoints made safe by default.
+
+    ipc:// endpoints must live in a private directory (mode 0700, ours):
+    binding elsewhere is refused. tcp:// endpoints always use CURVE with the
+    cluster's key pair (created by `lux start --head`): a server accepts only
+    clients that hold the cluster's key, through a ZAP handler (czmq's zauth)
+    started once per process. Binding or connecting tcp without the key is
+    refused. inproc:// needs neither.
+
+    Every socket made here has a short linger (so a reply queued just before
+    a socket closes is still sent) and is otherwise czmq's.
+*/
+#ifndef NET_EP_H_INCLUDED
+#define NET_EP_H_INCLUDED
+
+#include <czmq.h>
+
+typedef struct net_sec_t net_sec_t;
+
+/* Create a cluster key pair in keydir (made private):
+   keydir/cluster.cert, keydir/cluster.cert_secret, keydir/allowed/.
+   0, or LUX_EIO / LUX_EEXIST. */
+int net_sec_create(const char *keydir);
+
+/* Load the cluster key pair from keydir; NULL with a message when it is
+   missing or unreadable. */
+net_sec_t *net_sec_load(const char *keydir);
+void net_sec_destroy(net_sec_t **self_p);
+
+/* The cluster's public key (Z85, 40 characters). */
+const char *net_sec_public(const net_sec_t *self);
+
+/* Bind a new socket of type (ZMQ_ROUTER...) to ep. For tcp with port 0 or
+   '*', the endpoint actually bound is written to bound (which may be NULL
+   when not needed). NULL with a message on failure. */
+zsock_t *net_bind(int type, const char *ep, net_sec_t *sec, char *bound, size_t n);
+
+/* Connect a new socket of type to ep (CURVE client for tcp). */
+zsock_t *net_connect(int type, const char *ep, net_sec_t *sec);
+
+/* Set send and receive high-water marks (messages; 0 = no limit). */
+void net_hwm(zsock_t *s, int hwm);
+
+#endif

@@ -1,0 +1,105 @@
+/*  net_wire - Lux's wire framing: the header frame every message starts
+    with, batches of seq-numbered records, and error replies.
+
+    The byte layout is documented at the top of net_wire.c and, for people
+    writing clients in other languages, in doc/protocol.md. Nothing else
+    encodes a header or a batch by hand.
+
+    This layer knows nothing of what a record contains (src/db does): a
+    batch is records with consecutive seqs, which is all that replication
+    and subscriptions need to move, order and check them.
+*/
+#ifndef NET_WIRE_H_INCLUDED
+#define NET_WIRE_H_INCLUDED
+
+#include "../util/util_buf.h"
+
+#include <czmq.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define NET_MAGIC 0x4c /* 'L' */
+#define NET_VERSION 1
+#define NET_HDR_LEN 16
+#define NET_NO_SHARD 0xffffffffu
+
+/* Message types: X(name, code, what). */
+#define NET_TYPES(X)                                                          \
+    X(ERROR, 1, "error reply")                                                \
+    X(APPEND, 2, "client appends events to a shard's head")                   \
+    X(APPEND_ACK, 3, "head acknowledges appends committed at the tail")       \
+    X(FORWARD, 4, "a replica forwards a batch to its successor")              \
+    X(CHAIN_ACK, 5, "a replica reports the tail's commit to its predecessor") \
+    X(HELLO, 6, "a predecessor opens the link to its successor")              \
+    X(SYNC, 7, "a successor says which seq it has")                           \
+    X(READ, 8, "read a range of committed events")                            \
+    X(READ_REP, 9, "a range of committed events")                             \
+    X(PUBLISH, 10, "the tail publishes committed events")                     \
+    X(HEARTBEAT, 11, "a replica reports to the chain master")                 \
+    X(CONFIG, 12, "chain configuration")                                      \
+    X(CONFIG_REQ, 13, "ask the chain master for the configuration")           \
+    X(JOIN, 14, "a caught-up replica asks to join at the tail")               \
+    X(STATUS_REQ, 15, "ask the chain master for the cluster status")          \
+    X(STATUS_REP, 16, "cluster status as JSON")                               \
+    X(PING, 17, "liveness probe")                                             \
+    X(PONG, 18, "liveness answer")
+
+enum net_type {
+#define X(name, code, what) NET_##name = code,
+    NET_TYPES(X)
+#undef X
+        NET_TYPE_MAX
+};
+
+typedef struct {
+    uint8_t type;   /* enum net_type */
+    uint8_t flags;  /* reserved, 0 */
+    uint32_t shard; /* NET_NO_SHARD when the message is not about one shard */
+    uint64_t epoch; /* the sender's epoch of that shard's chain */
+} net_hdr_t;
+
+const char *net_type_name(int type);
+
+/* A new header frame. */
+zframe_t *net_hdr_frame(int type, uint32_t shard, uint64_t epoch);
+/* Decode a header frame: 0, or LUX_EPROTO (wrong size, magic, or type) or
+   LUX_ENOSYS (another version), with a message naming what was wrong. */
+int net_hdr_decode(net_hdr_t *h, zframe_t *f);
+
+/* A batch: count records with seqs first, first+1, ...
+   Bytes: first u64, count u32, then count times (length u32, record). */
+typedef struct {
+    uint64_t first;     /* seq of the first record */
+    uint32_t count;     /* number of records */
+    const uint8_t *recs; /* the (length, record) pairs */
+    size_t len;         /* bytes at recs */
+} net_batch_t;
+
+#define NET_BATCH_HDR 12
+
+/* Parse and check a batch: every length fits exactly. 0 or LUX_EPROTO. */
+int net_batch_parse(net_batch_t *b, const uint8_t *p, size_t n);
+
+/* Walk a parsed batch. */
+typedef struct {
+    util_rd_t r;
+    uint64_t seq;  /* seq of the next record */
+    uint32_t left; /* records not yet returned */
+} net_batch_it_t;
+void net_batch_iter(net_batch_it_t *it, const net_batch_t *b);
+/* Next record; false at the end. */
+bool net_batch_next(net_batch_it_t *it, uint64_t *seq, const uint8_t **rec, size_t *len);
+
+/* Begin a batch in b (header with a count to fill in later); append records
+   with net_batch_add; finish with net_batch_end which writes the count. */
+void net_batch_begin(util_buf_t *b, uint64_t first);
+void net_batch_add(util_buf_t *b, const uint8_t *rec, size_t n);
+void net_batch_end(util_buf_t *b, uint32_t count);
+
+/* An ERROR message body: code i32, then the text. */
+zmsg_t *net_error_msg(uint32_t shard, uint64_t epoch, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Decode an error body; *code set, text into buf. */
+void net_error_decode(zframe_t *f, int *code, char *buf, size_t n);
+
+#endif

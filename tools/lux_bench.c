@@ -1,0 +1,153 @@
+/*  lux_bench - `lux bench [--json] [--quick] [--dir DIR] [NAME...]`.
+
+    Runs the named benchmarks (all when none is named) and reports each
+    result as it comes. Timings are measured here, in one run, so ratios
+    between results are what to compare on a noisy machine; where a
+    benchmark repeats, it reports the median.
+*/
+#include "lux_bench.h"
+#include "lux_cmd.h"
+#include "util/util_err.h"
+#include "util/util_fs.h"
+#include "util/util_id.h"
+
+#include <czmq.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+void
+bench_report(bench_ctx_t *ctx, const char *name, double value, const char *unit,
+             const char *extra, ...)
+{
+    char more[1024] = "";
+    if (extra) {
+        va_list ap;
+        va_start(ap, extra);
+        vsnprintf(more, sizeof more, extra, ap);
+        va_end(ap);
+    }
+    if (ctx->json) {
+        printf("{\"name\": \"%s\", \"value\": %.6g, \"unit\": \"%s\"%s}\n", name, value, unit, more);
+    } else {
+        printf("%-28s %14.6g %-12s %s\n", name, value, unit, more[0] ? more + 2 : "");
+    }
+    fflush(stdout);
+}
+
+double
+bench_median(double *v, int n)
+{
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
+            double t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+    return n == 0 ? 0 : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+int
+bench_cluster_start(bench_ctx_t *ctx, db_cluster_t *c, uint32_t shards, uint32_t replicas)
+{
+    if (ctx->dir) {
+        int rc = db_cluster_load(c, ctx->dir);
+        if (rc)
+            return rc;
+        if (!lux_head_pid(c->dir))
+            return util_err(LUX_EDEAD, "no head is running in %s", ctx->dir);
+        return 0;
+    }
+    util_id_t id;
+    char hex[UTIL_ID_HEX];
+    db_cluster_defaults(c);
+    util_id_random(&id);
+    snprintf(c->dir, sizeof c->dir, "%s/c-%.8s", ctx->tmp, util_id_hex(&id, hex));
+    c->shards = shards;
+    c->replicas = replicas;
+    return lux_head_start(c, true, 60000);
+}
+
+void
+bench_cluster_stop(bench_ctx_t *ctx, db_cluster_t *c)
+{
+    char cmd[PATH_MAX + 32];
+    if (ctx->dir)
+        return;
+    if (lux_head_stop(c->dir, 30000))
+        fprintf(stderr, "lux bench: %s\n", lux_errmsg());
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", c->dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "lux bench: could not remove %s\n", c->dir);
+}
+
+static const char s_usage[] = "lux bench [--json] [--quick] [--dir DIR] [--list] [NAME...]";
+
+int
+cmd_bench(int argc, char **argv)
+{
+    bench_ctx_t ctx = {.scale = 1.0};
+    const char *names[64];
+    int nnames = 0, failed = 0;
+    bool list = false;
+
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0)
+            ctx.json = true;
+        else if (strcmp(argv[i], "--quick") == 0)
+            ctx.scale = 0.05;
+        else if (strcmp(argv[i], "--list") == 0)
+            list = true;
+        else if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc)
+            ctx.dir = argv[++i];
+        else if (strcmp(argv[i], "--help") == 0) {
+            printf("usage: %s\n\n--quick runs each benchmark on 5%% of its work (a smoke test,"
+                   " not a measurement).\n", s_usage);
+            list = true;
+        } else if (argv[i][0] == '-')
+            return lux_usage("bench", s_usage, "unknown option '%s'", argv[i]);
+        else if (nnames < 64)
+            names[nnames++] = argv[i];
+    }
+    if (list) {
+        printf("benchmarks:\n");
+        for (int i = 0; i < bench_log_n; i++)
+            printf("  %-26s %s\n", bench_log[i].name, bench_log[i].what);
+        return 0;
+    }
+    for (int k = 0; k < nnames; k++) {
+        bool known = false;
+        for (int i = 0; i < bench_log_n; i++)
+            known = known || strcmp(names[k], bench_log[i].name) == 0;
+        if (!known)
+            return lux_usage("bench", s_usage, "no benchmark named '%s' (see --list)", names[k]);
+    }
+    const char *t = getenv("TMPDIR");
+    snprintf(ctx.tmp, sizeof ctx.tmp, "%s/lux-bench-XXXXXX", t && *t ? t : "/tmp");
+    if (!mkdtemp(ctx.tmp))
+        return lux_fail("bench", "cannot make a directory under %s", t ? t : "/tmp");
+    zsys_init();
+    /* run each requested benchmark once; a function may report several
+       names at once (they are measured together), so remember which ran */
+    bool done[256] = {false};
+    for (int i = 0; i < bench_log_n; i++) {
+        bool want = nnames == 0;
+        for (int k = 0; k < nnames; k++)
+            want = want || strcmp(names[k], bench_log[i].name) == 0;
+        if (!want || done[i])
+            continue;
+        for (int j = i; j < bench_log_n; j++)
+            if (bench_log[j].fn == bench_log[i].fn)
+                done[j] = true;
+        if (bench_log[i].fn(&ctx, bench_log[i].name)) {
+            fprintf(stderr, "lux bench: %s: %s\n", bench_log[i].name, lux_errmsg());
+            failed++;
+        }
+    }
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", ctx.tmp);
+    if (system(cmd) != 0)
+        fprintf(stderr, "lux bench: could not remove %s\n", ctx.tmp);
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,47 @@
+/*  lux_bench - the benchmark harness of `lux bench`.
+
+    A benchmark reports one or more results: a name (as in `ray
+    microbenchmark` where there is a twin), a value, a unit, and extra
+    fields. Printed as a table, or with --json one JSON object per line:
+        {"name": "log_append", "value": 312345.6, "unit": "events/s", ...}
+    Each benchmark starts a private cluster of its own in a temporary
+    directory, unless --dir points at a running one.
+*/
+#ifndef LUX_BENCH_H_INCLUDED
+#define LUX_BENCH_H_INCLUDED
+
+#include "db/db_cluster.h"
+
+#include <stdbool.h>
+
+typedef struct {
+    bool json;        /* one JSON object per result */
+    const char *dir;  /* a running cluster to use, or NULL */
+    double scale;     /* work multiplier: 1.0, or --quick's 0.05 */
+    char tmp[256];    /* parent of private clusters */
+} bench_ctx_t;
+
+typedef struct {
+    const char *name;
+    int (*fn)(bench_ctx_t *ctx, const char *name);
+    const char *what;
+} bench_t;
+
+/* Report one result; extra is NULL or JSON members (", \"k\": v ..."),
+   printf-style. */
+void bench_report(bench_ctx_t *ctx, const char *name, double value, const char *unit,
+                  const char *extra, ...) __attribute__((format(printf, 5, 6)));
+
+/* A private cluster under ctx->tmp (or ctx->dir's, when given and
+   shards/replicas are 0). 0 or a code; bench_cluster_stop removes it. */
+int bench_cluster_start(bench_ctx_t *ctx, db_cluster_t *c, uint32_t shards, uint32_t replicas);
+void bench_cluster_stop(bench_ctx_t *ctx, db_cluster_t *c);
+
+/* Median of n doubles (sorts them). */
+double bench_median(double *v, int n);
+
+/* Benchmarks defined elsewhere. */
+extern const bench_t bench_log[];
+extern const int bench_log_n;
+
+#endif

@@ -1,0 +1,46 @@
+/*  lux_cmd - the subcommands of the lux command, and what they share. */
+#ifndef LUX_CMD_H_INCLUDED
+#define LUX_CMD_H_INCLUDED
+
+#include "db/db_cluster.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+
+int cmd_start(int argc, char **argv);
+int cmd_stop(int argc, char **argv);
+int cmd_status(int argc, char **argv);
+int cmd_sql(int argc, char **argv);
+int cmd_audit(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+int cmd_supervise(int argc, char **argv); /* internal: the head's daemon */
+int cmd_replica(int argc, char **argv);   /* internal: one replica's daemon */
+
+/* Print "lux CMD: message" to stderr; returns 1 (the exit status). */
+int lux_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Print a usage error and return 2. */
+int lux_usage(const char *cmd, const char *usage, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Write a JSON string literal. */
+void lux_json_str(FILE *f, const char *s);
+
+/* Start a head in dir (created if new with the settings in c, else the
+   existing one), wait until every chain serves; 0 or a LUX_E* code. Used
+   by `lux start` and by benchmarks and tests that need a private cluster. */
+int lux_head_start(db_cluster_t *c, bool create, int timeout_ms);
+/* Stop the head in dir; 0 or a code. */
+int lux_head_stop(const char *dir, int timeout_ms);
+/* Whether the head of dir is running (its supervisor's pid, or 0). */
+int lux_head_pid(const char *dir);
+
+/* The pids of a running head's replicas (shard * R + index; 0 when not
+   known) and of its master. 0 or a code. */
+int lux_head_pids(const db_cluster_t *c, int *replica_pids, int *master_pid);
+
+/* Parse a positive integer option; false (with a message) if malformed. */
+bool lux_parse_uint(const char *cmd, const char *opt, const char *s, unsigned long max,
+                    unsigned long *out);
+
+#endif

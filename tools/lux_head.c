@@ -1,0 +1,654 @@
+/*  lux_head - the head of a cluster: `lux start`, `lux stop`, `lux status`,
+    and the two daemons they run.
+
+    `lux start --head` creates (or reopens) the cluster directory and spawns
+    `lux supervise`, a daemon in its own session that hosts the chain master
+    and spawns one `lux replica` process per replica, restarting any that
+    dies (with backoff), until `lux stop` sends it SIGTERM. `lux start`
+    returns once the master reports every chain serving.
+
+    Processes: supervisor (master inside) and S x R replicas; their pids are
+    in `lux status`. Logs: DIR/log/supervisor.log, DIR/log/replica-S-I.log.
+*/
+#include "lux_cmd.h"
+#include "db/db_chain.h"
+#include "db/db_master.h"
+#include "db/db_replica.h"
+#include "db/db_store.h"
+#include "net/net_wire.h"
+#include "util/util_err.h"
+#include "util/util_fs.h"
+#include "util/util_log.h"
+#include "util/util_proc.h"
+#include "util/util_time.h"
+
+#include <czmq.h>
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* --- asking the master --------------------------------------------------------------- */
+
+typedef struct {
+    db_chain_t *chains;  /* per shard */
+    db_beat_t *beats;    /* per slot (shard * R + index) */
+    int64_t *age_ms;     /* per slot; -1 never heard */
+    uint32_t master_pid;
+} s_status_t;
+
+static void
+s_status_free(s_status_t *st)
+{
+    free(st->chains);
+    free(st->beats);
+    free(st->age_ms);
+    memset(st, 0, sizeof *st);
+}
+
+/* STATUS_REQ to the master; 0, or LUX_ETIMEDOUT / LUX_EPROTO. */
+static int
+s_ask_status(const db_cluster_t *c, net_sec_t *sec, s_status_t *st, int timeout_ms)
+{
+    char ep[DB_EP_MAX];
+    uint32_t nslots = c->shards * c->replicas, count;
+    util_id_t id;
+    int rc = LUX_ETIMEDOUT;
+    zsock_t *s = net_connect(ZMQ_DEALER, db_cluster_master_ep(c, ep, sizeof ep), sec);
+    if (!s)
+        return LUX_EIO;
+    memset(st, 0, sizeof *st);
+    st->chains = calloc(c->shards, sizeof *st->chains);
+    st->beats = calloc(nslots, sizeof *st->beats);
+    st->age_ms = calloc(nslots, sizeof *st->age_ms);
+    zmsg_t *m = zmsg_new();
+    zmsg_append(m, &(zframe_t *) {net_hdr_frame(NET_STATUS_REQ, NET_NO_SHARD, 0)});
+    zmsg_send(&m, s);
+    zpoller_t *p = zpoller_new(s, NULL);
+    if (zpoller_wait(p, timeout_ms) == s && (m = zmsg_recv(s))) {
+        zframe_t *hf = zmsg_pop(m), *cf = zmsg_pop(m), *sf = zmsg_pop(m), *pf = zmsg_pop(m);
+        net_hdr_t h;
+        rc = LUX_EPROTO;
+        if (net_hdr_decode(&h, hf) == 0 && h.type == NET_STATUS_REP && cf && sf && pf &&
+            zframe_size(pf) == 4 &&
+            db_chain_decode(zframe_data(cf), zframe_size(cf), &id, st->chains, c->shards,
+                            &count) == 0 &&
+            count == c->shards) {
+            util_rd_t r;
+            util_rd_init(&r, zframe_data(sf), zframe_size(sf));
+            uint32_t n = util_rd_u32(&r);
+            rc = n == nslots ? 0 : LUX_EPROTO;
+            for (uint32_t i = 0; i < n && i < nslots && !rc; i++) {
+                uint64_t age = util_rd_u64(&r);
+                size_t len;
+                const uint8_t *b = util_rd_blob(&r, &len);
+                st->age_ms[i] = age == UINT64_MAX ? -1 : (int64_t) age;
+                if (len && db_beat_decode(&st->beats[i], b, len))
+                    rc = LUX_EPROTO;
+            }
+            st->master_pid = util_rd32(zframe_data(pf));
+        }
+        zframe_destroy(&hf);
+        zframe_destroy(&cf);
+        zframe_destroy(&sf);
+        zframe_destroy(&pf);
+        zmsg_destroy(&m);
+    }
+    zpoller_destroy(&p);
+    zsock_destroy(&s);
+    if (rc)
+        s_status_free(st);
+    if (rc == LUX_ETIMEDOUT)
+        util_err(rc, "the chain master at %s did not answer within %d ms", ep, timeout_ms);
+    else if (rc)
+        util_err(rc, "the chain master sent a malformed status");
+    return rc;
+}
+
+static net_sec_t *
+s_sec(const db_cluster_t *c)
+{
+    char keys[PATH_MAX + 32];
+    if (!db_cluster_tcp(c))
+        return NULL;
+    return net_sec_load(db_cluster_path(c, keys, sizeof keys, "keys"));
+}
+
+int
+lux_head_pids(const db_cluster_t *c, int *replica_pids, int *master_pid)
+{
+    s_status_t st;
+    net_sec_t *sec = s_sec(c);
+    int rc = s_ask_status(c, sec, &st, 2000);
+    net_sec_destroy(&sec);
+    if (rc)
+        return rc;
+    for (uint32_t i = 0; i < c->shards * c->replicas; i++)
+        replica_pids[i] = st.age_ms[i] >= 0 ? (int) st.beats[i].pid : 0;
+    if (master_pid)
+        *master_pid = (int) st.master_pid;
+    s_status_free(&st);
+    return 0;
+}
+
+/* --- start and stop ---------------------------------------------------------------------- */
+
+int
+lux_head_pid(const char *dir)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/run/supervisor.pid", dir);
+    pid_t pid = util_pidfile_read(path);
+    if (pid > 0) {
+        waitpid(pid, NULL, WNOHANG); /* reap it if it is our child and gone */
+        if (util_proc_alive(pid))
+            return pid;
+    }
+    return 0;
+}
+
+static void
+s_print_log_tail(const char *path)
+{
+    size_t n;
+    char *text = util_read_file(path, &n);
+    if (!text)
+        return;
+    const char *p = n > 1500 ? text + n - 1500 : text;
+    fprintf(stderr, "--- last lines of %s ---\n%s", path, p);
+    free(text);
+}
+
+int
+lux_head_start(db_cluster_t *c, bool create, int timeout_ms)
+{
+    char exe[PATH_MAX], log[PATH_MAX + 32];
+    int rc;
+    int pid = lux_head_pid(c->dir);
+    if (pid)
+        return util_err(LUX_EEXIST, "the head of %s is already running (supervisor pid %d)",
+                        c->dir, pid);
+    if (create && (rc = db_cluster_create(c)))
+        return rc;
+    if ((rc = util_self_exe(exe, sizeof exe)))
+        return rc;
+    db_cluster_path(c, log, sizeof log, "log/supervisor.log");
+    char *argv[] = {exe, "supervise", "--dir", c->dir, NULL};
+    pid_t child = util_spawn(argv, log);
+    if (child < 0)
+        return (int) child;
+    net_sec_t *sec = s_sec(c);
+    int64_t start = util_mono_ms(), deadline = start + timeout_ms;
+    rc = LUX_ETIMEDOUT;
+    while (util_mono_ms() < deadline) {
+        s_status_t st;
+        if (waitpid(child, NULL, WNOHANG) == child || !util_proc_alive(child)) {
+            s_print_log_tail(log);
+            rc = util_err(LUX_EDEAD, "the head's supervisor exited during start; see %s", log);
+            break;
+        }
+        if (s_ask_status(c, sec, &st, 200) == 0) {
+            bool ready = true, full = true;
+            for (uint32_t s = 0; s < c->shards; s++) {
+                const db_chain_t *ch = &st.chains[s];
+                full = full && ch->n == c->replicas;
+                for (uint32_t k = 0; k < ch->n; k++) {
+                    uint32_t slot = s * c->replicas + ch->m[k].index;
+                    const db_beat_t *b = &st.beats[slot];
+                    if (st.age_ms[slot] < 0 || b->state != DB_RS_CHAIN || b->epoch != ch->epoch)
+                        ready = false;
+                }
+            }
+            s_status_free(&st);
+            /* a fresh cluster waits for every replica; a restarted one may
+               have some still catching up */
+            if (ready && (full || util_mono_ms() - start > 5000)) {
+                rc = 0;
+                break;
+            }
+        }
+        usleep(20000);
+    }
+    net_sec_destroy(&sec);
+    if (rc == LUX_ETIMEDOUT)
+        util_err(rc, "the head did not serve within %d ms; see %s/log/", timeout_ms, c->dir);
+    return rc;
+}
+
+int
+lux_head_stop(const char *dir, int timeout_ms)
+{
+    int pid = lux_head_pid(dir);
+    if (!pid)
+        return util_err(LUX_ENOTFOUND, "no head is running in %s", dir);
+    kill(pid, SIGTERM);
+    int64_t deadline = util_mono_ms() + timeout_ms;
+    while (util_mono_ms() < deadline) {
+        waitpid(pid, NULL, WNOHANG);
+        if (!util_proc_alive(pid))
+            return 0;
+        usleep(20000);
+    }
+    return util_err(LUX_ETIMEDOUT, "the head (pid %d) did not stop within %d ms", pid, timeout_ms);
+}
+
+static const char s_start_usage[] =
+    "lux start --head --dir DIR [--shards S] [--replicas R] [--sync normal|full]\n"
+    "                 [--listen ipc|tcp://HOST] [--port N] [--heartbeat-ms N] [--dead-ms N]";
+
+int
+cmd_start(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"head", no_argument, 0, 'H'},          {"dir", required_argument, 0, 'd'},
+        {"shards", required_argument, 0, 's'},  {"replicas", required_argument, 0, 'r'},
+        {"sync", required_argument, 0, 'y'},    {"listen", required_argument, 0, 'l'},
+        {"port", required_argument, 0, 'p'},    {"heartbeat-ms", required_argument, 0, 'b'},
+        {"dead-ms", required_argument, 0, 'k'}, {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
+    db_cluster_t c, old;
+    bool head = false, set = false;
+    const char *dir = NULL;
+    unsigned long v;
+    int o;
+
+    db_cluster_defaults(&c);
+    optind = 1;
+    while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (o) {
+        case 'H':
+            head = true;
+            break;
+        case 'd':
+            dir = optarg;
+            break;
+        case 's':
+            if (!lux_parse_uint("start", "--shards", optarg, DB_MAX_SHARDS, &v))
+                return 2;
+            c.shards = (uint32_t) v, set = true;
+            break;
+        case 'r':
+            if (!lux_parse_uint("start", "--replicas", optarg, DB_MAX_REPLICAS, &v))
+                return 2;
+            c.replicas = (uint32_t) v, set = true;
+            break;
+        case 'y':
+            if (strcmp(optarg, "full") && strcmp(optarg, "normal"))
+                return lux_usage("start", s_start_usage, "--sync is normal or full, not '%s'",
+                                 optarg);
+            c.sync_full = strcmp(optarg, "full") == 0, set = true;
+            break;
+        case 'l':
+            snprintf(c.listen, sizeof c.listen, "%s", optarg), set = true;
+            break;
+        case 'p':
+            if (!lux_parse_uint("start", "--port", optarg, 65534, &v))
+                return 2;
+            c.master_port = (int) v, set = true;
+            break;
+        case 'b':
+            if (!lux_parse_uint("start", "--heartbeat-ms", optarg, 60000, &v))
+                return 2;
+            c.heartbeat_ms = (int) v, set = true;
+            break;
+        case 'k':
+            if (!lux_parse_uint("start", "--dead-ms", optarg, 600000, &v))
+                return 2;
+            c.dead_ms = (int) v, set = true;
+            break;
+        case 'h':
+            printf("usage: %s\n", s_start_usage);
+            return 0;
+        default:
+            return lux_usage("start", s_start_usage, "unknown option");
+        }
+    }
+    if (optind < argc)
+        return lux_usage("start", s_start_usage, "unexpected argument '%s'", argv[optind]);
+    if (!head)
+        return lux_usage("start", s_start_usage,
+                         "only --head is supported (starting a node that joins a head comes "
+                         "with the runtime)");
+    if (!dir)
+        return lux_usage("start", s_start_usage, "--dir DIR is required");
+    if (c.dead_ms < 2 * c.heartbeat_ms)
+        return lux_usage("start", s_start_usage, "--dead-ms must be at least twice --heartbeat-ms");
+    if (util_abspath(dir, c.dir, sizeof c.dir))
+        return lux_fail("start", "%s", lux_errmsg());
+    bool create = db_cluster_load(&old, dir) != 0;
+    if (!create) {
+        if (set)
+            return lux_fail("start", "%s already holds a cluster (%u shards x %u replicas); "
+                            "its settings are in %s/cluster.conf and options do not change them",
+                            dir, old.shards, old.replicas, dir);
+        c = old;
+    } else if (util_exists(dir)) {
+        char conf[PATH_MAX + 32];
+        snprintf(conf, sizeof conf, "%s/cluster.conf", c.dir);
+        if (util_exists(conf))
+            return lux_fail("start", "%s", lux_errmsg()); /* there, but unreadable */
+    }
+    zsys_init();
+    if (lux_head_start(&c, create, 30000))
+        return lux_fail("start", "%s", lux_errmsg());
+    char hex[UTIL_ID_HEX], ep[DB_EP_MAX];
+    printf("started the head of cluster %s in %s\n  %u shards x %u replicas, chain master at %s\n",
+           util_id_hex(&c.id, hex), c.dir, c.shards, c.replicas,
+           db_cluster_master_ep(&c, ep, sizeof ep));
+    return 0;
+}
+
+int
+cmd_stop(int argc, char **argv)
+{
+    static const char usage[] = "lux stop --dir DIR";
+    const char *dir = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc)
+            dir = argv[++i];
+        else if (strcmp(argv[i], "--help") == 0) {
+            printf("usage: %s\n", usage);
+            return 0;
+        } else
+            return lux_usage("stop", usage, "unexpected argument '%s'", argv[i]);
+    }
+    if (!dir)
+        return lux_usage("stop", usage, "--dir DIR is required");
+    if (lux_head_stop(dir, 30000))
+        return lux_fail("stop", "%s", lux_errmsg());
+    printf("stopped the head in %s\n", dir);
+    return 0;
+}
+
+/* --- status --------------------------------------------------------------------------------- */
+
+static const char *
+s_role(const db_chain_t *ch, uint32_t index)
+{
+    int pos = db_chain_find(ch, index);
+    if (pos < 0)
+        return "-";
+    if (ch->n == 1)
+        return "head+tail";
+    return pos == 0 ? "head" : pos == (int) ch->n - 1 ? "tail" : "middle";
+}
+
+int
+cmd_status(int argc, char **argv)
+{
+    static const char usage[] = "lux status --dir DIR [--json]";
+    const char *dir = NULL;
+    bool json = false;
+    db_cluster_t c;
+    s_status_t st;
+    char hex[UTIL_ID_HEX], path[PATH_MAX];
+
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc)
+            dir = argv[++i];
+        else if (strcmp(argv[i], "--json") == 0)
+            json = true;
+        else if (strcmp(argv[i], "--help") == 0) {
+            printf("usage: %s\n", usage);
+            return 0;
+        } else
+            return lux_usage("status", usage, "unexpected argument '%s'", argv[i]);
+    }
+    if (!dir)
+        return lux_usage("status", usage, "--dir DIR is required");
+    if (db_cluster_load(&c, dir))
+        return lux_fail("status", "%s", lux_errmsg());
+    zsys_init();
+    int pid = lux_head_pid(c.dir);
+    bool running = false;
+    if (pid) {
+        net_sec_t *sec = s_sec(&c);
+        running = s_ask_status(&c, sec, &st, 2000) == 0;
+        net_sec_destroy(&sec);
+        if (!running)
+            fprintf(stderr, "lux status: %s\n", lux_errmsg());
+    }
+    if (!running) {
+        memset(&st, 0, sizeof st);
+        st.chains = calloc(c.shards, sizeof *st.chains);
+        st.beats = calloc(c.shards * c.replicas, sizeof *st.beats);
+        st.age_ms = calloc(c.shards * c.replicas, sizeof *st.age_ms);
+        db_chain_load_state(&c, st.chains);
+        for (uint32_t i = 0; i < c.shards * c.replicas; i++) {
+            db_beat_t *b = &st.beats[i];
+            b->shard = i / c.replicas;
+            b->index = i % c.replicas;
+            b->epoch = st.chains[b->shard].epoch;
+            st.age_ms[i] = -1;
+            db_cluster_replica_db(&c, b->shard, b->index, b->path, sizeof b->path);
+            db_store_opts_t so = {.path = b->path, .readonly = true};
+            db_store_t *s = util_exists(b->path) ? db_store_open(&so) : NULL;
+            if (s)
+                b->last = db_store_last_seq(s);
+            db_store_close(&s);
+        }
+    }
+    if (json) {
+        printf("{\"cluster\": \"%s\", \"dir\": ", util_id_hex(&c.id, hex));
+        lux_json_str(stdout, c.dir);
+        printf(", \"running\": %s, \"shards\": %u, \"replicas\": %u, \"sync\": \"%s\",\n"
+               " \"components\": [\n",
+               running ? "true" : "false", c.shards, c.replicas, c.sync_full ? "full" : "normal");
+        printf("  {\"kind\": \"supervisor\", \"pid\": %d, \"log\": ", running ? pid : 0);
+        lux_json_str(stdout, db_cluster_path(&c, path, sizeof path, "log/supervisor.log"));
+        printf("},\n  {\"kind\": \"master\", \"pid\": %u, \"state\": ",
+               running ? st.master_pid : 0);
+        lux_json_str(stdout, db_cluster_path(&c, path, sizeof path, "master.state"));
+        printf("}");
+    } else {
+        printf("cluster %s in %s: %s\n", util_id_hex(&c.id, hex), c.dir,
+               running ? "running" : "stopped");
+        if (running)
+            printf("supervisor pid %d, chain master pid %u\n", pid, st.master_pid);
+        printf("\n%-5s %-6s %-9s %-7s %-9s %-8s %-7s %-10s %s\n", "shard", "epoch", "chain",
+               "replica", "role", "state", "pid", "last_seq", "file");
+    }
+    for (uint32_t s = 0; s < c.shards; s++) {
+        const db_chain_t *ch = &st.chains[s];
+        char order[64] = "";
+        size_t n = 0;
+        for (uint32_t k = 0; k < ch->n; k++)
+            n += (size_t) snprintf(order + n, sizeof order - n, "%s%u", k ? "," : "", ch->m[k].index);
+        for (uint32_t i = 0; i < c.replicas; i++) {
+            uint32_t slot = s * c.replicas + i;
+            const db_beat_t *b = &st.beats[slot];
+            const char *state = !running ? "stopped"
+                                : st.age_ms[slot] < 0 ? "unheard"
+                                : st.age_ms[slot] > c.dead_ms ? "silent"
+                                                             : db_replica_state_name(b->state);
+            char file[PATH_MAX];
+            db_cluster_replica_db(&c, s, i, file, sizeof file);
+            if (json) {
+                printf(",\n  {\"kind\": \"replica\", \"shard\": %u, \"index\": %u, \"role\": \"%s\","
+                       " \"state\": \"%s\", \"epoch\": %llu, \"chain\": \"%s\", \"last_seq\": %llu,"
+                       " \"pid\": %u, \"heartbeat_age_ms\": %lld, \"file\": ",
+                       s, i, s_role(ch, i), state, (unsigned long long) ch->epoch, order,
+                       (unsigned long long) b->last, running ? b->pid : 0,
+                       (long long) st.age_ms[slot]);
+                lux_json_str(stdout, file);
+                printf("}");
+            } else {
+                printf("%-5u %-6llu %-9s %-7u %-9s %-8s %-7u %-10llu %s\n", s,
+                       (unsigned long long) ch->epoch, i == 0 ? order : "", i, s_role(ch, i), state,
+                       running ? b->pid : 0, (unsigned long long) b->last, file);
+            }
+        }
+    }
+    if (json)
+        printf("\n]}\n");
+    s_status_free(&st);
+    return 0;
+}
+
+/* --- the daemons -------------------------------------------------------------------------- */
+
+typedef struct {
+    pid_t pid;
+    int64_t started_ms;
+    int64_t restart_at_ms; /* 0: running or not scheduled */
+    int backoff_ms;
+} s_child_t;
+
+static pid_t
+s_spawn_replica(const db_cluster_t *c, const char *exe, uint32_t s, uint32_t i)
+{
+    char shard[16], index[16], log[PATH_MAX + 64], rel[64];
+    snprintf(shard, sizeof shard, "%u", s);
+    snprintf(index, sizeof index, "%u", i);
+    snprintf(rel, sizeof rel, "log/replica-%u-%u.log", s, i);
+    db_cluster_path(c, log, sizeof log, rel);
+    char *argv[] = {(char *) exe, "replica", "--dir", (char *) c->dir, "--shard", shard,
+                    "--index", index, NULL};
+    return util_spawn(argv, log);
+}
+
+int
+cmd_supervise(int argc, char **argv)
+{
+    db_cluster_t c;
+    char path[PATH_MAX + 32], exe[PATH_MAX];
+    if (argc != 3 || strcmp(argv[1], "--dir") != 0)
+        return lux_usage("supervise", "lux supervise --dir DIR", "internal: run by lux start");
+    util_log_init(UTIL_LOG_INFO);
+    util_log_name("supervisor");
+    if (db_cluster_load(&c, argv[2]) || util_self_exe(exe, sizeof exe))
+        return lux_fail("supervise", "%s", lux_errmsg());
+    db_cluster_path(&c, path, sizeof path, "run/supervisor.pid");
+    pid_t other = util_pidfile_read(path);
+    if (other && other != getpid() && util_proc_alive(other))
+        return lux_fail("supervise", "another supervisor (pid %d) runs %s", other, c.dir);
+    if (util_pidfile_write(path))
+        return lux_fail("supervise", "%s", lux_errmsg());
+    zsys_init();
+    net_sec_t *sec = s_sec(&c);
+    if (db_cluster_tcp(&c) && !sec)
+        return lux_fail("supervise", "%s", lux_errmsg());
+    db_master_opts_t mo = {.cluster = &c, .sec = sec};
+    zactor_t *master = db_master_new(&mo);
+    if (!master) {
+        unlink(path);
+        return lux_fail("supervise", "%s", lux_errmsg());
+    }
+    uint32_t n = c.shards * c.replicas;
+    s_child_t *kids = calloc(n, sizeof *kids);
+    for (uint32_t k = 0; k < n; k++) {
+        kids[k].backoff_ms = 200;
+        kids[k].restart_at_ms = 1; /* start now */
+    }
+    log_info("supervising %u shards x %u replicas in %s", c.shards, c.replicas, c.dir);
+    while (!zsys_interrupted) {
+        int64_t now = util_mono_ms();
+        int status;
+        pid_t dead;
+        while ((dead = waitpid(-1, &status, WNOHANG)) > 0) {
+            for (uint32_t k = 0; k < n; k++) {
+                if (kids[k].pid != dead)
+                    continue;
+                bool quick = now - kids[k].started_ms < 10000;
+                kids[k].backoff_ms = quick ? (kids[k].backoff_ms * 2 > 5000 ? 5000
+                                                                           : kids[k].backoff_ms * 2)
+                                           : 200;
+                kids[k].pid = 0;
+                kids[k].restart_at_ms = now + kids[k].backoff_ms;
+                if (WIFSIGNALED(status))
+                    log_warn("replica %u.%u (pid %d) was killed by signal %d; restarting in %d ms",
+                             k / c.replicas, k % c.replicas, dead, WTERMSIG(status),
+                             kids[k].backoff_ms);
+                else
+                    log_warn("replica %u.%u (pid %d) exited with status %d; restarting in %d ms",
+                             k / c.replicas, k % c.replicas, dead, WEXITSTATUS(status),
+                             kids[k].backoff_ms);
+            }
+        }
+        for (uint32_t k = 0; k < n; k++) {
+            if (kids[k].pid || !kids[k].restart_at_ms || now < kids[k].restart_at_ms)
+                continue;
+            pid_t pid = s_spawn_replica(&c, exe, k / c.replicas, k % c.replicas);
+            if (pid < 0) {
+                log_error("%s", lux_errmsg());
+                kids[k].restart_at_ms = now + 1000;
+                continue;
+            }
+            kids[k].pid = pid;
+            kids[k].started_ms = now;
+            kids[k].restart_at_ms = 0;
+        }
+        zclock_sleep(20);
+    }
+    log_info("stopping");
+    for (uint32_t k = 0; k < n; k++)
+        if (kids[k].pid)
+            kill(kids[k].pid, SIGTERM);
+    for (uint32_t k = 0; k < n; k++)
+        if (kids[k].pid && !util_proc_stop(kids[k].pid, SIGTERM, 10000))
+            log_error("replica pid %d would not stop", kids[k].pid);
+    zactor_destroy(&master);
+    net_sec_destroy(&sec);
+    free(kids);
+    unlink(path);
+    log_info("stopped");
+    return 0;
+}
+
+int
+cmd_replica(int argc, char **argv)
+{
+    static const char usage[] =
+        "lux replica --dir DIR --shard S --index I (internal: run by the supervisor)";
+    db_cluster_t c;
+    const char *dir = NULL;
+    long shard = -1, index = -1;
+    int rc = 0;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (strcmp(argv[i], "--dir") == 0)
+            dir = argv[i + 1];
+        else if (strcmp(argv[i], "--shard") == 0)
+            shard = strtol(argv[i + 1], NULL, 10);
+        else if (strcmp(argv[i], "--index") == 0)
+            index = strtol(argv[i + 1], NULL, 10);
+    }
+    if (!dir || shard < 0 || index < 0)
+        return lux_usage("replica", usage, "missing arguments");
+    util_log_init(UTIL_LOG_INFO);
+    util_log_name("replica %ld.%ld", shard, index);
+    if (db_cluster_load(&c, dir))
+        return lux_fail("replica", "%s", lux_errmsg());
+    if ((uint32_t) shard >= c.shards || (uint32_t) index >= c.replicas)
+        return lux_fail("replica", "no replica %ld.%ld in a cluster of %u x %u", shard, index,
+                        c.shards, c.replicas);
+    zsys_init();
+    net_sec_t *sec = s_sec(&c);
+    if (db_cluster_tcp(&c) && !sec)
+        return lux_fail("replica", "%s", lux_errmsg());
+    db_replica_opts_t o = {.cluster = &c, .shard = (uint32_t) shard, .index = (uint32_t) index,
+                           .sec = sec};
+    zactor_t *rep = db_replica_new(&o);
+    if (!rep)
+        return lux_fail("replica", "%s", lux_errmsg());
+    zpoller_t *p = zpoller_new(rep, NULL);
+    while (!zsys_interrupted) {
+        if (zpoller_wait(p, 200) == rep) {
+            char *what = NULL, *text = NULL;
+            zstr_recvx(rep, &what, &text, NULL);
+            if (what && strcmp(what, "FAILED") == 0) {
+                log_error("stopping after a failure: %s", text ? text : "");
+                rc = 1;
+            }
+            zstr_free(&what);
+            zstr_free(&text);
+            if (rc)
+                break;
+        }
+    }
+    zpoller_destroy(&p);
+    zactor_destroy(&rep);
+    net_sec_destroy(&sec);
+    log_info("stopped");
+    return rc;
+}
