@@ -52,9 +52,11 @@ CREATE TABLE IF NOT EXISTS event (
 -- (src/util/util_id.h), so this index grows at its end, not at random.
 CREATE INDEX IF NOT EXISTS event_task ON event(task) WHERE task IS NOT NULL;
 CREATE INDEX IF NOT EXISTS event_actor ON event(actor, seq) WHERE actor IS NOT NULL;
--- Rare kinds (jobs, modules, restarts, nodes) without scanning the log.
-CREATE INDEX IF NOT EXISTS event_rare ON event(kind)
-    WHERE kind IN (1, 2, 3, 14, 15, 16, 17);
+-- Rare kinds (jobs, modules, actor restarts and deaths, nodes, notes)
+-- without scanning the log. A range, not an IN list: SQLite evaluates an
+-- IN list in a partial index with an ephemeral table on every insert,
+-- which measured 30% of the insert cost.
+CREATE INDEX IF NOT EXISTS event_rare ON event(kind) WHERE kind < 4 OR kind > 13;
 
 -- The newest event ID seen from each client, kept in the same transaction
 -- as the events, so that an append resent after a failure is not applied

@@ -29,83 +29,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* --- asking the master --------------------------------------------------------------- */
-
-typedef struct {
-    db_chain_t *chains;  /* per shard */
-    db_beat_t *beats;    /* per slot (shard * R + index) */
-    int64_t *age_ms;     /* per slot; -1 never heard */
-    uint32_t master_pid;
-} s_status_t;
-
-static void
-s_status_free(s_status_t *st)
-{
-    free(st->chains);
-    free(st->beats);
-    free(st->age_ms);
-    memset(st, 0, sizeof *st);
-}
-
-/* STATUS_REQ to the master; 0, or LUX_ETIMEDOUT / LUX_EPROTO. */
-static int
-s_ask_status(const db_cluster_t *c, net_sec_t *sec, s_status_t *st, int timeout_ms)
-{
-    char ep[DB_EP_MAX];
-    uint32_t nslots = c->shards * c->replicas, count;
-    util_id_t id;
-    int rc = LUX_ETIMEDOUT;
-    zsock_t *s = net_connect(ZMQ_DEALER, db_cluster_master_ep(c, ep, sizeof ep), sec);
-    if (!s)
-        return LUX_EIO;
-    memset(st, 0, sizeof *st);
-    st->chains = calloc(c->shards, sizeof *st->chains);
-    st->beats = calloc(nslots, sizeof *st->beats);
-    st->age_ms = calloc(nslots, sizeof *st->age_ms);
-    zmsg_t *m = zmsg_new();
-    zmsg_append(m, &(zframe_t *) {net_hdr_frame(NET_STATUS_REQ, NET_NO_SHARD, 0)});
-    zmsg_send(&m, s);
-    zpoller_t *p = zpoller_new(s, NULL);
-    if (zpoller_wait(p, timeout_ms) == s && (m = zmsg_recv(s))) {
-        zframe_t *hf = zmsg_pop(m), *cf = zmsg_pop(m), *sf = zmsg_pop(m), *pf = zmsg_pop(m);
-        net_hdr_t h;
-        rc = LUX_EPROTO;
-        if (net_hdr_decode(&h, hf) == 0 && h.type == NET_STATUS_REP && cf && sf && pf &&
-            zframe_size(pf) == 4 &&
-            db_chain_decode(zframe_data(cf), zframe_size(cf), &id, st->chains, c->shards,
-                            &count) == 0 &&
-            count == c->shards) {
-            util_rd_t r;
-            util_rd_init(&r, zframe_data(sf), zframe_size(sf));
-            uint32_t n = util_rd_u32(&r);
-            rc = n == nslots ? 0 : LUX_EPROTO;
-            for (uint32_t i = 0; i < n && i < nslots && !rc; i++) {
-                uint64_t age = util_rd_u64(&r);
-                size_t len;
-                const uint8_t *b = util_rd_blob(&r, &len);
-                st->age_ms[i] = age == UINT64_MAX ? -1 : (int64_t) age;
-                if (len && db_beat_decode(&st->beats[i], b, len))
-                    rc = LUX_EPROTO;
-            }
-            st->master_pid = util_rd32(zframe_data(pf));
-        }
-        zframe_destroy(&hf);
-        zframe_destroy(&cf);
-        zframe_destroy(&sf);
-        zframe_destroy(&pf);
-        zmsg_destroy(&m);
-    }
-    zpoller_destroy(&p);
-    zsock_destroy(&s);
-    if (rc)
-        s_status_free(st);
-    if (rc == LUX_ETIMEDOUT)
-        util_err(rc, "the chain master at %s did not answer within %d ms", ep, timeout_ms);
-    else if (rc)
-        util_err(rc, "the chain master sent a malformed status");
-    return rc;
-}
-
 static net_sec_t *
 s_sec(const db_cluster_t *c)
 {
@@ -118,9 +41,9 @@ s_sec(const db_cluster_t *c)
 int
 lux_head_pids(const db_cluster_t *c, int *replica_pids, int *master_pid)
 {
-    s_status_t st;
+    db_status_t st;
     net_sec_t *sec = s_sec(c);
-    int rc = s_ask_status(c, sec, &st, 2000);
+    int rc = db_master_status(c, sec, &st, 2000);
     net_sec_destroy(&sec);
     if (rc)
         return rc;
@@ -128,7 +51,7 @@ lux_head_pids(const db_cluster_t *c, int *replica_pids, int *master_pid)
         replica_pids[i] = st.age_ms[i] >= 0 ? (int) st.beats[i].pid : 0;
     if (master_pid)
         *master_pid = (int) st.master_pid;
-    s_status_free(&st);
+    db_status_free(&st);
     return 0;
 }
 
@@ -182,13 +105,13 @@ lux_head_start(db_cluster_t *c, bool create, int timeout_ms)
     int64_t start = util_mono_ms(), deadline = start + timeout_ms;
     rc = LUX_ETIMEDOUT;
     while (util_mono_ms() < deadline) {
-        s_status_t st;
+        db_status_t st;
         if (waitpid(child, NULL, WNOHANG) == child || !util_proc_alive(child)) {
             s_print_log_tail(log);
             rc = util_err(LUX_EDEAD, "the head's supervisor exited during start; see %s", log);
             break;
         }
-        if (s_ask_status(c, sec, &st, 200) == 0) {
+        if (db_master_status(c, sec, &st, 200) == 0) {
             bool ready = true, full = true;
             for (uint32_t s = 0; s < c->shards; s++) {
                 const db_chain_t *ch = &st.chains[s];
@@ -200,7 +123,7 @@ lux_head_start(db_cluster_t *c, bool create, int timeout_ms)
                         ready = false;
                 }
             }
-            s_status_free(&st);
+            db_status_free(&st);
             /* a fresh cluster waits for every replica; a restarted one may
                have some still catching up */
             if (ready && (full || util_mono_ms() - start > 5000)) {
@@ -381,7 +304,7 @@ cmd_status(int argc, char **argv)
     const char *dir = NULL;
     bool json = false;
     db_cluster_t c;
-    s_status_t st;
+    db_status_t st;
     char hex[UTIL_ID_HEX], path[PATH_MAX];
 
     for (int i = 1; i < argc; i++) {
@@ -404,7 +327,7 @@ cmd_status(int argc, char **argv)
     bool running = false;
     if (pid) {
         net_sec_t *sec = s_sec(&c);
-        running = s_ask_status(&c, sec, &st, 2000) == 0;
+        running = db_master_status(&c, sec, &st, 2000) == 0;
         net_sec_destroy(&sec);
         if (!running)
             fprintf(stderr, "lux status: %s\n", lux_errmsg());
@@ -482,7 +405,7 @@ cmd_status(int argc, char **argv)
     }
     if (json)
         printf("\n]}\n");
-    s_status_free(&st);
+    db_status_free(&st);
     return 0;
 }
 
@@ -519,10 +442,10 @@ cmd_supervise(int argc, char **argv)
     util_log_name("supervisor");
     if (db_cluster_load(&c, argv[2]) || util_self_exe(exe, sizeof exe))
         return lux_fail("supervise", "%s", lux_errmsg());
+    char lock[PATH_MAX + 32];
+    if (util_lock_file(db_cluster_path(&c, lock, sizeof lock, "run/supervisor.lock")) < 0)
+        return lux_fail("supervise", "another supervisor runs %s (%s)", c.dir, lux_errmsg());
     db_cluster_path(&c, path, sizeof path, "run/supervisor.pid");
-    pid_t other = util_pidfile_read(path);
-    if (other && other != getpid() && util_proc_alive(other))
-        return lux_fail("supervise", "another supervisor (pid %d) runs %s", other, c.dir);
     if (util_pidfile_write(path))
         return lux_fail("supervise", "%s", lux_errmsg());
     zsys_init();
@@ -542,8 +465,19 @@ cmd_supervise(int argc, char **argv)
         kids[k].restart_at_ms = 1; /* start now */
     }
     log_info("supervising %u shards x %u replicas in %s", c.shards, c.replicas, c.dir);
+    int64_t checked = util_mono_ms();
     while (!zsys_interrupted) {
         int64_t now = util_mono_ms();
+        if (now - checked >= 1000) {
+            /* a directory removed or taken over by another head is not ours
+               to serve any more: stop rather than run on as an orphan */
+            checked = now;
+            if (util_pidfile_read(path) != getpid()) {
+                log_error("%s no longer names this supervisor (pid %d): stopping", path,
+                          (int) getpid());
+                break;
+            }
+        }
         int status;
         pid_t dead;
         while ((dead = waitpid(-1, &status, WNOHANG)) > 0) {
@@ -591,7 +525,8 @@ cmd_supervise(int argc, char **argv)
     zactor_destroy(&master);
     net_sec_destroy(&sec);
     free(kids);
-    unlink(path);
+    if (util_pidfile_read(path) == getpid())
+        unlink(path);
     log_info("stopped");
     return 0;
 }
@@ -622,6 +557,13 @@ cmd_replica(int argc, char **argv)
     if ((uint32_t) shard >= c.shards || (uint32_t) index >= c.replicas)
         return lux_fail("replica", "no replica %ld.%ld in a cluster of %u x %u", shard, index,
                         c.shards, c.replicas);
+    /* one process per replica file, and none outliving its supervisor */
+    char lock[PATH_MAX + 64], rel[64];
+    snprintf(rel, sizeof rel, "run/replica-%ld-%ld.lock", shard, index);
+    if (util_lock_file(db_cluster_path(&c, lock, sizeof lock, rel)) < 0)
+        return lux_fail("replica", "replica %ld.%ld already runs: %s", shard, index, lux_errmsg());
+    if (util_die_with_parent())
+        return lux_fail("replica", "%s", lux_errmsg());
     zsys_init();
     net_sec_t *sec = s_sec(&c);
     if (db_cluster_tcp(&c) && !sec)

@@ -2,7 +2,11 @@
 
     Per shard: a DEALER to the head's append endpoint, the batch being
     filled, and a FIFO of batches in flight, each kept as the exact bytes
-    sent so a resend is byte-identical. Configurations come from the
+    sent so a resend is byte-identical. Event IDs are dense per shard (cseq
+    1, 2, 3...), and a head takes only the next one it expects, so it can
+    tell a resent event (cseq at or below the newest it has) from a gap
+    left by a batch it refused (it answers EGAP and we resend from the
+    oldest in flight). Configurations come from the
     master's PUB (pushed on every change) and from CONFIG_REQ (asked at
     start, on an error reply, and when acknowledgements stop coming).
 */
@@ -34,14 +38,15 @@ typedef struct {
     int64_t progress_ms;  /* last ack (or first send) */
     int64_t retry_ms;     /* when to send again after an error */
     bool stale;           /* waiting for a new configuration */
+    uint64_t cseq;        /* this shard's event IDs are dense: 1, 2, 3... */
     uint64_t acked_seq;
+    uint64_t acked_cseq;
 } s_shard_t;
 
 struct db_client_t {
     db_cluster_t cluster;
     net_sec_t *sec;
     util_id_t id;
-    uint64_t cseq;
     uint32_t max_inflight, batch;
     int timeout_ms;
     zsock_t *master;      /* DEALER: CONFIG_REQ */
@@ -175,6 +180,8 @@ s_on_ack(db_client_t *self, uint32_t s, zframe_t *body)
     }
     if (seq > sh->acked_seq)
         sh->acked_seq = seq;
+    if (cseq > sh->acked_cseq)
+        sh->acked_cseq = cseq;
     sh->progress_ms = util_mono_ms();
     return n;
 }
@@ -208,8 +215,11 @@ s_handle(db_client_t *self, zsock_t *sock, int shard)
                          "append: %s", shard, text);
             }
             self->shards[shard].stale = true;
-            self->shards[shard].retry_ms = util_mono_ms() + 100;
-            s_ask_config(self);
+            /* a gap means the head refused an earlier batch: resend from the
+               oldest in flight now; anything else waits for a configuration */
+            self->shards[shard].retry_ms = util_mono_ms() + (code == LUX_EGAP ? 0 : 100);
+            if (code != LUX_EGAP)
+                s_ask_config(self);
         }
     }
     zframe_destroy(&hf);
@@ -400,7 +410,7 @@ db_client_append(db_client_t *self, db_event_t *e)
         db_client_poll(self, left < 100 ? (int) left : 100);
     }
     e->client = self->id;
-    e->cseq = ++self->cseq;
+    e->cseq = ++sh->cseq;
     e->mask |= DB_F_CLIENT;
     e->ts = 0;
     memset(e->hash, 0, DB_HASH_LEN);
@@ -421,7 +431,7 @@ db_client_append(db_client_t *self, db_event_t *e)
             return rc;
     }
     /* keep acknowledgements flowing without a syscall per event */
-    if ((self->cseq & 255) == 0)
+    if ((e->cseq & 255) == 0)
         db_client_poll(self, 0);
     return 0;
 }
@@ -455,6 +465,12 @@ uint64_t
 db_client_acked_seq(const db_client_t *self, uint32_t shard)
 {
     return shard < self->cluster.shards ? self->shards[shard].acked_seq : 0;
+}
+
+uint64_t
+db_client_acked_cseq(const db_client_t *self, uint32_t shard)
+{
+    return shard < self->cluster.shards ? self->shards[shard].acked_cseq : 0;
 }
 
 const util_id_t *

@@ -55,8 +55,11 @@ int db_client_poll(db_client_t *self, int timeout_ms);
 /* Events queued or in flight and not yet acknowledged. */
 uint64_t db_client_unacked(const db_client_t *self);
 
-/* The seq the head gave to the newest acknowledged event of a shard. */
+/* The seq the head gave to the newest acknowledged event of a shard, and
+   that event's cseq: every event of ours in that shard up to it is in the
+   log. */
 uint64_t db_client_acked_seq(const db_client_t *self, uint32_t shard);
+uint64_t db_client_acked_cseq(const db_client_t *self, uint32_t shard);
 
 /* This client's ID, and the shard an event goes to. */
 const util_id_t *db_client_id(const db_client_t *self);

@@ -20,7 +20,8 @@
 
 /* Event kinds: X(name, code, key field). The key field picks the ID whose
    hash chooses the shard (DESIGN section 4). Codes are stored in the log:
-   never renumber, only add. */
+   never renumber, only add. Codes below 4 and above 13 must stay rare:
+   the partial index event_rare (sql/schema.sql) holds them. */
 #define DB_KINDS(X)                                                           \
     X(job_started, 1, job)                                                    \
     X(job_finished, 2, job)                                                   \

@@ -381,3 +381,73 @@ db_master_new(const db_master_opts_t *o)
     }
     return a;
 }
+
+/* --- asking a master (clients of STATUS_REQ) ------------------------------------------ */
+
+void
+db_status_free(db_status_t *st)
+{
+    free(st->chains);
+    free(st->beats);
+    free(st->age_ms);
+    memset(st, 0, sizeof *st);
+}
+
+int
+db_master_status(const db_cluster_t *c, net_sec_t *sec, db_status_t *st, int timeout_ms)
+{
+    char ep[DB_EP_MAX];
+    uint32_t nslots = c->shards * c->replicas, count;
+    util_id_t id;
+    int rc = LUX_ETIMEDOUT;
+    zsock_t *s = net_connect(ZMQ_DEALER, db_cluster_master_ep(c, ep, sizeof ep), sec);
+    if (!s)
+        return LUX_EIO;
+    memset(st, 0, sizeof *st);
+    st->chains = calloc(c->shards, sizeof *st->chains);
+    st->beats = calloc(nslots, sizeof *st->beats);
+    st->age_ms = calloc(nslots, sizeof *st->age_ms);
+    zmsg_t *m = zmsg_new();
+    zmsg_append(m, &(zframe_t *) {net_hdr_frame(NET_STATUS_REQ, NET_NO_SHARD, 0)});
+    zmsg_send(&m, s);
+    zpoller_t *p = zpoller_new(s, NULL);
+    if (zpoller_wait(p, timeout_ms) == s && (m = zmsg_recv(s))) {
+        zframe_t *hf = zmsg_pop(m), *cf = zmsg_pop(m), *sf = zmsg_pop(m), *pf = zmsg_pop(m);
+        net_hdr_t h;
+        rc = LUX_EPROTO;
+        if (net_hdr_decode(&h, hf) == 0 && h.type == NET_STATUS_REP && cf && sf && pf &&
+            zframe_size(pf) == 4 &&
+            db_chain_decode(zframe_data(cf), zframe_size(cf), &id, st->chains, c->shards,
+                            &count) == 0 &&
+            count == c->shards) {
+            util_rd_t r;
+            util_rd_init(&r, zframe_data(sf), zframe_size(sf));
+            uint32_t n = util_rd_u32(&r);
+            rc = n == nslots ? 0 : LUX_EPROTO;
+            for (uint32_t i = 0; i < n && i < nslots && !rc; i++) {
+                uint64_t age = util_rd_u64(&r);
+                size_t len;
+                const uint8_t *b = util_rd_blob(&r, &len);
+                st->age_ms[i] = age == UINT64_MAX ? -1 : (int64_t) age;
+                if (len && db_beat_decode(&st->beats[i], b, len))
+                    rc = LUX_EPROTO;
+            }
+            st->master_pid = util_rd32(zframe_data(pf));
+        }
+        zframe_destroy(&hf);
+        zframe_destroy(&cf);
+        zframe_destroy(&sf);
+        zframe_destroy(&pf);
+        zmsg_destroy(&m);
+    }
+    zpoller_destroy(&p);
+    zsock_destroy(&s);
+    if (rc)
+        db_status_free(st);
+    if (rc == LUX_ETIMEDOUT)
+        util_err(rc, "the chain master at %s did not answer within %d ms", ep, timeout_ms);
+    else if (rc)
+        util_err(rc, "the chain master sent a malformed status");
+    return rc;
+}
+

@@ -33,4 +33,18 @@ zactor_t *db_master_new(const db_master_opts_t *opts);
    per replica slot: age_ms u64 (UINT64_MAX when never heard from), length
    u32 and a HEARTBEAT body; frame 3: the master's pid u32. */
 
+/* What a running master knows: the chains and the last heartbeat of every
+   replica slot (slot = shard * replicas + index). */
+typedef struct {
+    db_chain_t *chains;   /* per shard */
+    db_beat_t *beats;     /* per slot */
+    int64_t *age_ms;      /* per slot: ms since its heartbeat, -1 never heard */
+    uint32_t master_pid;
+} db_status_t;
+
+/* Ask the master of cluster c (STATUS_REQ). 0, or LUX_ETIMEDOUT (no
+   answer within timeout_ms) / LUX_EPROTO; db_status_free after. */
+int db_master_status(const db_cluster_t *c, net_sec_t *sec, db_status_t *st, int timeout_ms);
+void db_status_free(db_status_t *st);
+
 #endif

@@ -17,10 +17,19 @@
     sent what it lacks; older events are read back from SQLite.
 
     EPOCHS. Every message carries the sender's epoch of the chain. HELLO,
-    FORWARD, SYNC and CHAIN_ACK must match ours exactly; an APPEND from a
-    client with an older epoch is accepted while we are the head, because
+    FORWARD, SYNC and CHAIN_ACK must match ours exactly; an APPEND is
+    accepted whatever the client's epoch while we are the head, because
     safety comes from the chain: a stale head's FORWARD is refused by its
-    successor, so nothing it takes is ever acknowledged.
+    successor, so nothing it takes is ever acknowledged, and refusing
+    appends during every reconfiguration would only stall clients.
+
+    IDEMPOTENCE. A client's event IDs are dense per shard (cseq 1, 2, 3...)
+    and the head takes them strictly in order: a record at or below the
+    newest cseq it has from that client is a resend and is skipped (and
+    acknowledged once what it has is committed); a message whose first new
+    record is not the next cseq is refused with EGAP, so the client resends
+    from its oldest unacknowledged batch. Dropping "anything at or below the
+    newest" is only sound because nothing is ever taken out of order.
 
     LINKS. A predecessor opens a link with HELLO; the successor answers
     SYNC(last seq it has, its hash); the predecessor resends from there.
@@ -53,6 +62,8 @@
 #define S_PROBE 4096         /* events per probe window when rejoining */
 #define S_FETCH 8192         /* events per READ when catching up */
 #define S_PUB_BEAT_MS 200    /* tail announces its last seq when idle */
+#define S_INLINE 64          /* batches this small commit on the network thread when
+                                the writer is idle (commit at once when idle) */
 
 typedef struct s_batch {
     struct s_batch *next;
@@ -86,6 +97,9 @@ typedef struct {
     zsock_t *sk_succ;              /* DEALER to the successor, or NULL */
     zsock_t *sk_tail;              /* DEALER to the tail's read endpoint (joining) */
     zactor_t *writer, *reader;
+    db_store_t *store;             /* the write connection: the writer's while it has
+                                      work (writer_seq > commit_seq), else ours */
+    uint64_t writer_seq;           /* last seq handed to the writer */
     db_reader_state_t rstate;      /* shared with the reader */
     db_store_t *rstore;            /* our own read connection */
 
@@ -119,6 +133,8 @@ typedef struct {
 } s_rep_t;
 
 static void s_forward(s_rep_t *self);
+static int s_load_seen(void *arg, const util_id_t *client, uint64_t cseq, uint64_t seq);
+static void s_after_commit(s_rep_t *self);
 static void s_join_start(s_rep_t *self);
 static void s_join_request(s_rep_t *self);
 static void s_ack_clients(s_rep_t *self);
@@ -222,6 +238,23 @@ s_submit(s_rep_t *self, s_batch_t *b, uint32_t count)
         self->pending = b;
     self->pending_last = b;
     self->pending_events += count;
+    if (self->writer_seq <= self->commit_seq && count <= S_INLINE) {
+        /* the writer is idle: commit now, on this thread (no hop) */
+        int rc = db_store_begin(self->store);
+        if (!rc)
+            rc = db_writer_put(self->store, &b->nb);
+        if (!rc)
+            rc = db_store_commit(self->store);
+        if (rc) {
+            db_store_rollback(self->store);
+            s_fail(self, rc, lux_errmsg());
+            return;
+        }
+        self->commit_seq = db_store_last_seq(self->store);
+        s_after_commit(self);
+        return;
+    }
+    self->writer_seq = b->nb.first + count - 1;
     db_writer_write(self->writer, &b->nb);
 }
 
@@ -356,6 +389,12 @@ s_on_writer(zloop_t *loop, zsock_t *sock, void *arg)
             self->recv_seq = self->commit_seq = self->ack_seq = seq;
             if (db_store_hash_at(self->rstore, seq, self->recv_hash))
                 s_fail(self, LUX_EIO, lux_errmsg());
+            /* the truncated events' IDs must not count as seen: rebuild from
+               the store (the writer is idle: the store is ours now) */
+            util_idmap_destroy(&self->seen);
+            if (!(self->seen = util_idmap_new(sizeof(s_seen_t))) ||
+                db_store_clients(self->store, s_load_seen, self))
+                s_fail(self, LUX_ENOMEM, "cannot rebuild the client table");
             self->join = J_FETCH;
             s_join_request(self);
         }
@@ -705,7 +744,7 @@ s_wait(s_rep_t *self, zframe_t **rid_p, const util_id_t *client, uint64_t cseq, 
 /* Check every record of an APPEND before taking any: one client, strictly
    increasing cseq, records that decode. 0 or a code with text. */
 static int
-s_check_append(const net_batch_t *in, util_id_t *client, char *text, size_t n)
+s_check_append(const net_batch_t *in, util_id_t *client, uint64_t *first, char *text, size_t n)
 {
     net_batch_it_t it;
     uint64_t seq, prev = 0;
@@ -723,10 +762,11 @@ s_check_append(const net_batch_t *in, util_id_t *client, char *text, size_t n)
             snprintf(text, n, "record %u has no event ID (client, cseq)", i);
             return LUX_EINVAL;
         }
-        if (i == 0)
+        if (i == 0) {
             *client = e.client;
-        else if (!util_id_eq(client, &e.client) || e.cseq <= prev) {
-            snprintf(text, n, "record %u: one client per APPEND, cseq increasing", i);
+            *first = e.cseq;
+        } else if (!util_id_eq(client, &e.client) || e.cseq != prev + 1) {
+            snprintf(text, n, "record %u: one client per APPEND, consecutive event IDs", i);
             return LUX_EINVAL;
         }
         prev = e.cseq;
@@ -747,12 +787,11 @@ s_append(s_rep_t *self, zframe_t **rid_p, const net_hdr_t *h, zframe_t *body)
     util_id_t client;
     int rc;
 
-    if (!s_is_head(self) || h->epoch > self->cfg.epoch) {
-        int code = h->epoch > self->cfg.epoch ? LUX_EEPOCH : LUX_ESTATE;
+    if (!s_is_head(self)) {
         snprintf(text, sizeof text, "shard %u replica %u is not the head at epoch %llu (%s)",
-                 self->shard, self->index, (unsigned long long) h->epoch,
+                 self->shard, self->index, (unsigned long long) self->cfg.epoch,
                  db_replica_state_name(self->state));
-        s_send_error(self, self->sk_append, rid_p, code, text);
+        s_send_error(self, self->sk_append, rid_p, LUX_ESTATE, text);
         return;
     }
     if (!body || net_batch_parse(&in, zframe_data(body), zframe_size(body))) {
@@ -761,7 +800,8 @@ s_append(s_rep_t *self, zframe_t **rid_p, const net_hdr_t *h, zframe_t *body)
         s_send_error(self, self->sk_append, rid_p, LUX_EPROTO, text);
         return;
     }
-    if ((rc = s_check_append(&in, &client, text, sizeof text))) {
+    uint64_t first = 0;
+    if ((rc = s_check_append(&in, &client, &first, text, sizeof text))) {
         s_complain(self, "append", text);
         s_send_error(self, self->sk_append, rid_p, rc, text);
         return;
@@ -769,6 +809,14 @@ s_append(s_rep_t *self, zframe_t **rid_p, const net_hdr_t *h, zframe_t *body)
     s_seen_t *seen = util_idmap_put(self->seen, &client, NULL);
     if (!seen) {
         s_send_error(self, self->sk_append, rid_p, LUX_ENOMEM, "out of memory");
+        return;
+    }
+    if (first > seen->cseq + 1) {
+        /* we refused an earlier batch of this client: take nothing out of
+           order, or a resend of it would later look like a duplicate */
+        snprintf(text, sizeof text, "shard %u: expected event %llu from this client, got %llu",
+                 self->shard, (unsigned long long) seen->cseq + 1, (unsigned long long) first);
+        s_send_error(self, self->sk_append, rid_p, LUX_EGAP, text);
         return;
     }
     /* the records are ours to change: set ts and the hash in place */
@@ -1248,10 +1296,9 @@ s_setup(s_rep_t *self)
     self->recv_seq = self->commit_seq = self->fwd_seq = self->ack_seq = self->pub_seq =
         db_store_last_seq(store);
     memcpy(self->recv_hash, db_store_last_hash(store), DB_HASH_LEN);
-    if (!(self->writer = db_writer_new(&store))) {
-        db_store_close(&store);
+    self->store = store;
+    if (!(self->writer = db_writer_new(store)))
         return util_err(LUX_EIO, "cannot start the writer thread");
-    }
     so.reader = true;
     if (!(self->rstore = db_store_open(&so)))
         return LUX_EIO;
@@ -1280,6 +1327,7 @@ s_teardown(s_rep_t *self)
     /* the writer commits what was queued before it stops, reading the
        pending batches: destroy it first, then free them */
     zactor_destroy(&self->writer);
+    db_store_close(&self->store);
     while (self->pending) {
         s_batch_t *b = self->pending;
         self->pending = b->next;

@@ -19,7 +19,9 @@
 #include "db_store.h"
 #include "../util/util_err.h"
 #include "../util/util_hash.h"
+#include "../util/util_idmap.h"
 #include "../util/util_log.h"
+#include "../util/util_time.h"
 
 #include <pthread.h>
 #include <sqlite3.h>
@@ -30,9 +32,21 @@
 #define S_SCHEMA_VERSION "1"
 
 typedef struct {
+    uint64_t cseq, seq; /* newest event ID seen from a client, and its seq */
+    bool dirty;         /* not yet written to client_seen */
+} s_seen_t;
+
+/* client_seen is written every S_SEEN_EVENTS events or S_SEEN_MS ms, not in
+   every transaction: that third page per small commit cost a quarter of its
+   time. meta.seen_seq says how far it is exact; opening replays the events
+   after it (at most that many), so the table is exact after a crash too. */
+#define S_SEEN_EVENTS 65536
+#define S_SEEN_MS 200
+
+typedef struct {
     util_id_t client;
     uint64_t cseq, seq;
-} s_seen_t;
+} s_stage_t;
 
 struct db_store_t {
     sqlite3 *db;                     /* the connection */
@@ -50,11 +64,16 @@ struct db_store_t {
     sqlite3_stmt *rd;                /* range read */
     sqlite3_stmt *hash_at;           /* hash of one seq */
     sqlite3_stmt *seen;              /* client_seen upsert */
-    s_seen_t *txn_seen;              /* newest event ID per client in the txn */
-    size_t n_seen, cap_seen;
+    sqlite3_stmt *begin, *commit, *rollback;
+    util_idmap_t *clients;           /* client -> s_seen_t: newest event ID of each */
+    s_stage_t *stage;                /* the open transaction's updates to `clients` */
+    size_t nstage, capstage;
+    uint64_t seen_seq;               /* client_seen in the file is exact up to here */
+    int64_t seen_ms;                 /* when it was last written */
 };
 
 static pthread_once_t s_once = PTHREAD_ONCE_INIT;
+static int s_load_clients(db_store_t *self);
 
 static void
 s_sqlite_setup(void)
@@ -236,6 +255,10 @@ db_store_open(const db_store_opts_t *o)
                    "INSERT INTO client_seen VALUES (?1, ?2, ?3) ON CONFLICT (client) DO UPDATE"
                    " SET cseq = excluded.cseq, seq = excluded.seq WHERE excluded.cseq > cseq")))
         goto fail;
+    if (!o->readonly && !o->reader &&
+        (s_prepare(self, &self->begin, "BEGIN") || s_prepare(self, &self->commit, "COMMIT") ||
+         s_prepare(self, &self->rollback, "ROLLBACK")))
+        goto fail;
     if (s_prepare(self, &self->rd,
                   "SELECT seq, ts, kind, client, cseq, job, task, parent, actor, node, idx,"
                   " worker, attempt, status, t_start, t_end, size, name, info, fp, deps, body,"
@@ -244,6 +267,9 @@ db_store_open(const db_store_opts_t *o)
         goto fail;
     if (db_store_refresh(self))
         goto fail;
+    if (!o->readonly && !o->reader && s_load_clients(self))
+        goto fail;
+    self->seen_ms = util_mono_ms();
     return self;
 fail:
     db_store_close(&self);
@@ -258,13 +284,23 @@ db_store_close(db_store_t **self_p)
         return;
     if (self->in_txn)
         db_store_rollback(self);
+    if (self->begin && self->clients && self->seen_seq < self->last_seq) {
+        /* write the client table now, so the next open replays nothing */
+        self->seen_ms = 0;
+        if (db_store_begin(self) == 0 && db_store_commit(self) != 0)
+            db_store_rollback(self);
+    }
+    sqlite3_finalize(self->begin);
+    sqlite3_finalize(self->commit);
+    sqlite3_finalize(self->rollback);
     sqlite3_finalize(self->ins);
     sqlite3_finalize(self->rd);
     sqlite3_finalize(self->hash_at);
     sqlite3_finalize(self->seen);
     if (self->db && sqlite3_close(self->db) != SQLITE_OK)
         log_warn("%s: close: %s", self->path, sqlite3_errmsg(self->db));
-    free(self->txn_seen);
+    free(self->stage);
+    util_idmap_destroy(&self->clients);
     free(self->path);
     free(self);
     *self_p = NULL;
@@ -340,12 +376,16 @@ db_store_begin(db_store_t *self)
     int rc;
     if (self->readonly)
         return util_err(LUX_EREADONLY, "%s: opened read-only", self->path);
-    if ((rc = s_exec(self, "BEGIN")))
-        return rc;
+    if (!self->begin)
+        return util_err(LUX_ESTATE, "%s: not opened for writing", self->path);
+    rc = sqlite3_step(self->begin);
+    sqlite3_reset(self->begin);
+    if (rc != SQLITE_DONE)
+        return s_sqlerr(self, "begin");
     self->in_txn = true;
     self->saved_seq = self->last_seq;
     memcpy(self->saved_hash, self->last_hash, DB_HASH_LEN);
-    self->n_seen = 0;
+    self->nstage = 0;
     return 0;
 }
 
@@ -384,24 +424,95 @@ s_bind_bytes(sqlite3_stmt *st, int col, const db_event_t *e, uint32_t bit, const
 static int
 s_note_client(db_store_t *self, const db_event_t *e, uint64_t seq)
 {
-    for (size_t i = 0; i < self->n_seen; i++) {
-        if (util_id_eq(&self->txn_seen[i].client, &e->client)) {
-            if (e->cseq > self->txn_seen[i].cseq) {
-                self->txn_seen[i].cseq = e->cseq;
-                self->txn_seen[i].seq = seq;
+    for (size_t i = self->nstage; i-- > 0;) {
+        if (util_id_eq(&self->stage[i].client, &e->client)) {
+            if (e->cseq > self->stage[i].cseq) {
+                self->stage[i].cseq = e->cseq;
+                self->stage[i].seq = seq;
             }
             return 0;
         }
     }
-    if (self->n_seen == self->cap_seen) {
-        size_t cap = self->cap_seen ? 2 * self->cap_seen : 16;
-        s_seen_t *p = realloc(self->txn_seen, cap * sizeof *p);
+    if (self->nstage == self->capstage) {
+        size_t cap = self->capstage ? 2 * self->capstage : 16;
+        s_stage_t *p = realloc(self->stage, cap * sizeof *p);
         if (!p)
             return util_err(LUX_ENOMEM, "%s: out of memory", self->path);
-        self->txn_seen = p;
-        self->cap_seen = cap;
+        self->stage = p;
+        self->capstage = cap;
     }
-    self->txn_seen[self->n_seen++] = (s_seen_t) {e->client, e->cseq, seq};
+    self->stage[self->nstage++] = (s_stage_t) {e->client, e->cseq, seq};
+    return 0;
+}
+
+/* Merge a newest event ID into the map; false when memory ran out. */
+static bool
+s_merge(db_store_t *self, const util_id_t *client, uint64_t cseq, uint64_t seq, bool dirty)
+{
+    s_seen_t *v = util_idmap_put(self->clients, client, NULL);
+    if (!v)
+        return false;
+    if (cseq > v->cseq) {
+        v->cseq = cseq;
+        v->seq = seq;
+        v->dirty = v->dirty || dirty;
+    }
+    return true;
+}
+
+static int
+s_write_seen(void *arg, const util_id_t *client, void *value)
+{
+    db_store_t *self = arg;
+    s_seen_t *v = value;
+    if (!v->dirty)
+        return 0;
+    sqlite3_bind_blob(self->seen, 1, client->b, UTIL_ID_LEN, SQLITE_STATIC);
+    sqlite3_bind_int64(self->seen, 2, (int64_t) v->cseq);
+    sqlite3_bind_int64(self->seen, 3, (int64_t) v->seq);
+    int rc = sqlite3_step(self->seen);
+    sqlite3_reset(self->seen);
+    if (rc != SQLITE_DONE)
+        return 1;
+    v->dirty = false;
+    return 0;
+}
+
+/* (Re)build the client map: client_seen, then the events after seen_seq. */
+static int
+s_load_clients(db_store_t *self)
+{
+    sqlite3_stmt *st;
+    char val[64];
+    util_idmap_destroy(&self->clients);
+    if (!(self->clients = util_idmap_new(sizeof(s_seen_t))))
+        return util_err(LUX_ENOMEM, "%s: out of memory", self->path);
+    self->seen_seq = s_meta_get(self, "seen_seq", val, sizeof val) == 0
+                         ? strtoull(val, NULL, 10)
+                         : 0;
+    if (sqlite3_prepare_v2(self->db, "SELECT client, cseq, seq FROM client_seen", -1, &st, NULL) !=
+        SQLITE_OK)
+        return s_sqlerr(self, "client_seen");
+    while (sqlite3_step(st) == SQLITE_ROW)
+        if (sqlite3_column_bytes(st, 0) == UTIL_ID_LEN) {
+            util_id_t c;
+            memcpy(c.b, sqlite3_column_blob(st, 0), UTIL_ID_LEN);
+            s_merge(self, &c, (uint64_t) sqlite3_column_int64(st, 1),
+                    (uint64_t) sqlite3_column_int64(st, 2), false);
+        }
+    sqlite3_finalize(st);
+    if (sqlite3_prepare_v2(self->db, "SELECT client, cseq, seq FROM event WHERE seq > ?1 AND"
+                                     " client IS NOT NULL", -1, &st, NULL) != SQLITE_OK)
+        return s_sqlerr(self, "event");
+    sqlite3_bind_int64(st, 1, (int64_t) self->seen_seq);
+    while (sqlite3_step(st) == SQLITE_ROW)
+        if (sqlite3_column_bytes(st, 0) == UTIL_ID_LEN) {
+            util_id_t c;
+            memcpy(c.b, sqlite3_column_blob(st, 0), UTIL_ID_LEN);
+            s_merge(self, &c, (uint64_t) sqlite3_column_int64(st, 1),
+                    (uint64_t) sqlite3_column_int64(st, 2), true);
+        }
+    sqlite3_finalize(st);
     return 0;
 }
 
@@ -455,18 +566,25 @@ int
 db_store_commit(db_store_t *self)
 {
     int rc;
-    for (size_t i = 0; i < self->n_seen; i++) {
-        s_seen_t *s = &self->txn_seen[i];
-        sqlite3_bind_blob(self->seen, 1, s->client.b, UTIL_ID_LEN, SQLITE_STATIC);
-        sqlite3_bind_int64(self->seen, 2, (int64_t) s->cseq);
-        sqlite3_bind_int64(self->seen, 3, (int64_t) s->seq);
-        rc = sqlite3_step(self->seen);
-        sqlite3_reset(self->seen);
-        if (rc != SQLITE_DONE)
-            return s_sqlerr(self, "client_seen");
+    int64_t now = util_mono_ms();
+    for (size_t i = 0; i < self->nstage; i++)
+        if (!s_merge(self, &self->stage[i].client, self->stage[i].cseq, self->stage[i].seq, true))
+            return util_err(LUX_ENOMEM, "%s: out of memory", self->path);
+    self->nstage = 0;
+    if (self->last_seq > self->seen_seq &&
+        (self->last_seq - self->seen_seq >= S_SEEN_EVENTS || now - self->seen_ms >= S_SEEN_MS)) {
+        char val[32];
+        util_idmap_each(self->clients, s_write_seen, self);
+        snprintf(val, sizeof val, "%llu", (unsigned long long) self->last_seq);
+        if ((rc = s_meta_put(self, "seen_seq", val)))
+            return rc;
+        self->seen_seq = self->last_seq;
+        self->seen_ms = now;
     }
-    if ((rc = s_exec(self, "COMMIT")))
-        return rc;
+    rc = sqlite3_step(self->commit);
+    sqlite3_reset(self->commit);
+    if (rc != SQLITE_DONE)
+        return s_sqlerr(self, "commit");
     self->in_txn = false;
     return 0;
 }
@@ -477,6 +595,10 @@ db_store_rollback(db_store_t *self)
     if (sqlite3_get_autocommit(self->db) == 0)
         sqlite3_exec(self->db, "ROLLBACK", NULL, NULL, NULL);
     self->in_txn = false;
+    self->nstage = 0;
+    /* a failed commit may have marked entries written: write them all next */
+    if (self->clients)
+        self->seen_seq = 0;
     self->last_seq = self->saved_seq;
     memcpy(self->last_hash, self->saved_hash, DB_HASH_LEN);
 }
@@ -649,13 +771,29 @@ db_store_truncate(db_store_t *self, uint64_t after)
     snprintf(sql, sizeof sql,
              "BEGIN IMMEDIATE; DELETE FROM event WHERE seq > %llu; DELETE FROM client_seen;"
              " INSERT INTO client_seen SELECT client, max(cseq), max(seq) FROM event"
-             " WHERE client IS NOT NULL GROUP BY client; COMMIT",
-             (unsigned long long) after);
+             " WHERE client IS NOT NULL GROUP BY client;"
+             " INSERT OR REPLACE INTO meta VALUES ('seen_seq', '%llu'); COMMIT",
+             (unsigned long long) after, (unsigned long long) after);
     if ((rc = s_exec(self, sql))) {
         s_exec(self, "ROLLBACK");
         return rc;
     }
-    return db_store_refresh(self);
+    if ((rc = db_store_refresh(self)))
+        return rc;
+    return s_load_clients(self);
+}
+
+typedef struct {
+    int (*fn)(void *arg, const util_id_t *client, uint64_t cseq, uint64_t seq);
+    void *arg;
+} s_each_t;
+
+static int
+s_each(void *arg, const util_id_t *client, void *value)
+{
+    s_each_t *e = arg;
+    s_seen_t *v = value;
+    return e->fn(e->arg, client, v->cseq, v->seq);
 }
 
 int
@@ -663,23 +801,12 @@ db_store_clients(db_store_t *self,
                  int (*fn)(void *arg, const util_id_t *client, uint64_t cseq, uint64_t seq),
                  void *arg)
 {
-    sqlite3_stmt *st;
-    int rc = 0;
-    if (sqlite3_prepare_v2(self->db, "SELECT client, cseq, seq FROM client_seen", -1, &st, NULL) !=
-        SQLITE_OK)
-        return s_sqlerr(self, "client_seen");
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        util_id_t c;
-        if (sqlite3_column_bytes(st, 0) != UTIL_ID_LEN)
-            continue;
-        memcpy(c.b, sqlite3_column_blob(st, 0), UTIL_ID_LEN);
-        if (fn(arg, &c, (uint64_t) sqlite3_column_int64(st, 1),
-               (uint64_t) sqlite3_column_int64(st, 2))) {
-            break;
-        }
-    }
-    sqlite3_finalize(st);
-    return rc;
+    int rc;
+    if (!self->clients && (rc = s_load_clients(self)))
+        return rc;
+    s_each_t e = {fn, arg};
+    util_idmap_each(self->clients, s_each, &e);
+    return 0;
 }
 
 int

@@ -21,9 +21,8 @@ typedef struct {
     bool broken; /* a write failed: refuse everything */
 } s_writer_t;
 
-/* Put one batch into the open transaction. */
-static int
-s_put(s_writer_t *self, const net_batch_t *b)
+int
+db_writer_put(db_store_t *store, const net_batch_t *b)
 {
     net_batch_it_t it;
     uint64_t seq;
@@ -32,7 +31,7 @@ s_put(s_writer_t *self, const net_batch_t *b)
     int rc;
     net_batch_iter(&it, b);
     while (net_batch_next(&it, &seq, &rec, &n))
-        if ((rc = db_store_put(self->store, seq, rec, n)))
+        if ((rc = db_store_put(store, seq, rec, n)))
             return rc;
     return 0;
 }
@@ -126,7 +125,7 @@ s_loop(zsock_t *pipe, void *arg)
                     if (!open && !(rc = db_store_begin(self.store)))
                         open = true;
                     if (!rc)
-                        rc = s_put(&self, b);
+                        rc = db_writer_put(self.store, b);
                     events += b->count;
                 }
             } else if (n == 9 && p[0] == 'T') {
@@ -161,14 +160,10 @@ s_loop(zsock_t *pipe, void *arg)
         if (stop)
             break;
     }
-    db_store_close(&self.store);
 }
 
 zactor_t *
-db_writer_new(db_store_t **store_p)
+db_writer_new(db_store_t *store)
 {
-    zactor_t *a = zactor_new(s_loop, *store_p);
-    if (a)
-        *store_p = NULL;
-    return a;
+    return zactor_new(s_loop, store);
 }

@@ -21,8 +21,16 @@
 
 #define DB_WRITER_GROUP 16384
 
-/* Start a writer that owns store (taken, closed at the end). */
-zactor_t *db_writer_new(db_store_t **store_p);
+/* Start a writer on store, which stays the caller's (close it after the
+   writer is destroyed). The writer uses the store only between receiving a
+   request and sending its reply, so the caller may use it directly
+   whenever no request is outstanding: that is how a replica commits a
+   small batch at once when the writer is idle, without a thread hop. */
+zactor_t *db_writer_new(db_store_t *store);
+
+/* Put every record of b into store's open transaction (what the writer
+   does with each batch). 0 or the store's error. */
+int db_writer_put(db_store_t *store, const net_batch_t *b);
 
 /* Ask for a batch to be written. */
 void db_writer_write(zactor_t *w, const net_batch_t *b);

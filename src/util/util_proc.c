@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -127,6 +129,32 @@ util_proc_rss(pid_t pid, int64_t *peak)
         *peak = strtoll(p + 6, NULL, 10) * 1024;
     free(s);
     return rss;
+}
+
+int
+util_lock_file(const char *path)
+{
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return util_err(LUX_EIO, "%s: %s", path, strerror(errno));
+    if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+        int e = errno;
+        close(fd);
+        return util_err(e == EWOULDBLOCK ? LUX_EEXIST : LUX_EIO, "%s: %s", path,
+                        e == EWOULDBLOCK ? "held by another process" : strerror(e));
+    }
+    return fd;
+}
+
+int
+util_die_with_parent(void)
+{
+    pid_t parent = getppid();
+    if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0)
+        return util_err(LUX_EIO, "prctl: %s", strerror(errno));
+    if (getppid() != parent || parent == 1)
+        return util_err(LUX_EDEAD, "our parent is gone");
+    return 0;
 }
 
 int

@@ -25,6 +25,14 @@ int64_t util_proc_cpu_ns(pid_t pid);
 /* Resident set size and its peak in bytes (from /proc); -1 when unknown. */
 int64_t util_proc_rss(pid_t pid, int64_t *peak);
 
+/* Take an exclusive lock on path (created 0600) for the life of the
+   process; the fd is returned and kept open. LUX_EEXIST when
+   another process holds it. */
+int util_lock_file(const char *path);
+
+/* Ask for SIGTERM when our parent dies; LUX_EDEAD if it already has. */
+int util_die_with_parent(void);
+
 /* Write our pid to path; read a pid back (0 when none or unreadable). */
 int util_pidfile_write(const char *path);
 pid_t util_pidfile_read(const char *path);

@@ -1,0 +1,150 @@
+/*  fx - cluster fixtures for tests (see fx.h). */
+#include "fx.h"
+#include "../tap.h"
+#include "util/util_err.h"
+#include "util/util_fs.h"
+#include "util/util_proc.h"
+#include "util/util_time.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static db_cluster_t s_started[8];
+static int s_nstarted;
+
+static const char *
+s_bin(void)
+{
+    const char *b = getenv("LUX_BIN");
+    return b && *b ? b : "./lux";
+}
+
+static void
+s_stop_all(void)
+{
+    for (int i = 0; i < s_nstarted; i++)
+        fx_stop(&s_started[i]);
+    s_nstarted = 0;
+}
+
+int
+fx_lux(char *out, size_t outlen, char *err, size_t errlen, const char *fmt, ...)
+{
+    char args[2048], cmd[4096], ofile[600], efile[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    snprintf(ofile, sizeof ofile, "%s/fx.out", tap_tmpdir());
+    snprintf(efile, sizeof efile, "%s/fx.err", tap_tmpdir());
+    snprintf(cmd, sizeof cmd, "%s %s >%s 2>%s", s_bin(), args, ofile, efile);
+    int rc = system(cmd);
+    rc = WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
+    char *o = util_read_file(ofile, NULL), *e = util_read_file(efile, NULL);
+    if (out)
+        snprintf(out, outlen, "%s", o ? o : "");
+    if (err)
+        snprintf(err, errlen, "%s", e ? e : "");
+    if (tap_verbose() && e && *e)
+        diag("lux %s: %s", args, e);
+    free(o);
+    free(e);
+    return rc;
+}
+
+void
+fx_start(db_cluster_t *c, uint32_t shards, uint32_t replicas, const char *extra)
+{
+    char dir[512], err[4096];
+    static int n;
+    snprintf(dir, sizeof dir, "%s/cluster-%d", tap_tmpdir(), n++);
+    int rc = fx_lux(NULL, 0, err, sizeof err,
+                    "start --head --dir %s --shards %u --replicas %u --heartbeat-ms 50 "
+                    "--dead-ms 400 %s",
+                    dir, shards, replicas, extra ? extra : "");
+    if (rc)
+        bail("lux start failed (%d): %s", rc, err);
+    if (db_cluster_load(c, dir))
+        bail("%s", lux_errmsg());
+    if (s_nstarted == 0)
+        tap_atexit(s_stop_all);
+    if (s_nstarted < 8)
+        s_started[s_nstarted++] = *c;
+}
+
+void
+fx_stop(db_cluster_t *c)
+{
+    char err[1024];
+    char pidfile[600];
+    snprintf(pidfile, sizeof pidfile, "%s/run/supervisor.pid", c->dir);
+    if (!util_pidfile_read(pidfile))
+        return;
+    if (fx_lux(NULL, 0, err, sizeof err, "stop --dir %s", c->dir) && !strstr(err, "no head"))
+        diag("lux stop: %s", err);
+}
+
+pid_t
+fx_pid_at(const db_cluster_t *c, uint32_t shard, int pos, uint32_t *index)
+{
+    db_status_t st;
+    pid_t pid = 0;
+    if (db_master_status(c, NULL, &st, 2000))
+        return 0;
+    const db_chain_t *ch = &st.chains[shard];
+    if (pos < 0)
+        pos = (int) ch->n + pos;
+    if (pos >= 0 && pos < (int) ch->n) {
+        uint32_t slot = shard * c->replicas + ch->m[pos].index;
+        if (index)
+            *index = ch->m[pos].index;
+        if (st.age_ms[slot] >= 0)
+            pid = (pid_t) st.beats[slot].pid;
+    }
+    db_status_free(&st);
+    return pid;
+}
+
+bool
+fx_wait_chain(const db_cluster_t *c, uint32_t shard, uint32_t n, int timeout_ms)
+{
+    int64_t deadline = util_mono_ms() + timeout_ms;
+    while (util_mono_ms() < deadline) {
+        db_status_t st;
+        if (db_master_status(c, NULL, &st, 1000) == 0) {
+            const db_chain_t *ch = &st.chains[shard];
+            bool ok = ch->n == n;
+            for (uint32_t k = 0; ok && k < ch->n; k++) {
+                uint32_t slot = shard * c->replicas + ch->m[k].index;
+                ok = st.age_ms[slot] >= 0 && st.age_ms[slot] < c->dead_ms &&
+                     st.beats[slot].state == DB_RS_CHAIN && st.beats[slot].epoch == ch->epoch;
+            }
+            db_status_free(&st);
+            if (ok)
+                return true;
+        }
+        usleep(20000);
+    }
+    return false;
+}
+
+int
+fx_pids(const db_cluster_t *c, pid_t *pids, int max)
+{
+    char pidfile[600];
+    db_status_t st;
+    int n = 0;
+    snprintf(pidfile, sizeof pidfile, "%s/run/supervisor.pid", c->dir);
+    if (n < max)
+        pids[n++] = util_pidfile_read(pidfile);
+    if (db_master_status(c, NULL, &st, 2000))
+        return n;
+    for (uint32_t i = 0; i < c->shards * c->replicas && n < max; i++)
+        if (st.age_ms[i] >= 0)
+            pids[n++] = (pid_t) st.beats[i].pid;
+    db_status_free(&st);
+    return n;
+}

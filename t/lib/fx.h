@@ -1,0 +1,35 @@
+/*  fx - fixtures for tests that run real clusters: start and stop a head
+    through the `lux` binary (LUX_BIN), find replicas by role, wait for a
+    chain to be whole again. Every cluster a test starts is stopped at exit,
+    and only the processes it started are ever killed. */
+#ifndef FX_H_INCLUDED
+#define FX_H_INCLUDED
+
+#include "db/db_master.h"
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+/* Start a head in a new directory under the test's scratch directory with
+   fast failure detection (heartbeat 50 ms, dead after 400 ms). extra is
+   appended to the command line (or NULL). Bails out on failure. */
+void fx_start(db_cluster_t *c, uint32_t shards, uint32_t replicas, const char *extra);
+void fx_stop(db_cluster_t *c);
+
+/* Run `lux ARGS` and return its exit status; its stdout into out (may be
+   NULL), stderr into err (may be NULL). */
+int fx_lux(char *out, size_t outlen, char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+/* The pid of the replica at position pos of shard's chain (-1: the tail),
+   and its index; 0 when unknown. */
+pid_t fx_pid_at(const db_cluster_t *c, uint32_t shard, int pos, uint32_t *index);
+
+/* Wait until shard's chain has n members, all serving at its epoch;
+   false on timeout. */
+bool fx_wait_chain(const db_cluster_t *c, uint32_t shard, uint32_t n, int timeout_ms);
+
+/* Every pid of the head's processes (supervisor first); returns the count. */
+int fx_pids(const db_cluster_t *c, pid_t *pids, int max);
+
+#endif
