@@ -73,6 +73,7 @@ s_defaults(s_opts_t *o)
     o->threads = 1;
     o->eval_episodes = o->env->solved_episodes;
     if (strcmp(o->env->name, "cartpole") == 0) {
+        /* easy: one episode per perturbation, large steps */
         o->hidden[0] = 32;
         o->es.population = 32;
         o->es.episodes = 1;
@@ -81,12 +82,18 @@ s_defaults(s_opts_t *o)
         o->max_seconds = 60;
         o->eval_every = 5;
     } else {
+        /* Pendulum's returns depend much on the start, so each perturbation
+           plays 4 episodes and the whole population the same 4 starts.
+           Running observation statistics made ES settle for spinning the
+           pendulum (a -750 plateau lasting thousands of iterations); its
+           observations are well scaled already, so they are not used. */
         o->hidden[0] = 32;
         o->es.population = 32;
         o->es.episodes = 4;
         o->es.sigma = 0.05;
-        o->es.lr = 0.02;
-        o->es.l2 = 0.0;
+        o->es.lr = 0.04;
+        o->es.obs_norm = false;
+        o->es.shared_env_seed = true;
         o->max_seconds = 180;
         o->eval_every = 10;
     }
@@ -177,6 +184,22 @@ s_eval_job(void *arg, size_t job)
                       &e->ret[job], &e->steps[job], NULL);
 }
 
+/* Building the noise table: its blocks are independent (es_noise.h), so
+   they are filled on all threads, with the same result as one thread. */
+typedef struct {
+    float *table;  /* the table being built */
+    size_t len;    /* its length in floats */
+    uint64_t seed; /* its seed */
+} s_fill_t;
+
+static int
+s_fill_job(void *arg, size_t block)
+{
+    s_fill_t *f = arg;
+    es_noise_fill_block(f->table, f->len, f->seed, block);
+    return 0;
+}
+
 /* Mean return of the unperturbed policy over o->eval_episodes episodes. */
 static int
 s_evaluate(const s_opts_t *o, const es_ctx_t *ctx, uint64_t iter, double *mean, uint64_t *steps)
@@ -219,8 +242,11 @@ s_usage(FILE *f)
             "  --noise-seed N     noise table seed (default %u)\n"
             "  --eval-every N     evaluate every N iterations\n"
             "  --eval-episodes N  episodes per evaluation (default 100)\n"
-            "  --shared-env-seed  all rollouts of an iteration start from the same states\n"
-            "  --no-obs-norm      do not normalise observations\n"
+            "  --shared-env-seed, --no-shared-env-seed\n"
+            "                     do all rollouts of an iteration start from the same states\n"
+            "                     (default: pendulum yes, cartpole no)\n"
+            "  --obs-norm, --no-obs-norm\n"
+            "                     normalise observations (default: cartpole yes, pendulum no)\n"
             "  --progress, --quiet  force progress lines on stderr on or off\n",
             ES_NOISE_DEFAULT_LEN, ES_NOISE_DEFAULT_SEED);
 }
@@ -289,7 +315,7 @@ s_parse_hidden(const char *s, s_opts_t *o)
 enum {
     O_ENV = 256, O_SEED, O_JSON, O_THREADS, O_MAX_ITERS, O_MAX_SECONDS, O_POP, O_EPISODES,
     O_SIGMA, O_LR, O_L2, O_HIDDEN, O_NOISE_LEN, O_NOISE_SEED, O_EVAL_EVERY, O_EVAL_EPISODES,
-    O_SHARED, O_NO_OBS_NORM, O_PROGRESS, O_QUIET, O_HELP
+    O_SHARED, O_NO_SHARED, O_OBS_NORM, O_NO_OBS_NORM, O_PROGRESS, O_QUIET, O_HELP
 };
 
 /* Parse argv into o: 0, or 2 after printing why. The environment is
@@ -315,6 +341,8 @@ s_parse(int argc, char **argv, s_opts_t *o)
         {"eval-every", required_argument, NULL, O_EVAL_EVERY},
         {"eval-episodes", required_argument, NULL, O_EVAL_EPISODES},
         {"shared-env-seed", no_argument, NULL, O_SHARED},
+        {"no-shared-env-seed", no_argument, NULL, O_NO_SHARED},
+        {"obs-norm", no_argument, NULL, O_OBS_NORM},
         {"no-obs-norm", no_argument, NULL, O_NO_OBS_NORM},
         {"progress", no_argument, NULL, O_PROGRESS},
         {"quiet", no_argument, NULL, O_QUIET},
@@ -409,6 +437,12 @@ s_parse(int argc, char **argv, s_opts_t *o)
         case O_SHARED:
             o->es.shared_env_seed = true;
             break;
+        case O_NO_SHARED:
+            o->es.shared_env_seed = false;
+            break;
+        case O_OBS_NORM:
+            o->es.obs_norm = true;
+            break;
         case O_NO_OBS_NORM:
             o->es.obs_norm = false;
             break;
@@ -469,10 +503,12 @@ s_train(const s_opts_t *o, s_outcome_t *out)
     memset(out, 0, sizeof *out);
     out->eval_mean = -INFINITY;
 
-    es_noise_t *noise = es_noise_new(o->noise_seed, o->noise_len);
-    out->noise_seconds = s_now() - t0;
-    if (!noise)
+    s_fill_t noise = {.len = o->noise_len, .seed = o->noise_seed};
+    noise.table = malloc(noise.len * sizeof(float));
+    if (!noise.table)
         goto done;
+    s_run_batch(o->threads, (noise.len + ES_NOISE_BLOCK - 1) / ES_NOISE_BLOCK, s_fill_job, &noise);
+    out->noise_seconds = s_now() - t0;
     if (es_policy_init(&pol, env, o->n_hidden, o->hidden) != 0) {
         fprintf(stderr, "es_local: bad policy shape\n");
         rc = LUX_EINVAL;
@@ -489,7 +525,7 @@ s_train(const s_opts_t *o, s_outcome_t *out)
         if (!(results[i] = malloc(es_result_size(env->obs_dim))))
             goto done;
     es_policy_init_weights(&pol, theta0, o->es.seed);
-    es = es_new(&o->es, pol.n_params, env->obs_dim, theta0, noise->data, noise->len);
+    es = es_new(&o->es, pol.n_params, env->obs_dim, theta0, noise.table, noise.len);
     if (!es)
         goto done;
 
@@ -536,7 +572,7 @@ s_train(const s_opts_t *o, s_outcome_t *out)
                     (o->max_seconds > 0 && now - t0 >= o->max_seconds);
         if (o->progress && (evaluated || stop || now - last_print >= 0.5)) {
             fprintf(stderr,
-                    "iter %5" PRIu64 "  mean %9.2f  best %9.2f  eval %9.2f  rollouts/s %7.0f"
+                    "iter %5" PRIu64 "  mean %9.2f  best %9.2f  eval %9.2f  episodes/s %7.0f"
                     "  elapsed %6.1fs\n",
                     out->iters, st.ret_mean, st.ret_max, out->eval_mean,
                     (double) eps_since / (now - t_iter0), now - t0);
@@ -573,7 +609,7 @@ done:
     free(arrived);
     free(tasks);
     free(theta0);
-    es_noise_destroy(&noise);
+    free(noise.table);
     pthread_mutex_destroy(&ro.lock);
     return rc;
 }
