@@ -25,6 +25,7 @@
 /* CartPole from (0.01, -0.02, 0.03, 0.04): action, then x, x_dot, theta,
    theta_dot, reward, terminated after the step. A fixed pattern for 12
    steps, then push right until the pole falls left (step 23). */
+/* clang-format off */
 static const double s_cartpole[][7] = {
     {0, 0.009600000000000001, -0.21553901710278936, 0.030799999999999998, 0.34199522377603914, 1.0, 0},
     {1, 0.005289219657944213, -0.020868498014729647, 0.03763990447552078, 0.059181706756417596, 1.0, 0},
@@ -50,11 +51,13 @@ static const double s_cartpole[][7] = {
     {1, 0.1902993672364792, 1.9258870552674945, -0.19303337003839818, -2.8078846009938756, 1.0, 0},
     {1, 0.22881710834182908, 2.1217062367256245, -0.24919106205827568, -3.152557921771427, 1.0, 1},
 };
+/* clang-format on */
 
 /* Pendulum from (2.9, 7.7): torque, then th, thdot, cos th, sin th after
    the step and the step's reward. The velocity clips at +8 (steps 1-2),
    the angle passes pi and then 2 pi (the cost's angle wraps), torques of
    3.5 and -9 are clipped to +-2. */
+/* clang-format off */
 static const double s_pendulum_a[][6] = {
     {2.0, 3.3, 8.0, -0.9874797699088649, -0.1577456941432482, -14.343000000000002},
     {3.5, 3.6999999999999997, 8.0, -0.8481000317104083, -0.529836140908493, -15.303394576972163},
@@ -77,9 +80,11 @@ static const double s_pendulum_a[][6] = {
     {0.0, 6.517232895550053, 1.5919812328443157, 0.9727356625884057, 0.23191664607935164, -0.2418905275694732},
     {0.05, 6.605903831420244, 1.7734187174038294, 0.9483767547151877, 0.31714591455020935, -0.30822119819488164},
 };
+/* clang-format on */
 
 /* Pendulum from (-8.0, -7.95): the velocity clips at -8 (steps 1-4) and the
    angle passes -3 pi. */
+/* clang-format off */
 static const double s_pendulum_b[][6] = {
     {-2.0, -8.4, -8.0, -0.5192886541166856, -0.8545989080882804, -9.271702689484052},
     {-2.5, -8.8, -8.0, -0.811093014061656, -0.5849171928917617, -10.884904443740384},
@@ -88,6 +93,7 @@ static const double s_pendulum_b[][6] = {
     {2.0, -9.978462745704139, -7.569254914082764, -0.8505927487621641, 0.5258250429118282, -15.203354621733606},
     {-0.5, -10.340957052299084, -7.249886131898893, -0.6088556479333304, 0.7932810346779283, -12.426879132083245},
 };
+/* clang-format on */
 
 static bool
 s_close(double got, double want)
@@ -107,7 +113,7 @@ s_test_cartpole(void)
     es_env_status_t done = ES_ENV_RUNNING;
     for (size_t t = 0; t < n; t++) {
         const double *row = s_cartpole[t];
-        es_action_t a = {.index = (int) row[0]};
+        es_action_t a = {.index = (int)row[0]};
         done = e->step(st, &a, &r);
         e->get_state(st, s);
         e->observe(st, obs);

@@ -18,7 +18,7 @@
 #include <string.h>
 
 /* Small tables keep the test fast, under valgrind too. */
-#define NOISE_LEN ((size_t) 1 << 20)
+#define NOISE_LEN ((size_t)1 << 20)
 
 static void
 s_test_ranks(void)
@@ -86,7 +86,7 @@ s_test_noise_and_hash(void)
         tails += fabs(x) > 2.0;
     }
     double mean = sum / NOISE_LEN, var = sumsq / NOISE_LEN - mean * mean;
-    double tail = (double) tails / NOISE_LEN;
+    double tail = (double)tails / NOISE_LEN;
     /* standard errors for 2^20 samples: mean 0.001, variance 0.0014,
        P(|x| > 2) = 0.0455 +- 0.0002; allow five of them */
     ok(fabs(mean) < 0.005 && fabs(var - 1) < 0.007 && fabs(tail - 0.0455) < 0.001,
@@ -95,7 +95,7 @@ s_test_noise_and_hash(void)
     /* a block can be built alone, and a shorter table is a prefix */
     float *part = calloc(NOISE_LEN, sizeof(float));
     es_noise_fill_block(part, NOISE_LEN, 7, 3);
-    size_t b0 = 3 * (size_t) ES_NOISE_BLOCK, b1 = b0 + ES_NOISE_BLOCK;
+    size_t b0 = 3 * (size_t)ES_NOISE_BLOCK, b1 = b0 + ES_NOISE_BLOCK;
     ok(memcmp(part + b0, n1->data + b0, ES_NOISE_BLOCK * sizeof(float)) == 0 && part[b0 - 1] == 0 &&
            part[b1] == 0,
        "block 3 built alone equals block 3 of the table, and nothing else is written");
@@ -110,7 +110,7 @@ s_test_noise_and_hash(void)
     es_noise_t *pin = es_noise_new(ES_NOISE_DEFAULT_SEED, 4096);
     uint64_t h = es_noise_hash(pin);
     ok(h == 0x446ba72d3a7125ecULL, "noise table of 4096 floats from the default seed: %016llx",
-       (unsigned long long) h);
+       (unsigned long long)h);
     es_noise_destroy(&pin);
     es_noise_destroy(&short_t);
     free(part);
@@ -140,16 +140,14 @@ s_test_adam(void)
     es_adam_step(adam, theta, g1);
     ok(fabs(theta[0] - 0.9000000357627869) < 1e-7 && fabs(theta[1] - -1.899999976158142) < 1e-7 &&
            theta[2] == 0.25f,
-       "adam step 1 moves each weight by lr against the gradient's sign: %.9g %.9g %.9g",
-       theta[0], theta[1], theta[2]);
-    ok(fabs(adam->m[1] - -0.4) < 1e-15 && fabs(adam->v[1] - 0.016) < 1e-15,
-       "adam step 1 moments");
+       "adam step 1 moves each weight by lr against the gradient's sign: %.9g %.9g %.9g", theta[0],
+       theta[1], theta[2]);
+    ok(fabs(adam->m[1] - -0.4) < 1e-15 && fabs(adam->v[1] - 0.016) < 1e-15, "adam step 1 moments");
     es_adam_step(adam, theta, g2);
     ok(fabs(theta[0] - 0.9366104006767273) < 1e-7 && fabs(theta[1] - -1.8733662366867065) < 1e-7 &&
            fabs(theta[2] - 0.17560984194278717) < 1e-7,
        "adam step 2: %.9g %.9g %.9g", theta[0], theta[1], theta[2]);
-    ok(fabs(adam->m[0] - -0.055) < 1e-15 && fabs(adam->v[0] - 0.00124975) < 1e-15 &&
-           adam->t == 2,
+    ok(fabs(adam->m[0] - -0.055) < 1e-15 && fabs(adam->v[0] - 0.00124975) < 1e-15 && adam->t == 2,
        "adam step 2 moments and count");
     es_adam_destroy(&adam);
     ok(adam == NULL, "adam destroy nulls the pointer");
@@ -161,7 +159,7 @@ s_test_policy(void)
     es_policy_t p;
     int w32 = 32;
     is_int(es_policy_init(&p, &es_env_cartpole, 1, &w32), 0, "cartpole policy 4-32-2");
-    is_int((int64_t) p.n_params, 5 * 32 + 33 * 2, "its parameter count");
+    is_int((int64_t)p.n_params, 5 * 32 + 33 * 2, "its parameter count");
     float *theta = malloc(p.n_params * sizeof(float));
     es_policy_init_weights(&p, theta, 11);
     /* normc: every hidden unit's incoming weights have norm 1, every output
@@ -170,18 +168,19 @@ s_test_policy(void)
     for (int o = 0; o < 32; o++) {
         double n = 0;
         for (int i = 0; i < 4; i++)
-            n += (double) theta[i * 32 + o] * theta[i * 32 + o];
+            n += (double)theta[i * 32 + o] * theta[i * 32 + o];
         worst = fmax(worst, fabs(sqrt(n) - 1.0));
         bias += fabs(theta[4 * 32 + o]);
     }
     for (int o = 0; o < 2; o++) {
         double n = 0;
         for (int i = 0; i < 32; i++)
-            n += (double) theta[160 + i * 2 + o] * theta[160 + i * 2 + o];
+            n += (double)theta[160 + i * 2 + o] * theta[160 + i * 2 + o];
         worst = fmax(worst, fabs(sqrt(n) / 0.01 - 1.0));
         bias += fabs(theta[160 + 64 + o]);
     }
-    ok(worst < 1e-6 && bias == 0, "initial weights: unit-norm columns (0.01 at the output), zero biases");
+    ok(worst < 1e-6 && bias == 0,
+       "initial weights: unit-norm columns (0.01 at the output), zero biases");
     free(theta);
 
     /* a hand-made network: 3 inputs -> 2 tanh units -> 1 output, torque
@@ -189,14 +188,14 @@ s_test_policy(void)
     int w2 = 2;
     is_int(es_policy_init(&p, &es_env_pendulum, 1, &w2), 0, "pendulum policy 3-2-1");
     float t[] = {
-        0.5f, -1.0f, /* input 0 to units 0, 1 */
-        0.25f, 0.0f, /* input 1 */
-        -0.5f, 2.0f, /* input 2 */
-        0.1f, -0.2f, /* biases */
-        1.5f, -0.75f, /* units to output */
-        0.05f,        /* output bias */
+        0.5f,  -1.0f,  /* input 0 to units 0, 1 */
+        0.25f, 0.0f,   /* input 1 */
+        -0.5f, 2.0f,   /* input 2 */
+        0.1f,  -0.2f,  /* biases */
+        1.5f,  -0.75f, /* units to output */
+        0.05f,         /* output bias */
     };
-    is_int((int64_t) p.n_params, 11, "its parameter count");
+    is_int((int64_t)p.n_params, 11, "its parameter count");
     const float x[3] = {0.3f, -0.6f, 0.2f};
     double h0 = tanh(0.5 * 0.3 + 0.25 * -0.6 + -0.5 * 0.2 + 0.1);
     double h1 = tanh(-1.0 * 0.3 + 0.0 * -0.6 + 2.0 * 0.2 - 0.2);
@@ -277,7 +276,7 @@ s_test_toy(const es_noise_t *noise)
        theta = lr sqrt(0.001) / 0.1 * 0.1 g / (sqrt(0.001) |g| + 1e-8) */
     double rets[40], ranks[40], g[TOY_N] = {0};
     for (uint32_t r = 0; r < 20; r++) {
-        s_toy_rollout(es, noise->data, (float) cfg.sigma, r, res[r]);
+        s_toy_rollout(es, noise->data, (float)cfg.sigma, r, res[r]);
         rets[2 * r] = res[r]->ret[0];
         rets[2 * r + 1] = res[r]->ret[1];
         ptrs[r] = res[r];
@@ -304,7 +303,7 @@ s_test_toy(const es_noise_t *noise)
     double start = sqrt(-s_toy(theta0));
     for (int it = 1; it < 300; it++) {
         for (uint32_t r = 0; r < 20; r++)
-            s_toy_rollout(es, noise->data, (float) cfg.sigma, r, res[r]);
+            s_toy_rollout(es, noise->data, (float)cfg.sigma, r, res[r]);
         if (es_update(es, ptrs, 20, NULL) != 0)
             break;
     }
@@ -335,13 +334,13 @@ s_cartpole_iter(s_run_t *run, const es_policy_t *pol, int pop, bool reverse, con
     es_ctx(run->es, &es_env_cartpole, pol, &ctx);
     for (int k = 0; k < pop; k++) {
         int r = reverse ? pop - 1 - k : k;
-        es_task_t t = es_task(run->es, (uint32_t) r);
+        es_task_t t = es_task(run->es, (uint32_t)r);
         if (es_rollout(&ctx, &t, run->res[r]) != 0)
             return -1;
     }
     for (int k = 0; k < pop; k++)
         run->ptrs[k] = run->res[perm ? perm[k] : k];
-    return es_update(run->es, run->ptrs, (size_t) pop, NULL);
+    return es_update(run->es, run->ptrs, (size_t)pop, NULL);
 }
 
 static void
@@ -371,7 +370,7 @@ s_test_rollout(const es_noise_t *noise)
     es_rollout(&ctx, &t, a);
     es_rollout(&ctx, &t, b);
     ok(memcmp(a, b, rsz) == 0 && a->rollout == 5 && a->noise_idx == t.noise_idx &&
-           a->steps[0] >= 1 && a->obs_count == (double) (a->steps[0] + a->steps[1]),
+           a->steps[0] >= 1 && a->obs_count == (double)(a->steps[0] + a->steps[1]),
        "the same task twice gives the same bytes (returns %g / %g)", a->ret[0], a->ret[1]);
     es_task_t t2 = es_task_make(99, 0, 5, noise->len, pol.n_params, false);
     ok(memcmp(&t, &t2, sizeof t) == 0 && t.noise_idx <= noise->len - pol.n_params,
@@ -401,7 +400,7 @@ s_test_rollout(const es_noise_t *noise)
         r1.res[i] = calloc(1, rsz);
     es_ctx(es, &es_env_cartpole, &pol, &ctx);
     for (int r = 0; r < POP; r++) {
-        es_task_t tk = es_task(es, (uint32_t) r);
+        es_task_t tk = es_task(es, (uint32_t)r);
         es_rollout(&ctx, &tk, r1.res[r]);
         r1.ptrs[r] = r1.res[r];
     }
@@ -418,8 +417,8 @@ s_test_rollout(const es_noise_t *noise)
     r1.res[2]->ret[1] = NAN;
     refused += es_update(es, r1.ptrs, POP, NULL) == LUX_EINVAL;
     es_rollout(&ctx, &(es_task_t){0}, r1.res[2]); /* rollout 0's result... */
-    r1.res[2]->rollout = 2;                        /* ...claiming to be rollout 2: */
-    r1.res[2]->noise_idx = noise->len;             /* and out of the table */
+    r1.res[2]->rollout = 2;                       /* ...claiming to be rollout 2: */
+    r1.res[2]->noise_idx = noise->len;            /* and out of the table */
     refused += es_update(es, r1.ptrs, POP, NULL) == LUX_EINVAL;
     is_int(refused, 5, "missing, duplicate, stale, non-finite and out-of-table results refused");
     ok(es_weights_hash(es) == h0 && es_iter(es) == 0, "and refusing them changed nothing");

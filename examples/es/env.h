@@ -41,17 +41,17 @@ typedef struct {
 } es_action_t;
 
 typedef struct es_env {
-    const char *name;        /* short name for command lines: "cartpole" */
-    const char *gym_id;      /* the Gymnasium environment it follows: "CartPole-v1" */
-    int obs_dim;             /* length of the observation vector */
-    int act_dim;             /* continuous: action vector length; discrete: number of actions */
-    bool continuous;         /* continuous (Box) or discrete actions */
-    double act_bound;        /* continuous: the env clips actions to [-act_bound, act_bound] */
-    int max_episode_steps;   /* truncation limit */
-    double solved_return;    /* mean return that counts as solved... */
-    int solved_episodes;     /* ...over this many evaluation episodes */
-    int state_dim;           /* doubles in the physical state, for get_state/set_state */
-    size_t state_size;       /* bytes of one state blob */
+    const char *name;      /* short name for command lines: "cartpole" */
+    const char *gym_id;    /* the Gymnasium environment it follows: "CartPole-v1" */
+    int obs_dim;           /* length of the observation vector */
+    int act_dim;           /* continuous: action vector length; discrete: number of actions */
+    bool continuous;       /* continuous (Box) or discrete actions */
+    double act_bound;      /* continuous: the env clips actions to [-act_bound, act_bound] */
+    int max_episode_steps; /* truncation limit */
+    double solved_return;  /* mean return that counts as solved... */
+    int solved_episodes;   /* ...over this many evaluation episodes */
+    int state_dim;         /* doubles in the physical state, for get_state/set_state */
+    size_t state_size;     /* bytes of one state blob */
 
     /* Start an episode: the initial state is a pure function of seed. */
     void (*reset)(void *st, uint64_t seed);

@@ -69,8 +69,7 @@ s_step(void *st, const es_action_t *a, double *reward)
     double sintheta = sin(s->theta);
     /* Same operations in the same order as Gymnasium, so that the doubles
        agree to the last bit where the maths library does. */
-    double temp =
-        (force + POLEMASS_LENGTH * (s->theta_dot * s->theta_dot) * sintheta) / TOTAL_MASS;
+    double temp = (force + POLEMASS_LENGTH * (s->theta_dot * s->theta_dot) * sintheta) / TOTAL_MASS;
     double thetaacc = (GRAVITY * sintheta - costheta * temp) /
                       (LENGTH * (4.0 / 3.0 - MASSPOLE * (costheta * costheta) / TOTAL_MASS));
     double xacc = temp - POLEMASS_LENGTH * thetaacc * costheta / TOTAL_MASS;

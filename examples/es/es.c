@@ -15,22 +15,22 @@
 #include <string.h>
 
 struct es {
-    es_config_t cfg;       /* settings, copied */
-    size_t n_params;       /* length of theta */
-    int obs_dim;           /* observation length, 0 for none */
-    uint64_t iter;         /* updates done */
-    float *theta;          /* current weights, owned */
-    es_adam_t *adam;       /* optimiser state, owned */
-    es_obstat_t *obstat;   /* running observation statistics, NULL without */
-    float *obs_mean;       /* frozen mean for this iteration, obs_dim, NULL without */
-    float *obs_std;        /* frozen std for this iteration, obs_dim, NULL without */
-    const float *noise;    /* the noise table, borrowed */
-    size_t noise_len;      /* its length in floats */
-    double *grad;          /* scratch: n_params */
-    double *rets;          /* scratch: 2 population returns */
-    double *ranks;         /* scratch: their centered ranks */
-    es_result_t **slot;    /* scratch: results by rollout number */
-    char errmsg[256];      /* last failure */
+    es_config_t cfg;     /* settings, copied */
+    size_t n_params;     /* length of theta */
+    int obs_dim;         /* observation length, 0 for none */
+    uint64_t iter;       /* updates done */
+    float *theta;        /* current weights, owned */
+    es_adam_t *adam;     /* optimiser state, owned */
+    es_obstat_t *obstat; /* running observation statistics, NULL without */
+    float *obs_mean;     /* frozen mean for this iteration, obs_dim, NULL without */
+    float *obs_std;      /* frozen std for this iteration, obs_dim, NULL without */
+    const float *noise;  /* the noise table, borrowed */
+    size_t noise_len;    /* its length in floats */
+    double *grad;        /* scratch: n_params */
+    double *rets;        /* scratch: 2 population returns */
+    double *ranks;       /* scratch: their centered ranks */
+    es_result_t **slot;  /* scratch: results by rollout number */
+    char errmsg[256];    /* last failure */
 };
 
 /* --- centered ranks ------------------------------------------------------------ */
@@ -38,8 +38,8 @@ struct es {
 /* A value and where it was. qsort orders them by value, then position: a
    total order, so the outcome does not depend on qsort's algorithm. */
 typedef struct {
-    double v;  /* the value */
-    size_t i;  /* its position */
+    double v; /* the value */
+    size_t i; /* its position */
 } s_keyed_t;
 
 static int
@@ -71,7 +71,7 @@ es_centered_ranks(const double *x, size_t n, double *out)
         while (hi < n && k[hi].v == k[lo].v)
             hi++;
         /* ranks lo..hi-1 are tied: each gets their mean */
-        double r = 0.5 * (double) (lo + hi - 1) / (double) (n - 1) - 0.5;
+        double r = 0.5 * (double)(lo + hi - 1) / (double)(n - 1) - 0.5;
         for (size_t j = lo; j < hi; j++)
             out[k[j].i] = r;
         lo = hi;
@@ -104,8 +104,8 @@ es_t *
 es_new(const es_config_t *cfg, size_t n_params, int obs_dim, const float *theta0,
        const float *noise, size_t noise_len)
 {
-    if (cfg->population < 1 || cfg->episodes < 1 || n_params == 0 || obs_dim < 0 ||
-        !noise || noise_len < n_params)
+    if (cfg->population < 1 || cfg->episodes < 1 || n_params == 0 || obs_dim < 0 || !noise ||
+        noise_len < n_params)
         return NULL;
     es_t *self = calloc(1, sizeof *self);
     if (!self)
@@ -115,7 +115,7 @@ es_new(const es_config_t *cfg, size_t n_params, int obs_dim, const float *theta0
     self->obs_dim = obs_dim;
     self->noise = noise;
     self->noise_len = noise_len;
-    size_t pop = (size_t) cfg->population;
+    size_t pop = (size_t)cfg->population;
     self->theta = malloc(n_params * sizeof(float));
     self->adam = es_adam_new(n_params, cfg->lr, cfg->beta1, cfg->beta2, cfg->adam_eps);
     self->grad = malloc(n_params * sizeof(double));
@@ -125,8 +125,8 @@ es_new(const es_config_t *cfg, size_t n_params, int obs_dim, const float *theta0
     bool ok = self->theta && self->adam && self->grad && self->rets && self->ranks && self->slot;
     if (ok && cfg->obs_norm && obs_dim > 0) {
         self->obstat = es_obstat_new(obs_dim);
-        self->obs_mean = malloc((size_t) obs_dim * sizeof(float));
-        self->obs_std = malloc((size_t) obs_dim * sizeof(float));
+        self->obs_mean = malloc((size_t)obs_dim * sizeof(float));
+        self->obs_std = malloc((size_t)obs_dim * sizeof(float));
         ok = self->obstat && self->obs_mean && self->obs_std;
         if (ok)
             es_obstat_get(self->obstat, self->obs_mean, self->obs_std);
@@ -178,7 +178,7 @@ es_ctx(const es_t *self, const es_env_t *env, const es_policy_t *policy, es_ctx_
         .obs_std = self->obs_std,
         .noise = self->noise,
         .noise_len = self->noise_len,
-        .sigma = (float) self->cfg.sigma,
+        .sigma = (float)self->cfg.sigma,
         .episodes = self->cfg.episodes,
     };
 }
@@ -197,10 +197,10 @@ s_fail(es_t *self, int code, const char *fmt, ...)
 static int
 s_collect(es_t *self, es_result_t *const *results, size_t n)
 {
-    size_t pop = (size_t) self->cfg.population;
+    size_t pop = (size_t)self->cfg.population;
     if (n != pop)
         return s_fail(self, LUX_EINVAL, "iteration %llu: %zu results for a population of %zu",
-                      (unsigned long long) self->iter, n, pop);
+                      (unsigned long long)self->iter, n, pop);
     memset(self->slot, 0, pop * sizeof *self->slot);
     for (size_t i = 0; i < n; i++) {
         es_result_t *r = results[i];
@@ -208,22 +208,21 @@ s_collect(es_t *self, es_result_t *const *results, size_t n)
             return s_fail(self, LUX_EINVAL, "result %zu is missing", i);
         if (r->iter != self->iter)
             return s_fail(self, LUX_EINVAL, "rollout %u: from iteration %llu, expected %llu",
-                          r->rollout, (unsigned long long) r->iter,
-                          (unsigned long long) self->iter);
+                          r->rollout, (unsigned long long)r->iter, (unsigned long long)self->iter);
         if (r->rollout >= pop)
-            return s_fail(self, LUX_EINVAL, "rollout %u: beyond the population of %zu",
-                          r->rollout, pop);
+            return s_fail(self, LUX_EINVAL, "rollout %u: beyond the population of %zu", r->rollout,
+                          pop);
         if (self->slot[r->rollout])
             return s_fail(self, LUX_EINVAL, "rollout %u: reported twice", r->rollout);
-        if (r->obs_dim != (uint32_t) self->obs_dim)
+        if (r->obs_dim != (uint32_t)self->obs_dim)
             return s_fail(self, LUX_EINVAL, "rollout %u: %u observation values, expected %d",
                           r->rollout, r->obs_dim, self->obs_dim);
         if (r->noise_idx > self->noise_len - self->n_params)
             return s_fail(self, LUX_EINVAL, "rollout %u: noise index %llu outside the table",
-                          r->rollout, (unsigned long long) r->noise_idx);
+                          r->rollout, (unsigned long long)r->noise_idx);
         if (!isfinite(r->ret[0]) || !isfinite(r->ret[1]))
-            return s_fail(self, LUX_EINVAL, "rollout %u: return %g / %g is not finite",
-                          r->rollout, r->ret[0], r->ret[1]);
+            return s_fail(self, LUX_EINVAL, "rollout %u: return %g / %g is not finite", r->rollout,
+                          r->ret[0], r->ret[1]);
         self->slot[r->rollout] = r;
     }
     return 0; /* n == pop distinct numbers below pop: every slot is filled */
@@ -246,10 +245,10 @@ es_update(es_t *self, es_result_t *const *results, size_t n, es_stats_t *stats)
             st.ret_max = v > st.ret_max ? v : st.ret_max;
             st.steps += self->slot[i]->steps[s];
         }
-    st.ret_mean /= (double) (2 * pop);
+    st.ret_mean /= (double)(2 * pop);
     if (es_centered_ranks(self->rets, 2 * pop, self->ranks))
         return s_fail(self, LUX_ENOMEM, "iteration %llu: out of memory ranking returns",
-                      (unsigned long long) self->iter);
+                      (unsigned long long)self->iter);
 
     /* g = sum_r (rank+ - rank-) eps_r / (2 pop), summed in rollout order */
     memset(self->grad, 0, np * sizeof(double));
@@ -259,20 +258,20 @@ es_update(es_t *self, es_result_t *const *results, size_t n, es_stats_t *stats)
             continue;
         const float *eps = self->noise + self->slot[i]->noise_idx;
         for (size_t j = 0; j < np; j++)
-            self->grad[j] += w * (double) eps[j];
+            self->grad[j] += w * (double)eps[j];
     }
     double gn = 0.0;
     for (size_t j = 0; j < np; j++) {
-        self->grad[j] /= (double) (2 * pop);
+        self->grad[j] /= (double)(2 * pop);
         gn += self->grad[j] * self->grad[j];
         /* Adam minimises: ascend g, decay theta */
-        self->grad[j] = -self->grad[j] + self->cfg.l2 * (double) self->theta[j];
+        self->grad[j] = -self->grad[j] + self->cfg.l2 * (double)self->theta[j];
     }
     st.grad_norm = sqrt(gn);
     es_adam_step(self->adam, self->theta, self->grad);
     double tn = 0.0;
     for (size_t j = 0; j < np; j++)
-        tn += (double) self->theta[j] * self->theta[j];
+        tn += (double)self->theta[j] * self->theta[j];
     st.theta_norm = sqrt(tn);
 
     if (self->obstat) {

@@ -53,13 +53,13 @@ typedef struct {
 
 /* What es_update() saw, for progress reports. */
 typedef struct {
-    uint64_t iter;       /* the iteration these numbers are about */
-    double ret_mean;     /* mean of the 2 x population perturbed returns */
-    double ret_min;      /* their minimum */
-    double ret_max;      /* their maximum */
-    uint64_t steps;      /* environment steps taken by the rollouts */
-    double grad_norm;    /* Euclidean norm of g */
-    double theta_norm;   /* Euclidean norm of theta after the step */
+    uint64_t iter;     /* the iteration these numbers are about */
+    double ret_mean;   /* mean of the 2 x population perturbed returns */
+    double ret_min;    /* their minimum */
+    double ret_max;    /* their maximum */
+    uint64_t steps;    /* environment steps taken by the rollouts */
+    double grad_norm;  /* Euclidean norm of g */
+    double theta_norm; /* Euclidean norm of theta after the step */
 } es_stats_t;
 
 typedef struct es es_t;

@@ -39,12 +39,12 @@ void
 es_adam_step(es_adam_t *self, float *theta, const double *grad)
 {
     self->t++;
-    double t = (double) self->t;
+    double t = (double)self->t;
     double a = self->lr * sqrt(1.0 - pow(self->beta2, t)) / (1.0 - pow(self->beta1, t));
     for (size_t i = 0; i < self->n; i++) {
         double g = grad[i];
         self->m[i] = self->beta1 * self->m[i] + (1.0 - self->beta1) * g;
         self->v[i] = self->beta2 * self->v[i] + (1.0 - self->beta2) * (g * g);
-        theta[i] = (float) ((double) theta[i] - a * self->m[i] / (sqrt(self->v[i]) + self->eps));
+        theta[i] = (float)((double)theta[i] - a * self->m[i] / (sqrt(self->v[i]) + self->eps));
     }
 }

@@ -39,19 +39,19 @@
 
 /* Settings of one run; per-environment defaults in s_defaults(). */
 typedef struct {
-    const es_env_t *env;      /* what to train on */
-    es_config_t es;           /* the ES settings */
-    int n_hidden;             /* hidden layers */
+    const es_env_t *env;              /* what to train on */
+    es_config_t es;                   /* the ES settings */
+    int n_hidden;                     /* hidden layers */
     int hidden[ES_POLICY_MAX_HIDDEN]; /* their widths */
-    size_t noise_len;         /* noise table floats */
-    uint64_t noise_seed;      /* noise table seed */
-    int threads;              /* evaluating threads */
-    long max_iters;           /* stop after this many iterations (0: no limit) */
-    double max_seconds;       /* stop after this long (0: no limit) */
-    int eval_every;           /* evaluate the unperturbed policy this often */
-    int eval_episodes;        /* episodes per evaluation */
-    bool json;                /* print the summary as JSON on stdout */
-    int progress;             /* -1: when stderr is a terminal, 0 never, 1 always */
+    size_t noise_len;                 /* noise table floats */
+    uint64_t noise_seed;              /* noise table seed */
+    int threads;                      /* evaluating threads */
+    long max_iters;                   /* stop after this many iterations (0: no limit) */
+    double max_seconds;               /* stop after this long (0: no limit) */
+    int eval_every;                   /* evaluate the unperturbed policy this often */
+    int eval_episodes;                /* episodes per evaluation */
+    bool json;                        /* print the summary as JSON on stdout */
+    int progress;                     /* -1: when stderr is a terminal, 0 never, 1 always */
 } s_opts_t;
 
 static double
@@ -59,7 +59,7 @@ s_now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double) ts.tv_sec + ts.tv_nsec * 1e-9;
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 /* The settings chosen for each environment (README explains them). */
@@ -147,12 +147,12 @@ s_run_batch(int threads, size_t jobs, int (*fn)(void *, size_t), void *arg)
 /* --- the two kinds of job: rollouts and evaluation episodes ------------------------ */
 
 typedef struct {
-    const es_ctx_t *ctx;     /* this iteration's read-only inputs */
-    const es_task_t *tasks;  /* population tasks */
-    es_result_t **results;   /* result storage, by rollout number */
-    es_result_t **arrived;   /* the same results in the order they were finished */
-    size_t n_arrived;        /* how many have arrived */
-    pthread_mutex_t lock;    /* guards arrived and n_arrived */
+    const es_ctx_t *ctx;    /* this iteration's read-only inputs */
+    const es_task_t *tasks; /* population tasks */
+    es_result_t **results;  /* result storage, by rollout number */
+    es_result_t **arrived;  /* the same results in the order they were finished */
+    size_t n_arrived;       /* how many have arrived */
+    pthread_mutex_t lock;   /* guards arrived and n_arrived */
 } s_rollouts_t;
 
 static int
@@ -180,7 +180,7 @@ static int
 s_eval_job(void *arg, size_t job)
 {
     s_eval_t *e = arg;
-    return es_episode(e->ctx, e->ctx->theta, es_eval_seed(e->seed, e->iter, (uint32_t) job),
+    return es_episode(e->ctx, e->ctx->theta, es_eval_seed(e->seed, e->iter, (uint32_t)job),
                       &e->ret[job], &e->steps[job], NULL);
 }
 
@@ -204,7 +204,7 @@ s_fill_job(void *arg, size_t block)
 static int
 s_evaluate(const s_opts_t *o, const es_ctx_t *ctx, uint64_t iter, double *mean, uint64_t *steps)
 {
-    size_t n = (size_t) o->eval_episodes;
+    size_t n = (size_t)o->eval_episodes;
     s_eval_t e = {.ctx = ctx, .seed = o->es.seed, .iter = iter};
     e.ret = calloc(n, sizeof *e.ret);
     e.steps = calloc(n, sizeof *e.steps);
@@ -215,7 +215,7 @@ s_evaluate(const s_opts_t *o, const es_ctx_t *ctx, uint64_t iter, double *mean, 
             sum += e.ret[k];
             *steps += e.steps[k];
         }
-        *mean = sum / (double) n;
+        *mean = sum / (double)n;
     }
     free(e.ret);
     free(e.steps);
@@ -301,7 +301,7 @@ s_parse_hidden(const char *s, s_opts_t *o)
         long w = strtol(p, &end, 10);
         if (end == p || w < 1 || w > ES_POLICY_MAX_WIDTH || n == ES_POLICY_MAX_HIDDEN)
             return false;
-        o->hidden[n++] = (int) w;
+        o->hidden[n++] = (int)w;
         if (*end == ',')
             end++;
         else if (*end)
@@ -313,9 +313,29 @@ s_parse_hidden(const char *s, s_opts_t *o)
 }
 
 enum {
-    O_ENV = 256, O_SEED, O_JSON, O_THREADS, O_MAX_ITERS, O_MAX_SECONDS, O_POP, O_EPISODES,
-    O_SIGMA, O_LR, O_L2, O_HIDDEN, O_NOISE_LEN, O_NOISE_SEED, O_EVAL_EVERY, O_EVAL_EPISODES,
-    O_SHARED, O_NO_SHARED, O_OBS_NORM, O_NO_OBS_NORM, O_PROGRESS, O_QUIET, O_HELP
+    O_ENV = 256,
+    O_SEED,
+    O_JSON,
+    O_THREADS,
+    O_MAX_ITERS,
+    O_MAX_SECONDS,
+    O_POP,
+    O_EPISODES,
+    O_SIGMA,
+    O_LR,
+    O_L2,
+    O_HIDDEN,
+    O_NOISE_LEN,
+    O_NOISE_SEED,
+    O_EVAL_EVERY,
+    O_EVAL_EPISODES,
+    O_SHARED,
+    O_NO_SHARED,
+    O_OBS_NORM,
+    O_NO_OBS_NORM,
+    O_PROGRESS,
+    O_QUIET,
+    O_HELP
 };
 
 /* Parse argv into o: 0, or 2 after printing why. The environment is
@@ -390,7 +410,7 @@ s_parse(int argc, char **argv, s_opts_t *o)
             break;
         case O_THREADS:
             if ((good = s_parse_int(a, 1, 64, &v)))
-                o->threads = (int) v;
+                o->threads = (int)v;
             break;
         case O_MAX_ITERS:
             good = s_parse_int(a, 0, 1L << 40, &o->max_iters);
@@ -400,11 +420,11 @@ s_parse(int argc, char **argv, s_opts_t *o)
             break;
         case O_POP:
             if ((good = s_parse_int(a, 1, 1 << 20, &v)))
-                o->es.population = (int) v;
+                o->es.population = (int)v;
             break;
         case O_EPISODES:
             if ((good = s_parse_int(a, 1, 1 << 20, &v)))
-                o->es.episodes = (int) v;
+                o->es.episodes = (int)v;
             break;
         case O_SIGMA:
             if ((good = s_parse_double(a, &d) && d > 0))
@@ -420,19 +440,19 @@ s_parse(int argc, char **argv, s_opts_t *o)
             good = s_parse_hidden(a, o);
             break;
         case O_NOISE_LEN:
-            if ((good = s_parse_u64(a, &u) && u >= 1024 && u <= ((uint64_t) 1 << 34)))
-                o->noise_len = (size_t) u;
+            if ((good = s_parse_u64(a, &u) && u >= 1024 && u <= ((uint64_t)1 << 34)))
+                o->noise_len = (size_t)u;
             break;
         case O_NOISE_SEED:
             good = s_parse_u64(a, &o->noise_seed);
             break;
         case O_EVAL_EVERY:
             if ((good = s_parse_int(a, 1, 1 << 30, &v)))
-                o->eval_every = (int) v;
+                o->eval_every = (int)v;
             break;
         case O_EVAL_EPISODES:
             if ((good = s_parse_int(a, 1, 1 << 20, &v)))
-                o->eval_episodes = (int) v;
+                o->eval_episodes = (int)v;
             break;
         case O_SHARED:
             o->es.shared_env_seed = true;
@@ -492,7 +512,7 @@ s_train(const s_opts_t *o, s_outcome_t *out)
     const es_env_t *env = o->env;
     double t0 = s_now();
     int rc = LUX_ENOMEM;
-    size_t pop = (size_t) o->es.population;
+    size_t pop = (size_t)o->es.population;
     es_policy_t pol;
     es_t *es = NULL;
     float *theta0 = NULL;
@@ -535,7 +555,7 @@ s_train(const s_opts_t *o, s_outcome_t *out)
         es_ctx_t ctx;
         es_ctx(es, env, &pol, &ctx);
         for (size_t i = 0; i < pop; i++)
-            tasks[i] = es_task(es, (uint32_t) i);
+            tasks[i] = es_task(es, (uint32_t)i);
         ro.ctx = &ctx;
         ro.tasks = tasks;
         ro.results = results;
@@ -552,30 +572,30 @@ s_train(const s_opts_t *o, s_outcome_t *out)
         }
         out->iters = es_iter(es);
         out->steps += st.steps;
-        out->episodes += 2 * pop * (uint64_t) o->es.episodes;
-        eps_since += 2 * pop * (uint64_t) o->es.episodes;
+        out->episodes += 2 * pop * (uint64_t)o->es.episodes;
+        eps_since += 2 * pop * (uint64_t)o->es.episodes;
 
         /* the solved test, on the updated weights */
         bool evaluated = false;
-        if (out->iters % (uint64_t) o->eval_every == 0 || st.ret_mean >= env->solved_return) {
+        if (out->iters % (uint64_t)o->eval_every == 0 || st.ret_mean >= env->solved_return) {
             es_ctx(es, env, &pol, &ctx);
             rc = s_evaluate(o, &ctx, out->iters, &out->eval_mean, &out->steps);
             if (rc)
                 goto done;
-            out->episodes += (uint64_t) o->eval_episodes;
+            out->episodes += (uint64_t)o->eval_episodes;
             out->eval_iter = out->iters;
             out->solved = out->eval_mean >= env->solved_return;
             evaluated = true;
         }
         double now = s_now();
-        bool stop = out->solved || (o->max_iters && out->iters >= (uint64_t) o->max_iters) ||
+        bool stop = out->solved || (o->max_iters && out->iters >= (uint64_t)o->max_iters) ||
                     (o->max_seconds > 0 && now - t0 >= o->max_seconds);
         if (o->progress && (evaluated || stop || now - last_print >= 0.5)) {
             fprintf(stderr,
                     "iter %5" PRIu64 "  mean %9.2f  best %9.2f  eval %9.2f  episodes/s %7.0f"
                     "  elapsed %6.1fs\n",
                     out->iters, st.ret_mean, st.ret_max, out->eval_mean,
-                    (double) eps_since / (now - t_iter0), now - t0);
+                    (double)eps_since / (now - t_iter0), now - t0);
             last_print = now;
             t_iter0 = now;
             eps_since = 0;
@@ -591,7 +611,7 @@ s_train(const s_opts_t *o, s_outcome_t *out)
         rc = s_evaluate(o, &ctx, out->iters, &out->eval_mean, &out->steps);
         if (rc)
             goto done;
-        out->episodes += (uint64_t) o->eval_episodes;
+        out->episodes += (uint64_t)o->eval_episodes;
         out->eval_iter = out->iters;
         out->solved = out->eval_mean >= env->solved_return;
     }
@@ -625,7 +645,7 @@ main(int argc, char **argv)
     rc = s_train(&o, &out);
     if (rc)
         return rc == LUX_ENOMEM ? 3 : 2;
-    double rate = out.seconds > 0 ? (double) out.episodes / out.seconds : 0;
+    double rate = out.seconds > 0 ? (double)out.episodes / out.seconds : 0;
     if (o.json)
         printf("{\"env\":\"%s\",\"gym_id\":\"%s\",\"seed\":%" PRIu64 ",\"solved\":%s,"
                "\"seconds\":%.3f,\"iterations\":%" PRIu64 ",\"mean_return\":%.4f,"
@@ -633,8 +653,8 @@ main(int argc, char **argv)
                "\"episodes\":%" PRIu64 ",\"steps\":%" PRIu64 ",\"episodes_per_second\":%.1f,"
                "\"noise_seconds\":%.3f}\n",
                o.env->name, o.env->gym_id, o.es.seed, out.solved ? "true" : "false", out.seconds,
-               out.iters, out.eval_mean, out.hash, out.n_params, o.threads, out.episodes,
-               out.steps, rate, out.noise_seconds);
+               out.iters, out.eval_mean, out.hash, out.n_params, o.threads, out.episodes, out.steps,
+               rate, out.noise_seconds);
     else
         printf("%s seed %" PRIu64 ": %s after %" PRIu64 " iterations, %.2f s; mean return %.2f "
                "over %d episodes; weights %016" PRIx64 "\n",

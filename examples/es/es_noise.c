@@ -27,9 +27,9 @@ es_noise_fill_block(float *table, size_t len, uint64_t seed, size_t block)
     for (size_t i = from; i < to; i += 2) {
         double a, b;
         es_rng_gauss2(&r, &a, &b);
-        table[i] = (float) a;
+        table[i] = (float)a;
         if (i + 1 < to) /* an odd tail drops the pair's second sample */
-            table[i + 1] = (float) b;
+            table[i + 1] = (float)b;
     }
 }
 

@@ -27,10 +27,11 @@
 /* Floats per independently seeded block. Changing it changes every table. */
 #define ES_NOISE_BLOCK 65536
 
-/* 16 Mi floats = 64 MiB, built in about 0.2 s on this machine. Salimans et
-   al. used 250 M floats for policies of ~10^6 parameters; the policies here
-   have a few hundred, so 16 M distinct slices are plenty (see README). */
-#define ES_NOISE_DEFAULT_LEN ((size_t) 1 << 24)
+/* 16 Mi floats = 64 MiB, built in about 0.2 s on one core of the 2-core
+   development machine. Tables of hundreds of MB suit policies of 10^5-10^6
+   parameters; the policies here have a few hundred, and 16 M slice starts
+   make two rollouts of a run share a slice rarely (see README). */
+#define ES_NOISE_DEFAULT_LEN ((size_t)1 << 24)
 
 /* The seed of the default table. Runs with different run seeds share it. */
 #define ES_NOISE_DEFAULT_SEED 20170310u

@@ -14,8 +14,8 @@ es_obstat_new(int dim)
         return NULL;
     self->dim = dim;
     self->count = ES_OBSTAT_EPS;
-    self->sum = calloc((size_t) dim, sizeof(double));
-    self->sumsq = calloc((size_t) dim, sizeof(double));
+    self->sum = calloc((size_t)dim, sizeof(double));
+    self->sumsq = calloc((size_t)dim, sizeof(double));
     if (!self->sum || !self->sumsq) {
         es_obstat_destroy(&self);
         return NULL;
@@ -52,8 +52,8 @@ es_obstat_get(const es_obstat_t *self, float *mean, float *std)
     for (int i = 0; i < self->dim; i++) {
         double m = self->sum[i] / self->count;
         double var = self->sumsq[i] / self->count - m * m;
-        mean[i] = (float) m;
-        std[i] = (float) sqrt(var > ES_OBSTAT_EPS ? var : ES_OBSTAT_EPS);
+        mean[i] = (float)m;
+        std[i] = (float)sqrt(var > ES_OBSTAT_EPS ? var : ES_OBSTAT_EPS);
     }
 }
 
@@ -61,7 +61,7 @@ void
 es_obs_normalise(int dim, const double *obs, const float *mean, const float *std, float *x)
 {
     for (int i = 0; i < dim; i++) {
-        float v = (float) obs[i];
+        float v = (float)obs[i];
         if (mean) {
             v = (v - mean[i]) / std[i];
             v = v < -ES_OBS_CLIP ? -ES_OBS_CLIP : v > ES_OBS_CLIP ? ES_OBS_CLIP : v;

@@ -21,9 +21,9 @@
 #define ES_OBS_CLIP 5.0f   /* normalised observations are clipped to +-this */
 
 typedef struct {
-    int dim;      /* observation length */
-    double count; /* observations added, plus the prior ES_OBSTAT_EPS */
-    double *sum;  /* dim sums of observations */
+    int dim;       /* observation length */
+    double count;  /* observations added, plus the prior ES_OBSTAT_EPS */
+    double *sum;   /* dim sums of observations */
     double *sumsq; /* dim sums of squared observations (plus the prior) */
 } es_obstat_t;
 

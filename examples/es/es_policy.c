@@ -59,7 +59,7 @@ es_policy_init(es_policy_t *p, const es_env_t *env, int n_hidden, const int *wid
     p->dims[n_hidden + 1] = out;
     p->n_params = 0;
     for (int l = 0; l <= n_hidden; l++)
-        p->n_params += (size_t) (p->dims[l] + 1) * (size_t) p->dims[l + 1];
+        p->n_params += (size_t)(p->dims[l] + 1) * (size_t)p->dims[l + 1];
     p->continuous = env->continuous;
     p->act_bound = env->act_bound;
     return 0;
@@ -86,9 +86,9 @@ es_policy_init_weights(const es_policy_t *p, float *theta, uint64_t seed)
                 norm += col[i] * col[i];
             norm = norm > 0.0 ? sqrt(norm) : 1.0;
             for (int i = 0; i < in; i++)
-                w[(size_t) i * out + o] = (float) (col[i] * scale / norm);
+                w[(size_t)i * out + o] = (float)(col[i] * scale / norm);
         }
-        w += (size_t) in * out;
+        w += (size_t)in * out;
         for (int o = 0; o < out; o++)
             w[o] = 0.0f;
         w += out;
@@ -105,7 +105,7 @@ es_policy_forward(const es_policy_t *p, const float *theta, const float *x, floa
         int n_in = p->dims[l], n_out = p->dims[l + 1];
         bool last = l == p->n_hidden;
         float *y = last ? out : buf[l & 1];
-        const float *b = w + (size_t) n_in * n_out;
+        const float *b = w + (size_t)n_in * n_out;
         /* y = b + sum_i in[i] W[i][.]: row by row, so the inner loop runs
            along contiguous memory and each y[o] is summed in input order
            whatever the compiler vectorises. */
@@ -113,7 +113,7 @@ es_policy_forward(const es_policy_t *p, const float *theta, const float *x, floa
             y[o] = b[o];
         for (int i = 0; i < n_in; i++) {
             float xi = in[i];
-            const float *row = w + (size_t) i * n_out;
+            const float *row = w + (size_t)i * n_out;
             for (int o = 0; o < n_out; o++)
                 y[o] += xi * row[o];
         }
@@ -133,7 +133,7 @@ es_policy_act(const es_policy_t *p, const float *theta, const float *x, int *ind
     es_policy_forward(p, theta, x, out);
     if (p->continuous) {
         for (int o = 0; o < n_out; o++)
-            u[o] = p->act_bound * tanh((double) out[o]);
+            u[o] = p->act_bound * tanh((double)out[o]);
         return;
     }
     int best = 0;

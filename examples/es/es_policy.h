@@ -28,11 +28,11 @@
 #define ES_POLICY_MAX_WIDTH 256 /* units in any layer, inputs and outputs included */
 
 typedef struct {
-    int n_hidden;                         /* hidden layers, 0..ES_POLICY_MAX_HIDDEN */
-    int dims[ES_POLICY_MAX_HIDDEN + 2];   /* dims[0] inputs, then each layer's outputs */
-    size_t n_params;                      /* length of the flat parameter vector */
-    bool continuous;                      /* outputs -> action: tanh-scaled or argmax */
-    double act_bound;                     /* continuous: the action bound */
+    int n_hidden;                       /* hidden layers, 0..ES_POLICY_MAX_HIDDEN */
+    int dims[ES_POLICY_MAX_HIDDEN + 2]; /* dims[0] inputs, then each layer's outputs */
+    size_t n_params;                    /* length of the flat parameter vector */
+    bool continuous;                    /* outputs -> action: tanh-scaled or argmax */
+    double act_bound;                   /* continuous: the action bound */
 } es_policy_t;
 
 /* Shape a policy for env with n_hidden hidden layers of the given widths.
@@ -51,7 +51,6 @@ void es_policy_forward(const es_policy_t *p, const float *theta, const float *x,
 
 /* The action for input x: *index for discrete policies, u[0..outputs) for
    continuous ones. */
-void es_policy_act(const es_policy_t *p, const float *theta, const float *x, int *index,
-                   double *u);
+void es_policy_act(const es_policy_t *p, const float *theta, const float *x, int *index, double *u);
 
 #endif

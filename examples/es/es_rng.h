@@ -98,7 +98,7 @@ es_rng_next(es_rng_t *r)
 static inline double
 es_rng_uniform(es_rng_t *r)
 {
-    return (double) (es_rng_next(r) >> 11) * 0x1.0p-53;
+    return (double)(es_rng_next(r) >> 11) * 0x1.0p-53;
 }
 
 /* Uniform in [lo, hi). */

@@ -11,7 +11,7 @@
 size_t
 es_result_size(int obs_dim)
 {
-    return sizeof(es_result_t) + 2 * (size_t) obs_dim * sizeof(double);
+    return sizeof(es_result_t) + 2 * (size_t)obs_dim * sizeof(double);
 }
 
 es_task_t
@@ -79,7 +79,7 @@ es_rollout(const es_ctx_t *ctx, const es_task_t *task, es_result_t *out)
         task->noise_idx > ctx->noise_len - n)
         return LUX_EINVAL;
     float *w = malloc(n * sizeof *w);
-    double *sums = calloc(2 * (size_t) dim, sizeof *sums);
+    double *sums = calloc(2 * (size_t)dim, sizeof *sums);
     if (!w || !sums) {
         free(w);
         free(sums);
@@ -90,7 +90,8 @@ es_rollout(const es_ctx_t *ctx, const es_task_t *task, es_result_t *out)
     uint64_t steps[2], count = 0;
     int rc = 0;
     for (int side = 0; side < 2 && rc == 0; side++) {
-        float s = side == 0 ? ctx->sigma : -ctx->sigma; /* theta - sigma eps == theta + (-sigma) eps */
+        float s =
+            side == 0 ? ctx->sigma : -ctx->sigma; /* theta - sigma eps == theta + (-sigma) eps */
         for (size_t j = 0; j < n; j++)
             w[j] = ctx->theta[j] + s * eps[j];
         double total = 0.0;
@@ -98,7 +99,7 @@ es_rollout(const es_ctx_t *ctx, const es_task_t *task, es_result_t *out)
         for (int k = 0; k < ctx->episodes && rc == 0; k++) {
             double r;
             uint64_t len;
-            rc = es_episode(ctx, w, es_derive(task->env_seed, ES_DOMAIN_EPISODE, (uint64_t) k, 0),
+            rc = es_episode(ctx, w, es_derive(task->env_seed, ES_DOMAIN_EPISODE, (uint64_t)k, 0),
                             &r, &len, sums);
             total += r;
             steps[side] += len;
@@ -109,12 +110,12 @@ es_rollout(const es_ctx_t *ctx, const es_task_t *task, es_result_t *out)
     if (rc == 0) {
         out->iter = task->iter;
         out->rollout = task->rollout;
-        out->obs_dim = (uint32_t) dim;
+        out->obs_dim = (uint32_t)dim;
         out->noise_idx = task->noise_idx;
         memcpy(out->ret, ret, sizeof ret);
         memcpy(out->steps, steps, sizeof steps);
-        out->obs_count = (double) count;
-        memcpy(out->obs, sums, 2 * (size_t) dim * sizeof *sums);
+        out->obs_count = (double)count;
+        memcpy(out->obs, sums, 2 * (size_t)dim * sizeof *sums);
     }
     free(w);
     free(sums);

@@ -60,10 +60,10 @@ typedef struct {
     uint32_t rollout;   /* copied from the task */
     uint32_t obs_dim;   /* length of each of the two arrays in obs[] */
     uint64_t noise_idx; /* copied from the task */
-    double ret[2];      /* mean return over the episodes: [0] theta + sigma eps, [1] theta - sigma eps */
-    uint64_t steps[2];  /* total steps of those episodes */
-    double obs_count;   /* observations summed in obs[] */
-    double obs[];       /* obs_dim sums of observations, then obs_dim sums of squares */
+    double ret[2]; /* mean return over the episodes: [0] theta + sigma eps, [1] theta - sigma eps */
+    uint64_t steps[2]; /* total steps of those episodes */
+    double obs_count;  /* observations summed in obs[] */
+    double obs[];      /* obs_dim sums of observations, then obs_dim sums of squares */
 } es_result_t;
 
 /* Bytes of a result for observations of obs_dim values. */
