@@ -1,5 +1,4 @@
 /*  tap - TAP output, counting, and a scratch directory per test. */
-#define _GNU_SOURCE
 #include "tap.h"
 
 #include <stdarg.h>
