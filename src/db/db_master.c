@@ -44,7 +44,7 @@ s_complain(s_master_t *self, const char *what)
 {
     int64_t now = util_mono_ms();
     if (now - self->complain_ms >= 1000) {
-        log_warn("dropped a bad message: %s", what);
+        log_error("dropped a bad message: %s", what);
         self->complain_ms = now;
     }
 }

@@ -294,6 +294,49 @@ static sqlite3_module s_lineage = {
 
 /* --- open, prepare ----------------------------------------------------------------- */
 
+/* After setup, refuse what could touch files or undo the read-only
+   settings: ATTACH (creates files), DETACH, and PRAGMAs that set a value. */
+static int
+s_authorize(void *arg, int action, const char *a, const char *b, const char *db,
+            const char *trigger)
+{
+    switch (action) {
+    case SQLITE_ATTACH:
+    case SQLITE_DETACH:
+        return SQLITE_DENY;
+    case SQLITE_PRAGMA: {
+        /* pragmas that take an argument only to say what to read */
+        static const char *reads[] = {"table_info", "table_xinfo", "index_list", "index_info",
+                                      "index_xinfo", "foreign_key_list", "table_list", NULL};
+        if (!b)
+            return SQLITE_OK;
+        for (int i = 0; reads[i]; i++)
+            if (sqlite3_stricmp(a, reads[i]) == 0)
+                return SQLITE_OK;
+        return SQLITE_DENY;
+    }
+    }
+    return SQLITE_OK;
+}
+
+/* Whether sql starts with a verb that writes (the view names shadow the
+   tables, so SQLite's own error would be about views, not read-only). */
+static bool
+s_writes(const char *sql)
+{
+    static const char *verbs[] = {"INSERT", "UPDATE", "DELETE", "REPLACE", "CREATE", "DROP",
+                                  "ALTER", "VACUUM", "REINDEX", NULL};
+    while (*sql == ' ' || *sql == '\t' || *sql == '\n' || *sql == '\r' || *sql == '(')
+        sql++;
+    for (int i = 0; verbs[i]; i++) {
+        size_t n = strlen(verbs[i]);
+        if (sqlite3_strnicmp(sql, verbs[i], (int) n) == 0 &&
+            (sql[n] == ' ' || sql[n] == '\t' || sql[n] == '\n' || sql[n] == '\0'))
+            return true;
+    }
+    return false;
+}
+
 static int
 s_exec(db_query_t *self, const char *sql)
 {
@@ -384,6 +427,7 @@ db_query_open(const db_cluster_t *c)
     }
     if (s_exec(self, "PRAGMA query_only = 1"))
         goto fail;
+    sqlite3_set_authorizer(self->db, s_authorize, NULL);
     free(sql);
     free(tail);
     return self;
@@ -419,8 +463,15 @@ int
 db_query_prepare(db_query_t *self, const char *sql, sqlite3_stmt **st, const char **tail)
 {
     *st = NULL;
-    if (sqlite3_prepare_v2(self->db, sql, -1, st, tail) != SQLITE_OK)
+    if (s_writes(sql))
+        return util_err(LUX_EREADONLY, "lux sql is read-only: this statement would change the "
+                        "log, which nothing but the cluster writes");
+    if (sqlite3_prepare_v2(self->db, sql, -1, st, tail) != SQLITE_OK) {
+        if (sqlite3_errcode(self->db) == SQLITE_AUTH)
+            return util_err(LUX_EREADONLY, "lux sql is read-only: ATTACH, DETACH and PRAGMAs "
+                            "that set a value are not allowed");
         return util_err(LUX_ESQL, "%s", sqlite3_errmsg(self->db));
+    }
     if (*st && !sqlite3_stmt_readonly(*st)) {
         sqlite3_finalize(*st);
         *st = NULL;

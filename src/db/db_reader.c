@@ -22,16 +22,17 @@ s_complain(s_reader_t *self, const char *what)
 {
     int64_t now = util_mono_ms();
     if (now - self->last_complaint >= 1000) {
-        log_warn("read endpoint: dropped a bad message: %s", what);
+        log_error("read endpoint: dropped a bad message: %s", what);
         self->last_complaint = now;
     }
 }
 
+/* Answer an ERROR to the requester; takes *rid_p. */
 static void
-s_error(s_reader_t *self, zframe_t *rid, int code, const char *text)
+s_error(s_reader_t *self, zframe_t **rid_p, int code, const char *text)
 {
     zmsg_t *m = net_error_msg(self->shard, atomic_load(&self->state->epoch), code, "%s", text);
-    zmsg_prepend(m, &rid);
+    zmsg_prepend(m, rid_p);
     zmsg_send(&m, self->sock);
 }
 
@@ -53,7 +54,7 @@ s_on_read(zloop_t *loop, zsock_t *sock, void *arg)
         snprintf(text, sizeof text, "%s", lux_errmsg());
         s_complain(self, text);
         if (rid)
-            s_error(self, rid, LUX_EPROTO, text);
+            s_error(self, &rid, LUX_EPROTO, text);
         goto done;
     }
     if (h.type == NET_PING) {
@@ -68,8 +69,7 @@ s_on_read(zloop_t *loop, zsock_t *sock, void *arg)
         snprintf(text, sizeof text, "expected READ of 24 bytes, got %s with %zu bytes",
                  net_type_name(h.type), body ? zframe_size(body) : 0);
         s_complain(self, text);
-        s_error(self, rid, LUX_EPROTO, text);
-        rid = NULL;
+        s_error(self, &rid, LUX_EPROTO, text);
         goto done;
     }
     uint64_t epoch = atomic_load(&self->state->epoch);
@@ -78,8 +78,7 @@ s_on_read(zloop_t *loop, zsock_t *sock, void *arg)
                  self->shard, h.shard, (unsigned long long) h.epoch,
                  atomic_load(&self->state->is_tail) ? "this tail is at" : "not the tail at",
                  (unsigned long long) epoch);
-        s_error(self, rid, h.epoch != epoch ? LUX_EEPOCH : LUX_ESTATE, text);
-        rid = NULL;
+        s_error(self, &rid, h.epoch != epoch ? LUX_EEPOCH : LUX_ESTATE, text);
         goto done;
     }
     const uint8_t *p = zframe_data(body);
@@ -98,8 +97,7 @@ s_on_read(zloop_t *loop, zsock_t *sock, void *arg)
     }
     if (rc || self->buf.oom) {
         log_error("READ from %llu: %s", (unsigned long long) from, lux_errmsg());
-        s_error(self, rid, rc ? rc : LUX_ENOMEM, lux_errmsg());
-        rid = NULL;
+        s_error(self, &rid, rc ? rc : LUX_ENOMEM, lux_errmsg());
         goto done;
     }
     uint8_t rep[16];

@@ -148,7 +148,7 @@ s_complain(s_rep_t *self, const char *sock, const char *what)
 {
     int64_t now = util_mono_ms();
     if (now - self->complain_ms >= 1000) {
-        log_warn("%s: dropped a bad message: %s", sock, what);
+        log_error("%s endpoint: dropped a bad message: %s", sock, what);
         self->complain_ms = now;
     }
 }

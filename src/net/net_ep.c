@@ -20,10 +20,13 @@
 struct net_sec_t {
     zcert_t *cert;        /* the cluster's key pair */
     char allow[PATH_MAX]; /* directory of allowed public certs */
+    bool auth_ref;        /* holds a reference on the process's zauth */
 };
 
-/* One zauth per process, shared by every net_sec_t (ZAP is per context). */
+/* One zauth per process, shared by every net_sec_t that bound tcp (ZAP is
+   per context), destroyed with the last of them. */
 static zactor_t *s_auth;
+static int s_auth_refs;
 static pthread_mutex_t s_auth_lock = PTHREAD_MUTEX_INITIALIZER;
 
 int
@@ -79,6 +82,12 @@ void
 net_sec_destroy(net_sec_t **self_p)
 {
     if (*self_p) {
+        if ((*self_p)->auth_ref) {
+            pthread_mutex_lock(&s_auth_lock);
+            if (--s_auth_refs == 0)
+                zactor_destroy(&s_auth);
+            pthread_mutex_unlock(&s_auth_lock);
+        }
         zcert_destroy(&(*self_p)->cert);
         free(*self_p);
         *self_p = NULL;
@@ -104,6 +113,10 @@ s_auth_start(net_sec_t *sec)
             zstr_sendx(s_auth, "CURVE", sec->allow, NULL);
             zsock_wait(s_auth);
         }
+    }
+    if (!rc && !sec->auth_ref) {
+        sec->auth_ref = true;
+        s_auth_refs++;
     }
     pthread_mutex_unlock(&s_auth_lock);
     return rc;

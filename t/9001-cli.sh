@@ -1,0 +1,122 @@
+#!/bin/sh
+# 9001-cli: the lux command as a user meets it: start, status (table and
+# JSON), sql (table, CSV, JSON, lineage, refusals), audit, stop, restart of
+# a stopped cluster, and the errors for wrong arguments.
+. "${LUX_SRCDIR:-.}/t/lib/tap.sh"
+
+LUX=${LUX_BIN:-./lux}
+HELLO=${LUX_BUILDDIR:-.}/examples/hello_log
+tmp=$(tap_tmpdir)
+D=$tmp/c
+trap '"$LUX" stop --dir "$D" >/dev/null 2>&1; tap_cleanup' EXIT
+
+run() { # run CMD...: status in $rc, stdout in $out, stderr in $err
+    "$@" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    out=$(cat "$tmp/out")
+    err=$(cat "$tmp/err")
+}
+
+run "$LUX"
+is "$rc" 2 "lux with no command exits 2"
+like "$err" "usage: lux COMMAND" "and prints the usage"
+run "$LUX" frobnicate
+is "$rc" 2 "an unknown command exits 2"
+run "$LUX" start --dir "$D"
+is "$rc" 2 "start without --head exits 2"
+run "$LUX" start --head
+like "$err" "--dir DIR is required" "start without --dir says so"
+run "$LUX" start --head --dir "$D" --shards 0
+is "$rc" 2 "--shards 0 exits 2"
+like "$err" "--shards must be a number from 1" "naming the option"
+run "$LUX" status --dir "$tmp/nothing"
+is "$rc" 1 "status of a directory without a cluster fails"
+like "$err" "no cluster here" "saying so"
+
+run "$LUX" start --head --dir "$D" --shards 2 --replicas 3 --heartbeat-ms 50 --dead-ms 400
+is "$rc" 0 "start a head with 2 shards x 3 replicas"
+like "$out" "started the head of cluster" "and says so"
+run "$LUX" start --head --dir "$D"
+is "$rc" 1 "starting it twice fails"
+like "$err" "already running" "because it is already running"
+
+run "$LUX" status --dir "$D"
+is "$rc" 0 "status"
+is "$(echo "$out" | grep -c ' serving ')" 6 "six replicas serving"
+like "$out" "head" "with a head"
+like "$out" "tail" "and a tail"
+run "$LUX" status --dir "$D" --json
+is "$rc" 0 "status --json"
+replicas=$(echo "$out" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(sum(1 for c in d["components"] if c["kind"]=="replica" and c["state"]=="serving"))' 2>&1)
+is "$replicas" 6 "is JSON listing six serving replicas"
+
+obj=$("$HELLO" --dir "$D")
+is "$?" 0 "hello_log appends a job's events"
+run "$LUX" sql --dir "$D" "SELECT count(*) FROM tasks"
+like "$out" " 27" "27 tasks (3 iterations of 8 rollouts and an update)"
+run "$LUX" sql --dir "$D" --csv "SELECT function, count(*) AS n FROM tasks GROUP BY function ORDER BY function"
+is "$out" "function,n
+es.rollout,24
+es.update,3" "CSV output"
+run "$LUX" sql --dir "$D" --json "SELECT function, count(*) AS n FROM tasks GROUP BY function ORDER BY function"
+n=$(echo "$out" | python3 -c 'import json,sys; print(sum(r["n"] for r in json.load(sys.stdin)))' 2>&1)
+is "$n" 27 "JSON output"
+run "$LUX" sql --dir "$D" "SELECT task_id, attempt, reason FROM retries"
+like "$out" "worker died: retry 2 of 3" "retries say why"
+run "$LUX" sql --dir "$D" --csv "SELECT count(*) FROM lineage('$obj')"
+is "$out" "count(*)
+28" "the lineage of the final weights is every task and the put"
+run "$LUX" sql --dir "$D" "SELECT * FROM lineage('xyz')"
+is "$rc" 1 "lineage of a malformed ID fails"
+like "$err" "40 hex digits" "saying what it expects"
+run "$LUX" sql --dir "$D" "SELECT shard, count(*) FROM event GROUP BY shard"
+is "$(echo "$out" | grep -c '^ *[01] ')" 2 "events are spread over both shards"
+
+for q in "DELETE FROM event" "INSERT INTO tasks VALUES (1)" "DROP VIEW tasks" \
+    "ATTACH '$tmp/x.db' AS x" "PRAGMA query_only = 0"; do
+    run "$LUX" sql --dir "$D" "$q"
+    is "$rc" 1 "refused: $q"
+    like "$err" "read-only" "  as read-only"
+done
+[ ! -e "$tmp/x.db" ]
+ok $? "ATTACH created no file"
+run "$LUX" sql --dir "$D" "SELEKT 1"
+is "$rc" 1 "a malformed query fails"
+like "$err" "syntax error" "with SQLite's message"
+run "$LUX" sql --dir "$D"
+is "$rc" 2 "sql without a query exits 2"
+
+run "$LUX" audit --dir "$D"
+is "$rc" 0 "audit"
+is "$(echo "$out" | grep -c 'events, hash chain verified')" 6 "verifies all six replicas"
+
+run "$LUX" stop --dir "$D"
+is "$rc" 0 "stop"
+run "$LUX" status --dir "$D"
+like "$out" "stopped" "status of a stopped cluster"
+run "$LUX" sql --dir "$D" --csv "SELECT count(*) FROM tasks"
+is "$out" "count(*)
+27" "sql works on a stopped cluster"
+run "$LUX" stop --dir "$D"
+is "$rc" 1 "stopping a stopped head fails"
+like "$err" "no head is running" "saying so"
+run "$LUX" start --head --dir "$D" --shards 3
+is "$rc" 1 "restarting with other settings fails"
+like "$err" "options do not change them" "saying why"
+run "$LUX" start --head --dir "$D"
+is "$rc" 0 "restart the stopped cluster"
+run "$LUX" sql --dir "$D" --csv "SELECT count(*) FROM tasks"
+is "$out" "count(*)
+27" "with its log intact"
+"$HELLO" --dir "$D" >/dev/null
+run "$LUX" sql --dir "$D" --csv "SELECT count(DISTINCT job_id) FROM jobs"
+is "$out" "count(DISTINCT job_id)
+2" "and it takes new events"
+
+run "$LUX" bench --list
+is "$rc" 0 "bench --list"
+like "$out" "log_append" "lists log_append"
+run "$LUX" bench no_such_bench
+is "$rc" 2 "an unknown benchmark exits 2"
+
+done_testing

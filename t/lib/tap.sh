@@ -1,0 +1,56 @@
+# tap.sh - TAP for shell tests (t/*.sh). Source it; call ok/is/like; end
+# with done_testing. tap_tmpdir makes a private scratch directory, removed
+# by tap_cleanup unless a check failed or LUX_KEEP is set.
+_tap_n=0
+_tap_failed=0
+_tap_tmp=
+
+ok() { # ok STATUS DESCRIPTION: STATUS 0 passes
+    _tap_n=$((_tap_n + 1))
+    if [ "$1" -eq 0 ]; then
+        echo "ok $_tap_n - $2"
+    else
+        echo "not ok $_tap_n - $2"
+        _tap_failed=$((_tap_failed + 1))
+    fi
+}
+
+is() { # is GOT WANT DESCRIPTION
+    if [ "$1" = "$2" ]; then ok 0 "$3"; else
+        ok 1 "$3"
+        printf '#   got: %s\n#   expected: %s\n' "$1" "$2"
+    fi
+}
+
+like() { # like GOT PATTERN DESCRIPTION: PATTERN is a fixed string
+    case "$1" in
+    *"$2"*) ok 0 "$3" ;;
+    *)
+        ok 1 "$3"
+        printf '#   got: %s\n#   expected to contain: %s\n' "$1" "$2"
+        ;;
+    esac
+}
+
+skip_all() { echo "1..0 # SKIP $1"; exit 0; }
+
+tap_tmpdir() {
+    if [ -z "$_tap_tmp" ]; then
+        _tap_tmp=$(mktemp -d "${TMPDIR:-/tmp}/lux-test-XXXXXX")
+    fi
+    echo "$_tap_tmp"
+}
+
+tap_cleanup() {
+    if [ -n "$_tap_tmp" ] && [ "$_tap_failed" -eq 0 ] && [ -z "$LUX_KEEP" ]; then
+        rm -rf "$_tap_tmp"
+    elif [ -n "$_tap_tmp" ]; then
+        echo "# kept $_tap_tmp" >&2
+    fi
+}
+
+done_testing() {
+    echo "1..$_tap_n"
+    [ "$_tap_failed" -eq 0 ]
+    exit $?
+}
