@@ -339,18 +339,21 @@ cmd_status(int argc, char **argv)
         st.age_ms = calloc(c.shards * c.replicas, sizeof *st.age_ms);
         db_chain_load_state(&c, st.chains);
         for (uint32_t i = 0; i < c.shards * c.replicas; i++) {
-            db_beat_t *b = &st.beats[i];
-            b->shard = i / c.replicas;
-            b->index = i % c.replicas;
-            b->epoch = st.chains[b->shard].epoch;
+            st.beats[i].shard = i / c.replicas;
+            st.beats[i].index = i % c.replicas;
             st.age_ms[i] = -1;
-            db_cluster_replica_db(&c, b->shard, b->index, b->path, sizeof b->path);
-            db_store_opts_t so = {.path = b->path, .readonly = true};
-            db_store_t *s = util_exists(b->path) ? db_store_open(&so) : NULL;
-            if (s)
-                b->last = db_store_last_seq(s);
-            db_store_close(&s);
         }
+    }
+    /* the last seq from the files themselves: a heartbeat may be 100 ms old */
+    for (uint32_t i = 0; i < c.shards * c.replicas; i++) {
+        db_beat_t *b = &st.beats[i];
+        char file[PATH_MAX];
+        db_cluster_replica_db(&c, i / c.replicas, i % c.replicas, file, sizeof file);
+        db_store_opts_t so = {.path = file, .readonly = true};
+        db_store_t *s = util_exists(file) ? db_store_open(&so) : NULL;
+        if (s)
+            b->last = db_store_last_seq(s);
+        db_store_close(&s);
     }
     if (json) {
         printf("{\"cluster\": \"%s\", \"dir\": ", util_id_hex(&c.id, hex));

@@ -15,6 +15,7 @@
 #include "db_chain.h"
 #include "db_event.h"
 #include "db_store.h"
+
 #include "../util/util_err.h"
 #include "../util/util_fs.h"
 #include "../util/util_hash.h"
@@ -24,8 +25,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *s_views[] = {"events", "tasks",       "retries", "objects", "task_deps",
-                                "actors", "actor_calls", "nodes",   "jobs",    "event"};
+/* Unions of the per-shard views; `events` comes from sql/span.sql. */
+static const char *s_views[] = {"event",  "tasks",       "retries", "objects",
+                                "task_deps", "actors", "actor_calls", "nodes", "jobs"};
 
 struct db_query_t {
     sqlite3 *db;
@@ -417,9 +419,10 @@ db_query_open(const db_cluster_t *c)
                     s_views[v]);
         fprintf(f, ";\n");
     }
+    fprintf(f, "CREATE TEMP VIEW event_kind AS SELECT * FROM s0.event_kind;\n");
     fclose(f);
     f = NULL;
-    if (s_exec(self, sql))
+    if (s_exec(self, sql) || s_exec(self, db_sql_span))
         goto fail;
     if (sqlite3_create_module(self->db, "lineage", &s_lineage, self) != SQLITE_OK) {
         util_err(LUX_ESQL, "cannot register lineage(): %s", sqlite3_errmsg(self->db));

@@ -1,21 +1,117 @@
 /*  db_reader - read-serving and checkpointing thread of a replica (see
-    db_reader.h). Garbage on the read socket is answered with an ERROR and
-    logged at most once a second; it never stops the thread. */
+    db_reader.h).
+
+    Reading is SQLite-bound (about 1 us per event: stepping the row and
+    some sixty column calls), so the reader thread only checks requests and
+    relays answers; DB_READ_WORKERS worker threads, each with a connection
+    of its own, do the reading. A subscriber keeps two READs in flight, so
+    two workers read its next two chunks at once. A worker gets a job
+    (pointer) and gives it back filled; jobs wait in a queue when every
+    worker is busy.
+
+    Garbage on the read socket is answered with an ERROR and logged at most
+    once a second; it never stops the thread.
+*/
 #include "db_reader.h"
 #include "../net/net_wire.h"
 #include "../util/util_err.h"
 #include "../util/util_log.h"
 #include "../util/util_time.h"
 
+#define DB_READ_WORKERS 2
+
+typedef struct s_job {
+    struct s_job *next;
+    zframe_t *rid;   /* the requester */
+    uint64_t req;    /* its request ID */
+    uint64_t from;
+    uint32_t max, max_bytes;
+    uint64_t epoch;  /* the epoch the request was served at */
+    int rc;          /* set by the worker */
+    char err[256];
+    uint64_t last;   /* the tail's last seq, set by the worker */
+    util_buf_t buf;  /* the batch, filled by the worker */
+} s_job_t;
+
+typedef struct {
+    zactor_t *actor;
+    s_job_t *job; /* the job it has, or NULL */
+} s_worker_t;
+
 typedef struct {
     zsock_t *pipe;
     zsock_t *sock;          /* ROUTER, the read endpoint */
-    db_store_t *store;      /* reader-mode connection */
+    db_store_t *store;      /* for checkpoints */
     db_reader_state_t *state;
     uint32_t shard;
-    util_buf_t buf;         /* reply batch */
+    s_worker_t workers[DB_READ_WORKERS];
+    s_job_t *queue, *queue_last;
     int64_t last_complaint; /* ms, to rate-limit garbage logs */
+    int64_t ckpt_ms;        /* when the last checkpoint ran */
 } s_reader_t;
+
+/* --- workers ------------------------------------------------------------------------- */
+
+static void
+s_worker(zsock_t *pipe, void *arg)
+{
+    db_store_opts_t *so = arg;
+    db_store_t *store = db_store_open(so);
+    zsock_signal(pipe, store ? 0 : 1);
+    while (store) {
+        zframe_t *f = zframe_recv(pipe);
+        if (!f || zframe_size(f) != sizeof(s_job_t *)) {
+            zframe_destroy(&f); /* $TERM */
+            break;
+        }
+        s_job_t *job;
+        memcpy(&job, zframe_data(f), sizeof job);
+        zframe_destroy(&f);
+        uint32_t count = 0;
+        job->rc = db_store_refresh(store);
+        job->last = db_store_last_seq(store);
+        net_batch_begin(&job->buf, job->from ? job->from : 1);
+        if (!job->rc && job->from && job->from <= job->last)
+            job->rc = db_store_read(store, job->from, job->max, job->max_bytes, &job->buf, &count);
+        net_batch_end(&job->buf, count);
+        if (!job->rc && job->buf.oom)
+            job->rc = util_err(LUX_ENOMEM, "out of memory reading from seq %llu",
+                               (unsigned long long) job->from);
+        if (job->rc)
+            snprintf(job->err, sizeof job->err, "%s", lux_errmsg());
+        zframe_t *back = zframe_new(&job, sizeof job);
+        zframe_send(&back, pipe, 0);
+    }
+    db_store_close(&store);
+}
+
+static void
+s_job_free(s_job_t *job)
+{
+    zframe_destroy(&job->rid);
+    util_buf_free(&job->buf);
+    free(job);
+}
+
+/* Give queued jobs to idle workers. */
+static void
+s_dispatch(s_reader_t *self)
+{
+    for (int w = 0; w < DB_READ_WORKERS && self->queue; w++) {
+        if (self->workers[w].job)
+            continue;
+        s_job_t *job = self->queue;
+        self->queue = job->next;
+        if (!self->queue)
+            self->queue_last = NULL;
+        job->next = NULL;
+        zframe_t *f = zframe_new(&job, sizeof job);
+        zframe_send(&f, self->workers[w].actor, 0);
+        self->workers[w].job = job;
+    }
+}
+
+/* --- the read socket --------------------------------------------------------------------- */
 
 static void
 s_complain(s_reader_t *self, const char *what)
@@ -81,37 +177,30 @@ s_on_read(zloop_t *loop, zsock_t *sock, void *arg)
         s_error(self, &rid, h.epoch != epoch ? LUX_EEPOCH : LUX_ESTATE, text);
         goto done;
     }
-    const uint8_t *p = zframe_data(body);
-    uint64_t req = util_rd64(p), from = util_rd64(p + 8);
-    uint32_t max = util_rd32(p + 16), max_bytes = util_rd32(p + 20), count = 0;
-    if (max > DB_READ_MAX)
-        max = DB_READ_MAX;
-    if (max_bytes > DB_READ_MAX_BYTES || max_bytes == 0)
-        max_bytes = DB_READ_MAX_BYTES;
-    int rc = db_store_refresh(self->store);
-    if (!rc) {
-        net_batch_begin(&self->buf, from ? from : 1);
-        if (from && from <= db_store_last_seq(self->store))
-            rc = db_store_read(self->store, from, max, max_bytes, &self->buf, &count);
-        net_batch_end(&self->buf, count);
-    }
-    if (rc || self->buf.oom) {
-        log_error("READ from %llu: %s", (unsigned long long) from, lux_errmsg());
-        s_error(self, &rid, rc ? rc : LUX_ENOMEM, lux_errmsg());
+    s_job_t *job = calloc(1, sizeof *job);
+    if (!job) {
+        s_error(self, &rid, LUX_ENOMEM, "out of memory");
         goto done;
     }
-    uint8_t rep[16];
-    util_le64(rep, req);
-    util_le64(rep + 8, db_store_last_seq(self->store));
-    zmsg_t *m = zmsg_new();
-    zmsg_append(m, &rid);
-    zmsg_append(m, &(zframe_t *) {net_hdr_frame(NET_READ_REP, self->shard, epoch)});
-    zmsg_addmem(m, rep, sizeof rep);
-    zmsg_addmem(m, self->buf.data, self->buf.len);
-    zmsg_send(&m, sock);
-    if (self->buf.cap > (16u << 20)) { /* do not keep a huge buffer around */
-        util_buf_free(&self->buf);
-    }
+    const uint8_t *p = zframe_data(body);
+    job->rid = rid;
+    rid = NULL;
+    job->req = util_rd64(p);
+    job->from = util_rd64(p + 8);
+    job->max = util_rd32(p + 16);
+    job->max_bytes = util_rd32(p + 20);
+    job->epoch = epoch;
+    if (job->max > DB_READ_MAX)
+        job->max = DB_READ_MAX;
+    if (job->max_bytes > DB_READ_MAX_BYTES || job->max_bytes == 0)
+        job->max_bytes = DB_READ_MAX_BYTES;
+    util_buf_init(&job->buf);
+    if (self->queue_last)
+        self->queue_last->next = job;
+    else
+        self->queue = job;
+    self->queue_last = job;
+    s_dispatch(self);
 done:
     zframe_destroy(&rid);
     zframe_destroy(&hf);
@@ -120,12 +209,52 @@ done:
     return 0;
 }
 
+/* A worker gave a job back: answer it. */
+static int
+s_on_worker(zloop_t *loop, zsock_t *sock, void *arg)
+{
+    s_reader_t *self = arg;
+    zframe_t *f = zframe_recv(sock);
+    s_job_t *job = NULL;
+    if (f && zframe_size(f) == sizeof job)
+        memcpy(&job, zframe_data(f), sizeof job);
+    zframe_destroy(&f);
+    for (int w = 0; w < DB_READ_WORKERS; w++)
+        if ((void *) self->workers[w].actor == (void *) sock)
+            self->workers[w].job = NULL;
+    if (!job)
+        return 0;
+    if (job->rc) {
+        log_error("READ from %llu: %s", (unsigned long long) job->from, job->err);
+        s_error(self, &job->rid, job->rc, job->err);
+    } else {
+        uint8_t rep[16];
+        util_le64(rep, job->req);
+        util_le64(rep + 8, job->last);
+        zmsg_t *m = zmsg_new();
+        zmsg_append(m, &job->rid);
+        zmsg_append(m, &(zframe_t *) {net_hdr_frame(NET_READ_REP, self->shard, job->epoch)});
+        zmsg_addmem(m, rep, sizeof rep);
+        zmsg_addmem(m, job->buf.data, job->buf.len);
+        zmsg_send(&m, self->sock);
+    }
+    s_job_free(job);
+    s_dispatch(self);
+    return 0;
+}
+
 static int
 s_on_timer(zloop_t *loop, int timer_id, void *arg)
 {
     s_reader_t *self = arg;
-    if (db_store_checkpoint(self->store))
-        log_warn("%s", lux_errmsg());
+    uint64_t pages = atomic_load(&self->state->wal_pages);
+    int64_t now = util_mono_ms();
+    if (pages >= DB_CKPT_PAGES || (pages > 0 && now - self->ckpt_ms >= 1000)) {
+        if (db_store_checkpoint(self->store))
+            log_warn("%s", lux_errmsg());
+        atomic_store(&self->state->wal_pages, 0);
+        self->ckpt_ms = now;
+    }
     return 0;
 }
 
@@ -147,14 +276,22 @@ s_actor(zsock_t *pipe, void *arg)
     s_reader_t self = {.pipe = pipe, .state = o->state, .shard = o->shard};
     db_store_opts_t so = {.path = o->db_path, .cluster = *o->cluster, .shard = o->shard,
                           .reader = true};
+    db_store_opts_t wo = so;
     zloop_t *loop = NULL;
+    bool ok = true;
 
     util_log_name("reader %u", o->shard);
-    util_buf_init(&self.buf);
     self.store = db_store_open(&so);
-    if (self.store)
+    ok = self.store != NULL;
+    wo.reader = false;
+    wo.readonly = true;
+    for (int w = 0; ok && w < DB_READ_WORKERS; w++) {
+        self.workers[w].actor = zactor_new(s_worker, &wo);
+        ok = self.workers[w].actor != NULL;
+    }
+    if (ok)
         self.sock = net_bind(ZMQ_ROUTER, o->ep, o->sec, o->bound, o->bound_len);
-    if (!self.store || !self.sock) {
+    if (!ok || !self.sock) {
         /* error messages are per thread: hand ours to the owner in the
            bound buffer, which it reads once zactor_new returns */
         snprintf(o->bound, o->bound_len, "!%s", lux_errmsg());
@@ -166,13 +303,25 @@ s_actor(zsock_t *pipe, void *arg)
     loop = zloop_new();
     zloop_reader(loop, pipe, s_on_pipe, &self);
     zloop_reader(loop, self.sock, s_on_read, &self);
-    zloop_timer(loop, 250, 0, s_on_timer, &self);
+    for (int w = 0; w < DB_READ_WORKERS; w++)
+        zloop_reader(loop, (zsock_t *) self.workers[w].actor, s_on_worker, &self);
+    zloop_timer(loop, 50, 0, s_on_timer, &self);
     zloop_start(loop);
 out:
     zloop_destroy(&loop);
+    for (int w = 0; w < DB_READ_WORKERS; w++) {
+        /* destroy waits for the worker; a job it had is never answered */
+        zactor_destroy(&self.workers[w].actor);
+        if (self.workers[w].job)
+            s_job_free(self.workers[w].job);
+    }
+    while (self.queue) {
+        s_job_t *j = self.queue;
+        self.queue = j->next;
+        s_job_free(j);
+    }
     zsock_destroy(&self.sock);
     db_store_close(&self.store);
-    util_buf_free(&self.buf);
 }
 
 zactor_t *

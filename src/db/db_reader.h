@@ -6,8 +6,10 @@
     catching up on a million events never stalls appends. Reads are served
     only while the replica is the tail of its chain in the epoch the request
     names (DESIGN section 5: a replica removed from the chain must not serve
-    stale reads). Every 250 ms it runs a passive checkpoint, which the
-    writer's connection is told not to do.
+    stale reads). It also runs the passive WAL checkpoints that the
+    writer's connection is told not to do: when the WAL reaches
+    DB_CKPT_PAGES pages, or a second after the last one if anything was
+    written, so that the work per event does not depend on the rate.
 
     READ body:     req u64, from u64, max u32, max_bytes u32
     READ_REP body: req u64, last u64 (the tail's last seq); frame 2: batch
@@ -23,11 +25,13 @@
 
 /* What the replica's network thread tells its reader. */
 typedef struct {
-    _Atomic uint64_t epoch; /* current epoch of the chain */
-    _Atomic int is_tail;    /* reads are served only by the tail */
+    _Atomic uint64_t epoch;     /* current epoch of the chain */
+    _Atomic int is_tail;        /* reads are served only by the tail */
+    _Atomic uint64_t wal_pages; /* the writer's WAL size after its last commit */
 } db_reader_state_t;
 
 #define DB_READ_MAX 16384           /* events per READ_REP at most */
+#define DB_CKPT_PAGES 4096          /* checkpoint when the WAL is this long */
 #define DB_READ_MAX_BYTES (8 << 20) /* bytes per READ_REP at most */
 
 typedef struct {

@@ -1297,6 +1297,7 @@ s_setup(s_rep_t *self)
         db_store_last_seq(store);
     memcpy(self->recv_hash, db_store_last_hash(store), DB_HASH_LEN);
     self->store = store;
+    db_store_watch_wal(store, &self->rstate.wal_pages);
     if (!(self->writer = db_writer_new(store)))
         return util_err(LUX_EIO, "cannot start the writer thread");
     so.reader = true;

@@ -874,3 +874,16 @@ db_store_checkpoint(db_store_t *self)
         return s_sqlerr(self, "checkpoint");
     return 0;
 }
+
+static int
+s_wal_hook(void *arg, sqlite3 *db, const char *name, int pages)
+{
+    atomic_store((_Atomic uint64_t *) arg, (uint64_t) pages);
+    return SQLITE_OK;
+}
+
+void
+db_store_watch_wal(db_store_t *self, _Atomic uint64_t *pages)
+{
+    sqlite3_wal_hook(self->db, s_wal_hook, pages);
+}

@@ -14,6 +14,7 @@
 
 #include "db_event.h"
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -82,6 +83,10 @@ int db_store_verify(db_store_t *self, uint64_t *bad_seq);
 /* Run a passive WAL checkpoint (from a connection that is not writing). */
 int db_store_checkpoint(db_store_t *self);
 
+/* After every commit on this connection, store the WAL's size in pages in
+   *pages (for a checkpointing thread to decide when to run). */
+void db_store_watch_wal(db_store_t *self, _Atomic uint64_t *pages);
+
 /* The cluster ID and shard recorded in the file. */
 const util_id_t *db_store_cluster(db_store_t *self);
 uint32_t db_store_shard(db_store_t *self);
@@ -91,5 +96,6 @@ const char *db_store_path(db_store_t *self);
 extern const char db_sql_schema[];
 extern const char db_sql_views[];
 extern const char db_sql_lineage[];
+extern const char db_sql_span[];
 
 #endif

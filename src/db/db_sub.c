@@ -19,6 +19,7 @@
 
 typedef struct {
     uint64_t req, from; /* a READ in flight */
+    zmsg_t *reply;      /* its answer, when it came before an older one's */
 } s_read_t;
 
 struct db_sub_t {
@@ -73,6 +74,7 @@ s_read(db_sub_t *self)
         s_read_t *r = &self->reads[self->nreads++];
         r->req = ++self->req;
         r->from = self->next_from;
+        r->reply = NULL;
         util_le64(b, r->req);
         util_le64(b + 8, r->from);
         util_le32(b + 16, S_READ);
@@ -87,10 +89,18 @@ s_read(db_sub_t *self)
 }
 
 static void
+s_forget_reads(db_sub_t *self)
+{
+    for (int i = 0; i < self->nreads; i++)
+        zmsg_destroy(&self->reads[i].reply);
+    self->nreads = 0; /* replies to older READs are recognised by req and dropped */
+}
+
+static void
 s_catchup(db_sub_t *self)
 {
     self->live = false;
-    self->nreads = 0; /* replies to older READs are recognised by req and dropped */
+    s_forget_reads(self);
     self->next_from = self->last + 1;
     s_read(self);
 }
@@ -184,6 +194,7 @@ db_sub_destroy(db_sub_t **self_p)
     if (!self)
         return;
     s_drop_kept(self);
+    s_forget_reads(self);
     zmsg_destroy(&self->held);
     zsock_destroy(&self->master);
     zsock_destroy(&self->cfg);
@@ -280,7 +291,7 @@ s_on_read(db_sub_t *self, zmsg_t **m_p, net_batch_t *out)
         char text[256];
         net_error_decode(rep, &code, text, sizeof text);
         log_info("shard %u: %s", self->shard, text);
-        self->nreads = 0;
+        s_forget_reads(self);
         s_ask_config(self);
         return 0;
     }
@@ -288,9 +299,17 @@ s_on_read(db_sub_t *self, zmsg_t **m_p, net_batch_t *out)
         net_batch_parse(&b, zframe_data(body), zframe_size(body)))
         return 0;
     uint64_t req = util_rd64(zframe_data(rep)), tail_last = util_rd64(zframe_data(rep) + 8);
+    if (self->nreads == 2 && self->reads[1].req == req && !self->reads[1].reply) {
+        /* the tail read two chunks at once and this one came first: keep
+           it until the older one is delivered */
+        self->reads[1].reply = *m_p;
+        *m_p = NULL;
+        return 0;
+    }
     if (self->nreads == 0 || self->reads[0].req != req)
         return 0; /* an answer to a READ we gave up on */
     self->reads[0] = self->reads[1];
+    self->reads[1].reply = NULL;
     self->nreads--;
     int n = s_deliver(self, m_p, &b, out);
     if (n < 0) { /* cannot happen with a sane tail; start the catch-up again */
@@ -302,10 +321,10 @@ s_on_read(db_sub_t *self, zmsg_t **m_p, net_batch_t *out)
     if (self->last >= tail_last || b.count < S_READ) {
         /* caught up as of this READ: what follows comes live */
         if (self->last >= tail_last) {
-            self->nreads = 0;
+            s_forget_reads(self);
             self->live = true;
         } else {
-            self->nreads = 0;
+            s_forget_reads(self);
             self->next_from = self->last + 1;
             s_read(self);
         }
@@ -315,12 +334,27 @@ s_on_read(db_sub_t *self, zmsg_t **m_p, net_batch_t *out)
     return n;
 }
 
+/* The answer to the oldest READ, if it came early. */
+static int
+s_early_read(db_sub_t *self, net_batch_t *out)
+{
+    if (self->live || self->nreads == 0 || !self->reads[0].reply)
+        return 0;
+    zmsg_t *m = self->reads[0].reply;
+    self->reads[0].reply = NULL;
+    int n = s_on_read(self, &m, out);
+    zmsg_destroy(&m);
+    return n;
+}
+
 int
 db_sub_recv(db_sub_t *self, net_batch_t *out, int timeout_ms)
 {
     int64_t deadline = util_mono_ms() + timeout_ms;
     for (;;) {
         int n;
+        if ((n = s_early_read(self, out)) > 0)
+            return n;
         if (self->live && self->nkept && (n = s_replay_kept(self, out)) > 0)
             return n;
         zmq_pollitem_t items[4];

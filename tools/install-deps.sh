@@ -1,0 +1,19 @@
+#!/bin/sh
+# install-deps.sh - install the Debian 12 packages Lux needs to build and to
+# run its tests, skipping those already installed. Used by ./quickstart and
+# .ci/run. Needs root or sudo.
+set -e
+PKGS="build-essential autoconf automake libtool pkg-config
+libsqlite3-dev libczmq-dev libzmq3-dev liblz4-dev libsodium-dev
+sqlite3 python3 python3-zmq"
+missing=
+for p in $PKGS; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+        missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+echo "installing:$missing"
+SUDO=
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
