@@ -6,7 +6,8 @@
 
 LUX=${LUX_BIN:-./lux}
 HELLO=${LUX_BUILDDIR:-.}/examples/hello_log
-tmp=$(tap_tmpdir)
+tap_tmpdir
+tmp=$TAP_TMP
 D=$tmp/c
 trap '"$LUX" stop --dir "$D" >/dev/null 2>&1; tap_cleanup' EXIT
 

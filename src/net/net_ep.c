@@ -181,8 +181,9 @@ net_bind(int type, const char *ep, net_sec_t *sec, char *bound, size_t n)
         return NULL;
     }
     if (bound) {
-        const char *last = zsock_last_endpoint(s);
+        char *last = zsock_last_endpoint(s); /* ours to free */
         snprintf(bound, n, "%s", last ? last : ep);
+        free(last);
     }
     return s;
 }

@@ -1,6 +1,7 @@
 # tap.sh - TAP for shell tests (t/*.sh). Source it; call ok/is/like; end
 # with done_testing. tap_tmpdir makes a private scratch directory, removed
-# by tap_cleanup unless a check failed or LUX_KEEP is set.
+# by tap_cleanup unless a check failed or LUX_KEEP is set; its path is in
+# TAP_TMP after tap_tmpdir.
 _tap_n=0
 _tap_failed=0
 _tap_tmp=
@@ -34,11 +35,12 @@ like() { # like GOT PATTERN DESCRIPTION: PATTERN is a fixed string
 
 skip_all() { echo "1..0 # SKIP $1"; exit 0; }
 
-tap_tmpdir() {
+tap_tmpdir() { # sets TAP_TMP (call it directly, not in $(...): a subshell
+    # would make the directory without the parent knowing to remove it)
     if [ -z "$_tap_tmp" ]; then
         _tap_tmp=$(mktemp -d "${TMPDIR:-/tmp}/lux-test-XXXXXX")
     fi
-    echo "$_tap_tmp"
+    TAP_TMP=$_tap_tmp
 }
 
 tap_cleanup() {
