@@ -1,0 +1,351 @@
+/*  exec_arena - a POSIX shared-memory file, mapped, with an allocator on
+    the creator's side.
+
+    Creating is shm_open(O_CREAT | O_EXCL, 0600), fchmod to 0600 whatever
+    the umask, ftruncate (sparse: no page is allocated), mmap MAP_SHARED,
+    close; the mapping keeps the file open. Any failure after shm_open
+    unlinks the name again, so a failed create leaves nothing behind.
+    Opening is shm_open without O_CREAT, fstat for the size, mmap.
+
+    Prefaulting uses madvise(MADV_POPULATE_WRITE or _READ) (Linux 5.14);
+    where the kernel does not know it (EINVAL), it touches one byte per
+    page instead: an atomic add of 0 for a writable mapping, which writes
+    without changing what another process may be writing there, and a read
+    for a read-only one. The fallback cannot tell a full /dev/shm from
+    success: the toucher gets SIGBUS, as any writer would.
+
+    Errors name the arena: "arena /lux-node-1f3a: ...".
+*/
+#include "exec_arena.h"
+#include "exec_alloc.h"
+#include "../util/util_err.h"
+#include "../util/util_log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+#define S_SHM_DIR "/dev/shm"
+
+struct exec_arena_t {
+    char name[NAME_MAX + 1]; /* "/name", as given to shm_open */
+    uint8_t *base;           /* the mapping */
+    size_t size;             /* its length, a multiple of the page size */
+    bool writable;           /* mapped PROT_WRITE */
+    pid_t creator;           /* pid that created it, or 0 when opened */
+    exec_alloc_t *alloc;     /* the allocator; NULL when opened */
+};
+
+/* Turn a caller's name into shm_open's "/name" in out; 0 or LUX_EINVAL. */
+static int
+s_shm_name(const char *name, char *out)
+{
+    if (!name)
+        return util_err(LUX_EINVAL, "arena: no name");
+    const char *bare = name[0] == '/' ? name + 1 : name;
+    size_t n = strlen(bare);
+    if (n == 0 || strchr(bare, '/') || strcmp(bare, ".") == 0 || strcmp(bare, "..") == 0)
+        return util_err(LUX_EINVAL, "arena '%s': a name is one path component", name);
+    if (n + 1 > NAME_MAX)
+        return util_err(LUX_EINVAL, "arena '%s': name longer than %d bytes", name, NAME_MAX - 1);
+    out[0] = '/';
+    memcpy(out + 1, bare, n + 1);
+    return 0;
+}
+
+static int
+s_errno_code(int e)
+{
+    switch (e) {
+    case ENOENT:
+        return LUX_ENOTFOUND;
+    case EEXIST:
+        return LUX_EEXIST;
+    case EACCES:
+    case EPERM:
+        return LUX_EAUTH;
+    case ENOMEM:
+        return LUX_ENOMEM;
+    case ENOSPC:
+        return LUX_EFULL;
+    case EINVAL:
+    case ENAMETOOLONG:
+        return LUX_EINVAL;
+    }
+    return LUX_EIO;
+}
+
+static size_t
+s_page(void)
+{
+    long pg = sysconf(_SC_PAGESIZE);
+    return pg > 0 ? (size_t) pg : 4096;
+}
+
+exec_arena_t *
+exec_arena_create(const char *name, size_t size)
+{
+    char nm[NAME_MAX + 1];
+    struct statvfs vfs;
+    size_t pg = s_page();
+    int fd, e;
+
+    if (s_shm_name(name, nm))
+        return NULL;
+    if (size == 0 || size > SIZE_MAX - pg || size > (size_t) INT64_MAX - pg) {
+        util_err(LUX_EINVAL, "arena %s: cannot have %zu bytes", nm, size);
+        return NULL;
+    }
+    size = (size + pg - 1) / pg * pg;
+    if (statvfs(S_SHM_DIR, &vfs) == 0 && (uint64_t) vfs.f_bavail * vfs.f_frsize < size) {
+        util_err(LUX_EFULL, "arena %s: %zu bytes, but " S_SHM_DIR " has %llu free", nm, size,
+                 (unsigned long long) vfs.f_bavail * vfs.f_frsize);
+        return NULL;
+    }
+    exec_arena_t *self = calloc(1, sizeof *self);
+    if (!self) {
+        util_err(LUX_ENOMEM, "arena %s: out of memory", nm);
+        return NULL;
+    }
+    memcpy(self->name, nm, sizeof nm);
+    self->alloc = exec_alloc_new(size);
+    if (!self->alloc) {
+        util_err_ctx(LUX_ENOMEM, "arena %s", nm);
+        free(self);
+        return NULL;
+    }
+
+    fd = shm_open(nm, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        e = errno;
+        if (e == EEXIST)
+            util_err(LUX_EEXIST,
+                     "arena %s: " S_SHM_DIR "%s exists (a live node manager's, or left by one "
+                     "that was killed)",
+                     nm, nm);
+        else
+            util_err(s_errno_code(e), "arena %s: shm_open: %s", nm, strerror(e));
+        exec_alloc_destroy(&self->alloc);
+        free(self);
+        return NULL;
+    }
+    if (fchmod(fd, 0600) < 0 || ftruncate(fd, (off_t) size) < 0) {
+        e = errno;
+        util_err(s_errno_code(e), "arena %s: sizing to %zu bytes: %s", nm, size, strerror(e));
+        goto fail;
+    }
+    self->base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (self->base == MAP_FAILED) {
+        e = errno;
+        self->base = NULL;
+        util_err(s_errno_code(e), "arena %s: mmap of %zu bytes: %s", nm, size, strerror(e));
+        goto fail;
+    }
+    close(fd);
+    self->size = size;
+    self->writable = true;
+    self->creator = getpid();
+    log_debug("arena %s: created, %zu bytes", nm, size);
+    return self;
+
+fail:
+    close(fd);
+    shm_unlink(nm);
+    exec_alloc_destroy(&self->alloc);
+    free(self);
+    return NULL;
+}
+
+exec_arena_t *
+exec_arena_open(const char *name, bool writable)
+{
+    char nm[NAME_MAX + 1];
+    struct stat st;
+    int fd, e;
+
+    if (s_shm_name(name, nm))
+        return NULL;
+    fd = shm_open(nm, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC, 0);
+    if (fd < 0) {
+        e = errno;
+        util_err(s_errno_code(e), "arena %s: %s", nm, strerror(e));
+        return NULL;
+    }
+    if (fstat(fd, &st) < 0) {
+        e = errno;
+        util_err(LUX_EIO, "arena %s: fstat: %s", nm, strerror(e));
+        close(fd);
+        return NULL;
+    }
+    /* a creator between shm_open and ftruncate shows size 0 */
+    if (st.st_size <= 0 || (uint64_t) st.st_size > SIZE_MAX) {
+        util_err(LUX_ESTATE, "arena %s: size %lld (still being created?)", nm,
+                 (long long) st.st_size);
+        close(fd);
+        return NULL;
+    }
+    exec_arena_t *self = calloc(1, sizeof *self);
+    if (!self) {
+        util_err(LUX_ENOMEM, "arena %s: out of memory", nm);
+        close(fd);
+        return NULL;
+    }
+    memcpy(self->name, nm, sizeof nm);
+    self->size = (size_t) st.st_size;
+    self->writable = writable;
+    self->base =
+        mmap(NULL, self->size, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd, 0);
+    e = errno;
+    close(fd);
+    if (self->base == MAP_FAILED) {
+        util_err(s_errno_code(e), "arena %s: mmap of %zu bytes: %s", nm, self->size, strerror(e));
+        free(self);
+        return NULL;
+    }
+    return self;
+}
+
+void
+exec_arena_destroy(exec_arena_t **self_p)
+{
+    exec_arena_t *self = *self_p;
+    if (!self)
+        return;
+    if (self->base)
+        munmap(self->base, self->size);
+    if (self->creator && self->creator == getpid()) {
+        if (shm_unlink(self->name) < 0)
+            log_warn("arena %s: unlink: %s", self->name, strerror(errno));
+        else
+            log_debug("arena %s: removed", self->name);
+    }
+    exec_alloc_destroy(&self->alloc);
+    free(self);
+    *self_p = NULL;
+}
+
+uint8_t *
+exec_arena_base(exec_arena_t *self)
+{
+    return self->base;
+}
+
+size_t
+exec_arena_size(exec_arena_t *self)
+{
+    return self->size;
+}
+
+const char *
+exec_arena_name(exec_arena_t *self)
+{
+    return self->name;
+}
+
+int
+exec_arena_prefault(exec_arena_t *self, uint64_t off, size_t n)
+{
+    size_t pg = s_page();
+    if (off > self->size || n > self->size - off)
+        return util_err(LUX_EINVAL, "arena %s: prefault of %zu bytes at %llu: beyond %zu",
+                        self->name, n, (unsigned long long) off, self->size);
+    if (n == 0)
+        return 0;
+    size_t start = (size_t) off / pg * pg;
+    size_t end = ((size_t) off + n + pg - 1) / pg * pg;
+    uint8_t *p = self->base + start;
+    int advice = self->writable ? MADV_POPULATE_WRITE : MADV_POPULATE_READ;
+
+    for (;;) {
+        if (madvise(p, end - start, advice) == 0)
+            return 0;
+        int e = errno;
+        if (e == EINTR)
+            continue;
+        if (e == EINVAL) /* a kernel before 5.14: touch the pages */
+            break;
+        if (e == EFAULT || e == ENOSPC)
+            return util_err(LUX_EFULL,
+                            "arena %s: prefault of %zu bytes at %zu: " S_SHM_DIR " is full",
+                            self->name, end - start, start);
+        return util_err(s_errno_code(e), "arena %s: prefault of %zu bytes at %zu: %s", self->name,
+                        end - start, start, strerror(e));
+    }
+    for (size_t i = start; i < end; i += pg) {
+        if (self->writable)
+            __atomic_fetch_add(self->base + i, 0, __ATOMIC_RELAXED);
+        else
+            (void) *(volatile uint8_t *) (self->base + i);
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------------
+   The creator's allocator */
+
+static int
+s_not_owner(exec_arena_t *self, const char *what)
+{
+    return util_err(LUX_ESTATE, "arena %s: %s: only the creator allocates", self->name, what);
+}
+
+int
+exec_arena_alloc(exec_arena_t *self, size_t n, uint64_t *off)
+{
+    if (!self->alloc)
+        return s_not_owner(self, "alloc");
+    int rc = exec_alloc_reserve(self->alloc, n, off);
+    if (rc)
+        util_err_ctx(rc, "arena %s", self->name);
+    return rc;
+}
+
+int
+exec_arena_free(exec_arena_t *self, uint64_t off)
+{
+    if (!self->alloc)
+        return s_not_owner(self, "free");
+    int rc = exec_alloc_release(self->alloc, off);
+    if (rc) {
+        util_err_ctx(rc, "arena %s", self->name);
+        log_warn("%s (ignored)", util_errmsg());
+    }
+    return rc;
+}
+
+size_t
+exec_arena_used(exec_arena_t *self)
+{
+    return self->alloc ? (size_t) exec_alloc_used(self->alloc) : 0;
+}
+
+size_t
+exec_arena_largest_free(exec_arena_t *self)
+{
+    return self->alloc ? (size_t) exec_alloc_largest_free(self->alloc) : 0;
+}
+
+int
+exec_arena_check(exec_arena_t *self)
+{
+    if (!self->alloc)
+        return s_not_owner(self, "check");
+    int rc = exec_alloc_check(self->alloc);
+    if (rc)
+        util_err_ctx(rc, "arena %s", self->name);
+    return rc;
+}
