@@ -10,13 +10,16 @@
     objects but never the allocator. Other processes open the arena by name,
     read-write or read-only, and turn offsets into pointers with
     exec_arena_base(). The file has mode 0600: only the same user maps it.
+    The creator calls alloc and free from one thread at a time.
 
     Names. The caller names the arena ("lux-node-1f3a"; a leading '/' is
     optional, no other '/'); the file is /dev/shm/<name>. Creating refuses a
     name that exists: it may belong to a live node manager. One left behind
     by a node manager that was killed has to be removed by whoever knows it
     is dead (shm_unlink or rm). The creator unlinks it in destroy; a process
-    forked from the creator never does.
+    forked from the creator never does. Processes that still map an
+    unlinked arena keep a valid mapping; its memory goes back to the system
+    when the last of them unmaps it.
 
     Memory. The file is sparse: an 8 GiB arena costs nothing until its
     pages are written, and each page is allocated (and zeroed by the kernel)
