@@ -530,13 +530,6 @@ exec_alloc_release(exec_alloc_t *self, uint64_t off)
 }
 
 uint64_t
-exec_alloc_block_size(exec_alloc_t *self, uint64_t off)
-{
-    uint32_t i = s_hash_get(self, off);
-    return i == S_NIL ? 0 : N(i).size;
-}
-
-uint64_t
 exec_alloc_size(exec_alloc_t *self)
 {
     return self->size;
@@ -557,12 +550,6 @@ exec_alloc_largest_free(exec_alloc_t *self)
     while (N(t).right != S_NIL)
         t = N(t).right;
     return N(t).size;
-}
-
-uint64_t
-exec_alloc_blocks(exec_alloc_t *self)
-{
-    return self->nlive + self->nfree;
 }
 
 /* ------------------------------------------------------------------------

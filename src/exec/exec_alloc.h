@@ -42,13 +42,9 @@ int exec_alloc_reserve(exec_alloc_t *self, uint64_t n, uint64_t *off);
    inside a block). */
 int exec_alloc_release(exec_alloc_t *self, uint64_t off);
 
-/* The size of the live block at off, or 0 when there is none. */
-uint64_t exec_alloc_block_size(exec_alloc_t *self, uint64_t off);
-
 uint64_t exec_alloc_size(exec_alloc_t *self); /* as managed */
 uint64_t exec_alloc_used(exec_alloc_t *self); /* live bytes, rounded */
 uint64_t exec_alloc_largest_free(exec_alloc_t *self);
-uint64_t exec_alloc_blocks(exec_alloc_t *self); /* live and free blocks */
 
 /* Check every invariant (O(n), for tests): 0 or LUX_ECORRUPT saying which
    one failed. */
