@@ -59,6 +59,152 @@ const char *lux_strerror(int code);
    ("shard 2: seq gap 1041 -> 1043 from replica 3"); "" when none. */
 const char *lux_errmsg(void);
 
+
+/* ======================================================================
+   The runtime: tasks, objects, futures (refs)
+   ======================================================================
+
+   A program (the driver) calls lux_init, then calls remote functions with
+   lux_call, which returns refs at once: futures naming objects that will
+   hold the function's return values. Arguments are values (copied into
+   the task) or refs (dependencies, possibly not yet computed). lux_get
+   waits for an object and gives its bytes; on the same node the bytes are
+   read in place in the shared-memory object store, not copied. Every task
+   and object is an event in the cluster's log (see `lux sql`).
+
+   Remote functions live in a module: a shared object built from code that
+   includes this header and names each function with LUX_FUNCTION. The
+   module's bytes are stored in the log, content-addressed, and workers load
+   them from there, so the exact code of every task is on record. */
+
+/* An object ID: the ID of the task that makes it (16 bytes) and the return
+   index (4 bytes, big-endian). */
+#define LUX_REF_LEN 20
+typedef struct {
+    uint8_t b[LUX_REF_LEN];
+} lux_ref_t;
+
+/* A connection to a cluster: the driver's, or a running task's. */
+typedef struct lux_t lux_t;
+
+typedef struct {
+    const char *address;  /* NULL: $LUX_ADDRESS, else start the embedded default;
+                             or a cluster directory started by `lux start --head` */
+    const char *module;   /* path of the module (.so) holding the remote functions */
+    const char *dir;      /* embedded default: where the run's directory goes (its log
+                             stays there); NULL: $LUX_HOME/runs, or ~/.lux/runs */
+    int workers;          /* embedded default: worker processes (0: one per core) */
+    int shards;           /* embedded default: log shards (0: 2) */
+    uint64_t store_bytes; /* embedded default: object store size (0: a quarter of RAM,
+                             at most 8 GiB) */
+    const char *resources; /* embedded default: what the node has, "CPU=2,GPU=1,disk=3"
+                              (NULL: CPU = cores) */
+} lux_config_t;
+
+/* Connect (or start the embedded default). NULL on failure. */
+lux_t *lux_init(const lux_config_t *cfg);
+/* Disconnect; the embedded default stops its cluster (its log stays in
+   lux_dir()). Frees every ref the caller still holds. */
+int lux_shutdown(lux_t **lx_p);
+/* The cluster's directory: `lux sql --dir` it. */
+const char *lux_dir(lux_t *lx);
+/* The current job's ID (32 hex digits into out, 33 bytes). */
+char *lux_job_id(lux_t *lx, char *out);
+
+/* A value handed to a function, or read with lux_get. */
+typedef struct {
+    const void *data;
+    size_t size;
+} lux_val_t;
+
+/* An argument of a call: a value (data, size), or a ref (ref non-NULL). */
+typedef struct {
+    const void *data;
+    size_t size;
+    const lux_ref_t *ref;
+} lux_arg_t;
+#define LUX_VAL(p, n) ((lux_arg_t) {.data = (p), .size = (n)})
+#define LUX_REF(r) ((lux_arg_t) {.ref = &(r)})
+
+/* What a call asks for. Zero fields take the defaults. */
+typedef struct {
+    double cpus;           /* CPUs the task holds while it runs (default 1) */
+    const char *resources; /* custom resources it holds, "GPU=1,disk=2" */
+    int max_attempts;      /* runs allowed when its worker dies (default 3) */
+} lux_opts_t;
+
+/* Call remote function fn with argc arguments; its nret return values get
+   refs into refs[0..nret-1] (nret must match the function's). Returns at
+   once. LUX_ENOTFOUND for an unknown function, LUX_EINVAL for a wrong
+   number of arguments or returns, or an argument ref that was never made. */
+int lux_call(lux_t *lx, const char *fn, int argc, const lux_arg_t *argv, int nret,
+             lux_ref_t *refs);
+int lux_call_opts(lux_t *lx, const lux_opts_t *opts, const char *fn, int argc,
+                  const lux_arg_t *argv, int nret, lux_ref_t *refs);
+
+/* Store a value; its ref in *ref. The bytes are copied. */
+int lux_put(lux_t *lx, const void *data, size_t size, lux_ref_t *ref);
+
+/* Wait up to timeout_ms (-1: forever) for an object and give its bytes in
+   *out, valid until the ref is freed. LUX_ETASK when the task that makes it
+   failed (lux_errmsg() names the task and says why), LUX_ETIMEDOUT,
+   LUX_ENOTFOUND for a ref that was never made. */
+int lux_get(lux_t *lx, const lux_ref_t *ref, lux_val_t *out, int timeout_ms);
+/* The same for n refs; 0 when all are there, else the first error. */
+int lux_get_many(lux_t *lx, int n, const lux_ref_t *refs, lux_val_t *out, int timeout_ms);
+
+/* Wait until k of the n objects are ready (or failed), up to timeout_ms;
+   ready[i] set to 1 for each that is. Returns how many are ready. */
+int lux_wait(lux_t *lx, int n, const lux_ref_t *refs, int k, int timeout_ms, int *ready);
+
+/* Forget refs: their objects may be dropped, and pointers from lux_get
+   into them become invalid. */
+void lux_free(lux_t *lx, int n, const lux_ref_t *refs);
+
+/* Refs as text: 40 hex digits (out: 41 bytes); and back (0 or LUX_EINVAL). */
+char *lux_ref_hex(const lux_ref_t *ref, char *out);
+int lux_ref_parse(lux_ref_t *ref, const char *hex);
+
+/* ---- inside a remote function ------------------------------------------------- */
+
+/* A remote function: argv[i] are its arguments (refs already resolved to
+   their bytes), and it sets its return values with lux_set. Returns 0, or
+   lux_raise(...) to fail with a message. lx is the task's connection: the
+   function may call, put and get like a driver (nested tasks). */
+typedef int (*lux_fn_t)(lux_t *lx, int argc, const lux_val_t *argv);
+
+/* Set return value i (copied). */
+int lux_set(lux_t *lx, int i, const void *data, size_t size);
+/* Or get a buffer for it in the object store and write there (no copy);
+   NULL (and the call fails) when the store cannot hold it. */
+void *lux_set_alloc(lux_t *lx, int i, size_t size);
+/* Fail the task: `return lux_raise(lx, "n must be positive, got %d", n);` */
+int lux_raise(lux_t *lx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The ID of the running task, and its attempt (1 for the first). */
+const lux_ref_t *lux_task_ref(lux_t *lx);
+int lux_attempt(lux_t *lx);
+
+/* Register a function (called by LUX_FUNCTION when the module loads). */
+void lux_register_function(const char *name, lux_fn_t fn, int nargs, int nret);
+/* Register the module's entry point for `lux run` (LUX_MAIN). */
+typedef int (*lux_main_t)(lux_t *lx, int argc, char **argv);
+void lux_register_main(lux_main_t fn);
+
+/* In a module: LUX_FUNCTION(name, nargs, nret) after `int name(lux_t *,
+   int, const lux_val_t *)`; nargs -1 takes any number of arguments. */
+#define LUX_FUNCTION(fn, nargs, nret)                                         \
+    static void __attribute__((constructor)) lux__register_##fn(void)        \
+    {                                                                         \
+        lux_register_function(#fn, fn, nargs, nret);                          \
+    }
+/* In a module run by `lux run MODULE.so ARGS`: LUX_MAIN(fn) after
+   `int fn(lux_t *, int argc, char **argv)`. */
+#define LUX_MAIN(fn)                                                          \
+    static void __attribute__((constructor)) lux__register_main(void)        \
+    {                                                                         \
+        lux_register_main(fn);                                                \
+    }
+
 #ifdef __cplusplus
 }
 #endif

@@ -20,7 +20,10 @@ static const s_cmd_t s_cmds[] = {
     {"status", cmd_status, "list components, shards and replicas"},
     {"sql", cmd_sql, "query the log of all shards, read-only"},
     {"audit", cmd_audit, "verify the hash chain of every replica's log"},
+    {"run", cmd_run, "run a module's entry point as the driver"},
     {"bench", cmd_bench, "run benchmarks"},
+    {"worker", cmd_worker, NULL},
+    {"bench-client", cmd_bench_client, NULL},
     {"supervise", cmd_supervise, NULL},
     {"replica", cmd_replica, NULL},
 };

@@ -84,6 +84,20 @@ bench_cluster_stop(bench_ctx_t *ctx, db_cluster_t *c)
 
 static const char s_usage[] = "lux bench [--json] [--quick] [--dir DIR] [--list] [NAME...]";
 
+#define S_MAX_BENCH 64
+static const bench_t *s_all[S_MAX_BENCH];
+static int s_nall;
+
+static void
+s_collect(void)
+{
+    s_nall = 0;
+    for (int i = 0; i < bench_exec_n && s_nall < S_MAX_BENCH; i++)
+        s_all[s_nall++] = &bench_exec[i];
+    for (int i = 0; i < bench_log_n && s_nall < S_MAX_BENCH; i++)
+        s_all[s_nall++] = &bench_log[i];
+}
+
 int
 cmd_bench(int argc, char **argv)
 {
@@ -110,16 +124,17 @@ cmd_bench(int argc, char **argv)
         else if (nnames < 64)
             names[nnames++] = argv[i];
     }
+    s_collect();
     if (list) {
         printf("benchmarks:\n");
-        for (int i = 0; i < bench_log_n; i++)
-            printf("  %-26s %s\n", bench_log[i].name, bench_log[i].what);
+        for (int i = 0; i < s_nall; i++)
+            printf("  %-28s %s\n", s_all[i]->name, s_all[i]->what);
         return 0;
     }
     for (int k = 0; k < nnames; k++) {
         bool known = false;
-        for (int i = 0; i < bench_log_n; i++)
-            known = known || strcmp(names[k], bench_log[i].name) == 0;
+        for (int i = 0; i < s_nall; i++)
+            known = known || strcmp(names[k], s_all[i]->name) == 0;
         if (!known)
             return lux_usage("bench", s_usage, "no benchmark named '%s' (see --list)", names[k]);
     }
@@ -130,18 +145,18 @@ cmd_bench(int argc, char **argv)
     zsys_init();
     /* run each requested benchmark once; a function may report several
        names at once (they are measured together), so remember which ran */
-    bool done[256] = {false};
-    for (int i = 0; i < bench_log_n; i++) {
+    bool done[S_MAX_BENCH] = {false};
+    for (int i = 0; i < s_nall; i++) {
         bool want = nnames == 0;
         for (int k = 0; k < nnames; k++)
-            want = want || strcmp(names[k], bench_log[i].name) == 0;
+            want = want || strcmp(names[k], s_all[i]->name) == 0;
         if (!want || done[i])
             continue;
-        for (int j = i; j < bench_log_n; j++)
-            if (bench_log[j].fn == bench_log[i].fn)
+        for (int j = i; j < s_nall; j++)
+            if (s_all[j]->fn == s_all[i]->fn)
                 done[j] = true;
-        if (bench_log[i].fn(&ctx, bench_log[i].name)) {
-            fprintf(stderr, "lux bench: %s: %s\n", bench_log[i].name, lux_errmsg());
+        if (s_all[i]->fn(&ctx, s_all[i]->name)) {
+            fprintf(stderr, "lux bench: %s: %s\n", s_all[i]->name, lux_errmsg());
             failed++;
         }
     }

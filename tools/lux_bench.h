@@ -43,5 +43,7 @@ double bench_median(double *v, int n);
 /* Benchmarks defined elsewhere. */
 extern const bench_t bench_log[];
 extern const int bench_log_n;
+extern const bench_t bench_exec[];
+extern const int bench_exec_n;
 
 #endif

@@ -15,6 +15,9 @@ int cmd_audit(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_supervise(int argc, char **argv); /* internal: the head's daemon */
 int cmd_replica(int argc, char **argv);   /* internal: one replica's daemon */
+int cmd_run(int argc, char **argv);
+int cmd_worker(int argc, char **argv);    /* internal: a node manager's worker */
+int cmd_bench_client(int argc, char **argv); /* internal: a driver for multi_client_tasks_async */
 
 /* Print "lux CMD: message" to stderr; returns 1 (the exit status). */
 int lux_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -15,6 +15,7 @@
 #include "db/db_master.h"
 #include "db/db_replica.h"
 #include "db/db_store.h"
+#include "exec/exec_node.h"
 #include "net/net_wire.h"
 #include "util/util_err.h"
 #include "util/util_fs.h"
@@ -461,6 +462,7 @@ cmd_supervise(int argc, char **argv)
         unlink(path);
         return lux_fail("supervise", "%s", lux_errmsg());
     }
+    zactor_t *node = NULL; /* started once the replicas serve (it appends to the log) */
     uint32_t n = c.shards * c.replicas;
     s_child_t *kids = calloc(n, sizeof *kids);
     for (uint32_t k = 0; k < n; k++) {
@@ -468,7 +470,7 @@ cmd_supervise(int argc, char **argv)
         kids[k].restart_at_ms = 1; /* start now */
     }
     log_info("supervising %u shards x %u replicas in %s", c.shards, c.replicas, c.dir);
-    int64_t checked = util_mono_ms();
+    int64_t checked = util_mono_ms(), start_ms = checked;
     while (!zsys_interrupted) {
         int64_t now = util_mono_ms();
         if (now - checked >= 1000) {
@@ -482,11 +484,12 @@ cmd_supervise(int argc, char **argv)
             }
         }
         int status;
-        pid_t dead;
-        while ((dead = waitpid(-1, &status, WNOHANG)) > 0) {
-            for (uint32_t k = 0; k < n; k++) {
-                if (kids[k].pid != dead)
-                    continue;
+        /* reap our replicas by pid: the node manager reaps its own workers */
+        for (uint32_t k0 = 0; k0 < n; k0++) {
+            pid_t dead = kids[k0].pid ? waitpid(kids[k0].pid, &status, WNOHANG) : 0;
+            if (dead <= 0)
+                continue;
+            for (uint32_t k = k0; k <= k0; k++) {
                 bool quick = now - kids[k].started_ms < 10000;
                 kids[k].backoff_ms = quick ? (kids[k].backoff_ms * 2 > 5000 ? 5000
                                                                            : kids[k].backoff_ms * 2)
@@ -516,9 +519,18 @@ cmd_supervise(int argc, char **argv)
             kids[k].started_ms = now;
             kids[k].restart_at_ms = 0;
         }
+        if (!node && now - start_ms >= 0) {
+            /* after the replicas are started: it waits for the chains */
+            exec_node_opts_t no = {.cluster = &c};
+            if (!(node = exec_node_new(&no))) {
+                log_error("cannot start the node manager: %s", lux_errmsg());
+                break;
+            }
+        }
         zclock_sleep(20);
     }
     log_info("stopping");
+    zactor_destroy(&node); /* first: its workers stop, its events reach the log */
     for (uint32_t k = 0; k < n; k++)
         if (kids[k].pid)
             kill(kids[k].pid, SIGTERM);

@@ -63,6 +63,7 @@ struct db_store_t {
     sqlite3_stmt *ins;               /* INSERT INTO event */
     sqlite3_stmt *rd;                /* range read */
     sqlite3_stmt *hash_at;           /* hash of one seq */
+    sqlite3_stmt *find;              /* an event by task and kind */
     sqlite3_stmt *seen;              /* client_seen upsert */
     sqlite3_stmt *begin, *commit, *rollback;
     util_idmap_t *clients;           /* client -> s_seen_t: newest event ID of each */
@@ -296,6 +297,7 @@ db_store_close(db_store_t **self_p)
     sqlite3_finalize(self->ins);
     sqlite3_finalize(self->rd);
     sqlite3_finalize(self->hash_at);
+    sqlite3_finalize(self->find);
     sqlite3_finalize(self->seen);
     if (self->db && sqlite3_close(self->db) != SQLITE_OK)
         log_warn("%s: close: %s", self->path, sqlite3_errmsg(self->db));
@@ -461,13 +463,13 @@ s_merge(db_store_t *self, const util_id_t *client, uint64_t cseq, uint64_t seq, 
 }
 
 static int
-s_write_seen(void *arg, const util_id_t *client, void *value)
+s_write_seen(void *arg, const void *client, void *value)
 {
     db_store_t *self = arg;
     s_seen_t *v = value;
     if (!v->dirty)
         return 0;
-    sqlite3_bind_blob(self->seen, 1, client->b, UTIL_ID_LEN, SQLITE_STATIC);
+    sqlite3_bind_blob(self->seen, 1, client, UTIL_ID_LEN, SQLITE_STATIC);
     sqlite3_bind_int64(self->seen, 2, (int64_t) v->cseq);
     sqlite3_bind_int64(self->seen, 3, (int64_t) v->seq);
     int rc = sqlite3_step(self->seen);
@@ -731,6 +733,38 @@ db_store_read(db_store_t *self, uint64_t from, uint32_t max, size_t max_bytes, u
 }
 
 int
+db_store_find(db_store_t *self, const util_id_t *task, int kind, util_buf_t *out, uint64_t *seq)
+{
+    db_event_t e;
+    int rc, step;
+    if (!self->find &&
+        (rc = s_prepare(self, &self->find,
+                        "SELECT seq, ts, kind, client, cseq, job, task, parent, actor, node, idx,"
+                        " worker, attempt, status, t_start, t_end, size, name, info, fp, deps,"
+                        " body, hash FROM event WHERE task = ?1 AND kind = ?2 ORDER BY seq"
+                        " LIMIT 1")))
+        return rc;
+    sqlite3_bind_blob(self->find, 1, task->b, UTIL_ID_LEN, SQLITE_STATIC);
+    sqlite3_bind_int(self->find, 2, kind);
+    step = sqlite3_step(self->find);
+    if (step == SQLITE_ROW) {
+        if (!(rc = s_row(self, self->find, &e))) {
+            db_event_encode(&e, out);
+            *seq = e.seq;
+            if (out->oom)
+                rc = util_err(LUX_ENOMEM, "out of memory");
+        }
+    } else if (step == SQLITE_DONE) {
+        rc = util_err(LUX_ENOTFOUND, "%s: no event of kind %s for that task", self->path,
+                      db_kind_name(kind));
+    } else {
+        rc = s_sqlerr(self, "find");
+    }
+    sqlite3_reset(self->find);
+    return rc;
+}
+
+int
 db_store_hash_at(db_store_t *self, uint64_t seq, uint8_t out[DB_HASH_LEN])
 {
     int rc = LUX_ENOTFOUND;
@@ -789,7 +823,7 @@ typedef struct {
 } s_each_t;
 
 static int
-s_each(void *arg, const util_id_t *client, void *value)
+s_each(void *arg, const void *client, void *value)
 {
     s_each_t *e = arg;
     s_seen_t *v = value;

@@ -62,6 +62,12 @@ void db_store_rollback(db_store_t *self);
 int db_store_read(db_store_t *self, uint64_t from, uint32_t max, size_t max_bytes,
                   util_buf_t *out, uint32_t *count);
 
+/* The first event of `kind` about `task` (by the task index): its record
+   appended to out (as a bare record, no length), its seq in *seq. 0 or
+   LUX_ENOTFOUND. */
+int db_store_find(db_store_t *self, const util_id_t *task, int kind, util_buf_t *out,
+                  uint64_t *seq);
+
 /* The chain hash stored at seq; LUX_ENOTFOUND when there is no such seq. */
 int db_store_hash_at(db_store_t *self, uint64_t seq, uint8_t out[DB_HASH_LEN]);
 

@@ -42,7 +42,20 @@
     X(STATUS_REQ, 15, "ask the chain master for the cluster status")          \
     X(STATUS_REP, 16, "cluster status as JSON")                               \
     X(PING, 17, "liveness probe")                                             \
-    X(PONG, 18, "liveness answer")
+    X(PONG, 18, "liveness answer")                                            \
+    X(NODE_HELLO, 19, "a client or worker introduces itself to its node")     \
+    X(NODE_WELCOME, 20, "the node manager answers NODE_HELLO")                \
+    X(MODULE, 21, "a driver registers a module's bytes")                      \
+    X(SUBMIT, 22, "a client submits tasks")                                   \
+    X(PUT, 23, "a client stores objects")                                     \
+    X(ALLOC, 24, "a client asks for room in the object store")                \
+    X(ALLOC_REP, 25, "room in the object store")                              \
+    X(GET, 26, "a client asks for objects (and pins those in the store)")     \
+    X(OBJECTS, 27, "objects for a client: values, places in the store, errors") \
+    X(FREE, 28, "a client forgets refs and unpins")                           \
+    X(TASKS, 29, "the node manager hands tasks to a worker")                  \
+    X(RESULTS, 30, "a worker reports finished tasks")                         \
+    X(BLOCKED, 31, "a worker waits inside a task, or goes on")
 
 enum net_type {
 #define X(name, code, what) NET_##name = code,

@@ -17,22 +17,34 @@ struct util_idmap_t {
     uint8_t *slots;   /* cap slots of slot_size bytes */
     size_t cap;       /* a power of two */
     size_t size;      /* entries in use */
+    size_t klen;      /* key bytes */
     size_t vsize;     /* value bytes */
-    size_t slot_size; /* 8 (used flag, padded) + 16 + vsize rounded to 8 */
+    size_t koff;      /* key bytes rounded to 8: where the value starts after the key */
+    size_t slot_size; /* 8 (used flag, padded) + koff + vsize rounded to 8 */
 };
 
 #define S_USED(self, i) ((self)->slots + (i) * (self)->slot_size)
-#define S_KEY(self, i) ((util_id_t *) (S_USED(self, i) + 8))
-#define S_VAL(self, i) (S_USED(self, i) + 8 + UTIL_ID_LEN)
+#define S_KEY(self, i) (S_USED(self, i) + 8)
+#define S_VAL(self, i) (S_USED(self, i) + 8 + (self)->koff)
 
 util_idmap_t *
 util_idmap_new(size_t value_size)
 {
+    return util_idmap_new_keyed(UTIL_ID_LEN, value_size);
+}
+
+util_idmap_t *
+util_idmap_new_keyed(size_t key_len, size_t value_size)
+{
+    if (key_len == 0 || key_len > 32)
+        return NULL;
     util_idmap_t *self = calloc(1, sizeof *self);
     if (!self)
         return NULL;
+    self->klen = key_len;
+    self->koff = (key_len + 7) & ~(size_t) 7;
     self->vsize = value_size;
-    self->slot_size = (8 + UTIL_ID_LEN + value_size + 7) & ~(size_t) 7;
+    self->slot_size = (8 + self->koff + value_size + 7) & ~(size_t) 7;
     self->cap = 16;
     self->slots = calloc(self->cap, self->slot_size);
     if (!self->slots) {
@@ -52,14 +64,21 @@ util_idmap_destroy(util_idmap_t **self_p)
     }
 }
 
-static size_t
-s_home(const util_idmap_t *self, const util_id_t *key)
+void
+util_idmap_clear(util_idmap_t *self)
 {
-    return (size_t) util_hash64(key->b, UTIL_ID_LEN) & (self->cap - 1);
+    memset(self->slots, 0, self->cap * self->slot_size);
+    self->size = 0;
 }
 
 static size_t
-s_find(const util_idmap_t *self, const util_id_t *key, int *found)
+s_home(const util_idmap_t *self, const void *key)
+{
+    return (size_t) util_hash64(key, self->klen) & (self->cap - 1);
+}
+
+static size_t
+s_find(const util_idmap_t *self, const void *key, int *found)
 {
     size_t i = s_home(self, key);
     for (;;) {
@@ -67,7 +86,7 @@ s_find(const util_idmap_t *self, const util_id_t *key, int *found)
             *found = 0;
             return i;
         }
-        if (util_id_eq(S_KEY(self, i), key)) {
+        if (memcmp(S_KEY(self, i), key, self->klen) == 0) {
             *found = 1;
             return i;
         }
@@ -97,7 +116,7 @@ s_grow(util_idmap_t *self)
 }
 
 void *
-util_idmap_get(util_idmap_t *self, const util_id_t *key)
+util_idmap_get(util_idmap_t *self, const void *key)
 {
     int found;
     size_t i = s_find(self, key, &found);
@@ -105,7 +124,7 @@ util_idmap_get(util_idmap_t *self, const util_id_t *key)
 }
 
 void *
-util_idmap_put(util_idmap_t *self, const util_id_t *key, int *fresh)
+util_idmap_put(util_idmap_t *self, const void *key, int *fresh)
 {
     int found;
     size_t i;
@@ -117,14 +136,14 @@ util_idmap_put(util_idmap_t *self, const util_id_t *key, int *fresh)
     if (!found) {
         memset(S_USED(self, i), 0, self->slot_size);
         *S_USED(self, i) = 1;
-        *S_KEY(self, i) = *key;
+        memcpy(S_KEY(self, i), key, self->klen);
         self->size++;
     }
     return S_VAL(self, i);
 }
 
 int
-util_idmap_del(util_idmap_t *self, const util_id_t *key)
+util_idmap_del(util_idmap_t *self, const void *key)
 {
     int found;
     size_t i = s_find(self, key, &found), j;
@@ -156,7 +175,7 @@ util_idmap_size(const util_idmap_t *self)
 }
 
 void
-util_idmap_each(util_idmap_t *self, int (*fn)(void *arg, const util_id_t *key, void *value),
+util_idmap_each(util_idmap_t *self, int (*fn)(void *arg, const void *key, void *value),
                 void *arg)
 {
     for (size_t i = 0; i < self->cap; i++)

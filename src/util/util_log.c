@@ -13,6 +13,7 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 int util_log_level = UTIL_LOG_WARN;
@@ -50,9 +51,13 @@ void
 util_log_name(const char *fmt, ...)
 {
     va_list ap;
+    char thread[16];
     va_start(ap, fmt);
     vsnprintf(s_name, sizeof s_name, fmt, ap);
     va_end(ap);
+    /* the thread's name too (15 characters), for top -H and /proc */
+    snprintf(thread, sizeof thread, "%s", s_name);
+    prctl(PR_SET_NAME, thread, 0, 0, 0);
 }
 
 void

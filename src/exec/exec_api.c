@@ -1,0 +1,96 @@
+/*  exec_api - lux_init and lux_shutdown: connect to a cluster, or start the
+    embedded default, and register the driver's module. */
+#include "exec_client.h"
+#include "exec_head.h"
+#include "exec_node.h"
+#include "../util/util_err.h"
+#include "../util/util_fs.h"
+#include "../util/util_log.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The program's name and arguments, for the job_started event. */
+static void
+s_cmdline(char *name, size_t nn, char *info, size_t ni)
+{
+    size_t len;
+    char *s = util_read_file("/proc/self/cmdline", &len);
+    name[0] = info[0] = '\0';
+    if (!s)
+        return;
+    size_t k = 0;
+    for (size_t i = 0; i < len; i += strlen(s + i) + 1) {
+        if (i == 0)
+            snprintf(name, nn, "%s", s);
+        else
+            k += (size_t) snprintf(info + k, k < ni ? ni - k : 0, "%s%s", k ? " " : "", s + i);
+    }
+    free(s);
+}
+
+lux_t *
+lux_init(const lux_config_t *cfg)
+{
+    lux_config_t c = cfg ? *cfg : (lux_config_t) {0};
+    exec_head_t *head = NULL;
+    char endpoint[DB_EP_MAX], name[256], info[1024];
+    const char *address = c.address ? c.address : getenv("LUX_ADDRESS");
+
+    /* a library does not take over the program's signals */
+    zsys_handler_set(NULL);
+    zsys_init();
+    util_log_init(UTIL_LOG_WARN);
+    if (address && *address) {
+        db_cluster_t cl;
+        if (db_cluster_load(&cl, address))
+            return NULL;
+        exec_node_endpoint(&cl, endpoint, sizeof endpoint);
+    } else {
+        if (!(head = exec_head_start(&c)))
+            return NULL;
+        snprintf(endpoint, sizeof endpoint, "%s", exec_head_endpoint(head));
+    }
+    s_cmdline(name, sizeof name, info, sizeof info);
+    lux_t *lx = exec_client_connect(endpoint, EXEC_HELLO_DRIVER, name, info);
+    if (!lx) {
+        exec_head_stop(&head);
+        return NULL;
+    }
+    lx->head = head;
+    if (c.module) {
+        uint8_t *bytes, hash[16];
+        size_t n;
+        char path[PATH_MAX];
+        if (util_abspath(c.module, path, sizeof path) ||
+            exec_module_read(path, &bytes, &n, hash))
+            goto fail;
+        free(bytes);
+        if (!(lx->module = exec_module_load(path, hash)) ||
+            exec_client_send_module(lx, lx->module, path))
+            goto fail;
+    }
+    return lx;
+fail:
+    {
+        char why[UTIL_ERRMSG_MAX];
+        snprintf(why, sizeof why, "%s", lux_errmsg());
+        lux_shutdown(&lx);
+        util_err(LUX_EINVAL, "%s", why);
+    }
+    return NULL;
+}
+
+int
+lux_shutdown(lux_t **lx_p)
+{
+    lux_t *lx = *lx_p;
+    if (!lx)
+        return 0;
+    exec_head_t *head = lx->head;
+    exec_client_close(lx_p, 0);
+    exec_head_stop(&head);
+    return 0;
+}

@@ -1,0 +1,780 @@
+/*  exec_client - the connection behind lux_t, and the public calls that
+    run on it: lux_call, lux_put, lux_get, lux_wait, lux_free, and, inside
+    a task, lux_set, lux_set_alloc, lux_raise.
+
+    Batching: submissions, small puts and frees queue in buffers and go out
+    when a buffer holds S_BATCH items, when the oldest has waited
+    S_FLUSH_NS, or before the client waits for anything. So a driver making
+    a million calls sends a few thousand messages, and one making one call
+    and getting its result sends it at once.
+
+    Objects: the node manager tells a client about each object it owns as
+    soon as it is ready (small values come inline); for anything else the
+    client asks (GET), and the answer for an object in the store comes
+    pinned, so the pointer lux_get gives stays valid until lux_free.
+*/
+#include "exec_client.h"
+#include "../net/net_ep.h"
+#include "../net/net_wire.h"
+#include "../util/util_err.h"
+#include "../util/util_hash.h"
+#include "../util/util_log.h"
+#include "../util/util_time.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define S_BATCH 128
+#define S_FLUSH_NS 100000
+
+/* --- sending ------------------------------------------------------------------------- */
+
+static void
+s_send(lux_t *lx, int type, const void *body, size_t n, const void *body2, size_t n2)
+{
+    zmsg_t *m = zmsg_new();
+    zmsg_append(m, &(zframe_t *) {net_hdr_frame(type, NET_NO_SHARD, 0)});
+    if (body)
+        zmsg_addmem(m, body, n);
+    if (body2)
+        zmsg_addmem(m, body2, n2);
+    zmsg_send(&m, lx->sk);
+}
+
+static void
+s_send_batch(lux_t *lx, int type, util_buf_t *b, uint32_t *count)
+{
+    if (*count == 0)
+        return;
+    util_le32(b->data, *count);
+    s_send(lx, type, b->data, b->len, NULL, 0);
+    b->len = 0;
+    *count = 0;
+    if (b->cap > (8u << 20))
+        util_buf_free(b);
+}
+
+void
+exec_client_flush(lux_t *lx)
+{
+    s_send_batch(lx, NET_PUT, &lx->put, &lx->nput);
+    s_send_batch(lx, NET_SUBMIT, &lx->submit, &lx->nsubmit);
+    s_send_batch(lx, NET_FREE, &lx->freeb, &lx->nfree);
+    lx->pending_ns = 0;
+}
+
+/* Start a batch item in b (count header first). */
+static void
+s_batch_start(lux_t *lx, util_buf_t *b, uint32_t count)
+{
+    if (count == 0) {
+        b->len = 0;
+        util_buf_put_u32(b, 0);
+        if (!lx->pending_ns)
+            lx->pending_ns = util_mono_ns();
+    }
+}
+
+static void
+s_maybe_flush(lux_t *lx, uint32_t count)
+{
+    if (count >= S_BATCH || (lx->pending_ns && util_mono_ns() - lx->pending_ns > S_FLUSH_NS))
+        exec_client_flush(lx);
+}
+
+/* --- objects --------------------------------------------------------------------------- */
+
+static exec_cobj_t *
+s_obj(lux_t *lx, const lux_ref_t *ref, bool create)
+{
+    exec_cobj_t *o = util_idmap_get(lx->objs, ref->b);
+    if (!o && create)
+        o = util_idmap_put(lx->objs, ref->b, NULL); /* zero-filled: PENDING */
+    return o;
+}
+
+static void
+s_obj_clear(exec_cobj_t *o)
+{
+    free(o->bytes);
+    o->bytes = NULL;
+}
+
+static void
+s_on_objects(lux_t *lx, zframe_t *body)
+{
+    util_rd_t r;
+    util_rd_init(&r, zframe_data(body), zframe_size(body));
+    uint32_t count = util_rd_u32(&r);
+    for (uint32_t i = 0; i < count; i++) {
+        exec_obj_t d;
+        if (exec_obj_decode(&r, &d)) {
+            log_error("client: malformed OBJECTS from the node");
+            return;
+        }
+        exec_cobj_t *o = s_obj(lx, &d.id, false);
+        if (!o) {
+            /* freed here before it came: if it came pinned, unpin it */
+            if (d.pinned) {
+                s_batch_start(lx, &lx->freeb, lx->nfree);
+                util_buf_put(&lx->freeb, d.id.b, LUX_REF_LEN);
+                lx->nfree++;
+            }
+            continue;
+        }
+        o->asked = false;
+        if (o->state != COBJ_PENDING && o->where == EXEC_W_INLINE && o->bytes) {
+            /* told again (its owner is told, and a GET is answered): values
+               never change, and lux_get handed out these bytes already */
+            continue;
+        }
+        if (d.where == EXEC_W_ERROR || d.where == EXEC_W_INLINE) {
+            s_obj_clear(o);
+            o->bytes = malloc(d.size + 1);
+            if (!o->bytes) {
+                o->state = COBJ_ERROR;
+                continue;
+            }
+            memcpy(o->bytes, d.bytes, d.size);
+            o->bytes[d.size] = '\0';
+            o->size = d.size;
+            o->state = d.where == EXEC_W_ERROR ? COBJ_ERROR : COBJ_READY;
+            o->where = EXEC_W_INLINE;
+        } else {
+            s_obj_clear(o);
+            o->state = COBJ_READY;
+            o->where = EXEC_W_ARENA;
+            o->off = d.off;
+            o->size = d.size;
+            o->pinned = o->pinned || d.pinned;
+        }
+    }
+}
+
+void
+exec_client_handle(lux_t *lx, zmsg_t *msg)
+{
+    zframe_t *hf = zmsg_first(msg), *body = zmsg_next(msg);
+    net_hdr_t h;
+    if (net_hdr_decode(&h, hf)) {
+        log_error("client: %s", lux_errmsg());
+        return;
+    }
+    if (h.type == NET_OBJECTS && body)
+        s_on_objects(lx, body);
+    else if (h.type == NET_TASKS && lx->later)
+        zlist_append(lx->later, zmsg_dup(msg));
+}
+
+bool
+exec_client_poll(lux_t *lx, int timeout_ms)
+{
+    zmq_pollitem_t it = {zsock_resolve(lx->sk), 0, ZMQ_POLLIN, 0};
+    if (zmq_poll(&it, 1, timeout_ms) <= 0)
+        return false;
+    for (int n = 0; n < 256 && (zsock_events(lx->sk) & ZMQ_POLLIN); n++) {
+        zmsg_t *m = zmsg_recv(lx->sk);
+        if (!m)
+            break;
+        exec_client_handle(lx, m);
+        zmsg_destroy(&m);
+    }
+    return true;
+}
+
+int
+exec_client_alloc(lux_t *lx, uint64_t size, uint64_t *off)
+{
+    uint8_t b[16];
+    uint64_t req = ++lx->alloc_req;
+    util_le64(b, req);
+    util_le64(b + 8, size);
+    exec_client_flush(lx);
+    s_send(lx, NET_ALLOC, b, sizeof b, NULL, 0);
+    for (;;) {
+        zmsg_t *m = zmsg_recv(lx->sk);
+        if (!m)
+            return util_err(LUX_EINTR, "interrupted waiting for room in the object store");
+        zframe_t *hf = zmsg_first(m), *body = zmsg_next(m);
+        net_hdr_t h;
+        if (net_hdr_decode(&h, hf) == 0 && h.type == NET_ALLOC_REP && body &&
+            zframe_size(body) == 20 && util_rd64(zframe_data(body)) == req) {
+            int rc = (int32_t) util_rd32(zframe_data(body) + 8);
+            *off = util_rd64(zframe_data(body) + 12);
+            if (rc) {
+                char *why = zmsg_next(m) ? zframe_strdup(zmsg_last(m)) : NULL;
+                util_err(rc, "%s", why ? why : lux_strerror(rc));
+                free(why);
+            }
+            zmsg_destroy(&m);
+            return rc;
+        }
+        exec_client_handle(lx, m);
+        zmsg_destroy(&m);
+    }
+}
+
+/* --- IDs --------------------------------------------------------------------------------- */
+
+static void
+s_next_id(lux_t *lx, util_id_t *id)
+{
+    util_id_child(id, &lx->job, &lx->root, ++lx->counter);
+}
+
+char *
+lux_ref_hex(const lux_ref_t *ref, char *out)
+{
+    util_hex(out, ref->b, LUX_REF_LEN);
+    return out;
+}
+
+int
+lux_ref_parse(lux_ref_t *ref, const char *hex)
+{
+    return util_unhex(ref->b, LUX_REF_LEN, hex);
+}
+
+/* --- connecting ---------------------------------------------------------------------------- */
+
+lux_t *
+exec_client_connect(const char *endpoint, int kind, const char *name, const char *info)
+{
+    lux_t *lx = calloc(1, sizeof *lx);
+    if (!lx) {
+        util_err(LUX_ENOMEM, "out of memory");
+        return NULL;
+    }
+    lx->kind = kind;
+    util_id_random(&lx->id);
+    if (lx->id.b[0] == 0)
+        lx->id.b[0] = 1; /* ZeroMQ reserves routing IDs that start with a zero byte */
+    util_buf_init(&lx->submit);
+    util_buf_init(&lx->put);
+    util_buf_init(&lx->freeb);
+    util_buf_init(&lx->scratch);
+    if (!(lx->objs = util_idmap_new_keyed(LUX_REF_LEN, sizeof(exec_cobj_t))))
+        goto fail;
+    lx->sk = zsock_new(ZMQ_DEALER);
+    if (!lx->sk)
+        goto fail;
+    zsock_set_linger(lx->sk, 1000);
+    /* all 16 bytes: zsock_set_identity would stop at a zero byte */
+    zmq_setsockopt(zsock_resolve(lx->sk), ZMQ_ROUTING_ID, lx->id.b, UTIL_ID_LEN);
+    net_hwm(lx->sk, 0);
+    if (zsock_connect(lx->sk, "%s", endpoint) < 0) {
+        util_err(LUX_EIO, "connect %s: %s", endpoint, zmq_strerror(zmq_errno()));
+        goto fail;
+    }
+    /* hello: kind, pid, our ID, job (a fresh one for a driver) */
+    if (kind == EXEC_HELLO_DRIVER)
+        util_id_random(&lx->job);
+    util_buf_t *b = &lx->scratch;
+    b->len = 0;
+    util_buf_put_u8(b, (uint8_t) kind);
+    util_buf_put_u32(b, (uint32_t) getpid());
+    util_buf_put(b, lx->id.b, 16);
+    util_buf_put(b, lx->job.b, 16);
+    util_buf_put_str(b, name ? name : "", name ? strlen(name) : 0);
+    util_buf_put_blob(b, info ? info : "", info ? strlen(info) : 0);
+    util_buf_put_u32(b, 0);
+    s_send(lx, NET_NODE_HELLO, b->data, b->len, NULL, 0);
+    zpoller_t *p = zpoller_new(lx->sk, NULL);
+    zmsg_t *m = zpoller_wait(p, 10000) == lx->sk ? zmsg_recv(lx->sk) : NULL;
+    zpoller_destroy(&p);
+    if (!m) {
+        util_err(LUX_ETIMEDOUT, "the node manager at %s did not answer within 10 s", endpoint);
+        goto fail;
+    }
+    zframe_t *hf = zmsg_first(m), *body = zmsg_next(m);
+    net_hdr_t h;
+    util_rd_t r;
+    if (net_hdr_decode(&h, hf) || h.type != NET_NODE_WELCOME || !body) {
+        zmsg_destroy(&m);
+        util_err(LUX_EPROTO, "the node manager at %s did not welcome us", endpoint);
+        goto fail;
+    }
+    util_rd_init(&r, zframe_data(body), zframe_size(body));
+    const uint8_t *node = util_rd_take(&r, 16), *job = util_rd_take(&r, 16);
+    size_t nlen, dlen;
+    const char *aname = util_rd_str(&r, &nlen);
+    uint64_t asize = util_rd_u64(&r);
+    const char *dir = util_rd_str(&r, &dlen);
+    util_rd_u32(&r);
+    if (r.bad || nlen >= sizeof lx->arena_name || dlen >= sizeof lx->dir) {
+        zmsg_destroy(&m);
+        util_err(LUX_EPROTO, "a malformed welcome from the node manager");
+        goto fail;
+    }
+    memcpy(lx->node.b, node, 16);
+    memcpy(lx->job.b, job, 16);
+    memcpy(lx->arena_name, aname, nlen);
+    memcpy(lx->dir, dir, dlen);
+    zmsg_destroy(&m);
+    (void) asize;
+    if (!(lx->arena = exec_arena_open(lx->arena_name, true)))
+        goto fail;
+    /* a driver's root: a fixed child of its job, so IDs are deterministic */
+    util_id_t zero = {{0}};
+    util_id_child(&lx->root, &lx->job, &zero, 0);
+    return lx;
+fail:
+    exec_client_close(&lx, 0);
+    return NULL;
+}
+
+static int
+s_free_value(void *arg, const void *key, void *value)
+{
+    s_obj_clear(value);
+    return 0;
+}
+
+void
+exec_client_close(lux_t **lx_p, int status)
+{
+    lux_t *lx = *lx_p;
+    if (!lx)
+        return;
+    if (lx->sk && lx->arena) {
+        exec_client_flush(lx);
+        if (lx->kind == EXEC_HELLO_DRIVER) {
+            /* goodbye: the job ends; wait for the node to say it heard */
+            util_buf_t *b = &lx->scratch;
+            b->len = 0;
+            util_buf_put_u8(b, 3);
+            util_buf_put_u32(b, (uint32_t) getpid());
+            util_buf_put(b, lx->id.b, 16);
+            util_buf_put(b, lx->job.b, 16);
+            util_buf_put_str(b, "", 0);
+            util_buf_put_blob(b, status ? "failed" : "ok", status ? 6 : 2);
+            util_buf_put_u32(b, (uint32_t) status);
+            s_send(lx, NET_NODE_HELLO, b->data, b->len, NULL, 0);
+            int64_t deadline = util_mono_ms() + 5000;
+            while (util_mono_ms() < deadline) {
+                zpoller_t *p = zpoller_new(lx->sk, NULL);
+                zmsg_t *m = zpoller_wait(p, 200) == lx->sk ? zmsg_recv(lx->sk) : NULL;
+                zpoller_destroy(&p);
+                if (!m)
+                    continue;
+                net_hdr_t h;
+                bool done = net_hdr_decode(&h, zmsg_first(m)) == 0 && h.type == NET_NODE_WELCOME;
+                zmsg_destroy(&m);
+                if (done)
+                    break;
+            }
+        }
+    }
+    if (lx->objs) {
+        util_idmap_each(lx->objs, s_free_value, NULL);
+        util_idmap_destroy(&lx->objs);
+    }
+    zsock_destroy(&lx->sk);
+    exec_arena_destroy(&lx->arena);
+    util_buf_free(&lx->submit);
+    util_buf_free(&lx->put);
+    util_buf_free(&lx->freeb);
+    util_buf_free(&lx->scratch);
+    if (lx->later) {
+        zmsg_t *m;
+        while ((m = zlist_pop(lx->later)))
+            zmsg_destroy(&m);
+        zlist_destroy(&lx->later);
+    }
+    free(lx);
+    *lx_p = NULL;
+}
+
+/* --- calls ------------------------------------------------------------------------------------ */
+
+/* Find fn: in the client's module, else among the functions built into
+   this program (whose module is the program's own executable). */
+static const exec_fn_t *
+s_find_fn(lux_t *lx, const char *fn, exec_module_t **m)
+{
+    const exec_fn_t *f = NULL;
+    size_t len = strlen(fn);
+    if (lx->module && (f = exec_module_fn(lx->module, fn, len))) {
+        *m = lx->module;
+        return f;
+    }
+    *m = exec_module_builtin();
+    return exec_module_fn(*m, fn, len);
+}
+
+/* Send a module's bytes to the node (once): it keeps them and logs them. */
+int
+exec_client_send_module(lux_t *lx, exec_module_t *m, const char *path)
+{
+    uint8_t *bytes, hash[16];
+    size_t n;
+    int rc = exec_module_read(path, &bytes, &n, hash);
+    if (rc)
+        return rc;
+    exec_client_flush(lx);
+    s_send(lx, NET_MODULE, exec_module_hash(m), 16, bytes, n);
+    free(bytes);
+    return 0;
+}
+
+int
+lux_call_opts(lux_t *lx, const lux_opts_t *opts, const char *fn, int argc, const lux_arg_t *argv,
+              int nret, lux_ref_t *refs)
+{
+    exec_module_t *m;
+    const exec_fn_t *f;
+    if (!lx || !fn)
+        return util_err(LUX_EINVAL, "lux_call: no connection or no function name");
+    if (!(f = s_find_fn(lx, fn, &m)))
+        return util_err(LUX_ENOTFOUND, "lux_call: no function '%s' in the module%s", fn,
+                        lx->module ? "" : " (lux_init was given no module)");
+    if (nret != f->nret || nret < 0 || nret > EXEC_MAX_RETURNS)
+        return util_err(LUX_EINVAL, "lux_call: %s returns %d values, not %d", fn, f->nret, nret);
+    if ((f->nargs >= 0 && argc != f->nargs) || argc < 0 || argc > EXEC_MAX_ARGS)
+        return util_err(LUX_EINVAL, "lux_call: %s takes %d arguments, not %d", fn, f->nargs,
+                        argc);
+    if (strlen(fn) > EXEC_NAME_MAX)
+        return util_err(LUX_EINVAL, "lux_call: function name too long");
+    if (m == exec_module_builtin() && !lx->builtin_sent) {
+        int rc = exec_client_send_module(lx, m, "/proc/self/exe");
+        if (rc)
+            return rc;
+        lx->builtin_sent = true;
+    }
+    /* the arguments, encoded */
+    util_buf_t *a = &lx->scratch;
+    a->len = 0;
+    for (int i = 0; i < argc; i++) {
+        if (argv[i].ref)
+            exec_arg_put_ref(a, argv[i].ref);
+        else
+            exec_arg_put_value(a, argv[i].data, (uint32_t) argv[i].size);
+    }
+    if (a->oom)
+        return util_err(LUX_ENOMEM, "lux_call: out of memory");
+    exec_spec_t s = {.parent = lx->root, .job = lx->job, .fn = fn,
+                     .fn_len = (uint16_t) strlen(fn), .nret = (uint8_t) nret,
+                     .max_attempts = (uint8_t) (opts && opts->max_attempts > 0
+                                                    ? (opts->max_attempts > 255 ? 255
+                                                                                : opts->max_attempts)
+                                                    : 3),
+                     .cpus_milli = (uint32_t) ((opts && opts->cpus > 0 ? opts->cpus : 1.0) * 1000 + 0.5),
+                     .res = opts && opts->resources ? opts->resources : NULL,
+                     .res_len = (uint16_t) (opts && opts->resources ? strlen(opts->resources) : 0),
+                     .argc = (uint16_t) argc, .args = a->data, .args_len = (uint32_t) a->len};
+    memcpy(s.module, exec_module_hash(m), 16);
+    s_next_id(lx, &s.task);
+    s_batch_start(lx, &lx->submit, lx->nsubmit);
+    exec_spec_encode(&lx->submit, &s);
+    if (lx->submit.oom)
+        return util_err(LUX_ENOMEM, "lux_call: out of memory");
+    lx->nsubmit++;
+    for (int i = 0; i < nret; i++) {
+        exec_ref_make(&refs[i], &s.task, (uint32_t) i);
+        s_obj(lx, &refs[i], true);
+    }
+    s_maybe_flush(lx, lx->nsubmit);
+    return 0;
+}
+
+int
+lux_call(lux_t *lx, const char *fn, int argc, const lux_arg_t *argv, int nret, lux_ref_t *refs)
+{
+    return lux_call_opts(lx, NULL, fn, argc, argv, nret, refs);
+}
+
+int
+lux_put(lux_t *lx, const void *data, size_t size, lux_ref_t *ref)
+{
+    util_id_t id;
+    exec_obj_t d;
+    if (!lx || (!data && size))
+        return util_err(LUX_EINVAL, "lux_put: no connection or no data");
+    s_next_id(lx, &id);
+    exec_ref_make(ref, &id, 0);
+    exec_cobj_t *o = s_obj(lx, ref, true);
+    if (!o)
+        return util_err(LUX_ENOMEM, "lux_put: out of memory");
+    memset(&d, 0, sizeof d);
+    d.id = *ref;
+    d.size = size;
+    if (size <= EXEC_INLINE_MAX) {
+        o->bytes = malloc(size + 1);
+        if (!o->bytes)
+            return util_err(LUX_ENOMEM, "lux_put: out of memory");
+        memcpy(o->bytes, data, size);
+        o->size = size;
+        o->where = EXEC_W_INLINE;
+        o->state = COBJ_READY;
+        d.where = EXEC_W_INLINE;
+        d.bytes = data;
+        s_batch_start(lx, &lx->put, lx->nput);
+        exec_obj_encode(&lx->put, &d);
+        lx->nput++;
+        s_maybe_flush(lx, lx->nput);
+        return 0;
+    }
+    uint64_t off;
+    int rc = exec_client_alloc(lx, size, &off);
+    if (rc) {
+        util_idmap_del(lx->objs, ref->b);
+        return util_err_ctx(rc, "lux_put of %zu bytes", size);
+    }
+    memcpy(exec_arena_base(lx->arena) + off, data, size);
+    d.where = EXEC_W_ARENA;
+    d.off = off;
+    s_batch_start(lx, &lx->put, lx->nput);
+    exec_obj_encode(&lx->put, &d);
+    lx->nput++;
+    exec_client_flush(lx);
+    o->where = EXEC_W_ARENA;
+    o->off = off;
+    o->size = size;
+    o->state = COBJ_READY;
+    return 0;
+}
+
+/* --- waiting ------------------------------------------------------------------------------ */
+
+/* Whether o is as ready as we need: READY and readable (inline, or pinned
+   in the store), or failed. Asks the node when it must. */
+static bool
+s_have(lux_t *lx, const lux_ref_t *ref, exec_cobj_t *o, bool readable)
+{
+    if (o->state == COBJ_ERROR)
+        return true;
+    if (o->state == COBJ_READY && (!readable || o->where == EXEC_W_INLINE || o->pinned))
+        return true;
+    if (!o->asked && (o->state == COBJ_READY || readable)) {
+        /* in the store but not pinned for us, or someone else's: ask */
+        uint8_t b[4 + LUX_REF_LEN];
+        util_le32(b, 1);
+        memcpy(b + 4, ref->b, LUX_REF_LEN);
+        exec_client_flush(lx);
+        s_send(lx, NET_GET, b, sizeof b, NULL, 0);
+        o->asked = true;
+    }
+    return false;
+}
+
+/* In a worker, waiting inside a task: tell the node once, giving back the
+   tasks not started, so their CPU can run what we wait for. */
+static void
+s_block(lux_t *lx, bool blocked)
+{
+    if (lx->kind != EXEC_HELLO_WORKER || !lx->task || lx->blocked == blocked)
+        return;
+    util_buf_t *b = &lx->scratch;
+    b->len = 0;
+    util_buf_put_u8(b, blocked);
+    size_t at = b->len;
+    util_buf_put_u32(b, 0);
+    uint32_t n = blocked && lx->giveback ? lx->giveback(lx, b) : 0;
+    util_le32(b->data + at, n);
+    exec_client_flush(lx);
+    s_send(lx, NET_BLOCKED, b->data, b->len, NULL, 0);
+    lx->blocked = blocked;
+}
+
+int
+lux_get_many(lux_t *lx, int n, const lux_ref_t *refs, lux_val_t *out, int timeout_ms)
+{
+    int64_t deadline = timeout_ms < 0 ? INT64_MAX : util_mono_ms() + timeout_ms;
+    int rc = 0;
+    if (!lx || n < 0)
+        return util_err(LUX_EINVAL, "lux_get: no connection");
+    exec_client_flush(lx);
+    for (int i = 0; i < n; i++) {
+        exec_cobj_t *o = s_obj(lx, &refs[i], true);
+        if (!o)
+            return util_err(LUX_ENOMEM, "lux_get: out of memory");
+        while (!s_have(lx, &refs[i], o, true)) {
+            int64_t left = deadline - util_mono_ms();
+            if (left <= 0) {
+                s_block(lx, false);
+                char hex[LUX_REF_LEN * 2 + 1];
+                return util_err(LUX_ETIMEDOUT, "lux_get: object %s not ready within %d ms",
+                                lux_ref_hex(&refs[i], hex), timeout_ms);
+            }
+            if (!exec_client_poll(lx, 0)) {
+                s_block(lx, true);
+                exec_client_poll(lx, left > 1000 ? 1000 : (int) left);
+            }
+            o = s_obj(lx, &refs[i], true);
+        }
+        if (o->state == COBJ_ERROR) {
+            if (!rc)
+                rc = util_err(LUX_ETASK, "%s", o->bytes ? (char *) o->bytes : "task failed");
+            out[i].data = NULL;
+            out[i].size = 0;
+            continue;
+        }
+        out[i].data = o->where == EXEC_W_INLINE ? (const void *) o->bytes
+                                                : exec_arena_base(lx->arena) + o->off;
+        out[i].size = (size_t) o->size;
+    }
+    s_block(lx, false);
+    return rc;
+}
+
+int
+lux_get(lux_t *lx, const lux_ref_t *ref, lux_val_t *out, int timeout_ms)
+{
+    return lux_get_many(lx, 1, ref, out, timeout_ms);
+}
+
+int
+lux_wait(lux_t *lx, int n, const lux_ref_t *refs, int k, int timeout_ms, int *ready)
+{
+    int64_t deadline = timeout_ms < 0 ? INT64_MAX : util_mono_ms() + timeout_ms;
+    int count = 0;
+    if (!lx || n < 0)
+        return util_err(LUX_EINVAL, "lux_wait: no connection");
+    if (k > n)
+        k = n;
+    exec_client_flush(lx);
+    for (;;) {
+        count = 0;
+        for (int i = 0; i < n; i++) {
+            exec_cobj_t *o = s_obj(lx, &refs[i], true);
+            bool r = o && s_have(lx, &refs[i], o, false);
+            if (ready)
+                ready[i] = r;
+            count += r;
+        }
+        if (count >= k)
+            break;
+        int64_t left = deadline - util_mono_ms();
+        if (left <= 0)
+            break;
+        if (!exec_client_poll(lx, 0)) {
+            s_block(lx, true);
+            exec_client_poll(lx, left > 1000 ? 1000 : (int) left);
+        }
+    }
+    s_block(lx, false);
+    return count;
+}
+
+void
+lux_free(lux_t *lx, int n, const lux_ref_t *refs)
+{
+    if (!lx)
+        return;
+    for (int i = 0; i < n; i++) {
+        exec_cobj_t *o = s_obj(lx, &refs[i], false);
+        if (o) {
+            s_obj_clear(o);
+            util_idmap_del(lx->objs, refs[i].b);
+        }
+        s_batch_start(lx, &lx->freeb, lx->nfree);
+        util_buf_put(&lx->freeb, refs[i].b, LUX_REF_LEN);
+        lx->nfree++;
+    }
+    s_maybe_flush(lx, lx->nfree);
+}
+
+/* --- inside a task ------------------------------------------------------------------------ */
+
+static int
+s_check_out(lux_t *lx, int i)
+{
+    if (!lx || !lx->task)
+        return util_err(LUX_ESTATE, "lux_set: not inside a task");
+    if (i < 0 || i >= lx->task->nret)
+        return util_err(LUX_EINVAL, "lux_set: return %d of a function with %d", i,
+                        lx->task->nret);
+    return 0;
+}
+
+void *
+lux_set_alloc(lux_t *lx, int i, size_t size)
+{
+    exec_task_ctx_t *t;
+    if (s_check_out(lx, i))
+        return NULL;
+    t = lx->task;
+    free(t->outs_own[i]);
+    t->outs_own[i] = NULL;
+    memset(&t->outs[i], 0, sizeof t->outs[i]);
+    exec_ref_make(&t->outs[i].id, &t->task, (uint32_t) i);
+    t->outs[i].size = size;
+    if (size <= EXEC_INLINE_MAX) {
+        if (!(t->outs_own[i] = malloc(size ? size : 1))) {
+            util_err(LUX_ENOMEM, "lux_set: out of memory");
+            return NULL;
+        }
+        t->outs[i].where = EXEC_W_INLINE;
+        t->outs[i].bytes = t->outs_own[i];
+        t->outs_set[i] = 1;
+        return t->outs_own[i];
+    }
+    uint64_t off;
+    if (exec_client_alloc(lx, size, &off)) {
+        snprintf(t->err, sizeof t->err, "return %d of %zu bytes: %s", i, size, lux_errmsg());
+        t->status = LUX_EFULL;
+        return NULL;
+    }
+    t->outs[i].where = EXEC_W_ARENA;
+    t->outs[i].off = off;
+    t->outs_set[i] = 1;
+    return exec_arena_base(lx->arena) + off;
+}
+
+int
+lux_set(lux_t *lx, int i, const void *data, size_t size)
+{
+    int rc = s_check_out(lx, i);
+    if (rc)
+        return rc;
+    void *p = lux_set_alloc(lx, i, size);
+    if (!p)
+        return lx->task->status ? lx->task->status : LUX_ENOMEM;
+    memcpy(p, data, size);
+    return 0;
+}
+
+int
+lux_raise(lux_t *lx, const char *fmt, ...)
+{
+    va_list ap;
+    if (!lx || !lx->task)
+        return util_err(LUX_ESTATE, "lux_raise: not inside a task");
+    va_start(ap, fmt);
+    vsnprintf(lx->task->err, sizeof lx->task->err, fmt, ap);
+    va_end(ap);
+    lx->task->status = LUX_ETASK;
+    return LUX_ETASK;
+}
+
+const lux_ref_t *
+lux_task_ref(lux_t *lx)
+{
+    static _Thread_local lux_ref_t ref;
+    if (!lx || !lx->task)
+        return NULL;
+    exec_ref_make(&ref, &lx->task->task, 0);
+    return &ref;
+}
+
+int
+lux_attempt(lux_t *lx)
+{
+    return lx && lx->task ? lx->task->attempt : 0;
+}
+
+const char *
+lux_dir(lux_t *lx)
+{
+    return lx ? lx->dir : NULL;
+}
+
+char *
+lux_job_id(lux_t *lx, char *out)
+{
+    util_id_hex(&lx->job, out);
+    return out;
+}

@@ -1,0 +1,103 @@
+/*  exec_client - the public API's connection (lux_t): what drivers and
+    running tasks use to call, put, get, wait and free.
+
+    A client talks to its node manager over one DEALER whose routing ID is
+    the client's ID. It batches what it sends (submissions, puts, frees: a
+    message carries many), keeps a table of the objects it knows (values of
+    small ones, places in the store of large ones), and is told by the node
+    manager when the objects it owns are ready. It reads objects in the
+    node's shared-memory store in place.
+
+    IDs are deterministic: a client's tasks and puts are the children of its
+    root (the driver's job root, or the running task) in the order it makes
+    them.
+*/
+#ifndef EXEC_CLIENT_H_INCLUDED
+#define EXEC_CLIENT_H_INCLUDED
+
+#include "exec_arena.h"
+#include "exec_module.h"
+#include "exec_proto.h"
+#include "../util/util_buf.h"
+#include "../util/util_idmap.h"
+
+#include <czmq.h>
+#include <limits.h>
+
+struct exec_head;
+
+/* What a running task sees (set by the worker for each task). */
+typedef struct {
+    util_id_t task;
+    uint8_t attempt;
+    int argc;
+    lux_val_t *argv;
+    uint8_t nret;
+    exec_obj_t *outs;      /* what lux_set set */
+    uint8_t *outs_set;     /* 1 when set */
+    uint8_t **outs_own;    /* inline copies we own */
+    char err[600];         /* lux_raise's message */
+    int status;
+} exec_task_ctx_t;
+
+struct lux_t {
+    int kind;                  /* EXEC_HELLO_DRIVER or _WORKER */
+    zsock_t *sk;               /* DEALER to the node manager */
+    util_id_t id;              /* this client */
+    util_id_t job, node;
+    util_id_t root;            /* parent of what we make: the driver's root or the task */
+    uint64_t counter;          /* children of root made so far */
+    exec_arena_t *arena;       /* the node's object store, mapped */
+    char arena_name[64];
+    char dir[PATH_MAX];        /* the cluster's directory */
+    exec_module_t *module;     /* the driver's module */
+    bool module_sent, builtin_sent;
+    util_idmap_t *objs;        /* ref (20) -> exec_cobj_t */
+    util_buf_t submit;         /* SUBMIT being filled */
+    uint32_t nsubmit;
+    util_buf_t put;            /* PUT being filled */
+    uint32_t nput;
+    util_buf_t freeb;          /* FREE being filled */
+    uint32_t nfree;
+    util_buf_t scratch;
+    int64_t pending_ns;        /* when the oldest unsent item was queued */
+    uint64_t alloc_req;
+    struct exec_head *head;    /* the embedded default's cluster, when we started it */
+    exec_task_ctx_t *task;     /* in a worker: the task running now */
+    zlist_t *later;            /* in a worker: TASKS that came while inside a task */
+    bool blocked;              /* in a worker: told the node we wait */
+    uint32_t (*giveback)(lux_t *lx, util_buf_t *ids); /* worker: tasks not started */
+    void *worker;              /* the worker's state */
+};
+
+/* An object the client knows. */
+enum { COBJ_PENDING = 0, COBJ_READY, COBJ_ERROR };
+typedef struct {
+    uint8_t state;
+    uint8_t where;             /* EXEC_W_INLINE or EXEC_W_ARENA */
+    bool pinned;               /* the node pinned it for us (we may read in place) */
+    bool asked;                /* a GET is out */
+    uint64_t size, off;
+    uint8_t *bytes;            /* inline copy, or the error message */
+} exec_cobj_t;
+
+/* Connect to the node manager at endpoint (a driver or a worker); NULL
+   with the message set. name and info describe a driver's job. */
+lux_t *exec_client_connect(const char *endpoint, int kind, const char *name, const char *info);
+void exec_client_close(lux_t **lx_p, int status);
+
+/* Send what is batched. */
+void exec_client_flush(lux_t *lx);
+/* Handle one message (already received) from the node manager: OBJECTS,
+   ALLOC_REP... TASKS are queued in later. */
+void exec_client_handle(lux_t *lx, zmsg_t *msg);
+/* Wait up to timeout_ms for a message and handle it; false on timeout. */
+bool exec_client_poll(lux_t *lx, int timeout_ms);
+
+/* Send a module's bytes to the node, which keeps and logs them. */
+int exec_client_send_module(lux_t *lx, exec_module_t *m, const char *path);
+
+/* Room in the store for size bytes (a round trip); 0 or LUX_EFULL... */
+int exec_client_alloc(lux_t *lx, uint64_t size, uint64_t *off);
+
+#endif

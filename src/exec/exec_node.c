@@ -1,0 +1,835 @@
+/*  exec_node - the node manager's actor: its socket, its messages, its
+    timers, its start and its stop (see exec_node.h; the state is described
+    in exec_node_int.h).
+
+    One ROUTER takes every client and worker (message types in
+    net_wire.h, bodies in exec_proto.c). After each message, what the
+    round produced goes out together: OBJECTS to each client that has some,
+    TASKS to idle workers, events to the log.
+
+    Garbage from a client is logged (at most once a second) and dropped;
+    it never stops the node manager.
+*/
+#include "exec_node_int.h"
+#include "exec_module.h"
+#include "../util/util_err.h"
+#include "../util/util_fs.h"
+#include "../util/util_hash.h"
+#include "../util/util_log.h"
+#include "../util/util_proc.h"
+#include "../util/util_time.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sysinfo.h>
+#include <unistd.h>
+
+static int64_t s_complain_ms;
+
+static void
+s_complain(const char *what)
+{
+    int64_t now = util_mono_ms();
+    if (now - s_complain_ms >= 1000) {
+        log_error("node: dropped a bad message: %s", what);
+        s_complain_ms = now;
+    }
+}
+
+char *
+exec_node_endpoint(const db_cluster_t *c, char *out, size_t n)
+{
+    snprintf(out, n, "ipc://%s/node", c->sock_dir);
+    return out;
+}
+
+uint64_t
+exec_node_default_store(void)
+{
+    struct sysinfo si;
+    uint64_t ram = sysinfo(&si) == 0 ? (uint64_t) si.totalram * si.mem_unit : (2ULL << 30);
+    uint64_t v = ram / 4;
+    return v > (8ULL << 30) ? (8ULL << 30) : v;
+}
+
+/* --- clients ------------------------------------------------------------------------- */
+
+/* Collect the values (pointers) of a map, to free them after the walk. */
+typedef struct {
+    void **v;
+    size_t n, cap;
+} s_ptrs_t;
+
+static int
+s_collect(void *arg, const void *key, void *value)
+{
+    s_ptrs_t *p = arg;
+    (void) key;
+    if (p->n == p->cap) {
+        size_t cap = p->cap ? 2 * p->cap : 64;
+        void **v = realloc(p->v, cap * sizeof *v);
+        if (!v)
+            return 1;
+        p->v = v;
+        p->cap = cap;
+    }
+    p->v[p->n++] = *(void **) value;
+    return 0;
+}
+
+
+
+static nm_client_t *
+s_client(nm_t *nm, zframe_t *rid)
+{
+    /* the routing ID is the client's ID (clients set it at connect) */
+    if (zframe_size(rid) != 16)
+        return NULL;
+    nm_client_t **p = util_idmap_get(nm->clients, zframe_data(rid));
+    return p ? *p : NULL;
+}
+
+static void
+s_client_free(nm_t *nm, nm_client_t *c)
+{
+    util_idmap_destroy(&c->pins);
+    util_idmap_destroy(&c->allocs);
+    util_buf_free(&c->out);
+    zframe_destroy(&c->rid);
+    free(c);
+}
+
+static int
+s_unpin_all(void *arg, const void *key, void *value)
+{
+    nm_t *nm = ((void **) arg)[0];
+    nm_obj_t *o = nm_obj_get(nm, (const lux_ref_t *) key);
+    if (o)
+        nm_obj_unpin(nm, o);
+    return 0;
+}
+
+
+/* A client leaves: drop its pins, disown its objects. Objects it owned
+   that nothing else uses are deleted as they become free. */
+static void s_alloc_waits_drop(nm_t *nm, nm_client_t *c);
+
+void
+nm_client_gone(nm_t *nm, nm_client_t *c)
+{
+    void *arg[2] = {nm, c};
+    if (c->dirty) {
+        /* take it off the dirty list */
+        for (nm_client_t **p = &nm->dirty; *p; p = &(*p)->next_dirty)
+            if (*p == c) {
+                *p = c->next_dirty;
+                break;
+            }
+    }
+    util_idmap_each(c->pins, s_unpin_all, arg);
+    nm_client_drop_grants(nm, c);
+    s_alloc_waits_drop(nm, c);
+    /* its objects: collected first, deleted after (not during the walk) */
+    s_ptrs_t all = {0};
+    util_idmap_each(nm->objects, s_collect, &all);
+    for (size_t i = 0; i < all.n; i++) {
+        nm_obj_t *o = all.v[i];
+        if (o->owner != c)
+            continue;
+        o->owner = NULL;
+        o->owned = false;
+        if (!o->pins && !o->uses && !o->nwaiters)
+            nm_obj_delete(nm, o);
+    }
+    /* tasks it submitted or waits for run on, for nobody */
+    all.n = 0;
+    util_idmap_each(nm->tasks, s_collect, &all);
+    for (size_t i = 0; i < all.n; i++) {
+        nm_task_t *t = all.v[i];
+        if (t->owner == c)
+            t->owner = NULL;
+        uint16_t k = 0;
+        for (uint16_t j = 0; j < t->nwaiters; j++)
+            if (t->waiters[j] != c)
+                t->waiters[k++] = t->waiters[j];
+        t->nwaiters = k;
+    }
+    free(all.v);
+    if (c->worker)
+        c->worker->client = NULL;
+    util_idmap_del(nm->clients, c->id.b);
+    s_client_free(nm, c);
+}
+
+static void
+s_reply(nm_t *nm, nm_client_t *c, zframe_t *rid, int type, const void *body, size_t n)
+{
+    zmsg_t *m = zmsg_new();
+    zmsg_append(m, &(zframe_t *) {zframe_dup(c ? c->rid : rid)});
+    zmsg_append(m, &(zframe_t *) {net_hdr_frame(type, NET_NO_SHARD, 0)});
+    if (body)
+        zmsg_addmem(m, body, n);
+    zmsg_send(&m, nm->sock);
+}
+
+static void
+s_on_hello(nm_t *nm, zframe_t *rid, zframe_t *body)
+{
+    util_rd_t r;
+    if (!body || zframe_size(rid) != 16) {
+        s_complain("NODE_HELLO without a body or a client ID");
+        return;
+    }
+    util_rd_init(&r, zframe_data(body), zframe_size(body));
+    uint8_t kind = util_rd_u8(&r);
+    uint32_t pid = util_rd_u32(&r);
+    const uint8_t *cid = util_rd_take(&r, 16), *job = util_rd_take(&r, 16);
+    size_t nname, ninfo;
+    const char *name = util_rd_str(&r, &nname);
+    const char *info = (const char *) util_rd_blob(&r, &ninfo);
+    int32_t status = (int32_t) util_rd_u32(&r);
+    if (r.bad || !cid || memcmp(cid, zframe_data(rid), 16) != 0 ||
+        (kind != EXEC_HELLO_DRIVER && kind != EXEC_HELLO_WORKER && kind != 3)) {
+        s_complain("malformed NODE_HELLO");
+        return;
+    }
+    nm_client_t *c = s_client(nm, rid);
+    if (kind == 3) { /* goodbye: a driver's job ends */
+        if (c) {
+            char cname[256], cinfo[1024];
+            snprintf(cname, sizeof cname, "%.*s", (int) nname, name ? name : "");
+            snprintf(cinfo, sizeof cinfo, "%.*s", (int) ninfo, info ? info : "");
+            if (c->kind == EXEC_HELLO_DRIVER)
+                nm_log_job(nm, c, DB_K_job_finished, cname, cinfo, status);
+            nm_client_gone(nm, c);
+        }
+        s_reply(nm, NULL, rid, NET_NODE_WELCOME, NULL, 0);
+        return;
+    }
+    if (!c) {
+        c = calloc(1, sizeof *c);
+        nm_client_t **p = c ? util_idmap_put(nm->clients, cid, NULL) : NULL;
+        if (!c || !p || !(c->pins = util_idmap_new_keyed(LUX_REF_LEN, 4)) ||
+            !(c->allocs = util_idmap_new_keyed(8, 8))) {
+            log_error("out of memory for a client");
+            if (c)
+                s_client_free(nm, c);
+            return;
+        }
+        *p = c;
+        c->rid = zframe_dup(rid);
+        memcpy(c->id.b, cid, 16);
+        util_buf_init(&c->out);
+    }
+    c->kind = kind;
+    c->pid = (pid_t) pid;
+    memcpy(c->job.b, job, 16);
+    if (kind == EXEC_HELLO_WORKER) {
+        for (nm_worker_t *w = nm->workers; w; w = w->next)
+            if (w->pid == (pid_t) pid && !w->client) {
+                w->client = c;
+                c->worker = w;
+                w->state = W_IDLE;
+                log_info("worker %d is ready", (int) pid);
+            }
+        if (!c->worker)
+            log_warn("a worker that this node did not start said hello (pid %u)", pid);
+    } else {
+        char cname[256], cinfo[1024];
+        snprintf(cname, sizeof cname, "%.*s", (int) nname, name ? name : "");
+        snprintf(cinfo, sizeof cinfo, "%.*s", (int) ninfo, info ? info : "");
+        nm_log_job(nm, c, DB_K_job_started, cname, cinfo, 0);
+    }
+    util_buf_t *b = &nm->scratch;
+    b->len = 0;
+    util_buf_put(b, nm->node.b, 16);
+    util_buf_put(b, c->job.b, 16);
+    util_buf_put_str(b, nm->arena_name, strlen(nm->arena_name));
+    util_buf_put_u64(b, nm->store_bytes);
+    util_buf_put_str(b, nm->cluster.dir, strlen(nm->cluster.dir));
+    util_buf_put_u32(b, EXEC_INLINE_MAX);
+    s_reply(nm, c, NULL, NET_NODE_WELCOME, b->data, b->len);
+    nm_dispatch(nm);
+}
+
+static void
+s_on_module(nm_t *nm, nm_client_t *c, zframe_t *body, zframe_t *bytes)
+{
+    uint8_t hash[16];
+    char path[PATH_MAX + 64];
+    if (!body || zframe_size(body) != 16 || !bytes) {
+        s_complain("malformed MODULE");
+        return;
+    }
+    util_blake(hash, 16, zframe_data(bytes), zframe_size(bytes));
+    if (memcmp(hash, zframe_data(body), 16) != 0) {
+        s_complain("MODULE bytes do not match their hash");
+        return;
+    }
+    if (exec_module_store(nm->cluster.dir, hash, zframe_data(bytes), zframe_size(bytes), path,
+                          sizeof path)) {
+        log_error("cannot keep a module: %s", lux_errmsg());
+        return;
+    }
+    int fresh;
+    util_idmap_put(nm->modules, hash, &fresh);
+    if (fresh)
+        nm_log_module(nm, &c->job, hash, zframe_data(bytes), zframe_size(bytes), path);
+}
+
+static void
+s_on_submit(nm_t *nm, nm_client_t *c, zframe_t *body)
+{
+    util_rd_t r;
+    if (!body) {
+        s_complain("SUBMIT without tasks");
+        return;
+    }
+    util_rd_init(&r, zframe_data(body), zframe_size(body));
+    uint32_t count = util_rd_u32(&r);
+    for (uint32_t i = 0; i < count && !r.bad; i++) {
+        exec_spec_t s;
+        if (exec_spec_decode(&r, &s)) {
+            s_complain(lux_errmsg());
+            return;
+        }
+        if (nm_submit(nm, c, &s))
+            log_error("submit: %s", lux_errmsg());
+    }
+}
+
+static void
+s_on_put(nm_t *nm, nm_client_t *c, zframe_t *body)
+{
+    util_rd_t r;
+    if (!body) {
+        s_complain("PUT without objects");
+        return;
+    }
+    util_rd_init(&r, zframe_data(body), zframe_size(body));
+    uint32_t count = util_rd_u32(&r);
+    for (uint32_t i = 0; i < count; i++) {
+        exec_obj_t d;
+        if (exec_obj_decode(&r, &d) || d.where == EXEC_W_ERROR) {
+            s_complain("malformed PUT");
+            return;
+        }
+        if (nm_obj_get(nm, &d.id))
+            continue; /* put before: a resend */
+        if (d.where == EXEC_W_ARENA) {
+            uint64_t *granted = util_idmap_get(c->allocs, &d.off);
+            if (!granted || *granted < d.size) {
+                s_complain("PUT of room that was not granted");
+                continue;
+            }
+            util_idmap_del(c->allocs, &d.off);
+        }
+        nm_obj_t *o = nm_obj_new(nm, &d.id);
+        if (!o) {
+            log_error("out of memory for an object");
+            if (d.where == EXEC_W_ARENA)
+                nm_store_free(nm, d.off);
+            continue;
+        }
+        o->owner = c;
+        o->is_put = true;
+        if (d.where == EXEC_W_ARENA) {
+            nm_obj_set_arena(nm, o, d.off, d.size);
+            if (d.size <= (1u << 20))
+                exec_fingerprint(o->fp, exec_arena_base(nm->arena) + d.off, d.size);
+        } else {
+            nm_obj_set_inline(nm, o, d.bytes, d.size);
+            exec_fingerprint(o->fp, d.bytes, d.size);
+        }
+        nm_log_put(nm, o);
+        if (o->nwaiters)
+            nm_obj_ready(nm, o);
+    }
+}
+
+static void
+s_alloc_reply(nm_t *nm, nm_client_t *c, uint64_t req, int rc, uint64_t off, uint64_t size)
+{
+    uint8_t rep[20];
+    if (!rc) {
+        uint64_t *granted = util_idmap_put(c->allocs, &off, NULL);
+        if (granted)
+            *granted = size;
+    }
+    util_le64(rep, req);
+    util_le32(rep + 8, (uint32_t) rc);
+    util_le64(rep + 12, off);
+    zmsg_t *m = zmsg_new();
+    zmsg_append(m, &(zframe_t *) {zframe_dup(c->rid)});
+    zmsg_append(m, &(zframe_t *) {net_hdr_frame(NET_ALLOC_REP, NET_NO_SHARD, 0)});
+    zmsg_addmem(m, rep, sizeof rep);
+    if (rc)
+        zmsg_addstr(m, lux_errmsg());
+    zmsg_send(&m, nm->sock);
+}
+
+/* ALLOC: room in the store for a value the client writes in place. When
+   the store is full of objects in use, the request waits (see
+   nm_alloc_waits) rather than failing at once: tasks finishing unpin their
+   arguments. */
+static void
+s_on_alloc(nm_t *nm, nm_client_t *c, zframe_t *body)
+{
+    if (!body || zframe_size(body) != 16) {
+        s_complain("malformed ALLOC");
+        return;
+    }
+    uint64_t req = util_rd64(zframe_data(body)), size = util_rd64(zframe_data(body) + 8), off = 0;
+    int rc;
+    if (size == 0) {
+        rc = util_err(LUX_EINVAL, "ALLOC of 0 bytes");
+    } else if ((rc = nm_store_try(nm, size, &off)) == LUX_EFULL && size <= nm->store_bytes &&
+               nm->store_wait_ms > 0) {
+        nm_alloc_wait_t *w = calloc(1, sizeof *w), **p = &nm->alloc_waits;
+        if (w) {
+            w->c = c;
+            w->req = req;
+            w->size = size;
+            w->deadline_ms = util_mono_ms() + nm->store_wait_ms;
+            while (*p)
+                p = &(*p)->next;
+            *p = w;
+            return;
+        }
+    }
+    if (rc == LUX_EFULL)
+        rc = nm_store_alloc(nm, size, &off); /* for the message */
+    s_alloc_reply(nm, c, req, rc, off, size);
+}
+
+/* Try the waiting ALLOCs again when room may have appeared, in arrival
+   order but each on its own (a large one does not hold up smaller ones
+   that fit); answer the ones past their deadline with the store's state. */
+static void
+s_alloc_retry(nm_t *nm)
+{
+    if (!nm->alloc_waits)
+        return;
+    bool changed = nm->store_gen != nm->waits_gen;
+    int64_t now = util_mono_ms();
+    nm->waits_gen = nm->store_gen;
+    for (nm_alloc_wait_t **p = &nm->alloc_waits; *p;) {
+        nm_alloc_wait_t *w = *p;
+        uint64_t off = 0;
+        int rc = changed ? nm_store_try(nm, w->size, &off) : LUX_EFULL;
+        if (rc == LUX_EFULL && now < w->deadline_ms) {
+            p = &w->next;
+            continue;
+        }
+        if (rc == LUX_EFULL) {
+            nm_store_alloc(nm, w->size, &off);
+            util_err(LUX_EFULL, "waited %lld ms: %s", (long long) nm->store_wait_ms,
+                     lux_errmsg());
+        }
+        s_alloc_reply(nm, w->c, w->req, rc, off, w->size);
+        *p = w->next;
+        free(w);
+    }
+    nm->waits_gen = nm->store_gen;
+}
+
+static void
+s_alloc_waits_drop(nm_t *nm, nm_client_t *c)
+{
+    for (nm_alloc_wait_t **p = &nm->alloc_waits; *p;) {
+        nm_alloc_wait_t *w = *p;
+        if (c && w->c != c) {
+            p = &w->next;
+            continue;
+        }
+        *p = w->next;
+        free(w);
+    }
+}
+
+/* GET: each object now (pinned when in the arena), or when it exists. */
+static void
+s_on_get(nm_t *nm, nm_client_t *c, zframe_t *body)
+{
+    util_rd_t r;
+    if (!body) {
+        s_complain("GET without IDs");
+        return;
+    }
+    util_rd_init(&r, zframe_data(body), zframe_size(body));
+    uint32_t count = util_rd_u32(&r);
+    for (uint32_t i = 0; i < count; i++) {
+        const uint8_t *p = util_rd_take(&r, LUX_REF_LEN);
+        lux_ref_t id;
+        if (!p) {
+            s_complain("malformed GET");
+            return;
+        }
+        memcpy(id.b, p, LUX_REF_LEN);
+        nm_obj_t *o = nm_obj_get(nm, &id);
+        if (o && o->state == OBJ_SPILLED && nm_obj_restore(nm, o)) {
+            nm_obj_t tmp = *o;
+            nm_obj_set_error(nm, o, lux_errmsg());
+            nm_client_send_obj(nm, c, o, false);
+            (void) tmp;
+            continue;
+        }
+        if (o && (o->state == OBJ_READY || o->state == OBJ_ERROR)) {
+            bool pin = o->state == OBJ_READY && o->where == EXEC_W_ARENA;
+            if (pin)
+                nm_client_pin(nm, c, o);
+            nm_client_send_obj(nm, c, o, pin);
+            continue;
+        }
+        /* not here yet: wait for its task, rebuilding it if it was lost */
+        util_id_t tid;
+        exec_ref_task(&id, &tid);
+        nm_task_t *t = nm_task_find(nm, &tid);
+        if (!t && nm_rebuild(nm, &id) == 0)
+            t = nm_task_find(nm, &tid);
+        if (!t) {
+            /* an object this node never made and the log does not know */
+            nm_obj_t err = {.id = id};
+            char hex[LUX_REF_LEN * 2 + 1], msg[200];
+            util_hex(hex, id.b, LUX_REF_LEN);
+            snprintf(msg, sizeof msg, "object %s was never created, or was freed and has no "
+                     "lineage in the log", hex);
+            err.state = OBJ_ERROR;
+            err.bytes = (uint8_t *) msg;
+            err.size = strlen(msg);
+            nm_client_send_obj(nm, c, &err, false);
+            continue;
+        }
+        if (t->nwaiters == t->capwaiters) {
+            uint16_t cap = t->capwaiters ? (uint16_t) (2 * t->capwaiters) : 4;
+            nm_client_t **w = realloc(t->waiters, cap * sizeof *w);
+            if (!w)
+                continue;
+            t->waiters = w;
+            t->capwaiters = cap;
+        }
+        t->waiters[t->nwaiters++] = c;
+    }
+}
+
+static void
+s_on_free(nm_t *nm, nm_client_t *c, zframe_t *body)
+{
+    util_rd_t r;
+    if (!body)
+        return;
+    util_rd_init(&r, zframe_data(body), zframe_size(body));
+    uint32_t count = util_rd_u32(&r);
+    for (uint32_t i = 0; i < count; i++) {
+        const uint8_t *p = util_rd_take(&r, LUX_REF_LEN);
+        lux_ref_t id;
+        if (!p)
+            return;
+        memcpy(id.b, p, LUX_REF_LEN);
+        nm_client_unpin(nm, c, &id);
+        nm_obj_t *o = nm_obj_get(nm, &id);
+        if (o && o->owner == c) {
+            o->owned = false;
+            o->owner = NULL;
+            if (!o->pins && !o->uses && !o->nwaiters)
+                nm_obj_delete(nm, o);
+        }
+    }
+}
+
+/* --- the socket and the loop ------------------------------------------------------------ */
+
+static int
+s_on_sock(zloop_t *loop, zsock_t *sock, void *arg)
+{
+    nm_t *nm = arg;
+    for (int burst = 0; burst < 64 && (zsock_events(sock) & ZMQ_POLLIN); burst++) {
+        zmsg_t *msg = zmsg_recv(sock);
+        if (!msg)
+            break;
+        zframe_t *rid = zmsg_pop(msg), *hf = zmsg_pop(msg), *body = zmsg_pop(msg);
+        zframe_t *extra = zmsg_pop(msg);
+        net_hdr_t h;
+        if (!rid || net_hdr_decode(&h, hf)) {
+            s_complain(lux_errmsg());
+        } else if (h.type == NET_NODE_HELLO) {
+            s_on_hello(nm, rid, body);
+        } else if (h.type == NET_PING) {
+            s_reply(nm, NULL, rid, NET_PONG, NULL, 0);
+        } else {
+            nm_client_t *c = s_client(nm, rid);
+            if (!c) {
+                s_complain("a message from a client that did not say hello");
+            } else {
+                switch (h.type) {
+                case NET_MODULE:
+                    s_on_module(nm, c, body, extra);
+                    break;
+                case NET_SUBMIT:
+                    s_on_submit(nm, c, body);
+                    break;
+                case NET_PUT:
+                    s_on_put(nm, c, body);
+                    break;
+                case NET_ALLOC:
+                    s_on_alloc(nm, c, body);
+                    break;
+                case NET_GET:
+                    s_on_get(nm, c, body);
+                    break;
+                case NET_FREE:
+                    s_on_free(nm, c, body);
+                    break;
+                case NET_RESULTS:
+                    if (body)
+                        nm_results(nm, c, zframe_data(body), zframe_size(body));
+                    break;
+                case NET_BLOCKED:
+                    if (body)
+                        nm_blocked(nm, c, zframe_data(body), zframe_size(body));
+                    break;
+                default:
+                    s_complain("a message type the node manager does not take");
+                }
+            }
+        }
+        zframe_destroy(&rid);
+        zframe_destroy(&hf);
+        zframe_destroy(&body);
+        zframe_destroy(&extra);
+        zmsg_destroy(&msg);
+    }
+    s_alloc_retry(nm);
+    nm_dispatch(nm);
+    nm_flush_clients(nm);
+    nm_log_tick(nm);
+    return 0;
+}
+
+/* Drivers on this machine that died without saying goodbye (kill -9): their
+   job ends in the log, and what they held is let go. */
+static void
+s_reap_drivers(nm_t *nm)
+{
+    s_ptrs_t all = {0};
+    util_idmap_each(nm->clients, s_collect, &all);
+    for (size_t i = 0; i < all.n; i++) {
+        nm_client_t *c = all.v[i];
+        if (c->kind != EXEC_HELLO_DRIVER || c->pid <= 0 || util_proc_alive(c->pid))
+            continue;
+        log_warn("driver %d died without ending its job; letting go of what it held",
+                 (int) c->pid);
+        nm_log_job(nm, c, DB_K_job_finished, NULL, "its driver died", LUX_EDEAD);
+        nm_client_gone(nm, c);
+    }
+    free(all.v);
+}
+
+static int
+s_on_timer(zloop_t *loop, int timer_id, void *arg)
+{
+    nm_t *nm = arg;
+    nm_reap_workers(nm);
+    if (util_mono_ms() - nm->reaped_drivers_ms >= 1000) {
+        nm->reaped_drivers_ms = util_mono_ms();
+        s_reap_drivers(nm);
+    }
+    s_alloc_retry(nm);
+    nm_dispatch(nm);
+    nm_flush_clients(nm);
+    nm_log_tick(nm);
+    return 0;
+}
+
+static int
+s_on_pipe(zloop_t *loop, zsock_t *pipe, void *arg)
+{
+    zmsg_t *m = zmsg_recv(pipe);
+    char *cmd = m ? zmsg_popstr(m) : NULL;
+    int stop = !cmd || strcmp(cmd, "$TERM") == 0;
+    free(cmd);
+    zmsg_destroy(&m);
+    return stop ? -1 : 0;
+}
+
+/* --- start and stop ----------------------------------------------------------------------- */
+
+static int
+s_find_lux(nm_t *nm)
+{
+    const char *env = getenv("LUX_BIN");
+    char self[PATH_MAX];
+    if (env && *env && util_exists(env)) {
+        snprintf(nm->lux_bin, sizeof nm->lux_bin, "%s", env);
+        return 0;
+    }
+    if (util_self_exe(self, sizeof self) == 0) {
+        const char *base = strrchr(self, '/');
+        if (base && strcmp(base + 1, "lux") == 0) {
+            snprintf(nm->lux_bin, sizeof nm->lux_bin, "%s", self);
+            return 0;
+        }
+    }
+    snprintf(nm->lux_bin, sizeof nm->lux_bin, "%s/lux", LUX_BUILDDIR);
+    if (util_exists(nm->lux_bin))
+        return 0;
+    snprintf(nm->lux_bin, sizeof nm->lux_bin, "%s/lux", LUX_BINDIR);
+    if (util_exists(nm->lux_bin))
+        return 0;
+    return util_err(LUX_ENOTFOUND, "cannot find the lux program to start workers (set LUX_BIN)");
+}
+
+static int
+s_setup(nm_t *nm, const exec_node_opts_t *o)
+{
+    char hex[UTIL_ID_HEX];
+    int rc;
+    util_id_random(&nm->node);
+    util_buf_init(&nm->scratch);
+    if ((rc = nm_parse_resources(nm, o->resources)) || (rc = s_find_lux(nm)))
+        return rc;
+    nm->target_workers = o->workers > 0 ? o->workers : (int) (nm->res[0].total / 1000);
+    if (nm->target_workers < 1)
+        nm->target_workers = 1;
+    nm->objects = util_idmap_new_keyed(LUX_REF_LEN, sizeof(nm_obj_t *));
+    nm->tasks = util_idmap_new(sizeof(nm_task_t *));
+    nm->clients = util_idmap_new(sizeof(nm_client_t *));
+    nm->modules = util_idmap_new(0);
+    if (!nm->objects || !nm->tasks || !nm->clients || !nm->modules)
+        return util_err(LUX_ENOMEM, "out of memory");
+    nm->store_bytes = o->store_bytes ? o->store_bytes : exec_node_default_store();
+    const char *wait = getenv("LUX_STORE_WAIT_MS");
+    nm->store_wait_ms = wait && *wait ? strtoll(wait, NULL, 10) : 10000;
+    snprintf(nm->arena_name, sizeof nm->arena_name, "lux-%d-%.16s", (int) getuid(),
+             util_id_hex(&nm->node, hex));
+    if (!(nm->arena = exec_arena_create(nm->arena_name, (size_t) nm->store_bytes)))
+        return util_err_ctx(LUX_EIO, "object store");
+    snprintf(nm->spill_dir, sizeof nm->spill_dir, "%s/spill", nm->cluster.dir);
+    if ((rc = util_private_dir(nm->spill_dir)))
+        return rc;
+    exec_node_endpoint(&nm->cluster, nm->endpoint, sizeof nm->endpoint);
+    if (!(nm->sock = net_bind(ZMQ_ROUTER, nm->endpoint, NULL, NULL, 0)))
+        return LUX_EIO;
+    net_hwm(nm->sock, 0);
+    if (o->inproc && zsock_bind(nm->sock, "%s", o->inproc) < 0)
+        return util_err(LUX_EIO, "bind %s: %s", o->inproc, zmq_strerror(zmq_errno()));
+    if ((rc = nm_log_open(nm)))
+        return rc;
+    nm_log_node(nm);
+    for (int i = 0; i < nm->target_workers; i++)
+        if ((rc = nm_spawn_worker(nm, false)))
+            return rc;
+    return 0;
+}
+
+static void
+s_teardown(nm_t *nm)
+{
+    s_ptrs_t all = {0};
+    /* workers first: they map the arena and may still report */
+    for (nm_worker_t *w = nm->workers; w; w = w->next)
+        kill(w->pid, SIGTERM);
+    for (nm_worker_t *w = nm->workers; w; w = w->next)
+        util_proc_stop(w->pid, SIGTERM, 3000);
+    while (nm->workers) {
+        nm_worker_t *w = nm->workers;
+        nm->workers = w->next;
+        free(w);
+    }
+    nm_log_close(nm);
+    s_alloc_waits_drop(nm, NULL);
+    if (nm->tasks) {
+        util_idmap_each(nm->tasks, s_collect, &all);
+        for (size_t i = 0; i < all.n; i++)
+            nm_task_free(all.v[i]);
+        util_idmap_destroy(&nm->tasks);
+    }
+    all.n = 0;
+    if (nm->objects) {
+        util_idmap_each(nm->objects, s_collect, &all);
+        for (size_t i = 0; i < all.n; i++) {
+            nm_obj_t *o = all.v[i];
+            free(o->bytes);
+            free(o->waiters);
+            free(o);
+        }
+        util_idmap_destroy(&nm->objects);
+    }
+    all.n = 0;
+    if (nm->clients) {
+        util_idmap_each(nm->clients, s_collect, &all);
+        for (size_t i = 0; i < all.n; i++)
+            s_client_free(nm, all.v[i]);
+        util_idmap_destroy(&nm->clients);
+    }
+    free(all.v);
+    util_idmap_destroy(&nm->modules);
+    zsock_destroy(&nm->sock);
+    exec_arena_destroy(&nm->arena);
+    util_buf_free(&nm->scratch);
+}
+
+typedef struct {
+    exec_node_opts_t opts;
+    char inproc[128];
+    char res[256];
+    char err[UTIL_ERRMSG_MAX];
+} s_start_t;
+
+static void
+s_actor(zsock_t *pipe, void *arg)
+{
+    s_start_t *st = arg;
+    nm_t *nm = calloc(1, sizeof *nm);
+    util_log_name("node");
+    if (!nm) {
+        snprintf(st->err, sizeof st->err, "out of memory");
+        zsock_signal(pipe, 1);
+        return;
+    }
+    nm->pipe = pipe;
+    nm->cluster = *st->opts.cluster;
+    if (s_setup(nm, &st->opts)) {
+        snprintf(st->err, sizeof st->err, "%s", lux_errmsg());
+        s_teardown(nm);
+        free(nm);
+        zsock_signal(pipe, 1);
+        return;
+    }
+    zsock_signal(pipe, 0);
+    log_info("node manager at %s: %d workers, store %llu MiB", nm->endpoint, nm->target_workers,
+             (unsigned long long) (nm->store_bytes >> 20));
+    nm->loop = zloop_new();
+    zloop_reader(nm->loop, pipe, s_on_pipe, nm);
+    zloop_reader(nm->loop, nm->sock, s_on_sock, nm);
+    zloop_timer(nm->loop, 2, 0, s_on_timer, nm);
+    zloop_start(nm->loop);
+    zloop_destroy(&nm->loop);
+    s_teardown(nm);
+    free(nm);
+}
+
+zactor_t *
+exec_node_new(const exec_node_opts_t *o)
+{
+    s_start_t st;
+    memset(&st, 0, sizeof st);
+    st.opts = *o;
+    if (o->inproc) {
+        snprintf(st.inproc, sizeof st.inproc, "%s", o->inproc);
+        st.opts.inproc = st.inproc;
+    }
+    if (o->resources) {
+        snprintf(st.res, sizeof st.res, "%s", o->resources);
+        st.opts.resources = st.res;
+    }
+    /* zactor_new waits for the actor's signal: st lives until then */
+    zactor_t *a = zactor_new(s_actor, &st);
+    if (a && st.err[0]) {
+        util_err(LUX_EIO, "node manager: %s", st.err);
+        zactor_destroy(&a);
+    }
+    return a;
+}

@@ -1,0 +1,268 @@
+/*  exec_node_int - the node manager's state, shared by its files:
+        exec_node.c        the actor, its sockets and the messages
+        exec_node_obj.c    objects, the store, pins, eviction, spilling
+        exec_node_sched.c  tasks, dependencies, workers, dispatch, results
+        exec_node_log.c    events to the log, write-ahead lineage, lookups
+    Nothing here is used outside src/exec/exec_node*.c.
+*/
+#ifndef EXEC_NODE_INT_H_INCLUDED
+#define EXEC_NODE_INT_H_INCLUDED
+
+#include "exec_arena.h"
+#include "exec_node.h"
+#include "exec_proto.h"
+#include "../db/db_client.h"
+#include "../db/db_store.h"
+#include "../net/net_ep.h"
+#include "../net/net_wire.h"
+#include "../util/util_buf.h"
+#include "../util/util_idmap.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+typedef struct nm nm_t;
+typedef struct nm_task nm_task_t;
+typedef struct nm_obj nm_obj_t;
+typedef struct nm_client nm_client_t;
+typedef struct nm_worker nm_worker_t;
+struct nm_log;
+
+/* Where the log says a lineage record is: an event appended by our log
+   client to `shard` with event ID `cseq` (0: already committed). */
+typedef struct {
+    uint32_t shard;
+    uint64_t cseq;
+} nm_logpos_t;
+
+/* --- objects ---------------------------------------------------------------------- */
+
+enum nm_obj_state {
+    OBJ_READY = 1,   /* the value is here: inline bytes or in the arena */
+    OBJ_ERROR,       /* the task that makes it failed: bytes hold the message */
+    OBJ_SPILLED,     /* a put, moved to disk to make room */
+    OBJ_LOST         /* a task output, dropped to make room: rebuild from lineage */
+};
+
+struct nm_obj {
+    lux_ref_t id;
+    uint8_t state;          /* enum nm_obj_state */
+    uint8_t where;          /* EXEC_W_INLINE or EXEC_W_ARENA while READY */
+    bool is_put;            /* made by lux_put (spill it) or by a task (drop it) */
+    bool owned;             /* its owner has not freed it */
+    uint64_t size;
+    uint8_t *bytes;         /* INLINE value, or ERROR message (malloc'd) */
+    uint64_t off;           /* ARENA offset */
+    uint32_t pins;          /* readers holding pointers, and running tasks: no eviction */
+    uint32_t uses;          /* queued tasks that will read it: no deletion */
+    nm_client_t *owner;     /* who gets told when it is ready (NULL: gone) */
+    nm_logpos_t lineage;    /* the event that records how it was made */
+    uint8_t fp[16];         /* fingerprint of the value */
+    nm_obj_t *lru_prev, *lru_next; /* unpinned READY arena objects, oldest first */
+    nm_client_t **waiters;  /* clients that asked for it (GET) before it existed */
+    uint16_t nwaiters, capwaiters;
+};
+
+/* --- tasks ---------------------------------------------------------------------------- */
+
+enum nm_task_state {
+    TASK_WAITING = 1, /* for its arguments */
+    TASK_READY,       /* in the ready queue */
+    TASK_RUNNING,     /* handed to a worker */
+};
+
+/* A task waiting for output idx of another. */
+struct nm_dep {
+    nm_task_t *task;
+    uint32_t idx;
+};
+
+struct nm_task {
+    util_id_t id;
+    util_id_t parent;
+    util_id_t job;
+    uint8_t module[16];
+    char *fn;                 /* owned, NUL-terminated */
+    uint8_t *args;            /* owned copy of the encoded arguments */
+    uint32_t args_len;
+    uint16_t argc;
+    uint8_t *counted;         /* per argument: counted in its object's uses (refs only) */
+    uint8_t nret;
+    uint8_t state;            /* enum nm_task_state */
+    uint8_t attempt;          /* 1 for the first run */
+    uint8_t max_attempts;
+    bool rebuild;             /* run again to rebuild lost outputs */
+    uint32_t cpus_milli;
+    char *res;                /* custom resources, owned, or NULL */
+    uint32_t waiting;         /* arguments not ready yet */
+    nm_client_t *owner;       /* who submitted it (gets its outputs) */
+    nm_worker_t *worker;      /* running it, or NULL */
+    nm_task_t *next;          /* in the ready queue or a worker's queue */
+    struct nm_dep *dependents; /* tasks waiting for one of its outputs */
+    uint32_t ndeps, capdeps;
+    bool pinned;              /* its arguments are pinned (it was handed to a worker) */
+    bool doomed;              /* failing with another task (a failure cascade) */
+    nm_client_t **waiters;    /* clients that asked for an output (GET) */
+    uint16_t nwaiters, capwaiters;
+    nm_logpos_t lineage;      /* its task_submitted event */
+};
+
+/* --- clients and workers ----------------------------------------------------------- */
+
+struct nm_client {
+    zframe_t *rid;            /* routing ID on the client socket */
+    util_id_t id;
+    int kind;                 /* EXEC_HELLO_DRIVER or _WORKER */
+    pid_t pid;
+    util_id_t job;
+    nm_worker_t *worker;      /* when a worker */
+    util_buf_t out;           /* OBJECTS to send after this round */
+    uint32_t nout;
+    util_idmap_t *pins;       /* object ID -> pin count it holds */
+    util_idmap_t *allocs;     /* arena offsets granted and not yet sealed */
+    nm_client_t *next_dirty;  /* clients with something to send */
+    bool dirty;
+};
+
+enum nm_worker_state { W_STARTING = 1, W_IDLE, W_BUSY, W_BLOCKED,
+                       W_LEAVING /* told to go (an extra one no longer needed) */ };
+
+struct nm_worker {
+    pid_t pid;
+    int state;                /* enum nm_worker_state */
+    nm_client_t *client;      /* once it said hello */
+    nm_task_t *queue, *queue_last; /* handed to it, in order; the first is running */
+    uint32_t queued;
+    int64_t held[16];         /* resources its batch holds (per nm->res), in thousandths */
+    int64_t lent[16];         /* what it gave back while blocked, to take again */
+    int64_t started_ms;
+    bool extra;               /* started for a blocked one; leaves when idle */
+    nm_worker_t *next;
+};
+
+/* An ALLOC the store has no room for yet: answered when room appears (an
+   object unpinned or freed, a grant given back), or with an error at the
+   deadline. */
+typedef struct nm_alloc_wait {
+    nm_client_t *c;
+    uint64_t req, size;
+    int64_t deadline_ms;
+    struct nm_alloc_wait *next;
+} nm_alloc_wait_t;
+
+/* --- the node manager ----------------------------------------------------------------- */
+
+typedef struct {
+    char name[32];
+    int64_t total, free;      /* in thousandths */
+} nm_res_t;
+
+struct nm {
+    db_cluster_t cluster;
+    util_id_t node;
+    zsock_t *pipe;
+    zloop_t *loop;
+    zsock_t *sock;            /* ROUTER: clients and workers */
+    char endpoint[DB_EP_MAX];
+    char lux_bin[PATH_MAX];   /* the `lux` executable, for workers */
+
+    /* the object store */
+    exec_arena_t *arena;
+    char arena_name[64];
+    uint64_t store_bytes;     /* the arena's size: the store's limit */
+    uint64_t inline_bytes;    /* inline objects held on the heap */
+    nm_obj_t *lru_head, *lru_tail;
+    char spill_dir[PATH_MAX];
+    uint64_t store_gen;       /* bumped when room may have appeared */
+    uint64_t waits_gen;       /* store_gen when the waiting ALLOCs were last tried */
+    nm_alloc_wait_t *alloc_waits; /* in arrival order */
+    int64_t store_wait_ms;    /* how long an ALLOC waits for room (LUX_STORE_WAIT_MS) */
+
+    /* tables */
+    util_idmap_t *objects;    /* object ID (20) -> nm_obj_t * */
+    util_idmap_t *tasks;      /* task ID (16) -> nm_task_t *, until finished */
+    util_idmap_t *clients;    /* client ID (16) -> nm_client_t * */
+    util_idmap_t *modules;    /* module hash (16) -> 1, registered in the log */
+
+    /* scheduling */
+    nm_task_t *ready, *ready_last;
+    uint64_t nready;
+    nm_worker_t *workers;
+    int nworkers, target_workers;
+    nm_res_t res[16];
+    int nres;                 /* res[0] is CPU */
+    nm_client_t *dirty;       /* clients with OBJECTS to send */
+    int64_t reaped_drivers_ms; /* when dead drivers were last looked for */
+
+    /* the log (exec_node_log.c) */
+    db_client_t *log;
+    struct nm_log *lg;        /* write-ahead lineage state, lookups */
+
+    /* counters, for tests and `lux status` */
+    uint64_t n_submitted, n_finished, n_failed, n_retried, n_rebuilt, n_evicted, n_spilled;
+    util_buf_t scratch;
+};
+
+/* exec_node_obj.c */
+nm_obj_t *nm_obj_get(nm_t *nm, const lux_ref_t *id);
+nm_obj_t *nm_obj_new(nm_t *nm, const lux_ref_t *id);
+void nm_obj_set_inline(nm_t *nm, nm_obj_t *o, const void *bytes, uint64_t size);
+void nm_obj_set_arena(nm_t *nm, nm_obj_t *o, uint64_t off, uint64_t size);
+void nm_obj_set_error(nm_t *nm, nm_obj_t *o, const char *msg);
+void nm_obj_ready(nm_t *nm, nm_obj_t *o);       /* tell waiters and the owner */
+void nm_obj_pin(nm_t *nm, nm_obj_t *o);
+void nm_obj_unpin(nm_t *nm, nm_obj_t *o);
+void nm_obj_delete(nm_t *nm, nm_obj_t *o);
+int nm_obj_restore(nm_t *nm, nm_obj_t *o);     /* bring a spilled put back */
+void nm_obj_describe(nm_t *nm, const nm_obj_t *o, exec_obj_t *d);
+void nm_client_send_obj(nm_t *nm, nm_client_t *c, const nm_obj_t *o, bool pinned);
+void nm_client_pin(nm_t *nm, nm_client_t *c, nm_obj_t *o);
+void nm_client_unpin(nm_t *nm, nm_client_t *c, const lux_ref_t *id);
+int nm_store_alloc(nm_t *nm, uint64_t size, uint64_t *off); /* evicts to make room */
+/* The same, without the message: LUX_EFULL quietly when there is no room. */
+int nm_store_try(nm_t *nm, uint64_t size, uint64_t *off);
+void nm_store_free(nm_t *nm, uint64_t off);
+/* Free the arena room c was granted and has not sealed. */
+void nm_client_drop_grants(nm_t *nm, nm_client_t *c);
+void nm_flush_clients(nm_t *nm);
+
+/* exec_node.c */
+/* A client left or died: drop its pins, grants and waiting ALLOCs, disown
+   its objects, and free it. */
+void nm_client_gone(nm_t *nm, nm_client_t *c);
+
+/* exec_node_sched.c */
+int nm_submit(nm_t *nm, nm_client_t *c, const exec_spec_t *s);
+void nm_dispatch(nm_t *nm);
+void nm_results(nm_t *nm, nm_client_t *c, const uint8_t *p, size_t n);
+void nm_blocked(nm_t *nm, nm_client_t *c, const uint8_t *p, size_t n);
+void nm_reap_workers(nm_t *nm);
+int nm_spawn_worker(nm_t *nm, bool extra);
+void nm_worker_gone(nm_t *nm, nm_worker_t *w, const char *why);
+nm_task_t *nm_task_find(nm_t *nm, const util_id_t *id);
+int nm_rebuild(nm_t *nm, const lux_ref_t *id);  /* re-run the task that made id */
+void nm_task_free(nm_task_t *t);
+int nm_parse_resources(nm_t *nm, const char *spec);
+
+/* exec_node_log.c */
+int nm_log_open(nm_t *nm);
+void nm_log_close(nm_t *nm);
+void nm_log_submitted(nm_t *nm, nm_task_t *t);
+void nm_log_finished(nm_t *nm, nm_task_t *t, nm_worker_t *w, const exec_result_t *r,
+                     uint64_t out_bytes, const uint8_t fp[16]);
+void nm_log_retried(nm_t *nm, nm_task_t *t, const char *why);
+void nm_log_put(nm_t *nm, nm_obj_t *o);
+void nm_log_object(nm_t *nm, nm_obj_t *o, int kind, const char *info);
+void nm_log_job(nm_t *nm, nm_client_t *c, int kind, const char *name, const char *info,
+                int status);
+void nm_log_module(nm_t *nm, const util_id_t *job, const uint8_t hash[16], const uint8_t *bytes,
+                   size_t n, const char *name);
+void nm_log_node(nm_t *nm);
+void nm_log_tick(nm_t *nm);                      /* flush, take acks, release held events */
+bool nm_log_busy(nm_t *nm);                      /* events not yet acknowledged or held */
+/* Find how the task that made id was submitted, from the log. 0, or
+   LUX_ENOTFOUND. The spec points into *buf. */
+int nm_log_lookup(nm_t *nm, const util_id_t *task, exec_spec_t *spec, util_buf_t *buf);
+
+#endif

@@ -1,0 +1,517 @@
+/*  exec_node_log - the node manager's events in the log.
+
+    Events are appended through a db_client and sent in batches by
+    nm_log_tick (every millisecond while any are pending, and after each
+    round of messages), so tasks never wait for the log.
+
+    WRITE-AHEAD LINEAGE (DESIGN section 4). A task_submitted event that
+    names another object (an argument ref) must not reach the log before
+    the event recording how that object was made (its task's
+    task_submitted, or its object_put) is committed, or the log could refer
+    to something it has no lineage for. `unacked` maps the task ID of every
+    lineage event appended but not yet acknowledged, or still held, to
+    where it went; an event with a dependency in that map waits in `held`,
+    a queue released from its front, so an event never overtakes one it
+    depends on. Entries leave the map as acknowledgements arrive, in order
+    per shard.
+
+    LOOKUPS. Rebuilding a lost object reads its task's task_submitted event
+    back from the shard's tail file, read-only (the node manager runs on
+    the head's machine).
+*/
+#include "exec_node_int.h"
+#include "../db/db_chain.h"
+#include "../net/net_ep.h"
+#include "../util/util_err.h"
+#include "../util/util_hash.h"
+#include "../util/util_log.h"
+#include "../util/util_time.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define S_HELD UINT64_MAX /* the event is held: not appended yet */
+#define S_FLUSH_NS 1000000 /* send events at most every millisecond */
+
+typedef struct {
+    uint32_t shard;
+    uint64_t cseq;        /* S_HELD while held */
+} s_pos_t;
+
+typedef struct {
+    uint64_t cseq;
+    util_id_t task;
+} s_ent_t;
+
+/* Appended lineage events of one shard, oldest first. */
+typedef struct {
+    s_ent_t *v;
+    size_t head, len, cap;
+} s_fifo_t;
+
+/* A held event: its lineage task (or zero), its dependencies, its record. */
+typedef struct s_held {
+    struct s_held *next;
+    util_id_t task;
+    bool lineage;
+    uint32_t ndeps;
+    util_id_t *deps;
+    uint8_t *rec;
+    size_t len;
+} s_held_t;
+
+struct nm_log {
+    net_sec_t *sec;        /* the cluster key, for tcp clusters */
+    int64_t flushed_ns;    /* when events were last sent */
+    util_idmap_t *unacked; /* task ID -> s_pos_t */
+    s_fifo_t *fifos;       /* per shard */
+    s_held_t *held, *held_last;
+    uint64_t nheld;
+    db_store_t **tails;    /* per shard, opened on first lookup */
+    util_buf_t rec;        /* scratch for encoding a held event */
+    util_buf_t body;       /* scratch: a task_submitted event's body */
+    util_buf_t deps;       /* scratch: its deps (not rec: a held event is encoded there) */
+};
+
+int
+nm_log_open(nm_t *nm)
+{
+    char keys[PATH_MAX + 32];
+    struct nm_log *L = calloc(1, sizeof *L);
+    if (!L)
+        return util_err(LUX_ENOMEM, "out of memory");
+    nm->lg = L;
+    util_buf_init(&L->rec);
+    util_buf_init(&L->body);
+    util_buf_init(&L->deps);
+    L->unacked = util_idmap_new(sizeof(s_pos_t));
+    L->fifos = calloc(nm->cluster.shards, sizeof *L->fifos);
+    L->tails = calloc(nm->cluster.shards, sizeof *L->tails);
+    if (!L->unacked || !L->fifos || !L->tails)
+        return util_err(LUX_ENOMEM, "out of memory");
+    if (db_cluster_tcp(&nm->cluster) &&
+        !(L->sec = net_sec_load(db_cluster_path(&nm->cluster, keys, sizeof keys, "keys"))))
+        return LUX_EAUTH;
+    db_client_opts_t o = {.cluster = &nm->cluster, .sec = L->sec, .max_inflight = 262144};
+    if (!(nm->log = db_client_new(&o)))
+        return util_err_ctx(LUX_EIO, "the node manager cannot reach the log");
+    return 0;
+}
+
+void
+nm_log_close(nm_t *nm)
+{
+    struct nm_log *L = nm->lg;
+    if (nm->log) {
+        if (L)
+            while (L->held)
+                nm_log_tick(nm); /* what is held goes out as its dependencies commit */
+        if (db_client_sync(nm->log, 10000))
+            log_error("the log did not take every event: %s", lux_errmsg());
+        db_client_destroy(&nm->log);
+    }
+    if (!L)
+        return;
+    for (uint32_t s = 0; s < nm->cluster.shards; s++) {
+        if (L->fifos)
+            free(L->fifos[s].v);
+        if (L->tails)
+            db_store_close(&L->tails[s]);
+    }
+    while (L->held) {
+        s_held_t *h = L->held;
+        L->held = h->next;
+        free(h->deps);
+        free(h->rec);
+        free(h);
+    }
+    free(L->fifos);
+    free(L->tails);
+    util_idmap_destroy(&L->unacked);
+    util_buf_free(&L->rec);
+    util_buf_free(&L->body);
+    util_buf_free(&L->deps);
+    net_sec_destroy(&L->sec);
+    free(L);
+    nm->lg = NULL;
+}
+
+/* --- appending ------------------------------------------------------------------------- */
+
+static void
+s_fifo_push(s_fifo_t *f, uint64_t cseq, const util_id_t *task)
+{
+    if (f->head + f->len == f->cap) {
+        if (f->head > f->cap / 2) { /* slide down */
+            memmove(f->v, f->v + f->head, f->len * sizeof *f->v);
+            f->head = 0;
+        } else {
+            size_t cap = f->cap ? 2 * f->cap : 256;
+            s_ent_t *v = realloc(f->v, cap * sizeof *v);
+            if (!v)
+                return; /* the entry stays in unacked: a dependent waits longer */
+            f->v = v;
+            f->cap = cap;
+        }
+    }
+    f->v[f->head + f->len++] = (s_ent_t) {cseq, *task};
+}
+
+/* Append e now; when it records lineage (of task), remember where. */
+static void
+s_append(nm_t *nm, db_event_t *e, const util_id_t *task)
+{
+    struct nm_log *L = nm->lg;
+    if (db_client_append(nm->log, e)) {
+        log_error("log: %s", lux_errmsg());
+        return;
+    }
+    if (!task)
+        return;
+    uint32_t shard = db_client_shard(nm->log, e);
+    s_pos_t *p = util_idmap_put(L->unacked, task->b, NULL);
+    if (p) {
+        p->shard = shard;
+        p->cseq = e->cseq;
+        s_fifo_push(&L->fifos[shard], e->cseq, task);
+    }
+}
+
+/* Whether any of n dependencies is not committed yet. */
+static bool
+s_waits(struct nm_log *L, const util_id_t *deps, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (util_idmap_get(L->unacked, deps[i].b))
+            return true;
+    return false;
+}
+
+/* Append e, or hold it while its dependencies are not committed. task: the
+   lineage this event records (NULL when none). */
+static void
+s_emit(nm_t *nm, db_event_t *e, const util_id_t *task, const util_id_t *deps, uint32_t ndeps)
+{
+    struct nm_log *L = nm->lg;
+    if (!L->held && !s_waits(L, deps, ndeps)) {
+        s_append(nm, e, task);
+        return;
+    }
+    s_held_t *h = calloc(1, sizeof *h);
+    L->rec.len = 0;
+    db_event_encode(e, &L->rec);
+    if (!h || L->rec.oom || !(h->rec = malloc(L->rec.len)) ||
+        (ndeps && !(h->deps = malloc(ndeps * sizeof *deps)))) {
+        log_error("log: out of memory holding an event; appending it now");
+        if (h) {
+            free(h->rec);
+            free(h);
+        }
+        s_append(nm, e, task);
+        return;
+    }
+    memcpy(h->rec, L->rec.data, L->rec.len);
+    h->len = L->rec.len;
+    if (ndeps)
+        memcpy(h->deps, deps, ndeps * sizeof *deps);
+    h->ndeps = ndeps;
+    if (task) {
+        h->task = *task;
+        h->lineage = true;
+        s_pos_t *p = util_idmap_put(L->unacked, task->b, NULL);
+        if (p)
+            p->cseq = S_HELD;
+    }
+    if (L->held_last)
+        L->held_last->next = h;
+    else
+        L->held = h;
+    L->held_last = h;
+    L->nheld++;
+}
+
+void
+nm_log_tick(nm_t *nm)
+{
+    struct nm_log *L = nm->lg;
+    int64_t now = util_mono_ns();
+    if (!L || !nm->log)
+        return;
+    /* group commit from here too: send at most every S_FLUSH_NS (a full
+       batch goes by itself), so a busy node makes one commit per many
+       tasks instead of one per message */
+    if (now - L->flushed_ns < S_FLUSH_NS)
+        return;
+    L->flushed_ns = now;
+    db_client_flush(nm->log);
+    db_client_poll(nm->log, 0);
+    /* forget what is committed */
+    for (uint32_t s = 0; s < nm->cluster.shards; s++) {
+        s_fifo_t *f = &L->fifos[s];
+        uint64_t acked = db_client_acked_cseq(nm->log, s);
+        while (f->len && f->v[f->head].cseq <= acked) {
+            s_pos_t *p = util_idmap_get(L->unacked, f->v[f->head].task.b);
+            if (p && p->cseq == f->v[f->head].cseq)
+                util_idmap_del(L->unacked, f->v[f->head].task.b);
+            f->head++;
+            f->len--;
+        }
+        if (f->len == 0)
+            f->head = 0;
+    }
+    /* release held events from the front */
+    while (L->held && !s_waits(L, L->held->deps, L->held->ndeps)) {
+        s_held_t *h = L->held;
+        db_event_t e;
+        L->held = h->next;
+        if (!L->held)
+            L->held_last = NULL;
+        L->nheld--;
+        if (db_event_decode(&e, h->rec, h->len) == 0)
+            s_append(nm, &e, h->lineage ? &h->task : NULL);
+        else
+            log_error("log: a held event does not decode: %s", lux_errmsg());
+        free(h->deps);
+        free(h->rec);
+        free(h);
+    }
+    db_client_flush(nm->log);
+}
+
+bool
+nm_log_busy(nm_t *nm)
+{
+    return nm->lg && (nm->lg->held || db_client_unacked(nm->log) > 0);
+}
+
+/* --- events -------------------------------------------------------------------------------- */
+
+static void
+s_base(nm_t *nm, db_event_t *e, int kind)
+{
+    memset(e, 0, sizeof *e);
+    e->kind = (uint16_t) kind;
+    DB_SET_ID(e, node, DB_F_NODE, &nm->node);
+}
+
+void
+nm_log_submitted(nm_t *nm, nm_task_t *t)
+{
+    struct nm_log *L = nm->lg;
+    db_event_t e;
+    util_id_t deps[EXEC_MAX_ARGS];
+    uint32_t ndeps = 0;
+    util_rd_t r;
+    exec_arg_t a;
+
+    s_base(nm, &e, DB_K_task_submitted);
+    DB_SET_ID(&e, task, DB_F_TASK, &t->id);
+    DB_SET_ID(&e, parent, DB_F_PARENT, &t->parent);
+    DB_SET_ID(&e, job, DB_F_JOB, &t->job);
+    DB_SET_INT(&e, idx, DB_F_IDX, t->nret);
+    db_event_set_name(&e, t->fn);
+    memcpy(e.fp, t->module, 16);
+    e.mask |= DB_F_FP;
+    /* the refs among the arguments: deps, 20 bytes each */
+    L->deps.len = 0;
+    util_rd_init(&r, t->args, t->args_len);
+    while (exec_arg_next(&r, &a)) {
+        if (a.kind != EXEC_ARG_REF)
+            continue;
+        util_buf_put(&L->deps, a.ref.b, LUX_REF_LEN);
+        exec_ref_task(&a.ref, &deps[ndeps++]);
+    }
+    if (ndeps) {
+        e.deps = L->deps.data;
+        e.deps_len = ndeps * LUX_REF_LEN;
+        e.mask |= DB_F_DEPS;
+    }
+    exec_spec_t s = {.max_attempts = t->max_attempts, .cpus_milli = t->cpus_milli,
+                     .res = t->res, .res_len = (uint16_t) (t->res ? strlen(t->res) : 0),
+                     .argc = t->argc, .args = t->args, .args_len = t->args_len};
+    L->body.len = 0;
+    exec_spec_body(&L->body, &s);
+    e.body = L->body.data;
+    e.body_len = (uint32_t) L->body.len;
+    e.mask |= DB_F_BODY;
+    char info[300];
+    if (t->cpus_milli != 1000 || t->res) {
+        snprintf(info, sizeof info, "CPU=%g%s%s", t->cpus_milli / 1000.0, t->res ? "," : "",
+                 t->res ? t->res : "");
+        db_event_set_info(&e, info);
+    }
+    s_emit(nm, &e, &t->id, deps, ndeps);
+}
+
+void
+nm_log_finished(nm_t *nm, nm_task_t *t, nm_worker_t *w, const exec_result_t *r,
+                uint64_t out_bytes, const uint8_t fp[16])
+{
+    db_event_t e;
+    char msg[600];
+    s_base(nm, &e, r->status ? DB_K_task_failed : DB_K_task_finished);
+    DB_SET_ID(&e, task, DB_F_TASK, &t->id);
+    DB_SET_INT(&e, attempt, DB_F_ATTEMPT, r->attempt);
+    DB_SET_INT(&e, status, DB_F_STATUS, r->status);
+    DB_SET_INT(&e, t_start, DB_F_T_START, r->t_start);
+    DB_SET_INT(&e, t_end, DB_F_T_END, r->t_end);
+    DB_SET_INT(&e, size, DB_F_SIZE, (int64_t) out_bytes);
+    if (w)
+        DB_SET_INT(&e, worker, DB_F_WORKER, w->pid);
+    if (fp) {
+        memcpy(e.fp, fp, 16);
+        e.mask |= DB_F_FP;
+    }
+    if (r->status) {
+        snprintf(msg, sizeof msg, "%.*s", (int) r->msg_len, r->msg ? r->msg : "");
+        db_event_set_info(&e, msg);
+    }
+    s_emit(nm, &e, NULL, NULL, 0);
+}
+
+void
+nm_log_retried(nm_t *nm, nm_task_t *t, const char *why)
+{
+    db_event_t e;
+    s_base(nm, &e, DB_K_task_retried);
+    DB_SET_ID(&e, task, DB_F_TASK, &t->id);
+    DB_SET_INT(&e, attempt, DB_F_ATTEMPT, t->attempt);
+    db_event_set_info(&e, why);
+    s_emit(nm, &e, NULL, NULL, 0);
+}
+
+void
+nm_log_put(nm_t *nm, nm_obj_t *o)
+{
+    db_event_t e;
+    util_id_t task;
+    exec_ref_task(&o->id, &task);
+    s_base(nm, &e, DB_K_object_put);
+    DB_SET_ID(&e, task, DB_F_TASK, &task);
+    if (o->owner)
+        DB_SET_ID(&e, job, DB_F_JOB, &o->owner->job);
+    DB_SET_INT(&e, idx, DB_F_IDX, exec_ref_idx(&o->id));
+    DB_SET_INT(&e, size, DB_F_SIZE, (int64_t) o->size);
+    memcpy(e.fp, o->fp, 16);
+    e.mask |= DB_F_FP;
+    s_emit(nm, &e, &task, NULL, 0);
+}
+
+void
+nm_log_object(nm_t *nm, nm_obj_t *o, int kind, const char *info)
+{
+    db_event_t e;
+    util_id_t task;
+    exec_ref_task(&o->id, &task);
+    s_base(nm, &e, kind);
+    DB_SET_ID(&e, task, DB_F_TASK, &task);
+    DB_SET_INT(&e, idx, DB_F_IDX, exec_ref_idx(&o->id));
+    DB_SET_INT(&e, size, DB_F_SIZE, (int64_t) o->size);
+    if (info)
+        db_event_set_info(&e, info);
+    s_emit(nm, &e, NULL, NULL, 0);
+}
+
+void
+nm_log_job(nm_t *nm, nm_client_t *c, int kind, const char *name, const char *info, int status)
+{
+    db_event_t e;
+    s_base(nm, &e, kind);
+    DB_SET_ID(&e, job, DB_F_JOB, &c->job);
+    DB_SET_INT(&e, worker, DB_F_WORKER, c->pid);
+    if (name)
+        db_event_set_name(&e, name);
+    if (info)
+        db_event_set_info(&e, info);
+    if (kind == DB_K_job_finished)
+        DB_SET_INT(&e, status, DB_F_STATUS, status);
+    s_emit(nm, &e, NULL, NULL, 0);
+}
+
+void
+nm_log_module(nm_t *nm, const util_id_t *job, const uint8_t hash[16], const uint8_t *bytes,
+              size_t n, const char *name)
+{
+    db_event_t e;
+    s_base(nm, &e, DB_K_module_registered);
+    DB_SET_ID(&e, job, DB_F_JOB, job);
+    memcpy(e.fp, hash, 16);
+    e.mask |= DB_F_FP;
+    DB_SET_INT(&e, size, DB_F_SIZE, (int64_t) n);
+    db_event_set_name(&e, name);
+    e.body = bytes;
+    e.body_len = (uint32_t) n;
+    e.mask |= DB_F_BODY;
+    s_emit(nm, &e, NULL, NULL, 0);
+}
+
+void
+nm_log_node(nm_t *nm)
+{
+    db_event_t e;
+    char info[512];
+    size_t k = 0;
+    info[0] = '\0';
+    for (int i = 0; i < nm->nres; i++)
+        k += (size_t) snprintf(info + k, sizeof info - k, "%s%s=%g", i ? "," : "",
+                               nm->res[i].name, nm->res[i].total / 1000.0);
+    s_base(nm, &e, DB_K_node_joined);
+    db_event_set_name(&e, nm->endpoint);
+    db_event_set_info(&e, info);
+    DB_SET_INT(&e, size, DB_F_SIZE, (int64_t) nm->store_bytes);
+    s_emit(nm, &e, NULL, NULL, 0);
+}
+
+/* --- lookups --------------------------------------------------------------------------- */
+
+int
+nm_log_lookup(nm_t *nm, const util_id_t *task, exec_spec_t *spec, util_buf_t *buf)
+{
+    struct nm_log *L = nm->lg;
+    uint32_t s = util_id_shard(task, nm->cluster.shards);
+    uint64_t seq;
+    db_event_t e;
+    int rc;
+
+    /* what we appended must be there before we look */
+    if (util_idmap_get(L->unacked, task->b)) {
+        int64_t deadline = util_mono_ms() + 5000;
+        while (util_idmap_get(L->unacked, task->b) && util_mono_ms() < deadline) {
+            nm_log_tick(nm);
+            db_client_poll(nm->log, 5);
+        }
+    }
+    if (!L->tails[s]) {
+        db_chain_t *chains = calloc(nm->cluster.shards, sizeof *chains);
+        char path[PATH_MAX];
+        if (!chains)
+            return util_err(LUX_ENOMEM, "out of memory");
+        db_chain_load_state(&nm->cluster, chains);
+        db_cluster_replica_db(&nm->cluster, s, chains[s].m[chains[s].n - 1].index, path,
+                              sizeof path);
+        free(chains);
+        db_store_opts_t o = {.path = path, .readonly = true};
+        if (!(L->tails[s] = db_store_open(&o)))
+            return util_err_ctx(LUX_EIO, "reading lineage");
+    }
+    buf->len = 0;
+    if ((rc = db_store_find(L->tails[s], task, DB_K_task_submitted, buf, &seq))) {
+        /* the tail may have changed: look again next time */
+        db_store_close(&L->tails[s]);
+        return rc;
+    }
+    if ((rc = db_event_decode(&e, buf->data, buf->len)))
+        return rc;
+    memset(spec, 0, sizeof *spec);
+    spec->task = e.task;
+    spec->parent = e.parent;
+    spec->job = e.job;
+    memcpy(spec->module, e.fp, 16);
+    spec->fn = e.name;
+    spec->fn_len = (uint16_t) e.name_len;
+    spec->nret = (uint8_t) e.idx;
+    if (!(e.mask & DB_F_BODY) || exec_spec_from_body(spec, e.body, e.body_len))
+        return util_err(LUX_ECORRUPT, "the log's record of a task to rebuild is malformed");
+    return 0;
+}

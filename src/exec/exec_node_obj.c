@@ -1,0 +1,449 @@
+/*  exec_node_obj - the node manager's objects and its shared-memory store.
+
+    An object is READY (its value inline on the heap, when it is at most
+    EXEC_INLINE_MAX bytes, or in the arena), ERROR (the task that makes it
+    failed), SPILLED (a put moved to disk, lz4, to make room) or LOST (a
+    task output dropped to make room; lineage rebuilds it).
+
+    Pins: a client reading an arena object in place (lux_get), and a task
+    that will run with it as an argument, pin it. Unpinned READY arena
+    objects sit in an LRU list, oldest first; when the arena has no room,
+    nm_store_alloc evicts from the front: task outputs are dropped, puts are
+    spilled. An object is deleted once its owner freed it and nothing pins
+    it or waits for it.
+*/
+#include "exec_node_int.h"
+#include "exec_spill.h"
+#include "../util/util_err.h"
+#include "../util/util_hash.h"
+#include "../util/util_log.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* --- LRU -------------------------------------------------------------------------- */
+
+static void
+s_lru_unlink(nm_t *nm, nm_obj_t *o)
+{
+    if (!o->lru_prev && nm->lru_head != o)
+        return; /* not in the list */
+    if (o->lru_prev)
+        o->lru_prev->lru_next = o->lru_next;
+    else
+        nm->lru_head = o->lru_next;
+    if (o->lru_next)
+        o->lru_next->lru_prev = o->lru_prev;
+    else
+        nm->lru_tail = o->lru_prev;
+    o->lru_prev = o->lru_next = NULL;
+}
+
+static void
+s_lru_append(nm_t *nm, nm_obj_t *o)
+{
+    s_lru_unlink(nm, o);
+    if (o->state != OBJ_READY || o->where != EXEC_W_ARENA || o->pins)
+        return;
+    o->lru_prev = nm->lru_tail;
+    if (nm->lru_tail)
+        nm->lru_tail->lru_next = o;
+    else
+        nm->lru_head = o;
+    nm->lru_tail = o;
+    nm->store_gen++; /* evictable now */
+}
+
+/* --- objects ------------------------------------------------------------------------ */
+
+nm_obj_t *
+nm_obj_get(nm_t *nm, const lux_ref_t *id)
+{
+    nm_obj_t **p = util_idmap_get(nm->objects, id->b);
+    return p ? *p : NULL;
+}
+
+nm_obj_t *
+nm_obj_new(nm_t *nm, const lux_ref_t *id)
+{
+    nm_obj_t *o = calloc(1, sizeof *o);
+    if (!o)
+        return NULL;
+    nm_obj_t **p = util_idmap_put(nm->objects, id->b, NULL);
+    if (!p) {
+        free(o);
+        return NULL;
+    }
+    *p = o;
+    o->id = *id;
+    o->owned = true;
+    return o;
+}
+
+/* Drop the value (heap bytes or arena room), keeping the entry. */
+static void
+s_drop_value(nm_t *nm, nm_obj_t *o)
+{
+    s_lru_unlink(nm, o);
+    if (o->state == OBJ_READY && o->where == EXEC_W_ARENA)
+        nm_store_free(nm, o->off);
+    if (o->state == OBJ_READY && o->where == EXEC_W_INLINE)
+        nm->inline_bytes -= o->size;
+    free(o->bytes);
+    o->bytes = NULL;
+}
+
+void
+nm_obj_set_inline(nm_t *nm, nm_obj_t *o, const void *bytes, uint64_t size)
+{
+    s_drop_value(nm, o);
+    o->bytes = malloc(size ? size : 1);
+    if (!o->bytes) {
+        nm_obj_set_error(nm, o, "out of memory holding the value");
+        return;
+    }
+    memcpy(o->bytes, bytes, size);
+    o->size = size;
+    o->where = EXEC_W_INLINE;
+    o->state = OBJ_READY;
+    nm->inline_bytes += size;
+}
+
+void
+nm_obj_set_arena(nm_t *nm, nm_obj_t *o, uint64_t off, uint64_t size)
+{
+    s_drop_value(nm, o);
+    o->off = off;
+    o->size = size;
+    o->where = EXEC_W_ARENA;
+    o->state = OBJ_READY;
+    s_lru_append(nm, o);
+}
+
+void
+nm_obj_set_error(nm_t *nm, nm_obj_t *o, const char *msg)
+{
+    s_drop_value(nm, o);
+    size_t n = strlen(msg);
+    if (n > 4000)
+        n = 4000;
+    o->bytes = malloc(n + 1);
+    if (o->bytes) {
+        memcpy(o->bytes, msg, n);
+        o->bytes[n] = '\0';
+    }
+    o->size = o->bytes ? n : 0;
+    o->state = OBJ_ERROR;
+}
+
+void
+nm_obj_describe(nm_t *nm, const nm_obj_t *o, exec_obj_t *d)
+{
+    memset(d, 0, sizeof *d);
+    d->id = o->id;
+    if (o->state == OBJ_ERROR) {
+        d->where = EXEC_W_ERROR;
+        d->bytes = o->bytes;
+        d->size = o->size;
+    } else if (o->where == EXEC_W_ARENA) {
+        d->where = EXEC_W_ARENA;
+        d->off = o->off;
+        d->size = o->size;
+    } else {
+        d->where = EXEC_W_INLINE;
+        d->bytes = o->bytes;
+        d->size = o->size;
+    }
+}
+
+void
+nm_obj_pin(nm_t *nm, nm_obj_t *o)
+{
+    if (o->pins++ == 0)
+        s_lru_unlink(nm, o);
+}
+
+void
+nm_obj_unpin(nm_t *nm, nm_obj_t *o)
+{
+    if (o->pins == 0)
+        return;
+    if (--o->pins == 0) {
+        if (!o->owned && !o->uses && o->nwaiters == 0)
+            nm_obj_delete(nm, o);
+        else
+            s_lru_append(nm, o);
+    }
+}
+
+void
+nm_obj_delete(nm_t *nm, nm_obj_t *o)
+{
+    char path[PATH_MAX + 64], hex[LUX_REF_LEN * 2 + 1];
+    if (o->state == OBJ_SPILLED) {
+        util_hex(hex, o->id.b, LUX_REF_LEN);
+        snprintf(path, sizeof path, "%s/%s.lz4", nm->spill_dir, hex);
+        unlink(path);
+    }
+    s_drop_value(nm, o);
+    free(o->waiters);
+    util_idmap_del(nm->objects, o->id.b);
+    free(o);
+}
+
+/* --- telling clients ------------------------------------------------------------------ */
+
+void
+nm_client_send_obj(nm_t *nm, nm_client_t *c, const nm_obj_t *o, bool pinned)
+{
+    exec_obj_t d;
+    if (!c)
+        return;
+    nm_obj_describe(nm, o, &d);
+    d.pinned = pinned && d.where == EXEC_W_ARENA;
+    if (c->nout == 0)
+        util_buf_put_u32(&c->out, 0); /* count, set when sent */
+    exec_obj_encode(&c->out, &d);
+    c->nout++;
+    if (!c->dirty) {
+        c->dirty = true;
+        c->next_dirty = nm->dirty;
+        nm->dirty = c;
+    }
+}
+
+void
+nm_flush_clients(nm_t *nm)
+{
+    while (nm->dirty) {
+        nm_client_t *c = nm->dirty;
+        nm->dirty = c->next_dirty;
+        c->dirty = false;
+        c->next_dirty = NULL;
+        if (c->nout == 0 || c->out.oom) {
+            if (c->out.oom)
+                log_error("out of memory telling client %d about objects", (int) c->pid);
+            c->out.len = 0;
+            c->out.oom = false;
+            c->nout = 0;
+            continue;
+        }
+        util_le32(c->out.data, c->nout);
+        zmsg_t *m = zmsg_new();
+        zmsg_append(m, &(zframe_t *) {zframe_dup(c->rid)});
+        zmsg_append(m, &(zframe_t *) {net_hdr_frame(NET_OBJECTS, NET_NO_SHARD, 0)});
+        zmsg_addmem(m, c->out.data, c->out.len);
+        zmsg_send(&m, nm->sock);
+        c->out.len = 0;
+        c->nout = 0;
+        if (c->out.cap > (4u << 20))
+            util_buf_free(&c->out);
+    }
+}
+
+/* Tell the owner and whoever asked that o is ready (or failed). */
+void
+nm_obj_ready(nm_t *nm, nm_obj_t *o)
+{
+    bool owner_told = false;
+    for (uint16_t i = 0; i < o->nwaiters; i++) {
+        nm_client_t *c = o->waiters[i];
+        bool pin = o->state == OBJ_READY && o->where == EXEC_W_ARENA;
+        if (pin)
+            nm_client_pin(nm, c, o);
+        nm_client_send_obj(nm, c, o, pin);
+        owner_told = owner_told || c == o->owner;
+    }
+    o->nwaiters = 0;
+    if (o->owned && o->owner && !owner_told)
+        nm_client_send_obj(nm, o->owner, o, false);
+}
+
+/* --- client pins ------------------------------------------------------------------------ */
+
+void
+nm_client_pin(nm_t *nm, nm_client_t *c, nm_obj_t *o)
+{
+    uint32_t *n = util_idmap_put(c->pins, o->id.b, NULL);
+    if (!n)
+        return;
+    if ((*n)++ == 0)
+        nm_obj_pin(nm, o);
+}
+
+void
+nm_client_unpin(nm_t *nm, nm_client_t *c, const lux_ref_t *id)
+{
+    uint32_t *n = util_idmap_get(c->pins, id->b);
+    if (!n)
+        return;
+    util_idmap_del(c->pins, id->b);
+    nm_obj_t *o = nm_obj_get(nm, id);
+    if (o)
+        nm_obj_unpin(nm, o);
+}
+
+/* --- the arena ------------------------------------------------------------------------------ */
+
+static void
+s_spill_path(nm_t *nm, const nm_obj_t *o, char *path, size_t n)
+{
+    char hex[LUX_REF_LEN * 2 + 1];
+    util_hex(hex, o->id.b, LUX_REF_LEN);
+    snprintf(path, n, "%s/%s.lz4", nm->spill_dir, hex);
+}
+
+/* Make room by evicting the least recently used unpinned object. false
+   when nothing can be evicted. */
+static bool
+s_evict_one(nm_t *nm)
+{
+    nm_obj_t *o = nm->lru_head;
+    char path[PATH_MAX + 64];
+    if (!o)
+        return false;
+    s_lru_unlink(nm, o);
+    if (o->is_put) {
+        s_spill_path(nm, o, path, sizeof path);
+        int rc = exec_spill_write(path, exec_arena_base(nm->arena) + o->off, (size_t) o->size);
+        if (rc) {
+            /* cannot spill: keep it, it is a put and has no lineage */
+            log_error("cannot spill object: %s", lux_errmsg());
+            return false;
+        }
+        nm_store_free(nm, o->off);
+        o->state = OBJ_SPILLED;
+        nm->n_spilled++;
+        nm_log_object(nm, o, DB_K_object_spilled, path);
+    } else {
+        nm_store_free(nm, o->off);
+        o->state = OBJ_LOST;
+        nm->n_evicted++;
+        nm_log_object(nm, o, DB_K_object_lost, "evicted to make room");
+    }
+    return true;
+}
+
+typedef struct {
+    uint64_t pinned, pinned_bytes, arena_bytes, granted;
+} s_census_t;
+
+static int
+s_census(void *arg, const void *key, void *value)
+{
+    s_census_t *c = arg;
+    nm_obj_t *o = *(nm_obj_t **) value;
+    if (o->state == OBJ_READY && o->where == EXEC_W_ARENA) {
+        c->arena_bytes += o->size;
+        if (o->pins) {
+            c->pinned++;
+            c->pinned_bytes += o->size;
+        }
+    }
+    return 0;
+}
+
+static int
+s_grant_sum(void *arg, const void *key, void *value)
+{
+    (void) key;
+    ((s_census_t *) arg)->granted += *(uint64_t *) value;
+    return 0;
+}
+
+static int
+s_census_grants(void *arg, const void *key, void *value)
+{
+    nm_client_t *c = *(nm_client_t **) value;
+    (void) key;
+    util_idmap_each(c->allocs, s_grant_sum, arg);
+    return 0;
+}
+
+int
+nm_store_try(nm_t *nm, uint64_t size, uint64_t *off)
+{
+    if (size > nm->store_bytes)
+        return LUX_EFULL;
+    for (;;) {
+        int rc = exec_arena_alloc(nm->arena, (size_t) size, off);
+        if (rc != LUX_EFULL || !s_evict_one(nm))
+            return rc;
+    }
+}
+
+int
+nm_store_alloc(nm_t *nm, uint64_t size, uint64_t *off)
+{
+    if (size > nm->store_bytes)
+        return util_err(LUX_EFULL, "an object of %llu bytes is larger than the object store "
+                        "(%llu bytes)", (unsigned long long) size,
+                        (unsigned long long) nm->store_bytes);
+    int rc = nm_store_try(nm, size, off);
+    if (rc != LUX_EFULL)
+        return rc; /* 0, or what the arena said */
+    s_census_t c = {0};
+    util_idmap_each(nm->objects, s_census, &c);
+    util_idmap_each(nm->clients, s_census_grants, &c);
+    return util_err(LUX_EFULL, "the object store (%llu bytes) has no room for %llu bytes:"
+                    " %llu bytes are in use: %llu in %llu objects being read or used by"
+                    " tasks, %llu granted to tasks and not yet filled; the largest free"
+                    " block is %llu bytes",
+                    (unsigned long long) nm->store_bytes, (unsigned long long) size,
+                    (unsigned long long) exec_arena_used(nm->arena),
+                    (unsigned long long) c.pinned_bytes, (unsigned long long) c.pinned,
+                    (unsigned long long) c.granted,
+                    (unsigned long long) exec_arena_largest_free(nm->arena));
+}
+
+void
+nm_store_free(nm_t *nm, uint64_t off)
+{
+    exec_arena_free(nm->arena, off);
+    nm->store_gen++;
+}
+
+static int
+s_free_grant(void *arg, const void *key, void *value)
+{
+    uint64_t off;
+    (void) value;
+    memcpy(&off, key, 8);
+    nm_store_free(arg, off);
+    return 0;
+}
+
+void
+nm_client_drop_grants(nm_t *nm, nm_client_t *c)
+{
+    if (!c->allocs || util_idmap_size(c->allocs) == 0)
+        return;
+    util_idmap_each(c->allocs, s_free_grant, nm);
+    util_idmap_clear(c->allocs);
+}
+
+int
+nm_obj_restore(nm_t *nm, nm_obj_t *o)
+{
+    char path[PATH_MAX + 64];
+    uint64_t off;
+    int rc;
+    if (o->state != OBJ_SPILLED)
+        return 0;
+    /* the object is not in the LRU list, so making room never evicts it */
+    if ((rc = nm_store_alloc(nm, o->size, &off)))
+        return rc;
+    s_spill_path(nm, o, path, sizeof path);
+    if ((rc = exec_spill_read(path, exec_arena_base(nm->arena) + off, (size_t) o->size))) {
+        nm_store_free(nm, off);
+        return util_err_ctx(rc, "restoring a spilled object");
+    }
+    unlink(path);
+    o->off = off;
+    o->where = EXEC_W_ARENA;
+    o->state = OBJ_READY;
+    s_lru_append(nm, o);
+    return 0;
+}

@@ -1,0 +1,1044 @@
+/*  exec_node_sched - the local scheduler (DESIGN section 7) and the worker
+    pool.
+
+    A task waits until every argument is ready, then queues; queued tasks go
+    to idle workers in batches (a worker runs its batch in order and reports
+    results as it goes), taking the CPUs and custom resources they ask for
+    while they run. A worker that blocks in lux_get inside a task gives its
+    CPUs back and hands back the tasks it has not started, and an extra
+    worker is started if none is idle, so nested tasks cannot deadlock.
+
+    A worker that dies is replaced; its running task is retried up to its
+    max_attempts, then fails with a message saying how its workers died; the
+    tasks it had not started go back to the queue. A failed task's outputs
+    are errors, and every task that needs one fails too, naming the first
+    task that failed.
+
+    Lost outputs are rebuilt by running their task again, from its
+    task_submitted event in the log, recursively for lost arguments.
+*/
+#include "exec_node_int.h"
+#include "../util/util_err.h"
+#include "../util/util_hash.h"
+#include "../util/util_log.h"
+#include "../util/util_proc.h"
+#include "../util/util_time.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define S_BATCH_MAX 256
+
+/* --- resources ----------------------------------------------------------------------- */
+
+/* Parse "CPU=2,GPU=1" into nm->res; CPU first. 0 or LUX_EINVAL. */
+int
+nm_parse_resources(nm_t *nm, const char *spec)
+{
+    char buf[512], *save = NULL;
+    snprintf(nm->res[0].name, sizeof nm->res[0].name, "CPU");
+    nm->res[0].total = nm->res[0].free = 1000L * sysconf(_SC_NPROCESSORS_ONLN);
+    nm->nres = 1;
+    if (!spec || !*spec)
+        return 0;
+    snprintf(buf, sizeof buf, "%s", spec);
+    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(tok, '=');
+        char *end;
+        double v = eq ? strtod(eq + 1, &end) : -1;
+        if (!eq || eq == tok || end == eq + 1 || *end || v < 0 || eq - tok >= 31)
+            return util_err(LUX_EINVAL, "resources: '%s' is not NAME=AMOUNT", tok);
+        *eq = '\0';
+        nm_res_t *r = NULL;
+        for (int i = 0; i < nm->nres; i++)
+            if (strcmp(nm->res[i].name, tok) == 0)
+                r = &nm->res[i];
+        if (!r) {
+            if (nm->nres == 16)
+                return util_err(LUX_EINVAL, "resources: at most 16 kinds");
+            r = &nm->res[nm->nres++];
+            snprintf(r->name, sizeof r->name, "%s", tok);
+        }
+        r->total = r->free = (int64_t) (v * 1000 + 0.5);
+    }
+    return 0;
+}
+
+/* Custom resources a task asks for, into needs (per nm->res); false when
+   the node has none of one of them (the task can never run here). */
+static bool
+s_needs(nm_t *nm, const nm_task_t *t, int64_t *needs, char *why, size_t n)
+{
+    char buf[256], *save = NULL;
+    memset(needs, 0, sizeof(int64_t) * 16);
+    needs[0] = t->cpus_milli;
+    if (!t->res)
+        return true;
+    snprintf(buf, sizeof buf, "%s", t->res);
+    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(tok, '=');
+        if (!eq)
+            continue;
+        *eq = '\0';
+        int k = -1;
+        for (int i = 0; i < nm->nres; i++)
+            if (strcmp(nm->res[i].name, tok) == 0)
+                k = i;
+        double v = strtod(eq + 1, NULL);
+        if (k < 0 || (int64_t) (v * 1000 + 0.5) > nm->res[k].total) {
+            snprintf(why, n, "it asks for %s=%s and this node has %s", tok, eq + 1,
+                     k < 0 ? "none" : "less");
+            return false;
+        }
+        needs[k] += (int64_t) (v * 1000 + 0.5);
+    }
+    return true;
+}
+
+static bool
+s_fits(nm_t *nm, const int64_t *needs)
+{
+    for (int i = 0; i < nm->nres; i++)
+        if (needs[i] > nm->res[i].free)
+            return false;
+    return true;
+}
+
+static void
+s_take(nm_t *nm, const int64_t *needs, int sign)
+{
+    for (int i = 0; i < nm->nres; i++)
+        nm->res[i].free -= sign * needs[i];
+}
+
+/* --- tasks ------------------------------------------------------------------------------ */
+
+nm_task_t *
+nm_task_find(nm_t *nm, const util_id_t *id)
+{
+    nm_task_t **p = util_idmap_get(nm->tasks, id->b);
+    return p ? *p : NULL;
+}
+
+void
+nm_task_free(nm_task_t *t)
+{
+    if (!t)
+        return;
+    free(t->args);
+    free(t->counted);
+    free(t->res);
+    free(t->fn);
+    free(t->dependents);
+    free(t->waiters);
+    free(t);
+}
+
+static void
+s_ready_push(nm_t *nm, nm_task_t *t, bool front)
+{
+    t->state = TASK_READY;
+    t->next = NULL;
+    if (front) {
+        t->next = nm->ready;
+        nm->ready = t;
+        if (!nm->ready_last)
+            nm->ready_last = t;
+    } else {
+        if (nm->ready_last)
+            nm->ready_last->next = t;
+        else
+            nm->ready = t;
+        nm->ready_last = t;
+    }
+    nm->nready++;
+}
+
+static bool
+s_add_dependent(nm_task_t *on, nm_task_t *t, uint32_t idx)
+{
+    if (on->ndeps == on->capdeps) {
+        uint32_t cap = on->capdeps ? 2 * on->capdeps : 4;
+        struct nm_dep *d = realloc(on->dependents, cap * sizeof *d);
+        if (!d)
+            return false;
+        on->dependents = d;
+        on->capdeps = cap;
+    }
+    on->dependents[on->ndeps++] = (struct nm_dep) {t, idx};
+    return true;
+}
+
+/* Take t out of every dependents list it is on (it is going away early). */
+static void
+s_forget_dependent(nm_t *nm, nm_task_t *t)
+{
+    util_rd_t r;
+    exec_arg_t a;
+    util_rd_init(&r, t->args, t->args_len);
+    while (exec_arg_next(&r, &a)) {
+        if (a.kind != EXEC_ARG_REF)
+            continue;
+        util_id_t tid;
+        exec_ref_task(&a.ref, &tid);
+        nm_task_t *on = nm_task_find(nm, &tid);
+        if (!on)
+            continue;
+        uint32_t k = 0;
+        for (uint32_t i = 0; i < on->ndeps; i++)
+            if (on->dependents[i].task != t)
+                on->dependents[k++] = on->dependents[i];
+        on->ndeps = k;
+    }
+}
+
+/* The function name of a task for messages. */
+static const char *
+s_fn(const nm_task_t *t)
+{
+    return t->fn ? t->fn : "?";
+}
+
+static void s_finish_failed(nm_t *nm, nm_task_t *t, int status, const char *msg);
+
+/* Count argument i (object o) as a use of o by t. */
+static void
+s_count(nm_task_t *t, int i, nm_obj_t *o)
+{
+    if (t->counted && !t->counted[i]) {
+        t->counted[i] = 1;
+        o->uses++;
+    }
+}
+
+/* Walk the arguments of t at submission: count those that exist, wait for
+   those still to come (rebuilding lost ones). 0, or a code with why: an
+   argument that failed, or one never made. */
+static int
+s_resolve(nm_t *nm, nm_task_t *t, char *why, size_t n)
+{
+    util_rd_t r;
+    exec_arg_t a;
+    int i = -1;
+    util_rd_init(&r, t->args, t->args_len);
+    while (exec_arg_next(&r, &a)) {
+        i++;
+        if (a.kind != EXEC_ARG_REF)
+            continue;
+        nm_obj_t *o = nm_obj_get(nm, &a.ref);
+        util_id_t dt_id;
+        exec_ref_task(&a.ref, &dt_id);
+        if (o && o->state == OBJ_ERROR) {
+            snprintf(why, n, "its argument from %.*s", (int) o->size, (const char *) o->bytes);
+            return LUX_ETASK;
+        }
+        if (o) {
+            s_count(t, i, o);
+            if (o->state != OBJ_LOST)
+                continue;
+        }
+        nm_task_t *dt = nm_task_find(nm, &dt_id);
+        if (!dt && nm_rebuild(nm, &a.ref) == 0)
+            dt = nm_task_find(nm, &dt_id);
+        if (!dt) {
+            char hex[LUX_REF_LEN * 2 + 1];
+            util_hex(hex, a.ref.b, LUX_REF_LEN);
+            snprintf(why, n, "its argument %s was never created (or its lineage is not in the log)",
+                     hex);
+            return LUX_ENOTFOUND;
+        }
+        if (!s_add_dependent(dt, t, exec_ref_idx(&a.ref)))
+            return util_err(LUX_ENOMEM, "out of memory");
+        t->waiting++;
+    }
+    return 0;
+}
+
+/* Intern function names: a task keeps its own copy, but they are few and
+   short, so this is just strdup; kept apart to change in one place. */
+static char *
+s_dup_name(const char *s, size_t n)
+{
+    char *d = malloc(n + 1);
+    if (d) {
+        memcpy(d, s, n);
+        d[n] = '\0';
+    }
+    return d;
+}
+
+static nm_task_t *
+s_task_new(nm_t *nm, nm_client_t *owner, const exec_spec_t *s)
+{
+    nm_task_t *t = calloc(1, sizeof *t);
+    if (!t)
+        return NULL;
+    t->id = s->task;
+    t->parent = s->parent;
+    t->job = s->job;
+    memcpy(t->module, s->module, 16);
+    t->fn = s_dup_name(s->fn, s->fn_len);
+    t->args_len = s->args_len;
+    t->args = s->args_len ? malloc(s->args_len) : NULL;
+    if (!t->fn || (s->args_len && !t->args)) {
+        nm_task_free(t);
+        return NULL;
+    }
+    if (s->args_len)
+        memcpy(t->args, s->args, s->args_len);
+    t->argc = s->argc;
+    if (memchr(s->args, EXEC_ARG_REF, s->args_len) && !(t->counted = calloc(t->argc, 1))) {
+        nm_task_free(t);
+        return NULL;
+    }
+    t->nret = s->nret;
+    t->max_attempts = s->max_attempts ? s->max_attempts : 3;
+    t->cpus_milli = s->cpus_milli;
+    t->res = s->res_len ? s_dup_name(s->res, s->res_len) : NULL;
+    t->attempt = 1;
+    t->owner = owner;
+    t->state = TASK_WAITING;
+    nm_task_t **p = util_idmap_put(nm->tasks, t->id.b, NULL);
+    if (!p) {
+        nm_task_free(t);
+        return NULL;
+    }
+    *p = t;
+    return t;
+}
+
+int
+nm_submit(nm_t *nm, nm_client_t *c, const exec_spec_t *s)
+{
+    char why[600];
+    lux_ref_t out0;
+    exec_ref_make(&out0, &s->task, 0);
+    if (nm_task_find(nm, &s->task) || (s->nret && nm_obj_get(nm, &out0)))
+        return 0; /* submitted before: a client resending is not a new task */
+    nm_task_t *t = s_task_new(nm, c, s);
+    if (!t)
+        return util_err(LUX_ENOMEM, "out of memory holding a task");
+    nm->n_submitted++;
+    int rc = s_resolve(nm, t, why, sizeof why);
+    nm_log_submitted(nm, t);
+    if (!rc) {
+        int64_t needs[16];
+        if (!s_needs(nm, t, needs, why, sizeof why))
+            rc = LUX_EINVAL;
+    }
+    if (rc) {
+        s_finish_failed(nm, t, rc, why);
+        return 0;
+    }
+    if (t->waiting == 0)
+        s_ready_push(nm, t, false);
+    return 0;
+}
+
+/* --- rebuilding lost objects ------------------------------------------------------------ */
+
+int
+nm_rebuild(nm_t *nm, const lux_ref_t *id)
+{
+    util_id_t tid;
+    exec_spec_t spec;
+    util_buf_t buf;
+    char why[600];
+    int rc;
+
+    exec_ref_task(id, &tid);
+    if (nm_task_find(nm, &tid))
+        return 0; /* on its way */
+    util_buf_init(&buf);
+    if ((rc = nm_log_lookup(nm, &tid, &spec, &buf))) {
+        util_buf_free(&buf);
+        return rc;
+    }
+    nm_task_t *t = s_task_new(nm, NULL, &spec);
+    util_buf_free(&buf);
+    if (!t)
+        return util_err(LUX_ENOMEM, "out of memory rebuilding");
+    t->rebuild = true;
+    nm->n_rebuilt++;
+    char hex[LUX_REF_LEN * 2 + 1], info[128];
+    util_hex(hex, id->b, LUX_REF_LEN);
+    snprintf(info, sizeof info, "rebuild: object %s was lost", hex);
+    nm_log_retried(nm, t, info);
+    if ((rc = s_resolve(nm, t, why, sizeof why))) {
+        s_finish_failed(nm, t, rc, why);
+        return 0;
+    }
+    if (t->waiting == 0)
+        s_ready_push(nm, t, true);
+    return 0;
+}
+
+/* --- finishing ---------------------------------------------------------------------------- */
+
+/* Let go of a task's arguments: unpin them if it was handed to a worker,
+   and drop its uses; an object nobody owns or uses any more goes. */
+static void
+s_release_args(nm_t *nm, nm_task_t *t, bool uses)
+{
+    util_rd_t r;
+    exec_arg_t a;
+    int i = -1;
+    util_rd_init(&r, t->args, t->args_len);
+    while (exec_arg_next(&r, &a)) {
+        i++;
+        if (a.kind != EXEC_ARG_REF)
+            continue;
+        nm_obj_t *o = nm_obj_get(nm, &a.ref);
+        if (!o)
+            continue;
+        if (uses && t->counted && t->counted[i]) {
+            t->counted[i] = 0;
+            o->uses--;
+        }
+        /* unpinning deletes it when nothing holds it any more */
+        if (t->pinned && o->pins)
+            nm_obj_unpin(nm, o);
+        else if (!o->owned && !o->uses && !o->pins && !o->nwaiters)
+            nm_obj_delete(nm, o);
+    }
+    t->pinned = false;
+}
+
+/* Answer clients that asked (GET) for t's outputs before they existed. */
+static void
+s_answer_waiters(nm_t *nm, nm_task_t *t)
+{
+    for (uint16_t i = 0; i < t->nwaiters; i++) {
+        lux_ref_t id;
+        for (uint8_t k = 0; k < t->nret; k++) {
+            exec_ref_make(&id, &t->id, k);
+            nm_obj_t *o = nm_obj_get(nm, &id);
+            if (!o)
+                continue;
+            bool pin = o->state == OBJ_READY && o->where == EXEC_W_ARENA;
+            if (pin)
+                nm_client_pin(nm, t->waiters[i], o);
+            nm_client_send_obj(nm, t->waiters[i], o, pin);
+        }
+    }
+}
+
+/* t finished well (outputs set): wake its dependents, answer, free it. */
+static void
+s_done(nm_t *nm, nm_task_t *t)
+{
+    for (uint32_t i = 0; i < t->ndeps; i++) {
+        nm_task_t *d = t->dependents[i].task;
+        lux_ref_t id;
+        exec_ref_make(&id, &t->id, t->dependents[i].idx);
+        nm_obj_t *o = nm_obj_get(nm, &id);
+        if (o) {
+            /* count the use on d's first uncounted argument naming it */
+            util_rd_t r;
+            exec_arg_t a;
+            int k = -1;
+            util_rd_init(&r, d->args, d->args_len);
+            while (exec_arg_next(&r, &a)) {
+                k++;
+                if (a.kind == EXEC_ARG_REF && d->counted && !d->counted[k] &&
+                    memcmp(a.ref.b, id.b, LUX_REF_LEN) == 0) {
+                    s_count(d, k, o);
+                    break;
+                }
+            }
+        }
+        if (--d->waiting == 0)
+            s_ready_push(nm, d, false);
+    }
+    s_answer_waiters(nm, t);
+    s_release_args(nm, t, true);
+    util_idmap_del(nm->tasks, t->id.b);
+    nm_task_free(t);
+}
+
+/* Make an output object of t (or take the lost one being rebuilt). */
+static nm_obj_t *
+s_output(nm_t *nm, nm_task_t *t, uint8_t i)
+{
+    lux_ref_t id;
+    exec_ref_make(&id, &t->id, i);
+    nm_obj_t *o = nm_obj_get(nm, &id);
+    if (!o) {
+        o = nm_obj_new(nm, &id);
+        if (!o)
+            return NULL;
+        o->owner = t->owner;
+        o->owned = t->owner != NULL; /* a rebuilt output nobody owns lives while needed */
+    }
+    o->lineage = t->lineage;
+    return o;
+}
+
+/* Fail one task (already off the ready queue and its worker): its outputs
+   become errors carrying text, its failure is logged, and it is freed. */
+static void
+s_fail_one(nm_t *nm, nm_task_t *t, int status, const char *msg, const char *text)
+{
+    s_forget_dependent(nm, t); /* it may still be on others' lists */
+    nm->n_failed++;
+    exec_result_t r = {.task = t->id, .attempt = t->attempt, .status = status, .msg = msg,
+                       .msg_len = (uint16_t) strlen(msg)};
+    r.t_start = r.t_end = util_now_ns();
+    nm_log_finished(nm, t, t->worker, &r, 0, NULL);
+    for (uint8_t i = 0; i < t->nret; i++) {
+        nm_obj_t *o = s_output(nm, t, i);
+        if (!o)
+            continue;
+        nm_obj_set_error(nm, o, text);
+        nm_obj_ready(nm, o);
+    }
+    s_answer_waiters(nm, t);
+    s_release_args(nm, t, true);
+    for (uint8_t i = 0; i < t->nret; i++) {
+        lux_ref_t id;
+        exec_ref_make(&id, &t->id, i);
+        nm_obj_t *o = nm_obj_get(nm, &id);
+        if (o && !o->owned && !o->pins && !o->uses && !o->nwaiters)
+            nm_obj_delete(nm, o);
+    }
+    util_idmap_del(nm->tasks, t->id.b);
+    nm_task_free(t);
+}
+
+/* Fail t, and every task that waits, directly or not, for one of its
+   outputs: all are found first (marked doomed), then failed one by one,
+   so no list is walked after what it points to is freed. Each dependent's
+   error names t. */
+static void
+s_finish_failed(nm_t *nm, nm_task_t *t, int status, const char *msg)
+{
+    char hex[UTIL_ID_HEX], text[1024], why[1200];
+    nm_task_t **all = malloc(16 * sizeof *all);
+    size_t n = 0, cap = 16;
+
+    util_id_hex(&t->id, hex);
+    snprintf(text, sizeof text, "task %s (%s) failed: %s", hex, s_fn(t), msg);
+    snprintf(why, sizeof why, "its argument from %s", text);
+    if (!all) {
+        s_fail_one(nm, t, status, msg, text);
+        return;
+    }
+    /* breadth first over everything waiting on t, each once */
+    t->doomed = true;
+    all[n++] = t;
+    for (size_t i = 0; i < n; i++) {
+        for (uint32_t k = 0; k < all[i]->ndeps; k++) {
+            nm_task_t *d = all[i]->dependents[k].task;
+            if (!d || d->doomed)
+                continue;
+            if (n == cap) {
+                nm_task_t **p = realloc(all, 2 * cap * sizeof *p);
+                if (!p)
+                    continue; /* out of memory: it fails when its own turn comes */
+                all = p;
+                cap *= 2;
+            }
+            d->doomed = true;
+            all[n++] = d;
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        nm_task_t *x = all[i];
+        if (i == 0) {
+            s_fail_one(nm, x, status, msg, text);
+        } else {
+            char xt[1400], xh[UTIL_ID_HEX];
+            util_id_hex(&x->id, xh);
+            snprintf(xt, sizeof xt, "task %s (%s) failed: %s", xh, s_fn(x), why);
+            s_fail_one(nm, x, LUX_ETASK, why, xt);
+        }
+    }
+    free(all);
+}
+
+/* --- workers ---------------------------------------------------------------------------- */
+
+int
+nm_spawn_worker(nm_t *nm, bool extra)
+{
+    char *argv[] = {nm->lux_bin, "worker", "--dir", nm->cluster.dir, "--node", nm->endpoint,
+                    NULL};
+    char log[PATH_MAX + 32];
+    snprintf(log, sizeof log, "%s/log/workers.log", nm->cluster.dir);
+    pid_t pid = util_spawn(argv, log);
+    if (pid < 0)
+        return (int) pid;
+    nm_worker_t *w = calloc(1, sizeof *w);
+    if (!w) {
+        kill(pid, SIGKILL);
+        return util_err(LUX_ENOMEM, "out of memory");
+    }
+    w->pid = pid;
+    w->state = W_STARTING;
+    w->started_ms = util_mono_ms();
+    w->extra = extra;
+    w->next = nm->workers;
+    nm->workers = w;
+    nm->nworkers++;
+    log_info("started worker %d%s", (int) pid, extra ? " (extra: a worker is blocked)" : "");
+    return 0;
+}
+
+static void
+s_worker_unlink(nm_t *nm, nm_worker_t *w)
+{
+    for (nm_worker_t **p = &nm->workers; *p; p = &(*p)->next)
+        if (*p == w) {
+            *p = w->next;
+            nm->nworkers--;
+            return;
+        }
+}
+
+void
+nm_worker_gone(nm_t *nm, nm_worker_t *w, const char *why)
+{
+    nm_task_t *running = w->queue, *rest = running ? running->next : NULL;
+    if (w->state == W_LEAVING && !running)
+        log_info("worker %d %s", (int) w->pid, why);
+    else
+        log_warn("worker %d %s", (int) w->pid, why);
+    /* give back what it held */
+    s_take(nm, w->held, -1);
+    memset(w->held, 0, sizeof w->held);
+    /* the tasks it had not started go back, in order, at the front */
+    nm_task_t *stack[S_BATCH_MAX];
+    int n = 0;
+    for (nm_task_t *t = rest; t && n < S_BATCH_MAX; t = t->next)
+        stack[n++] = t;
+    for (int i = n - 1; i >= 0; i--) {
+        stack[i]->worker = NULL;
+        s_release_args(nm, stack[i], false);
+        s_ready_push(nm, stack[i], true);
+    }
+    if (running) {
+        running->worker = NULL;
+        s_release_args(nm, running, false);
+        if (running->attempt >= running->max_attempts) {
+            char msg[300];
+            snprintf(msg, sizeof msg, "its worker died on each of %u attempts (the last %s)",
+                     running->attempt, why);
+            s_finish_failed(nm, running, LUX_EDEAD, msg);
+        } else {
+            running->attempt++;
+            nm->n_retried++;
+            char msg[300];
+            snprintf(msg, sizeof msg, "worker %d %s; attempt %u of %u", (int) w->pid, why,
+                     running->attempt, running->max_attempts);
+            nm_log_retried(nm, running, msg);
+            s_ready_push(nm, running, true);
+        }
+    }
+    if (w->client) {
+        nm_client_t *c = w->client;
+        c->worker = NULL;
+        w->client = NULL;
+        nm_client_gone(nm, c);
+    }
+    s_worker_unlink(nm, w);
+    free(w);
+}
+
+void
+nm_reap_workers(nm_t *nm)
+{
+    nm_worker_t *w = nm->workers;
+    while (w) {
+        nm_worker_t *next = w->next;
+        int status;
+        pid_t r = waitpid(w->pid, &status, WNOHANG);
+        if (r == w->pid || (r < 0 && !util_proc_alive(w->pid))) {
+            char why[96];
+            if (r == w->pid && WIFSIGNALED(status))
+                snprintf(why, sizeof why, "died (signal %d)", WTERMSIG(status));
+            else if (r == w->pid && WIFEXITED(status))
+                snprintf(why, sizeof why, "exited with status %d", WEXITSTATUS(status));
+            else
+                snprintf(why, sizeof why, "is gone");
+            bool extra = w->extra;
+            nm_worker_gone(nm, w, why);
+            if (!extra && nm->nworkers < nm->target_workers && nm_spawn_worker(nm, false))
+                log_error("cannot restart a worker: %s", lux_errmsg());
+        } else if (w->state == W_STARTING && util_mono_ms() - w->started_ms > 30000) {
+            log_error("worker %d did not say hello within 30 s; killing it", (int) w->pid);
+            kill(w->pid, SIGKILL);
+        }
+        w = next;
+    }
+}
+
+/* --- dispatch --------------------------------------------------------------------------- */
+
+static nm_worker_t *
+s_idle_worker(nm_t *nm)
+{
+    for (nm_worker_t *w = nm->workers; w; w = w->next)
+        if (w->state == W_IDLE && w->client)
+            return w;
+    return NULL;
+}
+
+/* Resolve t's arguments into descriptors for the worker and pin the
+   objects. 0; 1 when an argument was evicted since t was queued (t now
+   waits for its rebuild); or a code (an argument that cannot be brought
+   back). */
+static int
+s_run_args(nm_t *nm, nm_task_t *t, exec_obj_t *objs)
+{
+    util_rd_t r;
+    exec_arg_t a;
+    int i = 0, rc = 0;
+    util_rd_init(&r, t->args, t->args_len);
+    while (exec_arg_next(&r, &a)) {
+        memset(&objs[i], 0, sizeof objs[i]);
+        if (a.kind == EXEC_ARG_VALUE) {
+            objs[i].where = EXEC_W_INLINE;
+            objs[i].bytes = a.data;
+            objs[i].size = a.size;
+            i++;
+            continue;
+        }
+        nm_obj_t *o = nm_obj_get(nm, &a.ref);
+        if (o && o->state == OBJ_SPILLED && (rc = nm_obj_restore(nm, o)))
+            break;
+        if (!o || o->state == OBJ_LOST) {
+            /* evicted while t waited: rebuild it, and wait again */
+            util_id_t dt_id;
+            exec_ref_task(&a.ref, &dt_id);
+            nm_task_t *dt = nm_task_find(nm, &dt_id);
+            if (!dt && (rc = nm_rebuild(nm, &a.ref)) == 0)
+                dt = nm_task_find(nm, &dt_id);
+            if (!dt) {
+                if (!rc)
+                    rc = util_err(LUX_ENOTFOUND, "an argument was lost and cannot be rebuilt");
+                break;
+            }
+            if (!s_add_dependent(dt, t, exec_ref_idx(&a.ref))) {
+                rc = util_err(LUX_ENOMEM, "out of memory");
+                break;
+            }
+            t->waiting++;
+            rc = 1;
+            i++;
+            continue; /* note every lost one now, so t waits for all */
+        }
+        if (o->state != OBJ_READY) {
+            rc = util_err(LUX_ESTATE, "an argument is not ready");
+            break;
+        }
+        nm_obj_pin(nm, o);
+        nm_obj_describe(nm, o, &objs[i]);
+        i++;
+    }
+    if (rc) {
+        /* unpin exactly what this call pinned: the first i arguments */
+        util_rd_t r2;
+        exec_arg_t a2;
+        util_rd_init(&r2, t->args, t->args_len);
+        for (int k = 0; k < i && exec_arg_next(&r2, &a2); k++) {
+            if (a2.kind != EXEC_ARG_REF)
+                continue;
+            nm_obj_t *o = nm_obj_get(nm, &a2.ref);
+            if (o && o->state == OBJ_READY && objs[k].where != 0)
+                nm_obj_unpin(nm, o);
+        }
+    }
+    t->pinned = rc == 0; /* every argument is pinned: s_release_args unpins */
+    return rc;
+}
+
+void
+nm_dispatch(nm_t *nm)
+{
+    exec_obj_t *objs = NULL;
+    size_t cap = 0;
+    while (nm->ready) {
+        nm_worker_t *w = s_idle_worker(nm);
+        if (!w)
+            break;
+        int64_t needs[16];
+        char why[256];
+        nm_task_t *first = nm->ready;
+        if (!s_needs(nm, first, needs, why, sizeof why)) {
+            nm->ready = first->next;
+            if (!nm->ready)
+                nm->ready_last = NULL;
+            nm->nready--;
+            s_finish_failed(nm, first, LUX_EINVAL, why);
+            continue;
+        }
+        if (!s_fits(nm, needs))
+            break; /* wait for resources to come back */
+        int idle = 0;
+        for (nm_worker_t *x = nm->workers; x; x = x->next)
+            idle += x->state == W_IDLE && x->client != NULL;
+        uint64_t batch = nm->nready / (uint64_t) (idle ? idle : 1);
+        if (batch < 1)
+            batch = 1;
+        if (batch > S_BATCH_MAX)
+            batch = S_BATCH_MAX;
+        /* only tasks asking for the same as the first share a batch */
+        util_buf_t *b = &nm->scratch;
+        b->len = 0;
+        util_buf_put_u32(b, 0);
+        uint32_t count = 0;
+        /* arguments in the store stay pinned while a batch waits on its
+           worker: a batch pins at most its share of the store (past the
+           first task), so the store keeps room for what tasks make */
+        uint64_t pinned = 0, budget = nm->store_bytes / (4 * (uint64_t) nm->target_workers);
+        while (nm->ready && count < batch && (count == 0 || pinned < budget)) {
+            nm_task_t *t = nm->ready;
+            if (count && (t->cpus_milli != first->cpus_milli || t->res || first->res))
+                break;
+            nm->ready = t->next;
+            if (!nm->ready)
+                nm->ready_last = NULL;
+            nm->nready--;
+            t->next = NULL;
+            if (t->argc > cap) {
+                cap = t->argc * 2;
+                objs = realloc(objs, cap * sizeof *objs);
+            }
+            int rc = s_run_args(nm, t, objs);
+            if (rc == 1) {
+                t->state = TASK_WAITING; /* for the rebuild of an argument */
+                continue;
+            }
+            if (rc) {
+                s_finish_failed(nm, t, rc, lux_errmsg());
+                continue;
+            }
+            w->client->job = t->job; /* what its puts and nested tasks belong to */
+            exec_run_t run = {.task = t->id, .job = t->job, .fn = t->fn,
+                              .fn_len = (uint16_t) strlen(t->fn),
+                              .nret = t->nret, .attempt = t->attempt, .argc = t->argc};
+            memcpy(run.module, t->module, 16);
+            exec_run_encode(b, &run, objs);
+            for (uint16_t k = 0; k < t->argc; k++)
+                if (objs[k].where == EXEC_W_ARENA)
+                    pinned += objs[k].size;
+            t->state = TASK_RUNNING;
+            t->worker = w;
+            if (w->queue_last)
+                w->queue_last->next = t;
+            else
+                w->queue = t;
+            w->queue_last = t;
+            w->queued++;
+            count++;
+        }
+        if (count == 0)
+            continue;
+        util_le32(b->data, count);
+        s_take(nm, needs, 1);
+        memcpy(w->held, needs, sizeof w->held);
+        w->state = W_BUSY;
+        zmsg_t *m = zmsg_new();
+        zmsg_append(m, &(zframe_t *) {zframe_dup(w->client->rid)});
+        zmsg_append(m, &(zframe_t *) {net_hdr_frame(NET_TASKS, NET_NO_SHARD, 0)});
+        zmsg_addmem(m, b->data, b->len);
+        zmsg_send(&m, nm->sock);
+    }
+    free(objs);
+    /* everyone blocked or busy and work waiting: one more worker */
+    if (nm->ready && !s_idle_worker(nm)) {
+        int blocked = 0, starting = 0;
+        for (nm_worker_t *x = nm->workers; x; x = x->next) {
+            blocked += x->state == W_BLOCKED;
+            starting += x->state == W_STARTING;
+        }
+        if (blocked > starting && nm->nworkers < 4 * nm->target_workers + 8)
+            nm_spawn_worker(nm, true);
+    }
+}
+
+/* --- results ---------------------------------------------------------------------------- */
+
+static void
+s_worker_pop(nm_t *nm, nm_worker_t *w, nm_task_t *t)
+{
+    nm_task_t *prev = NULL;
+    for (nm_task_t *x = w->queue; x; prev = x, x = x->next) {
+        if (x != t)
+            continue;
+        if (prev)
+            prev->next = x->next;
+        else
+            w->queue = x->next;
+        if (w->queue_last == x)
+            w->queue_last = prev;
+        w->queued--;
+        break;
+    }
+    t->next = NULL;
+    t->worker = NULL;
+    if (!w->queue) {
+        s_take(nm, w->held, -1);
+        memset(w->held, 0, sizeof w->held);
+        if (w->state == W_BUSY)
+            w->state = W_IDLE;
+    }
+}
+
+/* One result of worker w; its outputs are in the exec_result_t. */
+static void
+s_result(nm_t *nm, nm_worker_t *w, const exec_result_t *r)
+{
+    nm_task_t *t = nm_task_find(nm, &r->task);
+    nm_client_t *c = w->client;
+    if (!t || t->worker != w || t->attempt != r->attempt) {
+        char hex[UTIL_ID_HEX];
+        log_warn("worker %d reported task %s it was not running", (int) w->pid,
+                 util_id_hex(&r->task, hex));
+        return;
+    }
+    s_worker_pop(nm, w, t);
+    if (r->status != 0) {
+        char msg[600];
+        snprintf(msg, sizeof msg, "%.*s", (int) r->msg_len, r->msg ? r->msg : "");
+        if (!msg[0])
+            snprintf(msg, sizeof msg, "it returned %s", lux_strerror(r->status));
+        s_finish_failed(nm, t, r->status, msg);
+        return;
+    }
+    /* the outputs */
+    util_rd_t rd;
+    util_rd_init(&rd, r->outs, r->outs_len);
+    exec_obj_t outs[EXEC_MAX_RETURNS];
+    uint64_t total = 0;
+    for (uint8_t i = 0; i < r->nret; i++)
+        if (exec_obj_decode(&rd, &outs[i]))
+            break;
+    const uint8_t *fps = util_rd_take(&rd, (size_t) r->nret * 16);
+    bool bad = rd.bad || r->nret != t->nret;
+    for (uint8_t i = 0; !bad && i < r->nret; i++) {
+        if (outs[i].where == EXEC_W_ARENA) {
+            /* room it was granted, and the value fits in it */
+            uint64_t *granted = util_idmap_get(c->allocs, &outs[i].off);
+            bad = !granted || *granted < outs[i].size;
+        } else if (outs[i].where != EXEC_W_INLINE) {
+            bad = true;
+        }
+    }
+    if (bad) {
+        s_finish_failed(nm, t, LUX_EPROTO, "its worker reported malformed outputs");
+        return;
+    }
+    uint8_t fp[16] = {0};
+    util_blake_t h;
+    util_blake_init(&h, 16);
+    for (uint8_t i = 0; i < r->nret; i++) {
+        nm_obj_t *o = s_output(nm, t, i);
+        if (!o)
+            continue;
+        if (outs[i].where == EXEC_W_ARENA) {
+            util_idmap_del(c->allocs, &outs[i].off);
+            nm_obj_set_arena(nm, o, outs[i].off, outs[i].size);
+        } else {
+            nm_obj_set_inline(nm, o, outs[i].bytes, outs[i].size);
+        }
+        memcpy(o->fp, fps + 16 * i, 16);
+        util_blake_update(&h, o->fp, 16);
+        total += outs[i].size;
+    }
+    util_blake_final(&h, fp, 16);
+    nm->n_finished++;
+    nm_log_finished(nm, t, w, r, total, fp);
+    for (uint8_t i = 0; i < r->nret; i++) {
+        lux_ref_t id;
+        exec_ref_make(&id, &t->id, i);
+        nm_obj_t *o = nm_obj_get(nm, &id);
+        if (!o)
+            continue;
+        nm_obj_ready(nm, o);
+        if (!o->owned && !o->pins && !o->uses && !o->nwaiters && !t->ndeps && !t->nwaiters)
+            nm_obj_delete(nm, o); /* rebuilt for nobody */
+    }
+    s_done(nm, t);
+}
+
+void
+nm_results(nm_t *nm, nm_client_t *c, const uint8_t *p, size_t n)
+{
+    util_rd_t rd;
+    nm_worker_t *w = c->worker;
+    if (!w) {
+        log_warn("RESULTS from a client that is not a worker (pid %d)", (int) c->pid);
+        return;
+    }
+    util_rd_init(&rd, p, n);
+    uint32_t count = util_rd_u32(&rd);
+    for (uint32_t i = 0; i < count && !rd.bad; i++) {
+        exec_result_t r;
+        if (exec_result_decode(&rd, &r)) {
+            log_error("worker %d: %s", (int) w->pid, lux_errmsg());
+            break;
+        }
+        s_result(nm, w, &r);
+        if (!c->worker)
+            return; /* it went away while we answered */
+    }
+    /* Room granted and not sealed is abandoned: a worker sends RESULTS only
+       between tasks (exec_worker.c), and one connection keeps order, so
+       every ALLOC that came before this message was made by a task that has
+       finished (a failed one, or a return set twice). */
+    nm_client_drop_grants(nm, c);
+    if (w->state == W_IDLE && w->extra) {
+        int blocked = 0;
+        for (nm_worker_t *x = nm->workers; x; x = x->next)
+            blocked += x->state == W_BLOCKED;
+        if (blocked == 0 && !nm->ready) {
+            log_info("extra worker %d is not needed any more", (int) w->pid);
+            kill(w->pid, SIGTERM);
+            w->state = W_LEAVING; /* give it nothing; reaped when it exits */
+        }
+    }
+}
+
+void
+nm_blocked(nm_t *nm, nm_client_t *c, const uint8_t *p, size_t n)
+{
+    util_rd_t rd;
+    nm_worker_t *w = c->worker;
+    if (!w)
+        return;
+    util_rd_init(&rd, p, n);
+    uint8_t blocked = util_rd_u8(&rd);
+    uint32_t count = util_rd_u32(&rd);
+    if (rd.bad)
+        return;
+    if (blocked && w->state == W_BUSY) {
+        /* give the CPUs back, and the tasks it has not started */
+        s_take(nm, w->held, -1);
+        memcpy(w->lent, w->held, sizeof w->lent);
+        memset(w->held, 0, sizeof w->held);
+        w->state = W_BLOCKED;
+        for (uint32_t i = 0; i < count; i++) {
+            const uint8_t *id = util_rd_take(&rd, 16);
+            if (!id)
+                break;
+            util_id_t tid;
+            memcpy(tid.b, id, 16);
+            nm_task_t *t = nm_task_find(nm, &tid);
+            if (t && t->worker == w && t != w->queue) {
+                s_worker_pop(nm, w, t);
+                s_release_args(nm, t, false);
+                s_ready_push(nm, t, true);
+            }
+        }
+    } else if (!blocked && w->state == W_BLOCKED) {
+        memcpy(w->held, w->lent, sizeof w->held);
+        memset(w->lent, 0, sizeof w->lent);
+        s_take(nm, w->held, 1); /* may go below zero for a while: that is fine */
+        w->state = w->queue ? W_BUSY : W_IDLE;
+    }
+}

@@ -1,0 +1,134 @@
+/*  exec_proto - the bodies of the runtime's messages between clients,
+    workers and their node manager (types in src/net/net_wire.h; bytes
+    documented at the top of exec_proto.c and in doc/protocol.md).
+
+    Every decoder bounds every length and count, so garbage decodes to
+    LUX_EPROTO and never reads past the frame.
+*/
+#ifndef EXEC_PROTO_H_INCLUDED
+#define EXEC_PROTO_H_INCLUDED
+
+#include "../lux.h"
+#include "../util/util_buf.h"
+#include "../util/util_id.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define EXEC_INLINE_MAX (64 * 1024) /* objects this small travel in messages */
+#define EXEC_MAX_RETURNS 64
+#define EXEC_MAX_ARGS 4096
+#define EXEC_NAME_MAX 255
+
+/* How an object travels. */
+enum exec_where {
+    EXEC_W_INLINE = 1, /* its bytes follow */
+    EXEC_W_ARENA = 2,  /* at an offset in the node's object store */
+    EXEC_W_ERROR = 3   /* the task that makes it failed: a message follows */
+};
+
+#define EXEC_W_PINNED 0x80 /* flag on `where` sent to a client: the node
+                              manager pinned this arena object for it */
+
+typedef struct {
+    lux_ref_t id;
+    uint8_t where;        /* enum exec_where */
+    bool pinned;          /* ARENA and pinned for the receiving client */
+    uint64_t size;        /* bytes of the value (of the message, for an error) */
+    const uint8_t *bytes; /* INLINE: the value; ERROR: the message */
+    uint64_t off;         /* ARENA: where */
+} exec_obj_t;
+
+void exec_obj_encode(util_buf_t *b, const exec_obj_t *o);
+int exec_obj_decode(util_rd_t *r, exec_obj_t *o);
+
+/* An argument as submitted: a value or a ref. */
+enum { EXEC_ARG_VALUE = 0, EXEC_ARG_REF = 1 };
+
+/* A task as a client submits it. */
+typedef struct {
+    util_id_t task;         /* its ID */
+    util_id_t parent;       /* the task (or driver) that submitted it */
+    util_id_t job;          /* the job it belongs to */
+    uint8_t module[16];     /* hash of the module holding fn */
+    const char *fn;         /* function name (not NUL-terminated) */
+    uint16_t fn_len;
+    uint8_t nret;           /* return values */
+    uint8_t max_attempts;   /* runs allowed when a worker dies */
+    uint32_t cpus_milli;    /* CPUs held while it runs, in thousandths */
+    const char *res;        /* custom resources "GPU=1,disk=2" */
+    uint16_t res_len;
+    uint16_t argc;
+    const uint8_t *args;    /* encoded arguments (exec_args_*) */
+    uint32_t args_len;
+} exec_spec_t;
+
+void exec_spec_encode(util_buf_t *b, const exec_spec_t *s);
+int exec_spec_decode(util_rd_t *r, exec_spec_t *s);
+
+/* The body of a task_submitted event (what a rebuild or replay needs
+   beyond the event's columns): max_attempts u8, cpus_milli u32, resources
+   (u16 length + bytes), argc u16, then the encoded arguments. */
+void exec_spec_body(util_buf_t *b, const exec_spec_t *s);
+int exec_spec_from_body(exec_spec_t *s, const uint8_t *body, size_t n);
+
+/* Arguments: kind u8, then a value (length u32, bytes) or a ref (20). */
+void exec_arg_put_value(util_buf_t *b, const void *data, uint32_t size);
+void exec_arg_put_ref(util_buf_t *b, const lux_ref_t *ref);
+typedef struct {
+    uint8_t kind;
+    const uint8_t *data; /* value */
+    uint32_t size;
+    lux_ref_t ref;       /* ref */
+} exec_arg_t;
+/* Walk argc encoded arguments; false at the end or on garbage (r->bad). */
+bool exec_arg_next(util_rd_t *r, exec_arg_t *a);
+
+/* A task handed to a worker: what it needs to run it. Arguments are
+   resolved objects (INLINE or ARENA). */
+typedef struct {
+    util_id_t task;
+    util_id_t job;
+    uint8_t module[16];
+    const char *fn;
+    uint16_t fn_len;
+    uint8_t nret;
+    uint8_t attempt;
+    uint16_t argc;
+    const uint8_t *objs; /* argc encoded exec_obj_t */
+    uint32_t objs_len;
+} exec_run_t;
+
+void exec_run_encode(util_buf_t *b, const exec_run_t *t, const exec_obj_t *args);
+int exec_run_decode(util_rd_t *r, exec_run_t *t);
+
+/* A worker's report on one task. */
+typedef struct {
+    util_id_t task;
+    uint8_t attempt;
+    int32_t status;        /* 0, or a LUX_E* code */
+    const char *msg;       /* error message when status != 0 */
+    uint16_t msg_len;
+    int64_t t_start, t_end;
+    uint8_t nret;
+    const uint8_t *outs;   /* nret encoded exec_obj_t, then nret fingerprints (16 each) */
+    uint32_t outs_len;
+} exec_result_t;
+
+void exec_result_encode(util_buf_t *b, const exec_result_t *r, const exec_obj_t *outs,
+                        const uint8_t (*fps)[16]);
+int exec_result_decode(util_rd_t *r, exec_result_t *res);
+
+/* Who says NODE_HELLO. */
+enum { EXEC_HELLO_DRIVER = 1, EXEC_HELLO_WORKER = 2 };
+
+/* A 128-bit fingerprint of bytes: fast (not cryptographic), for the log's
+   record of what a task produced, checked by replays. */
+void exec_fingerprint(uint8_t out[16], const void *p, size_t n);
+
+/* Object IDs: a task's return i, and the parts of an ID. */
+void exec_ref_make(lux_ref_t *ref, const util_id_t *task, uint32_t idx);
+uint32_t exec_ref_idx(const lux_ref_t *ref);
+void exec_ref_task(const lux_ref_t *ref, util_id_t *task);
+
+#endif

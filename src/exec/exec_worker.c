@@ -1,0 +1,281 @@
+/*  exec_worker - the worker loop (see exec_worker.h).
+
+    Results go back in batches: after each task when the batch is done (so
+    a lone task's result is not held back), after a task that asked for room
+    in the store (the room is held until the node hears of it), else every
+    S_RESULTS tasks.
+*/
+#include "exec_worker.h"
+#include "exec_client.h"
+#include "../net/net_wire.h"
+#include "../util/util_err.h"
+#include "../util/util_hash.h"
+#include "../util/util_log.h"
+#include "../util/util_time.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define S_RESULTS 64
+
+typedef struct {
+    lux_t *lx;
+    exec_run_t *runs;      /* the batch being run */
+    bool *skip;            /* given back to the node: do not run */
+    uint32_t nruns, caprun;
+    uint32_t at;           /* the one running */
+    util_buf_t results;
+    uint32_t nresults;
+    util_buf_t outs;       /* scratch for one result's outputs */
+    uint64_t allocs_sent;  /* lx->alloc_req when results were last sent */
+} s_worker_t;
+
+/* Tasks of the batch not started yet: their IDs into b (given back). */
+static uint32_t
+s_giveback(lux_t *lx, util_buf_t *b)
+{
+    s_worker_t *w = lx->worker;
+    uint32_t n = 0;
+    for (uint32_t i = w->at + 1; i < w->nruns; i++) {
+        if (w->skip[i])
+            continue;
+        util_buf_put(b, w->runs[i].task.b, 16);
+        w->skip[i] = true;
+        n++;
+    }
+    return n;
+}
+
+static void
+s_flush(s_worker_t *w)
+{
+    if (!w->nresults)
+        return;
+    util_le32(w->results.data, w->nresults);
+    zmsg_t *m = zmsg_new();
+    zmsg_append(m, &(zframe_t *) {net_hdr_frame(NET_RESULTS, NET_NO_SHARD, 0)});
+    zmsg_addmem(m, w->results.data, w->results.len);
+    zmsg_send(&m, w->lx->sk);
+    w->nresults = 0;
+    w->results.len = 0;
+    w->allocs_sent = w->lx->alloc_req;
+}
+
+static void
+s_report(s_worker_t *w, exec_result_t *r, const exec_obj_t *outs, const uint8_t (*fps)[16])
+{
+    if (w->nresults == 0) {
+        w->results.len = 0;
+        util_buf_put_u32(&w->results, 0);
+    }
+    exec_result_encode(&w->results, r, outs, fps);
+    w->nresults++;
+}
+
+static exec_module_t *
+s_module(lux_t *lx, const uint8_t hash[16], char *why, size_t n)
+{
+    exec_module_t *m = exec_module_find(hash);
+    if (m)
+        return m;
+    if (memcmp(exec_module_hash(exec_module_builtin()), hash, 16) == 0)
+        return exec_module_builtin();
+    char hex[33], path[PATH_MAX + 64];
+    util_hex(hex, hash, 16);
+    snprintf(path, sizeof path, "%s/modules/%s.so", lx->dir, hex);
+    if (!(m = exec_module_load(path, hash)))
+        snprintf(why, n, "%s", lux_errmsg());
+    return m;
+}
+
+/* Run one task and report it. */
+static void
+s_run(s_worker_t *w, const exec_run_t *run)
+{
+    lux_t *lx = w->lx;
+    exec_result_t r = {.task = run->task, .attempt = run->attempt, .nret = run->nret};
+    exec_task_ctx_t ctx;
+    exec_obj_t outs[EXEC_MAX_RETURNS];
+    uint8_t fps[EXEC_MAX_RETURNS][16];
+    uint8_t set[EXEC_MAX_RETURNS] = {0};
+    uint8_t *own[EXEC_MAX_RETURNS] = {0};
+    lux_val_t argv[EXEC_MAX_ARGS > 256 ? 256 : EXEC_MAX_ARGS], *args = argv;
+    char why[600] = "";
+    char fn[EXEC_NAME_MAX + 1];
+
+    snprintf(fn, sizeof fn, "%.*s", (int) run->fn_len, run->fn);
+    r.t_start = util_now_ns();
+    if (run->argc > 256 && !(args = calloc(run->argc, sizeof *args))) {
+        r.status = LUX_ENOMEM;
+        snprintf(why, sizeof why, "out of memory for %u arguments", run->argc);
+        goto report;
+    }
+    exec_module_t *m = s_module(lx, run->module, why, sizeof why);
+    const exec_fn_t *f = m ? exec_module_fn(m, run->fn, run->fn_len) : NULL;
+    if (!m) {
+        r.status = LUX_ENOTFOUND;
+        goto report;
+    }
+    if (!f) {
+        r.status = LUX_ENOTFOUND;
+        snprintf(why, sizeof why, "the module has no function '%s'", fn);
+        goto report;
+    }
+    if (f->nargs >= 0 && f->nargs != run->argc) {
+        r.status = LUX_EINVAL;
+        snprintf(why, sizeof why, "%s takes %d arguments, it was given %u", fn, f->nargs,
+                 run->argc);
+        goto report;
+    }
+    if (f->nret != run->nret) {
+        r.status = LUX_EINVAL;
+        snprintf(why, sizeof why, "%s returns %d values, %u were asked for", fn, f->nret,
+                 run->nret);
+        goto report;
+    }
+    /* the arguments, in place */
+    util_rd_t rd;
+    util_rd_init(&rd, run->objs, run->objs_len);
+    for (uint16_t i = 0; i < run->argc; i++) {
+        exec_obj_t o;
+        if (exec_obj_decode(&rd, &o) || o.where == EXEC_W_ERROR ||
+            (o.where == EXEC_W_ARENA && o.off + o.size > exec_arena_size(lx->arena))) {
+            r.status = LUX_EPROTO;
+            snprintf(why, sizeof why, "argument %u came malformed", i);
+            goto report;
+        }
+        args[i].data = o.where == EXEC_W_ARENA ? exec_arena_base(lx->arena) + o.off : o.bytes;
+        args[i].size = (size_t) o.size;
+    }
+    memset(&ctx, 0, sizeof ctx);
+    ctx.task = run->task;
+    ctx.attempt = run->attempt;
+    ctx.argc = run->argc;
+    ctx.argv = args;
+    ctx.nret = run->nret;
+    ctx.outs = outs;
+    ctx.outs_set = set;
+    ctx.outs_own = own;
+    memset(outs, 0, sizeof outs);
+    lx->task = &ctx;
+    lx->module = m; /* nested calls find the task's own module's functions */
+    lx->job = run->job;
+    lx->root = run->task;
+    lx->counter = 0;
+    int rc = f->fn(lx, run->argc, args);
+    exec_client_flush(lx); /* what the task put and called goes before its result */
+    lx->task = NULL;
+    if (rc || ctx.status) {
+        r.status = ctx.status ? ctx.status : rc;
+        snprintf(why, sizeof why, "%s", ctx.err[0] ? ctx.err : lux_strerror(r.status));
+        for (int i = 0; i < run->nret; i++)
+            free(own[i]);
+        goto report;
+    }
+    for (int i = 0; i < run->nret; i++) {
+        if (!set[i]) { /* a return never set is an empty value */
+            exec_ref_make(&outs[i].id, &run->task, (uint32_t) i);
+            outs[i].where = EXEC_W_INLINE;
+            outs[i].bytes = (const uint8_t *) "";
+            outs[i].size = 0;
+        }
+        const void *p = outs[i].where == EXEC_W_ARENA ? exec_arena_base(lx->arena) + outs[i].off
+                                                      : (const void *) outs[i].bytes;
+        exec_fingerprint(fps[i], p, (size_t) outs[i].size);
+    }
+    r.t_end = util_now_ns();
+    s_report(w, &r, outs, (const uint8_t (*)[16]) fps);
+    for (int i = 0; i < run->nret; i++)
+        free(own[i]);
+    if (args != argv)
+        free(args);
+    return;
+report:
+    r.t_end = util_now_ns();
+    r.nret = 0;
+    r.msg = why;
+    r.msg_len = (uint16_t) strlen(why);
+    s_report(w, &r, NULL, NULL);
+    if (args != argv)
+        free(args);
+}
+
+/* Run every task of one TASKS message. */
+static void
+s_batch(s_worker_t *w, zmsg_t *msg)
+{
+    zframe_t *hf = zmsg_first(msg), *body = zmsg_next(msg);
+    net_hdr_t h;
+    util_rd_t rd;
+    if (net_hdr_decode(&h, hf) || h.type != NET_TASKS || !body)
+        return;
+    util_rd_init(&rd, zframe_data(body), zframe_size(body));
+    uint32_t count = util_rd_u32(&rd);
+    if (count > w->caprun) {
+        w->runs = realloc(w->runs, count * sizeof *w->runs);
+        w->skip = realloc(w->skip, count * sizeof *w->skip);
+        w->caprun = count;
+    }
+    w->nruns = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        if (exec_run_decode(&rd, &w->runs[i])) {
+            log_error("worker: %s", lux_errmsg());
+            break;
+        }
+        w->skip[i] = false;
+        w->nruns++;
+    }
+    for (w->at = 0; w->at < w->nruns; w->at++) {
+        if (w->skip[w->at])
+            continue;
+        s_run(w, &w->runs[w->at]);
+        bool last = true;
+        for (uint32_t k = w->at + 1; k < w->nruns; k++)
+            last = last && w->skip[k];
+        /* store room stays granted until the node hears the result: a task
+           that asked for room is reported at once */
+        if (last || w->nresults >= S_RESULTS || w->lx->alloc_req != w->allocs_sent)
+            s_flush(w);
+    }
+    s_flush(w);
+    w->nruns = 0;
+}
+
+int
+exec_worker_main(const char *dir, const char *endpoint)
+{
+    s_worker_t w;
+    memset(&w, 0, sizeof w);
+    util_buf_init(&w.results);
+    util_buf_init(&w.outs);
+    w.lx = exec_client_connect(endpoint, EXEC_HELLO_WORKER, NULL, NULL);
+    if (!w.lx) {
+        log_error("worker: %s", lux_errmsg());
+        return 1;
+    }
+    w.lx->later = zlist_new();
+    w.lx->giveback = s_giveback;
+    w.lx->worker = &w;
+    while (!zsys_interrupted) {
+        zmsg_t *m = zlist_pop(w.lx->later);
+        if (!m)
+            m = zmsg_recv(w.lx->sk);
+        if (!m)
+            break; /* interrupted */
+        zframe_t *hf = zmsg_first(m);
+        net_hdr_t h;
+        if (net_hdr_decode(&h, hf) == 0 && h.type == NET_TASKS)
+            s_batch(&w, m);
+        else
+            exec_client_handle(w.lx, m);
+        zmsg_destroy(&m);
+    }
+    exec_client_close(&w.lx, 0);
+    free(w.runs);
+    free(w.skip);
+    util_buf_free(&w.results);
+    util_buf_free(&w.outs);
+    return 0;
+}

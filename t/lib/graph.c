@@ -1,0 +1,223 @@
+/*  graph - random task graphs (see graph.h). */
+#include "graph.h"
+#include "../tap.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t
+s_rand(graph_t *g)
+{
+    g->rng = g->rng * 6364136223846793005ULL + 1442695040888963407ULL;
+    return g->rng >> 33;
+}
+
+static int64_t
+s_mix(const int64_t *v, int n)
+{
+    int64_t s = 0;
+    for (int i = 0; i < n; i++)
+        s = (s + v[i]) % GRAPH_M;
+    return (s * 3 + 1) % GRAPH_M;
+}
+
+/* A random int-valued output of an earlier node (or -1 when none). */
+static int
+s_pick(graph_t *g, int upto, int *out)
+{
+    for (int tries = 0; tries < 8 && upto > 0; tries++) {
+        int i = (int) (s_rand(g) % (uint64_t) upto);
+        /* lean towards recent nodes: deeper graphs */
+        if (s_rand(g) % 2)
+            i = upto - 1 - (int) (s_rand(g) % (uint64_t) (upto < 8 ? upto : 8));
+        if (!g->nodes[i].blob) {
+            *out = (int) (s_rand(g) % (uint64_t) g->nodes[i].nout);
+            return i;
+        }
+    }
+    return -1;
+}
+
+static void
+s_pattern(uint8_t *p, int64_t seed, int64_t n)
+{
+    memcpy(p, &seed, 8);
+    for (int64_t i = 8; i < n; i++)
+        p[i] = (uint8_t) (seed * 31 + i);
+}
+
+int
+graph_submit(lux_t *lx, graph_t *g, int n, uint64_t seed, int64_t max_blob)
+{
+    memset(g, 0, sizeof *g);
+    g->nodes = calloc((size_t) n, sizeof *g->nodes);
+    g->rng = seed;
+    int rc = 0;
+    int blobs[4096], nblobs = 0;
+    for (int i = 0; i < n && !rc; i++) {
+        graph_node_t *x = &g->nodes[i];
+        int kind = (int) (s_rand(g) % 100);
+        kind = kind < 10 ? G_PUT : kind < 14 ? G_BIGPUT : kind < 55 ? G_MIX : kind < 70 ? G_SPLIT
+               : kind < 80 ? G_BIG : kind < 92 ? G_CHECK : G_NESTED;
+        if (kind == G_CHECK && nblobs == 0)
+            kind = G_MIX;
+        x->kind = kind;
+        x->nout = kind == G_SPLIT ? 2 : 1;
+        g->counts[kind]++;
+        lux_arg_t args[8];
+        int64_t vals[8], lits[8];
+        int na = 0;
+        switch (kind) {
+        case G_PUT: {
+            int64_t v = (int64_t) (s_rand(g) % GRAPH_M);
+            x->want[0] = v;
+            rc = lux_put(lx, &v, 8, &x->ref[0]);
+            break;
+        }
+        case G_BIGPUT:
+        case G_BIG: {
+            x->seed = (int64_t) (s_rand(g) % GRAPH_M);
+            x->size = 70000 + (int64_t) (s_rand(g) % (uint64_t) max_blob);
+            x->want[0] = (x->seed + x->size) % GRAPH_M;
+            x->blob = true;
+            if (nblobs < 4096)
+                blobs[nblobs++] = i;
+            if (kind == G_BIGPUT) {
+                uint8_t *p = malloc((size_t) x->size);
+                s_pattern(p, x->seed, x->size);
+                rc = lux_put(lx, p, (size_t) x->size, &x->ref[0]);
+                free(p);
+            } else {
+                rc = lux_call(lx, "t_big", 2,
+                              (lux_arg_t[]) {LUX_VAL(&x->seed, 8), LUX_VAL(&x->size, 8)}, 1,
+                              x->ref);
+            }
+            break;
+        }
+        case G_CHECK: {
+            graph_node_t *b = &g->nodes[blobs[s_rand(g) % (uint64_t) nblobs]];
+            x->want[0] = b->want[0];
+            x->in[x->nin++] = (int) (b - g->nodes);
+            rc = lux_call(lx, "t_check", 1, (lux_arg_t[]) {LUX_REF(b->ref[0])}, 1, x->ref);
+            break;
+        }
+        case G_MIX:
+        case G_SPLIT:
+        case G_NESTED: {
+            int want_args = kind == G_SPLIT ? 2 : (int) (s_rand(g) % 5) + (kind == G_NESTED);
+            for (na = 0; na < want_args; na++) {
+                int k, j = s_pick(g, i, &k);
+                x->in[x->nin++] = -1;
+                if (j < 0 || s_rand(g) % 4 == 0) { /* a value */
+                    lits[na] = (int64_t) (s_rand(g) % GRAPH_M);
+                    vals[na] = lits[na];
+                    args[na] = LUX_VAL(&lits[na], 8);
+                } else { /* a ref */
+                    x->in[x->nin - 1] = j;
+                    vals[na] = g->nodes[j].want[k];
+                    args[na] = LUX_REF(g->nodes[j].ref[k]);
+                }
+            }
+            if (kind == G_MIX) {
+                x->want[0] = s_mix(vals, na);
+                rc = lux_call(lx, "t_mix", na, args, 1, x->ref);
+            } else if (kind == G_SPLIT) {
+                x->want[0] = (vals[0] + vals[1]) % GRAPH_M;
+                x->want[1] = ((vals[0] - vals[1]) % GRAPH_M + GRAPH_M) % GRAPH_M;
+                rc = lux_call(lx, "t_split", 2, args, 2, x->ref);
+            } else {
+                int64_t m[8], s = 0;
+                for (int k = 0; k < na; k++) {
+                    m[k] = s_mix(&vals[k], 1);
+                    s = (s + m[k]) % GRAPH_M;
+                }
+                for (int k = 0; k + 1 < na; k++)
+                    s = (s + s_mix(&m[k], 2)) % GRAPH_M;
+                x->want[0] = s;
+                rc = lux_call(lx, "t_nested", na, args, 1, x->ref);
+            }
+            break;
+        }
+        }
+        g->n = i + 1;
+    }
+    return rc;
+}
+
+int
+graph_check(lux_t *lx, graph_t *g, char *why, size_t wn)
+{
+    int bad = 0;
+    why[0] = '\0';
+    /* in a random order, so gets interleave with evictions */
+    int *order = malloc((size_t) g->n * sizeof *order);
+    for (int i = 0; i < g->n; i++)
+        order[i] = i;
+    for (int i = g->n - 1; i > 0; i--) {
+        int j = (int) (s_rand(g) % (uint64_t) (i + 1)), t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+    for (int oi = 0; oi < g->n; oi++) {
+        graph_node_t *x = &g->nodes[order[oi]];
+        for (int k = 0; k < x->nout; k++) {
+            lux_val_t v;
+            int rc = lux_get(lx, &x->ref[k], &v, 120000);
+            int64_t got = -1;
+            if (!rc && x->blob) {
+                int64_t seed = -1;
+                if (v.size >= 8)
+                    memcpy(&seed, v.data, 8);
+                got = (seed + (int64_t) v.size) % GRAPH_M;
+                const uint8_t *p = v.data;
+                for (size_t b = 8; b < v.size; b += 4093)
+                    if (p[b] != (uint8_t) (seed * 31 + (int64_t) b))
+                        got = -2;
+            } else if (!rc && v.size == 8) {
+                memcpy(&got, v.data, 8);
+            }
+            if (rc || got != x->want[k]) {
+                x->wrong = true;
+                if (!bad++)
+                    snprintf(why, wn, "node %d (kind %d) output %d: %s, got %lld, want %lld",
+                             order[oi], x->kind, k, rc ? lux_errmsg() : "wrong value",
+                             (long long) got, (long long) x->want[k]);
+            }
+        }
+        /* blobs are let go once checked, so the store can drop them */
+        if (x->blob)
+            lux_free(lx, 1, x->ref);
+    }
+    free(order);
+    /* the first wrong node whose arguments all came right is where to look */
+    for (int i = 0; bad && i < g->n; i++) {
+        graph_node_t *x = &g->nodes[i];
+        bool inputs_right = true;
+        for (int k = 0; k < x->nin; k++)
+            inputs_right = inputs_right && (x->in[k] < 0 || !g->nodes[x->in[k]].wrong);
+        if (x->wrong && inputs_right) {
+            char hex[LUX_REF_LEN * 2 + 1];
+            diag("first wrong node with right arguments: %d (kind %d), %s", i, x->kind,
+                 lux_ref_hex(&x->ref[0], hex));
+            break;
+        }
+    }
+    return bad;
+}
+
+void
+graph_free(graph_t *g)
+{
+    free(g->nodes);
+    g->nodes = NULL;
+}
+
+const char *
+graph_module(void)
+{
+    static char path[1024];
+    const char *b = getenv("LUX_BUILDDIR");
+    snprintf(path, sizeof path, "%s/t/lib/.libs/testmod.so", b && *b ? b : ".");
+    return path;
+}

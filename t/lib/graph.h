@@ -1,0 +1,45 @@
+/*  graph - random task graphs for the runtime's tests: built from the
+    functions of t/lib/testmod.c, run on a cluster, and computed again
+    here, sequentially, to compare. */
+#ifndef GRAPH_H_INCLUDED
+#define GRAPH_H_INCLUDED
+
+#include "lux.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define GRAPH_M 1000003
+
+enum { G_PUT, G_BIGPUT, G_MIX, G_SPLIT, G_BIG, G_CHECK, G_NESTED, G_KINDS };
+
+typedef struct {
+    int kind;
+    int nout;
+    lux_ref_t ref[2];
+    int64_t want[2];   /* expected int64 outputs (G_BIG/G_BIGPUT: seed + size mod M) */
+    int64_t seed, size; /* G_BIG, G_BIGPUT */
+    bool blob;          /* the output is a large blob, checked by G_CHECK */
+    int nin, in[8];     /* nodes whose output is an argument (-1: a literal) */
+    bool wrong;         /* graph_check found an output wrong */
+} graph_node_t;
+
+typedef struct {
+    graph_node_t *nodes;
+    int n;
+    uint64_t rng;
+    int counts[G_KINDS];
+} graph_t;
+
+/* Submit a random graph of n nodes (values and refs mixed, multiple
+   returns, nested tasks, big blobs of up to max_blob bytes). 0 or a code. */
+int graph_submit(lux_t *lx, graph_t *g, int n, uint64_t seed, int64_t max_blob);
+/* Get every output and compare; returns the number of mismatches (0 is
+   success); why gets the first. */
+int graph_check(lux_t *lx, graph_t *g, char *why, size_t n);
+void graph_free(graph_t *g);
+
+/* The path of t/lib's test module, built by make check. */
+const char *graph_module(void);
+
+#endif

@@ -1,0 +1,145 @@
+/*  testmod - the remote functions the runtime's tests call (built as a
+    module, t/lib/.libs/testmod.so). Values are int64 unless said; every
+    function is deterministic, as the contract asks, so a rebuilt or
+    retried task gives the same bytes. */
+#include "lux.h"
+
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int64_t
+s_int(const lux_val_t *v)
+{
+    int64_t x = 0;
+    if (v->size == 8)
+        memcpy(&x, v->data, 8);
+    return x;
+}
+
+#define M 1000003 /* values stay below this: no overflow however deep a graph */
+
+/* (3 * the sum of its arguments + 1) mod M: any number of arguments. */
+static int
+t_mix(lux_t *lx, int argc, const lux_val_t *argv)
+{
+    int64_t s = 0;
+    for (int i = 0; i < argc; i++)
+        s = (s + s_int(&argv[i])) % M;
+    s = (s * 3 + 1) % M;
+    return lux_set(lx, 0, &s, 8);
+}
+LUX_FUNCTION(t_mix, -1, 1)
+
+/* Two returns: (a + b) mod M and (a - b) mod M. */
+static int
+t_split(lux_t *lx, int argc, const lux_val_t *argv)
+{
+    int64_t a = s_int(&argv[0]), b = s_int(&argv[1]), s = (a + b) % M, d = ((a - b) % M + M) % M;
+    int rc = lux_set(lx, 0, &s, 8);
+    return rc ? rc : lux_set(lx, 1, &d, 8);
+}
+LUX_FUNCTION(t_split, 2, 2)
+
+/* A large value: n bytes (argument 1) of a pattern seeded by argument 0,
+   written in place in the store; its first 8 bytes hold the seed. */
+static int
+t_big(lux_t *lx, int argc, const lux_val_t *argv)
+{
+    int64_t seed = s_int(&argv[0]), n = s_int(&argv[1]);
+    if (n < 8)
+        return lux_raise(lx, "t_big needs at least 8 bytes, got %lld", (long long) n);
+    uint8_t *p = lux_set_alloc(lx, 0, (size_t) n);
+    if (!p)
+        return lux_raise(lx, "no room for %lld bytes: %s", (long long) n, lux_errmsg());
+    memcpy(p, &seed, 8);
+    for (int64_t i = 8; i < n; i++)
+        p[i] = (uint8_t) (seed * 31 + i);
+    return 0;
+}
+LUX_FUNCTION(t_big, 2, 1)
+
+/* Read a t_big value back: its seed plus its length, after checking every
+   byte (an error if one is wrong). */
+static int
+t_check(lux_t *lx, int argc, const lux_val_t *argv)
+{
+    const uint8_t *p = argv[0].data;
+    int64_t seed, n = (int64_t) argv[0].size;
+    if (n < 8)
+        return lux_raise(lx, "t_check: %lld bytes", (long long) n);
+    memcpy(&seed, p, 8);
+    for (int64_t i = 8; i < n; i++)
+        if (p[i] != (uint8_t) (seed * 31 + i))
+            return lux_raise(lx, "t_check: byte %lld is wrong", (long long) i);
+    int64_t r = (seed + n) % M;
+    return lux_set(lx, 0, &r, 8);
+}
+LUX_FUNCTION(t_check, 1, 1)
+
+/* Nested: submit t_mix over each argument and over pairs, get them, and
+   return the sum of their results. */
+static int
+t_nested(lux_t *lx, int argc, const lux_val_t *argv)
+{
+    lux_ref_t refs[16];
+    lux_val_t vals[16];
+    int n = argc < 8 ? argc : 8, rc;
+    for (int i = 0; i < n; i++) {
+        int64_t x = s_int(&argv[i]);
+        if ((rc = lux_call(lx, "t_mix", 1, (lux_arg_t[]) {LUX_VAL(&x, 8)}, 1, &refs[i])))
+            return lux_raise(lx, "nested call: %s", lux_errmsg());
+    }
+    for (int i = 0; i + 1 < n; i++)
+        if ((rc = lux_call(lx, "t_mix", 2, (lux_arg_t[]) {LUX_REF(refs[i]), LUX_REF(refs[i + 1])},
+                           1, &refs[n + i])))
+            return lux_raise(lx, "nested call: %s", lux_errmsg());
+    int total = n + (n > 0 ? n - 1 : 0);
+    if ((rc = lux_get_many(lx, total, refs, vals, -1)))
+        return lux_raise(lx, "nested get: %s", lux_errmsg());
+    int64_t s = 0;
+    for (int i = 0; i < total; i++)
+        s = (s + s_int(&vals[i])) % M;
+    lux_free(lx, total, refs);
+    return lux_set(lx, 0, &s, 8);
+}
+LUX_FUNCTION(t_nested, -1, 1)
+
+/* Fails with a message. */
+static int
+t_fail(lux_t *lx, int argc, const lux_val_t *argv)
+{
+    return lux_raise(lx, "t_fail was asked to fail (%d arguments)", argc);
+}
+LUX_FUNCTION(t_fail, -1, 1)
+
+/* Kills its worker, every time. */
+static int
+t_crash(lux_t *lx, int argc, const lux_val_t *argv)
+{
+    kill(getpid(), SIGKILL);
+    return 0;
+}
+LUX_FUNCTION(t_crash, 0, 1)
+
+/* Sleeps ms (argument 0), then returns argument 1. */
+static int
+t_sleep(lux_t *lx, int argc, const lux_val_t *argv)
+{
+    usleep((useconds_t) (s_int(&argv[0]) * 1000));
+    return lux_set(lx, 0, argv[1].data, argv[1].size);
+}
+LUX_FUNCTION(t_sleep, 2, 1)
+
+/* Holds a custom resource while it runs: returns 1. */
+static int
+t_gpu(lux_t *lx, int argc, const lux_val_t *argv)
+{
+    int64_t one = 1;
+    usleep(20000);
+    return lux_set(lx, 0, &one, 8);
+}
+LUX_FUNCTION(t_gpu, 0, 1)

@@ -1,0 +1,610 @@
+/*  bench_exec - benchmarks of the runtime (lux bench), named after `ray
+    microbenchmark`'s where there is a twin:
+
+    memcpy_gigabytes             this machine's memcpy of 1 GB (for the ratios)
+    embedded_start_ms            lux_init (embedded default) to a first task's result
+    single_client_tasks_sync     one no-op task at a time, call then get
+    single_client_tasks_async    a million no-op tasks, then their results;
+                                 with the peak RSS of the driver and the workers
+    multi_client_tasks_async     four driver processes doing the same at once
+    single_client_put_calls      puts of a small (8 B) object
+    single_client_get_calls      gets of a small object
+    single_client_put_gigabytes  puts of a 1 GB object
+    single_client_get_gigabytes  gets of a fresh 1 GB object (in place: no copy)
+    single_client_wait_1k_refs   rounds of: 1000 no-op tasks, wait for all
+    dag_chain_2000               a chain of 2000 dependent tasks
+    dag_tree_10000               a pairwise tree reduction of 10,000 leaves
+    queued_tasks_memory          node manager memory holding a million queued tasks
+
+    Each runs on a private embedded cluster under the benchmark's scratch
+    directory (queued_tasks_memory on a private `lux start` head, so the
+    node manager is a process of its own to measure).
+*/
+#include "lux_bench.h"
+#include "lux_cmd.h"
+#include "lux.h"
+#include "exec/exec_client.h"
+#include "util/util_err.h"
+#include "util/util_fs.h"
+#include "util/util_proc.h"
+#include "util/util_time.h"
+
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* --- the functions the benchmarks run (built into lux, so its workers have them) --- */
+
+static int
+bench_noop(lux_t *lx, int argc, const lux_val_t *argv)
+{
+    return 0;
+}
+LUX_FUNCTION(bench_noop, -1, 1)
+
+/* The sum of its int64 arguments (an argument of another size counts 1). */
+static int
+bench_sum(lux_t *lx, int argc, const lux_val_t *argv)
+{
+    int64_t sum = 0, v;
+    for (int i = 0; i < argc; i++) {
+        if (argv[i].size == 8) {
+            memcpy(&v, argv[i].data, 8);
+            sum += v;
+        } else {
+            sum += 1;
+        }
+    }
+    return lux_set(lx, 0, &sum, sizeof sum);
+}
+LUX_FUNCTION(bench_sum, -1, 1)
+
+/* Wait until the file named by its argument exists (at most a minute). */
+static int
+bench_gate(lux_t *lx, int argc, const lux_val_t *argv)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%.*s", (int) argv[0].size, (const char *) argv[0].data);
+    for (int i = 0; i < 6000 && !util_exists(path); i++)
+        usleep(10000);
+    return 0;
+}
+LUX_FUNCTION(bench_gate, 1, 1)
+
+/* --- helpers ------------------------------------------------------------------------ */
+
+static lux_t *
+s_init(bench_ctx_t *ctx)
+{
+    lux_config_t cfg = {.dir = ctx->tmp};
+    lux_t *lx = lux_init(&cfg);
+    if (!lx)
+        util_err_ctx(LUX_EIO, "lux_init");
+    return lx;
+}
+
+static double
+s_secs(int64_t t0)
+{
+    return (double) (util_mono_ns() - t0) / 1e9;
+}
+
+/* Peak RSS (MB) of this process, and the largest of our worker children. */
+static void
+s_rss(double *self_mb, double *worker_mb)
+{
+    int64_t peak;
+    util_proc_rss(getpid(), &peak);
+    *self_mb = (double) peak / 1048576.0;
+    *worker_mb = 0;
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        int pid = atoi(e->d_name);
+        char path[64], buf[512];
+        if (pid <= 0)
+            continue;
+        snprintf(path, sizeof path, "/proc/%d/stat", pid);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        int ppid = 0;
+        if (fgets(buf, sizeof buf, f)) {
+            char *rp = strrchr(buf, ')');
+            if (rp)
+                sscanf(rp + 2, "%*c %d", &ppid);
+        }
+        fclose(f);
+        if (ppid == getpid()) {
+            util_proc_rss(pid, &peak);
+            if ((double) peak / 1048576.0 > *worker_mb)
+                *worker_mb = (double) peak / 1048576.0;
+        }
+    }
+    if (d)
+        closedir(d);
+}
+
+/* With LUX_BENCH_PROFILE set: CPU per task of each thread of this process
+   (named by util_log_name) and of its children, between two calls. */
+typedef struct {
+    char name[32];
+    int tid;
+    long ticks;
+} s_cpu_t;
+
+static int
+s_cpu_snap(s_cpu_t *v, int max)
+{
+    int n = 0;
+    DIR *d = opendir("/proc/self/task");
+    struct dirent *e;
+    while (d && (e = readdir(d)) && n < max) {
+        int tid = atoi(e->d_name);
+        char path[64], buf[512];
+        if (!tid)
+            continue;
+        snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        if (fgets(buf, sizeof buf, f)) {
+            char *l = strchr(buf, '('), *r = strrchr(buf, ')');
+            unsigned long ut = 0, st = 0;
+            if (l && r) {
+                snprintf(v[n].name, sizeof v[n].name, "%.*s", (int) (r - l - 1), l + 1);
+                sscanf(r + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st);
+                v[n].tid = tid;
+                v[n].ticks = (long) (ut + st);
+                n++;
+            }
+        }
+        fclose(f);
+    }
+    if (d)
+        closedir(d);
+    return n;
+}
+
+static void
+s_cpu_report(const s_cpu_t *a, int na, long tasks)
+{
+    s_cpu_t b[128];
+    int nb = s_cpu_snap(b, 128);
+    long hz = sysconf(_SC_CLK_TCK);
+    for (int i = 0; i < nb; i++)
+        for (int k = 0; k < na; k++)
+            if (a[k].tid == b[i].tid && b[i].ticks > a[k].ticks)
+                fprintf(stderr, "  %-16s %6.2f us/task\n", b[i].name,
+                        (double) (b[i].ticks - a[k].ticks) * 1e6 / hz / tasks);
+}
+
+/* n no-op tasks, then all their results; tasks/s. */
+static int
+s_async(lux_t *lx, int n, double *rate)
+{
+    lux_ref_t *refs = malloc((size_t) n * sizeof *refs);
+    lux_val_t *vals = malloc((size_t) n * sizeof *vals);
+    int rc = 0;
+    if (!refs || !vals) {
+        free(refs);
+        free(vals);
+        return util_err(LUX_ENOMEM, "out of memory");
+    }
+    int64_t t0 = util_mono_ns();
+    for (int i = 0; i < n && !rc; i++)
+        rc = lux_call(lx, "bench_noop", 0, NULL, 1, &refs[i]);
+    if (!rc)
+        rc = lux_get_many(lx, n, refs, vals, 600000);
+    *rate = n / s_secs(t0);
+    lux_free(lx, n, refs);
+    free(refs);
+    free(vals);
+    return rc;
+}
+
+/* --- memcpy ---------------------------------------------------------------------------- */
+
+static int
+s_memcpy(bench_ctx_t *ctx, const char *name)
+{
+    size_t n = (size_t) (1e9 * (ctx->scale < 1 ? 0.1 : 1.0));
+    char *a = malloc(n), *b = malloc(n);
+    double v[5];
+    if (!a || !b) {
+        free(a);
+        free(b);
+        return util_err(LUX_ENOMEM, "cannot allocate 2 x %zu bytes", n);
+    }
+    memset(a, 1, n);
+    memset(b, 2, n);
+    for (int r = 0; r < 5; r++) {
+        int64_t t0 = util_mono_ns();
+        memcpy(b, a, n);
+        v[r] = (double) n / 1e9 / s_secs(t0);
+        a[r] = b[n - 1 - r]; /* keep the copy observable */
+    }
+    double med = bench_median(v, 5); /* sorts v */
+    bench_report(ctx, "memcpy_gigabytes", med, "GB/s",
+                 ", \"bytes\": %zu, \"min\": %.2f, \"max\": %.2f", n, v[0], v[4]);
+    free(a);
+    free(b);
+    return 0;
+}
+
+/* --- start-up ---------------------------------------------------------------------------- */
+
+static int
+s_start(bench_ctx_t *ctx, const char *name)
+{
+    double v[5];
+    int rounds = 5;
+    for (int r = 0; r < rounds; r++) {
+        int64_t t0 = util_mono_ns();
+        lux_t *lx = s_init(ctx);
+        if (!lx)
+            return LUX_EIO;
+        lux_ref_t ref;
+        lux_val_t val;
+        int rc = lux_call(lx, "bench_noop", 0, NULL, 1, &ref);
+        if (!rc)
+            rc = lux_get(lx, &ref, &val, 30000);
+        v[r] = (double) (util_mono_ns() - t0) / 1e6;
+        lux_shutdown(&lx);
+        if (rc)
+            return rc;
+    }
+    double med = bench_median(v, rounds); /* sorts v */
+    bench_report(ctx, "embedded_start_ms", med, "ms",
+                 ", \"rounds\": %d, \"min\": %.1f, \"max\": %.1f", rounds, v[0], v[rounds - 1]);
+    return 0;
+}
+
+/* --- tasks ------------------------------------------------------------------------------- */
+
+static int
+s_tasks(bench_ctx_t *ctx, const char *name)
+{
+    lux_t *lx = s_init(ctx);
+    int rc = 0;
+    double v[3], rate;
+    if (!lx)
+        return LUX_EIO;
+    /* warm up: every worker has loaded the module */
+    if ((rc = s_async(lx, 2000, &rate)))
+        goto out;
+    int n = (int) (5000 * ctx->scale) + 50;
+    for (int r = 0; r < 3 && !rc; r++) {
+        int64_t t0 = util_mono_ns();
+        for (int i = 0; i < n && !rc; i++) {
+            lux_ref_t ref;
+            lux_val_t val;
+            rc = lux_call(lx, "bench_noop", 0, NULL, 1, &ref);
+            if (!rc)
+                rc = lux_get(lx, &ref, &val, 30000);
+            lux_free(lx, 1, &ref);
+        }
+        v[r] = n / s_secs(t0);
+    }
+    if (rc)
+        goto out;
+    double med = bench_median(v, 3); /* sorts v */
+    bench_report(ctx, "single_client_tasks_sync", med, "tasks/s",
+                 ", \"tasks\": %d, \"min\": %.0f, \"max\": %.0f", n, v[0], v[2]);
+    n = (int) (1000000 * ctx->scale);
+    s_cpu_t cpu0[128];
+    int ncpu = s_cpu_snap(cpu0, 128);
+    struct rusage ru0, ru1;
+    getrusage(RUSAGE_CHILDREN, &ru0);
+    int64_t wcpu0 = 0;
+    if ((rc = s_async(lx, n, &rate)))
+        goto out;
+    if (getenv("LUX_BENCH_PROFILE")) {
+        fprintf(stderr, "CPU per task, by thread of the driver process:\n");
+        s_cpu_report(cpu0, ncpu, n);
+        (void) ru1;
+        (void) wcpu0;
+    }
+    double driver_mb, worker_mb;
+    s_rss(&driver_mb, &worker_mb);
+    bench_report(ctx, "single_client_tasks_async", rate, "tasks/s",
+                 ", \"tasks\": %d, \"driver_peak_rss_mb\": %.1f, \"worker_peak_rss_mb\": %.1f,"
+                 " \"note\": \"embedded: the driver process hosts the node manager and the log\"",
+                 n, driver_mb, worker_mb);
+    /* wait 1k refs: 1000 tasks, wait for all */
+    int rounds = (int) (20 * ctx->scale) + 3;
+    lux_ref_t refs[1000];
+    int ready[1000];
+    int64_t t0 = util_mono_ns();
+    for (int r = 0; r < rounds && !rc; r++) {
+        for (int i = 0; i < 1000 && !rc; i++)
+            rc = lux_call(lx, "bench_noop", 0, NULL, 1, &refs[i]);
+        if (!rc && lux_wait(lx, 1000, refs, 1000, 60000, ready) != 1000)
+            rc = util_err(LUX_ETIMEDOUT, "lux_wait: not all ready");
+        lux_free(lx, 1000, refs);
+    }
+    if (!rc)
+        bench_report(ctx, "single_client_wait_1k_refs", rounds / s_secs(t0), "waits/s",
+                     ", \"rounds\": %d, \"note\": \"each round: 1000 no-op tasks, wait for all\"",
+                     rounds);
+out:
+    lux_shutdown(&lx);
+    return rc;
+}
+
+/* --- many clients: driver processes ---------------------------------------------------- */
+
+int
+cmd_bench_client(int argc, char **argv)
+{
+    if (argc != 3)
+        return lux_usage("bench-client", "lux bench-client ADDRESS TASKS", "internal");
+    lux_config_t cfg = {.address = argv[1]};
+    lux_t *lx = lux_init(&cfg);
+    double rate;
+    if (!lx)
+        return lux_fail("bench-client", "%s", lux_errmsg());
+    int rc = s_async(lx, atoi(argv[2]), &rate);
+    lux_shutdown(&lx);
+    if (rc)
+        return lux_fail("bench-client", "%s", lux_errmsg());
+    return 0;
+}
+
+static int
+s_multi(bench_ctx_t *ctx, const char *name)
+{
+    lux_t *lx = s_init(ctx);
+    char exe[PATH_MAX], ntasks[32];
+    int clients = 4, rc = 0;
+    double rate;
+    if (!lx)
+        return LUX_EIO;
+    if ((rc = s_async(lx, 2000, &rate)) || (rc = util_self_exe(exe, sizeof exe)))
+        goto out;
+    int per = (int) (250000 * ctx->scale) + 100;
+    snprintf(ntasks, sizeof ntasks, "%d", per);
+    pid_t pids[4];
+    int64_t t0 = util_mono_ns();
+    for (int k = 0; k < clients; k++) {
+        char *args[] = {exe, "bench-client", (char *) lux_dir(lx), ntasks, NULL};
+        pids[k] = util_spawn(args, NULL);
+    }
+    for (int k = 0; k < clients; k++) {
+        int status = 0;
+        if (pids[k] < 0 || waitpid(pids[k], &status, 0) != pids[k] || !WIFEXITED(status) ||
+            WEXITSTATUS(status))
+            rc = util_err(LUX_EIO, "a client process failed (status %d)", status);
+    }
+    if (!rc)
+        bench_report(ctx, "multi_client_tasks_async", (double) clients * per / s_secs(t0),
+                     "tasks/s", ", \"clients\": %d, \"tasks\": %d, \"note\": \"driver processes "
+                     "on one node, counting their start-up\"",
+                     clients, clients * per);
+out:
+    lux_shutdown(&lx);
+    return rc;
+}
+
+/* --- objects ------------------------------------------------------------------------------- */
+
+static int
+s_objects(bench_ctx_t *ctx, const char *name)
+{
+    lux_t *lx = s_init(ctx);
+    int rc = 0;
+    if (!lx)
+        return LUX_EIO;
+    int n = (int) (200000 * ctx->scale) + 100;
+    lux_ref_t *refs = malloc((size_t) n * sizeof *refs);
+    int64_t zero = 0;
+    int64_t t0 = util_mono_ns();
+    for (int i = 0; i < n && !rc; i++)
+        rc = lux_put(lx, &zero, sizeof zero, &refs[i]);
+    double put_rate = n / s_secs(t0);
+    lux_val_t val;
+    t0 = util_mono_ns();
+    for (int i = 0; i < n && !rc; i++)
+        rc = lux_get(lx, &refs[0], &val, 10000);
+    double get_rate = n / s_secs(t0);
+    lux_free(lx, n, refs);
+    free(refs);
+    if (rc)
+        goto out;
+    bench_report(ctx, "single_client_put_calls", put_rate, "ops/s", ", \"bytes\": 8, \"n\": %d", n);
+    bench_report(ctx, "single_client_get_calls", get_rate, "ops/s", ", \"bytes\": 8, \"n\": %d", n);
+
+    /* gigabytes */
+    size_t big = (size_t) (1e9 * (ctx->scale < 1 ? 0.1 : 1.0));
+    char *buf = malloc(big);
+    if (!buf) {
+        rc = util_err(LUX_ENOMEM, "cannot allocate %zu bytes", big);
+        goto out;
+    }
+    memset(buf, 3, big);
+    double pv[5], gv[5], small_us[5];
+    lux_ref_t ref;
+    /* warm-up: the store's pages get touched once */
+    if ((rc = lux_put(lx, buf, big, &ref)))
+        goto out_buf;
+    lux_free(lx, 1, &ref);
+    for (int r = 0; r < 5 && !rc; r++) {
+        t0 = util_mono_ns();
+        rc = lux_put(lx, buf, big, &ref);
+        pv[r] = (double) big / 1e9 / s_secs(t0);
+        if (rc)
+            break;
+        t0 = util_mono_ns();
+        rc = lux_get(lx, &ref, &val, 30000);
+        gv[r] = (double) big / 1e9 / s_secs(t0);
+        if (!rc && (val.size != big || ((const char *) val.data)[big / 2] != 3))
+            rc = util_err(LUX_ECORRUPT, "read back the wrong bytes");
+        lux_free(lx, 1, &ref);
+        /* the same for 1 MB, to see the cost does not depend on size */
+        if (!rc && !(rc = lux_put(lx, buf, 1 << 20, &ref))) {
+            t0 = util_mono_ns();
+            rc = lux_get(lx, &ref, &val, 30000);
+            small_us[r] = (double) (util_mono_ns() - t0) / 1e3;
+            lux_free(lx, 1, &ref);
+        }
+    }
+    if (!rc) {
+        double gm = bench_median(gv, 5), pm = bench_median(pv, 5);
+        bench_report(ctx, "single_client_put_gigabytes", pm, "GB/s",
+                     ", \"bytes\": %zu, \"min\": %.2f, \"max\": %.2f", big, pv[0], pv[4]);
+        bench_report(ctx, "single_client_get_gigabytes", gm, "GB/s",
+                     ", \"bytes\": %zu, \"us_per_get\": %.1f, \"us_per_get_1mb\": %.1f,"
+                     " \"note\": \"read in place in the shared store: the cost does not depend"
+                     " on the size\"",
+                     big, (double) big / 1e9 / gm * 1e6, bench_median(small_us, 5));
+    }
+out_buf:
+    free(buf);
+out:
+    lux_shutdown(&lx);
+    return rc;
+}
+
+/* --- DAGs ------------------------------------------------------------------------------------ */
+
+static int
+s_dags(bench_ctx_t *ctx, const char *name)
+{
+    lux_t *lx = s_init(ctx);
+    int rc = 0;
+    double rate;
+    if (!lx)
+        return LUX_EIO;
+    if ((rc = s_async(lx, 2000, &rate)))
+        goto out;
+    int n = (int) (2000 * ctx->scale) + 20;
+    lux_ref_t prev, next;
+    lux_val_t val;
+    int64_t one = 1, t0 = util_mono_ns();
+    rc = lux_call(lx, "bench_sum", 1, (lux_arg_t[]) {LUX_VAL(&one, 8)}, 1, &prev);
+    for (int i = 1; i < n && !rc; i++) {
+        rc = lux_call(lx, "bench_sum", 2, (lux_arg_t[]) {LUX_REF(prev), LUX_VAL(&one, 8)}, 1,
+                      &next);
+        lux_free(lx, 1, &prev);
+        prev = next;
+    }
+    if (!rc)
+        rc = lux_get(lx, &prev, &val, 120000);
+    double chain = s_secs(t0);
+    if (!rc && *(const int64_t *) val.data != n)
+        rc = util_err(LUX_ECORRUPT, "the chain summed to %lld, not %d",
+                      (long long) *(const int64_t *) val.data, n);
+    lux_free(lx, 1, &prev);
+    if (rc)
+        goto out;
+    bench_report(ctx, "dag_chain_2000", chain, "s", ", \"tasks\": %d, \"tasks_per_s\": %.0f", n,
+                 n / chain);
+    int leaves = (int) (10000 * ctx->scale) + 10, m = leaves, tasks = leaves;
+    lux_ref_t *level = malloc((size_t) leaves * sizeof *level);
+    t0 = util_mono_ns();
+    for (int i = 0; i < leaves && !rc; i++)
+        rc = lux_call(lx, "bench_sum", 1, (lux_arg_t[]) {LUX_VAL(&one, 8)}, 1, &level[i]);
+    while (m > 1 && !rc) {
+        int k = 0;
+        for (int i = 0; i + 1 < m && !rc; i += 2, k++) {
+            lux_ref_t out;
+            rc = lux_call(lx, "bench_sum", 2, (lux_arg_t[]) {LUX_REF(level[i]), LUX_REF(level[i + 1])},
+                          1, &out);
+            lux_free(lx, 2, &level[i]);
+            level[k] = out;
+            tasks++;
+        }
+        if (m % 2)
+            level[k++] = level[m - 1];
+        m = k;
+    }
+    if (!rc)
+        rc = lux_get(lx, &level[0], &val, 120000);
+    double tree = s_secs(t0);
+    if (!rc && *(const int64_t *) val.data != leaves)
+        rc = util_err(LUX_ECORRUPT, "the tree summed to %lld, not %d",
+                      (long long) *(const int64_t *) val.data, leaves);
+    lux_free(lx, 1, &level[0]);
+    free(level);
+    if (!rc)
+        bench_report(ctx, "dag_tree_10000", tree, "s",
+                     ", \"leaves\": %d, \"tasks\": %d, \"tasks_per_s\": %.0f", leaves, tasks,
+                     tasks / tree);
+out:
+    lux_shutdown(&lx);
+    return rc;
+}
+
+/* --- a million queued tasks ------------------------------------------------------------------ */
+
+static int
+s_queued(bench_ctx_t *ctx, const char *name)
+{
+    db_cluster_t c;
+    int rc;
+    if ((rc = bench_cluster_start(ctx, &c, 2, 1)))
+        return rc;
+    lux_config_t cfg = {.address = c.dir};
+    lux_t *lx = lux_init(&cfg);
+    char gate[PATH_MAX + 16], pidfile[PATH_MAX + 32];
+    int n = (int) (1000000 * ctx->scale) + 100;
+    lux_ref_t gref, *refs = malloc((size_t) n * sizeof *refs);
+    if (!lx || !refs) {
+        rc = LUX_EIO;
+        goto out;
+    }
+    snprintf(gate, sizeof gate, "%s/gate", c.dir);
+    snprintf(pidfile, sizeof pidfile, "%s/run/supervisor.pid", c.dir);
+    pid_t nm = util_pidfile_read(pidfile);
+    if ((rc = lux_call(lx, "bench_gate", 1, (lux_arg_t[]) {LUX_VAL(gate, strlen(gate))}, 1,
+                       &gref)))
+        goto out;
+    usleep(200000);
+    int64_t before = util_proc_rss(nm, NULL);
+    for (int i = 0; i < n && !rc; i++)
+        rc = lux_call(lx, "bench_noop", 1, (lux_arg_t[]) {LUX_REF(gref)}, 1, &refs[i]);
+    exec_client_flush(lx);
+    /* wait until the node manager has them all (its memory stops growing) */
+    int64_t rss = before, last = -1;
+    for (int i = 0; i < 600 && rss != last; i++) {
+        last = rss;
+        usleep(100000);
+        rss = util_proc_rss(nm, NULL);
+    }
+    lux_val_t *vals = malloc((size_t) n * sizeof *vals);
+    if (util_write_file(gate, "go", 2, 0600) == 0 && !rc && vals)
+        rc = lux_get_many(lx, n, refs, vals, 600000);
+    free(vals);
+    if (!rc)
+        bench_report(ctx, "queued_tasks_memory", (double) (rss - before) / 1048576.0, "MB",
+                     ", \"tasks\": %d, \"bytes_per_task\": %.0f, \"process\": \"the head's "
+                     "supervisor (node manager, chain master, log client)\"",
+                     n, (double) (rss - before) / n);
+out:
+    free(refs);
+    lux_shutdown(&lx);
+    bench_cluster_stop(ctx, &c);
+    return rc;
+}
+
+const bench_t bench_exec[] = {
+    {"memcpy_gigabytes", s_memcpy, "this machine's memcpy bandwidth, GB/s"},
+    {"embedded_start_ms", s_start, "lux_init to the first task's result, ms"},
+    {"single_client_tasks_sync", s_tasks, "no-op tasks one at a time, tasks/s"},
+    {"single_client_tasks_async", s_tasks, "a million no-op tasks, tasks/s"},
+    {"single_client_wait_1k_refs", s_tasks, "rounds of 1000 tasks and a wait, /s"},
+    {"multi_client_tasks_async", s_multi, "four drivers at once, tasks/s"},
+    {"single_client_put_calls", s_objects, "small puts, ops/s"},
+    {"single_client_get_calls", s_objects, "small gets, ops/s"},
+    {"single_client_put_gigabytes", s_objects, "1 GB puts, GB/s"},
+    {"single_client_get_gigabytes", s_objects, "1 GB gets in place, GB/s"},
+    {"dag_chain_2000", s_dags, "a chain of 2000 tasks, s"},
+    {"dag_tree_10000", s_dags, "a tree reduction of 10,000 leaves, s"},
+    {"queued_tasks_memory", s_queued, "node manager memory for a million queued tasks, MB"},
+};
+const int bench_exec_n = sizeof bench_exec / sizeof bench_exec[0];

@@ -1,0 +1,100 @@
+/*  lux_run - `lux run MODULE.so [ARGS]`: run a module's entry point as the
+    driver, on the embedded default or on a running cluster; and `lux
+    worker`, the worker process the node manager starts. */
+#include "lux_cmd.h"
+#include "lux.h"
+#include "exec/exec_client.h"
+#include "exec/exec_worker.h"
+#include "util/util_err.h"
+#include "util/util_log.h"
+#include "util/util_proc.h"
+
+#include <czmq.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char s_run_usage[] =
+    "lux run [--address DIR] [--workers N] [--shards N] [--store-mb N] [--resources R]\n"
+    "        [--dir RUNS] MODULE.so [ARGS...]";
+
+int
+cmd_run(int argc, char **argv)
+{
+    lux_config_t cfg = {0};
+    unsigned long v;
+    int i = 1;
+    for (; i < argc && argv[i][0] == '-' && argv[i][1] == '-'; i++) {
+        const char *o = argv[i];
+        if (strcmp(o, "--help") == 0) {
+            printf("usage: %s\n\nRuns the module's LUX_MAIN entry point as the driver. Without "
+                   "--address (or LUX_ADDRESS)\nit starts a private cluster (the embedded "
+                   "default) and stops it at the end;\nthe run's log stays in its directory "
+                   "(printed at the end).\n", s_run_usage);
+            return 0;
+        }
+        if (i + 1 >= argc)
+            return lux_usage("run", s_run_usage, "%s needs a value", o);
+        const char *val = argv[++i];
+        if (strcmp(o, "--address") == 0)
+            cfg.address = val;
+        else if (strcmp(o, "--dir") == 0)
+            cfg.dir = val;
+        else if (strcmp(o, "--resources") == 0)
+            cfg.resources = val;
+        else if (strcmp(o, "--workers") == 0) {
+            if (!lux_parse_uint("run", o, val, 1024, &v))
+                return 2;
+            cfg.workers = (int) v;
+        } else if (strcmp(o, "--shards") == 0) {
+            if (!lux_parse_uint("run", o, val, 256, &v))
+                return 2;
+            cfg.shards = (int) v;
+        } else if (strcmp(o, "--store-mb") == 0) {
+            if (!lux_parse_uint("run", o, val, 1UL << 24, &v))
+                return 2;
+            cfg.store_bytes = (uint64_t) v << 20;
+        } else
+            return lux_usage("run", s_run_usage, "unknown option '%s'", o);
+    }
+    if (i >= argc)
+        return lux_usage("run", s_run_usage, "a MODULE.so is required");
+    cfg.module = argv[i];
+    lux_t *lx = lux_init(&cfg);
+    if (!lx)
+        return lux_fail("run", "%s", lux_errmsg());
+    lux_main_t main_fn = exec_module_main(lx->module);
+    if (!main_fn) {
+        lux_shutdown(&lx);
+        return lux_fail("run", "%s has no entry point (LUX_MAIN)", argv[i]);
+    }
+    int rc = main_fn(lx, argc - i, argv + i);
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", lux_dir(lx));
+    bool embedded = lx->head != NULL;
+    lux_shutdown(&lx);
+    if (embedded && getenv("LUX_RUN_QUIET") == NULL && isatty(2))
+        fprintf(stderr, "lux run: the log of this run is in %s (lux sql --dir %s ...)\n", dir,
+                dir);
+    return rc;
+}
+
+int
+cmd_worker(int argc, char **argv)
+{
+    const char *dir = NULL, *node = NULL;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (strcmp(argv[i], "--dir") == 0)
+            dir = argv[i + 1];
+        else if (strcmp(argv[i], "--node") == 0)
+            node = argv[i + 1];
+    }
+    if (!dir || !node)
+        return lux_usage("worker", "lux worker --dir DIR --node ENDPOINT", "internal: started by "
+                         "a node manager");
+    util_log_init(UTIL_LOG_INFO);
+    util_log_name("worker %d", (int) getpid());
+    if (util_die_with_parent())
+        return lux_fail("worker", "%s", lux_errmsg());
+    zsys_init();
+    return exec_worker_main(dir, node);
+}
