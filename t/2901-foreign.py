@@ -11,7 +11,9 @@ the reference subscriber written from the same page. Subcommands:
                          or `append`) for shard S (of N shards), but the
                          first SKIP, are those in GOT (lux_subscribe.py
                          --json), field by field
-  seqs GOT TOTAL         GOT holds seqs 1..TOTAL, each exactly once
+  seqs GOT TOTAL         GOT holds seqs 1..N, each exactly once, N >= TOTAL
+  last DIR SHARD         the shard's last seq, once the tail's answer to
+                         READ stays the same for half a second
   append DIR             append to every shard by hand (section 11):
                          ACK, idempotent resend, EGAP, ESTATE; print the
                          events appended as JSON lines
@@ -132,11 +134,42 @@ def cmd_compare(want_path, got_path, shard, shards, skip=0):
 
 def cmd_seqs(got_path, total):
     seqs = [e["seq"] for e in load(got_path)]
-    if seqs != list(range(1, total + 1)):
+    top = max(seqs + [total])
+    if seqs != list(range(1, top + 1)):
         dup = sorted({s for s in seqs if seqs.count(s) > 1})
-        miss = sorted(set(range(1, total + 1)) - set(seqs))
+        miss = sorted(set(range(1, top + 1)) - set(seqs))
         fail("%d events, want seqs 1..%d once each; duplicates %s, missing %s"
-             % (len(seqs), total, dup[:10], miss[:10]))
+             % (len(seqs), top, dup[:10], miss[:10]))
+
+
+def cmd_last(d, shard):
+    """READ at the tail (sections 8.2, 9) until `last` is stable."""
+    cl = L.load_cluster(d)
+    ctx = zmq.Context.instance()
+    master = ctx.socket(zmq.DEALER)
+    master.connect(cl["master"])
+    seen, stable, deadline = None, 0, time.monotonic() + 30
+    while stable < 5 and time.monotonic() < deadline:
+        master.send_multipart([L.header(L.T_CONFIG_REQ, shard, 0)])
+        if not master.poll(5000):
+            fail("no CONFIG from the chain master")
+        epoch, members = L.parse_config(master.recv_multipart()[1])[1][shard]
+        rd = ctx.socket(zmq.DEALER)
+        rd.setsockopt(zmq.LINGER, 0)
+        rd.connect(members[-1][1][2])
+        rd.send_multipart([L.header(L.T_READ, shard, epoch), struct.pack("<QQII", 1, 1, 1, 0)])
+        last = None
+        if rd.poll(2000):
+            r = rd.recv_multipart()
+            if L.parse_header(r[0])[0] == L.T_READ_REP:
+                last = struct.unpack("<QQ", r[1])[1]
+        rd.close()
+        stable = stable + 1 if last is not None and last == seen else 0
+        seen = last if last is not None else seen
+        time.sleep(0.1)
+    if stable < 5:
+        fail("shard %d: the tail's last seq did not settle" % shard)
+    print(seen)
 
 
 # --- append by hand (section 11) ------------------------------------------------------
@@ -192,15 +225,20 @@ def cmd_append(d):
 
     def call(shard, pick, recs, first):
         """APPEND recs to the member pick(members) names; its answer as
-        ("ACK", cseq, seq) or ("ERROR", code), with the replica's index."""
+        ("ACK", cseq, seq), ("ERROR", code) or ("SILENT",) when there was
+        none within 2 s (a head that loses its role drops what waits for
+        acknowledgement: section 11.5), with the replica's index."""
         epoch, members = chain(shard)
+        if pick(members) is None:
+            return ("NO SUCH MEMBER",), -1
         index, eps = pick(members)
         s = ctx.socket(zmq.DEALER)
         s.setsockopt(zmq.LINGER, 0)
         s.connect(eps[0])
         s.send_multipart([L.header(2, shard, epoch), batch(first, recs)])
-        if not s.poll(10000):
-            fail("shard %d: no answer from %s" % (shard, eps[0]))
+        if not s.poll(2000):
+            s.close()
+            return ("SILENT",), index
         r = s.recv_multipart()
         s.close()
         t, hs, _ = L.parse_header(r[0])
@@ -213,14 +251,16 @@ def cmd_append(d):
         fail("shard %d: %s answered an APPEND" % (shard, L.TYPE_NAMES.get(t, t)))
 
     def expect(what, shard, pick, recs, first, ok):
-        """Call until ok(answer); a chain that changed under us (ESTATE
-        from a former head, ACK from a new one) gets a few more tries."""
-        for _ in range(20):
+        """Call until ok(answer); a chain that changes under us (ESTATE
+        from a former head, ACK from a new one, silence) gets 20 s."""
+        deadline = time.monotonic() + 20
+        while True:
             got, index = call(shard, pick, recs, first)
             if ok(got):
                 return got
+            if time.monotonic() > deadline:
+                fail("shard %d: %s: replica %d answered %s" % (shard, what, index, got))
             time.sleep(0.2)
-        fail("shard %d: %s: replica %d answered %s" % (shard, what, index, got))
 
     def head(members):
         return members[0]
@@ -321,6 +361,8 @@ def main():
         cmd_compare(a[1], a[2], int(a[3]), int(a[4]), int(a[5]) if len(a) == 6 else 0)
     elif a[:1] == ["seqs"] and len(a) == 3:
         cmd_seqs(a[1], int(a[2]))
+    elif a[:1] == ["last"] and len(a) == 3:
+        cmd_last(a[1], int(a[2]))
     elif a[:1] == ["append"] and len(a) == 2:
         cmd_append(a[1])
     elif a[:1] == ["fake"] and len(a) == 3:
