@@ -547,7 +547,7 @@ s_queued(bench_ctx_t *ctx, const char *name)
 {
     db_cluster_t c;
     int rc;
-    if ((rc = bench_cluster_start(ctx, &c, 2, 1)))
+    if ((rc = bench_cluster_start(ctx, &c, 2, 1, &(lux_node_args_t) {0})))
         return rc;
     lux_config_t cfg = {.address = c.dir};
     lux_t *lx = lux_init(&cfg);

@@ -144,7 +144,7 @@ s_run(bench_ctx_t *ctx, uint32_t r, uint64_t n, bool catchup, double *lat, s_run
     s_gen_t g;
 
     memset(out, 0, sizeof *out);
-    if ((rc = bench_cluster_start(ctx, &c, 1, r)))
+    if ((rc = bench_cluster_start(ctx, &c, 1, r, NULL)))
         return rc;
     db_client_opts_t co = {.cluster = &c};
     db_client_t *cl = db_client_new(&co);
@@ -340,7 +340,7 @@ s_bench_sql(bench_ctx_t *ctx, const char *name)
     if (ctx->dir)
         return util_err(LUX_EINVAL, "the SQL benchmarks build a log of their own; run them "
                         "without --dir");
-    if ((rc = bench_cluster_start(ctx, &c, 4, 1)))
+    if ((rc = bench_cluster_start(ctx, &c, 4, 1, NULL)))
         return rc;
     db_client_opts_t co = {.cluster = &c};
     db_client_t *cl = db_client_new(&co);

@@ -49,7 +49,8 @@ bench_median(double *v, int n)
 }
 
 int
-bench_cluster_start(bench_ctx_t *ctx, db_cluster_t *c, uint32_t shards, uint32_t replicas)
+bench_cluster_start(bench_ctx_t *ctx, db_cluster_t *c, uint32_t shards, uint32_t replicas,
+                    const lux_node_args_t *node)
 {
     if (ctx->dir) {
         int rc = db_cluster_load(c, ctx->dir);
@@ -66,7 +67,8 @@ bench_cluster_start(bench_ctx_t *ctx, db_cluster_t *c, uint32_t shards, uint32_t
     snprintf(c->dir, sizeof c->dir, "%s/c-%.8s", ctx->tmp, util_id_hex(&id, hex));
     c->shards = shards;
     c->replicas = replicas;
-    return lux_head_start(c, true, 60000);
+    static const lux_node_args_t log_only = {.log_only = true};
+    return lux_head_start(c, true, 60000, node ? node : &log_only);
 }
 
 void

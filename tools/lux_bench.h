@@ -11,6 +11,7 @@
 #define LUX_BENCH_H_INCLUDED
 
 #include "db/db_cluster.h"
+#include "lux_cmd.h"
 
 #include <stdbool.h>
 
@@ -33,8 +34,10 @@ void bench_report(bench_ctx_t *ctx, const char *name, double value, const char *
                   const char *extra, ...) __attribute__((format(printf, 5, 6)));
 
 /* A private cluster under ctx->tmp (or ctx->dir's, when given and
-   shards/replicas are 0). 0 or a code; bench_cluster_stop removes it. */
-int bench_cluster_start(bench_ctx_t *ctx, db_cluster_t *c, uint32_t shards, uint32_t replicas);
+   shards/replicas are 0). node: its node manager (NULL: the log alone).
+   0 or a code; bench_cluster_stop removes it. */
+int bench_cluster_start(bench_ctx_t *ctx, db_cluster_t *c, uint32_t shards, uint32_t replicas,
+                        const lux_node_args_t *node);
 void bench_cluster_stop(bench_ctx_t *ctx, db_cluster_t *c);
 
 /* Median of n doubles (sorts them). */

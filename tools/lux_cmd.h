@@ -29,10 +29,19 @@ int lux_usage(const char *cmd, const char *usage, const char *fmt, ...)
 /* Write a JSON string literal. */
 void lux_json_str(FILE *f, const char *s);
 
+/* The head's own node manager: what `lux start` passes to its supervisor. */
+typedef struct {
+    bool log_only;           /* no node manager: the log alone */
+    unsigned workers;        /* 0: one per core */
+    unsigned long store_mb;  /* 0: the default */
+    const char *resources;   /* NULL: CPU = cores */
+} lux_node_args_t;
+
 /* Start a head in dir (created if new with the settings in c, else the
    existing one), wait until every chain serves; 0 or a LUX_E* code. Used
-   by `lux start` and by benchmarks and tests that need a private cluster. */
-int lux_head_start(db_cluster_t *c, bool create, int timeout_ms);
+   by `lux start` and by benchmarks and tests that need a private cluster.
+   node: the head's node manager (NULL: the defaults). */
+int lux_head_start(db_cluster_t *c, bool create, int timeout_ms, const lux_node_args_t *node);
 /* Stop the head in dir; 0 or a code. */
 int lux_head_stop(const char *dir, int timeout_ms);
 /* Whether the head of dir is running (its supervisor's pid, or 0). */

@@ -85,8 +85,10 @@ s_print_log_tail(const char *path)
 }
 
 int
-lux_head_start(db_cluster_t *c, bool create, int timeout_ms)
+lux_head_start(db_cluster_t *c, bool create, int timeout_ms, const lux_node_args_t *node)
 {
+    static const lux_node_args_t defaults = {0};
+    char workers[32], store[32];
     char exe[PATH_MAX], log[PATH_MAX + 32];
     int rc;
     int pid = lux_head_pid(c->dir);
@@ -98,7 +100,27 @@ lux_head_start(db_cluster_t *c, bool create, int timeout_ms)
     if ((rc = util_self_exe(exe, sizeof exe)))
         return rc;
     db_cluster_path(c, log, sizeof log, "log/supervisor.log");
-    char *argv[] = {exe, "supervise", "--dir", c->dir, NULL};
+    if (!node)
+        node = &defaults;
+    char *argv[16] = {exe, "supervise", "--dir", c->dir};
+    int argc = 4;
+    if (node->log_only)
+        argv[argc++] = "--log-only";
+    if (node->workers) {
+        snprintf(workers, sizeof workers, "%u", node->workers);
+        argv[argc++] = "--workers";
+        argv[argc++] = workers;
+    }
+    if (node->store_mb) {
+        snprintf(store, sizeof store, "%lu", node->store_mb);
+        argv[argc++] = "--store-mb";
+        argv[argc++] = store;
+    }
+    if (node->resources) {
+        argv[argc++] = "--resources";
+        argv[argc++] = (char *) node->resources;
+    }
+    argv[argc] = NULL;
     pid_t child = util_spawn(argv, log);
     if (child < 0)
         return (int) child;
@@ -159,7 +181,8 @@ lux_head_stop(const char *dir, int timeout_ms)
 
 static const char s_start_usage[] =
     "lux start --head --dir DIR [--shards S] [--replicas R] [--sync normal|full]\n"
-    "                 [--listen ipc|tcp://HOST] [--port N] [--heartbeat-ms N] [--dead-ms N]";
+    "                 [--listen ipc|tcp://HOST] [--port N] [--heartbeat-ms N] [--dead-ms N]\n"
+    "                 [--workers N] [--store-mb N] [--resources CPU=N,NAME=N] [--log-only]";
 
 int
 cmd_start(int argc, char **argv)
@@ -170,7 +193,10 @@ cmd_start(int argc, char **argv)
         {"sync", required_argument, 0, 'y'},    {"listen", required_argument, 0, 'l'},
         {"port", required_argument, 0, 'p'},    {"heartbeat-ms", required_argument, 0, 'b'},
         {"dead-ms", required_argument, 0, 'k'}, {"help", no_argument, 0, 'h'},
+        {"workers", required_argument, 0, 'w'}, {"store-mb", required_argument, 0, 'm'},
+        {"resources", required_argument, 0, 'R'}, {"log-only", no_argument, 0, 'L'},
         {0, 0, 0, 0}};
+    lux_node_args_t node = {0};
     db_cluster_t c, old;
     bool head = false, set = false;
     const char *dir = NULL;
@@ -221,6 +247,22 @@ cmd_start(int argc, char **argv)
                 return 2;
             c.dead_ms = (int) v, set = true;
             break;
+        case 'w':
+            if (!lux_parse_uint("start", "--workers", optarg, 4096, &v))
+                return 2;
+            node.workers = (unsigned) v;
+            break;
+        case 'm':
+            if (!lux_parse_uint("start", "--store-mb", optarg, 1ul << 24, &v))
+                return 2;
+            node.store_mb = v;
+            break;
+        case 'R':
+            node.resources = optarg;
+            break;
+        case 'L':
+            node.log_only = true;
+            break;
         case 'h':
             printf("usage: %s\n", s_start_usage);
             return 0;
@@ -254,7 +296,11 @@ cmd_start(int argc, char **argv)
             return lux_fail("start", "%s", lux_errmsg()); /* there, but unreadable */
     }
     zsys_init();
-    if (lux_head_start(&c, create, 30000))
+    if (node.log_only && (node.workers || node.store_mb || node.resources))
+        return lux_usage("start", s_start_usage,
+                         "--log-only starts no node manager: --workers, --store-mb and "
+                         "--resources do not apply");
+    if (lux_head_start(&c, create, 30000, &node))
         return lux_fail("start", "%s", lux_errmsg());
     char hex[UTIL_ID_HEX], ep[DB_EP_MAX];
     printf("started the head of cluster %s in %s\n  %u shards x %u replicas, chain master at %s\n",
@@ -440,8 +486,30 @@ cmd_supervise(int argc, char **argv)
 {
     db_cluster_t c;
     char path[PATH_MAX + 32], exe[PATH_MAX];
-    if (argc != 3 || strcmp(argv[1], "--dir") != 0)
-        return lux_usage("supervise", "lux supervise --dir DIR", "internal: run by lux start");
+    static const char usage[] = "lux supervise --dir DIR [--log-only] [--workers N] "
+                                "[--store-mb N] [--resources R]";
+    exec_node_opts_t no = {.cluster = &c};
+    bool log_only = false;
+    if (argc < 3 || strcmp(argv[1], "--dir") != 0)
+        return lux_usage("supervise", usage, "internal: run by lux start");
+    for (int i = 3; i < argc; i++) {
+        unsigned long v;
+        if (strcmp(argv[i], "--log-only") == 0) {
+            log_only = true;
+        } else if (i + 1 < argc && strcmp(argv[i], "--workers") == 0) {
+            if (!lux_parse_uint("supervise", "--workers", argv[++i], 4096, &v))
+                return 2;
+            no.workers = (int) v;
+        } else if (i + 1 < argc && strcmp(argv[i], "--store-mb") == 0) {
+            if (!lux_parse_uint("supervise", "--store-mb", argv[++i], 1ul << 24, &v))
+                return 2;
+            no.store_bytes = (uint64_t) v << 20;
+        } else if (i + 1 < argc && strcmp(argv[i], "--resources") == 0) {
+            no.resources = argv[++i];
+        } else {
+            return lux_usage("supervise", usage, "unexpected argument '%s'", argv[i]);
+        }
+    }
     util_log_init(UTIL_LOG_INFO);
     util_log_name("supervisor");
     if (db_cluster_load(&c, argv[2]) || util_self_exe(exe, sizeof exe))
@@ -519,9 +587,8 @@ cmd_supervise(int argc, char **argv)
             kids[k].started_ms = now;
             kids[k].restart_at_ms = 0;
         }
-        if (!node && now - start_ms >= 0) {
+        if (!node && !log_only && now - start_ms >= 0) {
             /* after the replicas are started: it waits for the chains */
-            exec_node_opts_t no = {.cluster = &c};
             if (!(node = exec_node_new(&no))) {
                 log_error("cannot start the node manager: %s", lux_errmsg());
                 break;
