@@ -10,7 +10,9 @@
 
     A worker that dies is replaced; its running task is retried up to its
     max_attempts, then fails with a message saying how its workers died; the
-    tasks it had not started go back to the queue. A failed task's outputs
+    tasks it had not started go back to the queue. When it died holding
+    several unreported tasks, which one ran is not known: none is charged,
+    and each runs again alone (a suspect) to find out. A failed task's outputs
     are errors, and every task that needs one fails too, naming the first
     task that failed.
 
@@ -610,6 +612,17 @@ nm_worker_gone(nm_t *nm, nm_worker_t *w, const char *why)
     /* give back what it held */
     s_take(nm, w->held, -1);
     memset(w->held, 0, sizeof w->held);
+    /* The running task is known only when it was alone in the worker's
+       queue: a worker reports results in batches, so the first unreported
+       task of a longer queue may have finished long before the death.
+       Then no task is charged an attempt (an innocent one would fail in
+       place of one that kills its worker): they all go back marked
+       suspect, and a suspect runs alone (nm_dispatch). */
+    uint32_t held = w->queued;
+    if (running && rest) {
+        rest = running;
+        running = NULL;
+    }
     /* the tasks it had not started go back, in order, at the front */
     nm_task_t *stack[S_BATCH_MAX];
     int n = 0;
@@ -618,6 +631,14 @@ nm_worker_gone(nm_t *nm, nm_worker_t *w, const char *why)
     for (int i = n - 1; i >= 0; i--) {
         stack[i]->worker = NULL;
         s_release_args(nm, stack[i], false);
+        if (!running) {
+            char msg[300];
+            stack[i]->suspect = true;
+            snprintf(msg, sizeof msg, "worker %d %s holding %u tasks, this one perhaps running;"
+                     " it runs again alone, attempt %u of %u (not counted)", (int) w->pid, why,
+                     held, stack[i]->attempt, stack[i]->max_attempts);
+            nm_log_retried(nm, stack[i], msg);
+        }
         s_ready_push(nm, stack[i], true);
     }
     if (running) {
@@ -797,7 +818,8 @@ nm_dispatch(nm_t *nm)
         uint64_t pinned = 0, budget = nm->store_bytes / (4 * (uint64_t) nm->target_workers);
         while (nm->ready && count < batch && (count == 0 || pinned < budget)) {
             nm_task_t *t = nm->ready;
-            if (count && (t->cpus_milli != first->cpus_milli || t->res || first->res))
+            if (count && (t->cpus_milli != first->cpus_milli || t->res || first->res ||
+                          t->suspect || first->suspect))
                 break;
             nm->ready = t->next;
             if (!nm->ready)
