@@ -131,7 +131,7 @@ s_on_objects(lux_t *lx, zframe_t *body)
                never change, and lux_get handed out these bytes already */
             continue;
         }
-        if (d.where == EXEC_W_ERROR || d.where == EXEC_W_INLINE) {
+        if (d.where == EXEC_W_ERROR || d.where == EXEC_W_INLINE || d.where == EXEC_W_MISSING) {
             s_obj_clear(o);
             o->bytes = malloc(d.size + 1);
             if (!o->bytes) {
@@ -141,7 +141,9 @@ s_on_objects(lux_t *lx, zframe_t *body)
             memcpy(o->bytes, d.bytes, d.size);
             o->bytes[d.size] = '\0';
             o->size = d.size;
-            o->state = d.where == EXEC_W_ERROR ? COBJ_ERROR : COBJ_READY;
+            o->state = d.where == EXEC_W_ERROR     ? COBJ_ERROR
+                       : d.where == EXEC_W_MISSING ? COBJ_MISSING
+                                                   : COBJ_READY;
             o->where = EXEC_W_INLINE;
         } else {
             s_obj_clear(o);
@@ -544,7 +546,7 @@ lux_put(lux_t *lx, const void *data, size_t size, lux_ref_t *ref)
 static bool
 s_have(lux_t *lx, const lux_ref_t *ref, exec_cobj_t *o, bool readable)
 {
-    if (o->state == COBJ_ERROR)
+    if (o->state == COBJ_ERROR || o->state == COBJ_MISSING)
         return true;
     if (o->state == COBJ_READY && (!readable || o->where == EXEC_W_INLINE || o->pinned))
         return true;
@@ -605,9 +607,10 @@ lux_get_many(lux_t *lx, int n, const lux_ref_t *refs, lux_val_t *out, int timeou
             }
             o = s_obj(lx, &refs[i], true);
         }
-        if (o->state == COBJ_ERROR) {
+        if (o->state == COBJ_ERROR || o->state == COBJ_MISSING) {
             if (!rc)
-                rc = util_err(LUX_ETASK, "%s", o->bytes ? (char *) o->bytes : "task failed");
+                rc = util_err(o->state == COBJ_MISSING ? LUX_ENOTFOUND : LUX_ETASK, "%s",
+                              o->bytes ? (char *) o->bytes : "task failed");
             out[i].data = NULL;
             out[i].size = 0;
             continue;

@@ -71,7 +71,8 @@ struct lux_t {
 };
 
 /* An object the client knows. */
-enum { COBJ_PENDING = 0, COBJ_READY, COBJ_ERROR };
+enum { COBJ_PENDING = 0, COBJ_READY, COBJ_ERROR,
+       COBJ_MISSING /* the node has no such object: bytes hold why */ };
 typedef struct {
     uint8_t state;
     uint8_t where;             /* EXEC_W_INLINE or EXEC_W_ARENA */

@@ -312,7 +312,7 @@ s_on_put(nm_t *nm, nm_client_t *c, zframe_t *body)
     uint32_t count = util_rd_u32(&r);
     for (uint32_t i = 0; i < count; i++) {
         exec_obj_t d;
-        if (exec_obj_decode(&r, &d) || d.where == EXEC_W_ERROR) {
+        if (exec_obj_decode(&r, &d) || (d.where != EXEC_W_INLINE && d.where != EXEC_W_ARENA)) {
             s_complain("malformed PUT");
             return;
         }
@@ -496,7 +496,7 @@ s_on_get(nm_t *nm, nm_client_t *c, zframe_t *body)
             util_hex(hex, id.b, LUX_REF_LEN);
             snprintf(msg, sizeof msg, "object %s was never created, or was freed and has no "
                      "lineage in the log", hex);
-            err.state = OBJ_ERROR;
+            err.state = OBJ_MISSING;
             err.bytes = (uint8_t *) msg;
             err.size = strlen(msg);
             nm_client_send_obj(nm, c, &err, false);

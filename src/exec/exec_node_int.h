@@ -42,7 +42,8 @@ enum nm_obj_state {
     OBJ_READY = 1,   /* the value is here: inline bytes or in the arena */
     OBJ_ERROR,       /* the task that makes it failed: bytes hold the message */
     OBJ_SPILLED,     /* a put, moved to disk to make room */
-    OBJ_LOST         /* a task output, dropped to make room: rebuild from lineage */
+    OBJ_LOST,        /* a task output, dropped to make room: rebuild from lineage */
+    OBJ_MISSING      /* not in the table: what a GET of an ID nobody made is told */
 };
 
 struct nm_obj {

@@ -8,6 +8,7 @@
             INLINE: size bytes (at most EXEC_INLINE_MAX)
             ARENA:  offset u64
             ERROR:  size bytes of message (at most 4096)
+            MISSING: the same (an answer to GET: no such object)
 
     ARGUMENT: kind u8; VALUE: length u32 + bytes; REF: object ID 20.
 
@@ -113,6 +114,7 @@ exec_obj_decode(util_rd_t *r, exec_obj_t *o)
             o->bytes = util_rd_take(r, (size_t) o->size);
         break;
     case EXEC_W_ERROR:
+    case EXEC_W_MISSING:
         if (o->size > 4096)
             r->bad = true;
         else

@@ -24,7 +24,9 @@
 enum exec_where {
     EXEC_W_INLINE = 1, /* its bytes follow */
     EXEC_W_ARENA = 2,  /* at an offset in the node's object store */
-    EXEC_W_ERROR = 3   /* the task that makes it failed: a message follows */
+    EXEC_W_ERROR = 3,  /* the task that makes it failed: a message follows */
+    EXEC_W_MISSING = 4 /* no such object (never created, or freed and without
+                          lineage): a message follows */
 };
 
 #define EXEC_W_PINNED 0x80 /* flag on `where` sent to a client: the node

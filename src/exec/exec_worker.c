@@ -140,7 +140,7 @@ s_run(s_worker_t *w, const exec_run_t *run)
     util_rd_init(&rd, run->objs, run->objs_len);
     for (uint16_t i = 0; i < run->argc; i++) {
         exec_obj_t o;
-        if (exec_obj_decode(&rd, &o) || o.where == EXEC_W_ERROR ||
+        if (exec_obj_decode(&rd, &o) || (o.where != EXEC_W_INLINE && o.where != EXEC_W_ARENA) ||
             (o.where == EXEC_W_ARENA && o.off + o.size > exec_arena_size(lx->arena))) {
             r.status = LUX_EPROTO;
             snprintf(why, sizeof why, "argument %u came malformed", i);
