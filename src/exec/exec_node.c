@@ -489,6 +489,8 @@ s_on_get(nm_t *nm, nm_client_t *c, zframe_t *body)
         nm_task_t *t = nm_task_find(nm, &tid);
         if (!t && nm_rebuild(nm, &id) == 0)
             t = nm_task_find(nm, &tid);
+        if (t && exec_ref_idx(&id) >= t->nret)
+            t = NULL; /* a return its task does not have: it would never come */
         if (!t) {
             /* an object this node never made and the log does not know */
             nm_obj_t err = {.id = id};

@@ -246,6 +246,8 @@ s_resolve(nm_t *nm, nm_task_t *t, char *why, size_t n)
         nm_task_t *dt = nm_task_find(nm, &dt_id);
         if (!dt && nm_rebuild(nm, &a.ref) == 0)
             dt = nm_task_find(nm, &dt_id);
+        if (dt && exec_ref_idx(&a.ref) >= dt->nret)
+            dt = NULL; /* a return its task does not have */
         if (!dt) {
             char hex[LUX_REF_LEN * 2 + 1];
             util_hex(hex, a.ref.b, LUX_REF_LEN);
@@ -359,6 +361,10 @@ nm_rebuild(nm_t *nm, const lux_ref_t *id)
     if ((rc = nm_log_lookup(nm, &tid, &spec, &buf))) {
         util_buf_free(&buf);
         return rc;
+    }
+    if (exec_ref_idx(id) >= spec.nret) { /* not an output of the task: nothing to rebuild */
+        util_buf_free(&buf);
+        return util_err(LUX_ENOTFOUND, "its task has %u returns", spec.nret);
     }
     nm_task_t *t = s_task_new(nm, NULL, &spec);
     util_buf_free(&buf);
