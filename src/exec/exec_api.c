@@ -38,11 +38,25 @@ lux_init(const lux_config_t *cfg)
     exec_head_t *head = NULL;
     char endpoint[DB_EP_MAX], name[256], info[1024];
     const char *address = c.address ? c.address : getenv("LUX_ADDRESS");
+    exec_module_t *module = NULL;
+    char path[PATH_MAX];
 
     /* a library does not take over the program's signals */
     zsys_handler_set(NULL);
     zsys_init();
     util_log_init(UTIL_LOG_WARN);
+    /* the module first: one that is missing or not a module fails here,
+       before a cluster is started (or connected to) for nothing */
+    if (c.module) {
+        uint8_t *bytes, hash[16];
+        size_t n;
+        if (util_abspath(c.module, path, sizeof path) ||
+            exec_module_read(path, &bytes, &n, hash))
+            return NULL;
+        free(bytes);
+        if (!(module = exec_module_load(path, hash)))
+            return NULL;
+    }
     if (address && *address) {
         db_cluster_t cl;
         if (db_cluster_load(&cl, address))
@@ -60,18 +74,8 @@ lux_init(const lux_config_t *cfg)
         return NULL;
     }
     lx->head = head;
-    if (c.module) {
-        uint8_t *bytes, hash[16];
-        size_t n;
-        char path[PATH_MAX];
-        if (util_abspath(c.module, path, sizeof path) ||
-            exec_module_read(path, &bytes, &n, hash))
-            goto fail;
-        free(bytes);
-        if (!(lx->module = exec_module_load(path, hash)) ||
-            exec_client_send_module(lx, lx->module, path))
-            goto fail;
-    }
+    if (module && exec_client_send_module(lx, lx->module = module, path))
+        goto fail;
     return lx;
 fail:
     {
