@@ -136,7 +136,9 @@ typedef struct {
 /* Call remote function fn with argc arguments; its nret return values get
    refs into refs[0..nret-1] (nret must match the function's). Returns at
    once. LUX_ENOTFOUND for an unknown function, LUX_EINVAL for a wrong
-   number of arguments or returns, or an argument ref that was never made. */
+   number of arguments or returns. An argument ref that was never made
+   (refs may come from other clients, so only the node can tell) makes the
+   task fail: lux_get of its refs returns LUX_ETASK naming that ref. */
 int lux_call(lux_t *lx, const char *fn, int argc, const lux_arg_t *argv, int nret,
              lux_ref_t *refs);
 int lux_call_opts(lux_t *lx, const lux_opts_t *opts, const char *fn, int argc,
