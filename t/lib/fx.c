@@ -6,6 +6,7 @@
 #include "util/util_proc.h"
 #include "util/util_time.h"
 
+#include <dirent.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,5 +147,38 @@ fx_pids(const db_cluster_t *c, pid_t *pids, int max)
         if (st.age_ms[i] >= 0)
             pids[n++] = (pid_t) st.beats[i].pid;
     db_status_free(&st);
+    return n;
+}
+
+int
+fx_children(pid_t *pids, int max)
+{
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    int n = 0;
+    pid_t self = getpid();
+    if (!d)
+        return 0;
+    while (n < max && (e = readdir(d))) {
+        char path[300], buf[512], *rp;
+        pid_t pid = (pid_t) atoi(e->d_name);
+        if (pid <= 0)
+            continue;
+        snprintf(path, sizeof path, "/proc/%d/stat", (int) pid);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        size_t len = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[len] = '\0';
+        /* "pid (comm) state ppid ...": comm may hold spaces and parentheses */
+        char state;
+        int ppid;
+        if (!(rp = strrchr(buf, ')')) || sscanf(rp + 1, " %c %d", &state, &ppid) != 2)
+            continue;
+        if (ppid == (int) self && state != 'Z' && state != 'X')
+            pids[n++] = pid;
+    }
+    closedir(d);
     return n;
 }

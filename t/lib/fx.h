@@ -32,4 +32,9 @@ bool fx_wait_chain(const db_cluster_t *c, uint32_t shard, uint32_t n, int timeou
 /* Every pid of the head's processes (supervisor first); returns the count. */
 int fx_pids(const db_cluster_t *c, pid_t *pids, int max);
 
+/* The live child processes of this process (for the embedded default:
+   its workers), found in /proc by their parent pid; returns the count.
+   Zombies are left out. */
+int fx_children(pid_t *pids, int max);
+
 #endif
