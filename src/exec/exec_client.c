@@ -595,6 +595,12 @@ lux_get_many(lux_t *lx, int n, const lux_ref_t *refs, lux_val_t *out, int timeou
             return util_err(LUX_ENOMEM, "lux_get: out of memory");
         while (!s_have(lx, &refs[i], o, true)) {
             int64_t left = deadline - util_mono_ms();
+            if (zsys_interrupted) {
+                /* a worker told to stop (SIGTERM, also when its node
+                   manager dies): the task ends rather than wait for ever */
+                s_block(lx, false);
+                return util_err(LUX_EINTR, "lux_get: interrupted (the worker was told to stop)");
+            }
             if (left <= 0) {
                 s_block(lx, false);
                 char hex[LUX_REF_LEN * 2 + 1];
@@ -648,7 +654,7 @@ lux_wait(lux_t *lx, int n, const lux_ref_t *refs, int k, int timeout_ms, int *re
                 ready[i] = r;
             count += r;
         }
-        if (count >= k)
+        if (count >= k || zsys_interrupted) /* interrupted: see lux_get_many */
             break;
         int64_t left = deadline - util_mono_ms();
         if (left <= 0)
