@@ -693,7 +693,14 @@ nm_reap_workers(nm_t *nm)
                 snprintf(why, sizeof why, "is gone");
             bool extra = w->extra;
             nm_worker_gone(nm, w, why);
-            if (!extra && nm->nworkers < nm->target_workers && nm_spawn_worker(nm, false))
+            /* a pool worker is replaced whatever extra ones are running:
+               they leave when idle, and counting them here let the pool
+               shrink to nothing (extras alive when pool workers died, then
+               gone) */
+            int pool = 0;
+            for (nm_worker_t *x = nm->workers; x; x = x->next)
+                pool += !x->extra;
+            if (!extra && pool < nm->target_workers && nm_spawn_worker(nm, false))
                 log_error("cannot restart a worker: %s", lux_errmsg());
         } else if (w->state == W_STARTING && util_mono_ms() - w->started_ms > 30000) {
             log_error("worker %d did not say hello within 30 s; killing it", (int) w->pid);
