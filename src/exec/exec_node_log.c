@@ -15,6 +15,13 @@
     depends on. Entries leave the map as acknowledgements arrive, in order
     per shard.
 
+    The same lineage can be recorded twice: a task run again submits its
+    children again, with the same IDs. The first record is enough for what
+    depends on it, so the map keeps the oldest one on its way. Were the
+    second to take its place while held, the first one's acknowledgement
+    would be missed, and an event held ahead of the second, waiting for
+    that lineage, would wait for ever, with every event after it.
+
     LOOKUPS. Rebuilding a lost object reads its task's task_submitted event
     back from the shard's tail file, read-only (the node manager runs on
     the head's machine).
@@ -104,9 +111,14 @@ nm_log_close(nm_t *nm)
 {
     struct nm_log *L = nm->lg;
     if (nm->log) {
-        if (L)
-            while (L->held)
-                nm_log_tick(nm); /* what is held goes out as its dependencies commit */
+        /* what is held goes out as its dependencies commit; not for ever
+           if the log stops answering */
+        int64_t deadline = util_mono_ms() + 10000;
+        while (L && L->held && util_mono_ms() < deadline)
+            nm_log_tick(nm);
+        if (L && L->held)
+            log_error("the log did not take %llu held events within 10 s",
+                      (unsigned long long) L->nheld);
         if (db_client_sync(nm->log, 10000))
             log_error("the log did not take every event: %s", lux_errmsg());
         db_client_destroy(&nm->log);
@@ -165,13 +177,18 @@ s_append(nm_t *nm, db_event_t *e, const util_id_t *task)
     struct nm_log *L = nm->lg;
     if (db_client_append(nm->log, e)) {
         log_error("log: %s", lux_errmsg());
+        /* held, its lineage will not come: what waits for it goes on */
+        s_pos_t *p = task ? util_idmap_get(L->unacked, task->b) : NULL;
+        if (p && p->cseq == S_HELD)
+            util_idmap_del(L->unacked, task->b);
         return;
     }
     if (!task)
         return;
     uint32_t shard = db_client_shard(nm->log, e);
-    s_pos_t *p = util_idmap_put(L->unacked, task->b, NULL);
-    if (p) {
+    int fresh = 0;
+    s_pos_t *p = util_idmap_put(L->unacked, task->b, &fresh);
+    if (p && (fresh || p->cseq == S_HELD)) { /* else an older record is on its way */
         p->shard = shard;
         p->cseq = e->cseq;
         s_fifo_push(&L->fifos[shard], e->cseq, task);
@@ -219,9 +236,10 @@ s_emit(nm_t *nm, db_event_t *e, const util_id_t *task, const util_id_t *deps, ui
     if (task) {
         h->task = *task;
         h->lineage = true;
-        s_pos_t *p = util_idmap_put(L->unacked, task->b, NULL);
-        if (p)
-            p->cseq = S_HELD;
+        int fresh = 0;
+        s_pos_t *p = util_idmap_put(L->unacked, task->b, &fresh);
+        if (p && fresh)
+            p->cseq = S_HELD; /* else an older record is on its way: it will do */
     }
     if (L->held_last)
         L->held_last->next = h;
@@ -320,11 +338,15 @@ nm_log_submitted(nm_t *nm, nm_task_t *t)
         if (a.kind != EXEC_ARG_REF)
             continue;
         util_buf_put(&L->deps, a.ref.b, LUX_REF_LEN);
-        exec_ref_task(&a.ref, &deps[ndeps++]);
+        exec_ref_task(&a.ref, &deps[ndeps]);
+        /* a ref to its own output (made up: it fails) waits for nothing,
+           or the event would wait for itself */
+        if (memcmp(deps[ndeps].b, t->id.b, sizeof t->id.b) != 0)
+            ndeps++;
     }
-    if (ndeps) {
+    if (L->deps.len) {
         e.deps = L->deps.data;
-        e.deps_len = ndeps * LUX_REF_LEN;
+        e.deps_len = (uint32_t) L->deps.len;
         e.mask |= DB_F_DEPS;
     }
     exec_spec_t s = {.max_attempts = t->max_attempts, .cpus_milli = t->cpus_milli,
