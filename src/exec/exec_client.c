@@ -563,7 +563,9 @@ s_have(lux_t *lx, const lux_ref_t *ref, exec_cobj_t *o, bool readable)
 }
 
 /* In a worker, waiting inside a task: tell the node once, giving back the
-   tasks not started, so their CPU can run what we wait for. */
+   tasks not started, so their CPU can run what we wait for; then the
+   worker reports the tasks it finished before this one (on_blocked), as
+   what we wait for may need them. */
 static void
 s_block(lux_t *lx, bool blocked)
 {
@@ -579,6 +581,8 @@ s_block(lux_t *lx, bool blocked)
     exec_client_flush(lx);
     s_send(lx, NET_BLOCKED, b->data, b->len, NULL, 0);
     lx->blocked = blocked;
+    if (blocked && lx->on_blocked)
+        lx->on_blocked(lx);
 }
 
 int

@@ -67,6 +67,7 @@ struct lux_t {
     zlist_t *later;            /* in a worker: TASKS that came while inside a task */
     bool blocked;              /* in a worker: told the node we wait */
     uint32_t (*giveback)(lux_t *lx, util_buf_t *ids); /* worker: tasks not started */
+    void (*on_blocked)(lux_t *lx); /* worker: the node was just told we wait */
     void *worker;              /* the worker's state */
 };
 

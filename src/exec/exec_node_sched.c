@@ -1022,11 +1022,14 @@ nm_results(nm_t *nm, nm_client_t *c, const uint8_t *p, size_t n)
         if (!c->worker)
             return; /* it went away while we answered */
     }
-    /* Room granted and not sealed is abandoned: a worker sends RESULTS only
-       between tasks (exec_worker.c), and one connection keeps order, so
-       every ALLOC that came before this message was made by a task that has
-       finished (a failed one, or a return set twice). */
-    nm_client_drop_grants(nm, c);
+    /* Room granted and not sealed is abandoned: a worker sends RESULTS
+       between tasks, or while a task is blocked, after telling us so
+       (exec_worker.c), and one connection keeps order; so unless it is
+       blocked, every ALLOC that came before this message was made by a
+       task that has finished (a failed one, or a return set twice). A
+       blocked task's room is still being written: it stays. */
+    if (w->state != W_BLOCKED)
+        nm_client_drop_grants(nm, c);
     if (w->state == W_IDLE && w->extra) {
         int blocked = 0;
         for (nm_worker_t *x = nm->workers; x; x = x->next)

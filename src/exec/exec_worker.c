@@ -3,7 +3,12 @@
     Results go back in batches: after each task when the batch is done (so
     a lone task's result is not held back), after a task that asked for room
     in the store (the room is held until the node hears of it), else every
-    S_RESULTS tasks.
+    S_RESULTS tasks; and when a task blocks in lux_get, right after the node
+    is told (BLOCKED): what it waits for may need the tasks run before it
+    (a ref passed inside a value), and nothing else would report them until
+    it ends. The node takes back room granted and not sealed when results
+    come, except from a blocked worker (exec_node_sched.c): the blocked
+    task's room stays its own.
 */
 #include "exec_worker.h"
 #include "exec_client.h"
@@ -29,7 +34,7 @@ typedef struct {
     util_buf_t results;
     uint32_t nresults;
     util_buf_t outs;       /* scratch for one result's outputs */
-    uint64_t allocs_sent;  /* lx->alloc_req when results were last sent */
+    uint64_t allocs_task;  /* lx->alloc_req when the running task started */
 } s_worker_t;
 
 /* Tasks of the batch not started yet: their IDs into b (given back). */
@@ -60,7 +65,14 @@ s_flush(s_worker_t *w)
     zmsg_send(&m, w->lx->sk);
     w->nresults = 0;
     w->results.len = 0;
-    w->allocs_sent = w->lx->alloc_req;
+}
+
+/* A task blocked, and the node knows (exec_client.c s_block): report the
+   tasks finished before it. */
+static void
+s_on_blocked(lux_t *lx)
+{
+    s_flush(lx->worker);
 }
 
 static void
@@ -230,13 +242,14 @@ s_batch(s_worker_t *w, zmsg_t *msg)
     for (w->at = 0; w->at < w->nruns; w->at++) {
         if (w->skip[w->at])
             continue;
+        w->allocs_task = w->lx->alloc_req;
         s_run(w, &w->runs[w->at]);
         bool last = true;
         for (uint32_t k = w->at + 1; k < w->nruns; k++)
             last = last && w->skip[k];
         /* store room stays granted until the node hears the result: a task
            that asked for room is reported at once */
-        if (last || w->nresults >= S_RESULTS || w->lx->alloc_req != w->allocs_sent)
+        if (last || w->nresults >= S_RESULTS || w->lx->alloc_req != w->allocs_task)
             s_flush(w);
     }
     s_flush(w);
@@ -257,6 +270,7 @@ exec_worker_main(const char *dir, const char *endpoint)
     }
     w.lx->later = zlist_new();
     w.lx->giveback = s_giveback;
+    w.lx->on_blocked = s_on_blocked;
     w.lx->worker = &w;
     while (!zsys_interrupted) {
         zmsg_t *m = zlist_pop(w.lx->later);

@@ -108,6 +108,36 @@ t_nested(lux_t *lx, int argc, const lux_val_t *argv)
 }
 LUX_FUNCTION(t_nested, -1, 1)
 
+/* Get the object whose ref (LUX_REF_LEN bytes) is argument 0, a value:
+   a ref the node does not see as an argument, as a task passed refs
+   inside data would. Returns that object's value; with argument 1 (n), in
+   n bytes of room asked for in the store before the get, the value at
+   their start. */
+static int
+t_getref(lux_t *lx, int argc, const lux_val_t *argv)
+{
+    lux_ref_t ref;
+    lux_val_t v;
+    uint8_t *room = NULL;
+    int64_t n = argc > 1 ? s_int(&argv[1]) : 0;
+    if (argc < 1 || argc > 2 || argv[0].size != sizeof ref.b)
+        return lux_raise(lx, "t_getref: takes a ref (%zu bytes) and a size", sizeof ref.b);
+    memcpy(ref.b, argv[0].data, sizeof ref.b);
+    if (n > 0 && !(room = lux_set_alloc(lx, 0, (size_t) n)))
+        return lux_raise(lx, "t_getref: no room for %lld bytes: %s", (long long) n,
+                         lux_errmsg());
+    if (lux_get(lx, &ref, &v, -1))
+        return lux_raise(lx, "t_getref: %s", lux_errmsg());
+    if (!room)
+        return lux_set(lx, 0, v.data, v.size);
+    if ((int64_t) v.size > n)
+        return lux_raise(lx, "t_getref: %zu bytes do not fit in %lld", v.size, (long long) n);
+    memset(room, 0, (size_t) n);
+    memcpy(room, v.data, v.size);
+    return 0;
+}
+LUX_FUNCTION(t_getref, -1, 1)
+
 /* Fails with a message. */
 static int
 t_fail(lux_t *lx, int argc, const lux_val_t *argv)

@@ -1,0 +1,101 @@
+/* 3103-exec-block: tasks that block in lux_get inside a worker, in the
+   shapes that once hung the embedded default for ever, or nearly:
+   - a task waiting for the output of a task run just before it in the
+     same batch of its worker (the ref passed inside a value, which the
+     node cannot see as a dependency): the worker must report the finished
+     task before it waits; also when the waiting task already holds room
+     in the store for its own output, which the node must not take back.
+   One worker, so that the batches are known. Every lux_get has a
+   deadline: a hang is a failure, not a stuck test. */
+#include "tap.h"
+#include "lib/fx.h"
+#include "lib/graph.h"
+#include "util/util_err.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define M GRAPH_M
+#define PAIRS 5
+#define ROOM (256 << 10) /* past the inline limit: room in the store */
+
+static lux_t *s_lx;
+
+static int64_t
+s_mix(const int64_t *v, int n)
+{
+    int64_t s = 0;
+    for (int i = 0; i < n; i++)
+        s = (s + v[i]) % M;
+    return (s * 3 + 1) % M;
+}
+
+/* The int64 at the start of r's value (-1 on error, why says); a hang
+   (nothing within 20 s: the worker waits for ever) bails out. */
+static int64_t
+s_got(lux_t *lx, lux_ref_t *r, size_t *size, char *why, size_t n)
+{
+    lux_val_t v;
+    int64_t got = -1;
+    int rc = lux_get(lx, r, &v, 20000);
+    if (rc == LUX_ETIMEDOUT) {
+        snprintf(why, n, "%s", lux_errmsg());
+        lux_shutdown(&s_lx);
+        bail("a task blocked in its worker never finished: %s", why);
+    }
+    snprintf(why, n, "%s", rc ? lux_errmsg() : "ok");
+    if (!rc && v.size >= 8)
+        memcpy(&got, v.data, 8);
+    if (size)
+        *size = rc ? 0 : v.size;
+    return got;
+}
+
+/* A t_mix and a t_getref of its output, submitted together: one batch. */
+static void
+s_sibling(lux_t *lx, int i, bool room)
+{
+    int64_t x = 100 + i, n = ROOM;
+    lux_ref_t a, b;
+    char why[600];
+    size_t size;
+    if (lux_call(lx, "t_mix", 1, (lux_arg_t[]) {LUX_VAL(&x, 8)}, 1, &a) ||
+        lux_call(lx, "t_getref", room ? 2 : 1,
+                 (lux_arg_t[]) {LUX_VAL(a.b, sizeof a.b), LUX_VAL(&n, 8)}, 1, &b))
+        bail("lux_call: %s", lux_errmsg());
+    int64_t got = s_got(lx, &b, &size, why, sizeof why);
+    is_int(got, s_mix(&x, 1), "pair %d%s: a task gets the output of the one before it in its "
+           "batch (%s)", i, room ? ", holding room in the store" : "", why);
+    if (room)
+        is_int((int64_t) size, ROOM, "  its output is the room it asked for, %d bytes", ROOM);
+    lux_free(lx, 1, &a);
+    lux_free(lx, 1, &b);
+}
+
+int
+main(void)
+{
+    lux_config_t cfg = {.module = graph_module(), .dir = tap_tmpdir(), .store_bytes = 16 << 20,
+                        .workers = 1};
+    char why[600];
+    lux_t *lx = s_lx = lux_init(&cfg);
+    ok(lx != NULL, "start the embedded default: 1 worker");
+    if (!lx)
+        bail("lux_init: %s", lux_errmsg());
+
+    for (int i = 0; i < PAIRS; i++)
+        s_sibling(lx, i, false);
+    for (int i = 0; i < PAIRS; i++)
+        s_sibling(lx, PAIRS + i, true);
+
+    /* and the node still runs a plain task */
+    int64_t x = 41;
+    lux_ref_t r;
+    int rc = lux_call(lx, "t_mix", 1, (lux_arg_t[]) {LUX_VAL(&x, 8)}, 1, &r);
+    is_int(rc ? -1 : s_got(lx, &r, NULL, why, sizeof why), 124, "a task runs after (%s)", why);
+    lux_shutdown(&s_lx);
+    pid_t kids[64];
+    is_int(fx_children(kids, 64), 0, "lux_shutdown leaves no worker behind");
+    return done_testing();
+}
