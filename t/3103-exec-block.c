@@ -4,9 +4,12 @@
      same batch of its worker (the ref passed inside a value, which the
      node cannot see as a dependency): the worker must report the finished
      task before it waits; also when the waiting task already holds room
-     in the store for its own output, which the node must not take back.
-   One worker, so that the batches are known. Every lux_get has a
-   deadline: a hang is a failure, not a stuck test. */
+     in the store for its own output, which the node must not take back;
+   - nesting deeper than the node starts extra workers for (4 x workers
+     + 8): when every worker is blocked, one more is started anyway, or
+     nothing could run what they wait for.
+   One worker, so that the batches and the cap are known. Every lux_get has
+   a deadline: a hang is a failure, not a stuck test. */
 #include "tap.h"
 #include "lib/fx.h"
 #include "lib/graph.h"
@@ -18,6 +21,7 @@
 
 #define M GRAPH_M
 #define PAIRS 5
+#define DEEP 20   /* more than the cap of 4 x 1 + 8 workers */
 #define ROOM (256 << 10) /* past the inline limit: room in the store */
 
 static lux_t *s_lx;
@@ -88,6 +92,15 @@ main(void)
         s_sibling(lx, i, false);
     for (int i = 0; i < PAIRS; i++)
         s_sibling(lx, PAIRS + i, true);
+
+    /* nested DEEP levels: every level blocks a worker */
+    int64_t depth = DEEP;
+    lux_ref_t deep;
+    if (lux_call(lx, "t_deep", 1, (lux_arg_t[]) {LUX_VAL(&depth, 8)}, 1, &deep))
+        bail("lux_call: %s", lux_errmsg());
+    is_int(s_got(lx, &deep, NULL, why, sizeof why), DEEP * (DEEP + 1) / 2,
+           "a task nested %d deep, past the cap of 12 workers, finishes (%s)", DEEP, why);
+    lux_free(lx, 1, &deep);
 
     /* and the node still runs a plain task */
     int64_t x = 41;

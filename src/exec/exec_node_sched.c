@@ -6,7 +6,10 @@
     results as it goes), taking the CPUs and custom resources they ask for
     while they run. A worker that blocks in lux_get inside a task gives its
     CPUs back and hands back the tasks it has not started, and an extra
-    worker is started if none is idle, so nested tasks cannot deadlock.
+    worker is started if none is idle, so nested tasks cannot deadlock:
+    extra workers are capped (4 per pool worker, plus 8) only while one is
+    busy or starting, for when every worker is blocked nothing else would
+    run what they wait for.
 
     A worker that dies is replaced; its running task is retried up to its
     max_attempts, then fails with a message saying how its workers died; the
@@ -884,14 +887,18 @@ nm_dispatch(nm_t *nm)
         zmsg_send(&m, nm->sock);
     }
     free(objs);
-    /* everyone blocked or busy and work waiting: one more worker */
+    /* everyone blocked or busy and work waiting: one more worker; past the
+       cap when none is busy or starting, for then every one is blocked
+       and they would wait for ever */
     if (nm->ready && !s_idle_worker(nm)) {
-        int blocked = 0, starting = 0;
+        int blocked = 0, starting = 0, busy = 0;
         for (nm_worker_t *x = nm->workers; x; x = x->next) {
             blocked += x->state == W_BLOCKED;
             starting += x->state == W_STARTING;
+            busy += x->state == W_BUSY;
         }
-        if (blocked > starting && nm->nworkers < 4 * nm->target_workers + 8)
+        if (blocked > starting &&
+            (nm->nworkers < 4 * nm->target_workers + 8 || (busy == 0 && starting == 0)))
             nm_spawn_worker(nm, true);
     }
 }

@@ -138,6 +138,25 @@ t_getref(lux_t *lx, int argc, const lux_val_t *argv)
 }
 LUX_FUNCTION(t_getref, -1, 1)
 
+/* Nested n deep (argument 0): calls itself with n - 1 and waits for it;
+   returns n + (n - 1) + ... + 1. */
+static int
+t_deep(lux_t *lx, int argc, const lux_val_t *argv)
+{
+    int64_t n = s_int(&argv[0]), s = 0, m = n - 1;
+    lux_ref_t r;
+    lux_val_t v;
+    if (n > 0) {
+        if (lux_call(lx, "t_deep", 1, (lux_arg_t[]) {LUX_VAL(&m, 8)}, 1, &r) ||
+            lux_get(lx, &r, &v, -1))
+            return lux_raise(lx, "t_deep %lld: %s", (long long) n, lux_errmsg());
+        s = n + s_int(&v);
+        lux_free(lx, 1, &r);
+    }
+    return lux_set(lx, 0, &s, 8);
+}
+LUX_FUNCTION(t_deep, 1, 1)
+
 /* Fails with a message. */
 static int
 t_fail(lux_t *lx, int argc, const lux_val_t *argv)
