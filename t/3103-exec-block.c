@@ -7,7 +7,10 @@
      in the store for its own output, which the node must not take back;
    - nesting deeper than the node starts extra workers for (4 x workers
      + 8): when every worker is blocked, one more is started anyway, or
-     nothing could run what they wait for.
+     nothing could run what they wait for;
+   - many nested tasks submitted at once, each waiting for its children:
+     the children run first, so few block at once (diag: how many workers
+     that took).
    One worker, so that the batches and the cap are known. Every lux_get has
    a deadline: a hang is a failure, not a stuck test. */
 #include "tap.h"
@@ -22,6 +25,7 @@
 #define M GRAPH_M
 #define PAIRS 5
 #define DEEP 20   /* more than the cap of 4 x 1 + 8 workers */
+#define NESTED 30
 #define ROOM (256 << 10) /* past the inline limit: room in the store */
 
 static lux_t *s_lx;
@@ -101,6 +105,30 @@ main(void)
     is_int(s_got(lx, &deep, NULL, why, sizeof why), DEEP * (DEEP + 1) / 2,
            "a task nested %d deep, past the cap of 12 workers, finishes (%s)", DEEP, why);
     lux_free(lx, 1, &deep);
+
+    /* many nested tasks at once: each blocks for its children */
+    lux_ref_t refs[NESTED];
+    int64_t want[NESTED];
+    for (int i = 0; i < NESTED; i++) {
+        int64_t v[2] = {7 * i + 1, 11 * i + 2}, m[2] = {s_mix(&v[0], 1), s_mix(&v[1], 1)};
+        want[i] = (m[0] + m[1] + s_mix(m, 2)) % M;
+        if (lux_call(lx, "t_nested", 2, (lux_arg_t[]) {LUX_VAL(&v[0], 8), LUX_VAL(&v[1], 8)},
+                     1, &refs[i]))
+            bail("lux_call: %s", lux_errmsg());
+    }
+    int bad = 0, most = 0;
+    for (int i = 0; i < NESTED; i++) {
+        pid_t kids[256];
+        int k = fx_children(kids, 256);
+        most = k > most ? k : most;
+        int64_t got = s_got(lx, &refs[i], NULL, why, sizeof why);
+        if (got != want[i] && !bad++)
+            diag("nested task %d: got %lld, want %lld (%s)", i, (long long) got,
+                 (long long) want[i], why);
+    }
+    is_int(bad, 0, "%d nested tasks submitted at once all give the right result", NESTED);
+    diag("at most %d workers seen at once", most);
+    lux_free(lx, NESTED, refs);
 
     /* and the node still runs a plain task */
     int64_t x = 41;

@@ -105,6 +105,7 @@ struct nm_task {
     bool pinned;              /* its arguments are pinned (it was handed to a worker) */
     bool doomed;              /* failing with another task (a failure cascade) */
     bool suspect;             /* its worker died holding it and others: runs alone */
+    bool nested;              /* submitted by a task: queued ahead of drivers' work */
     nm_client_t **waiters;    /* clients that asked for an output (GET) */
     uint16_t nwaiters, capwaiters;
     nm_logpos_t lineage;      /* its task_submitted event */

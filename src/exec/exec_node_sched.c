@@ -9,7 +9,9 @@
     worker is started if none is idle, so nested tasks cannot deadlock:
     extra workers are capped (4 per pool worker, plus 8) only while one is
     busy or starting, for when every worker is blocked nothing else would
-    run what they wait for.
+    run what they wait for. Tasks submitted by tasks queue ahead of drivers'
+    work, and tasks handed back go behind it: what a blocked task waits for
+    runs first, so few tasks block at once.
 
     A worker that dies is replaced; its running task is retried up to its
     max_attempts, then fails with a message saying how its workers died; the
@@ -308,6 +310,7 @@ s_task_new(nm_t *nm, nm_client_t *owner, const exec_spec_t *s)
     t->res = s->res_len ? s_dup_name(s->res, s->res_len) : NULL;
     t->attempt = 1;
     t->owner = owner;
+    t->nested = owner && owner->kind == EXEC_HELLO_WORKER;
     t->state = TASK_WAITING;
     nm_task_t **p = util_idmap_put(nm->tasks, t->id.b, NULL);
     if (!p) {
@@ -342,7 +345,7 @@ nm_submit(nm_t *nm, nm_client_t *c, const exec_spec_t *s)
         return 0;
     }
     if (t->waiting == 0)
-        s_ready_push(nm, t, false);
+        s_ready_push(nm, t, t->nested);
     return 0;
 }
 
@@ -463,7 +466,7 @@ s_done(nm_t *nm, nm_task_t *t)
             }
         }
         if (--d->waiting == 0)
-            s_ready_push(nm, d, false);
+            s_ready_push(nm, d, d->nested);
     }
     s_answer_waiters(nm, t);
     s_release_args(nm, t, true);
@@ -1067,6 +1070,8 @@ nm_blocked(nm_t *nm, nm_client_t *c, const uint8_t *p, size_t n)
         memcpy(w->lent, w->held, sizeof w->lent);
         memset(w->held, 0, sizeof w->held);
         w->state = W_BLOCKED;
+        /* behind what is queued: the tasks it waits for are there, and
+           these may block too */
         for (uint32_t i = 0; i < count; i++) {
             const uint8_t *id = util_rd_take(&rd, 16);
             if (!id)
@@ -1077,7 +1082,7 @@ nm_blocked(nm_t *nm, nm_client_t *c, const uint8_t *p, size_t n)
             if (t && t->worker == w && t != w->queue) {
                 s_worker_pop(nm, w, t);
                 s_release_args(nm, t, false);
-                s_ready_push(nm, t, true);
+                s_ready_push(nm, t, false);
             }
         }
     } else if (!blocked && w->state == W_BLOCKED) {
