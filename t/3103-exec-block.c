@@ -10,7 +10,7 @@
      nothing could run what they wait for;
    - many nested tasks submitted at once, each waiting for its children:
      the children run first, so few block at once (diag: how many workers
-     that took).
+     that took; every one started for a blocked task leaves after).
    One worker, so that the batches and the cap are known. Every lux_get has
    a deadline: a hang is a failure, not a stuck test. */
 #include "tap.h"
@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define M GRAPH_M
 #define PAIRS 5
@@ -58,6 +59,17 @@ s_got(lux_t *lx, lux_ref_t *r, size_t *size, char *why, size_t n)
     if (size)
         *size = rc ? 0 : v.size;
     return got;
+}
+
+/* Wait (up to 10 s) for the extra workers to leave; the workers left. */
+static int
+s_pool_back(void)
+{
+    pid_t kids[256];
+    int n = -1;
+    for (int i = 0; i < 200 && (n = fx_children(kids, 256)) > 1; i++)
+        usleep(50000);
+    return n;
 }
 
 /* A t_mix and a t_getref of its output, submitted together: one batch. */
@@ -105,6 +117,7 @@ main(void)
     is_int(s_got(lx, &deep, NULL, why, sizeof why), DEEP * (DEEP + 1) / 2,
            "a task nested %d deep, past the cap of 12 workers, finishes (%s)", DEEP, why);
     lux_free(lx, 1, &deep);
+    is_int(s_pool_back(), 1, "  then the extra workers leave: the pool is one worker again");
 
     /* many nested tasks at once: each blocks for its children */
     lux_ref_t refs[NESTED];
@@ -129,6 +142,7 @@ main(void)
     is_int(bad, 0, "%d nested tasks submitted at once all give the right result", NESTED);
     diag("at most %d workers seen at once", most);
     lux_free(lx, NESTED, refs);
+    is_int(s_pool_back(), 1, "  then the extra workers leave: the pool is one worker again");
 
     /* and the node still runs a plain task */
     int64_t x = 41;

@@ -140,6 +140,7 @@ struct nm_worker {
     int64_t held[16];         /* resources its batch holds (per nm->res), in thousandths */
     int64_t lent[16];         /* what it gave back while blocked, to take again */
     int64_t started_ms;
+    int64_t idle_ms;          /* when it last ran out of work (or started) */
     bool extra;               /* started for a blocked one; leaves when idle */
     nm_worker_t *next;
 };

@@ -11,7 +11,8 @@
     busy or starting, for when every worker is blocked nothing else would
     run what they wait for. Tasks submitted by tasks queue ahead of drivers'
     work, and tasks handed back go behind it: what a blocked task waits for
-    runs first, so few tasks block at once.
+    runs first, so few tasks block at once. Extra workers leave when idle
+    for a while and nothing is blocked.
 
     A worker that dies is replaced; its running task is retried up to its
     max_attempts, then fails with a message saying how its workers died; the
@@ -39,6 +40,7 @@
 #include <unistd.h>
 
 #define S_BATCH_MAX 256
+#define S_EXTRA_IDLE_MS 500 /* an extra worker idle this long leaves */
 
 /* --- resources ----------------------------------------------------------------------- */
 
@@ -593,7 +595,7 @@ nm_spawn_worker(nm_t *nm, bool extra)
     }
     w->pid = pid;
     w->state = W_STARTING;
-    w->started_ms = util_mono_ms();
+    w->started_ms = w->idle_ms = util_mono_ms();
     w->extra = extra;
     w->next = nm->workers;
     nm->workers = w;
@@ -796,6 +798,25 @@ s_run_args(nm_t *nm, nm_task_t *t, exec_obj_t *objs)
     return rc;
 }
 
+/* Nothing waits and no worker is blocked: the extra workers started for
+   blocked ones go, once idle for S_EXTRA_IDLE_MS (not at once: nested
+   work tends to come back, and a worker takes tens of ms to start). */
+static void
+s_retire_extras(nm_t *nm)
+{
+    int64_t now = util_mono_ms();
+    for (nm_worker_t *x = nm->workers; x; x = x->next)
+        if (x->state == W_BLOCKED)
+            return;
+    for (nm_worker_t *x = nm->workers; x; x = x->next) {
+        if (x->extra && x->state == W_IDLE && now - x->idle_ms >= S_EXTRA_IDLE_MS) {
+            log_info("extra worker %d is not needed any more", (int) x->pid);
+            kill(x->pid, SIGTERM);
+            x->state = W_LEAVING; /* give it nothing; reaped when it exits */
+        }
+    }
+}
+
 void
 nm_dispatch(nm_t *nm)
 {
@@ -904,6 +925,8 @@ nm_dispatch(nm_t *nm)
             (nm->nworkers < 4 * nm->target_workers + 8 || (busy == 0 && starting == 0)))
             nm_spawn_worker(nm, true);
     }
+    if (!nm->ready)
+        s_retire_extras(nm);
 }
 
 /* --- results ---------------------------------------------------------------------------- */
@@ -929,8 +952,10 @@ s_worker_pop(nm_t *nm, nm_worker_t *w, nm_task_t *t)
     if (!w->queue) {
         s_take(nm, w->held, -1);
         memset(w->held, 0, sizeof w->held);
-        if (w->state == W_BUSY)
+        if (w->state == W_BUSY) {
             w->state = W_IDLE;
+            w->idle_ms = util_mono_ms();
+        }
     }
 }
 
@@ -1040,16 +1065,6 @@ nm_results(nm_t *nm, nm_client_t *c, const uint8_t *p, size_t n)
        blocked task's room is still being written: it stays. */
     if (w->state != W_BLOCKED)
         nm_client_drop_grants(nm, c);
-    if (w->state == W_IDLE && w->extra) {
-        int blocked = 0;
-        for (nm_worker_t *x = nm->workers; x; x = x->next)
-            blocked += x->state == W_BLOCKED;
-        if (blocked == 0 && !nm->ready) {
-            log_info("extra worker %d is not needed any more", (int) w->pid);
-            kill(w->pid, SIGTERM);
-            w->state = W_LEAVING; /* give it nothing; reaped when it exits */
-        }
-    }
 }
 
 void
@@ -1090,5 +1105,6 @@ nm_blocked(nm_t *nm, nm_client_t *c, const uint8_t *p, size_t n)
         memset(w->lent, 0, sizeof w->lent);
         s_take(nm, w->held, 1); /* may go below zero for a while: that is fine */
         w->state = w->queue ? W_BUSY : W_IDLE;
+        w->idle_ms = util_mono_ms();
     }
 }
