@@ -5,6 +5,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+#define S_CHECK_MS 120000 /* graph_check gives the whole graph this long */
+
+static int64_t
+s_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 static uint64_t
 s_rand(graph_t *g)
@@ -50,6 +61,13 @@ s_pattern(uint8_t *p, int64_t seed, int64_t n)
 int
 graph_submit(lux_t *lx, graph_t *g, int n, uint64_t seed, int64_t max_blob)
 {
+    return graph_submit_opts(lx, g, n, seed, max_blob, NULL);
+}
+
+int
+graph_submit_opts(lux_t *lx, graph_t *g, int n, uint64_t seed, int64_t max_blob,
+                  const lux_opts_t *opts)
+{
     memset(g, 0, sizeof *g);
     g->nodes = calloc((size_t) n, sizeof *g->nodes);
     g->rng = seed;
@@ -89,9 +107,9 @@ graph_submit(lux_t *lx, graph_t *g, int n, uint64_t seed, int64_t max_blob)
                 rc = lux_put(lx, p, (size_t) x->size, &x->ref[0]);
                 free(p);
             } else {
-                rc = lux_call(lx, "t_big", 2,
-                              (lux_arg_t[]) {LUX_VAL(&x->seed, 8), LUX_VAL(&x->size, 8)}, 1,
-                              x->ref);
+                rc = lux_call_opts(lx, opts, "t_big", 2,
+                                   (lux_arg_t[]) {LUX_VAL(&x->seed, 8), LUX_VAL(&x->size, 8)},
+                                   1, x->ref);
             }
             break;
         }
@@ -99,7 +117,8 @@ graph_submit(lux_t *lx, graph_t *g, int n, uint64_t seed, int64_t max_blob)
             graph_node_t *b = &g->nodes[blobs[s_rand(g) % (uint64_t) nblobs]];
             x->want[0] = b->want[0];
             x->in[x->nin++] = (int) (b - g->nodes);
-            rc = lux_call(lx, "t_check", 1, (lux_arg_t[]) {LUX_REF(b->ref[0])}, 1, x->ref);
+            rc = lux_call_opts(lx, opts, "t_check", 1, (lux_arg_t[]) {LUX_REF(b->ref[0])}, 1,
+                               x->ref);
             break;
         }
         case G_MIX:
@@ -121,11 +140,11 @@ graph_submit(lux_t *lx, graph_t *g, int n, uint64_t seed, int64_t max_blob)
             }
             if (kind == G_MIX) {
                 x->want[0] = s_mix(vals, na);
-                rc = lux_call(lx, "t_mix", na, args, 1, x->ref);
+                rc = lux_call_opts(lx, opts, "t_mix", na, args, 1, x->ref);
             } else if (kind == G_SPLIT) {
                 x->want[0] = (vals[0] + vals[1]) % GRAPH_M;
                 x->want[1] = ((vals[0] - vals[1]) % GRAPH_M + GRAPH_M) % GRAPH_M;
-                rc = lux_call(lx, "t_split", 2, args, 2, x->ref);
+                rc = lux_call_opts(lx, opts, "t_split", 2, args, 2, x->ref);
             } else {
                 int64_t m[8], s = 0;
                 for (int k = 0; k < na; k++) {
@@ -135,7 +154,7 @@ graph_submit(lux_t *lx, graph_t *g, int n, uint64_t seed, int64_t max_blob)
                 for (int k = 0; k + 1 < na; k++)
                     s = (s + s_mix(&m[k], 2)) % GRAPH_M;
                 x->want[0] = s;
-                rc = lux_call(lx, "t_nested", na, args, 1, x->ref);
+                rc = lux_call_opts(lx, opts, "t_nested", na, args, 1, x->ref);
             }
             break;
         }
@@ -149,6 +168,7 @@ int
 graph_check(lux_t *lx, graph_t *g, char *why, size_t wn)
 {
     int bad = 0;
+    int64_t deadline = s_now_ms() + S_CHECK_MS;
     why[0] = '\0';
     /* in a random order, so gets interleave with evictions */
     int *order = malloc((size_t) g->n * sizeof *order);
@@ -163,7 +183,10 @@ graph_check(lux_t *lx, graph_t *g, char *why, size_t wn)
         graph_node_t *x = &g->nodes[order[oi]];
         for (int k = 0; k < x->nout; k++) {
             lux_val_t v;
-            int rc = lux_get(lx, &x->ref[k], &v, 120000);
+            /* one deadline for all: a hang fails the check, not one get
+               after another */
+            int64_t left = deadline - s_now_ms();
+            int rc = lux_get(lx, &x->ref[k], &v, left > 0 ? (int) left : 0);
             int64_t got = -1;
             if (!rc && x->blob) {
                 int64_t seed = -1;

@@ -34,8 +34,11 @@ typedef struct {
 /* Submit a random graph of n nodes (values and refs mixed, multiple
    returns, nested tasks, big blobs of up to max_blob bytes). 0 or a code. */
 int graph_submit(lux_t *lx, graph_t *g, int n, uint64_t seed, int64_t max_blob);
-/* Get every output and compare; returns the number of mismatches (0 is
-   success); why gets the first. */
+/* The same, every call made with opts (NULL: the defaults). */
+int graph_submit_opts(lux_t *lx, graph_t *g, int n, uint64_t seed, int64_t max_blob,
+                      const lux_opts_t *opts);
+/* Get every output and compare, within 2 minutes in all; returns the
+   number of mismatches (0 is success); why gets the first. */
 int graph_check(lux_t *lx, graph_t *g, char *why, size_t n);
 void graph_free(graph_t *g);
 

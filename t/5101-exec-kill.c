@@ -1,0 +1,232 @@
+/* 5101-exec-kill: random task graphs (t/lib/graph: chains, fan-out and
+   fan-in, nested tasks, values and refs, two returns, blobs) on the
+   embedded default with a small object store, while a thread of this test
+   kills its workers with SIGKILL at random moments. The embedded default's
+   node manager runs in this process, so its workers are this process's
+   children: they are found in /proc by their parent pid (and their
+   command line, `lux worker ...`) and killed by pid; nothing else is.
+   Every output must equal the sequential computation, and the log must
+   show the retries the kills caused. Each round also runs a task that
+   always kills its own worker (t_crash, the default 3 attempts) ahead of
+   the graph, so batched with its tasks, and one downstream of it: both
+   fail with a clear error naming t_crash, and nothing else fails. */
+#include "tap.h"
+#include "lib/fx.h"
+#include "lib/graph.h"
+#include "db/db_query.h"
+#include "util/util_err.h"
+
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define ROUNDS 4
+#define NODES 1000
+
+static atomic_int s_stop;
+static atomic_int s_kills;
+static uint64_t s_rng = 5101;
+
+static uint64_t
+s_rand(void)
+{
+    s_rng = s_rng * 6364136223846793005ULL + 1442695040888963407ULL;
+    return s_rng >> 33;
+}
+
+/* Whether pid runs `lux worker` (one of its arguments is "worker"). */
+static bool
+s_is_worker(pid_t pid)
+{
+    char path[64], buf[4096];
+    snprintf(path, sizeof path, "/proc/%d/cmdline", (int) pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    for (size_t i = 0; i < n; i += strlen(buf + i) + 1)
+        if (strcmp(buf + i, "worker") == 0)
+            return true;
+    return false;
+}
+
+/* Every 30 to 250 ms, SIGKILL one of this process's workers, at random.
+   Not faster: a nested task waits for its children, which need a worker
+   too (an extra one is started for them, ~20 ms), so its runs last tens
+   of milliseconds, and a kill every few of those would starve it. */
+static void *
+s_killer(void *arg)
+{
+    (void) arg;
+    while (!atomic_load(&s_stop)) {
+        usleep((useconds_t) (30000 + s_rand() % 220000));
+        pid_t kids[256];
+        int n = fx_children(kids, 256);
+        if (n == 0 || atomic_load(&s_stop))
+            continue;
+        pid_t victim = kids[s_rand() % (uint64_t) n];
+        if (s_is_worker(victim) && kill(victim, SIGKILL) == 0)
+            atomic_fetch_add(&s_kills, 1);
+    }
+    return NULL;
+}
+
+/* Whether msg holds every one of the NULL-terminated patterns; diag if not. */
+static bool
+s_has(const char *msg, ...)
+{
+    va_list ap;
+    const char *pat;
+    bool all = true;
+    va_start(ap, msg);
+    while ((pat = va_arg(ap, const char *)))
+        if (!strstr(msg, pat)) {
+            diag("missing '%s' in: %s", pat, msg);
+            all = false;
+        }
+    va_end(ap);
+    return all;
+}
+
+/* lux_get of ref fails with LUX_ETASK and a message holding every pattern. */
+static bool
+s_fails_with(lux_t *lx, const lux_ref_t *ref, const char *pat1, const char *pat2)
+{
+    lux_val_t v;
+    int rc = lux_get(lx, ref, &v, 60000);
+    if (rc != LUX_ETASK) {
+        diag("lux_get returned %d (%s), not LUX_ETASK", rc, rc ? lux_errmsg() : "a value");
+        return false;
+    }
+    return s_has(lux_errmsg(), "(t_crash) failed", pat1, pat2, NULL);
+}
+
+static int64_t
+s_count(db_query_t *q, const char *sql)
+{
+    sqlite3_stmt *st;
+    int64_t n = -1;
+    if (db_query_prepare(q, sql, &st, NULL) == 0 && sqlite3_step(st) == SQLITE_ROW)
+        n = sqlite3_column_int64(st, 0);
+    else
+        diag("query failed: %s: %s", sql, lux_errmsg());
+    sqlite3_finalize(st);
+    return n;
+}
+
+int
+main(void)
+{
+    lux_config_t cfg = {.module = graph_module(), .dir = tap_tmpdir(), .store_bytes = 16 << 20,
+                        .workers = 2};
+    /* a task may be killed several times: it gets more attempts than the
+       default, so that no unlucky one runs out (each kill charges one
+       task at most) */
+    lux_opts_t opts = {.max_attempts = 20};
+    char why[600], dir[PATH_MAX];
+    pthread_t killer;
+    graph_t g;
+
+    lux_t *lx = lux_init(&cfg);
+    ok(lx != NULL, "start the embedded default: 2 workers, a 16 MB object store");
+    if (!lx)
+        bail("lux_init: %s", lux_errmsg());
+    for (int round = 0; round < ROUNDS; round++) {
+        int before = atomic_load(&s_kills);
+        atomic_store(&s_stop, 0);
+        if (pthread_create(&killer, NULL, s_killer, NULL))
+            bail("pthread_create failed");
+        lux_ref_t crash, down;
+        int64_t five = 5;
+        if (lux_call(lx, "t_crash", 0, NULL, 1, &crash) ||
+            lux_call(lx, "t_mix", 2, (lux_arg_t[]) {LUX_VAL(&five, 8), LUX_REF(crash)}, 1, &down))
+            bail("lux_call: %s", lux_errmsg());
+        int rc = graph_submit_opts(lx, &g, NODES, 5101 + (uint64_t) round, 1000000, &opts);
+        if (rc)
+            diag("%s", lux_errmsg());
+        int bad = rc ? -1 : graph_check(lx, &g, why, sizeof why);
+        bool crashed = s_fails_with(lx, &crash, "worker died on each of 3 attempts", "signal 9");
+        bool downed = s_fails_with(lx, &down, "its argument from task", "worker died");
+        atomic_store(&s_stop, 1);
+        pthread_join(killer, NULL);
+        int kills = atomic_load(&s_kills) - before;
+        is_int(bad, 0, "round %d: %d tasks and puts, %d workers killed: every output equals "
+               "the sequential computation%s%s", round, NODES, kills, bad ? ": " : "", why);
+        ok(crashed, "  t_crash failed after its 3 attempts, saying its worker died each time");
+        ok(downed, "  the task downstream of it failed, naming it");
+        lux_free(lx, 1, &crash);
+        lux_free(lx, 1, &down);
+        diag("puts %d, big puts %d, mix %d, split %d, big %d, check %d, nested %d",
+             g.counts[G_PUT], g.counts[G_BIGPUT], g.counts[G_MIX], g.counts[G_SPLIT],
+             g.counts[G_BIG], g.counts[G_CHECK], g.counts[G_NESTED]);
+        /* what the graph left in the store goes, as a driver would */
+        for (int i = 0; i < g.n; i++)
+            if (!g.nodes[i].blob)
+                lux_free(lx, g.nodes[i].nout, g.nodes[i].ref);
+        graph_free(&g);
+    }
+    int kills = atomic_load(&s_kills);
+    ok(kills >= ROUNDS, "workers were killed along the way (%d)", kills);
+
+    /* the cluster still works, with its full pool of workers */
+    int64_t x = 41;
+    lux_ref_t r;
+    lux_val_t v;
+    int64_t got = -1;
+    int rc = lux_call(lx, "t_mix", 1, (lux_arg_t[]) {LUX_VAL(&x, 8)}, 1, &r);
+    if (!rc && !(rc = lux_get(lx, &r, &v, 60000)) && v.size == 8)
+        memcpy(&got, v.data, 8);
+    is_int(got, 124, "after the kills a task still runs (%s)", rc ? lux_errmsg() : "ok");
+    pid_t kids[256];
+    int n = -1;
+    for (int i = 0; i < 200 && (n = fx_children(kids, 256)) != 2; i++)
+        usleep(50000); /* the extra workers leave when idle */
+    is_int(n, 2, "the pool is whole again: 2 workers, none extra");
+    snprintf(dir, sizeof dir, "%s", lux_dir(lx));
+    lux_shutdown(&lx);
+    is_int(fx_children(kids, 256), 0, "lux_shutdown leaves no worker behind");
+
+    db_cluster_t c;
+    if (db_cluster_load(&c, dir))
+        bail("%s", lux_errmsg());
+    db_query_t *q = db_query_open(&c);
+    if (!q)
+        bail("%s", lux_errmsg());
+    int64_t died = s_count(q, "SELECT count(*) FROM retries WHERE reason LIKE "
+                              "'worker % died (signal 9)%'");
+    ok(died > 0, "log: %lld task_retried events say a worker died of signal 9", (long long) died);
+    int64_t charged = s_count(q, "SELECT count(*) FROM retries WHERE reason LIKE "
+                                 "'worker % died (signal 9); attempt % of 20'");
+    /* workers t_crash killed are named in its own retries (charged, or
+       not when it was batched with others), except at its last attempt,
+       which it ran alone */
+    int64_t workers = s_count(q, "SELECT count(DISTINCT substr(reason, 1, instr(reason, ' died')))"
+                                 " FROM retries WHERE reason LIKE 'worker % died%' AND "
+                                 "substr(reason, 1, instr(reason, ' died')) NOT IN (SELECT "
+                                 "substr(reason, 1, instr(reason, ' died')) FROM retries WHERE "
+                                 "function = 't_crash')");
+    ok(workers > 0 && workers <= kills, "log: they name %lld of the %d workers this test killed",
+       (long long) workers, kills);
+    diag("%lld retries charged to the task that ran alone in its worker", (long long) charged);
+    ok(s_count(q, "SELECT count(*) FROM events WHERE kind = 'task_retried'") >= died,
+       "log: and task_retried events (%lld, with rebuilds)",
+       (long long) s_count(q, "SELECT count(*) FROM events WHERE kind = 'task_retried'"));
+    is_int(s_count(q, "SELECT count(*) FROM tasks WHERE function = 't_crash' AND status = "
+                      "'failed' AND attempts = 3"), ROUNDS,
+           "log: each t_crash failed, after 3 attempts");
+    is_int(s_count(q, "SELECT count(*) FROM tasks WHERE status = 'failed' AND function != "
+                      "'t_crash' AND error NOT LIKE '%its argument from task % (t_crash)%'"), 0,
+           "log: no other task failed, but those downstream of t_crash");
+    is_int(s_count(q, "SELECT count(*) FROM tasks WHERE status = 'pending'"), 0,
+           "log: no task was left unfinished");
+    db_query_close(&q);
+    return done_testing();
+}
