@@ -76,6 +76,23 @@ def proc_tree(root):
     return tree
 
 
+def tagged_pids(tag):
+    """Processes whose environment holds tag (b"NAME=value"): a marker set
+    for a command is inherited by everything it starts, daemons that
+    detached from it (new session, parent 1) included."""
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/environ" % d, "rb") as f:
+                if tag in f.read().split(b"\0"):
+                    out.append(int(d))
+        except OSError:
+            continue
+    return out
+
+
 def rss_bytes(pid):
     try:
         with open("/proc/%d/statm" % pid, "rb") as f:
@@ -85,14 +102,15 @@ def rss_bytes(pid):
 
 
 class RssSampler(threading.Thread):
-    """Peak of the summed RSS of a process tree, sampled every `interval`
+    """Peak of the summed RSS of a process tree (and of the processes that
+    carry tag in their environment, when given), sampled every `interval`
     seconds. The tree is re-read from /proc every `rescan` seconds (a full
     /proc walk costs milliseconds); in between only the known processes'
     statm files are read."""
 
-    def __init__(self, root, interval=0.05, rescan=0.5, exclude=()):
+    def __init__(self, root, interval=0.05, rescan=0.5, exclude=(), tag=None):
         super().__init__(daemon=True)
-        self.root, self.interval, self.rescan = root, interval, rescan
+        self.root, self.interval, self.rescan, self.tag = root, interval, rescan, tag
         self.exclude = set(exclude)
         self.lock = threading.Lock()
         self.peak = 0
@@ -103,7 +121,10 @@ class RssSampler(threading.Thread):
         while not self.stopping.is_set():
             now = time.monotonic()
             if now - scanned >= self.rescan:
-                pids = [p for p in proc_tree(self.root) if p not in self.exclude]
+                found = set(proc_tree(self.root))
+                if self.tag:
+                    found.update(tagged_pids(self.tag))
+                pids = [p for p in found if p not in self.exclude]
                 scanned = now
             total = sum(rss_bytes(p) for p in pids)
             with self.lock:
