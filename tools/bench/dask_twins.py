@@ -611,7 +611,10 @@ def big_object(ctx, nbytes):
     pickle copies, 2-4x slower). Random, because Dask compresses messages
     with lz4 when that pays, and random data, like float weights, does not
     compress: the transfer is what is measured."""
-    import numpy as np
+    try:
+        import numpy as np
+    except ImportError:
+        raise RuntimeError("numpy is not installed (Debian: python3-numpy)") from None
     data = np.random.default_rng(5).bytes(nbytes)
     if ctx.bytes_object:
         return data, "bytes"
