@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """dask_twins - Dask distributed twins of `lux bench` benchmarks.
 
-usage: dask_twins.py [--json] [--quick] [--list] [--version]
+usage: dask_twins.py [--json] [--quick] [--list] [--version] [--scale F]
                      [--repeats N] [--deadline S] [--per-task] [--bytes-object]
                      [NAME...]
 
@@ -238,7 +238,7 @@ def bench(name, unit, what):
 class Ctx:
     def __init__(self, args):
         self.json = args.json
-        self.scale = 0.05 if args.quick else 1.0
+        self.scale = args.scale or (0.05 if args.quick else 1.0)
         self.repeats = args.repeats or (2 if args.quick else 3)
         self.deadline_s = args.deadline or (120.0 if args.quick else 600.0)
         self.per_task = args.per_task
@@ -256,10 +256,15 @@ class Ctx:
 
 
 def start_cluster():
+    """The peers file's set-up: 2 worker processes x 1 thread, TCP on
+    127.0.0.1, everything else left at its default."""
     from distributed import Client, LocalCluster
     cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True)
-    client = Client(cluster)
-    return cluster, client
+    try:
+        return cluster, Client(cluster)
+    except BaseException:
+        stop_cluster(cluster, None)
+        raise
 
 
 def stop_cluster(cluster, client):
@@ -287,7 +292,6 @@ class Cluster:
     def __exit__(self, *exc):
         stop_cluster(self.cluster, self.client)
         return False
-
 
 
 def workers(c):
@@ -933,6 +937,8 @@ def main():
                     help="about 5%% of the work, 2 repeats: a smoke test, not a measurement")
     ap.add_argument("--list", action="store_true", help="list the benchmarks")
     ap.add_argument("--version", action="store_true", help="print Dask's and Python's versions")
+    ap.add_argument("--scale", type=float,
+                    help="multiply the work by this (default 1; --quick is 0.05)")
     ap.add_argument("--repeats", type=int, help="timed repeats after the warm-up (default 3)")
     ap.add_argument("--deadline", type=float,
                     help="seconds allowed per benchmark (default 600, 120 with --quick)")
