@@ -299,10 +299,12 @@ def workers(c):
     return sorted(c.scheduler_info()["workers"])
 
 
-def repeats(ctx, one):
+def repeats(ctx, one, warm):
     """Run one() (a timed repeat returning a dict with at least "value" and
     "seconds", and "note" when the deadline cut it short) ctx.repeats times,
-    stopping early at the deadline. Returns the list of results."""
+    stopping early at the deadline. Returns the list of results; when the
+    warm-up (whose result is warm) left no time for any, the warm-up's,
+    with a note."""
     out = []
     for _ in range(ctx.repeats):
         if ctx.expired():
@@ -311,6 +313,11 @@ def repeats(ctx, one):
         out.append(r)
         if r.get("note"):
             break
+    if not out:
+        note = "deadline: no timed repeat ran; this is the warm-up's figure"
+        if warm.get("note"):
+            note += " (%s)" % warm["note"]
+        out.append(dict(warm, note=note))
     return out
 
 
@@ -318,9 +325,13 @@ def summarise(samples, **extra):
     """A result's value and extra fields from the repeats."""
     vals = [s["value"] for s in samples if s.get("value") is not None]
     res = dict(extra)
+    notes = [s["note"] for s in samples if s.get("note")]
     if not vals:
         res["value"] = None
-        res["note"] = "no repeat finished before the deadline"
+        ks = [s["tasks_per_s"] for s in samples if "tasks_per_s" in s]
+        if ks:
+            res["tasks_per_s"] = ks[0]
+        res["note"] = "; ".join(notes) or "no repeat finished before the deadline"
         return res
     res["value"] = statistics.median(vals)
     res["repeats"] = len(vals)
@@ -331,7 +342,6 @@ def summarise(samples, **extra):
         ks = [s[k] for s in samples if k in s]
         if ks:
             res[k] = statistics.median(ks)
-    notes = [s["note"] for s in samples if s.get("note")]
     if notes:
         res["note"] = "; ".join(notes)
     return res
@@ -384,8 +394,8 @@ def embedded_start_ms(ctx):
             stop_cluster(cluster, client)
         return {"value": ms, "seconds": ms / 1e3}
 
-    one()  # warm-up: imports, first spawn, page cache
-    res = summarise(repeats(ctx, one), n=1)
+    w = one()  # warm-up: imports, first spawn, page cache
+    res = summarise(repeats(ctx, one, w), n=1)
     if not ctx.expired():
         res["fresh_process_ms"] = fresh_process_ms()
     return res
@@ -429,8 +439,8 @@ def single_client_tasks_sync(ctx):
     n = ctx.n(500)
     with Cluster() as c:
         op = lambda: c.submit(noop, pure=False).result()
-        sync_loop(ctx, max(1, n // 5), op)
-        return summarise(repeats(ctx, lambda: sync_loop(ctx, n, op, "tasks")), n=n)
+        w = sync_loop(ctx, max(1, n // 5), op)
+        return summarise(repeats(ctx, lambda: sync_loop(ctx, n, op, "tasks"), w), n=n)
 
 
 def async_tasks(ctx, c, n):
@@ -449,8 +459,8 @@ def async_tasks(ctx, c, n):
 def single_client_tasks_async(ctx):
     n = ctx.n(10000)
     with Cluster() as c:
-        async_tasks(ctx, c, max(1, n // 5))
-        return summarise(repeats(ctx, lambda: async_tasks(ctx, c, n)), n=n)
+        w = async_tasks(ctx, c, max(1, n // 5))
+        return summarise(repeats(ctx, lambda: async_tasks(ctx, c, n), w), n=n)
 
 
 # --- several clients, each in a process of its own ----------------------------------
@@ -571,8 +581,8 @@ def multi_client_tasks_async(ctx):
     with Cluster() as c:
         cp = ClientProcs(c, workers(c))
         try:
-            cp.run(ctx, "tasks", max(1, n_each // 5))
-            res = repeats(ctx, lambda: cp.run(ctx, "tasks", n_each))
+            w = cp.run(ctx, "tasks", max(1, n_each // 5))
+            res = repeats(ctx, lambda: cp.run(ctx, "tasks", n_each), w)
         finally:
             cp.close()
         return summarise(res, n=n_each * N_CLIENTS, clients=N_CLIENTS)
@@ -592,8 +602,8 @@ def single_client_put_calls(ctx):
     payload = os.urandom(100)
     with Cluster() as c:
         op = lambda: c.scatter(payload, direct=False, hash=False)
-        sync_loop(ctx, max(1, n // 5), op)
-        return summarise(repeats(ctx, lambda: sync_loop(ctx, n, op)), n=n, bytes=100,
+        w = sync_loop(ctx, max(1, n // 5), op)
+        return summarise(repeats(ctx, lambda: sync_loop(ctx, n, op), w), n=n, bytes=100,
                          object="bytes", direct=False)
 
 
@@ -604,8 +614,8 @@ def single_client_get_calls(ctx):
     with Cluster() as c:
         fut = c.scatter(os.urandom(100), hash=False)
         op = lambda: c.gather(fut, direct=False)
-        sync_loop(ctx, max(1, n // 5), op)
-        return summarise(repeats(ctx, lambda: sync_loop(ctx, n, op)), n=n, bytes=100,
+        w = sync_loop(ctx, max(1, n // 5), op)
+        return summarise(repeats(ctx, lambda: sync_loop(ctx, n, op), w), n=n, bytes=100,
                          object="bytes", direct=False)
 
 
@@ -650,8 +660,8 @@ def single_client_put_gigabytes(ctx):
         return {"value": nbytes / 1e9 / s, "seconds": s}
 
     with Cluster() as c:
-        one(c)
-        return summarise(repeats(ctx, lambda: one(c)), n=1, bytes=nbytes, object=kind,
+        w = one(c)
+        return summarise(repeats(ctx, lambda: one(c), w), n=1, bytes=nbytes, object=kind,
                          direct=True)
 
 
@@ -672,8 +682,8 @@ def single_client_get_gigabytes(ctx):
             del x
             return {"value": nbytes / 1e9 / s, "seconds": s}
 
-        one()
-        return summarise(repeats(ctx, one), n=1, bytes=nbytes, object=kind, direct=True)
+        w = one()
+        return summarise(repeats(ctx, one, w), n=1, bytes=nbytes, object=kind, direct=True)
 
 
 @bench("single_client_wait_1k_refs", "waits/s",
@@ -685,8 +695,9 @@ def single_client_wait_1k_refs(ctx):
         futs = c.map(noop, range(1000), pure=False)
         wait(futs, timeout=max(ctx.left(), 1))
         op = lambda: wait(futs)
-        sync_loop(ctx, max(1, n // 5), op)
-        return summarise(repeats(ctx, lambda: sync_loop(ctx, n, op, "waits")), n=n, refs=1000)
+        w = sync_loop(ctx, max(1, n // 5), op)
+        return summarise(repeats(ctx, lambda: sync_loop(ctx, n, op, "waits"), w), n=n,
+                         refs=1000)
 
 
 # --- actors ---------------------------------------------------------------------------
@@ -703,8 +714,8 @@ def actor_1_1_sync(ctx):
     with Cluster() as c:
         a = make_actor(c, workers(c)[0])
         op = lambda: a.call().result()
-        sync_loop(ctx, max(1, n // 5), op)
-        return summarise(repeats(ctx, lambda: sync_loop(ctx, n, op, "calls")), n=n)
+        w = sync_loop(ctx, max(1, n // 5), op)
+        return summarise(repeats(ctx, lambda: sync_loop(ctx, n, op, "calls"), w), n=n)
 
 
 def actor_calls_async(ctx, actors, n):
@@ -719,8 +730,8 @@ def actor_1_1_async(ctx):
     n = ctx.n(5000)
     with Cluster() as c:
         a = [make_actor(c, workers(c)[0])]
-        actor_calls_async(ctx, a, max(1, n // 5))
-        return summarise(repeats(ctx, lambda: actor_calls_async(ctx, a, n)), n=n,
+        w = actor_calls_async(ctx, a, max(1, n // 5))
+        return summarise(repeats(ctx, lambda: actor_calls_async(ctx, a, n), w), n=n,
                          window=ACTOR_WINDOW)
 
 
@@ -736,8 +747,8 @@ def actor_n_n_async(ctx):
         cp = ClientProcs(c, workers(c))
         try:
             cp.all(("actor",), 120)
-            cp.run(ctx, "actor", max(1, n_each // 5))
-            res = repeats(ctx, lambda: cp.run(ctx, "actor", n_each))
+            w = cp.run(ctx, "actor", max(1, n_each // 5))
+            res = repeats(ctx, lambda: cp.run(ctx, "actor", n_each), w)
         finally:
             cp.close()
         return summarise(res, n=n_each * N_CLIENTS, clients=N_CLIENTS, actors=N_CLIENTS,
@@ -751,8 +762,8 @@ def actor_1_n_async(ctx):
     with Cluster() as c:
         ws = workers(c)
         actors = [make_actor(c, ws[i % len(ws)]) for i in range(N_CLIENTS)]
-        actor_calls_async(ctx, actors, max(1, n // 5))
-        return summarise(repeats(ctx, lambda: actor_calls_async(ctx, actors, n)), n=n,
+        w = actor_calls_async(ctx, actors, max(1, n // 5))
+        return summarise(repeats(ctx, lambda: actor_calls_async(ctx, actors, n), w), n=n,
                          actors=N_CLIENTS, window=ACTOR_WINDOW)
 
 
@@ -836,8 +847,9 @@ def tree(ctx, c, leaves):
 def dag_chain_2000(ctx):
     n = ctx.n(2000, 2)
     with Cluster() as c:
-        chain(ctx, c, max(2, n // 10))
-        return summarise(repeats(ctx, lambda: chain(ctx, c, n)), n=n,
+        # the warm-up is a smaller DAG: only its tasks/s could stand in
+        w = dict(chain(ctx, c, max(2, n // 5)), value=None)
+        return summarise(repeats(ctx, lambda: chain(ctx, c, n), w), n=n,
                          submission="per_task" if ctx.per_task else "graph")
 
 
@@ -846,8 +858,8 @@ def dag_chain_2000(ctx):
 def dag_tree_10000(ctx):
     leaves = ctx.n(10000, 2)
     with Cluster() as c:
-        tree(ctx, c, max(2, leaves // 10))
-        return summarise(repeats(ctx, lambda: tree(ctx, c, leaves)), n=2 * leaves - 1,
+        w = dict(tree(ctx, c, max(2, leaves // 5)), value=None)
+        return summarise(repeats(ctx, lambda: tree(ctx, c, leaves), w), n=2 * leaves - 1,
                          leaves=leaves, submission="per_task" if ctx.per_task else "graph")
 
 
