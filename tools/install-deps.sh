@@ -6,7 +6,7 @@
 # skips without it.
 set -e
 PKGS="build-essential autoconf automake libtool pkg-config
-libsqlite3-dev libczmq-dev libzmq3-dev liblz4-dev libsodium-dev
+libsqlite3-dev libczmq-dev libzmq3-dev liblz4-dev libsodium-dev libxxhash-dev
 sqlite3 python3 python3-zmq
 python3-distributed"
 missing=

@@ -17,6 +17,7 @@
 #include "../net/net_ep.h"
 #include "../net/net_wire.h"
 #include "../util/util_err.h"
+#include "../util/util_fp.h"
 #include "../util/util_hash.h"
 #include "../util/util_log.h"
 #include "../util/util_time.h"
@@ -514,8 +515,11 @@ lux_put(lux_t *lx, const void *data, size_t size, lux_ref_t *ref)
         o->state = COBJ_READY;
         d.where = EXEC_W_INLINE;
         d.bytes = data;
+        uint8_t fp[16];
+        exec_fingerprint(fp, data, size);
         s_batch_start(lx, &lx->put, lx->nput);
         exec_obj_encode(&lx->put, &d);
+        util_buf_put(&lx->put, fp, 16);
         lx->nput++;
         s_maybe_flush(lx, lx->nput);
         return 0;
@@ -526,11 +530,13 @@ lux_put(lux_t *lx, const void *data, size_t size, lux_ref_t *ref)
         util_idmap_del(lx->objs, ref->b);
         return util_err_ctx(rc, "lux_put of %zu bytes", size);
     }
-    memcpy(exec_arena_base(lx->arena) + off, data, size);
+    uint8_t fp[16];
+    util_fp_copy(fp, exec_arena_base(lx->arena) + off, data, size);
     d.where = EXEC_W_ARENA;
     d.off = off;
     s_batch_start(lx, &lx->put, lx->nput);
     exec_obj_encode(&lx->put, &d);
+    util_buf_put(&lx->put, fp, 16);
     lx->nput++;
     exec_client_flush(lx);
     o->where = EXEC_W_ARENA;

@@ -374,12 +374,18 @@ s_on_put(nm_t *nm, nm_client_t *c, zframe_t *body)
     uint32_t count = util_rd_u32(&r);
     for (uint32_t i = 0; i < count; i++) {
         exec_obj_t d;
-        if (exec_obj_decode(&r, &d) || d.where == EXEC_W_ERROR) {
+        const uint8_t *fp;
+        if (exec_obj_decode(&r, &d) || d.where == EXEC_W_ERROR ||
+            !(fp = util_rd_take(&r, 16))) {
             s_complain("malformed PUT");
             return;
         }
-        if (nm_obj_get(nm, &d.id))
-            continue; /* put before: a resend */
+        if (nm_obj_get(nm, &d.id)) {
+            /* put before (a resend): the room granted for it is not needed */
+            if (d.where == EXEC_W_ARENA && util_idmap_del(c->allocs, &d.off))
+                nm_store_free(nm, d.off);
+            continue;
+        }
         if (d.where == EXEC_W_ARENA) {
             uint64_t *granted = util_idmap_get(c->allocs, &d.off);
             if (!granted || *granted < d.size) {
@@ -397,14 +403,11 @@ s_on_put(nm_t *nm, nm_client_t *c, zframe_t *body)
         }
         o->owner = c;
         o->is_put = true;
-        if (d.where == EXEC_W_ARENA) {
+        if (d.where == EXEC_W_ARENA)
             nm_obj_set_arena(nm, o, d.off, d.size);
-            if (d.size <= (1u << 20))
-                exec_fingerprint(o->fp, exec_arena_base(nm->arena) + d.off, d.size);
-        } else {
+        else
             nm_obj_set_inline(nm, o, d.bytes, d.size);
-            exec_fingerprint(o->fp, d.bytes, d.size);
-        }
+        memcpy(o->fp, fp, 16); /* the client's: hashing is not the node's work */
         nm_log_put(nm, o);
         if (o->nwaiters)
             nm_obj_ready(nm, o);
