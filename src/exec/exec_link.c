@@ -29,6 +29,7 @@
 
 struct exec_link {
     int fd;
+    pid_t peer;
     bool dead;
     uint8_t *out;              /* queued bytes: out[out_at..out_len) */
     size_t out_at, out_len, out_cap;
@@ -89,7 +90,10 @@ exec_link_accept(int listen_fd, exec_link_t **out)
         return util_err(LUX_EAUTH, "refused a connection from pid %d of user %d (not ours)",
                         (int) cred.pid, (int) cred.uid);
     }
-    return (*out = exec_link_new(fd)) ? 0 : LUX_ENOMEM;
+    if (!(*out = exec_link_new(fd)))
+        return LUX_ENOMEM;
+    (*out)->peer = cred.pid;
+    return 0;
 }
 
 exec_link_t *
@@ -147,6 +151,12 @@ int
 exec_link_fd(exec_link_t *self)
 {
     return self->fd;
+}
+
+pid_t
+exec_link_peer_pid(exec_link_t *self)
+{
+    return self->peer;
 }
 
 bool

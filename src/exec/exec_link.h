@@ -27,6 +27,7 @@
 
 #include <czmq.h>
 #include <stdbool.h>
+#include <sys/types.h>
 
 #define EXEC_LINK_MAX ((size_t) 1 << 30)
 
@@ -45,6 +46,8 @@ exec_link_t *exec_link_new(int fd);
 void exec_link_destroy(exec_link_t **self_p);
 
 int exec_link_fd(exec_link_t *self);
+/* The peer's process ID, from the kernel (accepted links; 0 otherwise). */
+pid_t exec_link_peer_pid(exec_link_t *self);
 /* The peer hung up, or broke the framing: nothing more will come. */
 bool exec_link_dead(exec_link_t *self);
 

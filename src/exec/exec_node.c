@@ -247,6 +247,11 @@ s_on_hello(nm_t *nm, nm_conn_t *conn, zframe_t *body)
         s_complain("malformed NODE_HELLO");
         return;
     }
+    if ((pid_t) pid != exec_link_peer_pid(conn->link)) {
+        log_warn("refused a hello claiming pid %u from pid %d", pid,
+                 (int) exec_link_peer_pid(conn->link));
+        return;
+    }
     nm_client_t *c = conn->client;
     if (c && memcmp(c->id.b, cid, 16) != 0) {
         s_complain("NODE_HELLO naming another client than its connection's");
@@ -263,6 +268,16 @@ s_on_hello(nm_t *nm, nm_conn_t *conn, zframe_t *body)
         }
         s_reply(nm, conn, NET_NODE_WELCOME, NULL, 0);
         return;
+    }
+    nm_worker_t *w = NULL;
+    if (kind == EXEC_HELLO_WORKER && !c) {
+        for (w = nm->workers; w; w = w->next)
+            if (w->pid == (pid_t) pid && !w->client)
+                break;
+        if (!w) {
+            log_warn("refused a worker this node did not start (pid %u)", pid);
+            return;
+        }
     }
     if (!c) {
         nm_client_t **old = util_idmap_get(nm->clients, cid);
@@ -289,15 +304,12 @@ s_on_hello(nm_t *nm, nm_conn_t *conn, zframe_t *body)
     c->pid = (pid_t) pid;
     memcpy(c->job.b, job, 16);
     if (kind == EXEC_HELLO_WORKER) {
-        for (nm_worker_t *w = nm->workers; w; w = w->next)
-            if (w->pid == (pid_t) pid && !w->client) {
-                w->client = c;
-                c->worker = w;
-                w->state = W_IDLE;
-                log_info("worker %d is ready", (int) pid);
-            }
-        if (!c->worker)
-            log_warn("a worker that this node did not start said hello (pid %u)", pid);
+        if (w) {
+            w->client = c;
+            c->worker = w;
+            w->state = W_IDLE;
+            log_info("worker %d is ready", (int) pid);
+        }
     } else {
         char cname[256], cinfo[1024];
         snprintf(cname, sizeof cname, "%.*s", (int) nname, name ? name : "");
