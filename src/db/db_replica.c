@@ -1336,6 +1336,9 @@ s_teardown(s_rep_t *self)
     }
     free(self->waiters);
     zactor_destroy(&self->reader);
+    for (int k = 0; k < DB_EP_N; k++)
+        if (self->ep[k][0])
+            net_forget(self->ep[k]);
     zsock_destroy(&self->sk_append);
     zsock_destroy(&self->sk_chain);
     zsock_destroy(&self->sk_pub);

@@ -155,6 +155,50 @@ s_new(int type)
     return s;
 }
 
+/* ipc endpoints bound in this process, each also bound as inproc://PATH:
+   a client in the same process connects there, which skips ZeroMQ's I/O
+   threads and the kernel (an embedded cluster's log is a thread of the
+   driver's process: the acknowledgement an actor call waits for comes
+   back sooner). */
+#define S_LOCAL_MAX 256
+static pthread_mutex_t s_local_lock = PTHREAD_MUTEX_INITIALIZER;
+static char *s_local[S_LOCAL_MAX];
+
+static bool
+s_local_has(const char *ep)
+{
+    bool found = false;
+    pthread_mutex_lock(&s_local_lock);
+    for (int i = 0; i < S_LOCAL_MAX && !found; i++)
+        found = s_local[i] && strcmp(s_local[i], ep) == 0;
+    pthread_mutex_unlock(&s_local_lock);
+    return found;
+}
+
+static void
+s_local_add(const char *ep)
+{
+    pthread_mutex_lock(&s_local_lock);
+    for (int i = 0; i < S_LOCAL_MAX; i++)
+        if (!s_local[i]) {
+            s_local[i] = strdup(ep);
+            break;
+        }
+    pthread_mutex_unlock(&s_local_lock);
+}
+
+void
+net_forget(const char *ep)
+{
+    pthread_mutex_lock(&s_local_lock);
+    for (int i = 0; i < S_LOCAL_MAX; i++)
+        if (s_local[i] && strcmp(s_local[i], ep) == 0) {
+            free(s_local[i]);
+            s_local[i] = NULL;
+        }
+    pthread_mutex_unlock(&s_local_lock);
+}
+
 zsock_t *
 net_bind(int type, const char *ep, net_sec_t *sec, char *bound, size_t n)
 {
@@ -185,6 +229,12 @@ net_bind(int type, const char *ep, net_sec_t *sec, char *bound, size_t n)
         snprintf(bound, n, "%s", last ? last : ep);
         free(last);
     }
+    if (strncmp(ep, "ipc://", 6) == 0) {
+        if (zsock_bind(s, "inproc://%s", ep + 6) == 0)
+            s_local_add(ep);
+        else /* a socket bound there before in this process: ipc only */
+            net_forget(ep);
+    }
     return s;
 }
 
@@ -202,6 +252,10 @@ net_connect(int type, const char *ep, net_sec_t *sec)
     if (tcp) {
         zcert_apply(sec->cert, s);
         zsock_set_curve_serverkey(s, zcert_public_txt(sec->cert));
+    }
+    if (strncmp(ep, "ipc://", 6) == 0 && s_local_has(ep)) {
+        if (zsock_connect(s, "inproc://%s", ep + 6) == 0)
+            return s;
     }
     if (zsock_connect(s, "%s", ep) < 0) {
         util_err(LUX_EIO, "connect %s: %s", ep, zmq_strerror(zmq_errno()));

@@ -35,8 +35,12 @@ const char *net_sec_public(const net_sec_t *self);
    when not needed). NULL with a message on failure. */
 zsock_t *net_bind(int type, const char *ep, net_sec_t *sec, char *bound, size_t n);
 
-/* Connect a new socket of type to ep (CURVE client for tcp). */
+/* Connect a new socket of type to ep (CURVE client for tcp). An ipc
+   endpoint bound by net_bind in this process is reached through its
+   inproc:// twin instead. */
 zsock_t *net_connect(int type, const char *ep, net_sec_t *sec);
+/* ep is no longer bound in this process (call before closing its socket). */
+void net_forget(const char *ep);
 
 /* Set send and receive high-water marks (messages; 0 = no limit). */
 void net_hwm(zsock_t *s, int hwm);
