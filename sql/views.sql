@@ -13,6 +13,7 @@ DROP VIEW IF EXISTS objects;
 DROP VIEW IF EXISTS task_deps;
 DROP VIEW IF EXISTS actors;
 DROP VIEW IF EXISTS actor_calls;
+DROP VIEW IF EXISTS actor_restarts;
 DROP VIEW IF EXISTS nodes;
 DROP VIEW IF EXISTS jobs;
 
@@ -103,6 +104,15 @@ SELECT nullif(lower(hex(c.actor)), '') AS actor_id, c.seq,
        nullif(lower(hex(c.task)), '') AS call_id, c.name AS method, c.idx AS call_number,
        length(c.deps) / 20 AS num_deps, c.ts
 FROM event c WHERE c.kind = 12;
+
+-- Every restart of an actor: the checkpoint it loaded (the call it
+-- covers; 0: none, the constructor ran again) and how many calls it
+-- re-applied from the log after it.
+CREATE VIEW actor_restarts AS
+SELECT nullif(lower(hex(r.actor)), '') AS actor_id, r.seq, r.ts, r.attempt AS restart,
+       r.idx AS checkpoint_call, r.size AS calls_replayed,
+       nullif(lower(hex(r.task)), '') AS checkpoint_task_id, r.info
+FROM event r WHERE r.kind = 14;
 
 CREATE VIEW nodes AS
 SELECT nullif(lower(hex(n.node)), '') AS node_id, n.name AS address, n.info AS resources,

@@ -229,6 +229,20 @@ s_handle(db_client_t *self, zsock_t *sock, int shard)
 }
 
 int
+db_client_pollitems(db_client_t *self, zmq_pollitem_t *items, int max)
+{
+    int k = 0;
+    if (k < max)
+        items[k++] = (zmq_pollitem_t) {zsock_resolve(self->master), 0, ZMQ_POLLIN, 0};
+    if (k < max)
+        items[k++] = (zmq_pollitem_t) {zsock_resolve(self->cfg), 0, ZMQ_POLLIN, 0};
+    for (uint32_t s = 0; s < self->cluster.shards && k < max; s++)
+        if (self->shards[s].sk)
+            items[k++] = (zmq_pollitem_t) {zsock_resolve(self->shards[s].sk), 0, ZMQ_POLLIN, 0};
+    return k;
+}
+
+int
 db_client_poll(db_client_t *self, int timeout_ms)
 {
     zmq_pollitem_t items[2 + DB_MAX_SHARDS];
@@ -459,6 +473,15 @@ uint64_t
 db_client_unacked(const db_client_t *self)
 {
     return self->unacked;
+}
+
+uint64_t
+db_client_inflight(const db_client_t *self)
+{
+    uint64_t n = 0;
+    for (uint32_t s = 0; s < self->cluster.shards; s++)
+        n += self->shards[s].fly_events;
+    return n;
 }
 
 uint64_t

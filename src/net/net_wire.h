@@ -55,7 +55,9 @@
     X(FREE, 28, "a client forgets refs and unpins")                           \
     X(TASKS, 29, "the node manager hands tasks to a worker")                  \
     X(RESULTS, 30, "a worker reports finished tasks")                         \
-    X(BLOCKED, 31, "a worker waits inside a task, or goes on")
+    X(BLOCKED, 31, "a worker waits inside a task, or goes on")                \
+    X(ACTOR, 32, "a client kills, finds or checkpoints an actor")             \
+    X(ACTOR_REP, 33, "the node manager answers ACTOR")
 
 enum net_type {
 #define X(name, code, what) NET_##name = code,
