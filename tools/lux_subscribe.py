@@ -198,6 +198,46 @@ def decode_event(rec):
     return ev
 
 
+# --- which shard (doc/protocol.md 11.1) ----------------------------------------
+
+M64 = (1 << 64) - 1
+# the field whose value chooses an event's shard, by kind (section 6.3)
+KEY_OF = {1: "job", 2: "job", 3: "job", 4: "task", 5: "task", 6: "task", 7: "task",
+          8: "task", 9: "task", 10: "task", 11: "actor", 12: "actor", 13: "actor",
+          14: "actor", 15: "actor", 16: "node", 17: "node", 18: "job"}
+
+
+def mix(x):
+    x ^= x >> 30
+    x = (x * 0xBF58476D1CE4E5B9) & M64
+    x ^= x >> 27
+    x = (x * 0x94D049BB133111EB) & M64
+    return x ^ (x >> 31)
+
+
+def key_hash(key):
+    """H of a 16-byte key: two little-endian words, whatever the host."""
+    h = 0x897E7DF0071B0858
+    for w in struct.unpack("<QQ", key):
+        h = ((h ^ mix(w)) * 0x9E3779B97F4A7C15) & M64
+        h ^= h >> 29
+    return mix(h)
+
+
+def shard_of(key, shards):
+    """The shard of a 16-byte key in a cluster of `shards` shards."""
+    return 0 if shards <= 1 else key_hash(key) % shards
+
+
+def event_key(ev):
+    """The key of a decoded event (the zero ID when its key field is
+    absent); None for a kind this reader does not know."""
+    code = {v: k for k, v in KINDS.items()}.get(ev["kind"])
+    if code is None:
+        return None
+    return bytes.fromhex(ev.get(KEY_OF[code], "00" * 16))
+
+
 def chain_hash(prev, seq, rec):
     h = hashlib.blake2b(digest_size=16)
     h.update(prev)
