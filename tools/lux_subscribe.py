@@ -60,7 +60,7 @@ ERRORS = {
     -1: "ENOMEM", -2: "EINVAL", -3: "EIO", -4: "ECORRUPT", -5: "EPROTO",
     -6: "EEPOCH", -7: "ETIMEDOUT", -8: "ENOTFOUND", -9: "EGAP", -10: "ESTATE",
     -11: "EFULL", -12: "ESQL", -13: "EREADONLY", -14: "EAUTH", -15: "EDEAD",
-    -16: "ETASK", -17: "ENOSYS", -18: "EEXIST", -19: "EINTR",
+    -16: "ETASK", -17: "ENOSYS", -18: "EEXIST", -19: "EINTR", -20: "ESHARD",
 }
 KINDS = {
     1: "job_started", 2: "job_finished", 3: "module_registered",
@@ -466,10 +466,13 @@ class Subscriber:
         mtype, shard, _epoch = parse_header(frames[0])
         if mtype == T_ERROR:
             code, text = error_text(frames)
-            if code == -5:  # EPROTO: the tail could not parse what we sent
+            if code in (-5, -17, -2):
+                # EPROTO, ENOSYS, EINVAL: the tail could not parse what we
+                # sent, speaks another version, or finds our READ invalid
                 raise Fatal(EXIT_PROTO, "the tail refused our READ: %s" % text)
-            # EEPOCH / ESTATE: not the tail at our epoch (any more); others
-            # are the tail's trouble: ask the master and try again
+            # EEPOCH / ESTATE / ESHARD: not the tail of this shard at our
+            # epoch (any more); others are the tail's trouble: ask the
+            # master and try again
             self.log("READ refused: %s" % text)
             self.req = 0
             self.retry_ms = now_ms() + 200

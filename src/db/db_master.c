@@ -236,13 +236,14 @@ s_on_router(zloop_t *loop, zsock_t *sock, void *arg)
     zframe_t *hf = msg ? zmsg_pop(msg) : NULL;
     zframe_t *body = msg ? zmsg_pop(msg) : NULL;
     net_hdr_t h;
+    int rc;
     if (!msg)
         return 0;
-    if (net_hdr_decode(&h, hf)) {
+    if ((rc = net_hdr_decode(&h, hf))) {
         char text[256];
         snprintf(text, sizeof text, "%s", lux_errmsg());
         s_complain(self, text);
-        zmsg_t *e = net_error_msg(NET_NO_SHARD, 0, LUX_EPROTO, "%s", text);
+        zmsg_t *e = net_error_msg(NET_NO_SHARD, 0, rc, "%s", text);
         zmsg_prepend(e, &rid);
         zmsg_send(&e, sock);
     } else if (h.type == NET_HEARTBEAT) {

@@ -179,6 +179,20 @@ s_send(zsock_t *sock, zframe_t *rid, int type, uint32_t shard, uint64_t epoch, c
     zmsg_send(&m, sock);
 }
 
+/* A message whose header names another shard than ours: ESHARD, so that
+   a peer with a stale configuration (a tcp port now bound by a replica of
+   another shard) asks the master again. */
+static void
+s_wrong_shard(s_rep_t *self, zsock_t *sock, zframe_t **rid_p, const net_hdr_t *h,
+              const char *endpoint)
+{
+    char text[200];
+    snprintf(text, sizeof text, "%s for shard %u at the %s endpoint of shard %u replica %u",
+             net_type_name(h->type), h->shard, endpoint, self->shard, self->index);
+    s_complain(self, endpoint, text);
+    s_send_error(self, sock, rid_p, LUX_ESHARD, text);
+}
+
 static bool
 s_is_head(const s_rep_t *self)
 {
@@ -599,22 +613,23 @@ s_on_chain(zloop_t *loop, zsock_t *sock, void *arg)
     zframe_t *hf = msg ? zmsg_pop(msg) : NULL;
     zframe_t *body = msg ? zmsg_pop(msg) : NULL;
     net_hdr_t h;
+    int rc;
 
     if (!msg)
         return 0;
-    if (net_hdr_decode(&h, hf) || h.shard != self->shard) {
+    if ((rc = net_hdr_decode(&h, hf))) {
         char text[256];
-        snprintf(text, sizeof text, "%s", h.shard != self->shard && !net_hdr_decode(&h, hf)
-                                              ? "message for another shard"
-                                              : lux_errmsg());
+        snprintf(text, sizeof text, "%s", lux_errmsg());
         s_complain(self, "chain", text);
-        s_send_error(self, sock, &rid, LUX_EPROTO, text);
+        s_send_error(self, sock, &rid, rc, text);
+    } else if (h.type == NET_PING) {
+        s_send(sock, rid, NET_PONG, self->shard, self->cfg.epoch, NULL, 0, NULL, 0);
+    } else if (h.shard != self->shard) {
+        s_wrong_shard(self, sock, &rid, &h, "chain");
     } else if (h.type == NET_HELLO) {
         s_on_hello(self, &rid, &h, body);
     } else if (h.type == NET_FORWARD) {
         s_on_forward(self, &rid, &h, body);
-    } else if (h.type == NET_PING) {
-        s_send(sock, rid, NET_PONG, self->shard, self->cfg.epoch, NULL, 0, NULL, 0);
     } else if (h.type != NET_ERROR) {
         char text[128];
         snprintf(text, sizeof text, "unexpected %s on the chain endpoint", net_type_name(h.type));
@@ -863,20 +878,22 @@ s_on_append(zloop_t *loop, zsock_t *sock, void *arg)
     zframe_t *hf = msg ? zmsg_pop(msg) : NULL;
     zframe_t *body = msg ? zmsg_pop(msg) : NULL;
     net_hdr_t h;
+    int rc;
 
     if (!msg)
         return 0;
-    if (net_hdr_decode(&h, hf)) {
+    if ((rc = net_hdr_decode(&h, hf))) {
         char text[256];
         snprintf(text, sizeof text, "%s", lux_errmsg());
         s_complain(self, "append", text);
-        s_send_error(self, sock, &rid, LUX_EPROTO, text);
+        s_send_error(self, sock, &rid, rc, text);
+    } else if (h.type == NET_PING) {
+        /* liveness: answered whatever shard the header names */
+        s_send(sock, rid, NET_PONG, self->shard, self->cfg.epoch, NULL, 0, NULL, 0);
     } else if (h.shard != self->shard) {
-        s_send_error(self, sock, &rid, LUX_EINVAL, "APPEND for another shard");
+        s_wrong_shard(self, sock, &rid, &h, "append");
     } else if (h.type == NET_APPEND) {
         s_append(self, &rid, &h, body);
-    } else if (h.type == NET_PING) {
-        s_send(sock, rid, NET_PONG, self->shard, self->cfg.epoch, NULL, 0, NULL, 0);
     } else {
         char text[128];
         snprintf(text, sizeof text, "unexpected %s on the append endpoint", net_type_name(h.type));
