@@ -15,7 +15,7 @@ the reference subscriber written from the same page. Subcommands:
   last DIR SHARD         the shard's last seq, once the tail's answer to
                          READ stays the same for half a second
   append DIR             append to every shard by hand (section 11):
-                         ACK, idempotent resend, EGAP, ESTATE; print the
+                         ACK, idempotent resends, EGAP, ESTATE; print the
                          events appended as JSON lines
   fake DIR MODE          play chain master and tail of a one-shard cluster
                          in DIR whose tail misbehaves as MODE says (ok,
@@ -281,6 +281,10 @@ def cmd_append(d):
             expect("APPEND at a replica that is not the head (ESTATE expected)", shard, not_head,
                    recs[3:], 4, lambda a: a == ("ERROR", -10))
         expect("cseq 4", shard, head, recs[3:], 4, lambda a: a == ("ACK", 4, seq3 + 1))
+        # a resend of events older than the newest is acknowledged with the
+        # newest event's (cseq, seq): section 11.4
+        expect("cseq 1..3 again, after 4", shard, head, recs[:3], 1,
+               lambda a: a == ("ACK", 4, seq3 + 1))
         for i, ev in enumerate(evs):
             ev["seq"] = seq3 - 2 + i
             printed.append(ev)

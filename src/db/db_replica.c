@@ -73,9 +73,9 @@ typedef struct s_batch {
 
 typedef struct {
     zframe_t *rid;    /* the client's routing ID on the append socket */
-    util_id_t client; /* acknowledged event ID: client, cseq */
-    uint64_t cseq;
-    uint64_t seq;     /* acknowledge once the tail committed this seq */
+    util_id_t client; /* the event ID to acknowledge: the newest we had */
+    uint64_t cseq;    /* from this client when it appended, and... */
+    uint64_t seq;     /* ...that event's seq: answer once the tail has it */
 } s_waiter_t;
 
 typedef struct {
@@ -836,7 +836,7 @@ s_append(s_rep_t *self, zframe_t **rid_p, const net_hdr_t *h, zframe_t *body)
     }
     /* the records are ours to change: set ts and the hash in place */
     net_batch_it_t it;
-    uint64_t ignore, last_cseq = 0;
+    uint64_t ignore;
     const uint8_t *rec;
     size_t len;
     s_batch_t *b = NULL;
@@ -846,7 +846,6 @@ s_append(s_rep_t *self, zframe_t **rid_p, const net_hdr_t *h, zframe_t *body)
     while (net_batch_next(&it, &ignore, &rec, &len)) {
         uint8_t *r = (uint8_t *) rec;
         uint64_t cseq = util_rd64(r + 14 + 16); /* DB_F_CLIENT is the first field */
-        last_cseq = cseq;
         if (cseq <= seen->cseq)
             continue; /* applied before: resent after a failure */
         uint64_t seq = self->recv_seq + 1;
@@ -865,7 +864,10 @@ s_append(s_rep_t *self, zframe_t **rid_p, const net_hdr_t *h, zframe_t *body)
     }
     if (b)
         s_submit(self, b, taken);
-    s_wait(self, rid_p, &client, last_cseq, seen->seq);
+    /* acknowledge the newest event we have from this client, which is the
+       APPEND's last one unless the whole APPEND was a resend of older
+       ones: (cseq, seq) is always one event's pair (doc/protocol.md 11.4) */
+    s_wait(self, rid_p, &client, seen->cseq, seen->seq);
     s_admission(self);
 }
 
