@@ -756,10 +756,14 @@ s_wait(s_rep_t *self, zframe_t **rid_p, const util_id_t *client, uint64_t cseq, 
     *rid_p = NULL;
 }
 
-/* Check every record of an APPEND before taking any: one client, strictly
-   increasing cseq, records that decode. 0 or a code with text. */
+/* Check every record of an APPEND before taking any: records that decode,
+   of kinds we know, each in the shard of its key, one client, strictly
+   increasing cseq. 0 or a code with text. The head is the log's gate:
+   replicas behind it carry whatever it took, kinds they do not know
+   included (doc/protocol.md 13). */
 static int
-s_check_append(const net_batch_t *in, util_id_t *client, uint64_t *first, char *text, size_t n)
+s_check_append(const s_rep_t *self, const net_batch_t *in, util_id_t *client, uint64_t *first,
+               char *text, size_t n)
 {
     net_batch_it_t it;
     uint64_t seq, prev = 0;
@@ -772,6 +776,21 @@ s_check_append(const net_batch_t *in, util_id_t *client, uint64_t *first, char *
         if (db_event_decode(&e, rec, len)) {
             snprintf(text, n, "record %u: %s", i, lux_errmsg());
             return LUX_ECORRUPT;
+        }
+        if (!db_kind_name(e.kind)) {
+            /* we cannot tell its key, so not its shard: a newer client
+               than this head (upgrade the replicas first) */
+            snprintf(text, n, "record %u: kind %u is unknown to shard %u replica %u (a newer "
+                     "client than this replica?)", i, e.kind, self->shard, self->index);
+            return LUX_ENOSYS;
+        }
+        uint32_t home = util_id_shard(db_event_key(&e), self->cluster.shards);
+        if (home != self->shard) {
+            char hex[UTIL_ID_HEX];
+            snprintf(text, n, "record %u: a %s event belongs to the shard of its key (%s), "
+                     "shard %u, not shard %u", i, db_kind_name(e.kind),
+                     util_id_hex(db_event_key(&e), hex), home, self->shard);
+            return LUX_EINVAL;
         }
         if (!(e.mask & DB_F_CLIENT) || e.cseq == 0) {
             snprintf(text, n, "record %u has no event ID (client, cseq)", i);
@@ -816,7 +835,7 @@ s_append(s_rep_t *self, zframe_t **rid_p, const net_hdr_t *h, zframe_t *body)
         return;
     }
     uint64_t first = 0;
-    if ((rc = s_check_append(&in, &client, &first, text, sizeof text))) {
+    if ((rc = s_check_append(self, &in, &client, &first, text, sizeof text))) {
         s_complain(self, "append", text);
         s_send_error(self, self->sk_append, rid_p, rc, text);
         return;
