@@ -1062,7 +1062,14 @@ s_on_master(zloop_t *loop, zsock_t *sock, void *arg)
         int code;
         char text[256];
         net_error_decode(body, &code, text, sizeof text);
-        log_warn("chain master: %s", text);
+        if (code == LUX_EGAP && self->state == DB_RS_JOINING && self->join == J_WAIT) {
+            /* the tail had more than we fetched: fetch again, then ask */
+            log_info("chain master: %s", text);
+            self->join = J_FETCH;
+            s_join_request(self);
+        } else {
+            log_warn("chain master: %s", text);
+        }
     }
     zframe_destroy(&hf);
     zframe_destroy(&body);
