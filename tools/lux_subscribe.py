@@ -300,7 +300,12 @@ def load_cluster(d):
     listen = conf.get("listen", "ipc")
     if listen.startswith("tcp://"):
         port = int(conf.get("master_port", "7379"))
-        master, master_pub = "%s:%d" % (listen, port), "%s:%d" % (listen, port + 1)
+        host = listen[6:]
+        if host in ("*", "0.0.0.0"):
+            host = "127.0.0.1"  # the master listens on every interface, this one too
+        elif host in ("[::]", "[*]"):
+            host = "[::1]"
+        master, master_pub = "tcp://%s:%d" % (host, port), "tcp://%s:%d" % (host, port + 1)
     else:
         master = "ipc://%s/master" % conf["sock_dir"]
         master_pub = "ipc://%s/master-pub" % conf["sock_dir"]

@@ -352,9 +352,10 @@ s_actor(zsock_t *pipe, void *arg)
     self->chains = calloc(self->cluster.shards, sizeof *self->chains);
     self->slots = calloc(self->cluster.shards * self->cluster.replicas, sizeof *self->slots);
     if (!self->chains || !self->slots || s_load(self) ||
-        !(self->router = net_bind(ZMQ_ROUTER, db_cluster_master_ep(&self->cluster, ep, sizeof ep),
+        !(self->router = net_bind(ZMQ_ROUTER,
+                                  db_cluster_master_bind(&self->cluster, false, ep, sizeof ep),
                                   self->sec, NULL, 0)) ||
-        !(self->pub = net_bind(ZMQ_PUB, db_cluster_master_pub(&self->cluster, ep, sizeof ep),
+        !(self->pub = net_bind(ZMQ_PUB, db_cluster_master_bind(&self->cluster, true, ep, sizeof ep),
                                self->sec, NULL, 0))) {
         snprintf(self->err, sizeof self->err, "%s", lux_errmsg());
         zsock_signal(pipe, 1);
