@@ -16,12 +16,21 @@
     Batches stay in `pending` until acknowledged, so a new successor can be
     sent what it lacks; older events are read back from SQLite.
 
-    EPOCHS. Every message carries the sender's epoch of the chain. HELLO,
-    FORWARD, SYNC and CHAIN_ACK must match ours exactly; an APPEND is
-    accepted whatever the client's epoch while we are the head, because
-    safety comes from the chain: a stale head's FORWARD is refused by its
-    successor, so nothing it takes is ever acknowledged, and refusing
-    appends during every reconfiguration would only stall clients.
+    EPOCHS. Every message carries the sender's epoch of the chain. The
+    links between replicas are checked at both ends, differently:
+      - a HELLO or FORWARD (predecessor to us) from another epoch is
+        refused with EEPOCH, and one from a newer epoch makes us ask the
+        master (we are behind); the predecessor HELLOs again;
+      - a SYNC or CHAIN_ACK (successor to us) from another epoch is
+        dropped without an answer: the successor sends them only on a
+        link it accepted at its epoch, so they are late answers on a link
+        of a configuration we have since left, and the link of our
+        current epoch is set up afresh by our HELLO.
+    An APPEND is accepted whatever the client's epoch while we are the
+    head, because safety comes from the chain: a stale head's FORWARD is
+    refused by its successor, so nothing it takes is ever acknowledged,
+    and refusing appends during every reconfiguration would only stall
+    clients.
 
     IDEMPOTENCE. A client's event IDs are dense per shard (cseq 1, 2, 3...)
     and the head takes them strictly in order: a record at or below the
@@ -667,7 +676,9 @@ s_on_succ(zloop_t *loop, zsock_t *sock, void *arg)
             s_send(self->sk_master, NULL, NET_CONFIG_REQ, self->shard, 0, NULL, 0, NULL, 0);
         self->succ_synced = false; /* HELLO again from the heartbeat */
     } else if (h.epoch != self->cfg.epoch) {
-        /* a late answer from an older configuration */
+        /* a SYNC or CHAIN_ACK on a link of another configuration (a late
+           answer to what we sent before our epoch changed): dropped, the
+           HELLO of our epoch sets the link up again (see EPOCHS) */
     } else if (h.type == NET_SYNC && body && zframe_size(body) == 8 + DB_HASH_LEN) {
         uint64_t last = util_rd64(zframe_data(body));
         if (last > self->commit_seq) {
