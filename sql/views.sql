@@ -17,11 +17,12 @@ DROP VIEW IF EXISTS actor_restarts;
 DROP VIEW IF EXISTS nodes;
 DROP VIEW IF EXISTS jobs;
 
--- Every event, with names instead of codes and hex instead of bytes.
+-- Every event, with names instead of codes and hex instead of bytes. A kind
+-- this version does not know (appended by a newer one) shows as 'kind#N'.
 CREATE VIEW events AS
 SELECT e.seq, e.ts,
        strftime('%Y-%m-%d %H:%M:%f', e.ts / 1e9, 'unixepoch') AS time,
-       k.name AS kind,
+       coalesce(k.name, 'kind#' || e.kind) AS kind,
        nullif(lower(hex(e.job)), '') AS job_id,
        nullif(lower(hex(e.task)), '') AS task_id,
        nullif(lower(hex(e.parent)), '') AS parent_id,

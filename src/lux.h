@@ -44,7 +44,8 @@ extern "C" {
     X(LUX_ETASK, -16, "task failed")                                          \
     X(LUX_ENOSYS, -17, "not supported")                                       \
     X(LUX_EEXIST, -18, "already exists")                                      \
-    X(LUX_EINTR, -19, "interrupted")
+    X(LUX_EINTR, -19, "interrupted")                                          \
+    X(LUX_ESHARD, -20, "wrong shard")
 
 enum lux_error {
 #define LUX_X_ENUM(name, value, text) name = value,

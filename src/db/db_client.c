@@ -205,10 +205,14 @@ s_handle(db_client_t *self, zsock_t *sock, int shard)
             char text[256];
             net_error_decode(body, &code, text, sizeof text);
             log_info("shard %d: %s", shard, text);
-            if ((code == LUX_ECORRUPT || code == LUX_EINVAL || code == LUX_EPROTO) &&
+            if ((code == LUX_ECORRUPT || code == LUX_EINVAL || code == LUX_EPROTO ||
+                 code == LUX_ENOSYS) &&
                 !self->refused) {
-                /* resending the same bytes cannot help; keep them (nothing
-                   is dropped) and make sync and append fail with this */
+                /* resending the same bytes cannot help (a record the head
+                   cannot decode, a misrouted key, a kind it does not know):
+                   keep them (nothing is dropped) and make sync and append
+                   fail with this. ESHARD, EEPOCH, ESTATE: a stale
+                   configuration, asked for again below */
                 log_error("shard %d refused an append: %s", shard, text);
                 self->refused = code;
                 snprintf(self->refused_msg, sizeof self->refused_msg, "shard %d refused an "

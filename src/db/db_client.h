@@ -64,8 +64,8 @@ uint64_t db_client_inflight(const db_client_t *self);
 uint64_t db_client_unacked(const db_client_t *self);
 
 /* The seq the head gave to the newest acknowledged event of a shard, and
-   that event's cseq: every event of ours in that shard up to it is in the
-   log. */
+   that event's cseq (an APPEND_ACK names one event: doc/protocol.md
+   11.4): every event of ours in that shard up to it is in the log. */
 uint64_t db_client_acked_seq(const db_client_t *self, uint32_t shard);
 uint64_t db_client_acked_cseq(const db_client_t *self, uint32_t shard);
 

@@ -40,7 +40,7 @@
     X(CONFIG_REQ, 13, "ask the chain master for the configuration")           \
     X(JOIN, 14, "a caught-up replica asks to join at the tail")               \
     X(STATUS_REQ, 15, "ask the chain master for the cluster status")          \
-    X(STATUS_REP, 16, "cluster status as JSON")                               \
+    X(STATUS_REP, 16, "cluster status: chains, heartbeats (binary, db_master.h)") \
     X(PING, 17, "liveness probe")                                             \
     X(PONG, 18, "liveness answer")                                            \
     X(NODE_HELLO, 19, "a client or worker introduces itself to its node")     \
