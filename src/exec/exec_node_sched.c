@@ -293,7 +293,8 @@ s_task_make(nm_t *nm, nm_client_t *owner, const exec_spec_t *s, bool insert)
     if (s->args_len)
         memcpy(t->args, s->args, s->args_len);
     t->argc = s->argc;
-    if (memchr(s->args, EXEC_ARG_REF, s->args_len) && !(t->counted = calloc(t->argc, 1))) {
+    if (s->args_len && memchr(s->args, EXEC_ARG_REF, s->args_len) &&
+        !(t->counted = calloc(t->argc, 1))) {
         nm_task_free(t);
         return NULL;
     }
