@@ -287,9 +287,12 @@ static void
 s_progress(const s_run_t *r, const es_stats_t *st, double eval, double rate, double trate,
            double elapsed)
 {
-    printf("iter %5" PRIu64 "  mean %9.2f  best %9.2f  eval %9.2f  rollouts/s %7.0f  tasks/s %6.0f"
+    char ev[32] = "        -";
+    if (isfinite(eval))
+        snprintf(ev, sizeof ev, "%9.2f", eval);
+    printf("iter %5" PRIu64 "  mean %9.2f  best %9.2f  eval %s  rollouts/s %7.0f  tasks/s %6.0f"
            "  elapsed %6.1fs\n",
-           es_iter(r->es), st->ret_mean, st->ret_max, eval, rate, trate, elapsed);
+           es_iter(r->es), st->ret_mean, st->ret_max, ev, rate, trate, elapsed);
     fflush(stdout);
 }
 
@@ -320,6 +323,13 @@ s_train(s_run_t *r, s_outcome_t *out)
         return LUX_ENOMEM;
 
     bool progress = o->progress > 0 || (o->progress < 0 && isatty(STDOUT_FILENO));
+    if (progress) {
+        printf("ES on %s, seed %" PRIu64 ": %d pairs per iteration in %d tasks on %d workers, "
+               "%zu parameters; log in %s\n",
+               o->env->gym_id, o->es.seed, o->es.population, r->ntasks, r->workers,
+               r->pol.n_params, lux_dir(r->lx));
+        fflush(stdout);
+    }
     double t_train = s_now(), last_print = t_train;
     uint64_t rollouts_since = 0;
     long tasks_since = r->ntasks_done;
@@ -340,7 +350,7 @@ s_train(s_run_t *r, s_outcome_t *out)
         double now = s_now();
         bool stop = out->solved || (o->max_iters && out->iters >= (uint64_t)o->max_iters) ||
                     (o->max_seconds > 0 && now - t0 >= o->max_seconds);
-        if (progress && (evaluated || stop || now - last_print >= 0.5)) {
+        if (progress && (out->iters == 1 || evaluated || stop || now - last_print >= 0.25)) {
             double dt = now - last_print > 0 ? now - last_print : 1e-9;
             s_progress(r, &st, out->eval_mean, (double)rollouts_since / dt,
                        (double)(r->ntasks_done - tasks_since) / dt, now - s_t_start);
