@@ -62,9 +62,9 @@ es_opts_usage(FILE *f, const char *prog, int which)
                 "                     per core)\n"
                 "  --kill-workers     kill -9 this run's workers at random while it trains\n"
                 "                     (the final weights do not change)\n"
-                "  --tasks N          rollout tasks per iteration (default: 4 per worker,\n"
+                "  --tasks N          rollout tasks per iteration (default: one per worker,\n"
                 "                     at most the population)\n"
-                "  --eval-tasks N     tasks per evaluation (default: 2 per worker)\n"
+                "  --eval-tasks N     tasks per evaluation (default: one per worker)\n"
                 "  --no-report        no closing report from the log\n");
     fprintf(f,
             "  --max-iters N      stop after N iterations\n"
