@@ -17,6 +17,7 @@
 #include "../net/net_ep.h"
 #include "../net/net_wire.h"
 #include "../util/util_err.h"
+#include "../util/util_fp.h"
 #include "../util/util_hash.h"
 #include "../util/util_log.h"
 #include "../util/util_time.h"
@@ -25,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <unistd.h>
 
 #define S_BATCH 128
@@ -41,7 +43,17 @@ s_send(lux_t *lx, int type, const void *body, size_t n, const void *body2, size_
         zmsg_addmem(m, body, n);
     if (body2)
         zmsg_addmem(m, body2, n2);
-    zmsg_send(&m, lx->sk);
+    exec_client_send(lx, &m);
+}
+
+void
+exec_client_send(lux_t *lx, zmsg_t **m)
+{
+    /* a client does not run ahead of what the node has taken: wait for the
+       socket to take it all (the node never blocks, so this ends) */
+    if (exec_link_send(lx->link, m) == 0 && exec_link_pending(lx->link) &&
+        exec_link_drain(lx->link, 60000))
+        log_error("client: %s", lux_errmsg());
 }
 
 static void
@@ -172,16 +184,21 @@ exec_client_handle(lux_t *lx, zmsg_t *msg)
 bool
 exec_client_poll(lux_t *lx, int timeout_ms)
 {
-    zmq_pollitem_t it = {zsock_resolve(lx->sk), 0, ZMQ_POLLIN, 0};
-    if (zmq_poll(&it, 1, timeout_ms) <= 0)
-        return false;
-    for (int n = 0; n < 256 && (zsock_events(lx->sk) & ZMQ_POLLIN); n++) {
-        zmsg_t *m = zmsg_recv(lx->sk);
-        if (!m)
-            break;
+    zmsg_t *m = exec_link_next(lx->link);
+    if (!m) {
+        if (exec_link_dead(lx->link))
+            return false;
+        struct pollfd pf = {exec_link_fd(lx->link), POLLIN, 0};
+        if (poll(&pf, 1, timeout_ms) <= 0)
+            return false;
+        exec_link_read(lx->link);
+        if (!(m = exec_link_next(lx->link)))
+            return !exec_link_dead(lx->link);
+    }
+    do {
         exec_client_handle(lx, m);
         zmsg_destroy(&m);
-    }
+    } while ((m = exec_link_next(lx->link)));
     return true;
 }
 
@@ -195,9 +212,9 @@ exec_client_alloc(lux_t *lx, uint64_t size, uint64_t *off)
     exec_client_flush(lx);
     s_send(lx, NET_ALLOC, b, sizeof b, NULL, 0);
     for (;;) {
-        zmsg_t *m = zmsg_recv(lx->sk);
+        zmsg_t *m = exec_link_recv(lx->link, -1);
         if (!m)
-            return util_err(LUX_EINTR, "interrupted waiting for room in the object store");
+            return util_err_ctx(LUX_EDEAD, "waiting for room in the object store");
         zframe_t *hf = zmsg_first(m), *body = zmsg_next(m);
         net_hdr_t h;
         if (net_hdr_decode(&h, hf) == 0 && h.type == NET_ALLOC_REP && body &&
@@ -250,25 +267,14 @@ exec_client_connect(const char *endpoint, int kind, const char *name, const char
     }
     lx->kind = kind;
     util_id_random(&lx->id);
-    if (lx->id.b[0] == 0)
-        lx->id.b[0] = 1; /* ZeroMQ reserves routing IDs that start with a zero byte */
     util_buf_init(&lx->submit);
     util_buf_init(&lx->put);
     util_buf_init(&lx->freeb);
     util_buf_init(&lx->scratch);
     if (!(lx->objs = util_idmap_new_keyed(LUX_REF_LEN, sizeof(exec_cobj_t))))
         goto fail;
-    lx->sk = zsock_new(ZMQ_DEALER);
-    if (!lx->sk)
+    if (!(lx->link = exec_link_connect(endpoint)))
         goto fail;
-    zsock_set_linger(lx->sk, 1000);
-    /* all 16 bytes: zsock_set_identity would stop at a zero byte */
-    zmq_setsockopt(zsock_resolve(lx->sk), ZMQ_ROUTING_ID, lx->id.b, UTIL_ID_LEN);
-    net_hwm(lx->sk, 0);
-    if (zsock_connect(lx->sk, "%s", endpoint) < 0) {
-        util_err(LUX_EIO, "connect %s: %s", endpoint, zmq_strerror(zmq_errno()));
-        goto fail;
-    }
     /* hello: kind, pid, our ID, job (a fresh one for a driver) */
     if (kind == EXEC_HELLO_DRIVER)
         util_id_random(&lx->job);
@@ -282,11 +288,9 @@ exec_client_connect(const char *endpoint, int kind, const char *name, const char
     util_buf_put_blob(b, info ? info : "", info ? strlen(info) : 0);
     util_buf_put_u32(b, 0);
     s_send(lx, NET_NODE_HELLO, b->data, b->len, NULL, 0);
-    zpoller_t *p = zpoller_new(lx->sk, NULL);
-    zmsg_t *m = zpoller_wait(p, 10000) == lx->sk ? zmsg_recv(lx->sk) : NULL;
-    zpoller_destroy(&p);
+    zmsg_t *m = exec_link_recv(lx->link, 10000);
     if (!m) {
-        util_err(LUX_ETIMEDOUT, "the node manager at %s did not answer within 10 s", endpoint);
+        util_err_ctx(LUX_ETIMEDOUT, "the node manager at %s did not welcome us", endpoint);
         goto fail;
     }
     zframe_t *hf = zmsg_first(m), *body = zmsg_next(m);
@@ -339,7 +343,7 @@ exec_client_close(lux_t **lx_p, int status)
     lux_t *lx = *lx_p;
     if (!lx)
         return;
-    if (lx->sk && lx->arena) {
+    if (lx->link && lx->arena) {
         exec_client_flush(lx);
         if (lx->kind == EXEC_HELLO_DRIVER) {
             /* goodbye: the job ends; wait for the node to say it heard */
@@ -355,9 +359,9 @@ exec_client_close(lux_t **lx_p, int status)
             s_send(lx, NET_NODE_HELLO, b->data, b->len, NULL, 0);
             int64_t deadline = util_mono_ms() + 5000;
             while (util_mono_ms() < deadline) {
-                zpoller_t *p = zpoller_new(lx->sk, NULL);
-                zmsg_t *m = zpoller_wait(p, 200) == lx->sk ? zmsg_recv(lx->sk) : NULL;
-                zpoller_destroy(&p);
+                zmsg_t *m = exec_link_recv(lx->link, 200);
+                if (!m && exec_link_dead(lx->link))
+                    break;
                 if (!m)
                     continue;
                 net_hdr_t h;
@@ -372,7 +376,7 @@ exec_client_close(lux_t **lx_p, int status)
         util_idmap_each(lx->objs, s_free_value, NULL);
         util_idmap_destroy(&lx->objs);
     }
-    zsock_destroy(&lx->sk);
+    exec_link_destroy(&lx->link);
     exec_arena_destroy(&lx->arena);
     util_buf_free(&lx->submit);
     util_buf_free(&lx->put);
@@ -511,8 +515,11 @@ lux_put(lux_t *lx, const void *data, size_t size, lux_ref_t *ref)
         o->state = COBJ_READY;
         d.where = EXEC_W_INLINE;
         d.bytes = data;
+        uint8_t fp[16];
+        exec_fingerprint(fp, data, size);
         s_batch_start(lx, &lx->put, lx->nput);
         exec_obj_encode(&lx->put, &d);
+        util_buf_put(&lx->put, fp, 16);
         lx->nput++;
         s_maybe_flush(lx, lx->nput);
         return 0;
@@ -523,11 +530,13 @@ lux_put(lux_t *lx, const void *data, size_t size, lux_ref_t *ref)
         util_idmap_del(lx->objs, ref->b);
         return util_err_ctx(rc, "lux_put of %zu bytes", size);
     }
-    memcpy(exec_arena_base(lx->arena) + off, data, size);
+    uint8_t fp[16];
+    util_fp_copy(fp, exec_arena_base(lx->arena) + off, data, size);
     d.where = EXEC_W_ARENA;
     d.off = off;
     s_batch_start(lx, &lx->put, lx->nput);
     exec_obj_encode(&lx->put, &d);
+    util_buf_put(&lx->put, fp, 16);
     lx->nput++;
     exec_client_flush(lx);
     o->where = EXEC_W_ARENA;

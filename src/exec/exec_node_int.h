@@ -9,6 +9,7 @@
 #define EXEC_NODE_INT_H_INCLUDED
 
 #include "exec_arena.h"
+#include "exec_link.h"
 #include "exec_node.h"
 #include "exec_proto.h"
 #include "../db/db_client.h"
@@ -27,6 +28,7 @@ typedef struct nm_task nm_task_t;
 typedef struct nm_obj nm_obj_t;
 typedef struct nm_client nm_client_t;
 typedef struct nm_worker nm_worker_t;
+typedef struct nm_conn nm_conn_t;
 struct nm_log;
 
 /* Where the log says a lineage record is: an event appended by our log
@@ -110,8 +112,18 @@ struct nm_task {
 
 /* --- clients and workers ----------------------------------------------------------- */
 
+/* A connection from a client on this machine (a driver or a worker). */
+struct nm_conn {
+    nm_t *nm;
+    exec_link_t *link;
+    nm_client_t *client;      /* once it said hello; NULL after it left */
+    zmq_pollitem_t item;      /* what the loop polls it for */
+    bool pollout;             /* polled for POLLOUT too (bytes queued) */
+    nm_conn_t *next;
+};
+
 struct nm_client {
-    zframe_t *rid;            /* routing ID on the client socket */
+    nm_conn_t *conn;          /* its connection (NULL once it closed) */
     util_id_t id;
     int kind;                 /* EXEC_HELLO_DRIVER or _WORKER */
     pid_t pid;
@@ -163,8 +175,9 @@ struct nm {
     util_id_t node;
     zsock_t *pipe;
     zloop_t *loop;
-    zsock_t *sock;            /* ROUTER: clients and workers */
-    char endpoint[DB_EP_MAX];
+    int listen_fd;            /* clients connect here (exec_link) */
+    nm_conn_t *conns;
+    char endpoint[DB_EP_MAX]; /* the socket's path */
     char lux_bin[PATH_MAX];   /* the `lux` executable, for workers */
 
     /* the object store */
@@ -228,6 +241,8 @@ void nm_client_drop_grants(nm_t *nm, nm_client_t *c);
 void nm_flush_clients(nm_t *nm);
 
 /* exec_node.c */
+/* Send m (header frame first) to client c; dropped when c is gone. */
+void nm_send(nm_t *nm, nm_client_t *c, zmsg_t **m);
 /* A client left or died: drop its pins, grants and waiting ALLOCs, disown
    its objects, and free it. */
 void nm_client_gone(nm_t *nm, nm_client_t *c);

@@ -843,10 +843,9 @@ nm_dispatch(nm_t *nm)
         memcpy(w->held, needs, sizeof w->held);
         w->state = W_BUSY;
         zmsg_t *m = zmsg_new();
-        zmsg_append(m, &(zframe_t *) {zframe_dup(w->client->rid)});
         zmsg_append(m, &(zframe_t *) {net_hdr_frame(NET_TASKS, NET_NO_SHARD, 0)});
         zmsg_addmem(m, b->data, b->len);
-        zmsg_send(&m, nm->sock);
+        nm_send(nm, w->client, &m);
     }
     free(objs);
     /* everyone blocked or busy and work waiting: one more worker */

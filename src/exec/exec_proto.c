@@ -42,6 +42,7 @@
         BLOCKED       blocked u8, count u32, task IDs (16 each) given back
 */
 #include "exec_proto.h"
+#include "../util/util_fp.h"
 #include "../util/util_err.h"
 #include "../util/util_hash.h"
 
@@ -73,10 +74,7 @@ exec_ref_task(const lux_ref_t *ref, util_id_t *task)
 void
 exec_fingerprint(uint8_t out[16], const void *p, size_t n)
 {
-    uint64_t a = util_hash64(p, n);
-    uint64_t b = util_mix64(a ^ 0x9e3779b97f4a7c15ULL ^ n);
-    util_le64(out, a);
-    util_le64(out + 8, b);
+    util_fp(out, p, n);
 }
 
 /* --- objects --------------------------------------------------------------------- */

@@ -57,7 +57,7 @@ s_flush(s_worker_t *w)
     zmsg_t *m = zmsg_new();
     zmsg_append(m, &(zframe_t *) {net_hdr_frame(NET_RESULTS, NET_NO_SHARD, 0)});
     zmsg_addmem(m, w->results.data, w->results.len);
-    zmsg_send(&m, w->lx->sk);
+    exec_client_send(w->lx, &m);
     w->nresults = 0;
     w->results.len = 0;
     w->allocs_sent = w->lx->alloc_req;
@@ -261,7 +261,7 @@ exec_worker_main(const char *dir, const char *endpoint)
     while (!zsys_interrupted) {
         zmsg_t *m = zlist_pop(w.lx->later);
         if (!m)
-            m = zmsg_recv(w.lx->sk);
+            m = exec_link_recv(w.lx->link, -1);
         if (!m)
             break; /* interrupted */
         zframe_t *hf = zmsg_first(m);
