@@ -11,7 +11,10 @@
     handing out the same PID in between.
 
     When: a thread sleeps a random time between min_ms and max_ms, picks one
-    of the live workers at random and kills it, until stopped. The choices
+    of the live workers at random and kills it, until stopped. The first
+    pause is shorter, 1 to min_ms / 2 ms, so that short runs see a kill too
+    (CartPole seed 1 trains in about 20 ms: with the first kill after 30 ms
+    or more, --kill-workers killed nothing). The choices
     come from their own generator (seeded from the clock unless given), so
     they never touch the training's random numbers.
 */
@@ -110,8 +113,10 @@ static void *
 s_run(void *arg)
 {
     es_lux_killer_t *k = arg;
-    for (;;) {
-        int ms = k->min_ms + (int)es_rng_below(&k->rng, (uint64_t)(k->max_ms - k->min_ms + 1));
+    for (bool first = true;; first = false) {
+        int lo = first ? 1 : k->min_ms;
+        int hi = !first ? k->max_ms : k->min_ms / 2 > 1 ? k->min_ms / 2 : 1;
+        int ms = lo + (int)es_rng_below(&k->rng, (uint64_t)(hi - lo + 1));
         if (s_pause(k, ms))
             break;
         int pids[256];
