@@ -11,7 +11,12 @@
 #
 # The machine is shared and noisy: every figure is the median of REPS runs
 # (default 5), Lux and es_local alternating, and each line prints the
-# spread. Each run's log goes under $ES_MEASURE_DIR (default a temporary
+# spread. Overheads of es.so over es_local: the median of the ratios of
+# each alternating pair's training time (inside the drivers: no cluster
+# start, no noise table); the ratio of the median wall times of the whole
+# commands; and the median ratio of CPU times (user + system, with the
+# workers) of the iterations alone: a run's minus that of a one-iteration
+# run, so that neither start counts. CPU time moves least with the load. Each run's log goes under $ES_MEASURE_DIR (default a temporary
 # directory, removed at the end).
 set -eu
 cd "$(dirname "$0")/../.."
@@ -20,6 +25,7 @@ if [ "${1:-}" = "-n" ]; then reps=$2; shift 2; fi
 what=${*:-solve rate}
 D=${ES_MEASURE_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/es-measure-XXXXXX")}
 [ -n "${ES_MEASURE_DIR:-}" ] || trap 'rm -rf "$D"' EXIT
+mkdir -p "$D"
 
 field() { # field NAME JSON
     printf '%s\n' "$2" | sed -n "s/.*\"$1\":\"\{0,1\}\([^,\"}]*\).*/\1/p"
@@ -30,16 +36,25 @@ median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[
 spread() { printf '%s\n' "$@" | sort -g | awk 'NR==1{lo=$1} {hi=$1} END {printf "%s-%s", lo, hi}'; }
 ratio() { echo "$1 $2" | awk '{printf "%.3f", $1 / $2}'; }
 
-lux_es() { # lux_es ARGS: the JSON of one lux run in $j, its wall time in $wall
-    t0=$(now)
-    j=$(timeout -s KILL 600 ./lux run --dir "$D/runs" examples/es/es.so --json --no-report "$@" |
-        tail -n 1) || true
-    wall=$(sub "$(now)" "$t0")
+# CPU seconds (user + system) of a command and every process it waited
+# for: lux run's workers are its children, reaped by its node manager, so
+# they count.
+cpu_of() { # cpu_of FILE: the CPU seconds /usr/bin/time wrote
+    awk 'END {printf "%.3f", $1 + $2}' "$1"
 }
-local_es() { # local_es ARGS: the JSON of one es_local run in $j, its wall time in $wall
+lux_es() { # lux_es ARGS: the JSON of one lux run in $j, its wall time in $wall, CPU in $cpu
     t0=$(now)
-    j=$(timeout -s KILL 600 examples/es/es_local --json --quiet "$@" | tail -n 1) || true
+    j=$(/usr/bin/time -f "%U %S" -o "$D/time" timeout -s KILL 600 \
+        ./lux run --dir "$D/runs" examples/es/es.so --json --no-report "$@" | tail -n 1) || true
     wall=$(sub "$(now)" "$t0")
+    cpu=$(cpu_of "$D/time")
+}
+local_es() { # local_es ARGS: the JSON of one es_local run in $j, its wall time in $wall, CPU in $cpu
+    t0=$(now)
+    j=$(/usr/bin/time -f "%U %S" -o "$D/time" timeout -s KILL 600 \
+        examples/es/es_local --json --quiet "$@" | tail -n 1) || true
+    wall=$(sub "$(now)" "$t0")
+    cpu=$(cpu_of "$D/time")
 }
 
 echo "# $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $reps runs each"
@@ -71,15 +86,18 @@ case " $what " in *" solve "*)
 esac
 
 case " $what " in *" rate "*)
-    # fixed runs: the same work for every configuration
+    # fixed runs: the same work for every configuration; and the same with
+    # one iteration and one evaluation episode, whose CPU time is the fixed
+    # cost (start, noise table, put, workers' start) taken off the CPU figure
     for env in cartpole pendulum; do
         if [ "$env" = cartpole ]; then
-            R="--env cartpole --seed 1 --target 1000 --max-iters 200 --eval-every 1000"
+            B="--env cartpole --seed 1 --target 1000 --eval-every 1000" iters=200
         else
-            R="--env pendulum --seed 1 --target 0 --max-iters 60 --eval-every 1000"
+            B="--env pendulum --seed 1 --target 0 --eval-every 1000" iters=60
         fi
+        R="$B --max-iters $iters" R1="$B --max-iters 1 --eval-episodes 1"
         for n in 1 2; do
-            lr="" xr="" lw="" xw="" lt="" xt=""
+            lr="" xr="" lw="" xw="" lt="" xt="" lc="" xc="" pt="" pc=""
             for i in $(seq "$reps"); do
                 local_es $R --threads "$n"
                 tr=$(sub "$(field seconds "$j")" "$(field noise_seconds "$j")")
@@ -87,18 +105,29 @@ case " $what " in *" rate "*)
                 lr="$lr $(echo "$(field iterations "$j") $tr" | awk '{printf "%.0f", 32 * $1 / $2}')"
                 lw="$lw $wall"
                 lh=$(field weights_hash "$j")
+                c=$cpu
+                local_es $R1 --threads "$n"
+                lcpu=$(sub "$c" "$cpu")
+                lc="$lc $lcpu"
                 lux_es $R --workers "$n"
                 xt="$xt $(field train_seconds "$j")"
                 xr="$xr $(field rollouts_per_second "$j")"
                 xw="$xw $wall"
                 xh=$(field weights_hash "$j")
+                pt="$pt $(ratio "$(field train_seconds "$j")" "$tr")"
+                c=$cpu
+                lux_es $R1 --workers "$n"
+                xcpu=$(sub "$c" "$cpu")
+                xc="$xc $xcpu"
+                pc="$pc $(ratio "$xcpu" "$lcpu")"
             done
             [ "$lh" = "$xh" ] && same="same weights" || same="WEIGHTS DIFFER $lh $xh"
             echo "rate $env $n: es_local $(median $lr) rollouts/s ($(spread $lr)), training" \
                 "$(median $lt) s, wall $(median $lw) s | es.so $(median $xr) rollouts/s" \
-                "($(spread $xr)), training $(median $xt) s, wall $(median $xw) s |" \
-                "overhead: training $(ratio "$(median $xt)" "$(median $lt)")x," \
-                "wall $(ratio "$(median $xw)" "$(median $lw)")x; $same"
+                "($(spread $xr)), training $(median $xt) s, wall $(median $xw) s; $same"
+            echo "overhead $env $n: training $(median $pt)x ($(spread $pt)), wall" \
+                "$(ratio "$(median $xw)" "$(median $lw)")x; CPU of $((iters - 1)) iterations" \
+                "$(median $pc)x ($(spread $pc); es.so $(median $xc) s, es_local $(median $lc) s)"
             eval "r_${env}_$n=$(median $xr) l_${env}_$n=$(median $lr)"
         done
         eval "x1=\$r_${env}_1 x2=\$r_${env}_2 l1=\$l_${env}_1 l2=\$l_${env}_2"
@@ -107,3 +136,5 @@ case " $what " in *" rate "*)
     done
     ;;
 esac
+
+echo "# done $(date -u +%Y-%m-%dT%H:%MZ), load $(cut -d' ' -f1-3 /proc/loadavg)"
