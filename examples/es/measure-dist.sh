@@ -9,6 +9,9 @@
 #
 #   examples/es/measure-dist.sh [-n REPS] [solve] [rate]      (from the build tree)
 #
+# ES_RATE_OPTS adds settings to both drivers' runs in `rate`, e.g.
+# ES_RATE_OPTS="--pop 128" to see how the overhead falls as iterations grow.
+#
 # The machine is shared and noisy: every figure is the median of REPS runs
 # (default 5), Lux and es_local alternating, and each line prints the
 # spread. Overheads of es.so over es_local: the median of the ratios of
@@ -57,7 +60,7 @@ local_es() { # local_es ARGS: the JSON of one es_local run in $j, its wall time 
     cpu=$(cpu_of "$D/time")
 }
 
-echo "# $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $reps runs each"
+echo "# $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $reps runs each${ES_RATE_OPTS:+, rate with $ES_RATE_OPTS}"
 
 case " $what " in *" solve "*)
     for env in cartpole pendulum; do
@@ -95,14 +98,16 @@ case " $what " in *" rate "*)
         else
             B="--env pendulum --seed 1 --target 0 --eval-every 1000" iters=60
         fi
+        B="$B ${ES_RATE_OPTS:-}"
         R="$B --max-iters $iters" R1="$B --max-iters 1 --eval-episodes 1"
+        pop=$(echo "$B" | sed -n 's/.*--pop \([0-9]*\).*/\1/p')
         for n in 1 2; do
             lr="" xr="" lw="" xw="" lt="" xt="" lc="" xc="" pt="" pc=""
             for i in $(seq "$reps"); do
                 local_es $R --threads "$n"
                 tr=$(sub "$(field seconds "$j")" "$(field noise_seconds "$j")")
                 lt="$lt $tr"
-                lr="$lr $(echo "$(field iterations "$j") $tr" | awk '{printf "%.0f", 32 * $1 / $2}')"
+                lr="$lr $(echo "$(field iterations "$j") $tr" | awk -v p="${pop:-32}" '{printf "%.0f", p * $1 / $2}')"
                 lw="$lw $wall"
                 lh=$(field weights_hash "$j")
                 c=$cpu
