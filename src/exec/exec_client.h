@@ -62,6 +62,7 @@ struct lux_t {
     util_buf_t scratch;
     int64_t pending_ns;        /* when the oldest unsent item was queued */
     uint64_t alloc_req;
+    uint64_t actor_req;        /* ACTOR requests made */
     struct exec_head *head;    /* the embedded default's cluster, when we started it */
     exec_task_ctx_t *task;     /* in a worker: the task running now */
     zlist_t *later;            /* in a worker: TASKS that came while inside a task */

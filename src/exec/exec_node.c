@@ -111,6 +111,7 @@ void
 nm_client_gone(nm_t *nm, nm_client_t *c)
 {
     void *arg[2] = {nm, c};
+    nm_actor_client_gone(nm, c); /* its actors, its lookups */
     if (c->dirty) {
         /* take it off the dirty list */
         for (nm_client_t **p = &nm->dirty; *p; p = &(*p)->next_dirty)
@@ -156,27 +157,10 @@ nm_client_gone(nm_t *nm, nm_client_t *c)
 
 /* --- connections ----------------------------------------------------------------------- */
 
-static int s_on_conn(zloop_t *loop, zmq_pollitem_t *item, void *arg);
-
-/* Poll conn for POLLOUT exactly while it has bytes queued. */
-static void
-s_conn_poll(nm_t *nm, nm_conn_t *conn)
-{
-    bool want = exec_link_pending(conn->link);
-    if (want == conn->pollout || !nm->loop)
-        return;
-    zloop_poller_end(nm->loop, &conn->item);
-    conn->item.events = ZMQ_POLLIN | (want ? ZMQ_POLLOUT : 0);
-    conn->pollout = want;
-    if (zloop_poller(nm->loop, &conn->item, s_on_conn, conn) < 0)
-        log_error("cannot poll a client connection");
-}
-
 static void
 s_conn_send(nm_t *nm, nm_conn_t *conn, zmsg_t **m)
 {
-    if (exec_link_send(conn->link, m) == 0)
-        s_conn_poll(nm, conn);
+    exec_link_send(conn->link, m); /* what it does not take now is queued */
 }
 
 void
@@ -208,18 +192,21 @@ s_conn_close(nm_t *nm, nm_conn_t *conn)
         c->conn = NULL;
         conn->client = NULL;
         if (c->worker) {
-            log_warn("worker %d closed its connection; stopping it", (int) c->worker->pid);
-            kill(c->worker->pid, SIGKILL);
+            if (c->worker->state == W_LEAVING) {
+                kill(c->worker->pid, SIGKILL); /* told to go already */
+            } else if (c->worker->state != W_DEAD) {
+                log_warn("worker %d closed its connection; stopping it", (int) c->worker->pid);
+                kill(c->worker->pid, SIGKILL);
+            }
         } else {
             nm_log_job(nm, c, DB_K_job_finished, NULL, "its driver went away", LUX_EDEAD);
             nm_client_gone(nm, c);
         }
     }
-    if (nm->loop)
-        zloop_poller_end(nm->loop, &conn->item);
     for (nm_conn_t **p = &nm->conns; *p; p = &(*p)->next)
         if (*p == conn) {
             *p = conn->next;
+            nm->nconns--;
             break;
         }
     exec_link_destroy(&conn->link);
@@ -308,7 +295,9 @@ s_on_hello(nm_t *nm, nm_conn_t *conn, zframe_t *body)
             w->client = c;
             c->worker = w;
             w->state = W_IDLE;
-            log_info("worker %d is ready", (int) pid);
+            log_info("worker %d is ready%s", (int) pid, w->actor ? " (for an actor)" : "");
+            if (w->actor)
+                nm_actor_hello(nm, w);
         }
     } else {
         char cname[256], cinfo[1024];
@@ -667,6 +656,12 @@ s_on_msg(nm_t *nm, nm_conn_t *conn, zmsg_t *msg)
         if (body)
             nm_blocked(nm, c, zframe_data(body), zframe_size(body));
         break;
+    case NET_ACTOR:
+        if (body)
+            nm_actor_op(nm, c, zframe_data(body), zframe_size(body));
+        else
+            s_complain("ACTOR without a body");
+        break;
     default:
         s_complain("a message type the node manager does not take");
     }
@@ -678,19 +673,19 @@ s_after(nm_t *nm)
 {
     s_alloc_retry(nm);
     nm_dispatch(nm);
-    nm_flush_clients(nm);
+    nm_actor_pump(nm);    /* numbers calls: their events go in this tick */
     nm_log_tick(nm);
+    nm_actor_release(nm); /* results whose events were acknowledged */
+    nm_flush_clients(nm);
 }
 
-static int
-s_on_conn(zloop_t *loop, zmq_pollitem_t *item, void *arg)
+/* A connection is readable or writable (revents). */
+static void
+s_on_conn(nm_t *nm, nm_conn_t *conn, short revents)
 {
-    nm_conn_t *conn = arg;
-    nm_t *nm = conn->nm;
-    (void) loop;
-    if ((item->revents & ZMQ_POLLOUT) && exec_link_write(conn->link) == 0)
-        s_conn_poll(nm, conn);
-    if (item->revents & (ZMQ_POLLIN | ZMQ_POLLERR)) {
+    if (revents & ZMQ_POLLOUT)
+        exec_link_write(conn->link);
+    if (revents & (ZMQ_POLLIN | ZMQ_POLLERR)) {
         exec_link_read(conn->link);
         zmsg_t *m;
         while ((m = exec_link_next(conn->link))) {
@@ -700,14 +695,17 @@ s_on_conn(zloop_t *loop, zmq_pollitem_t *item, void *arg)
     }
     if (exec_link_dead(conn->link))
         s_conn_close(nm, conn);
-    s_after(nm);
-    return 0;
 }
 
-static int
-s_on_listen(zloop_t *loop, zmq_pollitem_t *item, void *arg)
+void
+nm_conn_drain(nm_t *nm, nm_conn_t *conn)
 {
-    nm_t *nm = arg;
+    s_on_conn(nm, conn, ZMQ_POLLIN);
+}
+
+static void
+s_accept(nm_t *nm)
+{
     for (int i = 0; i < 64; i++) {
         exec_link_t *link;
         int rc = exec_link_accept(nm->listen_fd, &link);
@@ -725,15 +723,10 @@ s_on_listen(zloop_t *loop, zmq_pollitem_t *item, void *arg)
         }
         conn->nm = nm;
         conn->link = link;
-        conn->item = (zmq_pollitem_t) {NULL, exec_link_fd(link), ZMQ_POLLIN, 0};
         conn->next = nm->conns;
         nm->conns = conn;
-        if (zloop_poller(loop, &conn->item, s_on_conn, conn) < 0) {
-            log_error("cannot poll a client connection");
-            s_conn_close(nm, conn);
-        }
+        nm->nconns++;
     }
-    return 0;
 }
 
 /* Drivers on this machine that died without saying goodbye (kill -9): their
@@ -755,31 +748,85 @@ s_reap_drivers(nm_t *nm)
     free(all.v);
 }
 
-static int
-s_on_timer(zloop_t *loop, int timer_id, void *arg)
+/* Every S_TICK_MS: workers that died, dead drivers, waiting ALLOCs. */
+static void
+s_tick(nm_t *nm)
 {
-    nm_t *nm = arg;
     nm_reap_workers(nm);
     if (util_mono_ms() - nm->reaped_drivers_ms >= 1000) {
         nm->reaped_drivers_ms = util_mono_ms();
         s_reap_drivers(nm);
     }
-    s_alloc_retry(nm);
-    nm_dispatch(nm);
-    nm_flush_clients(nm);
-    nm_log_tick(nm);
-    return 0;
+    nm_actor_tick(nm);
 }
 
-static int
-s_on_pipe(zloop_t *loop, zsock_t *pipe, void *arg)
+#define S_TICK_MS 2
+
+/* The loop: the command pipe, the listening socket, every connection
+   (POLLOUT too while bytes wait for it) and the log's sockets, so an
+   acknowledgement wakes it (an actor call's result waits for one). Not a
+   zloop: the set changes with every connection and chain, and is rebuilt
+   here on each turn, which costs less than zloop's bookkeeping. */
+static void
+s_loop(nm_t *nm)
 {
-    zmsg_t *m = zmsg_recv(pipe);
-    char *cmd = m ? zmsg_popstr(m) : NULL;
-    int stop = !cmd || strcmp(cmd, "$TERM") == 0;
-    free(cmd);
-    zmsg_destroy(&m);
-    return stop ? -1 : 0;
+    zmq_pollitem_t *items = NULL;
+    nm_conn_t **conns = NULL;
+    size_t cap = 0;
+    int64_t next_tick = util_mono_ms() + S_TICK_MS;
+    for (;;) {
+        size_t need = 2 + nm->nconns + 2 + DB_MAX_SHARDS;
+        if (need > cap) {
+            size_t c = need * 2;
+            zmq_pollitem_t *i2 = realloc(items, c * sizeof *i2);
+            nm_conn_t **c2 = i2 ? realloc(conns, c * sizeof *c2) : NULL;
+            if (i2)
+                items = i2;
+            if (!i2 || !c2) {
+                log_error("node: out of memory polling; stopping");
+                break;
+            }
+            conns = c2;
+            cap = c;
+        }
+        size_t k = 0, nc = 0;
+        items[k++] = (zmq_pollitem_t) {zsock_resolve(nm->pipe), 0, ZMQ_POLLIN, 0};
+        items[k++] = (zmq_pollitem_t) {NULL, nm->listen_fd, ZMQ_POLLIN, 0};
+        for (nm_conn_t *c = nm->conns; c; c = c->next) {
+            conns[nc++] = c;
+            items[k++] = (zmq_pollitem_t) {NULL, exec_link_fd(c->link),
+                                           (short) (ZMQ_POLLIN | (exec_link_pending(c->link)
+                                                                      ? ZMQ_POLLOUT
+                                                                      : 0)),
+                                           0};
+        }
+        if (nm->log)
+            k += (size_t) db_client_pollitems(nm->log, items + k, (int) (cap - k));
+        int64_t wait = next_tick - util_mono_ms();
+        if (zmq_poll(items, (int) k, wait < 0 ? 0 : (long) wait) < 0 && zmq_errno() != EINTR)
+            break;
+        if (items[0].revents & ZMQ_POLLIN) {
+            zmsg_t *m = zmsg_recv(nm->pipe);
+            char *cmd = m ? zmsg_popstr(m) : NULL;
+            bool stop = !cmd || strcmp(cmd, "$TERM") == 0;
+            free(cmd);
+            zmsg_destroy(&m);
+            if (stop)
+                break;
+        }
+        if (items[1].revents)
+            s_accept(nm);
+        for (size_t i = 0; i < nc; i++)
+            if (items[2 + i].revents)
+                s_on_conn(nm, conns[i], items[2 + i].revents);
+        if (util_mono_ms() >= next_tick) {
+            s_tick(nm);
+            next_tick = util_mono_ms() + S_TICK_MS;
+        }
+        s_after(nm);
+    }
+    free(items);
+    free(conns);
 }
 
 /* --- start and stop ----------------------------------------------------------------------- */
@@ -825,7 +872,8 @@ s_setup(nm_t *nm, const exec_node_opts_t *o)
     nm->tasks = util_idmap_new(sizeof(nm_task_t *));
     nm->clients = util_idmap_new(sizeof(nm_client_t *));
     nm->modules = util_idmap_new(0);
-    if (!nm->objects || !nm->tasks || !nm->clients || !nm->modules)
+    nm->actors = util_idmap_new(sizeof(nm_actor_t *));
+    if (!nm->objects || !nm->tasks || !nm->clients || !nm->modules || !nm->actors)
         return util_err(LUX_ENOMEM, "out of memory");
     nm->store_bytes = o->store_bytes ? o->store_bytes : exec_node_default_store();
     const char *wait = getenv("LUX_STORE_WAIT_MS");
@@ -864,6 +912,7 @@ s_teardown(nm_t *nm)
         free(w);
     }
     nm_log_close(nm);
+    nm_actor_close(nm);
     s_alloc_waits_drop(nm, NULL);
     if (nm->tasks) {
         util_idmap_each(nm->tasks, s_collect, &all);
@@ -935,13 +984,7 @@ s_actor(zsock_t *pipe, void *arg)
     zsock_signal(pipe, 0);
     log_info("node manager at %s: %d workers, store %llu MiB", nm->endpoint, nm->target_workers,
              (unsigned long long) (nm->store_bytes >> 20));
-    nm->loop = zloop_new();
-    zloop_reader(nm->loop, pipe, s_on_pipe, nm);
-    zloop_poller(nm->loop, &(zmq_pollitem_t) {NULL, nm->listen_fd, ZMQ_POLLIN, 0}, s_on_listen,
-                 nm);
-    zloop_timer(nm->loop, 2, 0, s_on_timer, nm);
-    zloop_start(nm->loop);
-    zloop_destroy(&nm->loop);
+    s_loop(nm);
     s_teardown(nm);
     free(nm);
 }
