@@ -295,6 +295,22 @@ void lux_register_main(lux_main_t fn);
         lux_register_main(fn);                                                \
     }
 
+/* A module run by `lux run` may also read its own arguments before the
+   cluster starts and set what lux_init gets (e.g. workers for the
+   embedded default, from its own --workers option): LUX_CONFIGURE(fn)
+   after `int fn(lux_config_t *cfg, int argc, char **argv)`. cfg holds what
+   `lux run`'s options set; argc and argv are those LUX_MAIN will get. The
+   function returns 0 to go on, or an exit status above 0 to stop there,
+   before anything has started (bad arguments; it may also exit(0) after
+   printing its --help). */
+typedef int (*lux_configure_t)(lux_config_t *cfg, int argc, char **argv);
+void lux_register_configure(lux_configure_t fn);
+#define LUX_CONFIGURE(fn)                                                     \
+    static void __attribute__((constructor)) lux__register_configure(void)   \
+    {                                                                         \
+        lux_register_configure(fn);                                           \
+    }
+
 #ifdef __cplusplus
 }
 #endif

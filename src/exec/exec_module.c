@@ -31,6 +31,7 @@ struct exec_module_t {
     exec_fn_t fns[S_MAX_FNS];
     int nfns;
     lux_main_t main;
+    lux_configure_t configure; /* LUX_CONFIGURE, or NULL */
 };
 
 static exec_module_t *s_modules[S_MAX_MODULES];
@@ -117,6 +118,13 @@ lux_register_main(lux_main_t fn)
 {
     exec_module_t *m = s_loading ? s_loading : &s_builtin;
     m->main = fn;
+}
+
+void
+lux_register_configure(lux_configure_t fn)
+{
+    exec_module_t *m = s_loading ? s_loading : &s_builtin;
+    m->configure = fn;
 }
 
 int
@@ -239,6 +247,12 @@ lux_main_t
 exec_module_main(exec_module_t *m)
 {
     return m->main;
+}
+
+lux_configure_t
+exec_module_configure(exec_module_t *m)
+{
+    return m->configure;
 }
 
 const uint8_t *

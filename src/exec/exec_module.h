@@ -60,6 +60,8 @@ int exec_module_store(const char *dir, const uint8_t hash[16], const uint8_t *by
 const exec_fn_t *exec_module_fn(exec_module_t *m, const char *name, size_t len);
 /* The module's LUX_MAIN, or NULL. */
 lux_main_t exec_module_main(exec_module_t *m);
+/* The module's LUX_CONFIGURE, or NULL. */
+lux_configure_t exec_module_configure(exec_module_t *m);
 const uint8_t *exec_module_hash(exec_module_t *m);
 /* How many functions it registered. */
 int exec_module_count(exec_module_t *m);
