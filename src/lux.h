@@ -112,7 +112,8 @@ const char *lux_dir(lux_t *lx);
 /* The current job's ID (32 hex digits into out, 33 bytes). */
 char *lux_job_id(lux_t *lx, char *out);
 
-/* A value handed to a function, or read with lux_get. */
+/* A value handed to a function, or read with lux_get: data is aligned to
+   16 bytes, so it may be read in place as any type. */
 typedef struct {
     const void *data;
     size_t size;

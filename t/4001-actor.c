@@ -189,7 +189,7 @@ main(void)
     lux_actor_call(lx, &c, "corrupt", 0, NULL, 0, NULL);
     rc = lux_actor_checkpoint(lx, &c);
     is_int(rc, 0, "a checkpoint whose bytes are corrupt is made");
-    ok(kill(pid2, SIGKILL) == 0, "kill -9 its process again");
+    ok(pid2 > 0 && kill(pid2, SIGKILL) == 0, "kill -9 its process again");
     r = s_add(lx, &c, 1, 99);
     rc = lux_get(lx, &r, &v, 20000);
     ok(rc != 0 && strstr(lux_errmsg(), "loading its checkpoint") &&

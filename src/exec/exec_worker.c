@@ -35,6 +35,8 @@ typedef struct {
     void *self;
     util_id_t actor;
     uint64_t allocs_sent;  /* lx->alloc_req when results were last sent */
+    uint8_t *abuf;         /* arguments copied to aligned addresses */
+    size_t acap;
 } s_worker_t;
 
 /* Tasks of the batch not started yet: their IDs into b (given back). */
@@ -195,6 +197,30 @@ s_run(s_worker_t *w, const exec_run_t *run)
         args[i].data = o.where == EXEC_W_ARENA ? exec_arena_base(lx->arena) + o.off : o.bytes;
         args[i].size = (size_t) o.size;
     }
+    /* a value inside a message may sit at any address: those that are not
+       16-byte aligned are copied, so a function may read them as any type
+       (the store's are aligned already) */
+    size_t need = 0;
+    for (uint16_t i = 0; i < run->argc; i++)
+        if ((uintptr_t) args[i].data & 15)
+            need += (args[i].size + 15) & ~(size_t) 15;
+    if (need > w->acap) {
+        free(w->abuf);
+        w->acap = 0;
+        if (!(w->abuf = malloc(need))) {
+            r.status = LUX_ENOMEM;
+            snprintf(why, sizeof why, "out of memory aligning the arguments");
+            goto report;
+        }
+        w->acap = need;
+    }
+    need = 0;
+    for (uint16_t i = 0; i < run->argc; i++)
+        if ((uintptr_t) args[i].data & 15) {
+            memcpy(w->abuf + need, args[i].data, args[i].size);
+            args[i].data = w->abuf + need;
+            need += (args[i].size + 15) & ~(size_t) 15;
+        }
     memset(&ctx, 0, sizeof ctx);
     ctx.task = run->task;
     ctx.attempt = run->attempt;
@@ -355,6 +381,7 @@ exec_worker_main(const char *dir, const char *endpoint)
     exec_client_close(&w.lx, 0);
     free(w.runs);
     free(w.skip);
+    free(w.abuf);
     util_buf_free(&w.results);
     util_buf_free(&w.outs);
     return 0;
