@@ -129,6 +129,15 @@ s_pop(nm_task_t **head, nm_task_t **last)
     return t;
 }
 
+/* Move a to state st, counting the actors waiting to start (nm_actor_tick
+   looks at them). */
+static void
+s_state(nm_t *nm, nm_actor_t *a, int st)
+{
+    nm->actors_waiting += (st == A_WAITING) - (a->state == A_WAITING);
+    a->state = st;
+}
+
 static void
 s_dirty(nm_t *nm, nm_actor_t *a)
 {
@@ -288,7 +297,7 @@ s_die(nm_t *nm, nm_actor_t *a, int status, const char *fmt, ...)
         log_info("actor %s (%s) ends: %s", hex, a->cls, why);
     else
         log_warn("actor %s (%s) died: %s", hex, a->cls, why);
-    a->state = A_DEAD;
+    s_state(nm, a, A_DEAD);
     free(a->death);
     a->death = strdup(why);
     a->death_status = status ? status : LUX_EDEAD;
@@ -366,10 +375,10 @@ s_create(nm_t *nm, nm_client_t *c, const exec_spec_t *s)
     a->owner = c;
     a->max_restarts = s->max_restarts;
     a->ckpt_every = s->ckpt_every;
-    a->state = A_WAITING;
+    s_state(nm, a, A_WAITING);
     nm_task_t *t = a->cls ? nm_task_new(nm, c, s, true) : NULL;
     if (!t) {
-        a->state = A_DEAD;
+        s_state(nm, a, A_DEAD);
         a->death = strdup("out of memory creating it");
         a->death_status = LUX_ENOMEM;
         return util_err(LUX_ENOMEM, "out of memory holding an actor");
@@ -638,7 +647,7 @@ s_start(nm_t *nm, nm_actor_t *a)
         s_die(nm, a, LUX_EIO, "cannot start its process: %s", lux_errmsg());
         return;
     }
-    a->state = A_STARTING;
+    s_state(nm, a, A_STARTING);
 }
 
 /* Its process said hello: send what makes it the actor. */
@@ -812,7 +821,7 @@ s_booted(nm_t *nm, nm_actor_t *a, nm_task_t *t, int status, const char *msg)
             s_die(nm, a, status, "its constructor failed: %s", msg);
         return;
     }
-    a->state = A_ALIVE;
+    s_state(nm, a, A_ALIVE);
     if (a->restarts)
         log_info("actor %s (%s) restarted (%u of %u) from %s, replaying %llu calls",
                  util_id_hex(&a->id, hex), a->cls, a->restarts, a->max_restarts,
@@ -1065,7 +1074,7 @@ nm_actor_worker_gone(nm_t *nm, nm_worker_t *w, const char *why)
         return;
     }
     a->restarts++;
-    a->state = A_WAITING;
+    s_state(nm, a, A_WAITING);
     a->log_wait = true; /* then the replay is read and the restart logged */
     s_dirty(nm, a);
 }
@@ -1242,6 +1251,8 @@ nm_actor_tick(nm_t *nm)
         }
     }
     /* actors waiting for resources or for their calls' events */
+    if (!nm->actors_waiting)
+        return;
     s_all_t all = {0};
     util_idmap_each(nm->actors, s_collect, &all);
     for (size_t i = 0; i < all.n; i++)

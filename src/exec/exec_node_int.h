@@ -279,7 +279,8 @@ struct nm {
     nm_res_t res[16];
     int nres;                 /* res[0] is CPU */
     nm_client_t *dirty;       /* clients with OBJECTS to send */
-    util_idmap_t *actors;     /* actor ID -> nm_actor_t * */
+    util_idmap_t *actors;     /* actor ID -> nm_actor_t * (the dead too: calls to them fail) */
+    int actors_waiting;       /* in A_WAITING */
     nm_task_t *held_calls, *held_last; /* finished calls waiting for their events (by ->next) */
     struct nm_actor *dirty_actors; /* actors with runs to send */
     struct nm_lookup *lookups; /* lux_actor_lookup waiting for a name */
