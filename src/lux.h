@@ -173,8 +173,10 @@ int lux_ref_parse(lux_ref_t *ref, const char *hex);
 
    An actor is an object of a class in a module, living in a worker process
    of its own. lux_actor_create returns a handle at once; lux_actor_call
-   returns refs at once, like lux_call. Calls made through one handle run
-   in the order they were made, one at a time; the order the actor applied
+   returns refs at once, like lux_call. The calls one client makes (a
+   driver, or the tasks of one worker) run in the order it made them, one
+   at a time; calls from several clients interleave, and a call waiting
+   for a ref argument holds back the calls after it. The order the actor applied
    its calls is the order of their actor_call events in the log, and no
    result of a call is handed out before its event is committed.
 
@@ -196,10 +198,12 @@ typedef struct {
 } lux_actor_t;
 
 /* A class: create makes the state from the constructor's arguments (NULL
-   and lux_raise to fail); destroy frees it; save sets return 0 to the
-   state's bytes (lux_set); load makes a state from such bytes (NULL and
-   lux_raise when they are not good). save and load may be NULL: such an
-   actor cannot checkpoint, and restarts by running create again. */
+   and lux_raise to fail); destroy frees it when its process ends cleanly
+   (an actor killed, or whose process dies, ends without it: keep nothing
+   in it that must run); save sets return 0 to the state's bytes
+   (lux_set); load makes a state from such bytes (NULL and lux_raise when
+   they are not good). save and load are both given or both NULL: without
+   them an actor cannot checkpoint, and restarts by running create again. */
 typedef void *(*lux_actor_new_t)(lux_t *lx, int argc, const lux_val_t *argv);
 typedef void (*lux_actor_free_t)(void *self);
 typedef int (*lux_actor_save_t)(lux_t *lx, void *self);
@@ -223,7 +227,10 @@ typedef struct {
    creator (this driver, or the worker whose task created it) goes away. */
 int lux_actor_create(lux_t *lx, const char *cls, int argc, const lux_arg_t *argv,
                      const lux_actor_opts_t *opts, lux_actor_t *actor);
-/* Call method on the actor; nret refs into refs. Returns at once. */
+/* Call method on the actor; nret refs into refs. Returns at once: like
+   lux_call, the call is queued and sent with the client's next message to
+   its node (lux_get, lux_wait, or a full batch); an unknown method or a
+   wrong count of arguments or returns shows in lux_get of its refs. */
 int lux_actor_call(lux_t *lx, const lux_actor_t *actor, const char *method, int argc,
                    const lux_arg_t *argv, int nret, lux_ref_t *refs);
 /* Find a named actor (waiting up to timeout_ms for it to be created). */

@@ -842,6 +842,10 @@ lux_actor_create(lux_t *lx, const char *cls, int argc, const lux_arg_t *argv,
                  opts->checkpoint_every < 0 || opts->cpus < 0))
         return util_err(LUX_EINVAL, "lux_actor_create: max_restarts, checkpoint_every and "
                         "cpus must not be negative");
+    if (!f->save != !f->load)
+        return util_err(LUX_EINVAL, "lux_actor_create: class %s has %s but no %s function: "
+                        "give both or neither", cls, f->save ? "save" : "load",
+                        f->save ? "load" : "save");
     if (opts && opts->checkpoint_every > 0 && (!f->save || !f->load))
         return util_err(LUX_EINVAL, "lux_actor_create: %s has no save and load functions, so "
                         "it cannot checkpoint", cls);
