@@ -13,7 +13,7 @@
 CREATE TEMP VIEW events AS
 SELECT e.shard, e.seq, e.ts,
        strftime('%Y-%m-%d %H:%M:%f', e.ts / 1e9, 'unixepoch') AS time,
-       k.name AS kind,
+       coalesce(k.name, 'kind#' || e.kind) AS kind,
        nullif(lower(hex(e.job)), '') AS job_id,
        nullif(lower(hex(e.task)), '') AS task_id,
        nullif(lower(hex(e.parent)), '') AS parent_id,

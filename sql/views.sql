@@ -13,14 +13,16 @@ DROP VIEW IF EXISTS objects;
 DROP VIEW IF EXISTS task_deps;
 DROP VIEW IF EXISTS actors;
 DROP VIEW IF EXISTS actor_calls;
+DROP VIEW IF EXISTS actor_restarts;
 DROP VIEW IF EXISTS nodes;
 DROP VIEW IF EXISTS jobs;
 
--- Every event, with names instead of codes and hex instead of bytes.
+-- Every event, with names instead of codes and hex instead of bytes. A kind
+-- this version does not know (appended by a newer one) shows as 'kind#N'.
 CREATE VIEW events AS
 SELECT e.seq, e.ts,
        strftime('%Y-%m-%d %H:%M:%f', e.ts / 1e9, 'unixepoch') AS time,
-       k.name AS kind,
+       coalesce(k.name, 'kind#' || e.kind) AS kind,
        nullif(lower(hex(e.job)), '') AS job_id,
        nullif(lower(hex(e.task)), '') AS task_id,
        nullif(lower(hex(e.parent)), '') AS parent_id,
@@ -103,6 +105,15 @@ SELECT nullif(lower(hex(c.actor)), '') AS actor_id, c.seq,
        nullif(lower(hex(c.task)), '') AS call_id, c.name AS method, c.idx AS call_number,
        length(c.deps) / 20 AS num_deps, c.ts
 FROM event c WHERE c.kind = 12;
+
+-- Every restart of an actor: the checkpoint it loaded (the call it
+-- covers; 0: none, the constructor ran again) and how many calls it
+-- re-applied from the log after it.
+CREATE VIEW actor_restarts AS
+SELECT nullif(lower(hex(r.actor)), '') AS actor_id, r.seq, r.ts, r.attempt AS restart,
+       r.idx AS checkpoint_call, r.size AS calls_replayed,
+       nullif(lower(hex(r.task)), '') AS checkpoint_task_id, r.info
+FROM event r WHERE r.kind = 14;
 
 CREATE VIEW nodes AS
 SELECT nullif(lower(hex(n.node)), '') AS node_id, n.name AS address, n.info AS resources,

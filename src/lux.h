@@ -44,7 +44,8 @@ extern "C" {
     X(LUX_ETASK, -16, "task failed")                                          \
     X(LUX_ENOSYS, -17, "not supported")                                       \
     X(LUX_EEXIST, -18, "already exists")                                      \
-    X(LUX_EINTR, -19, "interrupted")
+    X(LUX_EINTR, -19, "interrupted")                                          \
+    X(LUX_ESHARD, -20, "wrong shard")
 
 enum lux_error {
 #define LUX_X_ENUM(name, value, text) name = value,
@@ -111,7 +112,8 @@ const char *lux_dir(lux_t *lx);
 /* The current job's ID (32 hex digits into out, 33 bytes). */
 char *lux_job_id(lux_t *lx, char *out);
 
-/* A value handed to a function, or read with lux_get. */
+/* A value handed to a function, or read with lux_get: data is aligned to
+   16 bytes, so it may be read in place as any type. */
 typedef struct {
     const void *data;
     size_t size;
@@ -167,6 +169,84 @@ void lux_free(lux_t *lx, int n, const lux_ref_t *refs);
 char *lux_ref_hex(const lux_ref_t *ref, char *out);
 int lux_ref_parse(lux_ref_t *ref, const char *hex);
 
+/* ======================================================================
+   Actors: state in a worker process, methods called in order
+   ======================================================================
+
+   An actor is an object of a class in a module, living in a worker process
+   of its own. lux_actor_create returns a handle at once; lux_actor_call
+   returns refs at once, like lux_call. The calls one client makes (a
+   driver, or the tasks of one worker) run in the order it made them, one
+   at a time; calls from several clients interleave, and a call waiting
+   for a ref argument holds back the calls after it. The order the actor applied
+   its calls is the order of their actor_call events in the log, and no
+   result of a call is handed out before its event is committed.
+
+   When the actor's process dies and it has restarts left (max_restarts,
+   default 0 as in Ray), it is recreated: it loads its latest checkpoint
+   (or runs its constructor again when it has none) and re-applies every
+   call logged after that checkpoint, in log order, before it takes new
+   calls; callers waiting for results get them, and results handed out
+   before stay what they were. Checkpoints are made every checkpoint_every
+   calls, or on demand (lux_actor_checkpoint), by the class's save function;
+   they are objects named by actor_checkpoint events. A method must depend
+   only on the actor's state and its arguments, as a task on its arguments.
+
+   A handle is a value: pass it to tasks and other actors with
+   LUX_VAL(&handle, sizeof handle), and call through it there. */
+
+typedef struct {
+    uint8_t b[16];
+} lux_actor_t;
+
+/* A class: create makes the state from the constructor's arguments (NULL
+   and lux_raise to fail); destroy frees it when its process ends cleanly
+   (an actor killed, or whose process dies, ends without it: keep nothing
+   in it that must run); save sets return 0 to the state's bytes
+   (lux_set); load makes a state from such bytes (NULL and lux_raise when
+   they are not good). save and load are both given or both NULL: without
+   them an actor cannot checkpoint, and restarts by running create again. */
+typedef void *(*lux_actor_new_t)(lux_t *lx, int argc, const lux_val_t *argv);
+typedef void (*lux_actor_free_t)(void *self);
+typedef int (*lux_actor_save_t)(lux_t *lx, void *self);
+typedef void *(*lux_actor_load_t)(lux_t *lx, const lux_val_t *state);
+/* A method: like a remote function, with the actor's state. */
+typedef int (*lux_method_t)(lux_t *lx, void *self, int argc, const lux_val_t *argv);
+
+typedef struct {
+    const char *name;      /* a name to find it by (lux_actor_lookup), or NULL */
+    double cpus;           /* CPUs it holds while it lives (default 0: an actor
+                              mostly waits for calls) */
+    const char *resources; /* custom resources it holds, "GPU=1" */
+    int max_restarts;      /* times it is recreated after its process dies (default 0) */
+    int checkpoint_every;  /* calls between checkpoints (0: none but on demand) */
+} lux_actor_opts_t;
+
+/* Create an actor of class cls (in the driver's module); opts may be NULL.
+   LUX_ENOTFOUND for an unknown class. Creation goes on in the background:
+   a constructor that fails, or a name another live actor has, makes every
+   call fail with that message. The actor lives until it is killed or its
+   creator (this driver, or the worker whose task created it) goes away. */
+int lux_actor_create(lux_t *lx, const char *cls, int argc, const lux_arg_t *argv,
+                     const lux_actor_opts_t *opts, lux_actor_t *actor);
+/* Call method on the actor; nret refs into refs. Returns at once: like
+   lux_call, the call is queued and sent with the client's next message to
+   its node (lux_get, lux_wait, or a full batch); an unknown method or a
+   wrong count of arguments or returns shows in lux_get of its refs. */
+int lux_actor_call(lux_t *lx, const lux_actor_t *actor, const char *method, int argc,
+                   const lux_arg_t *argv, int nret, lux_ref_t *refs);
+/* Find a named actor (waiting up to timeout_ms for it to be created). */
+int lux_actor_lookup(lux_t *lx, const char *name, lux_actor_t *actor, int timeout_ms);
+/* Kill it now (no restart): its pending and later calls fail. */
+int lux_actor_kill(lux_t *lx, const lux_actor_t *actor);
+/* Checkpoint it after the calls made so far; returns once the checkpoint
+   is made (LUX_ENOSYS from a class without save). */
+int lux_actor_checkpoint(lux_t *lx, const lux_actor_t *actor);
+/* A handle passed as a value argument (0, or LUX_EINVAL for the wrong size). */
+int lux_actor_from(const lux_val_t *v, lux_actor_t *actor);
+/* The actor's ID as text (32 hex digits into out, 33 bytes). */
+char *lux_actor_hex(const lux_actor_t *actor, char *out);
+
 /* ---- inside a remote function ------------------------------------------------- */
 
 /* A remote function: argv[i] are its arguments (refs already resolved to
@@ -186,6 +266,11 @@ int lux_raise(lux_t *lx, const char *fmt, ...) __attribute__((format(printf, 2, 
 const lux_ref_t *lux_task_ref(lux_t *lx);
 int lux_attempt(lux_t *lx);
 
+/* Register an actor class and its methods (LUX_ACTOR, LUX_METHOD). */
+void lux_register_class(const char *name, int nargs, lux_actor_new_t create,
+                        lux_actor_free_t destroy, lux_actor_save_t save, lux_actor_load_t load);
+void lux_register_method(const char *cls, const char *name, lux_method_t fn, int nargs,
+                         int nret);
 /* Register a function (called by LUX_FUNCTION when the module loads). */
 void lux_register_function(const char *name, lux_fn_t fn, int nargs, int nret);
 /* Register the module's entry point for `lux run` (LUX_MAIN). */
@@ -199,12 +284,41 @@ void lux_register_main(lux_main_t fn);
     {                                                                         \
         lux_register_function(#fn, fn, nargs, nret);                          \
     }
+/* In a module: LUX_ACTOR(Cls, nargs, create, destroy, save, load) names
+   a class (save and load may be NULL); LUX_METHOD(Cls, name, nargs, nret)
+   after `int Cls_name(lux_t *, void *self, int, const lux_val_t *)`. */
+#define LUX_ACTOR(cls, nargs, create, destroy, save, load)                    \
+    static void __attribute__((constructor)) lux__register_class_##cls(void) \
+    {                                                                         \
+        lux_register_class(#cls, nargs, create, destroy, save, load);        \
+    }
+#define LUX_METHOD(cls, name, nargs, nret)                                    \
+    static void __attribute__((constructor)) lux__register_##cls##_##name(void) \
+    {                                                                         \
+        lux_register_method(#cls, #name, cls##_##name, nargs, nret);         \
+    }
 /* In a module run by `lux run MODULE.so ARGS`: LUX_MAIN(fn) after
    `int fn(lux_t *, int argc, char **argv)`. */
 #define LUX_MAIN(fn)                                                          \
     static void __attribute__((constructor)) lux__register_main(void)        \
     {                                                                         \
         lux_register_main(fn);                                                \
+    }
+
+/* A module run by `lux run` may also read its own arguments before the
+   cluster starts and set what lux_init gets (e.g. workers for the
+   embedded default, from its own --workers option): LUX_CONFIGURE(fn)
+   after `int fn(lux_config_t *cfg, int argc, char **argv)`. cfg holds what
+   `lux run`'s options set; argc and argv are those LUX_MAIN will get. The
+   function returns 0 to go on, or an exit status above 0 to stop there,
+   before anything has started (bad arguments; it may also exit(0) after
+   printing its --help). */
+typedef int (*lux_configure_t)(lux_config_t *cfg, int argc, char **argv);
+void lux_register_configure(lux_configure_t fn);
+#define LUX_CONFIGURE(fn)                                                     \
+    static void __attribute__((constructor)) lux__register_configure(void)   \
+    {                                                                         \
+        lux_register_configure(fn);                                           \
     }
 
 #ifdef __cplusplus

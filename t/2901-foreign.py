@@ -15,7 +15,7 @@ the reference subscriber written from the same page. Subcommands:
   last DIR SHARD         the shard's last seq, once the tail's answer to
                          READ stays the same for half a second
   append DIR             append to every shard by hand (section 11):
-                         ACK, idempotent resend, EGAP, ESTATE; print the
+                         ACK, idempotent resends, EGAP, ESTATE; print the
                          events appended as JSON lines
   fake DIR MODE          play chain master and tail of a one-shard cluster
                          in DIR whose tail misbehaves as MODE says (ok,
@@ -39,11 +39,8 @@ sys.dont_write_bytecode = True  # leave no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
 import lux_subscribe as L  # noqa: E402
 
-KEY_OF = {1: "job", 2: "job", 3: "job", 4: "task", 5: "task", 6: "task", 7: "task",
-          8: "task", 9: "task", 10: "task", 11: "actor", 12: "actor", 13: "actor",
-          14: "actor", 15: "actor", 16: "node", 17: "node", 18: "job"}
 KIND_CODE = {v: k for k, v in L.KINDS.items()}
-M64 = (1 << 64) - 1
+key_hash = L.key_hash
 
 
 def fail(text):
@@ -51,28 +48,9 @@ def fail(text):
     sys.exit(1)
 
 
-# --- section 11.1: which shard -----------------------------------------------------
-
-def mix(x):
-    x ^= x >> 30
-    x = (x * 0xBF58476D1CE4E5B9) & M64
-    x ^= x >> 27
-    x = (x * 0x94D049BB133111EB) & M64
-    return x ^ (x >> 31)
-
-
-def key_hash(key):
-    h = 0x897E7DF0071B0858
-    for w in struct.unpack("<QQ", key):
-        h = ((h ^ mix(w)) * 0x9E3779B97F4A7C15) & M64
-        h ^= h >> 29
-    return mix(h)
-
-
 def shard_of(ev, shards):
-    code = KIND_CODE[ev["kind"]]
-    key = bytes.fromhex(ev.get(KEY_OF[code], "00" * 16))
-    return 0 if shards <= 1 else key_hash(key) % shards
+    """Section 11.1, through the subscriber's own shard_of."""
+    return L.shard_of(L.event_key(ev), shards)
 
 
 # --- subcommands ----------------------------------------------------------------------
@@ -97,6 +75,17 @@ def cmd_example(doc):
             fail("seq %d: hash is %s, the page says %s" % (seq, h.hex(), grab("seq %d hash" % seq).hex()))
         L.decode_event(rec)
         prev = h
+    # section 11.1: the shard of a key
+    m = re.search(r"the key\s+`([0-9a-f]{32})`\s+has\s+H\s+=\s+`0x([0-9a-f]{16})`\s+and goes to"
+                  r"\s+shard\s+((?:\d+\s+of\s+\d+,?\s*)+)", text)
+    if not m:
+        fail("%s: no example of section 11.1 (the key ... has H = ... and goes to shard ...)" % doc)
+    key, want = bytes.fromhex(m.group(1)), int(m.group(2), 16)
+    if L.key_hash(key) != want:
+        fail("H(%s) is 0x%016x, the page says 0x%016x" % (m.group(1), L.key_hash(key), want))
+    for s, n in re.findall(r"(\d+)\s+of\s+(\d+)", m.group(3)):
+        if L.shard_of(key, int(n)) != int(s):
+            fail("key %s goes to shard %d of %s, the page says %s" % (m.group(1), L.shard_of(key, int(n)), n, s))
 
 
 def load(path):
@@ -292,6 +281,10 @@ def cmd_append(d):
             expect("APPEND at a replica that is not the head (ESTATE expected)", shard, not_head,
                    recs[3:], 4, lambda a: a == ("ERROR", -10))
         expect("cseq 4", shard, head, recs[3:], 4, lambda a: a == ("ACK", 4, seq3 + 1))
+        # a resend of events older than the newest is acknowledged with the
+        # newest event's (cseq, seq): section 11.4
+        expect("cseq 1..3 again, after 4", shard, head, recs[:3], 1,
+               lambda a: a == ("ACK", 4, seq3 + 1))
         for i, ev in enumerate(evs):
             ev["seq"] = seq3 - 2 + i
             printed.append(ev)

@@ -1,11 +1,15 @@
 #!/bin/sh
 # install-deps.sh - install the Debian 12 packages Lux needs to build and to
 # run its tests, skipping those already installed. Used by ./quickstart and
-# .ci/run. Needs root or sudo.
+# .ci/run. Needs root or sudo. iproute2 is for t/9002-tcp-wildcard.sh (a
+# private network namespace), which skips without it. python3-distributed is for
+# t/9501-bench-compare.sh (Dask, the peer Lux is measured against), which
+# skips without it.
 set -e
 PKGS="build-essential autoconf automake libtool pkg-config
-libsqlite3-dev libczmq-dev libzmq3-dev liblz4-dev libsodium-dev
-sqlite3 python3 python3-zmq"
+libsqlite3-dev libczmq-dev libzmq3-dev liblz4-dev libsodium-dev libxxhash-dev
+sqlite3 python3 python3-zmq iproute2
+python3-distributed"
 missing=
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

@@ -17,11 +17,22 @@
 #include <string.h>
 #include <unistd.h>
 
+bool
+bench_wants(const bench_ctx_t *ctx, const char *name)
+{
+    for (int k = 0; k < ctx->nnames; k++)
+        if (strcmp(ctx->names[k], name) == 0)
+            return true;
+    return ctx->nnames == 0;
+}
+
 void
 bench_report(bench_ctx_t *ctx, const char *name, double value, const char *unit,
              const char *extra, ...)
 {
     char more[1024] = "";
+    if (!bench_wants(ctx, name))
+        return;
     if (extra) {
         va_list ap;
         va_start(ap, extra);
@@ -145,6 +156,8 @@ cmd_bench(int argc, char **argv)
     if (!mkdtemp(ctx.tmp))
         return lux_fail("bench", "cannot make a directory under %s", t ? t : "/tmp");
     zsys_init();
+    ctx.names = names;
+    ctx.nnames = nnames;
     /* run each requested benchmark once; a function may report several
        names at once (they are measured together), so remember which ran */
     bool done[S_MAX_BENCH] = {false};

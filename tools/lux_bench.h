@@ -20,6 +20,8 @@ typedef struct {
     const char *dir;  /* a running cluster to use, or NULL */
     double scale;     /* work multiplier: 1.0, or --quick's 0.05 */
     char tmp[256];    /* parent of private clusters */
+    const char **names; /* the benchmarks asked for (nnames 0: all) */
+    int nnames;
 } bench_ctx_t;
 
 typedef struct {
@@ -28,7 +30,11 @@ typedef struct {
     const char *what;
 } bench_t;
 
-/* Report one result; extra is NULL or JSON members (", \"k\": v ..."),
+/* Whether name was asked for: a function that measures several names
+   skips the work of those that were not, and reports only those that were. */
+bool bench_wants(const bench_ctx_t *ctx, const char *name);
+
+/* Report one result (when it was asked for); extra is NULL or JSON members (", \"k\": v ..."),
    printf-style. */
 void bench_report(bench_ctx_t *ctx, const char *name, double value, const char *unit,
                   const char *extra, ...) __attribute__((format(printf, 5, 6)));

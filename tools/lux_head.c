@@ -445,7 +445,14 @@ cmd_status(int argc, char **argv)
                        (unsigned long long) b->last, running ? b->pid : 0,
                        (long long) st.age_ms[slot]);
                 lux_json_str(stdout, file);
-                printf("}");
+                /* where it listens, as it advertises it (empty when unheard) */
+                static const char *names[DB_EP_N] = {"append", "chain", "read", "pub"};
+                printf(", \"endpoints\": {");
+                for (int e = 0; e < DB_EP_N; e++) {
+                    printf("%s\"%s\": ", e ? ", " : "", names[e]);
+                    lux_json_str(stdout, running && st.age_ms[slot] >= 0 ? b->ep[e] : "");
+                }
+                printf("}}");
             } else {
                 printf("%-5u %-6llu %-9s %-7u %-9s %-8s %-7u %-10llu %s\n", s,
                        (unsigned long long) ch->epoch, i == 0 ? order : "", i, s_role(ch, i), state,

@@ -6,6 +6,7 @@
 #include "exec/exec_client.h"
 #include "exec/exec_worker.h"
 #include "util/util_err.h"
+#include "util/util_fs.h"
 #include "util/util_log.h"
 #include "util/util_proc.h"
 
@@ -16,6 +17,26 @@
 static const char s_run_usage[] =
     "lux run [--address DIR] [--workers N] [--shards N] [--store-mb N] [--resources R]\n"
     "        [--dir RUNS] MODULE.so [ARGS...]";
+
+/* Load the module before the cluster starts and let its LUX_CONFIGURE, if
+   it has one, read its arguments into cfg. lux_init loads the same module
+   again, which finds it loaded (by hash). 0, or the exit status. */
+static int
+s_configure(lux_config_t *cfg, int argc, char **argv)
+{
+    char path[PATH_MAX];
+    uint8_t *bytes, hash[16];
+    size_t n;
+    exec_module_t *m;
+    if (util_abspath(cfg->module, path, sizeof path) ||
+        exec_module_read(path, &bytes, &n, hash))
+        return lux_fail("run", "%s", lux_errmsg());
+    free(bytes);
+    if (!(m = exec_module_load(path, hash)))
+        return lux_fail("run", "%s", lux_errmsg());
+    lux_configure_t fn = exec_module_configure(m);
+    return fn ? fn(cfg, argc, argv) : 0;
+}
 
 int
 cmd_run(int argc, char **argv)
@@ -59,6 +80,9 @@ cmd_run(int argc, char **argv)
     if (i >= argc)
         return lux_usage("run", s_run_usage, "a MODULE.so is required");
     cfg.module = argv[i];
+    int rc = s_configure(&cfg, argc - i, argv + i);
+    if (rc)
+        return rc;
     lux_t *lx = lux_init(&cfg);
     if (!lx)
         return lux_fail("run", "%s", lux_errmsg());
@@ -67,7 +91,7 @@ cmd_run(int argc, char **argv)
         lux_shutdown(&lx);
         return lux_fail("run", "%s has no entry point (LUX_MAIN)", argv[i]);
     }
-    int rc = main_fn(lx, argc - i, argv + i);
+    rc = main_fn(lx, argc - i, argv + i);
     char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%s", lux_dir(lx));
     bool embedded = lx->head != NULL;

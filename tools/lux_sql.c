@@ -169,7 +169,7 @@ cmd_sql(int argc, char **argv)
             mode = OUT_JSON;
         else if (strcmp(argv[i], "--help") == 0) {
             printf("usage: %s\n\nViews spanning all shards: events, tasks, retries, objects,"
-                   " task_deps, actors,\nactor_calls, nodes, jobs; raw rows in `event`; the"
+                   " task_deps, actors,\nactor_calls, actor_restarts, nodes, jobs; raw rows in `event`; the"
                    " function lineage(object_id).\nSee lux(1) and the files in sql/.\n",
                    usage);
             return 0;

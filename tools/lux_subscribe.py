@@ -60,7 +60,7 @@ ERRORS = {
     -1: "ENOMEM", -2: "EINVAL", -3: "EIO", -4: "ECORRUPT", -5: "EPROTO",
     -6: "EEPOCH", -7: "ETIMEDOUT", -8: "ENOTFOUND", -9: "EGAP", -10: "ESTATE",
     -11: "EFULL", -12: "ESQL", -13: "EREADONLY", -14: "EAUTH", -15: "EDEAD",
-    -16: "ETASK", -17: "ENOSYS", -18: "EEXIST", -19: "EINTR",
+    -16: "ETASK", -17: "ENOSYS", -18: "EEXIST", -19: "EINTR", -20: "ESHARD",
 }
 KINDS = {
     1: "job_started", 2: "job_finished", 3: "module_registered",
@@ -198,6 +198,46 @@ def decode_event(rec):
     return ev
 
 
+# --- which shard (doc/protocol.md 11.1) ----------------------------------------
+
+M64 = (1 << 64) - 1
+# the field whose value chooses an event's shard, by kind (section 6.3)
+KEY_OF = {1: "job", 2: "job", 3: "job", 4: "task", 5: "task", 6: "task", 7: "task",
+          8: "task", 9: "task", 10: "task", 11: "actor", 12: "actor", 13: "actor",
+          14: "actor", 15: "actor", 16: "node", 17: "node", 18: "job"}
+
+
+def mix(x):
+    x ^= x >> 30
+    x = (x * 0xBF58476D1CE4E5B9) & M64
+    x ^= x >> 27
+    x = (x * 0x94D049BB133111EB) & M64
+    return x ^ (x >> 31)
+
+
+def key_hash(key):
+    """H of a 16-byte key: two little-endian words, whatever the host."""
+    h = 0x897E7DF0071B0858
+    for w in struct.unpack("<QQ", key):
+        h = ((h ^ mix(w)) * 0x9E3779B97F4A7C15) & M64
+        h ^= h >> 29
+    return mix(h)
+
+
+def shard_of(key, shards):
+    """The shard of a 16-byte key in a cluster of `shards` shards."""
+    return 0 if shards <= 1 else key_hash(key) % shards
+
+
+def event_key(ev):
+    """The key of a decoded event (the zero ID when its key field is
+    absent); None for a kind this reader does not know."""
+    code = {v: k for k, v in KINDS.items()}.get(ev["kind"])
+    if code is None:
+        return None
+    return bytes.fromhex(ev.get(KEY_OF[code], "00" * 16))
+
+
 def chain_hash(prev, seq, rec):
     h = hashlib.blake2b(digest_size=16)
     h.update(prev)
@@ -260,7 +300,12 @@ def load_cluster(d):
     listen = conf.get("listen", "ipc")
     if listen.startswith("tcp://"):
         port = int(conf.get("master_port", "7379"))
-        master, master_pub = "%s:%d" % (listen, port), "%s:%d" % (listen, port + 1)
+        host = listen[6:]
+        if host in ("*", "0.0.0.0"):
+            host = "127.0.0.1"  # the master listens on every interface, this one too
+        elif host in ("[::]", "[*]"):
+            host = "[::1]"
+        master, master_pub = "tcp://%s:%d" % (host, port), "tcp://%s:%d" % (host, port + 1)
     else:
         master = "ipc://%s/master" % conf["sock_dir"]
         master_pub = "ipc://%s/master-pub" % conf["sock_dir"]
@@ -426,10 +471,13 @@ class Subscriber:
         mtype, shard, _epoch = parse_header(frames[0])
         if mtype == T_ERROR:
             code, text = error_text(frames)
-            if code == -5:  # EPROTO: the tail could not parse what we sent
+            if code in (-5, -17, -2):
+                # EPROTO, ENOSYS, EINVAL: the tail could not parse what we
+                # sent, speaks another version, or finds our READ invalid
                 raise Fatal(EXIT_PROTO, "the tail refused our READ: %s" % text)
-            # EEPOCH / ESTATE: not the tail at our epoch (any more); others
-            # are the tail's trouble: ask the master and try again
+            # EEPOCH / ESTATE / ESHARD: not the tail of this shard at our
+            # epoch (any more); others are the tail's trouble: ask the
+            # master and try again
             self.log("READ refused: %s" % text)
             self.req = 0
             self.retry_ms = now_ms() + 200

@@ -14,19 +14,18 @@
     reaches it, or at --max-iters or --max-seconds.
 
     Usage: es_local --env cartpole|pendulum [--seed N] [--json] [options];
-    see s_usage(). Exit status: 0 solved, 1 stopped at a limit, 2 bad usage,
+    see es_opts.c. Exit status: 0 solved, 1 stopped at a limit, 2 bad usage,
     3 out of memory.
 */
 #include "env.h"
 #include "es.h"
 #include "es_noise.h"
+#include "es_opts.h"
 #include "es_policy.h"
 #include "es_rollout.h"
 
 #include "lux.h"
 
-#include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
@@ -37,66 +36,12 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Settings of one run; per-environment defaults in s_defaults(). */
-typedef struct {
-    const es_env_t *env;              /* what to train on */
-    es_config_t es;                   /* the ES settings */
-    int n_hidden;                     /* hidden layers */
-    int hidden[ES_POLICY_MAX_HIDDEN]; /* their widths */
-    size_t noise_len;                 /* noise table floats */
-    uint64_t noise_seed;              /* noise table seed */
-    int threads;                      /* evaluating threads */
-    long max_iters;                   /* stop after this many iterations (0: no limit) */
-    double max_seconds;               /* stop after this long (0: no limit) */
-    int eval_every;                   /* evaluate the unperturbed policy this often */
-    int eval_episodes;                /* episodes per evaluation */
-    bool json;                        /* print the summary as JSON on stdout */
-    int progress;                     /* -1: when stderr is a terminal, 0 never, 1 always */
-} s_opts_t;
-
 static double
 s_now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-/* The settings chosen for each environment (README explains them). */
-static void
-s_defaults(s_opts_t *o)
-{
-    es_config_default(&o->es);
-    o->n_hidden = 1;
-    o->noise_len = ES_NOISE_DEFAULT_LEN;
-    o->noise_seed = ES_NOISE_DEFAULT_SEED;
-    o->threads = 1;
-    o->eval_episodes = o->env->solved_episodes;
-    if (strcmp(o->env->name, "cartpole") == 0) {
-        /* easy: one episode per perturbation, large steps */
-        o->hidden[0] = 32;
-        o->es.population = 32;
-        o->es.episodes = 1;
-        o->es.sigma = 0.1;
-        o->es.lr = 0.03;
-        o->max_seconds = 60;
-        o->eval_every = 5;
-    } else {
-        /* Pendulum's returns depend much on the start, so each perturbation
-           plays 4 episodes and the whole population the same 4 starts.
-           Running observation statistics made ES settle for spinning the
-           pendulum (a -750 plateau lasting thousands of iterations); its
-           observations are well scaled already, so they are not used. */
-        o->hidden[0] = 32;
-        o->es.population = 32;
-        o->es.episodes = 4;
-        o->es.sigma = 0.05;
-        o->es.lr = 0.04;
-        o->es.obs_norm = false;
-        o->es.shared_env_seed = true;
-        o->max_seconds = 180;
-        o->eval_every = 10;
-    }
 }
 
 /* --- a pool of threads for one batch of jobs --------------------------------------- */
@@ -202,7 +147,7 @@ s_fill_job(void *arg, size_t block)
 
 /* Mean return of the unperturbed policy over o->eval_episodes episodes. */
 static int
-s_evaluate(const s_opts_t *o, const es_ctx_t *ctx, uint64_t iter, double *mean, uint64_t *steps)
+s_evaluate(const es_opts_t *o, const es_ctx_t *ctx, uint64_t iter, double *mean, uint64_t *steps)
 {
     size_t n = (size_t)o->eval_episodes;
     s_eval_t e = {.ctx = ctx, .seed = o->es.seed, .iter = iter};
@@ -222,275 +167,6 @@ s_evaluate(const s_opts_t *o, const es_ctx_t *ctx, uint64_t iter, double *mean, 
     return rc;
 }
 
-/* --- command line ------------------------------------------------------------------- */
-
-static void
-s_usage(FILE *f)
-{
-    fprintf(f,
-            "usage: es_local --env cartpole|pendulum [--seed N] [--json] [options]\n"
-            "  --threads N        evaluate rollouts on N threads (default 1)\n"
-            "  --max-iters N      stop after N iterations\n"
-            "  --max-seconds S    stop after S seconds (default 60 cartpole, 180 pendulum)\n"
-            "  --pop N            antithetic pairs per iteration\n"
-            "  --episodes N       episodes per perturbation\n"
-            "  --sigma X          perturbation scale\n"
-            "  --lr X             Adam step size\n"
-            "  --l2 X             weight decay\n"
-            "  --hidden W[,W...]  hidden layer widths (0: linear policy)\n"
-            "  --noise-len N      noise table floats (default %zu)\n"
-            "  --noise-seed N     noise table seed (default %u)\n"
-            "  --eval-every N     evaluate every N iterations\n"
-            "  --eval-episodes N  episodes per evaluation (default 100)\n"
-            "  --shared-env-seed, --no-shared-env-seed\n"
-            "                     do all rollouts of an iteration start from the same states\n"
-            "                     (default: pendulum yes, cartpole no)\n"
-            "  --obs-norm, --no-obs-norm\n"
-            "                     normalise observations (default: cartpole yes, pendulum no)\n"
-            "  --progress, --quiet  force progress lines on stderr on or off\n",
-            ES_NOISE_DEFAULT_LEN, ES_NOISE_DEFAULT_SEED);
-}
-
-static bool
-s_parse_u64(const char *s, uint64_t *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 0);
-    if (errno || end == s || *end || *s == '-')
-        return false;
-    *out = v;
-    return true;
-}
-
-static bool
-s_parse_int(const char *s, long lo, long hi, long *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 0);
-    if (errno || end == s || *end || v < lo || v > hi)
-        return false;
-    *out = v;
-    return true;
-}
-
-static bool
-s_parse_double(const char *s, double *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !(v >= 0))
-        return false;
-    *out = v;
-    return true;
-}
-
-static bool
-s_parse_hidden(const char *s, s_opts_t *o)
-{
-    if (strcmp(s, "0") == 0) {
-        o->n_hidden = 0;
-        return true;
-    }
-    int n = 0;
-    const char *p = s;
-    while (*p) {
-        char *end;
-        long w = strtol(p, &end, 10);
-        if (end == p || w < 1 || w > ES_POLICY_MAX_WIDTH || n == ES_POLICY_MAX_HIDDEN)
-            return false;
-        o->hidden[n++] = (int)w;
-        if (*end == ',')
-            end++;
-        else if (*end)
-            return false;
-        p = end;
-    }
-    o->n_hidden = n;
-    return n > 0;
-}
-
-enum {
-    O_ENV = 256,
-    O_SEED,
-    O_JSON,
-    O_THREADS,
-    O_MAX_ITERS,
-    O_MAX_SECONDS,
-    O_POP,
-    O_EPISODES,
-    O_SIGMA,
-    O_LR,
-    O_L2,
-    O_HIDDEN,
-    O_NOISE_LEN,
-    O_NOISE_SEED,
-    O_EVAL_EVERY,
-    O_EVAL_EPISODES,
-    O_SHARED,
-    O_NO_SHARED,
-    O_OBS_NORM,
-    O_NO_OBS_NORM,
-    O_PROGRESS,
-    O_QUIET,
-    O_HELP
-};
-
-/* Parse argv into o: 0, or 2 after printing why. The environment is
-   needed first (it picks the defaults), so it is found in a first pass. */
-static int
-s_parse(int argc, char **argv, s_opts_t *o)
-{
-    static const struct option opts[] = {
-        {"env", required_argument, NULL, O_ENV},
-        {"seed", required_argument, NULL, O_SEED},
-        {"json", no_argument, NULL, O_JSON},
-        {"threads", required_argument, NULL, O_THREADS},
-        {"max-iters", required_argument, NULL, O_MAX_ITERS},
-        {"max-seconds", required_argument, NULL, O_MAX_SECONDS},
-        {"pop", required_argument, NULL, O_POP},
-        {"episodes", required_argument, NULL, O_EPISODES},
-        {"sigma", required_argument, NULL, O_SIGMA},
-        {"lr", required_argument, NULL, O_LR},
-        {"l2", required_argument, NULL, O_L2},
-        {"hidden", required_argument, NULL, O_HIDDEN},
-        {"noise-len", required_argument, NULL, O_NOISE_LEN},
-        {"noise-seed", required_argument, NULL, O_NOISE_SEED},
-        {"eval-every", required_argument, NULL, O_EVAL_EVERY},
-        {"eval-episodes", required_argument, NULL, O_EVAL_EPISODES},
-        {"shared-env-seed", no_argument, NULL, O_SHARED},
-        {"no-shared-env-seed", no_argument, NULL, O_NO_SHARED},
-        {"obs-norm", no_argument, NULL, O_OBS_NORM},
-        {"no-obs-norm", no_argument, NULL, O_NO_OBS_NORM},
-        {"progress", no_argument, NULL, O_PROGRESS},
-        {"quiet", no_argument, NULL, O_QUIET},
-        {"help", no_argument, NULL, O_HELP},
-        {NULL, 0, NULL, 0},
-    };
-    const char *env = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--env") == 0 && i + 1 < argc)
-            env = argv[i + 1];
-        else if (strncmp(argv[i], "--env=", 6) == 0)
-            env = argv[i] + 6;
-        else if (strcmp(argv[i], "--help") == 0) {
-            s_usage(stdout);
-            exit(0);
-        }
-    }
-    memset(o, 0, sizeof *o);
-    o->env = es_env_find(env);
-    if (!o->env) {
-        fprintf(stderr, "es_local: %s\n",
-                env ? "unknown environment (cartpole, pendulum)" : "--env is required");
-        s_usage(stderr);
-        return 2;
-    }
-    s_defaults(o);
-    o->progress = -1;
-
-    int c, li = -1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "", opts, &li)) != -1) {
-        const char *a = optarg;
-        long v = 0;
-        uint64_t u = 0;
-        double d = 0;
-        bool good = true;
-        switch (c) {
-        case O_ENV:
-            break;
-        case O_SEED:
-            good = s_parse_u64(a, &o->es.seed);
-            break;
-        case O_JSON:
-            o->json = true;
-            break;
-        case O_THREADS:
-            if ((good = s_parse_int(a, 1, 64, &v)))
-                o->threads = (int)v;
-            break;
-        case O_MAX_ITERS:
-            good = s_parse_int(a, 0, 1L << 40, &o->max_iters);
-            break;
-        case O_MAX_SECONDS:
-            good = s_parse_double(a, &o->max_seconds);
-            break;
-        case O_POP:
-            if ((good = s_parse_int(a, 1, 1 << 20, &v)))
-                o->es.population = (int)v;
-            break;
-        case O_EPISODES:
-            if ((good = s_parse_int(a, 1, 1 << 20, &v)))
-                o->es.episodes = (int)v;
-            break;
-        case O_SIGMA:
-            if ((good = s_parse_double(a, &d) && d > 0))
-                o->es.sigma = d;
-            break;
-        case O_LR:
-            good = s_parse_double(a, &o->es.lr);
-            break;
-        case O_L2:
-            good = s_parse_double(a, &o->es.l2);
-            break;
-        case O_HIDDEN:
-            good = s_parse_hidden(a, o);
-            break;
-        case O_NOISE_LEN:
-            if ((good = s_parse_u64(a, &u) && u >= 1024 && u <= ((uint64_t)1 << 34)))
-                o->noise_len = (size_t)u;
-            break;
-        case O_NOISE_SEED:
-            good = s_parse_u64(a, &o->noise_seed);
-            break;
-        case O_EVAL_EVERY:
-            if ((good = s_parse_int(a, 1, 1 << 30, &v)))
-                o->eval_every = (int)v;
-            break;
-        case O_EVAL_EPISODES:
-            if ((good = s_parse_int(a, 1, 1 << 20, &v)))
-                o->eval_episodes = (int)v;
-            break;
-        case O_SHARED:
-            o->es.shared_env_seed = true;
-            break;
-        case O_NO_SHARED:
-            o->es.shared_env_seed = false;
-            break;
-        case O_OBS_NORM:
-            o->es.obs_norm = true;
-            break;
-        case O_NO_OBS_NORM:
-            o->es.obs_norm = false;
-            break;
-        case O_PROGRESS:
-            o->progress = 1;
-            break;
-        case O_QUIET:
-            o->progress = 0;
-            break;
-        default:
-            fprintf(stderr, "es_local: unknown option or missing value: %s\n", argv[optind - 1]);
-            s_usage(stderr);
-            return 2;
-        }
-        if (!good) {
-            fprintf(stderr, "es_local: bad value for --%s: %s\n", opts[li].name, a);
-            return 2;
-        }
-    }
-    if (optind < argc) {
-        fprintf(stderr, "es_local: unexpected argument: %s\n", argv[optind]);
-        return 2;
-    }
-    if (o->progress < 0)
-        o->progress = isatty(STDERR_FILENO);
-    return 0;
-}
-
 /* --- training --------------------------------------------------------------------------- */
 
 typedef struct {
@@ -507,7 +183,7 @@ typedef struct {
 } s_outcome_t;
 
 static int
-s_train(const s_opts_t *o, s_outcome_t *out)
+s_train(const es_opts_t *o, s_outcome_t *out)
 {
     const es_env_t *env = o->env;
     double t0 = s_now();
@@ -577,14 +253,14 @@ s_train(const s_opts_t *o, s_outcome_t *out)
 
         /* the solved test, on the updated weights */
         bool evaluated = false;
-        if (out->iters % (uint64_t)o->eval_every == 0 || st.ret_mean >= env->solved_return) {
+        if (out->iters % (uint64_t)o->eval_every == 0 || st.ret_mean >= o->target) {
             es_ctx(es, env, &pol, &ctx);
             rc = s_evaluate(o, &ctx, out->iters, &out->eval_mean, &out->steps);
             if (rc)
                 goto done;
             out->episodes += (uint64_t)o->eval_episodes;
             out->eval_iter = out->iters;
-            out->solved = out->eval_mean >= env->solved_return;
+            out->solved = out->eval_mean >= o->target;
             evaluated = true;
         }
         double now = s_now();
@@ -613,7 +289,7 @@ s_train(const s_opts_t *o, s_outcome_t *out)
             goto done;
         out->episodes += (uint64_t)o->eval_episodes;
         out->eval_iter = out->iters;
-        out->solved = out->eval_mean >= env->solved_return;
+        out->solved = out->eval_mean >= o->target;
     }
     out->hash = es_weights_hash(es);
     rc = 0;
@@ -637,10 +313,12 @@ done:
 int
 main(int argc, char **argv)
 {
-    s_opts_t o;
-    int rc = s_parse(argc, argv, &o);
+    es_opts_t o;
+    int rc = es_opts_parse(&o, argc, argv, "es_local", ES_OPTS_LOCAL);
     if (rc)
-        return rc;
+        return rc < 0 ? 0 : rc;
+    if (o.progress < 0)
+        o.progress = isatty(STDERR_FILENO);
     s_outcome_t out;
     rc = s_train(&o, &out);
     if (rc)

@@ -205,10 +205,14 @@ s_handle(db_client_t *self, zsock_t *sock, int shard)
             char text[256];
             net_error_decode(body, &code, text, sizeof text);
             log_info("shard %d: %s", shard, text);
-            if ((code == LUX_ECORRUPT || code == LUX_EINVAL || code == LUX_EPROTO) &&
+            if ((code == LUX_ECORRUPT || code == LUX_EINVAL || code == LUX_EPROTO ||
+                 code == LUX_ENOSYS) &&
                 !self->refused) {
-                /* resending the same bytes cannot help; keep them (nothing
-                   is dropped) and make sync and append fail with this */
+                /* resending the same bytes cannot help (a record the head
+                   cannot decode, a misrouted key, a kind it does not know):
+                   keep them (nothing is dropped) and make sync and append
+                   fail with this. ESHARD, EEPOCH, ESTATE: a stale
+                   configuration, asked for again below */
                 log_error("shard %d refused an append: %s", shard, text);
                 self->refused = code;
                 snprintf(self->refused_msg, sizeof self->refused_msg, "shard %d refused an "
@@ -226,6 +230,20 @@ s_handle(db_client_t *self, zsock_t *sock, int shard)
     zframe_destroy(&body);
     zmsg_destroy(&msg);
     return n;
+}
+
+int
+db_client_pollitems(db_client_t *self, zmq_pollitem_t *items, int max)
+{
+    int k = 0;
+    if (k < max)
+        items[k++] = (zmq_pollitem_t) {zsock_resolve(self->master), 0, ZMQ_POLLIN, 0};
+    if (k < max)
+        items[k++] = (zmq_pollitem_t) {zsock_resolve(self->cfg), 0, ZMQ_POLLIN, 0};
+    for (uint32_t s = 0; s < self->cluster.shards && k < max; s++)
+        if (self->shards[s].sk)
+            items[k++] = (zmq_pollitem_t) {zsock_resolve(self->shards[s].sk), 0, ZMQ_POLLIN, 0};
+    return k;
 }
 
 int
@@ -459,6 +477,15 @@ uint64_t
 db_client_unacked(const db_client_t *self)
 {
     return self->unacked;
+}
+
+uint64_t
+db_client_inflight(const db_client_t *self)
+{
+    uint64_t n = 0;
+    for (uint32_t s = 0; s < self->cluster.shards; s++)
+        n += self->shards[s].fly_events;
+    return n;
 }
 
 uint64_t

@@ -52,12 +52,20 @@ int db_client_sync(db_client_t *self, int timeout_ms);
    acknowledged. */
 int db_client_poll(db_client_t *self, int timeout_ms);
 
+/* The sockets db_client_poll reads, for a caller's own poll loop (they
+   change when a chain is reconfigured: ask again before each poll). Fills
+   up to max items (POLLIN) and returns how many. */
+int db_client_pollitems(db_client_t *self, zmq_pollitem_t *items, int max);
+
+/* Events sent and not yet acknowledged (queued ones not counted). */
+uint64_t db_client_inflight(const db_client_t *self);
+
 /* Events queued or in flight and not yet acknowledged. */
 uint64_t db_client_unacked(const db_client_t *self);
 
 /* The seq the head gave to the newest acknowledged event of a shard, and
-   that event's cseq: every event of ours in that shard up to it is in the
-   log. */
+   that event's cseq (an APPEND_ACK names one event: doc/protocol.md
+   11.4): every event of ours in that shard up to it is in the log. */
 uint64_t db_client_acked_seq(const db_client_t *self, uint32_t shard);
 uint64_t db_client_acked_cseq(const db_client_t *self, uint32_t shard);
 

@@ -60,13 +60,25 @@ db_cluster_replica_ep(const db_cluster_t *c, uint32_t shard, uint32_t index, int
     return out;
 }
 
+/* The master's tcp endpoint at port: to bind, the listen host as it is;
+   to connect, an address of it (a wildcard such as 0.0.0.0 cannot be
+   connected to, or reaches only this machine). */
+static char *
+s_master_tcp(const db_cluster_t *c, int port, bool bind, char *out, size_t n)
+{
+    char host[DB_EP_MAX];
+    if (bind || net_host_address(c->listen + 6, host, sizeof host))
+        snprintf(host, sizeof host, "%s", c->listen + 6);
+    snprintf(out, n, "tcp://%s:%d", host, port);
+    return out;
+}
+
 char *
 db_cluster_master_ep(const db_cluster_t *c, char *out, size_t n)
 {
     if (db_cluster_tcp(c))
-        snprintf(out, n, "%s:%d", c->listen, c->master_port);
-    else
-        snprintf(out, n, "ipc://%s/master", c->sock_dir);
+        return s_master_tcp(c, c->master_port, false, out, n);
+    snprintf(out, n, "ipc://%s/master", c->sock_dir);
     return out;
 }
 
@@ -74,10 +86,17 @@ char *
 db_cluster_master_pub(const db_cluster_t *c, char *out, size_t n)
 {
     if (db_cluster_tcp(c))
-        snprintf(out, n, "%s:%d", c->listen, c->master_port + 1);
-    else
-        snprintf(out, n, "ipc://%s/master-pub", c->sock_dir);
+        return s_master_tcp(c, c->master_port + 1, false, out, n);
+    snprintf(out, n, "ipc://%s/master-pub", c->sock_dir);
     return out;
+}
+
+char *
+db_cluster_master_bind(const db_cluster_t *c, bool pub, char *out, size_t n)
+{
+    if (db_cluster_tcp(c))
+        return s_master_tcp(c, c->master_port + (pub ? 1 : 0), true, out, n);
+    return pub ? db_cluster_master_pub(c, out, n) : db_cluster_master_ep(c, out, n);
 }
 
 /* Pick the socket directory: DIR/sock when ipc paths fit in a sockaddr_un

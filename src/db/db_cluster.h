@@ -56,11 +56,16 @@ char *db_cluster_path(const db_cluster_t *c, char *out, size_t n, const char *re
 char *db_cluster_replica_db(const db_cluster_t *c, uint32_t shard, uint32_t index, char *out,
                             size_t n);
 /* The endpoint a replica binds for kind (for tcp, HOST:* - the port is
-   chosen at bind and reported to the master). */
+   chosen at bind, and the replica reports it to the master with an
+   address peers can connect to: net_advertise). */
 char *db_cluster_replica_ep(const db_cluster_t *c, uint32_t shard, uint32_t index, int kind,
                             char *out, size_t n);
+/* The master's ROUTER and PUB, to connect to (for tcp on a wildcard
+   listen host such as 0.0.0.0, this machine's address: net_host_address). */
 char *db_cluster_master_ep(const db_cluster_t *c, char *out, size_t n);
 char *db_cluster_master_pub(const db_cluster_t *c, char *out, size_t n);
+/* The master's ROUTER (pub false) or PUB, to bind: the listen host as it is. */
+char *db_cluster_master_bind(const db_cluster_t *c, bool pub, char *out, size_t n);
 bool db_cluster_tcp(const db_cluster_t *c);
 
 #endif

@@ -4,7 +4,10 @@
 
         offset  size  field
         0       8     ts      i64, ns since the Unix epoch (set by the head)
-        8       2     kind    u16, enum db_kind
+        8       2     kind    u16, enum db_kind; a code this version does
+                              not know decodes too (the layout does not
+                              depend on the kind), so that replicas and
+                              readers carry a newer version's kinds through
         10      4     mask    u32, presence bits of the optional fields
         14      ...   the optional fields whose bit is set, in this order:
                         client  16 bytes + cseq u64   (DB_F_CLIENT)
@@ -67,17 +70,24 @@ db_kind_code(const char *name)
     return 0;
 }
 
+/* The presence bit of each key field, for DB_KINDS' third column. */
+#define S_BIT_job DB_F_JOB
+#define S_BIT_task DB_F_TASK
+#define S_BIT_actor DB_F_ACTOR
+#define S_BIT_node DB_F_NODE
+
 const util_id_t *
 db_event_key(const db_event_t *e)
 {
+    static const util_id_t zero;
     switch (e->kind) {
 #define X(name, code, keyf)                                                   \
     case code:                                                                \
-        return &e->keyf;
+        return (e->mask & S_BIT_##keyf) ? &e->keyf : &zero;
         DB_KINDS(X)
 #undef X
     }
-    return &e->job;
+    return (e->mask & DB_F_JOB) ? &e->job : &zero;
 }
 
 void
@@ -168,8 +178,6 @@ db_event_decode(db_event_t *e, const uint8_t *p, size_t n)
     if (e->mask & ~(uint32_t) DB_F_ALL)
         return util_err(LUX_ECORRUPT, "event record has unknown field bits 0x%x",
                         e->mask & ~(uint32_t) DB_F_ALL);
-    if (!db_kind_name(e->kind))
-        return util_err(LUX_ECORRUPT, "event record has unknown kind %u", e->kind);
     if (e->mask & DB_F_CLIENT) {
         const uint8_t *c = util_rd_take(&r, 16);
         if (c)
@@ -214,8 +222,8 @@ db_event_decode(db_event_t *e, const uint8_t *p, size_t n)
         e->body_len = (uint32_t) len;
     }
     if (r.bad)
-        return util_err(LUX_ECORRUPT, "event record of %zu bytes is truncated (kind %s)", n,
-                        db_kind_name(e->kind));
+        return util_err(LUX_ECORRUPT, "event record of %zu bytes is truncated (kind %u)", n,
+                        e->kind);
     if (util_rd_left(&r) != 0)
         return util_err(LUX_ECORRUPT, "event record has %zu trailing bytes", util_rd_left(&r));
     memcpy(e->hash, p + n - DB_HASH_LEN, DB_HASH_LEN);

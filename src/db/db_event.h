@@ -99,12 +99,16 @@ typedef struct {
     uint8_t hash[DB_HASH_LEN]; /* chain hash: see db_event_chain() */
 } db_event_t;
 
-/* Name of a kind ("task_submitted"), or NULL for an unknown code. */
+/* Name of a kind ("task_submitted"), or NULL for a code this version does
+   not know (show it by number: "kind#42"). */
 const char *db_kind_name(int kind);
 /* Code of a kind name, or 0. */
 int db_kind_code(const char *name);
 
-/* The ID that decides the event's shard. */
+/* The ID that decides the event's shard: the field DB_KINDS names for its
+   kind (the job for a kind this version does not know), or the zero ID
+   when that field is absent (its presence bit is clear), whatever the
+   struct holds there: a client and the head that checks it must agree. */
 const util_id_t *db_event_key(const db_event_t *e);
 
 /* Append the canonical record of e to b (see db_event.c). The record holds
@@ -112,7 +116,11 @@ const util_id_t *db_event_key(const db_event_t *e);
 void db_event_encode(const db_event_t *e, util_buf_t *b);
 
 /* Decode one record of n bytes into e (pointers into p). seq is not in the
-   record: the caller sets it. 0, or LUX_ECORRUPT naming what is wrong. */
+   record: the caller sets it. 0, or LUX_ECORRUPT naming what is wrong.
+   A kind this version does not know is not wrong: the record decodes
+   (db_kind_name gives NULL for it), so that a replica or a reader of an
+   older version stores, forwards and shows a newer version's events.
+   Only the head refuses such kinds (it cannot tell their key). */
 int db_event_decode(db_event_t *e, const uint8_t *p, size_t n);
 
 /* Offsets inside a record, for patching at the head. */

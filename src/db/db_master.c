@@ -179,15 +179,40 @@ s_on_join(s_master_t *self, zframe_t *rid, const net_hdr_t *h, zframe_t *body)
         return;
     }
     uint32_t index = util_rd32(zframe_data(body));
+    uint64_t last = util_rd64(zframe_data(body) + 4);
     db_chain_t *c = &self->chains[h->shard];
     if (index >= self->cluster.replicas || !s_slot(self, h->shard, index)->heard) {
         s_complain(self, "JOIN from an unknown replica");
         return;
     }
-    if (db_chain_find(c, index) < 0 && c->n < self->cluster.replicas) {
+    if (db_chain_find(c, index) < 0 && c->n < self->cluster.replicas && c->n > 0) {
+        /* A joiner becomes the tail, whose log is by definition the
+           committed one: it must hold everything the tail has committed,
+           as far as we know it (the tail's last heartbeat; what the tail
+           commits after that reaches the joiner over the new link, see
+           the recovery window in doc/protocol.md 8.3). */
+        const db_member_t *tail = &c->m[c->n - 1];
+        const s_slot_t *ts = s_slot(self, h->shard, tail->index);
+        if (!ts->heard || last < ts->beat.last) {
+            char text[200];
+            if (ts->heard)
+                snprintf(text, sizeof text, "shard %u: replica %u asked to join at seq %llu, but "
+                         "the tail (replica %u) has seq %llu: catch up first", h->shard, index,
+                         (unsigned long long) last, tail->index,
+                         (unsigned long long) ts->beat.last);
+            else
+                snprintf(text, sizeof text, "shard %u: replica %u asked to join at seq %llu, but "
+                         "the tail (replica %u) has not reported its last seq yet", h->shard,
+                         index, (unsigned long long) last, tail->index);
+            log_info("%s", text);
+            zmsg_t *e = net_error_msg(h->shard, c->epoch, LUX_EGAP, "%s", text);
+            zmsg_prepend(e, &(zframe_t *) {zframe_dup(rid)});
+            zmsg_send(&e, self->router);
+            return;
+        }
         char why[96];
         snprintf(why, sizeof why, "replica %u joined at the tail at seq %llu", index,
-                 (unsigned long long) util_rd64(zframe_data(body) + 4));
+                 (unsigned long long) last);
         c->m[c->n].index = index;
         c->n++;
         s_changed(self, c, why);
@@ -236,13 +261,14 @@ s_on_router(zloop_t *loop, zsock_t *sock, void *arg)
     zframe_t *hf = msg ? zmsg_pop(msg) : NULL;
     zframe_t *body = msg ? zmsg_pop(msg) : NULL;
     net_hdr_t h;
+    int rc;
     if (!msg)
         return 0;
-    if (net_hdr_decode(&h, hf)) {
+    if ((rc = net_hdr_decode(&h, hf))) {
         char text[256];
         snprintf(text, sizeof text, "%s", lux_errmsg());
         s_complain(self, text);
-        zmsg_t *e = net_error_msg(NET_NO_SHARD, 0, LUX_EPROTO, "%s", text);
+        zmsg_t *e = net_error_msg(NET_NO_SHARD, 0, rc, "%s", text);
         zmsg_prepend(e, &rid);
         zmsg_send(&e, sock);
     } else if (h.type == NET_HEARTBEAT) {
@@ -326,9 +352,10 @@ s_actor(zsock_t *pipe, void *arg)
     self->chains = calloc(self->cluster.shards, sizeof *self->chains);
     self->slots = calloc(self->cluster.shards * self->cluster.replicas, sizeof *self->slots);
     if (!self->chains || !self->slots || s_load(self) ||
-        !(self->router = net_bind(ZMQ_ROUTER, db_cluster_master_ep(&self->cluster, ep, sizeof ep),
+        !(self->router = net_bind(ZMQ_ROUTER,
+                                  db_cluster_master_bind(&self->cluster, false, ep, sizeof ep),
                                   self->sec, NULL, 0)) ||
-        !(self->pub = net_bind(ZMQ_PUB, db_cluster_master_pub(&self->cluster, ep, sizeof ep),
+        !(self->pub = net_bind(ZMQ_PUB, db_cluster_master_bind(&self->cluster, true, ep, sizeof ep),
                                self->sec, NULL, 0))) {
         snprintf(self->err, sizeof self->err, "%s", lux_errmsg());
         zsock_signal(pipe, 1);

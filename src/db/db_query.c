@@ -27,7 +27,7 @@
 
 /* Unions of the per-shard views; `events` comes from sql/span.sql. */
 static const char *s_views[] = {"event",  "tasks",       "retries", "objects",
-                                "task_deps", "actors", "actor_calls", "nodes", "jobs"};
+                                "task_deps", "actors", "actor_calls", "actor_restarts", "nodes", "jobs"};
 
 struct db_query_t {
     sqlite3 *db;

@@ -4,7 +4,7 @@
     (as s0, s1, ...; the tail holds exactly the committed events), and
     defines temporary views of the same names as the per-shard views of
     sql/views.sql that span all shards, with a `shard` column in front:
-    events, tasks, retries, objects, task_deps, actors, actor_calls, nodes,
+    events, tasks, retries, objects, task_deps, actors, actor_calls, actor_restarts, nodes,
     jobs, and `event` for the raw rows. It also registers the table-valued
     function lineage(object_id), which walks from an object (40 hex digits,
     or 32 for a task) to every task it depends on, across shards, using the

@@ -70,8 +70,8 @@ s_worker(zsock_t *pipe, void *arg)
         uint32_t count = 0;
         job->rc = db_store_refresh(store);
         job->last = db_store_last_seq(store);
-        net_batch_begin(&job->buf, job->from ? job->from : 1);
-        if (!job->rc && job->from && job->from <= job->last)
+        net_batch_begin(&job->buf, job->from);
+        if (!job->rc && job->from <= job->last)
             job->rc = db_store_read(store, job->from, job->max, job->max_bytes, &job->buf, &count);
         net_batch_end(&job->buf, count);
         if (!job->rc && job->buf.oom)
@@ -140,17 +140,19 @@ s_on_read(zloop_t *loop, zsock_t *sock, void *arg)
     zframe_t *rid, *hf, *body;
     net_hdr_t h;
     char text[256];
+    int rc;
 
     if (!msg)
         return 0;
     rid = zmsg_pop(msg);
     hf = zmsg_pop(msg);
     body = zmsg_pop(msg);
-    if (net_hdr_decode(&h, hf)) {
+    if ((rc = net_hdr_decode(&h, hf))) {
+        /* EPROTO, or ENOSYS for another protocol version */
         snprintf(text, sizeof text, "%s", lux_errmsg());
         s_complain(self, text);
         if (rid)
-            s_error(self, &rid, LUX_EPROTO, text);
+            s_error(self, &rid, rc, text);
         goto done;
     }
     if (h.type == NET_PING) {
@@ -168,13 +170,31 @@ s_on_read(zloop_t *loop, zsock_t *sock, void *arg)
         s_error(self, &rid, LUX_EPROTO, text);
         goto done;
     }
+    if (h.shard != self->shard) {
+        /* a stale configuration (a tcp port now bound by another shard's
+           replica) or a bug: either way, ask the master */
+        snprintf(text, sizeof text, "READ for shard %u at the read endpoint of shard %u",
+                 h.shard, self->shard);
+        s_complain(self, text);
+        s_error(self, &rid, LUX_ESHARD, text);
+        goto done;
+    }
     uint64_t epoch = atomic_load(&self->state->epoch);
-    if (h.shard != self->shard || h.epoch != epoch || !atomic_load(&self->state->is_tail)) {
-        snprintf(text, sizeof text, "shard %u: READ for shard %u epoch %llu refused: %s epoch %llu",
-                 self->shard, h.shard, (unsigned long long) h.epoch,
+    if (h.epoch != epoch || !atomic_load(&self->state->is_tail)) {
+        snprintf(text, sizeof text, "shard %u: READ at epoch %llu refused: %s epoch %llu",
+                 self->shard, (unsigned long long) h.epoch,
                  atomic_load(&self->state->is_tail) ? "this tail is at" : "not the tail at",
                  (unsigned long long) epoch);
         s_error(self, &rid, h.epoch != epoch ? LUX_EEPOCH : LUX_ESTATE, text);
+        goto done;
+    }
+    const uint8_t *p = zframe_data(body);
+    if (util_rd64(p + 8) == 0) {
+        /* there is no record 0: the chain starts at the genesis hash,
+           which a reader computes (doc/protocol.md 7) */
+        snprintf(text, sizeof text, "shard %u: READ from seq 0: seqs start at 1 (the hash "
+                 "before seq 1 is the genesis, computed, not read)", self->shard);
+        s_error(self, &rid, LUX_EINVAL, text);
         goto done;
     }
     s_job_t *job = calloc(1, sizeof *job);
@@ -182,7 +202,6 @@ s_on_read(zloop_t *loop, zsock_t *sock, void *arg)
         s_error(self, &rid, LUX_ENOMEM, "out of memory");
         goto done;
     }
-    const uint8_t *p = zframe_data(body);
     job->rid = rid;
     rid = NULL;
     job->req = util_rd64(p);
@@ -190,7 +209,8 @@ s_on_read(zloop_t *loop, zsock_t *sock, void *arg)
     job->max = util_rd32(p + 16);
     job->max_bytes = util_rd32(p + 20);
     job->epoch = epoch;
-    if (job->max > DB_READ_MAX)
+    /* 0 in either limit asks for the tail's own limit */
+    if (job->max > DB_READ_MAX || job->max == 0)
         job->max = DB_READ_MAX;
     if (job->max_bytes > DB_READ_MAX_BYTES || job->max_bytes == 0)
         job->max_bytes = DB_READ_MAX_BYTES;

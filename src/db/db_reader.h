@@ -11,8 +11,13 @@
     DB_CKPT_PAGES pages, or a second after the last one if anything was
     written, so that the work per event does not depend on the rate.
 
-    READ body:     req u64, from u64, max u32, max_bytes u32
+    READ body:     req u64, from u64 (1 or more: 0 is refused, EINVAL),
+                   max u32, max_bytes u32 (0 or more than DB_READ_MAX and
+                   DB_READ_MAX_BYTES: those limits)
     READ_REP body: req u64, last u64 (the tail's last seq); frame 2: batch
+    A READ whose header names another shard is refused with ESHARD, one at
+    another epoch with EEPOCH, one at a replica that is not the tail with
+    ESTATE.
 */
 #ifndef DB_READER_H_INCLUDED
 #define DB_READER_H_INCLUDED

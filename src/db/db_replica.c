@@ -16,12 +16,21 @@
     Batches stay in `pending` until acknowledged, so a new successor can be
     sent what it lacks; older events are read back from SQLite.
 
-    EPOCHS. Every message carries the sender's epoch of the chain. HELLO,
-    FORWARD, SYNC and CHAIN_ACK must match ours exactly; an APPEND is
-    accepted whatever the client's epoch while we are the head, because
-    safety comes from the chain: a stale head's FORWARD is refused by its
-    successor, so nothing it takes is ever acknowledged, and refusing
-    appends during every reconfiguration would only stall clients.
+    EPOCHS. Every message carries the sender's epoch of the chain. The
+    links between replicas are checked at both ends, differently:
+      - a HELLO or FORWARD (predecessor to us) from another epoch is
+        refused with EEPOCH, and one from a newer epoch makes us ask the
+        master (we are behind); the predecessor HELLOs again;
+      - a SYNC or CHAIN_ACK (successor to us) from another epoch is
+        dropped without an answer: the successor sends them only on a
+        link it accepted at its epoch, so they are late answers on a link
+        of a configuration we have since left, and the link of our
+        current epoch is set up afresh by our HELLO.
+    An APPEND is accepted whatever the client's epoch while we are the
+    head, because safety comes from the chain: a stale head's FORWARD is
+    refused by its successor, so nothing it takes is ever acknowledged,
+    and refusing appends during every reconfiguration would only stall
+    clients.
 
     IDEMPOTENCE. A client's event IDs are dense per shard (cseq 1, 2, 3...)
     and the head takes them strictly in order: a record at or below the
@@ -73,9 +82,9 @@ typedef struct s_batch {
 
 typedef struct {
     zframe_t *rid;    /* the client's routing ID on the append socket */
-    util_id_t client; /* acknowledged event ID: client, cseq */
-    uint64_t cseq;
-    uint64_t seq;     /* acknowledge once the tail committed this seq */
+    util_id_t client; /* the event ID to acknowledge: the newest we had */
+    uint64_t cseq;    /* from this client when it appended, and... */
+    uint64_t seq;     /* ...that event's seq: answer once the tail has it */
 } s_waiter_t;
 
 typedef struct {
@@ -177,6 +186,20 @@ s_send(zsock_t *sock, zframe_t *rid, int type, uint32_t shard, uint64_t epoch, c
     if (body2)
         zmsg_addmem(m, body2, n2);
     zmsg_send(&m, sock);
+}
+
+/* A message whose header names another shard than ours: ESHARD, so that
+   a peer with a stale configuration (a tcp port now bound by a replica of
+   another shard) asks the master again. */
+static void
+s_wrong_shard(s_rep_t *self, zsock_t *sock, zframe_t **rid_p, const net_hdr_t *h,
+              const char *endpoint)
+{
+    char text[200];
+    snprintf(text, sizeof text, "%s for shard %u at the %s endpoint of shard %u replica %u",
+             net_type_name(h->type), h->shard, endpoint, self->shard, self->index);
+    s_complain(self, endpoint, text);
+    s_send_error(self, sock, rid_p, LUX_ESHARD, text);
 }
 
 static bool
@@ -599,22 +622,23 @@ s_on_chain(zloop_t *loop, zsock_t *sock, void *arg)
     zframe_t *hf = msg ? zmsg_pop(msg) : NULL;
     zframe_t *body = msg ? zmsg_pop(msg) : NULL;
     net_hdr_t h;
+    int rc;
 
     if (!msg)
         return 0;
-    if (net_hdr_decode(&h, hf) || h.shard != self->shard) {
+    if ((rc = net_hdr_decode(&h, hf))) {
         char text[256];
-        snprintf(text, sizeof text, "%s", h.shard != self->shard && !net_hdr_decode(&h, hf)
-                                              ? "message for another shard"
-                                              : lux_errmsg());
+        snprintf(text, sizeof text, "%s", lux_errmsg());
         s_complain(self, "chain", text);
-        s_send_error(self, sock, &rid, LUX_EPROTO, text);
+        s_send_error(self, sock, &rid, rc, text);
+    } else if (h.type == NET_PING) {
+        s_send(sock, rid, NET_PONG, self->shard, self->cfg.epoch, NULL, 0, NULL, 0);
+    } else if (h.shard != self->shard) {
+        s_wrong_shard(self, sock, &rid, &h, "chain");
     } else if (h.type == NET_HELLO) {
         s_on_hello(self, &rid, &h, body);
     } else if (h.type == NET_FORWARD) {
         s_on_forward(self, &rid, &h, body);
-    } else if (h.type == NET_PING) {
-        s_send(sock, rid, NET_PONG, self->shard, self->cfg.epoch, NULL, 0, NULL, 0);
     } else if (h.type != NET_ERROR) {
         char text[128];
         snprintf(text, sizeof text, "unexpected %s on the chain endpoint", net_type_name(h.type));
@@ -652,7 +676,9 @@ s_on_succ(zloop_t *loop, zsock_t *sock, void *arg)
             s_send(self->sk_master, NULL, NET_CONFIG_REQ, self->shard, 0, NULL, 0, NULL, 0);
         self->succ_synced = false; /* HELLO again from the heartbeat */
     } else if (h.epoch != self->cfg.epoch) {
-        /* a late answer from an older configuration */
+        /* a SYNC or CHAIN_ACK on a link of another configuration (a late
+           answer to what we sent before our epoch changed): dropped, the
+           HELLO of our epoch sets the link up again (see EPOCHS) */
     } else if (h.type == NET_SYNC && body && zframe_size(body) == 8 + DB_HASH_LEN) {
         uint64_t last = util_rd64(zframe_data(body));
         if (last > self->commit_seq) {
@@ -741,10 +767,14 @@ s_wait(s_rep_t *self, zframe_t **rid_p, const util_id_t *client, uint64_t cseq, 
     *rid_p = NULL;
 }
 
-/* Check every record of an APPEND before taking any: one client, strictly
-   increasing cseq, records that decode. 0 or a code with text. */
+/* Check every record of an APPEND before taking any: records that decode,
+   of kinds we know, each in the shard of its key, one client, strictly
+   increasing cseq. 0 or a code with text. The head is the log's gate:
+   replicas behind it carry whatever it took, kinds they do not know
+   included (doc/protocol.md 13). */
 static int
-s_check_append(const net_batch_t *in, util_id_t *client, uint64_t *first, char *text, size_t n)
+s_check_append(const s_rep_t *self, const net_batch_t *in, util_id_t *client, uint64_t *first,
+               char *text, size_t n)
 {
     net_batch_it_t it;
     uint64_t seq, prev = 0;
@@ -757,6 +787,21 @@ s_check_append(const net_batch_t *in, util_id_t *client, uint64_t *first, char *
         if (db_event_decode(&e, rec, len)) {
             snprintf(text, n, "record %u: %s", i, lux_errmsg());
             return LUX_ECORRUPT;
+        }
+        if (!db_kind_name(e.kind)) {
+            /* we cannot tell its key, so not its shard: a newer client
+               than this head (upgrade the replicas first) */
+            snprintf(text, n, "record %u: kind %u is unknown to shard %u replica %u (a newer "
+                     "client than this replica?)", i, e.kind, self->shard, self->index);
+            return LUX_ENOSYS;
+        }
+        uint32_t home = util_id_shard(db_event_key(&e), self->cluster.shards);
+        if (home != self->shard) {
+            char hex[UTIL_ID_HEX];
+            snprintf(text, n, "record %u: a %s event belongs to the shard of its key (%s), "
+                     "shard %u, not shard %u", i, db_kind_name(e.kind),
+                     util_id_hex(db_event_key(&e), hex), home, self->shard);
+            return LUX_EINVAL;
         }
         if (!(e.mask & DB_F_CLIENT) || e.cseq == 0) {
             snprintf(text, n, "record %u has no event ID (client, cseq)", i);
@@ -801,7 +846,7 @@ s_append(s_rep_t *self, zframe_t **rid_p, const net_hdr_t *h, zframe_t *body)
         return;
     }
     uint64_t first = 0;
-    if ((rc = s_check_append(&in, &client, &first, text, sizeof text))) {
+    if ((rc = s_check_append(self, &in, &client, &first, text, sizeof text))) {
         s_complain(self, "append", text);
         s_send_error(self, self->sk_append, rid_p, rc, text);
         return;
@@ -821,7 +866,7 @@ s_append(s_rep_t *self, zframe_t **rid_p, const net_hdr_t *h, zframe_t *body)
     }
     /* the records are ours to change: set ts and the hash in place */
     net_batch_it_t it;
-    uint64_t ignore, last_cseq = 0;
+    uint64_t ignore;
     const uint8_t *rec;
     size_t len;
     s_batch_t *b = NULL;
@@ -831,7 +876,6 @@ s_append(s_rep_t *self, zframe_t **rid_p, const net_hdr_t *h, zframe_t *body)
     while (net_batch_next(&it, &ignore, &rec, &len)) {
         uint8_t *r = (uint8_t *) rec;
         uint64_t cseq = util_rd64(r + 14 + 16); /* DB_F_CLIENT is the first field */
-        last_cseq = cseq;
         if (cseq <= seen->cseq)
             continue; /* applied before: resent after a failure */
         uint64_t seq = self->recv_seq + 1;
@@ -850,7 +894,10 @@ s_append(s_rep_t *self, zframe_t **rid_p, const net_hdr_t *h, zframe_t *body)
     }
     if (b)
         s_submit(self, b, taken);
-    s_wait(self, rid_p, &client, last_cseq, seen->seq);
+    /* acknowledge the newest event we have from this client, which is the
+       APPEND's last one unless the whole APPEND was a resend of older
+       ones: (cseq, seq) is always one event's pair (doc/protocol.md 11.4) */
+    s_wait(self, rid_p, &client, seen->cseq, seen->seq);
     s_admission(self);
 }
 
@@ -863,20 +910,22 @@ s_on_append(zloop_t *loop, zsock_t *sock, void *arg)
     zframe_t *hf = msg ? zmsg_pop(msg) : NULL;
     zframe_t *body = msg ? zmsg_pop(msg) : NULL;
     net_hdr_t h;
+    int rc;
 
     if (!msg)
         return 0;
-    if (net_hdr_decode(&h, hf)) {
+    if ((rc = net_hdr_decode(&h, hf))) {
         char text[256];
         snprintf(text, sizeof text, "%s", lux_errmsg());
         s_complain(self, "append", text);
-        s_send_error(self, sock, &rid, LUX_EPROTO, text);
+        s_send_error(self, sock, &rid, rc, text);
+    } else if (h.type == NET_PING) {
+        /* liveness: answered whatever shard the header names */
+        s_send(sock, rid, NET_PONG, self->shard, self->cfg.epoch, NULL, 0, NULL, 0);
     } else if (h.shard != self->shard) {
-        s_send_error(self, sock, &rid, LUX_EINVAL, "APPEND for another shard");
+        s_wrong_shard(self, sock, &rid, &h, "append");
     } else if (h.type == NET_APPEND) {
         s_append(self, &rid, &h, body);
-    } else if (h.type == NET_PING) {
-        s_send(sock, rid, NET_PONG, self->shard, self->cfg.epoch, NULL, 0, NULL, 0);
     } else {
         char text[128];
         snprintf(text, sizeof text, "unexpected %s on the append endpoint", net_type_name(h.type));
@@ -1024,7 +1073,14 @@ s_on_master(zloop_t *loop, zsock_t *sock, void *arg)
         int code;
         char text[256];
         net_error_decode(body, &code, text, sizeof text);
-        log_warn("chain master: %s", text);
+        if (code == LUX_EGAP && self->state == DB_RS_JOINING && self->join == J_WAIT) {
+            /* the tail had more than we fetched: fetch again, then ask */
+            log_info("chain master: %s", text);
+            self->join = J_FETCH;
+            s_join_request(self);
+        } else {
+            log_warn("chain master: %s", text);
+        }
     }
     zframe_destroy(&hf);
     zframe_destroy(&body);
@@ -1336,6 +1392,9 @@ s_teardown(s_rep_t *self)
     }
     free(self->waiters);
     zactor_destroy(&self->reader);
+    for (int k = 0; k < DB_EP_N; k++)
+        if (self->ep[k][0])
+            net_forget(self->ep[k]);
     zsock_destroy(&self->sk_append);
     zsock_destroy(&self->sk_chain);
     zsock_destroy(&self->sk_pub);

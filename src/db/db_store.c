@@ -64,6 +64,7 @@ struct db_store_t {
     sqlite3_stmt *rd;                /* range read */
     sqlite3_stmt *hash_at;           /* hash of one seq */
     sqlite3_stmt *find;              /* an event by task and kind */
+    sqlite3_stmt *actor_ev;          /* an actor's events of a kind, after an idx */
     sqlite3_stmt *seen;              /* client_seen upsert */
     sqlite3_stmt *begin, *commit, *rollback;
     util_idmap_t *clients;           /* client -> s_seen_t: newest event ID of each */
@@ -298,6 +299,7 @@ db_store_close(db_store_t **self_p)
     sqlite3_finalize(self->rd);
     sqlite3_finalize(self->hash_at);
     sqlite3_finalize(self->find);
+    sqlite3_finalize(self->actor_ev);
     sqlite3_finalize(self->seen);
     if (self->db && sqlite3_close(self->db) != SQLITE_OK)
         log_warn("%s: close: %s", self->path, sqlite3_errmsg(self->db));
@@ -761,6 +763,32 @@ db_store_find(db_store_t *self, const util_id_t *task, int kind, util_buf_t *out
         rc = s_sqlerr(self, "find");
     }
     sqlite3_reset(self->find);
+    return rc;
+}
+
+int
+db_store_actor_events(db_store_t *self, const util_id_t *actor, int kind, uint64_t after,
+                      int (*cb)(void *arg, const db_event_t *e), void *arg)
+{
+    db_event_t e;
+    int rc = 0, step;
+    if (!self->actor_ev &&
+        (rc = s_prepare(self, &self->actor_ev,
+                        "SELECT seq, ts, kind, client, cseq, job, task, parent, actor, node, idx,"
+                        " worker, attempt, status, t_start, t_end, size, name, info, fp, deps,"
+                        " body, hash FROM event WHERE actor = ?1 AND kind = ?2 AND idx > ?3"
+                        " ORDER BY seq")))
+        return rc;
+    sqlite3_bind_blob(self->actor_ev, 1, actor->b, UTIL_ID_LEN, SQLITE_STATIC);
+    sqlite3_bind_int(self->actor_ev, 2, kind);
+    sqlite3_bind_int64(self->actor_ev, 3, (int64_t) after);
+    while ((step = sqlite3_step(self->actor_ev)) == SQLITE_ROW) {
+        if ((rc = s_row(self, self->actor_ev, &e)) || cb(arg, &e))
+            break;
+    }
+    if (step != SQLITE_ROW && step != SQLITE_DONE)
+        rc = s_sqlerr(self, "actor events");
+    sqlite3_reset(self->actor_ev);
     return rc;
 }
 

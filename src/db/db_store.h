@@ -68,6 +68,12 @@ int db_store_read(db_store_t *self, uint64_t from, uint32_t max, size_t max_byte
 int db_store_find(db_store_t *self, const util_id_t *task, int kind, util_buf_t *out,
                   uint64_t *seq);
 
+/* Every event of `kind` about actor (by the actor index) whose idx is
+   above after, in log order: cb(arg, e) for each (e's pointers valid
+   during the call; cb returns nonzero to stop). 0 or a code. */
+int db_store_actor_events(db_store_t *self, const util_id_t *actor, int kind, uint64_t after,
+                          int (*cb)(void *arg, const db_event_t *e), void *arg);
+
 /* The chain hash stored at seq; LUX_ENOTFOUND when there is no such seq. */
 int db_store_hash_at(db_store_t *self, uint64_t seq, uint8_t out[DB_HASH_LEN]);
 

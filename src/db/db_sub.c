@@ -6,6 +6,15 @@
     are kept (up to S_KEEP) to be replayed once caught up. In LIVE, a
     PUBLISH that starts at or before last+1 is delivered from last+1; one
     that starts later is a gap: back to CATCHUP.
+
+    CONFIGURATION. The master pushes each change once, on its PUB; a push
+    can be lost (a SUB connects asynchronously and drops past its
+    high-water mark), so the subscriber also asks (CONFIG_REQ) at start,
+    after an ERROR from the tail, when a READ goes unanswered, when a
+    PUBLISH carries a newer epoch than ours, and when a live tail falls
+    silent: it announces its last seq every S_PUB_BEAT_MS (200 ms) or
+    heartbeat when idle, so several missed announcements mean it is dead,
+    removed, or cut off from us (doc/protocol.md 10.2, rule 8).
 */
 #include "db_sub.h"
 #include "db_chain.h"
@@ -16,6 +25,7 @@
 
 #define S_KEEP 256     /* live messages kept while catching up */
 #define S_READ 8192    /* events per READ */
+#define S_READ_WAIT_MS 2000 /* a READ unanswered this long is lost */
 
 typedef struct {
     uint64_t req, from; /* a READ in flight */
@@ -41,7 +51,10 @@ struct db_sub_t {
     zmsg_t *held;           /* the message the last delivery points into */
     int64_t cfg_ms;
     int64_t read_ms;
-    uint64_t n_reads, n_live, n_gaps;
+    int64_t heard_ms;       /* when the tail last sent anything (PUBLISH, answer) */
+    int64_t silence_ms;     /* a live tail silent this long is asked about */
+    bool drop_pushes;       /* tests: ignore the master's pushes */
+    uint64_t n_reads, n_live, n_gaps, n_silences;
 };
 
 static void
@@ -115,7 +128,10 @@ s_connect(db_sub_t *self, const db_member_t *tail)
     snprintf(self->tail_pub, sizeof self->tail_pub, "%s", tail->ep[DB_EP_PUB]);
     if (!tail->ep[DB_EP_READ][0])
         return;
-    /* subscribe first, then read: nothing falls between the two */
+    /* subscribe first, then read. The subscription takes effect some time
+       after connect returns (the slow joiner), so events published in
+       between may be missed; the next PUBLISH or announcement then starts
+       past last+1, which is a gap, and we read again */
     self->pub = net_connect(ZMQ_SUB, tail->ep[DB_EP_PUB], self->sec);
     if (self->pub) {
         zsock_set_rcvhwm(self->pub, 100000);
@@ -130,6 +146,7 @@ s_connect(db_sub_t *self, const db_member_t *tail)
         return;
     }
     net_hwm(self->rd, 0);
+    self->heard_ms = util_mono_ms(); /* give the new tail its time */
     s_catchup(self);
 }
 
@@ -176,6 +193,9 @@ db_sub_new(const db_cluster_t *cluster, net_sec_t *sec, uint32_t shard, uint64_t
     self->sec = sec;
     self->shard = shard;
     self->last = after;
+    /* a few announcement periods, as the reference subscriber waits */
+    int beat = cluster->heartbeat_ms > 200 ? cluster->heartbeat_ms : 200;
+    self->silence_ms = 5 * beat > 1000 ? 5 * beat : 1000;
     self->master = net_connect(ZMQ_DEALER, db_cluster_master_ep(cluster, ep, sizeof ep), sec);
     self->cfg = net_connect(ZMQ_SUB, db_cluster_master_pub(cluster, ep, sizeof ep), sec);
     if (!self->master || !self->cfg) {
@@ -245,6 +265,9 @@ s_on_publish(db_sub_t *self, zmsg_t **m_p, net_batch_t *out)
     if (net_hdr_decode(&h, hf) || h.type != NET_PUBLISH || h.shard != self->shard || !body ||
         net_batch_parse(&b, zframe_data(body), zframe_size(body)))
         return 0;
+    self->heard_ms = util_mono_ms();
+    if (h.epoch > self->epoch)
+        s_ask_config(self); /* the chain changed and we have not heard */
     if (!self->live) {
         if (b.count && self->nkept < S_KEEP)
             self->kept[self->nkept++] = *m_p, *m_p = NULL;
@@ -286,6 +309,7 @@ s_on_read(db_sub_t *self, zmsg_t **m_p, net_batch_t *out)
     net_batch_t b;
     if (net_hdr_decode(&h, hf))
         return 0;
+    self->heard_ms = util_mono_ms();
     if (h.type == NET_ERROR) {
         int code;
         char text[256];
@@ -383,7 +407,8 @@ db_sub_recv(db_sub_t *self, net_batch_t *out, int timeout_ms)
             if (socks[i] == self->master || socks[i] == self->cfg) {
                 zframe_t *hf = zmsg_first(m);
                 net_hdr_t h;
-                if (net_hdr_decode(&h, hf) == 0 && h.type == NET_CONFIG)
+                if (net_hdr_decode(&h, hf) == 0 && h.type == NET_CONFIG &&
+                    !(socks[i] == self->cfg && self->drop_pushes))
                     s_on_config(self, zmsg_next(m));
                 zmsg_destroy(&m);
                 break; /* sockets may have changed */
@@ -399,10 +424,21 @@ db_sub_recv(db_sub_t *self, net_batch_t *out, int timeout_ms)
                 return n;
         }
         int64_t now = util_mono_ms();
-        if (!self->rd || (!self->live && self->nreads && now - self->read_ms > 2000)) {
+        if (!self->rd || (!self->live && self->nreads && now - self->read_ms > S_READ_WAIT_MS)) {
             s_ask_config(self); /* no tail known, or it stopped answering */
-            if (self->rd && now - self->read_ms > 2000)
+            if (self->rd && now - self->read_ms > S_READ_WAIT_MS)
                 s_catchup(self);
+        } else if (self->live && now - self->heard_ms > self->silence_ms) {
+            /* not even an announcement: a dead or removed tail, and the
+               push that names the new one may be lost. Ask, and read
+               again here meanwhile (answered only if it is still the
+               tail); the answer moves us */
+            log_info("shard %u: the tail has been silent for %lld ms; asking the master",
+                     self->shard, (long long) (now - self->heard_ms));
+            self->n_silences++;
+            self->heard_ms = now;
+            s_ask_config(self);
+            s_catchup(self);
         }
         if (!self->live && self->rd && self->nreads == 0 && now - self->read_ms > 200)
             s_catchup(self);
@@ -423,4 +459,16 @@ db_sub_stats(const db_sub_t *self, uint64_t *from_reads, uint64_t *live, uint64_
     *from_reads = self->n_reads;
     *live = self->n_live;
     *gaps = self->n_gaps;
+}
+
+uint64_t
+db_sub_silences(const db_sub_t *self)
+{
+    return self->n_silences;
+}
+
+void
+db_sub_drop_pushes(db_sub_t *self, bool drop)
+{
+    self->drop_pushes = drop;
 }

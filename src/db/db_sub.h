@@ -9,7 +9,9 @@
     by reading again, and the tail's idle announcements of its last seq
     reveal gaps even when nothing new is published. When the chain's tail
     changes, the subscriber moves to the new tail and continues from the
-    last seq it delivered.
+    last seq it delivered; it learns of the change from the master's push,
+    or, when that push is lost, by asking the master once the tail has
+    been silent for a few announcement periods.
 */
 #ifndef DB_SUB_H_INCLUDED
 #define DB_SUB_H_INCLUDED
@@ -34,5 +36,12 @@ uint64_t db_sub_last(const db_sub_t *self);
 /* Counters for tests and benchmarks: events delivered from READs, events
    delivered live, and times a gap sent us back to reading. */
 void db_sub_stats(const db_sub_t *self, uint64_t *from_reads, uint64_t *live, uint64_t *gaps);
+/* Times a live tail fell silent and we asked the master again. */
+uint64_t db_sub_silences(const db_sub_t *self);
+
+/* Fault injection for tests: ignore every configuration the master pushes
+   on its PUB, as if each push were lost, so that only the subscriber's
+   own requests (CONFIG_REQ) can move it to a new tail. */
+void db_sub_drop_pushes(db_sub_t *self, bool drop);
 
 #endif

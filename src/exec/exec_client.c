@@ -17,6 +17,7 @@
 #include "../net/net_ep.h"
 #include "../net/net_wire.h"
 #include "../util/util_err.h"
+#include "../util/util_fp.h"
 #include "../util/util_hash.h"
 #include "../util/util_log.h"
 #include "../util/util_time.h"
@@ -25,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <unistd.h>
 
 #define S_BATCH 128
@@ -41,7 +43,17 @@ s_send(lux_t *lx, int type, const void *body, size_t n, const void *body2, size_
         zmsg_addmem(m, body, n);
     if (body2)
         zmsg_addmem(m, body2, n2);
-    zmsg_send(&m, lx->sk);
+    exec_client_send(lx, &m);
+}
+
+void
+exec_client_send(lux_t *lx, zmsg_t **m)
+{
+    /* a client does not run ahead of what the node has taken: wait for the
+       socket to take it all (the node never blocks, so this ends) */
+    if (exec_link_send(lx->link, m) == 0 && exec_link_pending(lx->link) &&
+        exec_link_drain(lx->link, 60000))
+        log_error("client: %s", lux_errmsg());
 }
 
 static void
@@ -174,16 +186,21 @@ exec_client_handle(lux_t *lx, zmsg_t *msg)
 bool
 exec_client_poll(lux_t *lx, int timeout_ms)
 {
-    zmq_pollitem_t it = {zsock_resolve(lx->sk), 0, ZMQ_POLLIN, 0};
-    if (zmq_poll(&it, 1, timeout_ms) <= 0)
-        return false;
-    for (int n = 0; n < 256 && (zsock_events(lx->sk) & ZMQ_POLLIN); n++) {
-        zmsg_t *m = zmsg_recv(lx->sk);
-        if (!m)
-            break;
+    zmsg_t *m = exec_link_next(lx->link);
+    if (!m) {
+        if (exec_link_dead(lx->link))
+            return false;
+        struct pollfd pf = {exec_link_fd(lx->link), POLLIN, 0};
+        if (poll(&pf, 1, timeout_ms) <= 0)
+            return false;
+        exec_link_read(lx->link);
+        if (!(m = exec_link_next(lx->link)))
+            return !exec_link_dead(lx->link);
+    }
+    do {
         exec_client_handle(lx, m);
         zmsg_destroy(&m);
-    }
+    } while ((m = exec_link_next(lx->link)));
     return true;
 }
 
@@ -197,9 +214,9 @@ exec_client_alloc(lux_t *lx, uint64_t size, uint64_t *off)
     exec_client_flush(lx);
     s_send(lx, NET_ALLOC, b, sizeof b, NULL, 0);
     for (;;) {
-        zmsg_t *m = zmsg_recv(lx->sk);
+        zmsg_t *m = exec_link_recv(lx->link, -1);
         if (!m)
-            return util_err(LUX_EINTR, "interrupted waiting for room in the object store");
+            return util_err_ctx(LUX_EDEAD, "waiting for room in the object store");
         zframe_t *hf = zmsg_first(m), *body = zmsg_next(m);
         net_hdr_t h;
         if (net_hdr_decode(&h, hf) == 0 && h.type == NET_ALLOC_REP && body &&
@@ -252,25 +269,14 @@ exec_client_connect(const char *endpoint, int kind, const char *name, const char
     }
     lx->kind = kind;
     util_id_random(&lx->id);
-    if (lx->id.b[0] == 0)
-        lx->id.b[0] = 1; /* ZeroMQ reserves routing IDs that start with a zero byte */
     util_buf_init(&lx->submit);
     util_buf_init(&lx->put);
     util_buf_init(&lx->freeb);
     util_buf_init(&lx->scratch);
     if (!(lx->objs = util_idmap_new_keyed(LUX_REF_LEN, sizeof(exec_cobj_t))))
         goto fail;
-    lx->sk = zsock_new(ZMQ_DEALER);
-    if (!lx->sk)
+    if (!(lx->link = exec_link_connect(endpoint)))
         goto fail;
-    zsock_set_linger(lx->sk, 1000);
-    /* all 16 bytes: zsock_set_identity would stop at a zero byte */
-    zmq_setsockopt(zsock_resolve(lx->sk), ZMQ_ROUTING_ID, lx->id.b, UTIL_ID_LEN);
-    net_hwm(lx->sk, 0);
-    if (zsock_connect(lx->sk, "%s", endpoint) < 0) {
-        util_err(LUX_EIO, "connect %s: %s", endpoint, zmq_strerror(zmq_errno()));
-        goto fail;
-    }
     /* hello: kind, pid, our ID, job (a fresh one for a driver) */
     if (kind == EXEC_HELLO_DRIVER)
         util_id_random(&lx->job);
@@ -284,11 +290,9 @@ exec_client_connect(const char *endpoint, int kind, const char *name, const char
     util_buf_put_blob(b, info ? info : "", info ? strlen(info) : 0);
     util_buf_put_u32(b, 0);
     s_send(lx, NET_NODE_HELLO, b->data, b->len, NULL, 0);
-    zpoller_t *p = zpoller_new(lx->sk, NULL);
-    zmsg_t *m = zpoller_wait(p, 10000) == lx->sk ? zmsg_recv(lx->sk) : NULL;
-    zpoller_destroy(&p);
+    zmsg_t *m = exec_link_recv(lx->link, 10000);
     if (!m) {
-        util_err(LUX_ETIMEDOUT, "the node manager at %s did not answer within 10 s", endpoint);
+        util_err_ctx(LUX_ETIMEDOUT, "the node manager at %s did not welcome us", endpoint);
         goto fail;
     }
     zframe_t *hf = zmsg_first(m), *body = zmsg_next(m);
@@ -341,7 +345,7 @@ exec_client_close(lux_t **lx_p, int status)
     lux_t *lx = *lx_p;
     if (!lx)
         return;
-    if (lx->sk && lx->arena) {
+    if (lx->link && lx->arena) {
         exec_client_flush(lx);
         if (lx->kind == EXEC_HELLO_DRIVER) {
             /* goodbye: the job ends; wait for the node to say it heard */
@@ -357,9 +361,9 @@ exec_client_close(lux_t **lx_p, int status)
             s_send(lx, NET_NODE_HELLO, b->data, b->len, NULL, 0);
             int64_t deadline = util_mono_ms() + 5000;
             while (util_mono_ms() < deadline) {
-                zpoller_t *p = zpoller_new(lx->sk, NULL);
-                zmsg_t *m = zpoller_wait(p, 200) == lx->sk ? zmsg_recv(lx->sk) : NULL;
-                zpoller_destroy(&p);
+                zmsg_t *m = exec_link_recv(lx->link, 200);
+                if (!m && exec_link_dead(lx->link))
+                    break;
                 if (!m)
                     continue;
                 net_hdr_t h;
@@ -374,7 +378,7 @@ exec_client_close(lux_t **lx_p, int status)
         util_idmap_each(lx->objs, s_free_value, NULL);
         util_idmap_destroy(&lx->objs);
     }
-    zsock_destroy(&lx->sk);
+    exec_link_destroy(&lx->link);
     exec_arena_destroy(&lx->arena);
     util_buf_free(&lx->submit);
     util_buf_free(&lx->put);
@@ -430,9 +434,10 @@ lux_call_opts(lux_t *lx, const lux_opts_t *opts, const char *fn, int argc, const
     const exec_fn_t *f;
     if (!lx || !fn)
         return util_err(LUX_EINVAL, "lux_call: no connection or no function name");
-    if (!(f = s_find_fn(lx, fn, &m)))
-        return util_err(LUX_ENOTFOUND, "lux_call: no function '%s' in the module%s", fn,
-                        lx->module ? "" : " (lux_init was given no module)");
+    if (!(f = s_find_fn(lx, fn, &m)) || f->kind != EXEC_FN_TASK)
+        return util_err(LUX_ENOTFOUND, "lux_call: no function '%s' in the module%s%s", fn,
+                        lx->module ? "" : " (lux_init was given no module)",
+                        f ? " (it is an actor class or method: see lux_actor_create)" : "");
     if (nret != f->nret || nret < 0 || nret > EXEC_MAX_RETURNS)
         return util_err(LUX_EINVAL, "lux_call: %s returns %d values, not %d", fn, f->nret, nret);
     if ((f->nargs >= 0 && argc != f->nargs) || argc < 0 || argc > EXEC_MAX_ARGS)
@@ -513,8 +518,11 @@ lux_put(lux_t *lx, const void *data, size_t size, lux_ref_t *ref)
         o->state = COBJ_READY;
         d.where = EXEC_W_INLINE;
         d.bytes = data;
+        uint8_t fp[16];
+        exec_fingerprint(fp, data, size);
         s_batch_start(lx, &lx->put, lx->nput);
         exec_obj_encode(&lx->put, &d);
+        util_buf_put(&lx->put, fp, 16);
         lx->nput++;
         s_maybe_flush(lx, lx->nput);
         return 0;
@@ -525,11 +533,13 @@ lux_put(lux_t *lx, const void *data, size_t size, lux_ref_t *ref)
         util_idmap_del(lx->objs, ref->b);
         return util_err_ctx(rc, "lux_put of %zu bytes", size);
     }
-    memcpy(exec_arena_base(lx->arena) + off, data, size);
+    uint8_t fp[16];
+    util_fp_copy(fp, exec_arena_base(lx->arena) + off, data, size);
     d.where = EXEC_W_ARENA;
     d.off = off;
     s_batch_start(lx, &lx->put, lx->nput);
     exec_obj_encode(&lx->put, &d);
+    util_buf_put(&lx->put, fp, 16);
     lx->nput++;
     exec_client_flush(lx);
     o->where = EXEC_W_ARENA;
@@ -789,5 +799,201 @@ char *
 lux_job_id(lux_t *lx, char *out)
 {
     util_id_hex(&lx->job, out);
+    return out;
+}
+
+/* --- actors ------------------------------------------------------------------------------- */
+
+/* Encode argc arguments into lx->scratch. */
+static int
+s_args(lux_t *lx, const char *what, int argc, const lux_arg_t *argv)
+{
+    util_buf_t *a = &lx->scratch;
+    a->len = 0;
+    if (argc < 0 || argc > EXEC_MAX_ARGS || (argc && !argv))
+        return util_err(LUX_EINVAL, "%s: %d arguments", what, argc);
+    for (int i = 0; i < argc; i++) {
+        if (argv[i].ref)
+            exec_arg_put_ref(a, argv[i].ref);
+        else
+            exec_arg_put_value(a, argv[i].data, (uint32_t) argv[i].size);
+    }
+    return a->oom ? util_err(LUX_ENOMEM, "%s: out of memory", what) : 0;
+}
+
+static int
+s_submit(lux_t *lx, const char *what, const exec_spec_t *s)
+{
+    s_batch_start(lx, &lx->submit, lx->nsubmit);
+    exec_spec_encode(&lx->submit, s);
+    if (lx->submit.oom)
+        return util_err(LUX_ENOMEM, "%s: out of memory", what);
+    lx->nsubmit++;
+    s_maybe_flush(lx, lx->nsubmit);
+    return 0;
+}
+
+int
+lux_actor_create(lux_t *lx, const char *cls, int argc, const lux_arg_t *argv,
+                 const lux_actor_opts_t *opts, lux_actor_t *actor)
+{
+    exec_module_t *m;
+    const exec_fn_t *f;
+    int rc;
+    if (!lx || !cls || !actor)
+        return util_err(LUX_EINVAL, "lux_actor_create: no connection, class or handle");
+    if (!(f = s_find_fn(lx, cls, &m)) || f->kind != EXEC_FN_CLASS)
+        return util_err(LUX_ENOTFOUND, "lux_actor_create: no actor class '%s' in the module%s",
+                        cls, lx->module ? "" : " (lux_init was given no module)");
+    if (f->nargs >= 0 && argc != f->nargs)
+        return util_err(LUX_EINVAL, "lux_actor_create: %s takes %d arguments, not %d", cls,
+                        f->nargs, argc);
+    const char *name = opts && opts->name ? opts->name : "";
+    if (strlen(name) > EXEC_NAME_MAX)
+        return util_err(LUX_EINVAL, "lux_actor_create: name too long");
+    if (opts && (opts->max_restarts < 0 || opts->max_restarts > 65535 ||
+                 opts->checkpoint_every < 0 || opts->cpus < 0))
+        return util_err(LUX_EINVAL, "lux_actor_create: max_restarts, checkpoint_every and "
+                        "cpus must not be negative");
+    if (!f->save != !f->load)
+        return util_err(LUX_EINVAL, "lux_actor_create: class %s has %s but no %s function: "
+                        "give both or neither", cls, f->save ? "save" : "load",
+                        f->save ? "load" : "save");
+    if (opts && opts->checkpoint_every > 0 && (!f->save || !f->load))
+        return util_err(LUX_EINVAL, "lux_actor_create: %s has no save and load functions, so "
+                        "it cannot checkpoint", cls);
+    if (m == exec_module_builtin() && !lx->builtin_sent) {
+        if ((rc = exec_client_send_module(lx, m, "/proc/self/exe")))
+            return rc;
+        lx->builtin_sent = true;
+    }
+    if ((rc = s_args(lx, "lux_actor_create", argc, argv)))
+        return rc;
+    exec_spec_t s = {.parent = lx->root, .job = lx->job, .fn = cls,
+                     .fn_len = (uint16_t) strlen(cls),
+                     .cpus_milli = (uint32_t) ((opts ? opts->cpus : 0) * 1000 + 0.5),
+                     .res = opts && opts->resources ? opts->resources : NULL,
+                     .res_len = (uint16_t) (opts && opts->resources ? strlen(opts->resources) : 0),
+                     .argc = (uint16_t) argc, .args = lx->scratch.data,
+                     .args_len = (uint32_t) lx->scratch.len, .kind = EXEC_SPEC_CREATE,
+                     .max_restarts = (uint16_t) (opts ? opts->max_restarts : 0),
+                     .ckpt_every = (uint32_t) (opts ? opts->checkpoint_every : 0),
+                     .name = name, .name_len = (uint16_t) strlen(name)};
+    memcpy(s.module, exec_module_hash(m), 16);
+    s_next_id(lx, &s.task);
+    s.actor = s.task;
+    memcpy(actor->b, s.task.b, 16);
+    return s_submit(lx, "lux_actor_create", &s);
+}
+
+int
+lux_actor_call(lux_t *lx, const lux_actor_t *actor, const char *method, int argc,
+               const lux_arg_t *argv, int nret, lux_ref_t *refs)
+{
+    int rc;
+    if (!lx || !actor || !method || !*method || (nret && !refs))
+        return util_err(LUX_EINVAL, "lux_actor_call: no connection, actor, method or refs");
+    if (nret < 0 || nret > EXEC_MAX_RETURNS)
+        return util_err(LUX_EINVAL, "lux_actor_call: %d returns", nret);
+    if (strlen(method) > EXEC_NAME_MAX || strchr(method, '.'))
+        return util_err(LUX_EINVAL, "lux_actor_call: bad method name '%s'", method);
+    if ((rc = s_args(lx, "lux_actor_call", argc, argv)))
+        return rc;
+    exec_spec_t s = {.parent = lx->root, .job = lx->job, .fn = method,
+                     .fn_len = (uint16_t) strlen(method), .nret = (uint8_t) nret,
+                     .argc = (uint16_t) argc, .args = lx->scratch.data,
+                     .args_len = (uint32_t) lx->scratch.len, .kind = EXEC_SPEC_CALL};
+    memcpy(s.actor.b, actor->b, 16);
+    s_next_id(lx, &s.task);
+    for (int i = 0; i < nret; i++) {
+        exec_ref_make(&refs[i], &s.task, (uint32_t) i);
+        s_obj(lx, &refs[i], true);
+    }
+    return s_submit(lx, "lux_actor_call", &s);
+}
+
+/* One ACTOR request and its answer. */
+static int
+s_actor_op(lux_t *lx, int op, const lux_actor_t *actor, const char *name, int timeout_ms,
+           lux_actor_t *found)
+{
+    util_buf_t b;
+    uint64_t req = ++lx->actor_req;
+    util_buf_init(&b);
+    util_buf_put_u8(&b, (uint8_t) op);
+    util_buf_put_u64(&b, req);
+    static const uint8_t zero[16];
+    util_buf_put(&b, actor ? actor->b : zero, 16);
+    util_buf_put_str(&b, name ? name : "", name ? strlen(name) : 0);
+    util_buf_put_u32(&b, (uint32_t) (timeout_ms < 0 ? UINT32_MAX : (uint32_t) timeout_ms));
+    if (b.oom) {
+        util_buf_free(&b);
+        return util_err(LUX_ENOMEM, "out of memory");
+    }
+    exec_client_flush(lx); /* what was called before goes first */
+    s_send(lx, NET_ACTOR, b.data, b.len, NULL, 0);
+    util_buf_free(&b);
+    for (;;) {
+        zmsg_t *m = exec_link_recv(lx->link, -1);
+        if (!m)
+            return util_err_ctx(LUX_EDEAD, "waiting for the node manager");
+        zframe_t *hf = zmsg_first(m), *body = zmsg_next(m);
+        net_hdr_t h;
+        if (net_hdr_decode(&h, hf) == 0 && h.type == NET_ACTOR_REP && body &&
+            zframe_size(body) == 28 && util_rd64(zframe_data(body)) == req) {
+            int rc = (int32_t) util_rd32(zframe_data(body) + 8);
+            if (found)
+                memcpy(found->b, zframe_data(body) + 12, 16);
+            if (rc) {
+                char *why = zmsg_next(m) ? zframe_strdup(zmsg_last(m)) : NULL;
+                util_err(rc, "%s", why ? why : lux_strerror(rc));
+                free(why);
+            }
+            zmsg_destroy(&m);
+            return rc;
+        }
+        exec_client_handle(lx, m);
+        zmsg_destroy(&m);
+    }
+}
+
+int
+lux_actor_lookup(lux_t *lx, const char *name, lux_actor_t *actor, int timeout_ms)
+{
+    if (!lx || !name || !*name || !actor)
+        return util_err(LUX_EINVAL, "lux_actor_lookup: no connection, name or handle");
+    return s_actor_op(lx, 2, NULL, name, timeout_ms, actor);
+}
+
+int
+lux_actor_kill(lux_t *lx, const lux_actor_t *actor)
+{
+    if (!lx || !actor)
+        return util_err(LUX_EINVAL, "lux_actor_kill: no connection or actor");
+    return s_actor_op(lx, 1, actor, NULL, 0, NULL);
+}
+
+int
+lux_actor_checkpoint(lux_t *lx, const lux_actor_t *actor)
+{
+    if (!lx || !actor)
+        return util_err(LUX_EINVAL, "lux_actor_checkpoint: no connection or actor");
+    return s_actor_op(lx, 3, actor, NULL, 0, NULL);
+}
+
+int
+lux_actor_from(const lux_val_t *v, lux_actor_t *actor)
+{
+    if (!v || !actor || v->size != sizeof *actor || !v->data)
+        return util_err(LUX_EINVAL, "an actor handle is %zu bytes, this value has %zu",
+                        sizeof *actor, v ? v->size : 0);
+    memcpy(actor->b, v->data, sizeof *actor);
+    return 0;
+}
+
+char *
+lux_actor_hex(const lux_actor_t *actor, char *out)
+{
+    util_hex(out, actor->b, sizeof actor->b);
     return out;
 }

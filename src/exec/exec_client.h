@@ -1,8 +1,7 @@
 /*  exec_client - the public API's connection (lux_t): what drivers and
     running tasks use to call, put, get, wait and free.
 
-    A client talks to its node manager over one DEALER whose routing ID is
-    the client's ID. It batches what it sends (submissions, puts, frees: a
+    A client talks to its node manager over one exec_link (a unix socket). It batches what it sends (submissions, puts, frees: a
     message carries many), keeps a table of the objects it knows (values of
     small ones, places in the store of large ones), and is told by the node
     manager when the objects it owns are ready. It reads objects in the
@@ -16,6 +15,7 @@
 #define EXEC_CLIENT_H_INCLUDED
 
 #include "exec_arena.h"
+#include "exec_link.h"
 #include "exec_module.h"
 #include "exec_proto.h"
 #include "../util/util_buf.h"
@@ -42,7 +42,7 @@ typedef struct {
 
 struct lux_t {
     int kind;                  /* EXEC_HELLO_DRIVER or _WORKER */
-    zsock_t *sk;               /* DEALER to the node manager */
+    exec_link_t *link;         /* to the node manager */
     util_id_t id;              /* this client */
     util_id_t job, node;
     util_id_t root;            /* parent of what we make: the driver's root or the task */
@@ -62,6 +62,7 @@ struct lux_t {
     util_buf_t scratch;
     int64_t pending_ns;        /* when the oldest unsent item was queued */
     uint64_t alloc_req;
+    uint64_t actor_req;        /* ACTOR requests made */
     struct exec_head *head;    /* the embedded default's cluster, when we started it */
     exec_task_ctx_t *task;     /* in a worker: the task running now */
     zlist_t *later;            /* in a worker: TASKS that came while inside a task */
@@ -88,6 +89,8 @@ typedef struct {
 lux_t *exec_client_connect(const char *endpoint, int kind, const char *name, const char *info);
 void exec_client_close(lux_t **lx_p, int status);
 
+/* Send a message (header frame first) to the node manager. */
+void exec_client_send(lux_t *lx, zmsg_t **m);
 /* Send what is batched. */
 void exec_client_flush(lux_t *lx);
 /* Handle one message (already received) from the node manager: OBJECTS,

@@ -26,7 +26,7 @@ struct exec_head {
     zactor_t *master;
     zactor_t *replicas[DB_MAX_SHARDS];
     zactor_t *node;
-    char inproc[96];
+    char endpoint[DB_EP_MAX];
 };
 
 static int
@@ -81,10 +81,9 @@ exec_head_start(const lux_config_t *cfg)
         if (!(self->replicas[s] = db_replica_new(&ro)))
             goto fail;
     }
-    snprintf(self->inproc, sizeof self->inproc, "inproc://lux-node-%.16s", hex);
+    exec_node_endpoint(c, self->endpoint, sizeof self->endpoint);
     exec_node_opts_t no = {.cluster = c, .workers = cfg->workers,
-                           .store_bytes = cfg->store_bytes, .resources = cfg->resources,
-                           .inproc = self->inproc};
+                           .store_bytes = cfg->store_bytes, .resources = cfg->resources};
     if (!(self->node = exec_node_new(&no)))
         goto fail;
     return self;
@@ -110,7 +109,7 @@ exec_head_stop(exec_head_t **self_p)
 const char *
 exec_head_endpoint(exec_head_t *self)
 {
-    return self->inproc;
+    return self->endpoint;
 }
 
 const db_cluster_t *

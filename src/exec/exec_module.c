@@ -31,6 +31,7 @@ struct exec_module_t {
     exec_fn_t fns[S_MAX_FNS];
     int nfns;
     lux_main_t main;
+    lux_configure_t configure; /* LUX_CONFIGURE, or NULL */
 };
 
 static exec_module_t *s_modules[S_MAX_MODULES];
@@ -40,24 +41,74 @@ static bool s_builtin_hashed;
 static pthread_mutex_t s_lock = PTHREAD_MUTEX_INITIALIZER;
 static exec_module_t *s_loading;    /* the module whose constructors run now */
 
-void
-lux_register_function(const char *name, lux_fn_t fn, int nargs, int nret)
+/* A new entry of the loading module named name; NULL (logged) when full,
+   too long or taken. */
+static exec_fn_t *
+s_entry(const char *name)
 {
     /* constructors run in the thread that dlopens, which holds s_lock;
        built-in ones run before main, alone */
     exec_module_t *m = s_loading ? s_loading : &s_builtin;
     if (m->nfns >= S_MAX_FNS || strlen(name) >= sizeof m->fns[0].name) {
-        log_error("module: cannot register function '%s' (too many, or name too long)", name);
-        return;
+        log_error("module: cannot register '%s' (too many, or name too long)", name);
+        return NULL;
     }
     for (int i = 0; i < m->nfns; i++)
         if (strcmp(m->fns[i].name, name) == 0) {
-            log_error("module: function '%s' registered twice", name);
-            return;
+            log_error("module: '%s' registered twice", name);
+            return NULL;
         }
     exec_fn_t *f = &m->fns[m->nfns++];
+    memset(f, 0, sizeof *f);
     snprintf(f->name, sizeof f->name, "%s", name);
+    return f;
+}
+
+void
+lux_register_function(const char *name, lux_fn_t fn, int nargs, int nret)
+{
+    if (strchr(name, '.')) {
+        log_error("module: function name '%s' has a '.' (kept for methods)", name);
+        return;
+    }
+    exec_fn_t *f = s_entry(name);
+    if (!f)
+        return;
+    f->kind = EXEC_FN_TASK;
     f->fn = fn;
+    f->nargs = nargs;
+    f->nret = nret;
+}
+
+void
+lux_register_class(const char *name, int nargs, lux_actor_new_t create, lux_actor_free_t destroy,
+                   lux_actor_save_t save, lux_actor_load_t load)
+{
+    if (!create || strchr(name, '.')) {
+        log_error("module: class '%s' needs a create function and a name without '.'", name);
+        return;
+    }
+    exec_fn_t *f = s_entry(name);
+    if (!f)
+        return;
+    f->kind = EXEC_FN_CLASS;
+    f->create = create;
+    f->destroy = destroy;
+    f->save = save;
+    f->load = load;
+    f->nargs = nargs;
+}
+
+void
+lux_register_method(const char *cls, const char *name, lux_method_t fn, int nargs, int nret)
+{
+    char full[128];
+    snprintf(full, sizeof full, "%s.%s", cls, name);
+    exec_fn_t *f = s_entry(full);
+    if (!f)
+        return;
+    f->kind = EXEC_FN_METHOD;
+    f->method = fn;
     f->nargs = nargs;
     f->nret = nret;
 }
@@ -67,6 +118,13 @@ lux_register_main(lux_main_t fn)
 {
     exec_module_t *m = s_loading ? s_loading : &s_builtin;
     m->main = fn;
+}
+
+void
+lux_register_configure(lux_configure_t fn)
+{
+    exec_module_t *m = s_loading ? s_loading : &s_builtin;
+    m->configure = fn;
 }
 
 int
@@ -189,6 +247,12 @@ lux_main_t
 exec_module_main(exec_module_t *m)
 {
     return m->main;
+}
+
+lux_configure_t
+exec_module_configure(exec_module_t *m)
+{
+    return m->configure;
 }
 
 const uint8_t *

@@ -21,10 +21,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* What a module entry is. */
+enum { EXEC_FN_TASK = 0, EXEC_FN_METHOD, EXEC_FN_CLASS };
+
 typedef struct {
-    char name[64]; /* function name */
+    char name[64]; /* function name; "Class.method" for a method; "Class" for a class */
+    int kind;      /* EXEC_FN_* */
     lux_fn_t fn;
-    int nargs;     /* -1: any */
+    lux_method_t method;
+    lux_actor_new_t create;
+    lux_actor_free_t destroy;
+    lux_actor_save_t save;
+    lux_actor_load_t load;
+    int nargs;     /* -1: any (for a class: its constructor's) */
     int nret;
 } exec_fn_t;
 
@@ -46,10 +55,13 @@ exec_module_t *exec_module_builtin(void);
 int exec_module_store(const char *dir, const uint8_t hash[16], const uint8_t *bytes, size_t n,
                       char *path, size_t pathlen);
 
-/* Look up a function; NULL when the module has none of that name. */
+/* Look up a function, "Class.method" or "Class" (check ->kind); NULL when
+   the module has none of that name. */
 const exec_fn_t *exec_module_fn(exec_module_t *m, const char *name, size_t len);
 /* The module's LUX_MAIN, or NULL. */
 lux_main_t exec_module_main(exec_module_t *m);
+/* The module's LUX_CONFIGURE, or NULL. */
+lux_configure_t exec_module_configure(exec_module_t *m);
 const uint8_t *exec_module_hash(exec_module_t *m);
 /* How many functions it registered. */
 int exec_module_count(exec_module_t *m);

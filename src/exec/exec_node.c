@@ -41,7 +41,7 @@ s_complain(const char *what)
 char *
 exec_node_endpoint(const db_cluster_t *c, char *out, size_t n)
 {
-    snprintf(out, n, "ipc://%s/node", c->sock_dir);
+    snprintf(out, n, "%s/node", c->sock_dir);
     return out;
 }
 
@@ -81,23 +81,14 @@ s_collect(void *arg, const void *key, void *value)
 
 
 
-static nm_client_t *
-s_client(nm_t *nm, zframe_t *rid)
-{
-    /* the routing ID is the client's ID (clients set it at connect) */
-    if (zframe_size(rid) != 16)
-        return NULL;
-    nm_client_t **p = util_idmap_get(nm->clients, zframe_data(rid));
-    return p ? *p : NULL;
-}
-
 static void
 s_client_free(nm_t *nm, nm_client_t *c)
 {
     util_idmap_destroy(&c->pins);
     util_idmap_destroy(&c->allocs);
     util_buf_free(&c->out);
-    zframe_destroy(&c->rid);
+    if (c->conn)
+        c->conn->client = NULL;
     free(c);
 }
 
@@ -120,6 +111,7 @@ void
 nm_client_gone(nm_t *nm, nm_client_t *c)
 {
     void *arg[2] = {nm, c};
+    nm_actor_client_gone(nm, c); /* its actors, its lookups */
     if (c->dirty) {
         /* take it off the dirty list */
         for (nm_client_t **p = &nm->dirty; *p; p = &(*p)->next_dirty)
@@ -163,23 +155,70 @@ nm_client_gone(nm_t *nm, nm_client_t *c)
     s_client_free(nm, c);
 }
 
+/* --- connections ----------------------------------------------------------------------- */
+
 static void
-s_reply(nm_t *nm, nm_client_t *c, zframe_t *rid, int type, const void *body, size_t n)
+s_conn_send(nm_t *nm, nm_conn_t *conn, zmsg_t **m)
 {
-    zmsg_t *m = zmsg_new();
-    zmsg_append(m, &(zframe_t *) {zframe_dup(c ? c->rid : rid)});
-    zmsg_append(m, &(zframe_t *) {net_hdr_frame(type, NET_NO_SHARD, 0)});
-    if (body)
-        zmsg_addmem(m, body, n);
-    zmsg_send(&m, nm->sock);
+    exec_link_send(conn->link, m); /* what it does not take now is queued */
+}
+
+void
+nm_send(nm_t *nm, nm_client_t *c, zmsg_t **m)
+{
+    if (c && c->conn)
+        s_conn_send(nm, c->conn, m);
+    else
+        zmsg_destroy(m);
 }
 
 static void
-s_on_hello(nm_t *nm, zframe_t *rid, zframe_t *body)
+s_reply(nm_t *nm, nm_conn_t *conn, int type, const void *body, size_t n)
+{
+    zmsg_t *m = zmsg_new();
+    zmsg_append(m, &(zframe_t *) {net_hdr_frame(type, NET_NO_SHARD, 0)});
+    if (body)
+        zmsg_addmem(m, body, n);
+    s_conn_send(nm, conn, &m);
+}
+
+/* A connection closed (or broke): a driver's job ends with it; a worker
+   without its connection is of no use, and the reaper retries its task. */
+static void
+s_conn_close(nm_t *nm, nm_conn_t *conn)
+{
+    nm_client_t *c = conn->client;
+    if (c) {
+        c->conn = NULL;
+        conn->client = NULL;
+        if (c->worker) {
+            if (c->worker->state == W_LEAVING) {
+                kill(c->worker->pid, SIGKILL); /* told to go already */
+            } else if (c->worker->state != W_DEAD) {
+                log_warn("worker %d closed its connection; stopping it", (int) c->worker->pid);
+                kill(c->worker->pid, SIGKILL);
+            }
+        } else {
+            nm_log_job(nm, c, DB_K_job_finished, NULL, "its driver went away", LUX_EDEAD);
+            nm_client_gone(nm, c);
+        }
+    }
+    for (nm_conn_t **p = &nm->conns; *p; p = &(*p)->next)
+        if (*p == conn) {
+            *p = conn->next;
+            nm->nconns--;
+            break;
+        }
+    exec_link_destroy(&conn->link);
+    free(conn);
+}
+
+static void
+s_on_hello(nm_t *nm, nm_conn_t *conn, zframe_t *body)
 {
     util_rd_t r;
-    if (!body || zframe_size(rid) != 16) {
-        s_complain("NODE_HELLO without a body or a client ID");
+    if (!body) {
+        s_complain("NODE_HELLO without a body");
         return;
     }
     util_rd_init(&r, zframe_data(body), zframe_size(body));
@@ -190,12 +229,21 @@ s_on_hello(nm_t *nm, zframe_t *rid, zframe_t *body)
     const char *name = util_rd_str(&r, &nname);
     const char *info = (const char *) util_rd_blob(&r, &ninfo);
     int32_t status = (int32_t) util_rd_u32(&r);
-    if (r.bad || !cid || memcmp(cid, zframe_data(rid), 16) != 0 ||
+    if (r.bad || !cid ||
         (kind != EXEC_HELLO_DRIVER && kind != EXEC_HELLO_WORKER && kind != 3)) {
         s_complain("malformed NODE_HELLO");
         return;
     }
-    nm_client_t *c = s_client(nm, rid);
+    if ((pid_t) pid != exec_link_peer_pid(conn->link)) {
+        log_warn("refused a hello claiming pid %u from pid %d", pid,
+                 (int) exec_link_peer_pid(conn->link));
+        return;
+    }
+    nm_client_t *c = conn->client;
+    if (c && memcmp(c->id.b, cid, 16) != 0) {
+        s_complain("NODE_HELLO naming another client than its connection's");
+        return;
+    }
     if (kind == 3) { /* goodbye: a driver's job ends */
         if (c) {
             char cname[256], cinfo[1024];
@@ -205,10 +253,25 @@ s_on_hello(nm_t *nm, zframe_t *rid, zframe_t *body)
                 nm_log_job(nm, c, DB_K_job_finished, cname, cinfo, status);
             nm_client_gone(nm, c);
         }
-        s_reply(nm, NULL, rid, NET_NODE_WELCOME, NULL, 0);
+        s_reply(nm, conn, NET_NODE_WELCOME, NULL, 0);
         return;
     }
+    nm_worker_t *w = NULL;
+    if (kind == EXEC_HELLO_WORKER && !c) {
+        for (w = nm->workers; w; w = w->next)
+            if (w->pid == (pid_t) pid && !w->client)
+                break;
+        if (!w) {
+            log_warn("refused a worker this node did not start (pid %u)", pid);
+            return;
+        }
+    }
     if (!c) {
+        nm_client_t **old = util_idmap_get(nm->clients, cid);
+        if (old) {
+            s_complain("NODE_HELLO from a client ID already connected");
+            return;
+        }
         c = calloc(1, sizeof *c);
         nm_client_t **p = c ? util_idmap_put(nm->clients, cid, NULL) : NULL;
         if (!c || !p || !(c->pins = util_idmap_new_keyed(LUX_REF_LEN, 4)) ||
@@ -219,7 +282,8 @@ s_on_hello(nm_t *nm, zframe_t *rid, zframe_t *body)
             return;
         }
         *p = c;
-        c->rid = zframe_dup(rid);
+        c->conn = conn;
+        conn->client = c;
         memcpy(c->id.b, cid, 16);
         util_buf_init(&c->out);
     }
@@ -227,15 +291,14 @@ s_on_hello(nm_t *nm, zframe_t *rid, zframe_t *body)
     c->pid = (pid_t) pid;
     memcpy(c->job.b, job, 16);
     if (kind == EXEC_HELLO_WORKER) {
-        for (nm_worker_t *w = nm->workers; w; w = w->next)
-            if (w->pid == (pid_t) pid && !w->client) {
-                w->client = c;
-                c->worker = w;
-                w->state = W_IDLE;
-                log_info("worker %d is ready", (int) pid);
-            }
-        if (!c->worker)
-            log_warn("a worker that this node did not start said hello (pid %u)", pid);
+        if (w) {
+            w->client = c;
+            c->worker = w;
+            w->state = W_IDLE;
+            log_info("worker %d is ready%s", (int) pid, w->actor ? " (for an actor)" : "");
+            if (w->actor)
+                nm_actor_hello(nm, w);
+        }
     } else {
         char cname[256], cinfo[1024];
         snprintf(cname, sizeof cname, "%.*s", (int) nname, name ? name : "");
@@ -250,7 +313,7 @@ s_on_hello(nm_t *nm, zframe_t *rid, zframe_t *body)
     util_buf_put_u64(b, nm->store_bytes);
     util_buf_put_str(b, nm->cluster.dir, strlen(nm->cluster.dir));
     util_buf_put_u32(b, EXEC_INLINE_MAX);
-    s_reply(nm, c, NULL, NET_NODE_WELCOME, b->data, b->len);
+    s_reply(nm, conn, NET_NODE_WELCOME, b->data, b->len);
     nm_dispatch(nm);
 }
 
@@ -312,12 +375,18 @@ s_on_put(nm_t *nm, nm_client_t *c, zframe_t *body)
     uint32_t count = util_rd_u32(&r);
     for (uint32_t i = 0; i < count; i++) {
         exec_obj_t d;
-        if (exec_obj_decode(&r, &d) || (d.where != EXEC_W_INLINE && d.where != EXEC_W_ARENA)) {
+        const uint8_t *fp;
+        if (exec_obj_decode(&r, &d) || (d.where != EXEC_W_INLINE && d.where != EXEC_W_ARENA) ||
+            !(fp = util_rd_take(&r, 16))) {
             s_complain("malformed PUT");
             return;
         }
-        if (nm_obj_get(nm, &d.id))
-            continue; /* put before: a resend */
+        if (nm_obj_get(nm, &d.id)) {
+            /* put before (a resend): the room granted for it is not needed */
+            if (d.where == EXEC_W_ARENA && util_idmap_del(c->allocs, &d.off))
+                nm_store_free(nm, d.off);
+            continue;
+        }
         if (d.where == EXEC_W_ARENA) {
             uint64_t *granted = util_idmap_get(c->allocs, &d.off);
             if (!granted || *granted < d.size) {
@@ -335,14 +404,11 @@ s_on_put(nm_t *nm, nm_client_t *c, zframe_t *body)
         }
         o->owner = c;
         o->is_put = true;
-        if (d.where == EXEC_W_ARENA) {
+        if (d.where == EXEC_W_ARENA)
             nm_obj_set_arena(nm, o, d.off, d.size);
-            if (d.size <= (1u << 20))
-                exec_fingerprint(o->fp, exec_arena_base(nm->arena) + d.off, d.size);
-        } else {
+        else
             nm_obj_set_inline(nm, o, d.bytes, d.size);
-            exec_fingerprint(o->fp, d.bytes, d.size);
-        }
+        memcpy(o->fp, fp, 16); /* the client's: hashing is not the node's work */
         nm_log_put(nm, o);
         if (o->nwaiters)
             nm_obj_ready(nm, o);
@@ -362,12 +428,11 @@ s_alloc_reply(nm_t *nm, nm_client_t *c, uint64_t req, int rc, uint64_t off, uint
     util_le32(rep + 8, (uint32_t) rc);
     util_le64(rep + 12, off);
     zmsg_t *m = zmsg_new();
-    zmsg_append(m, &(zframe_t *) {zframe_dup(c->rid)});
     zmsg_append(m, &(zframe_t *) {net_hdr_frame(NET_ALLOC_REP, NET_NO_SHARD, 0)});
     zmsg_addmem(m, rep, sizeof rep);
     if (rc)
         zmsg_addstr(m, lux_errmsg());
-    zmsg_send(&m, nm->sock);
+    nm_send(nm, c, &m);
 }
 
 /* ALLOC: room in the store for a value the client writes in place. When
@@ -543,71 +608,127 @@ s_on_free(nm_t *nm, nm_client_t *c, zframe_t *body)
 
 /* --- the socket and the loop ------------------------------------------------------------ */
 
-static int
-s_on_sock(zloop_t *loop, zsock_t *sock, void *arg)
+/* One message from a connection. */
+static void
+s_on_msg(nm_t *nm, nm_conn_t *conn, zmsg_t *msg)
 {
-    nm_t *nm = arg;
-    for (int burst = 0; burst < 64 && (zsock_events(sock) & ZMQ_POLLIN); burst++) {
-        zmsg_t *msg = zmsg_recv(sock);
-        if (!msg)
-            break;
-        zframe_t *rid = zmsg_pop(msg), *hf = zmsg_pop(msg), *body = zmsg_pop(msg);
-        zframe_t *extra = zmsg_pop(msg);
-        net_hdr_t h;
-        if (!rid || net_hdr_decode(&h, hf)) {
-            s_complain(lux_errmsg());
-        } else if (h.type == NET_NODE_HELLO) {
-            s_on_hello(nm, rid, body);
-        } else if (h.type == NET_PING) {
-            s_reply(nm, NULL, rid, NET_PONG, NULL, 0);
-        } else {
-            nm_client_t *c = s_client(nm, rid);
-            if (!c) {
-                s_complain("a message from a client that did not say hello");
-            } else {
-                switch (h.type) {
-                case NET_MODULE:
-                    s_on_module(nm, c, body, extra);
-                    break;
-                case NET_SUBMIT:
-                    s_on_submit(nm, c, body);
-                    break;
-                case NET_PUT:
-                    s_on_put(nm, c, body);
-                    break;
-                case NET_ALLOC:
-                    s_on_alloc(nm, c, body);
-                    break;
-                case NET_GET:
-                    s_on_get(nm, c, body);
-                    break;
-                case NET_FREE:
-                    s_on_free(nm, c, body);
-                    break;
-                case NET_RESULTS:
-                    if (body)
-                        nm_results(nm, c, zframe_data(body), zframe_size(body));
-                    break;
-                case NET_BLOCKED:
-                    if (body)
-                        nm_blocked(nm, c, zframe_data(body), zframe_size(body));
-                    break;
-                default:
-                    s_complain("a message type the node manager does not take");
-                }
-            }
-        }
-        zframe_destroy(&rid);
-        zframe_destroy(&hf);
-        zframe_destroy(&body);
-        zframe_destroy(&extra);
-        zmsg_destroy(&msg);
+    zframe_t *hf = zmsg_first(msg), *body = zmsg_next(msg), *extra = zmsg_next(msg);
+    net_hdr_t h;
+    nm_client_t *c = conn->client;
+    if (net_hdr_decode(&h, hf)) {
+        s_complain(lux_errmsg());
+        return;
     }
+    if (h.type == NET_NODE_HELLO) {
+        s_on_hello(nm, conn, body);
+        return;
+    }
+    if (h.type == NET_PING) {
+        s_reply(nm, conn, NET_PONG, NULL, 0);
+        return;
+    }
+    if (!c) {
+        s_complain("a message from a client that did not say hello");
+        return;
+    }
+    switch (h.type) {
+    case NET_MODULE:
+        s_on_module(nm, c, body, extra);
+        break;
+    case NET_SUBMIT:
+        s_on_submit(nm, c, body);
+        break;
+    case NET_PUT:
+        s_on_put(nm, c, body);
+        break;
+    case NET_ALLOC:
+        s_on_alloc(nm, c, body);
+        break;
+    case NET_GET:
+        s_on_get(nm, c, body);
+        break;
+    case NET_FREE:
+        s_on_free(nm, c, body);
+        break;
+    case NET_RESULTS:
+        if (body)
+            nm_results(nm, c, zframe_data(body), zframe_size(body));
+        break;
+    case NET_BLOCKED:
+        if (body)
+            nm_blocked(nm, c, zframe_data(body), zframe_size(body));
+        break;
+    case NET_ACTOR:
+        if (body)
+            nm_actor_op(nm, c, zframe_data(body), zframe_size(body));
+        else
+            s_complain("ACTOR without a body");
+        break;
+    default:
+        s_complain("a message type the node manager does not take");
+    }
+}
+
+/* After a round of messages: what they made ready runs, and the answers go. */
+static void
+s_after(nm_t *nm)
+{
     s_alloc_retry(nm);
     nm_dispatch(nm);
-    nm_flush_clients(nm);
+    nm_actor_pump(nm);    /* numbers calls: their events go in this tick */
     nm_log_tick(nm);
-    return 0;
+    nm_actor_release(nm); /* results whose events were acknowledged */
+    nm_flush_clients(nm);
+}
+
+/* A connection is readable or writable (revents). */
+static void
+s_on_conn(nm_t *nm, nm_conn_t *conn, short revents)
+{
+    if (revents & ZMQ_POLLOUT)
+        exec_link_write(conn->link);
+    if (revents & (ZMQ_POLLIN | ZMQ_POLLERR)) {
+        exec_link_read(conn->link);
+        zmsg_t *m;
+        while ((m = exec_link_next(conn->link))) {
+            s_on_msg(nm, conn, m);
+            zmsg_destroy(&m);
+        }
+    }
+    if (exec_link_dead(conn->link))
+        s_conn_close(nm, conn);
+}
+
+void
+nm_conn_drain(nm_t *nm, nm_conn_t *conn)
+{
+    s_on_conn(nm, conn, ZMQ_POLLIN);
+}
+
+static void
+s_accept(nm_t *nm)
+{
+    for (int i = 0; i < 64; i++) {
+        exec_link_t *link;
+        int rc = exec_link_accept(nm->listen_fd, &link);
+        if (rc == LUX_ETIMEDOUT)
+            break;
+        if (rc) {
+            log_warn("%s", lux_errmsg());
+            continue;
+        }
+        nm_conn_t *conn = calloc(1, sizeof *conn);
+        if (!conn) {
+            exec_link_destroy(&link);
+            log_error("out of memory for a connection");
+            break;
+        }
+        conn->nm = nm;
+        conn->link = link;
+        conn->next = nm->conns;
+        nm->conns = conn;
+        nm->nconns++;
+    }
 }
 
 /* Drivers on this machine that died without saying goodbye (kill -9): their
@@ -629,31 +750,85 @@ s_reap_drivers(nm_t *nm)
     free(all.v);
 }
 
-static int
-s_on_timer(zloop_t *loop, int timer_id, void *arg)
+/* Every S_TICK_MS: workers that died, dead drivers, waiting ALLOCs. */
+static void
+s_tick(nm_t *nm)
 {
-    nm_t *nm = arg;
     nm_reap_workers(nm);
     if (util_mono_ms() - nm->reaped_drivers_ms >= 1000) {
         nm->reaped_drivers_ms = util_mono_ms();
         s_reap_drivers(nm);
     }
-    s_alloc_retry(nm);
-    nm_dispatch(nm);
-    nm_flush_clients(nm);
-    nm_log_tick(nm);
-    return 0;
+    nm_actor_tick(nm);
 }
 
-static int
-s_on_pipe(zloop_t *loop, zsock_t *pipe, void *arg)
+#define S_TICK_MS 2
+
+/* The loop: the command pipe, the listening socket, every connection
+   (POLLOUT too while bytes wait for it) and the log's sockets, so an
+   acknowledgement wakes it (an actor call's result waits for one). Not a
+   zloop: the set changes with every connection and chain, and is rebuilt
+   here on each turn, which costs less than zloop's bookkeeping. */
+static void
+s_loop(nm_t *nm)
 {
-    zmsg_t *m = zmsg_recv(pipe);
-    char *cmd = m ? zmsg_popstr(m) : NULL;
-    int stop = !cmd || strcmp(cmd, "$TERM") == 0;
-    free(cmd);
-    zmsg_destroy(&m);
-    return stop ? -1 : 0;
+    zmq_pollitem_t *items = NULL;
+    nm_conn_t **conns = NULL;
+    size_t cap = 0;
+    int64_t next_tick = util_mono_ms() + S_TICK_MS;
+    for (;;) {
+        size_t need = 2 + nm->nconns + 2 + DB_MAX_SHARDS;
+        if (need > cap) {
+            size_t c = need * 2;
+            zmq_pollitem_t *i2 = realloc(items, c * sizeof *i2);
+            nm_conn_t **c2 = i2 ? realloc(conns, c * sizeof *c2) : NULL;
+            if (i2)
+                items = i2;
+            if (!i2 || !c2) {
+                log_error("node: out of memory polling; stopping");
+                break;
+            }
+            conns = c2;
+            cap = c;
+        }
+        size_t k = 0, nc = 0;
+        items[k++] = (zmq_pollitem_t) {zsock_resolve(nm->pipe), 0, ZMQ_POLLIN, 0};
+        items[k++] = (zmq_pollitem_t) {NULL, nm->listen_fd, ZMQ_POLLIN, 0};
+        for (nm_conn_t *c = nm->conns; c; c = c->next) {
+            conns[nc++] = c;
+            items[k++] = (zmq_pollitem_t) {NULL, exec_link_fd(c->link),
+                                           (short) (ZMQ_POLLIN | (exec_link_pending(c->link)
+                                                                      ? ZMQ_POLLOUT
+                                                                      : 0)),
+                                           0};
+        }
+        if (nm->log)
+            k += (size_t) db_client_pollitems(nm->log, items + k, (int) (cap - k));
+        int64_t wait = next_tick - util_mono_ms();
+        if (zmq_poll(items, (int) k, wait < 0 ? 0 : (long) wait) < 0 && zmq_errno() != EINTR)
+            break;
+        if (items[0].revents & ZMQ_POLLIN) {
+            zmsg_t *m = zmsg_recv(nm->pipe);
+            char *cmd = m ? zmsg_popstr(m) : NULL;
+            bool stop = !cmd || strcmp(cmd, "$TERM") == 0;
+            free(cmd);
+            zmsg_destroy(&m);
+            if (stop)
+                break;
+        }
+        if (items[1].revents)
+            s_accept(nm);
+        for (size_t i = 0; i < nc; i++)
+            if (items[2 + i].revents)
+                s_on_conn(nm, conns[i], items[2 + i].revents);
+        if (util_mono_ms() >= next_tick) {
+            s_tick(nm);
+            next_tick = util_mono_ms() + S_TICK_MS;
+        }
+        s_after(nm);
+    }
+    free(items);
+    free(conns);
 }
 
 /* --- start and stop ----------------------------------------------------------------------- */
@@ -699,7 +874,8 @@ s_setup(nm_t *nm, const exec_node_opts_t *o)
     nm->tasks = util_idmap_new(sizeof(nm_task_t *));
     nm->clients = util_idmap_new(sizeof(nm_client_t *));
     nm->modules = util_idmap_new(0);
-    if (!nm->objects || !nm->tasks || !nm->clients || !nm->modules)
+    nm->actors = util_idmap_new(sizeof(nm_actor_t *));
+    if (!nm->objects || !nm->tasks || !nm->clients || !nm->modules || !nm->actors)
         return util_err(LUX_ENOMEM, "out of memory");
     nm->store_bytes = o->store_bytes ? o->store_bytes : exec_node_default_store();
     const char *wait = getenv("LUX_STORE_WAIT_MS");
@@ -712,11 +888,8 @@ s_setup(nm_t *nm, const exec_node_opts_t *o)
     if ((rc = util_private_dir(nm->spill_dir)))
         return rc;
     exec_node_endpoint(&nm->cluster, nm->endpoint, sizeof nm->endpoint);
-    if (!(nm->sock = net_bind(ZMQ_ROUTER, nm->endpoint, NULL, NULL, 0)))
-        return LUX_EIO;
-    net_hwm(nm->sock, 0);
-    if (o->inproc && zsock_bind(nm->sock, "%s", o->inproc) < 0)
-        return util_err(LUX_EIO, "bind %s: %s", o->inproc, zmq_strerror(zmq_errno()));
+    if ((nm->listen_fd = exec_link_listen(nm->endpoint)) < 0)
+        return nm->listen_fd;
     if ((rc = nm_log_open(nm)))
         return rc;
     nm_log_node(nm);
@@ -741,6 +914,7 @@ s_teardown(nm_t *nm)
         free(w);
     }
     nm_log_close(nm);
+    nm_actor_close(nm);
     s_alloc_waits_drop(nm, NULL);
     if (nm->tasks) {
         util_idmap_each(nm->tasks, s_collect, &all);
@@ -768,14 +942,22 @@ s_teardown(nm_t *nm)
     }
     free(all.v);
     util_idmap_destroy(&nm->modules);
-    zsock_destroy(&nm->sock);
+    while (nm->conns) { /* quietly: the clients were freed above */
+        nm_conn_t *conn = nm->conns;
+        nm->conns = conn->next;
+        exec_link_destroy(&conn->link);
+        free(conn);
+    }
+    if (nm->listen_fd >= 0) {
+        close(nm->listen_fd);
+        unlink(nm->endpoint);
+    }
     exec_arena_destroy(&nm->arena);
     util_buf_free(&nm->scratch);
 }
 
 typedef struct {
     exec_node_opts_t opts;
-    char inproc[128];
     char res[256];
     char err[UTIL_ERRMSG_MAX];
 } s_start_t;
@@ -792,6 +974,7 @@ s_actor(zsock_t *pipe, void *arg)
         return;
     }
     nm->pipe = pipe;
+    nm->listen_fd = -1;
     nm->cluster = *st->opts.cluster;
     if (s_setup(nm, &st->opts)) {
         snprintf(st->err, sizeof st->err, "%s", lux_errmsg());
@@ -803,12 +986,7 @@ s_actor(zsock_t *pipe, void *arg)
     zsock_signal(pipe, 0);
     log_info("node manager at %s: %d workers, store %llu MiB", nm->endpoint, nm->target_workers,
              (unsigned long long) (nm->store_bytes >> 20));
-    nm->loop = zloop_new();
-    zloop_reader(nm->loop, pipe, s_on_pipe, nm);
-    zloop_reader(nm->loop, nm->sock, s_on_sock, nm);
-    zloop_timer(nm->loop, 2, 0, s_on_timer, nm);
-    zloop_start(nm->loop);
-    zloop_destroy(&nm->loop);
+    s_loop(nm);
     s_teardown(nm);
     free(nm);
 }
@@ -819,10 +997,6 @@ exec_node_new(const exec_node_opts_t *o)
     s_start_t st;
     memset(&st, 0, sizeof st);
     st.opts = *o;
-    if (o->inproc) {
-        snprintf(st.inproc, sizeof st.inproc, "%s", o->inproc);
-        st.opts.inproc = st.inproc;
-    }
     if (o->resources) {
         snprintf(st.res, sizeof st.res, "%s", o->resources);
         st.opts.resources = st.res;

@@ -10,8 +10,8 @@
     records every task and object as events in the log, without making any
     task wait for the log.
 
-    It binds ipc://SOCKDIR/node (and an inproc endpoint for a driver hosted
-    in the same process) and spawns `lux worker` processes.
+    Clients on its machine connect to the unix socket SOCKDIR/node
+    (exec_link); it spawns `lux worker` processes.
 */
 #ifndef EXEC_NODE_H_INCLUDED
 #define EXEC_NODE_H_INCLUDED
@@ -25,7 +25,6 @@ typedef struct {
     int workers;                 /* worker processes to keep (0: one per core) */
     uint64_t store_bytes;        /* object store size (0: default) */
     const char *resources;       /* "CPU=2,GPU=1" (NULL: CPU = cores) */
-    const char *inproc;          /* also bind this inproc endpoint (or NULL) */
 } exec_node_opts_t;
 
 /* Start a node manager; NULL with the message set. */

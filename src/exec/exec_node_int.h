@@ -9,6 +9,7 @@
 #define EXEC_NODE_INT_H_INCLUDED
 
 #include "exec_arena.h"
+#include "exec_link.h"
 #include "exec_node.h"
 #include "exec_proto.h"
 #include "../db/db_client.h"
@@ -27,6 +28,7 @@ typedef struct nm_task nm_task_t;
 typedef struct nm_obj nm_obj_t;
 typedef struct nm_client nm_client_t;
 typedef struct nm_worker nm_worker_t;
+typedef struct nm_conn nm_conn_t;
 struct nm_log;
 
 /* Where the log says a lineage record is: an event appended by our log
@@ -66,6 +68,15 @@ struct nm_obj {
 };
 
 /* --- tasks ---------------------------------------------------------------------------- */
+
+/* What an nm_task_t is: a task, or one of an actor's runs. */
+enum nm_task_kind {
+    T_TASK = 0,   /* a remote function */
+    T_CREATE,     /* an actor's creation (its constructor's arguments) */
+    T_CALL,       /* a method call */
+    T_SAVE,       /* a checkpoint: the actor's state as output 0 */
+    T_LOAD        /* a restart from a checkpoint (argument 0) */
+};
 
 enum nm_task_state {
     TASK_WAITING = 1, /* for its arguments */
@@ -109,12 +120,84 @@ struct nm_task {
     nm_client_t **waiters;    /* clients that asked for an output (GET) */
     uint16_t nwaiters, capwaiters;
     nm_logpos_t lineage;      /* its task_submitted event */
+    /* actors */
+    uint8_t kind;             /* enum nm_task_kind */
+    struct nm_actor *actor;   /* actor kinds */
+    uint64_t idx;             /* CALL: its number once sent (0 before); SAVE: calls covered */
+    bool held;                /* done, waiting for its actor_call event to commit */
+    bool replay;              /* re-applied from the log; its results were handed out before */
+    int32_t fail_status;      /* held: the call failed with this ... */
+    char *fail_msg;           /* ... and this message */
+    uint64_t op_req;          /* SAVE asked for by lux_actor_checkpoint: its request
+                                 (the asking client is ->owner) */
+    uint8_t *held_outs;       /* held: its outputs as reported (exec_obj_t, then fps) */
+    uint32_t held_len;
+    int64_t t_start, t_end;   /* held: when it ran */
+};
+
+/* --- actors ---------------------------------------------------------------------------- */
+
+enum nm_actor_state {
+    A_WAITING = 1, /* for its constructor's arguments, or resources */
+    A_STARTING,    /* its worker starts, or it re-applies calls after a restart */
+    A_ALIVE,
+    A_DEAD
+};
+
+typedef struct nm_actor nm_actor_t;
+struct nm_actor {
+    util_id_t id;
+    char *cls;                /* class */
+    char *name;               /* lookup name, or NULL */
+    uint8_t module[16];       /* the module holding the class */
+    util_id_t job;
+    nm_task_t *create;        /* its creation: class, module, arguments, resources
+                                 (in nm->tasks under the actor's ID while it lives) */
+    nm_client_t *owner;       /* its creator: when it goes, the actor goes */
+    int state;                /* enum nm_actor_state */
+    char *death;              /* why it died */
+    int death_status;
+    bool killed;              /* lux_actor_kill: no restart */
+    bool owner_gone;          /* its creator went away: it ends with it */
+    nm_worker_t *worker;      /* its process */
+    int64_t needs[16];        /* resources it holds while it lives */
+    bool holds;               /* holds them now */
+    uint32_t max_restarts, restarts;
+    uint32_t ckpt_every;      /* calls between checkpoints (0: on demand only) */
+    uint64_t next_idx;        /* calls numbered (sent) so far */
+    util_id_t last_call;      /* the newest numbered call, whose event a restart waits for */
+    uint64_t ckpt_idx;        /* the newest checkpoint covers calls 1..ckpt_idx */
+    uint64_t saved_idx;       /* the newest checkpoint reported, made or failed */
+    lux_ref_t ckpt;           /* its object (when has_ckpt) */
+    bool has_ckpt;
+    bool log_wait;            /* restarting: waits for its calls' events to commit */
+    nm_task_t *boot;          /* its CREATE or LOAD run, until it reports */
+    nm_task_t *queue, *queue_last; /* runs not sent yet, in order */
+    nm_task_t *sent, *sent_last;   /* sent and not reported, in order */
+    uint32_t nsent;
+    nm_task_t *limbo;         /* numbered calls its dead process had: re-sent by the replay */
+    lux_ref_t *kept;          /* arguments of calls since the checkpoint, kept for a replay */
+    uint64_t *kept_idx;
+    size_t nkept, capkept;
+    uint64_t replaying;       /* calls still to re-apply after the last restart */
+    char *doom;               /* it must die, for this (found where it cannot die at once) */
+    int doom_status;
+    bool dirty;               /* on nm->dirty_actors */
+    nm_actor_t *next_dirty;
 };
 
 /* --- clients and workers ----------------------------------------------------------- */
 
+/* A connection from a client on this machine (a driver or a worker). */
+struct nm_conn {
+    nm_t *nm;
+    exec_link_t *link;
+    nm_client_t *client;      /* once it said hello; NULL after it left */
+    nm_conn_t *next;
+};
+
 struct nm_client {
-    zframe_t *rid;            /* routing ID on the client socket */
+    nm_conn_t *conn;          /* its connection (NULL once it closed) */
     util_id_t id;
     int kind;                 /* EXEC_HELLO_DRIVER or _WORKER */
     pid_t pid;
@@ -129,7 +212,8 @@ struct nm_client {
 };
 
 enum nm_worker_state { W_STARTING = 1, W_IDLE, W_BUSY, W_BLOCKED,
-                       W_LEAVING /* told to go (an extra one no longer needed) */ };
+                       W_LEAVING, /* told to go (an extra one no longer needed) */
+                       W_DEAD     /* reaped: its last messages are being read */ };
 
 struct nm_worker {
     pid_t pid;
@@ -142,6 +226,7 @@ struct nm_worker {
     int64_t started_ms;
     int64_t idle_ms;          /* when it last ran out of work (or started) */
     bool extra;               /* started for a blocked one; leaves when idle */
+    nm_actor_t *actor;        /* the actor it hosts (not one of the pool) */
     nm_worker_t *next;
 };
 
@@ -166,9 +251,10 @@ struct nm {
     db_cluster_t cluster;
     util_id_t node;
     zsock_t *pipe;
-    zloop_t *loop;
-    zsock_t *sock;            /* ROUTER: clients and workers */
-    char endpoint[DB_EP_MAX];
+    int listen_fd;            /* clients connect here (exec_link) */
+    nm_conn_t *conns;
+    size_t nconns;
+    char endpoint[DB_EP_MAX]; /* the socket's path */
     char lux_bin[PATH_MAX];   /* the `lux` executable, for workers */
 
     /* the object store */
@@ -197,11 +283,17 @@ struct nm {
     nm_res_t res[16];
     int nres;                 /* res[0] is CPU */
     nm_client_t *dirty;       /* clients with OBJECTS to send */
+    util_idmap_t *actors;     /* actor ID -> nm_actor_t * (the dead too: calls to them fail) */
+    int actors_waiting;       /* in A_WAITING */
+    nm_task_t *held_calls, *held_last; /* finished calls waiting for their events (by ->next) */
+    struct nm_actor *dirty_actors; /* actors with runs to send */
+    struct nm_lookup *lookups; /* lux_actor_lookup waiting for a name */
     int64_t reaped_drivers_ms; /* when dead drivers were last looked for */
 
     /* the log (exec_node_log.c) */
     db_client_t *log;
     struct nm_log *lg;        /* write-ahead lineage state, lookups */
+    bool log_urgent;          /* an actor call waits for its event: send now */
 
     /* counters, for tests and `lux status` */
     uint64_t n_submitted, n_finished, n_failed, n_retried, n_rebuilt, n_evicted, n_spilled;
@@ -232,9 +324,13 @@ void nm_client_drop_grants(nm_t *nm, nm_client_t *c);
 void nm_flush_clients(nm_t *nm);
 
 /* exec_node.c */
+/* Send m (header frame first) to client c; dropped when c is gone. */
+void nm_send(nm_t *nm, nm_client_t *c, zmsg_t **m);
 /* A client left or died: drop its pins, grants and waiting ALLOCs, disown
    its objects, and free it. */
 void nm_client_gone(nm_t *nm, nm_client_t *c);
+/* Read what a dead worker's connection still holds (its last results). */
+void nm_conn_drain(nm_t *nm, nm_conn_t *conn);
 
 /* exec_node_sched.c */
 int nm_submit(nm_t *nm, nm_client_t *c, const exec_spec_t *s);
@@ -245,6 +341,49 @@ void nm_reap_workers(nm_t *nm);
 int nm_spawn_worker(nm_t *nm, bool extra);
 void nm_worker_gone(nm_t *nm, nm_worker_t *w, const char *why);
 nm_task_t *nm_task_find(nm_t *nm, const util_id_t *id);
+/* A task from a spec, in nm->tasks when insert (a replayed call is not:
+   its live twin may be). */
+nm_task_t *nm_task_new(nm_t *nm, nm_client_t *owner, const exec_spec_t *s, bool insert);
+/* Count t's arguments, wait for those to come; 0 or a code with why. */
+int nm_task_resolve(nm_t *nm, nm_task_t *t, char *why, size_t n);
+/* t's arguments are ready: an actor's run is sent by its actor, a task queues. */
+void nm_task_wake(nm_t *nm, nm_task_t *t);
+/* Pin t's arguments into objs (0; 1: one was lost, t waits; or a code). */
+int nm_task_run_args(nm_t *nm, nm_task_t *t, exec_obj_t *objs);
+void nm_task_release_args(nm_t *nm, nm_task_t *t, bool uses);
+/* Drop a task that will not run nor report (not in nm->tasks): off every
+   dependents list, its arguments released, freed. */
+void nm_task_discard(nm_t *nm, nm_task_t *t);
+/* t finished well: wake dependents, answer, free it. */
+void nm_task_done(nm_t *nm, nm_task_t *t);
+/* Fail t and everything waiting for it (frees them). */
+void nm_task_fail(nm_t *nm, nm_task_t *t, int status, const char *msg);
+nm_obj_t *nm_task_output(nm_t *nm, nm_task_t *t, uint8_t i);
+/* Decode a result's outputs, checking arena room was granted to c. 0 or
+   LUX_EPROTO. */
+int nm_result_outputs(nm_t *nm, nm_client_t *c, nm_task_t *t, const exec_result_t *r,
+                      exec_obj_t *outs, const uint8_t **fps);
+bool nm_res_needs(nm_t *nm, const nm_task_t *t, int64_t *needs, char *why, size_t n);
+bool nm_res_fits(nm_t *nm, const int64_t *needs);
+void nm_res_take(nm_t *nm, const int64_t *needs, int sign);
+int nm_spawn_actor_worker(nm_t *nm, nm_actor_t *a);
+
+/* exec_node_actor.c */
+int nm_actor_submit(nm_t *nm, nm_client_t *c, const exec_spec_t *s);
+void nm_actor_kick(nm_t *nm, nm_actor_t *a);      /* send what can be sent */
+void nm_actor_hello(nm_t *nm, nm_worker_t *w);    /* its worker is ready */
+void nm_actor_result(nm_t *nm, nm_worker_t *w, const exec_result_t *r);
+void nm_actor_worker_gone(nm_t *nm, nm_worker_t *w, const char *why);
+void nm_actor_pump(nm_t *nm);                     /* send what actors can take */
+void nm_actor_release(nm_t *nm);                  /* hand out results whose events committed */
+void nm_actor_op(nm_t *nm, nm_client_t *c, const uint8_t *p, size_t n);
+void nm_actor_client_gone(nm_t *nm, nm_client_t *c);
+void nm_actor_tick(nm_t *nm);                     /* waiting creations, lookups */
+void nm_actor_close(nm_t *nm);
+/* Task t of an actor is failing (maybe with another task it needs): take
+   it off the actor's lists. True when it was dealt with (a re-applied call,
+   discarded; the actor dies for it) and must not be failed as a task. */
+bool nm_actor_failing(nm_t *nm, nm_task_t *t, int status, const char *text);
 int nm_rebuild(nm_t *nm, const lux_ref_t *id);  /* re-run the task that made id */
 void nm_task_free(nm_task_t *t);
 int nm_parse_resources(nm_t *nm, const char *spec);
@@ -265,8 +404,19 @@ void nm_log_module(nm_t *nm, const util_id_t *job, const uint8_t hash[16], const
 void nm_log_node(nm_t *nm);
 void nm_log_tick(nm_t *nm);                      /* flush, take acks, release held events */
 bool nm_log_busy(nm_t *nm);                      /* events not yet acknowledged or held */
+/* Whether the lineage event of task (its submission, or an actor's call)
+   is not committed yet. */
+bool nm_log_pending(nm_t *nm, const util_id_t *task);
 /* Find how the task that made id was submitted, from the log. 0, or
    LUX_ENOTFOUND. The spec points into *buf. */
 int nm_log_lookup(nm_t *nm, const util_id_t *task, exec_spec_t *spec, util_buf_t *buf);
+/* The actor's actor_call events with idx above after, in log order. */
+int nm_log_actor_calls(nm_t *nm, const util_id_t *actor, uint64_t after,
+                       int (*cb)(void *arg, const db_event_t *e), void *arg);
+void nm_log_actor_created(nm_t *nm, nm_actor_t *a);
+void nm_log_actor_call(nm_t *nm, nm_actor_t *a, nm_task_t *t);
+void nm_log_actor_checkpoint(nm_t *nm, nm_actor_t *a, nm_task_t *save, nm_obj_t *o);
+void nm_log_actor_restarted(nm_t *nm, nm_actor_t *a, uint64_t calls);
+void nm_log_actor_died(nm_t *nm, nm_actor_t *a);
 
 #endif

@@ -256,14 +256,7 @@ nm_log_tick(nm_t *nm)
     int64_t now = util_mono_ns();
     if (!L || !nm->log)
         return;
-    /* group commit from here too: send at most every S_FLUSH_NS (a full
-       batch goes by itself), so a busy node makes one commit per many
-       tasks instead of one per message */
-    if (now - L->flushed_ns < S_FLUSH_NS)
-        return;
-    L->flushed_ns = now;
-    db_client_flush(nm->log);
-    db_client_poll(nm->log, 0);
+    db_client_poll(nm->log, 0); /* take what was acknowledged */
     /* forget what is committed */
     for (uint32_t s = 0; s < nm->cluster.shards; s++) {
         s_fifo_t *f = &L->fifos[s];
@@ -294,7 +287,22 @@ nm_log_tick(nm_t *nm)
         free(h->rec);
         free(h);
     }
-    db_client_flush(nm->log);
+    /* Group commit from here too: events go at most every S_FLUSH_NS (a
+       full batch goes by itself), so a busy node makes one commit per many
+       tasks; but an actor call's result waits for its event, so when one
+       is queued (nm->log_urgent) events go at once if none of ours is in
+       flight, else as soon as those are acknowledged. */
+    if (now - L->flushed_ns >= S_FLUSH_NS || nm->log_urgent) {
+        nm->log_urgent = false;
+        L->flushed_ns = now;
+        db_client_flush(nm->log);
+    }
+}
+
+bool
+nm_log_pending(nm_t *nm, const util_id_t *task)
+{
+    return nm->lg && util_idmap_get(nm->lg->unacked, task->b) != NULL;
 }
 
 bool
@@ -313,15 +321,39 @@ s_base(nm_t *nm, db_event_t *e, int kind)
     DB_SET_ID(e, node, DB_F_NODE, &nm->node);
 }
 
+/* The refs among t's arguments: into L->deps (20 bytes each, for the
+   event) and deps (their tasks, for write-ahead; not t itself: a ref to
+   its own output, made up, fails, and the event would wait for itself). */
+static uint32_t
+s_arg_deps(struct nm_log *L, const nm_task_t *t, db_event_t *e, util_id_t *deps)
+{
+    util_rd_t r;
+    exec_arg_t a;
+    uint32_t n = 0;
+    L->deps.len = 0;
+    util_rd_init(&r, t->args, t->args_len);
+    while (exec_arg_next(&r, &a)) {
+        if (a.kind != EXEC_ARG_REF)
+            continue;
+        util_buf_put(&L->deps, a.ref.b, LUX_REF_LEN);
+        exec_ref_task(&a.ref, &deps[n]);
+        if (memcmp(deps[n].b, t->id.b, sizeof t->id.b) != 0)
+            n++;
+    }
+    if (L->deps.len) {
+        e->deps = L->deps.data;
+        e->deps_len = (uint32_t) L->deps.len;
+        e->mask |= DB_F_DEPS;
+    }
+    return n;
+}
+
 void
 nm_log_submitted(nm_t *nm, nm_task_t *t)
 {
     struct nm_log *L = nm->lg;
     db_event_t e;
     util_id_t deps[EXEC_MAX_ARGS];
-    uint32_t ndeps = 0;
-    util_rd_t r;
-    exec_arg_t a;
 
     s_base(nm, &e, DB_K_task_submitted);
     DB_SET_ID(&e, task, DB_F_TASK, &t->id);
@@ -331,24 +363,7 @@ nm_log_submitted(nm_t *nm, nm_task_t *t)
     db_event_set_name(&e, t->fn);
     memcpy(e.fp, t->module, 16);
     e.mask |= DB_F_FP;
-    /* the refs among the arguments: deps, 20 bytes each */
-    L->deps.len = 0;
-    util_rd_init(&r, t->args, t->args_len);
-    while (exec_arg_next(&r, &a)) {
-        if (a.kind != EXEC_ARG_REF)
-            continue;
-        util_buf_put(&L->deps, a.ref.b, LUX_REF_LEN);
-        exec_ref_task(&a.ref, &deps[ndeps]);
-        /* a ref to its own output (made up: it fails) waits for nothing,
-           or the event would wait for itself */
-        if (memcmp(deps[ndeps].b, t->id.b, sizeof t->id.b) != 0)
-            ndeps++;
-    }
-    if (L->deps.len) {
-        e.deps = L->deps.data;
-        e.deps_len = (uint32_t) L->deps.len;
-        e.mask |= DB_F_DEPS;
-    }
+    uint32_t ndeps = s_arg_deps(L, t, &e, deps);
     exec_spec_t s = {.max_attempts = t->max_attempts, .cpus_milli = t->cpus_milli,
                      .res = t->res, .res_len = (uint16_t) (t->res ? strlen(t->res) : 0),
                      .argc = t->argc, .args = t->args, .args_len = t->args_len};
@@ -487,6 +502,41 @@ nm_log_node(nm_t *nm)
 
 /* --- lookups --------------------------------------------------------------------------- */
 
+/* The tail's file of shard s, opened read-only (the node manager runs on
+   the head's machine). */
+static int
+s_tail(nm_t *nm, uint32_t s)
+{
+    struct nm_log *L = nm->lg;
+    if (L->tails[s])
+        return 0;
+    db_chain_t *chains = calloc(nm->cluster.shards, sizeof *chains);
+    char path[PATH_MAX];
+    if (!chains)
+        return util_err(LUX_ENOMEM, "out of memory");
+    db_chain_load_state(&nm->cluster, chains);
+    db_cluster_replica_db(&nm->cluster, s, chains[s].m[chains[s].n - 1].index, path,
+                          sizeof path);
+    free(chains);
+    db_store_opts_t o = {.path = path, .readonly = true};
+    if (!(L->tails[s] = db_store_open(&o)))
+        return util_err_ctx(LUX_EIO, "reading the log");
+    return 0;
+}
+
+int
+nm_log_actor_calls(nm_t *nm, const util_id_t *actor, uint64_t after,
+                   int (*cb)(void *arg, const db_event_t *e), void *arg)
+{
+    uint32_t s = util_id_shard(actor, nm->cluster.shards);
+    int rc = s_tail(nm, s);
+    if (rc)
+        return rc;
+    if ((rc = db_store_actor_events(nm->lg->tails[s], actor, DB_K_actor_call, after, cb, arg)))
+        db_store_close(&nm->lg->tails[s]); /* the tail may have changed: open it again next time */
+    return rc;
+}
+
 int
 nm_log_lookup(nm_t *nm, const util_id_t *task, exec_spec_t *spec, util_buf_t *buf)
 {
@@ -504,19 +554,8 @@ nm_log_lookup(nm_t *nm, const util_id_t *task, exec_spec_t *spec, util_buf_t *bu
             db_client_poll(nm->log, 5);
         }
     }
-    if (!L->tails[s]) {
-        db_chain_t *chains = calloc(nm->cluster.shards, sizeof *chains);
-        char path[PATH_MAX];
-        if (!chains)
-            return util_err(LUX_ENOMEM, "out of memory");
-        db_chain_load_state(&nm->cluster, chains);
-        db_cluster_replica_db(&nm->cluster, s, chains[s].m[chains[s].n - 1].index, path,
-                              sizeof path);
-        free(chains);
-        db_store_opts_t o = {.path = path, .readonly = true};
-        if (!(L->tails[s] = db_store_open(&o)))
-            return util_err_ctx(LUX_EIO, "reading lineage");
-    }
+    if ((rc = s_tail(nm, s)))
+        return rc;
     buf->len = 0;
     if ((rc = db_store_find(L->tails[s], task, DB_K_task_submitted, buf, &seq))) {
         /* the tail may have changed: look again next time */
@@ -536,4 +575,136 @@ nm_log_lookup(nm_t *nm, const util_id_t *task, exec_spec_t *spec, util_buf_t *bu
     if (!(e.mask & DB_F_BODY) || exec_spec_from_body(spec, e.body, e.body_len))
         return util_err(LUX_ECORRUPT, "the log's record of a task to rebuild is malformed");
     return 0;
+}
+
+/* --- actors ------------------------------------------------------------------------------ */
+
+static exec_spec_t
+s_spec_of(const nm_task_t *t)
+{
+    return (exec_spec_t) {.nret = t->nret, .max_attempts = t->max_attempts,
+                          .cpus_milli = t->cpus_milli, .res = t->res,
+                          .res_len = (uint16_t) (t->res ? strlen(t->res) : 0), .argc = t->argc,
+                          .args = t->args, .args_len = t->args_len};
+}
+
+void
+nm_log_actor_created(nm_t *nm, nm_actor_t *a)
+{
+    struct nm_log *L = nm->lg;
+    db_event_t e;
+    util_id_t deps[EXEC_MAX_ARGS];
+    char info[400];
+    nm_task_t *t = a->create;
+    s_base(nm, &e, DB_K_actor_created);
+    DB_SET_ID(&e, actor, DB_F_ACTOR, &a->id);
+    DB_SET_ID(&e, task, DB_F_TASK, &t->id);
+    DB_SET_ID(&e, parent, DB_F_PARENT, &t->parent);
+    DB_SET_ID(&e, job, DB_F_JOB, &t->job);
+    DB_SET_INT(&e, attempt, DB_F_ATTEMPT, a->max_restarts);
+    DB_SET_INT(&e, idx, DB_F_IDX, a->ckpt_every);
+    db_event_set_name(&e, a->cls);
+    memcpy(e.fp, a->module, 16);
+    e.mask |= DB_F_FP;
+    uint32_t ndeps = s_arg_deps(L, t, &e, deps);
+    exec_spec_t s = s_spec_of(t);
+    s.max_restarts = (uint16_t) a->max_restarts;
+    s.ckpt_every = a->ckpt_every;
+    L->body.len = 0;
+    exec_actor_body(&L->body, &s);
+    e.body = L->body.data;
+    e.body_len = (uint32_t) L->body.len;
+    e.mask |= DB_F_BODY;
+    snprintf(info, sizeof info, "%s%s%smax_restarts=%u checkpoint_every=%u CPU=%g%s%s",
+             a->name ? "name=" : "", a->name ? a->name : "", a->name ? " " : "",
+             a->max_restarts, a->ckpt_every, t->cpus_milli / 1000.0, t->res ? "," : "",
+             t->res ? t->res : "");
+    db_event_set_info(&e, info);
+    s_emit(nm, &e, NULL, deps, ndeps);
+}
+
+void
+nm_log_actor_call(nm_t *nm, nm_actor_t *a, nm_task_t *t)
+{
+    struct nm_log *L = nm->lg;
+    db_event_t e;
+    util_id_t deps[EXEC_MAX_ARGS];
+    s_base(nm, &e, DB_K_actor_call);
+    DB_SET_ID(&e, actor, DB_F_ACTOR, &a->id);
+    DB_SET_ID(&e, task, DB_F_TASK, &t->id);
+    DB_SET_ID(&e, parent, DB_F_PARENT, &t->parent);
+    DB_SET_ID(&e, job, DB_F_JOB, &t->job);
+    DB_SET_INT(&e, idx, DB_F_IDX, (int64_t) t->idx);
+    db_event_set_name(&e, t->fn);
+    uint32_t ndeps = s_arg_deps(L, t, &e, deps);
+    exec_spec_t s = s_spec_of(t);
+    L->body.len = 0;
+    exec_call_body(&L->body, &s);
+    e.body = L->body.data;
+    e.body_len = (uint32_t) L->body.len;
+    e.mask |= DB_F_BODY;
+    /* the lineage of the call's results; they wait for it */
+    s_emit(nm, &e, &t->id, deps, ndeps);
+    nm->log_urgent = true;
+}
+
+void
+nm_log_actor_checkpoint(nm_t *nm, nm_actor_t *a, nm_task_t *save, nm_obj_t *o)
+{
+    db_event_t e;
+    char hex[LUX_REF_LEN * 2 + 1], info[128];
+    s_base(nm, &e, DB_K_actor_checkpoint);
+    DB_SET_ID(&e, actor, DB_F_ACTOR, &a->id);
+    DB_SET_ID(&e, task, DB_F_TASK, &save->id);
+    DB_SET_ID(&e, job, DB_F_JOB, &a->job);
+    DB_SET_INT(&e, idx, DB_F_IDX, (int64_t) save->idx);
+    DB_SET_INT(&e, size, DB_F_SIZE, (int64_t) o->size);
+    memcpy(e.fp, o->fp, 16);
+    e.mask |= DB_F_FP;
+    util_hex(hex, o->id.b, LUX_REF_LEN);
+    snprintf(info, sizeof info, "object %s", hex);
+    db_event_set_info(&e, info);
+    s_emit(nm, &e, NULL, NULL, 0);
+}
+
+void
+nm_log_actor_restarted(nm_t *nm, nm_actor_t *a, uint64_t calls)
+{
+    db_event_t e;
+    char info[300];
+    s_base(nm, &e, DB_K_actor_restarted);
+    DB_SET_ID(&e, actor, DB_F_ACTOR, &a->id);
+    DB_SET_ID(&e, job, DB_F_JOB, &a->job);
+    DB_SET_INT(&e, attempt, DB_F_ATTEMPT, a->restarts);
+    DB_SET_INT(&e, idx, DB_F_IDX, (int64_t) (a->has_ckpt ? a->ckpt_idx : 0));
+    DB_SET_INT(&e, size, DB_F_SIZE, (int64_t) calls);
+    if (a->has_ckpt) {
+        util_id_t ck;
+        exec_ref_task(&a->ckpt, &ck);
+        DB_SET_ID(&e, task, DB_F_TASK, &ck);
+        snprintf(info, sizeof info,
+                 "restart %u of %u: loads the checkpoint of call %llu, replays calls %llu..%llu",
+                 a->restarts, a->max_restarts, (unsigned long long) a->ckpt_idx,
+                 (unsigned long long) a->ckpt_idx + 1, (unsigned long long) (a->ckpt_idx + calls));
+    } else {
+        snprintf(info, sizeof info,
+                 "restart %u of %u: runs the constructor, replays calls 1..%llu", a->restarts,
+                 a->max_restarts, (unsigned long long) calls);
+    }
+    db_event_set_info(&e, info);
+    s_emit(nm, &e, NULL, NULL, 0);
+}
+
+void
+nm_log_actor_died(nm_t *nm, nm_actor_t *a)
+{
+    db_event_t e;
+    s_base(nm, &e, DB_K_actor_died);
+    DB_SET_ID(&e, actor, DB_F_ACTOR, &a->id);
+    DB_SET_ID(&e, job, DB_F_JOB, &a->job);
+    DB_SET_INT(&e, status, DB_F_STATUS, a->death_status);
+    DB_SET_INT(&e, attempt, DB_F_ATTEMPT, a->restarts);
+    DB_SET_INT(&e, idx, DB_F_IDX, (int64_t) a->next_idx);
+    db_event_set_info(&e, a->death ? a->death : "");
+    s_emit(nm, &e, NULL, NULL, 0);
 }

@@ -232,10 +232,9 @@ nm_flush_clients(nm_t *nm)
         }
         util_le32(c->out.data, c->nout);
         zmsg_t *m = zmsg_new();
-        zmsg_append(m, &(zframe_t *) {zframe_dup(c->rid)});
         zmsg_append(m, &(zframe_t *) {net_hdr_frame(NET_OBJECTS, NET_NO_SHARD, 0)});
         zmsg_addmem(m, c->out.data, c->out.len);
-        zmsg_send(&m, nm->sock);
+        nm_send(nm, c, &m);
         c->out.len = 0;
         c->nout = 0;
         if (c->out.cap > (4u << 20))

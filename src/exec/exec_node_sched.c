@@ -144,6 +144,8 @@ nm_task_free(nm_task_t *t)
     free(t->fn);
     free(t->dependents);
     free(t->waiters);
+    free(t->fail_msg);
+    free(t->held_outs);
     free(t);
 }
 
@@ -283,7 +285,7 @@ s_dup_name(const char *s, size_t n)
 }
 
 static nm_task_t *
-s_task_new(nm_t *nm, nm_client_t *owner, const exec_spec_t *s)
+s_task_make(nm_t *nm, nm_client_t *owner, const exec_spec_t *s, bool insert)
 {
     nm_task_t *t = calloc(1, sizeof *t);
     if (!t)
@@ -302,7 +304,8 @@ s_task_new(nm_t *nm, nm_client_t *owner, const exec_spec_t *s)
     if (s->args_len)
         memcpy(t->args, s->args, s->args_len);
     t->argc = s->argc;
-    if (memchr(s->args, EXEC_ARG_REF, s->args_len) && !(t->counted = calloc(t->argc, 1))) {
+    if (s->args_len && memchr(s->args, EXEC_ARG_REF, s->args_len) &&
+        !(t->counted = calloc(t->argc, 1))) {
         nm_task_free(t);
         return NULL;
     }
@@ -314,6 +317,8 @@ s_task_new(nm_t *nm, nm_client_t *owner, const exec_spec_t *s)
     t->owner = owner;
     t->nested = owner && owner->kind == EXEC_HELLO_WORKER;
     t->state = TASK_WAITING;
+    if (!insert)
+        return t;
     nm_task_t **p = util_idmap_put(nm->tasks, t->id.b, NULL);
     if (!p) {
         nm_task_free(t);
@@ -323,10 +328,18 @@ s_task_new(nm_t *nm, nm_client_t *owner, const exec_spec_t *s)
     return t;
 }
 
+static nm_task_t *
+s_task_new(nm_t *nm, nm_client_t *owner, const exec_spec_t *s)
+{
+    return s_task_make(nm, owner, s, true);
+}
+
 int
 nm_submit(nm_t *nm, nm_client_t *c, const exec_spec_t *s)
 {
     char why[600];
+    if (s->kind != EXEC_SPEC_TASK)
+        return nm_actor_submit(nm, c, s);
     lux_ref_t out0;
     exec_ref_make(&out0, &s->task, 0);
     if (nm_task_find(nm, &s->task) || (s->nret && nm_obj_get(nm, &out0)))
@@ -468,7 +481,7 @@ s_done(nm_t *nm, nm_task_t *t)
             }
         }
         if (--d->waiting == 0)
-            s_ready_push(nm, d, d->nested);
+            nm_task_wake(nm, d);
     }
     s_answer_waiters(nm, t);
     s_release_args(nm, t, true);
@@ -499,6 +512,8 @@ s_output(nm_t *nm, nm_task_t *t, uint8_t i)
 static void
 s_fail_one(nm_t *nm, nm_task_t *t, int status, const char *msg, const char *text)
 {
+    if (t->actor && nm_actor_failing(nm, t, status, text))
+        return;
     s_forget_dependent(nm, t); /* it may still be on others' lists */
     nm->n_failed++;
     exec_result_t r = {.task = t->id, .attempt = t->attempt, .status = status, .msg = msg,
@@ -537,7 +552,18 @@ s_finish_failed(nm_t *nm, nm_task_t *t, int status, const char *msg)
     size_t n = 0, cap = 16;
 
     util_id_hex(&t->id, hex);
-    snprintf(text, sizeof text, "task %s (%s) failed: %s", hex, s_fn(t), msg);
+    if (t->actor) {
+        char ah[UTIL_ID_HEX];
+        util_id_hex(&t->actor->id, ah);
+        if (t->idx)
+            snprintf(text, sizeof text, "actor %s (%s): call %llu (%s) failed: %s", ah,
+                     t->actor->cls, (unsigned long long) t->idx, s_fn(t), msg);
+        else
+            snprintf(text, sizeof text, "actor %s (%s): call %s (%s) failed: %s", ah,
+                     t->actor->cls, hex, s_fn(t), msg);
+    } else {
+        snprintf(text, sizeof text, "task %s (%s) failed: %s", hex, s_fn(t), msg);
+    }
     snprintf(why, sizeof why, "its argument from %s", text);
     if (!all) {
         s_fail_one(nm, t, status, msg, text);
@@ -577,6 +603,16 @@ s_finish_failed(nm_t *nm, nm_task_t *t, int status, const char *msg)
 }
 
 /* --- workers ---------------------------------------------------------------------------- */
+
+/* Workers of the pool (not extra ones, not actors'). */
+static int
+s_pool_size(nm_t *nm)
+{
+    int n = 0;
+    for (nm_worker_t *w = nm->workers; w; w = w->next)
+        n += !w->extra && !w->actor;
+    return n;
+}
 
 int
 nm_spawn_worker(nm_t *nm, bool extra)
@@ -618,6 +654,18 @@ s_worker_unlink(nm_t *nm, nm_worker_t *w)
 void
 nm_worker_gone(nm_t *nm, nm_worker_t *w, const char *why)
 {
+    if (w->actor) {
+        nm_actor_worker_gone(nm, w, why);
+        if (w->client) {
+            nm_client_t *c = w->client;
+            c->worker = NULL;
+            w->client = NULL;
+            nm_client_gone(nm, c);
+        }
+        s_worker_unlink(nm, w);
+        free(w);
+        return;
+    }
     nm_task_t *running = w->queue, *rest = running ? running->next : NULL;
     if (w->state == W_LEAVING && !running)
         log_info("worker %d %s", (int) w->pid, why);
@@ -699,16 +747,19 @@ nm_reap_workers(nm_t *nm)
                 snprintf(why, sizeof why, "exited with status %d", WEXITSTATUS(status));
             else
                 snprintf(why, sizeof why, "is gone");
-            bool extra = w->extra;
+            bool pool = !w->extra && !w->actor;
+            if (w->actor && w->client && w->client->conn) {
+                /* an actor's last results (a checkpoint) may still wait in
+                   its socket: they count */
+                w->state = W_DEAD;
+                nm_conn_drain(nm, w->client->conn);
+            }
             nm_worker_gone(nm, w, why);
             /* a pool worker is replaced whatever extra ones are running:
                they leave when idle, and counting them here let the pool
                shrink to nothing (extras alive when pool workers died, then
                gone) */
-            int pool = 0;
-            for (nm_worker_t *x = nm->workers; x; x = x->next)
-                pool += !x->extra;
-            if (!extra && pool < nm->target_workers && nm_spawn_worker(nm, false))
+            if (pool && s_pool_size(nm) < nm->target_workers && nm_spawn_worker(nm, false))
                 log_error("cannot restart a worker: %s", lux_errmsg());
         } else if (w->state == W_STARTING && util_mono_ms() - w->started_ms > 30000) {
             log_error("worker %d did not say hello within 30 s; killing it", (int) w->pid);
@@ -724,10 +775,11 @@ static nm_worker_t *
 s_idle_worker(nm_t *nm)
 {
     for (nm_worker_t *w = nm->workers; w; w = w->next)
-        if (w->state == W_IDLE && w->client)
+        if (w->state == W_IDLE && w->client && !w->actor)
             return w;
     return NULL;
 }
+
 
 /* Resolve t's arguments into descriptors for the worker and pin the
    objects. 0; 1 when an argument was evicted since t was queued (t now
@@ -905,24 +957,27 @@ nm_dispatch(nm_t *nm)
         memcpy(w->held, needs, sizeof w->held);
         w->state = W_BUSY;
         zmsg_t *m = zmsg_new();
-        zmsg_append(m, &(zframe_t *) {zframe_dup(w->client->rid)});
         zmsg_append(m, &(zframe_t *) {net_hdr_frame(NET_TASKS, NET_NO_SHARD, 0)});
         zmsg_addmem(m, b->data, b->len);
-        zmsg_send(&m, nm->sock);
+        nm_send(nm, w->client, &m);
     }
     free(objs);
     /* everyone blocked or busy and work waiting: one more worker; past the
        cap when none is busy or starting, for then every one is blocked
-       and they would wait for ever */
+       and they would wait for ever. Actors' workers run only their calls:
+       they count for neither. */
     if (nm->ready && !s_idle_worker(nm)) {
-        int blocked = 0, starting = 0, busy = 0;
+        int blocked = 0, starting = 0, busy = 0, n = 0;
         for (nm_worker_t *x = nm->workers; x; x = x->next) {
+            if (x->actor)
+                continue;
+            n++;
             blocked += x->state == W_BLOCKED;
             starting += x->state == W_STARTING;
             busy += x->state == W_BUSY;
         }
         if (blocked > starting &&
-            (nm->nworkers < 4 * nm->target_workers + 8 || (busy == 0 && starting == 0)))
+            (n < 4 * nm->target_workers + 8 || (busy == 0 && starting == 0)))
             nm_spawn_worker(nm, true);
     }
     if (!nm->ready)
@@ -959,6 +1014,29 @@ s_worker_pop(nm_t *nm, nm_worker_t *w, nm_task_t *t)
     }
 }
 
+int
+nm_result_outputs(nm_t *nm, nm_client_t *c, nm_task_t *t, const exec_result_t *r,
+                  exec_obj_t *outs, const uint8_t **fps)
+{
+    util_rd_t rd;
+    util_rd_init(&rd, r->outs, r->outs_len);
+    for (uint8_t i = 0; i < r->nret; i++)
+        if (exec_obj_decode(&rd, &outs[i]))
+            break;
+    *fps = util_rd_take(&rd, (size_t) r->nret * 16);
+    bool bad = rd.bad || r->nret != t->nret;
+    for (uint8_t i = 0; !bad && i < r->nret; i++) {
+        if (outs[i].where == EXEC_W_ARENA) {
+            /* room it was granted, and the value fits in it */
+            uint64_t *granted = util_idmap_get(c->allocs, &outs[i].off);
+            bad = !granted || *granted < outs[i].size;
+        } else if (outs[i].where != EXEC_W_INLINE) {
+            bad = true;
+        }
+    }
+    return bad ? LUX_EPROTO : 0;
+}
+
 /* One result of worker w; its outputs are in the exec_result_t. */
 static void
 s_result(nm_t *nm, nm_worker_t *w, const exec_result_t *r)
@@ -981,25 +1059,10 @@ s_result(nm_t *nm, nm_worker_t *w, const exec_result_t *r)
         return;
     }
     /* the outputs */
-    util_rd_t rd;
-    util_rd_init(&rd, r->outs, r->outs_len);
     exec_obj_t outs[EXEC_MAX_RETURNS];
+    const uint8_t *fps;
     uint64_t total = 0;
-    for (uint8_t i = 0; i < r->nret; i++)
-        if (exec_obj_decode(&rd, &outs[i]))
-            break;
-    const uint8_t *fps = util_rd_take(&rd, (size_t) r->nret * 16);
-    bool bad = rd.bad || r->nret != t->nret;
-    for (uint8_t i = 0; !bad && i < r->nret; i++) {
-        if (outs[i].where == EXEC_W_ARENA) {
-            /* room it was granted, and the value fits in it */
-            uint64_t *granted = util_idmap_get(c->allocs, &outs[i].off);
-            bad = !granted || *granted < outs[i].size;
-        } else if (outs[i].where != EXEC_W_INLINE) {
-            bad = true;
-        }
-    }
-    if (bad) {
+    if (nm_result_outputs(nm, c, t, r, outs, &fps)) {
         s_finish_failed(nm, t, LUX_EPROTO, "its worker reported malformed outputs");
         return;
     }
@@ -1053,7 +1116,10 @@ nm_results(nm_t *nm, nm_client_t *c, const uint8_t *p, size_t n)
             log_error("worker %d: %s", (int) w->pid, lux_errmsg());
             break;
         }
-        s_result(nm, w, &r);
+        if (w->actor)
+            nm_actor_result(nm, w, &r);
+        else
+            s_result(nm, w, &r);
         if (!c->worker)
             return; /* it went away while we answered */
     }
@@ -1072,8 +1138,8 @@ nm_blocked(nm_t *nm, nm_client_t *c, const uint8_t *p, size_t n)
 {
     util_rd_t rd;
     nm_worker_t *w = c->worker;
-    if (!w)
-        return;
+    if (!w || w->actor)
+        return; /* an actor holds no pool CPU to lend, and its calls stay */
     util_rd_init(&rd, p, n);
     uint8_t blocked = util_rd_u8(&rd);
     uint32_t count = util_rd_u32(&rd);
@@ -1107,4 +1173,94 @@ nm_blocked(nm_t *nm, nm_client_t *c, const uint8_t *p, size_t n)
         w->state = w->queue ? W_BUSY : W_IDLE;
         w->idle_ms = util_mono_ms();
     }
+}
+
+/* --- for exec_node_actor.c ------------------------------------------------------------------ */
+
+nm_task_t *
+nm_task_new(nm_t *nm, nm_client_t *owner, const exec_spec_t *s, bool insert)
+{
+    return s_task_make(nm, owner, s, insert);
+}
+
+int
+nm_task_resolve(nm_t *nm, nm_task_t *t, char *why, size_t n)
+{
+    return s_resolve(nm, t, why, n);
+}
+
+void
+nm_task_wake(nm_t *nm, nm_task_t *t)
+{
+    if (t->actor)
+        nm_actor_kick(nm, t->actor);
+    else
+        s_ready_push(nm, t, t->nested);
+}
+
+int
+nm_task_run_args(nm_t *nm, nm_task_t *t, exec_obj_t *objs)
+{
+    return s_run_args(nm, t, objs);
+}
+
+void
+nm_task_release_args(nm_t *nm, nm_task_t *t, bool uses)
+{
+    s_release_args(nm, t, uses);
+}
+
+void
+nm_task_discard(nm_t *nm, nm_task_t *t)
+{
+    s_forget_dependent(nm, t);
+    s_release_args(nm, t, true);
+    nm_task_free(t);
+}
+
+void
+nm_task_done(nm_t *nm, nm_task_t *t)
+{
+    s_done(nm, t);
+}
+
+void
+nm_task_fail(nm_t *nm, nm_task_t *t, int status, const char *msg)
+{
+    s_finish_failed(nm, t, status, msg);
+}
+
+nm_obj_t *
+nm_task_output(nm_t *nm, nm_task_t *t, uint8_t i)
+{
+    return s_output(nm, t, i);
+}
+
+bool
+nm_res_needs(nm_t *nm, const nm_task_t *t, int64_t *needs, char *why, size_t n)
+{
+    return s_needs(nm, t, needs, why, n);
+}
+
+bool
+nm_res_fits(nm_t *nm, const int64_t *needs)
+{
+    return s_fits(nm, needs);
+}
+
+void
+nm_res_take(nm_t *nm, const int64_t *needs, int sign)
+{
+    s_take(nm, needs, sign);
+}
+
+int
+nm_spawn_actor_worker(nm_t *nm, nm_actor_t *a)
+{
+    int rc = nm_spawn_worker(nm, false);
+    if (rc)
+        return rc;
+    nm->workers->actor = a; /* nm_spawn_worker puts the new one first */
+    a->worker = nm->workers;
+    return 0;
 }

@@ -15,11 +15,15 @@
     SPEC (a task as submitted):
         task 16, parent 16, job 16, module 16, fn (u16 length + bytes), nret u8,
         max_attempts u8, cpus_milli u32, resources (u16 length + bytes),
-        argc u16, args_len u32, args (argc ARGUMENTs in args_len bytes)
+        argc u16, args_len u32, args (argc ARGUMENTs in args_len bytes),
+        kind u8 (0 task, 1 actor creation: fn is the class, 2 actor call: fn
+        is the method), then for kinds 1 and 2: actor 16, and for 1:
+        max_restarts u16, ckpt_every u32, name (u16 + bytes)
 
     RUN (a task handed to a worker):
         task 16, job 16, module 16, fn (u16 + bytes), nret u8, attempt u8, argc u16,
-        objs_len u32, argc OBJECTs in objs_len bytes
+        objs_len u32, argc OBJECTs in objs_len bytes, kind u8 (EXEC_RUN_*),
+        then for kinds other than 0: actor 16, idx u64
 
     RESULT (a worker's report):
         task 16, attempt u8, status i32, msg (u16 + bytes), t_start i64,
@@ -41,8 +45,12 @@
         TASKS         count u32, RUNs
         RESULTS       count u32, RESULTs
         BLOCKED       blocked u8, count u32, task IDs (16 each) given back
+        ACTOR         op u8 (1 kill, 2 lookup, 3 checkpoint), req u64, actor 16,
+                      name (u16 + bytes), timeout_ms u32
+        ACTOR_REP     req u64, status i32, actor 16; frame 2: message when status != 0
 */
 #include "exec_proto.h"
+#include "../util/util_fp.h"
 #include "../util/util_err.h"
 #include "../util/util_hash.h"
 
@@ -74,10 +82,7 @@ exec_ref_task(const lux_ref_t *ref, util_id_t *task)
 void
 exec_fingerprint(uint8_t out[16], const void *p, size_t n)
 {
-    uint64_t a = util_hash64(p, n);
-    uint64_t b = util_mix64(a ^ 0x9e3779b97f4a7c15ULL ^ n);
-    util_le64(out, a);
-    util_le64(out + 8, b);
+    util_fp(out, p, n);
 }
 
 /* --- objects --------------------------------------------------------------------- */
@@ -198,6 +203,14 @@ exec_spec_encode(util_buf_t *b, const exec_spec_t *s)
     util_buf_put_u16(b, s->argc);
     util_buf_put_u32(b, s->args_len);
     util_buf_put(b, s->args, s->args_len);
+    util_buf_put_u8(b, s->kind);
+    if (s->kind != EXEC_SPEC_TASK)
+        util_buf_put(b, s->actor.b, 16);
+    if (s->kind == EXEC_SPEC_CREATE) {
+        util_buf_put_u16(b, s->max_restarts);
+        util_buf_put_u32(b, s->ckpt_every);
+        s_put_name(b, s->name, s->name_len);
+    }
 }
 
 int
@@ -220,7 +233,20 @@ exec_spec_decode(util_rd_t *r, exec_spec_t *s)
     s->argc = util_rd_u16(r);
     s->args_len = util_rd_u32(r);
     s->args = util_rd_take(r, s->args_len);
-    if (r->bad)
+    s->kind = util_rd_u8(r);
+    memset(&s->actor, 0, sizeof s->actor);
+    s->max_restarts = 0;
+    s->ckpt_every = 0;
+    s->name = NULL;
+    s->name_len = 0;
+    if (s->kind != EXEC_SPEC_TASK && (p = util_rd_take(r, 16)))
+        memcpy(s->actor.b, p, 16);
+    if (s->kind == EXEC_SPEC_CREATE) {
+        s->max_restarts = util_rd_u16(r);
+        s->ckpt_every = util_rd_u32(r);
+        s->name = s_get_name(r, &s->name_len);
+    }
+    if (r->bad || s->kind > EXEC_SPEC_CALL)
         return util_err(LUX_EPROTO, "malformed task");
     if (s->nret > EXEC_MAX_RETURNS || s->argc > EXEC_MAX_ARGS || s->fn_len == 0)
         return util_err(LUX_EPROTO, "task with %u returns, %u arguments, function of %u bytes",
@@ -270,6 +296,44 @@ exec_spec_from_body(exec_spec_t *s, const uint8_t *body, size_t n)
     return 0;
 }
 
+void
+exec_call_body(util_buf_t *b, const exec_spec_t *s)
+{
+    util_buf_put_u8(b, s->nret);
+    exec_spec_body(b, s);
+}
+
+int
+exec_call_from_body(exec_spec_t *s, const uint8_t *body, size_t n)
+{
+    if (n < 1)
+        return util_err(LUX_ECORRUPT, "call body empty");
+    s->nret = body[0];
+    if (s->nret > EXEC_MAX_RETURNS)
+        return util_err(LUX_ECORRUPT, "call body: %u returns", s->nret);
+    return exec_spec_from_body(s, body + 1, n - 1);
+}
+
+void
+exec_actor_body(util_buf_t *b, const exec_spec_t *s)
+{
+    util_buf_put_u16(b, s->max_restarts);
+    util_buf_put_u32(b, s->ckpt_every);
+    exec_spec_body(b, s);
+}
+
+int
+exec_actor_from_body(exec_spec_t *s, const uint8_t *body, size_t n)
+{
+    util_rd_t r;
+    util_rd_init(&r, body, n);
+    s->max_restarts = util_rd_u16(&r);
+    s->ckpt_every = util_rd_u32(&r);
+    if (r.bad)
+        return util_err(LUX_ECORRUPT, "actor body malformed");
+    return exec_spec_from_body(s, r.p, util_rd_left(&r));
+}
+
 /* --- runs and results ------------------------------------------------------------- */
 
 void
@@ -288,6 +352,11 @@ exec_run_encode(util_buf_t *b, const exec_run_t *t, const exec_obj_t *args)
         exec_obj_encode(b, &args[i]);
     if (!b->oom)
         util_le32(b->data + at, (uint32_t) (b->len - at - 4));
+    util_buf_put_u8(b, t->kind);
+    if (t->kind != EXEC_RUN_TASK) {
+        util_buf_put(b, t->actor.b, 16);
+        util_buf_put_u64(b, t->idx);
+    }
 }
 
 int
@@ -306,7 +375,16 @@ exec_run_decode(util_rd_t *r, exec_run_t *t)
     t->argc = util_rd_u16(r);
     t->objs_len = util_rd_u32(r);
     t->objs = util_rd_take(r, t->objs_len);
-    if (r->bad || t->nret > EXEC_MAX_RETURNS || t->argc > EXEC_MAX_ARGS)
+    t->kind = util_rd_u8(r);
+    memset(&t->actor, 0, sizeof t->actor);
+    t->idx = 0;
+    if (t->kind != EXEC_RUN_TASK) {
+        if ((p = util_rd_take(r, 16)))
+            memcpy(t->actor.b, p, 16);
+        t->idx = util_rd_u64(r);
+    }
+    if (r->bad || t->nret > EXEC_MAX_RETURNS || t->argc > EXEC_MAX_ARGS ||
+        t->kind > EXEC_RUN_LOAD)
         return util_err(LUX_EPROTO, "malformed task to run");
     return 0;
 }

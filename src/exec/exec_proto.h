@@ -47,7 +47,11 @@ int exec_obj_decode(util_rd_t *r, exec_obj_t *o);
 /* An argument as submitted: a value or a ref. */
 enum { EXEC_ARG_VALUE = 0, EXEC_ARG_REF = 1 };
 
-/* A task as a client submits it. */
+/* What a SPEC submits. */
+enum { EXEC_SPEC_TASK = 0, EXEC_SPEC_CREATE = 1, EXEC_SPEC_CALL = 2 };
+
+/* A task (or an actor's creation, or a call of one of its methods) as a
+   client submits it. */
 typedef struct {
     util_id_t task;         /* its ID */
     util_id_t parent;       /* the task (or driver) that submitted it */
@@ -63,6 +67,13 @@ typedef struct {
     uint16_t argc;
     const uint8_t *args;    /* encoded arguments (exec_args_*) */
     uint32_t args_len;
+    uint8_t kind;           /* EXEC_SPEC_*; for CREATE fn is the class, for CALL
+                               the method (and module is filled by the node) */
+    util_id_t actor;        /* CREATE, CALL */
+    uint16_t max_restarts;  /* CREATE */
+    uint32_t ckpt_every;    /* CREATE */
+    const char *name;       /* CREATE: the name to find it by (may be empty) */
+    uint16_t name_len;
 } exec_spec_t;
 
 void exec_spec_encode(util_buf_t *b, const exec_spec_t *s);
@@ -73,6 +84,15 @@ int exec_spec_decode(util_rd_t *r, exec_spec_t *s);
    (u16 length + bytes), argc u16, then the encoded arguments. */
 void exec_spec_body(util_buf_t *b, const exec_spec_t *s);
 int exec_spec_from_body(exec_spec_t *s, const uint8_t *body, size_t n);
+
+/* The body of an actor_call event: nret u8, then the task body above. */
+void exec_call_body(util_buf_t *b, const exec_spec_t *s);
+int exec_call_from_body(exec_spec_t *s, const uint8_t *body, size_t n);
+
+/* The body of an actor_created event: max_restarts u16, ckpt_every u32,
+   then the task body above (cpus, resources, constructor arguments). */
+void exec_actor_body(util_buf_t *b, const exec_spec_t *s);
+int exec_actor_from_body(exec_spec_t *s, const uint8_t *body, size_t n);
 
 /* Arguments: kind u8, then a value (length u32, bytes) or a ref (20). */
 void exec_arg_put_value(util_buf_t *b, const void *data, uint32_t size);
@@ -85,6 +105,15 @@ typedef struct {
 } exec_arg_t;
 /* Walk argc encoded arguments; false at the end or on garbage (r->bad). */
 bool exec_arg_next(util_rd_t *r, exec_arg_t *a);
+
+/* What a RUN asks of a worker. */
+enum {
+    EXEC_RUN_TASK = 0,   /* run function fn */
+    EXEC_RUN_CREATE = 1, /* become actor `actor` of class fn, from the arguments */
+    EXEC_RUN_CALL = 2,   /* call method fn of the actor it hosts */
+    EXEC_RUN_SAVE = 3,   /* save the actor's state as return 0 (a checkpoint) */
+    EXEC_RUN_LOAD = 4    /* become actor `actor` of class fn from saved state (argument 0) */
+};
 
 /* A task handed to a worker: what it needs to run it. Arguments are
    resolved objects (INLINE or ARENA). */
@@ -99,6 +128,9 @@ typedef struct {
     uint16_t argc;
     const uint8_t *objs; /* argc encoded exec_obj_t */
     uint32_t objs_len;
+    uint8_t kind;        /* EXEC_RUN_* */
+    util_id_t actor;     /* actor kinds */
+    uint64_t idx;        /* CALL: the call's number; SAVE: calls the checkpoint covers */
 } exec_run_t;
 
 void exec_run_encode(util_buf_t *b, const exec_run_t *t, const exec_obj_t *args);

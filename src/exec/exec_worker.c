@@ -6,9 +6,10 @@
     S_RESULTS tasks; and when a task blocks in lux_get, right after the node
     is told (BLOCKED): what it waits for may need the tasks run before it
     (a ref passed inside a value), and nothing else would report them until
-    it ends. The node takes back room granted and not sealed when results
-    come, except from a blocked worker (exec_node_sched.c): the blocked
-    task's room stays its own.
+    it ends (not an actor's calls, which keep their order). The node takes
+    back room granted and not sealed when results come, except from a
+    blocked worker (exec_node_sched.c): the blocked task's room stays its
+    own.
 */
 #include "exec_worker.h"
 #include "exec_client.h"
@@ -34,7 +35,14 @@ typedef struct {
     util_buf_t results;
     uint32_t nresults;
     util_buf_t outs;       /* scratch for one result's outputs */
+    /* the actor this worker hosts (after a CREATE or LOAD run) */
+    const exec_fn_t *cls;
+    exec_module_t *cls_module;
+    void *self;
+    util_id_t actor;
     uint64_t allocs_task;  /* lx->alloc_req when the running task started */
+    uint8_t *abuf;         /* arguments copied to aligned addresses */
+    size_t acap;
 } s_worker_t;
 
 /* Tasks of the batch not started yet: their IDs into b (given back). */
@@ -43,6 +51,8 @@ s_giveback(lux_t *lx, util_buf_t *b)
 {
     s_worker_t *w = lx->worker;
     uint32_t n = 0;
+    if (w->self || (w->at < w->nruns && w->runs[w->at].kind != EXEC_RUN_TASK))
+        return 0; /* an actor's calls stay, in their order */
     for (uint32_t i = w->at + 1; i < w->nruns; i++) {
         if (w->skip[i])
             continue;
@@ -62,17 +72,22 @@ s_flush(s_worker_t *w)
     zmsg_t *m = zmsg_new();
     zmsg_append(m, &(zframe_t *) {net_hdr_frame(NET_RESULTS, NET_NO_SHARD, 0)});
     zmsg_addmem(m, w->results.data, w->results.len);
-    zmsg_send(&m, w->lx->sk);
+    exec_client_send(w->lx, &m);
     w->nresults = 0;
     w->results.len = 0;
 }
 
 /* A task blocked, and the node knows (exec_client.c s_block): report the
-   tasks finished before it. */
+   tasks finished before it. Not an actor's calls: the node does not mark
+   an actor's worker blocked (it lends no CPU), so it would take back the
+   room the blocked call holds. */
 static void
 s_on_blocked(lux_t *lx)
 {
-    s_flush(lx->worker);
+    s_worker_t *w = lx->worker;
+    if (w->self || (w->at < w->nruns && w->runs[w->at].kind != EXEC_RUN_TASK))
+        return;
+    s_flush(w);
 }
 
 static void
@@ -124,26 +139,65 @@ s_run(s_worker_t *w, const exec_run_t *run)
         snprintf(why, sizeof why, "out of memory for %u arguments", run->argc);
         goto report;
     }
-    exec_module_t *m = s_module(lx, run->module, why, sizeof why);
-    const exec_fn_t *f = m ? exec_module_fn(m, run->fn, run->fn_len) : NULL;
-    if (!m) {
-        r.status = LUX_ENOTFOUND;
-        goto report;
+    exec_module_t *m = NULL;
+    const exec_fn_t *f = NULL;
+    int nargs = 0, nret = 0; /* what the entry takes and gives */
+    if (run->kind == EXEC_RUN_CALL || run->kind == EXEC_RUN_SAVE) {
+        if (!w->self || memcmp(w->actor.b, run->actor.b, 16) != 0) {
+            r.status = LUX_ESTATE;
+            snprintf(why, sizeof why, "this worker does not host that actor");
+            goto report;
+        }
+        m = w->cls_module;
+        if (run->kind == EXEC_RUN_SAVE) {
+            f = w->cls;
+            nargs = 0, nret = 1;
+            if (!f->save) {
+                r.status = LUX_ENOSYS;
+                snprintf(why, sizeof why, "class %s has no save function", f->name);
+                goto report;
+            }
+        } else {
+            char full[160];
+            snprintf(full, sizeof full, "%s.%s", w->cls->name, fn);
+            f = exec_module_fn(m, full, strlen(full));
+            if (!f || f->kind != EXEC_FN_METHOD) {
+                r.status = LUX_ENOTFOUND;
+                snprintf(why, sizeof why, "class %s has no method '%s'", w->cls->name, fn);
+                goto report;
+            }
+            nargs = f->nargs, nret = f->nret;
+        }
+    } else {
+        if (!(m = s_module(lx, run->module, why, sizeof why))) {
+            r.status = LUX_ENOTFOUND;
+            goto report;
+        }
+        int want = run->kind == EXEC_RUN_TASK ? EXEC_FN_TASK : EXEC_FN_CLASS;
+        f = exec_module_fn(m, run->fn, run->fn_len);
+        if (!f || f->kind != want) {
+            r.status = LUX_ENOTFOUND;
+            snprintf(why, sizeof why, "the module has no %s '%s'",
+                     want == EXEC_FN_TASK ? "function" : "actor class", fn);
+            goto report;
+        }
+        nargs = run->kind == EXEC_RUN_LOAD ? 1 : f->nargs;
+        nret = run->kind == EXEC_RUN_TASK ? f->nret : 0;
+        if (run->kind == EXEC_RUN_LOAD && !f->load) {
+            r.status = LUX_ENOSYS;
+            snprintf(why, sizeof why, "class %s has no load function", f->name);
+            goto report;
+        }
     }
-    if (!f) {
-        r.status = LUX_ENOTFOUND;
-        snprintf(why, sizeof why, "the module has no function '%s'", fn);
-        goto report;
-    }
-    if (f->nargs >= 0 && f->nargs != run->argc) {
+    if (nargs >= 0 && nargs != run->argc) {
         r.status = LUX_EINVAL;
-        snprintf(why, sizeof why, "%s takes %d arguments, it was given %u", fn, f->nargs,
+        snprintf(why, sizeof why, "%s takes %d arguments, it was given %u", fn, nargs,
                  run->argc);
         goto report;
     }
-    if (f->nret != run->nret) {
+    if (nret != run->nret) {
         r.status = LUX_EINVAL;
-        snprintf(why, sizeof why, "%s returns %d values, %u were asked for", fn, f->nret,
+        snprintf(why, sizeof why, "%s returns %d values, %u were asked for", fn, nret,
                  run->nret);
         goto report;
     }
@@ -161,6 +215,30 @@ s_run(s_worker_t *w, const exec_run_t *run)
         args[i].data = o.where == EXEC_W_ARENA ? exec_arena_base(lx->arena) + o.off : o.bytes;
         args[i].size = (size_t) o.size;
     }
+    /* a value inside a message may sit at any address: those that are not
+       16-byte aligned are copied, so a function may read them as any type
+       (the store's are aligned already) */
+    size_t need = 0;
+    for (uint16_t i = 0; i < run->argc; i++)
+        if ((uintptr_t) args[i].data & 15)
+            need += (args[i].size + 15) & ~(size_t) 15;
+    if (need > w->acap) {
+        free(w->abuf);
+        w->acap = 0;
+        if (!(w->abuf = malloc(need))) {
+            r.status = LUX_ENOMEM;
+            snprintf(why, sizeof why, "out of memory aligning the arguments");
+            goto report;
+        }
+        w->acap = need;
+    }
+    need = 0;
+    for (uint16_t i = 0; i < run->argc; i++)
+        if ((uintptr_t) args[i].data & 15) {
+            memcpy(w->abuf + need, args[i].data, args[i].size);
+            args[i].data = w->abuf + need;
+            need += (args[i].size + 15) & ~(size_t) 15;
+        }
     memset(&ctx, 0, sizeof ctx);
     ctx.task = run->task;
     ctx.attempt = run->attempt;
@@ -176,7 +254,38 @@ s_run(s_worker_t *w, const exec_run_t *run)
     lx->job = run->job;
     lx->root = run->task;
     lx->counter = 0;
-    int rc = f->fn(lx, run->argc, args);
+    int rc = 0;
+    void *self = NULL;
+    switch (run->kind) {
+    case EXEC_RUN_TASK:
+        rc = f->fn(lx, run->argc, args);
+        break;
+    case EXEC_RUN_CALL:
+        rc = f->method(lx, w->self, run->argc, args);
+        break;
+    case EXEC_RUN_SAVE:
+        rc = f->save(lx, w->self);
+        break;
+    case EXEC_RUN_CREATE:
+    case EXEC_RUN_LOAD:
+        self = run->kind == EXEC_RUN_CREATE ? f->create(lx, run->argc, args)
+                                            : f->load(lx, &args[0]);
+        if (!self && !ctx.status) {
+            ctx.status = LUX_ETASK;
+            snprintf(ctx.err, sizeof ctx.err, "%s of class %s gave no state",
+                     run->kind == EXEC_RUN_CREATE ? "create" : "load", f->name);
+        }
+        if (self) {
+            /* the state it replaces (a restart in this process) goes */
+            if (w->self && w->cls && w->cls->destroy)
+                w->cls->destroy(w->self);
+            w->self = self;
+            w->cls = f;
+            w->cls_module = m;
+            w->actor = run->actor;
+        }
+        break;
+    }
     exec_client_flush(lx); /* what the task put and called goes before its result */
     lx->task = NULL;
     if (rc || ctx.status) {
@@ -249,7 +358,8 @@ s_batch(s_worker_t *w, zmsg_t *msg)
             last = last && w->skip[k];
         /* store room stays granted until the node hears the result: a task
            that asked for room is reported at once */
-        if (last || w->nresults >= S_RESULTS || w->lx->alloc_req != w->allocs_task)
+        if (last || w->nresults >= S_RESULTS || w->lx->alloc_req != w->allocs_task ||
+            w->runs[w->at].kind == EXEC_RUN_SAVE) /* a checkpoint counts once it is told */
             s_flush(w);
     }
     s_flush(w);
@@ -275,7 +385,7 @@ exec_worker_main(const char *dir, const char *endpoint)
     while (!zsys_interrupted) {
         zmsg_t *m = zlist_pop(w.lx->later);
         if (!m)
-            m = zmsg_recv(w.lx->sk);
+            m = exec_link_recv(w.lx->link, -1);
         if (!m)
             break; /* interrupted */
         zframe_t *hf = zmsg_first(m);
@@ -286,9 +396,12 @@ exec_worker_main(const char *dir, const char *endpoint)
             exec_client_handle(w.lx, m);
         zmsg_destroy(&m);
     }
+    if (w.self && w.cls && w.cls->destroy)
+        w.cls->destroy(w.self);
     exec_client_close(&w.lx, 0);
     free(w.runs);
     free(w.skip);
+    free(w.abuf);
     util_buf_free(&w.results);
     util_buf_free(&w.outs);
     return 0;

@@ -11,9 +11,14 @@
 #include "../util/util_fs.h"
 #include "../util/util_log.h"
 
+#include <arpa/inet.h>
+#include <ifaddrs.h>
 #include <limits.h>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -155,6 +160,50 @@ s_new(int type)
     return s;
 }
 
+/* ipc endpoints bound in this process, each also bound as inproc://PATH:
+   a client in the same process connects there, which skips ZeroMQ's I/O
+   threads and the kernel (an embedded cluster's log is a thread of the
+   driver's process: the acknowledgement an actor call waits for comes
+   back sooner). */
+#define S_LOCAL_MAX 256
+static pthread_mutex_t s_local_lock = PTHREAD_MUTEX_INITIALIZER;
+static char *s_local[S_LOCAL_MAX];
+
+static bool
+s_local_has(const char *ep)
+{
+    bool found = false;
+    pthread_mutex_lock(&s_local_lock);
+    for (int i = 0; i < S_LOCAL_MAX && !found; i++)
+        found = s_local[i] && strcmp(s_local[i], ep) == 0;
+    pthread_mutex_unlock(&s_local_lock);
+    return found;
+}
+
+static void
+s_local_add(const char *ep)
+{
+    pthread_mutex_lock(&s_local_lock);
+    for (int i = 0; i < S_LOCAL_MAX; i++)
+        if (!s_local[i]) {
+            s_local[i] = strdup(ep);
+            break;
+        }
+    pthread_mutex_unlock(&s_local_lock);
+}
+
+void
+net_forget(const char *ep)
+{
+    pthread_mutex_lock(&s_local_lock);
+    for (int i = 0; i < S_LOCAL_MAX; i++)
+        if (s_local[i] && strcmp(s_local[i], ep) == 0) {
+            free(s_local[i]);
+            s_local[i] = NULL;
+        }
+    pthread_mutex_unlock(&s_local_lock);
+}
+
 zsock_t *
 net_bind(int type, const char *ep, net_sec_t *sec, char *bound, size_t n)
 {
@@ -182,10 +231,94 @@ net_bind(int type, const char *ep, net_sec_t *sec, char *bound, size_t n)
     }
     if (bound) {
         char *last = zsock_last_endpoint(s); /* ours to free */
-        snprintf(bound, n, "%s", last ? last : ep);
+        int rc = net_advertise(ep, last ? last : ep, bound, n);
         free(last);
+        if (rc) {
+            zsock_destroy(&s);
+            return NULL;
+        }
+    }
+    if (strncmp(ep, "ipc://", 6) == 0) {
+        if (zsock_bind(s, "inproc://%s", ep + 6) == 0)
+            s_local_add(ep);
+        else /* a socket bound there before in this process: ipc only */
+            net_forget(ep);
     }
     return s;
+}
+
+/* --- what to advertise ----------------------------------------------------------------- */
+
+/* The first address of family fam on an interface that is up: the one
+   named `name`, or (name NULL) any that is not a loopback. IPv6 in
+   brackets. 0, or LUX_ENOTFOUND. */
+static int
+s_iface_addr(const char *name, int fam, char *out, size_t n)
+{
+    struct ifaddrs *all, *i;
+    int rc = LUX_ENOTFOUND;
+    if (getifaddrs(&all) < 0)
+        return LUX_ENOTFOUND;
+    for (i = all; i && rc; i = i->ifa_next) {
+        char text[INET6_ADDRSTRLEN];
+        if (!i->ifa_addr || i->ifa_addr->sa_family != fam || !(i->ifa_flags & IFF_UP))
+            continue;
+        if (name ? strcmp(i->ifa_name, name) != 0 : (i->ifa_flags & IFF_LOOPBACK) != 0)
+            continue;
+        const void *a = fam == AF_INET
+                            ? (const void *) &((struct sockaddr_in *) i->ifa_addr)->sin_addr
+                            : (const void *) &((struct sockaddr_in6 *) i->ifa_addr)->sin6_addr;
+        if (fam == AF_INET6 && IN6_IS_ADDR_LINKLOCAL((const struct in6_addr *) a))
+            continue; /* needs a scope to be reached */
+        if (!inet_ntop(fam, a, text, sizeof text))
+            continue;
+        snprintf(out, n, fam == AF_INET6 ? "[%s]" : "%s", text);
+        rc = 0;
+    }
+    freeifaddrs(all);
+    return rc;
+}
+
+int
+net_host_address(const char *host, char *out, size_t n)
+{
+    bool v6 = strcmp(host, "[::]") == 0 || strcmp(host, "::") == 0 || strcmp(host, "[*]") == 0;
+    int fam = v6 ? AF_INET6 : AF_INET;
+    if (strcmp(host, "*") == 0 || strcmp(host, "0.0.0.0") == 0 || v6) {
+        if (s_iface_addr(NULL, fam, out, n) == 0)
+            return 0;
+        /* no other interface: only this machine can reach us anyway */
+        snprintf(out, n, v6 ? "[::1]" : "127.0.0.1");
+        return 0;
+    }
+    if (if_nametoindex(host) != 0) /* ZeroMQ binds "tcp://eth0:*" to eth0's address */
+        return s_iface_addr(host, AF_INET, out, n) == 0 || s_iface_addr(host, AF_INET6, out, n) == 0
+                   ? 0
+                   : util_err(LUX_ENOTFOUND, "interface %s has no address to advertise", host);
+    snprintf(out, n, "%s", host);
+    return 0;
+}
+
+int
+net_advertise(const char *given, const char *bound, char *out, size_t n)
+{
+    char host[256], addr[300];
+    const char *colon, *port;
+    if (strncmp(given, "tcp://", 6) != 0 || strncmp(bound, "tcp://", 6) != 0) {
+        snprintf(out, n, "%s", bound);
+        return 0;
+    }
+    colon = strrchr(given + 6, ':');
+    port = strrchr(bound + 6, ':');
+    if (!colon || !port || (size_t) (colon - (given + 6)) >= sizeof host)
+        return util_err(LUX_EINVAL, "%s: not tcp://HOST:PORT", given);
+    memcpy(host, given + 6, (size_t) (colon - (given + 6)));
+    host[colon - (given + 6)] = '\0';
+    if (net_host_address(host, addr, sizeof addr))
+        return LUX_ENOTFOUND;
+    if ((size_t) snprintf(out, n, "tcp://%s%s", addr, port) >= n)
+        return util_err(LUX_EINVAL, "tcp://%s%s is longer than %zu bytes", addr, port, n - 1);
+    return 0;
 }
 
 zsock_t *
@@ -202,6 +335,10 @@ net_connect(int type, const char *ep, net_sec_t *sec)
     if (tcp) {
         zcert_apply(sec->cert, s);
         zsock_set_curve_serverkey(s, zcert_public_txt(sec->cert));
+    }
+    if (strncmp(ep, "ipc://", 6) == 0 && s_local_has(ep)) {
+        if (zsock_connect(s, "inproc://%s", ep + 6) == 0)
+            return s;
     }
     if (zsock_connect(s, "%s", ep) < 0) {
         util_err(LUX_EIO, "connect %s: %s", ep, zmq_strerror(zmq_errno()));

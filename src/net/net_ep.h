@@ -30,13 +30,33 @@ void net_sec_destroy(net_sec_t **self_p);
 /* The cluster's public key (Z85, 40 characters). */
 const char *net_sec_public(const net_sec_t *self);
 
-/* Bind a new socket of type (ZMQ_ROUTER...) to ep. For tcp with port 0 or
-   '*', the endpoint actually bound is written to bound (which may be NULL
-   when not needed). NULL with a message on failure. */
+/* Bind a new socket of type (ZMQ_ROUTER...) to ep. The endpoint peers
+   should connect to is written to bound (which may be NULL when not
+   needed): see net_advertise. NULL with a message on failure. */
 zsock_t *net_bind(int type, const char *ep, net_sec_t *sec, char *bound, size_t n);
 
-/* Connect a new socket of type to ep (CURVE client for tcp). */
+/* The endpoint to advertise for a socket bound to `given` whose bound
+   address ZeroMQ reports as `bound` (for "tcp://0.0.0.0:*", say,
+   "tcp://0.0.0.0:41234"): for tcp, the host as given with the port
+   actually bound, except that a wildcard host (*, 0.0.0.0, [::]) becomes
+   this machine's address and an interface name that interface's address
+   (net_host_address), since peers cannot connect to either. Other
+   transports: bound as it is. 0, or LUX_EINVAL / LUX_ENOTFOUND. */
+int net_advertise(const char *given, const char *bound, char *out, size_t n);
+
+/* The address peers reach a listening host by: host itself, unless it is
+   a wildcard (then the first address of an interface that is up and not
+   a loopback, of the wildcard's family, or the loopback address when
+   there is none) or an interface name (then its address). A machine with
+   several such interfaces should be given the one to use. */
+int net_host_address(const char *host, char *out, size_t n);
+
+/* Connect a new socket of type to ep (CURVE client for tcp). An ipc
+   endpoint bound by net_bind in this process is reached through its
+   inproc:// twin instead. */
 zsock_t *net_connect(int type, const char *ep, net_sec_t *sec);
+/* ep is no longer bound in this process (call before closing its socket). */
+void net_forget(const char *ep);
 
 /* Set send and receive high-water marks (messages; 0 = no limit). */
 void net_hwm(zsock_t *s, int hwm);

@@ -40,7 +40,7 @@
     X(CONFIG_REQ, 13, "ask the chain master for the configuration")           \
     X(JOIN, 14, "a caught-up replica asks to join at the tail")               \
     X(STATUS_REQ, 15, "ask the chain master for the cluster status")          \
-    X(STATUS_REP, 16, "cluster status as JSON")                               \
+    X(STATUS_REP, 16, "cluster status: chains, heartbeats (binary, db_master.h)") \
     X(PING, 17, "liveness probe")                                             \
     X(PONG, 18, "liveness answer")                                            \
     X(NODE_HELLO, 19, "a client or worker introduces itself to its node")     \
@@ -55,7 +55,9 @@
     X(FREE, 28, "a client forgets refs and unpins")                           \
     X(TASKS, 29, "the node manager hands tasks to a worker")                  \
     X(RESULTS, 30, "a worker reports finished tasks")                         \
-    X(BLOCKED, 31, "a worker waits inside a task, or goes on")
+    X(BLOCKED, 31, "a worker waits inside a task, or goes on")                \
+    X(ACTOR, 32, "a client kills, finds or checkpoints an actor")             \
+    X(ACTOR_REP, 33, "the node manager answers ACTOR")
 
 enum net_type {
 #define X(name, code, what) NET_##name = code,

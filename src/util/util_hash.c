@@ -4,6 +4,7 @@
     here lazily with pthread_once so callers never think about it.
 */
 #include "util_hash.h"
+#include "util_buf.h"
 #include "util_err.h"
 
 #include <pthread.h>
@@ -49,22 +50,25 @@ util_blake_final(util_blake_t *h, void *out, size_t outlen)
     crypto_generichash_final((crypto_generichash_state *) h->opaque, out, outlen);
 }
 
+/* Words are read little-endian whatever the host's byte order: the hash
+   picks an event's shard (util_id_shard), so every machine of a cluster,
+   and every client in another language, must compute the same value
+   (doc/protocol.md 11.1 gives the algorithm and an example). */
 uint64_t
 util_hash64(const void *p, size_t n)
 {
     const uint8_t *s = p;
     uint64_t h = 0x6a09e667f3bcc908ULL ^ (n * 0x9e3779b97f4a7c15ULL);
     while (n >= 8) {
-        uint64_t w;
-        memcpy(&w, s, 8);
-        h = (h ^ util_mix64(w)) * 0x9e3779b97f4a7c15ULL;
+        h = (h ^ util_mix64(util_rd64(s))) * 0x9e3779b97f4a7c15ULL;
         h ^= h >> 29;
         s += 8;
         n -= 8;
     }
     if (n) {
         uint64_t w = 0;
-        memcpy(&w, s, n);
+        for (size_t i = 0; i < n; i++) /* the tail, little-endian, zero-padded */
+            w |= (uint64_t) s[i] << (8 * i);
         h = (h ^ util_mix64(w ^ n)) * 0x9e3779b97f4a7c15ULL;
     }
     return util_mix64(h);

@@ -20,7 +20,10 @@ void util_blake_init(util_blake_t *h, size_t outlen);
 void util_blake_update(util_blake_t *h, const void *in, size_t inlen);
 void util_blake_final(util_blake_t *h, void *out, size_t outlen);
 
-/* A fast, well-spread, non-cryptographic 64-bit hash. */
+/* A fast, well-spread, non-cryptographic 64-bit hash. Its input is read
+   as little-endian words, so the value is the same on every host: it
+   places events on shards (doc/protocol.md 11.1). Never change it: shard
+   files hold events by its value. */
 uint64_t util_hash64(const void *p, size_t n);
 
 /* splitmix64's finaliser: spreads the bits of one word. */

@@ -192,3 +192,152 @@ t_gpu(lux_t *lx, int argc, const lux_val_t *argv)
     return lux_set(lx, 0, &one, 8);
 }
 LUX_FUNCTION(t_gpu, 0, 1)
+
+/* --- an actor: Acc ------------------------------------------------------------------------
+
+   State: a hash h of every call applied, in order (so its results show the
+   order), per-caller sums (so what each caller sees does not depend on how
+   callers interleave), and a flag that makes the next checkpoint corrupt.
+   Created with h0 (int64). */
+
+#define ACC_CALLERS 8
+#define ACC_MAGIC 0x41434331u
+
+typedef struct {
+    uint32_t magic;
+    uint32_t corrupt;
+    int64_t h, n;
+    int64_t sums[ACC_CALLERS];
+} acc_t;
+
+static void *
+Acc_create(lux_t *lx, int argc, const lux_val_t *argv)
+{
+    if (argv[0].size != 8) {
+        lux_raise(lx, "Acc takes an int64, not %zu bytes", argv[0].size);
+        return NULL;
+    }
+    if (s_int(&argv[0]) < 0) {
+        lux_raise(lx, "Acc: a negative start (%lld) is refused", (long long) s_int(&argv[0]));
+        return NULL;
+    }
+    acc_t *a = calloc(1, sizeof *a);
+    a->magic = ACC_MAGIC;
+    a->h = s_int(&argv[0]);
+    return a;
+}
+
+static void
+Acc_destroy(void *self)
+{
+    free(self);
+}
+
+static int
+Acc_save(lux_t *lx, void *self)
+{
+    acc_t *a = self, copy = *a;
+    if (a->corrupt)
+        copy.magic = 0xdeadbeef;
+    return lux_set(lx, 0, &copy, sizeof copy);
+}
+
+static void *
+Acc_load(lux_t *lx, const lux_val_t *state)
+{
+    acc_t *a;
+    if (state->size != sizeof *a || ((const acc_t *) state->data)->magic != ACC_MAGIC) {
+        lux_raise(lx, "Acc: the checkpoint is corrupt (%zu bytes, bad magic)", state->size);
+        return NULL;
+    }
+    a = malloc(sizeof *a);
+    memcpy(a, state->data, sizeof *a);
+    return a;
+}
+LUX_ACTOR(Acc, 1, Acc_create, Acc_destroy, Acc_save, Acc_load)
+
+/* add(caller, x): h = (h * 31 + x + caller) mod M, sums[caller] += x;
+   returns h and sums[caller] (16 bytes). */
+static int
+Acc_add(lux_t *lx, void *self, int argc, const lux_val_t *argv)
+{
+    acc_t *a = self;
+    int64_t caller = s_int(&argv[0]), x = s_int(&argv[1]), out[2];
+    if (caller < 0 || caller >= ACC_CALLERS)
+        return lux_raise(lx, "Acc.add: caller %lld is out of range", (long long) caller);
+    a->h = (a->h * 31 + x + caller) % M;
+    a->n++;
+    a->sums[caller] = (a->sums[caller] + x) % M;
+    out[0] = a->h;
+    out[1] = a->sums[caller];
+    return lux_set(lx, 0, out, sizeof out);
+}
+LUX_METHOD(Acc, add, 2, 1)
+
+/* get(): the whole state as int64s: h, n, sums[0..7]. */
+static int
+Acc_get(lux_t *lx, void *self, int argc, const lux_val_t *argv)
+{
+    acc_t *a = self;
+    int64_t out[2 + ACC_CALLERS];
+    out[0] = a->h;
+    out[1] = a->n;
+    memcpy(out + 2, a->sums, sizeof a->sums);
+    return lux_set(lx, 0, out, sizeof out);
+}
+LUX_METHOD(Acc, get, 0, 1)
+
+/* pid(): its process. */
+static int
+Acc_pid(lux_t *lx, void *self, int argc, const lux_val_t *argv)
+{
+    int64_t pid = getpid();
+    return lux_set(lx, 0, &pid, 8);
+}
+LUX_METHOD(Acc, pid, 0, 1)
+
+/* fail(): an error, the state unchanged. */
+static int
+Acc_fail(lux_t *lx, void *self, int argc, const lux_val_t *argv)
+{
+    return lux_raise(lx, "Acc.fail was asked to fail");
+}
+LUX_METHOD(Acc, fail, 0, 1)
+
+/* corrupt(): the next checkpoint is written with a bad magic. */
+static int
+Acc_corrupt(lux_t *lx, void *self, int argc, const lux_val_t *argv)
+{
+    ((acc_t *) self)->corrupt = 1;
+    return 0;
+}
+LUX_METHOD(Acc, corrupt, 0, 0)
+
+/* A task that calls an actor (its handle is argument 0) n times as caller
+   c with x = c * 1000 + i, and returns the sum of the sums it saw, mod M:
+   the same whatever else the actor is doing. */
+static int
+t_acc_caller(lux_t *lx, int argc, const lux_val_t *argv)
+{
+    lux_actor_t h;
+    int64_t c = s_int(&argv[1]), n = s_int(&argv[2]), s = 0;
+    if (lux_actor_from(&argv[0], &h))
+        return lux_raise(lx, "t_acc_caller: %s", lux_errmsg());
+    lux_ref_t *refs = calloc((size_t) n, sizeof *refs);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t x = c * 1000 + i;
+        if (lux_actor_call(lx, &h, "add", 2, (lux_arg_t[]) {LUX_VAL(&c, 8), LUX_VAL(&x, 8)}, 1,
+                           &refs[i]))
+            return lux_raise(lx, "t_acc_caller: %s", lux_errmsg());
+    }
+    for (int64_t i = 0; i < n; i++) {
+        lux_val_t v;
+        if (lux_get(lx, &refs[i], &v, -1) || v.size != 16)
+            return lux_raise(lx, "t_acc_caller: call %lld: %s", (long long) i, lux_errmsg());
+        s = (s + ((const int64_t *) v.data)[1]) % M;
+    }
+    lux_free(lx, (int) n, refs);
+    free(refs);
+    return lux_set(lx, 0, &s, 8);
+}
+LUX_FUNCTION(t_acc_caller, 3, 1)

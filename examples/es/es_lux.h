@@ -1,0 +1,127 @@
+/*  es_lux - Evolution Strategies on Lux: the module es.so.
+
+    The data flow of Salimans et al. (2017), with Lux objects and tasks:
+
+      driver, once      the noise table (64 MiB) is built and lux_put once;
+                        every task reads it in place in the node's
+                        shared-memory store (a ref argument), never copied
+      each iteration    the policy (shape, weights, frozen observation
+                        statistics: a few hundred floats) is lux_put once
+                        and passed by ref to every task of the iteration;
+                        es_rollouts tasks evaluate antithetic pairs named by
+                        (iteration, rollout, noise index, env seed) and
+                        return only es_result_t records: indices, the two
+                        returns, lengths and observation sums; the driver
+                        ranks the returns, rebuilds the gradient from the
+                        noise indices and takes an Adam step (es_update)
+      evaluation        es_evaluate tasks play the unperturbed policy on
+                        numbered episodes; the driver sums them in order
+
+    Every task is pure (its bytes depend on its arguments only), so a task
+    retried after its worker died, or rebuilt from the log, gives the same
+    bytes; es_update orders results by rollout number. The final weights are
+    therefore bit-identical for any number of workers, any task size, with
+    or without workers killed, and equal to es_local's for the same settings.
+
+    Files: es_lux.h (this: the formats tasks exchange), es_lux_tasks.c (the
+    remote functions, the formats' code), es_lux_main.c (LUX_CONFIGURE and
+    LUX_MAIN: the driver), es_lux_kill.c (--kill-workers), es_lux_report.c
+    (the closing report, SQL over the run's log).
+*/
+#ifndef ES_LUX_H_INCLUDED
+#define ES_LUX_H_INCLUDED
+
+#include "env.h"
+#include "es_policy.h"
+#include "es_rollout.h"
+#include "lux.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* --- the policy object (lux_put once per iteration) ----------------------------------
+   An es_lux_policy_t header, then n_params floats of weights, then, when
+   obs_dim > 0, obs_dim floats of observation mean and obs_dim of std.
+   Native byte order: every process of a node shares the machine. */
+
+#define ES_LUX_MAGIC 0x3153454cu /* "LES1" */
+
+typedef struct {
+    uint32_t magic;                       /* ES_LUX_MAGIC */
+    uint32_t n_params;                    /* floats of weights that follow */
+    char env[16];                         /* the environment's short name, NUL-padded */
+    int32_t n_hidden;                     /* the policy's shape: hidden layers */
+    int32_t hidden[ES_POLICY_MAX_HIDDEN]; /* and their widths */
+    int32_t episodes;                     /* episodes per perturbation */
+    float sigma;                          /* perturbation scale */
+    uint32_t obs_dim;                     /* 0: no observation statistics follow */
+    uint32_t reserved[2];                 /* zero */
+    uint64_t iter;                        /* the iteration these weights start */
+    uint64_t noise_len;                   /* floats in the noise table */
+} es_lux_policy_t;
+
+/* Bytes of a policy object. */
+size_t es_lux_policy_size(uint32_t n_params, uint32_t obs_dim);
+
+/* Write a policy object into buf (es_lux_policy_size bytes). obs_mean and
+   obs_std NULL: none. */
+void es_lux_policy_write(void *buf, const char *env, const es_policy_t *pol, int episodes,
+                         float sigma, uint64_t iter, size_t noise_len, const float *theta,
+                         int obs_dim, const float *obs_mean, const float *obs_std);
+
+/* A policy object read back: the context a rollout needs. */
+typedef struct {
+    es_lux_policy_t h;   /* the header, copied */
+    es_policy_t policy;  /* the shape */
+    es_ctx_t ctx;        /* pointers into the object, or into own (below) */
+    float *own;          /* an aligned copy when the bytes were not aligned */
+} es_lux_view_t;
+
+/* Check a policy object of n bytes at p and set v up to read it (noise
+   and noise_len go into v->ctx). 0, or LUX_EINVAL with why (len bytes)
+   set, or LUX_ENOMEM. es_lux_view_free() after. */
+int es_lux_view(es_lux_view_t *v, const void *p, size_t n, const float *noise, size_t noise_len,
+                char *why, size_t len);
+void es_lux_view_free(es_lux_view_t *v);
+
+/* --- the remote functions ----------------------------------------------------------
+   es_rollouts(noise, policy, tasks) -> results
+       noise   ref of the noise table (floats)
+       policy  ref of the policy object
+       tasks   a value: es_task_t[count]
+       results es_result_t records of es_result_size(obs_dim) bytes, in the
+               order of tasks
+   es_evaluate(policy, spec) -> returns
+       spec    a value: es_lux_eval_t
+       returns count doubles (episode returns), then count uint64 (lengths) */
+
+typedef struct {
+    uint64_t seed;  /* the run seed (episode k starts from es_eval_seed(seed, iter, k)) */
+    uint64_t iter;  /* the evaluation after this many iterations */
+    uint32_t first; /* episodes first .. first + count - 1 */
+    uint32_t count;
+} es_lux_eval_t;
+
+/* --- the driver's helpers ------------------------------------------------------------ */
+
+/* --kill-workers: a thread that kills this process's worker children
+   (kill -9, by PID) at random intervals. */
+typedef struct es_lux_killer es_lux_killer_t;
+/* Start killing every min_ms..max_ms, choosing with seed. NULL on failure. */
+es_lux_killer_t *es_lux_killer_start(uint64_t seed, int min_ms, int max_ms);
+/* Stop; returns how many workers it killed. */
+int es_lux_killer_stop(es_lux_killer_t **self_p);
+/* This process's worker children now (PIDs into pids, at most max). */
+int es_lux_workers(int *pids, int max);
+
+/* The closing report: waits (up to timeout_ms) until the log holds the
+   outcome of `tasks` tasks of job, then prints tasks per function, time
+   spent, the workers and the retries, each with its SQL, on f, and queries
+   to try (task: a task ID, 32 hex digits, for an example; or NULL). 0, or
+   -1 when the log could not be read (said on f). */
+int es_lux_report(FILE *f, const char *dir, const char *job, long tasks, const char *task,
+                  int timeout_ms);
+
+#endif

@@ -1,0 +1,145 @@
+#!/bin/sh
+# measure-dist.sh - the figures of es.so (ES on Lux) in examples/es/README:
+#
+#   solve     wall time of `lux run es.so` to solved, CartPole-v1 and
+#             Pendulum-v1, seeds 1-3, and of ./quickstart (CartPole seed 1)
+#   rate      rollouts/s of fixed runs (a target no policy reaches, a fixed
+#             number of iterations) on 1 and 2 workers, against es_local on
+#             1 and 2 threads: scaling efficiency and Lux's overhead
+#
+#   examples/es/measure-dist.sh [-n REPS] [solve] [rate]      (from the build tree)
+#
+# ES_RATE_OPTS adds settings to both drivers' runs in `rate`, e.g.
+# ES_RATE_OPTS="--pop 128" to see how the overhead falls as iterations grow.
+#
+# The machine is shared and noisy: every figure is the median of REPS runs
+# (default 5), Lux and es_local alternating, and each line prints the
+# spread. Overheads of es.so over es_local: the median of the ratios of
+# each alternating pair's training time (inside the drivers: no cluster
+# start, no noise table); the ratio of the median wall times of the whole
+# commands; and the median ratio of CPU times (user + system, with the
+# workers) of the iterations alone: a run's minus that of a one-iteration
+# run, so that neither start counts. CPU time moves least with the load. Each run's log goes under $ES_MEASURE_DIR (default a temporary
+# directory, removed at the end).
+set -eu
+cd "$(dirname "$0")/../.."
+reps=5
+if [ "${1:-}" = "-n" ]; then reps=$2; shift 2; fi
+what=${*:-solve rate}
+D=${ES_MEASURE_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/es-measure-XXXXXX")}
+[ -n "${ES_MEASURE_DIR:-}" ] || trap 'rm -rf "$D"' EXIT
+mkdir -p "$D"
+
+field() { # field NAME JSON
+    printf '%s\n' "$2" | sed -n "s/.*\"$1\":\"\{0,1\}\([^,\"}]*\).*/\1/p"
+}
+now() { date +%s.%N; }
+sub() { echo "$1 $2" | awk '{printf "%.3f", $1 - $2}'; }
+median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+spread() { printf '%s\n' "$@" | sort -g | awk 'NR==1{lo=$1} {hi=$1} END {printf "%s-%s", lo, hi}'; }
+ratio() { echo "$1 $2" | awk '{printf "%.3f", $1 / $2}'; }
+
+# CPU seconds (user + system) of a command and every process it waited
+# for: lux run's workers are its children, reaped by its node manager, so
+# they count.
+cpu_of() { # cpu_of FILE: the CPU seconds /usr/bin/time wrote
+    awk 'END {printf "%.3f", $1 + $2}' "$1"
+}
+lux_es() { # lux_es ARGS: the JSON of one lux run in $j, its wall time in $wall, CPU in $cpu
+    t0=$(now)
+    j=$(/usr/bin/time -f "%U %S" -o "$D/time" timeout -s KILL 600 \
+        ./lux run --dir "$D/runs" examples/es/es.so --json --no-report "$@" | tail -n 1) || true
+    wall=$(sub "$(now)" "$t0")
+    cpu=$(cpu_of "$D/time")
+}
+local_es() { # local_es ARGS: the JSON of one es_local run in $j, its wall time in $wall, CPU in $cpu
+    t0=$(now)
+    j=$(/usr/bin/time -f "%U %S" -o "$D/time" timeout -s KILL 600 \
+        examples/es/es_local --json --quiet "$@" | tail -n 1) || true
+    wall=$(sub "$(now)" "$t0")
+    cpu=$(cpu_of "$D/time")
+}
+
+echo "# $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $reps runs each${ES_RATE_OPTS:+, rate with $ES_RATE_OPTS}"
+
+case " $what " in *" solve "*)
+    for env in cartpole pendulum; do
+        for seed in 1 2 3; do
+            walls="" secs=""
+            for i in $(seq "$reps"); do
+                lux_es --env "$env" --seed "$seed"
+                walls="$walls $wall"
+                secs="$secs $(field seconds "$j")"
+                [ "$(field solved "$j")" = true ] || echo "  (not solved: $j)"
+            done
+            echo "solve $env seed $seed: $(field iterations "$j") iterations," \
+                "lux run wall $(median $walls) s ($(spread $walls))," \
+                "of which training $(median $secs) s; weights $(field weights_hash "$j")"
+        done
+    done
+    walls=""
+    for i in $(seq "$reps"); do
+        t0=$(now)
+        LUX_QUICKSTART_DIR=$D/qs ./quickstart >/dev/null 2>&1 || echo "  (quickstart failed)"
+        walls="$walls $(sub "$(now)" "$t0")"
+    done
+    echo "solve ./quickstart (built tree, CartPole seed 1, report and audit included):" \
+        "$(median $walls) s ($(spread $walls))"
+    ;;
+esac
+
+case " $what " in *" rate "*)
+    # fixed runs: the same work for every configuration; and the same with
+    # one iteration and one evaluation episode, whose CPU time is the fixed
+    # cost (start, noise table, put, workers' start) taken off the CPU figure
+    for env in cartpole pendulum; do
+        if [ "$env" = cartpole ]; then
+            B="--env cartpole --seed 1 --target 1000 --eval-every 1000" iters=200
+        else
+            B="--env pendulum --seed 1 --target 0 --eval-every 1000" iters=60
+        fi
+        B="$B ${ES_RATE_OPTS:-}"
+        R="$B --max-iters $iters" R1="$B --max-iters 1 --eval-episodes 1"
+        pop=$(echo "$B" | sed -n 's/.*--pop \([0-9]*\).*/\1/p')
+        for n in 1 2; do
+            lr="" xr="" lw="" xw="" lt="" xt="" lc="" xc="" pt="" pc=""
+            for i in $(seq "$reps"); do
+                local_es $R --threads "$n"
+                tr=$(sub "$(field seconds "$j")" "$(field noise_seconds "$j")")
+                lt="$lt $tr"
+                lr="$lr $(echo "$(field iterations "$j") $tr" | awk -v p="${pop:-32}" '{printf "%.0f", p * $1 / $2}')"
+                lw="$lw $wall"
+                lh=$(field weights_hash "$j")
+                c=$cpu
+                local_es $R1 --threads "$n"
+                lcpu=$(sub "$c" "$cpu")
+                lc="$lc $lcpu"
+                lux_es $R --workers "$n"
+                xt="$xt $(field train_seconds "$j")"
+                xr="$xr $(field rollouts_per_second "$j")"
+                xw="$xw $wall"
+                xh=$(field weights_hash "$j")
+                pt="$pt $(ratio "$(field train_seconds "$j")" "$tr")"
+                c=$cpu
+                lux_es $R1 --workers "$n"
+                xcpu=$(sub "$c" "$cpu")
+                xc="$xc $xcpu"
+                pc="$pc $(ratio "$xcpu" "$lcpu")"
+            done
+            [ "$lh" = "$xh" ] && same="same weights" || same="WEIGHTS DIFFER $lh $xh"
+            echo "rate $env $n: es_local $(median $lr) rollouts/s ($(spread $lr)), training" \
+                "$(median $lt) s, wall $(median $lw) s | es.so $(median $xr) rollouts/s" \
+                "($(spread $xr)), training $(median $xt) s, wall $(median $xw) s; $same"
+            echo "overhead $env $n: training $(median $pt)x ($(spread $pt)), wall" \
+                "$(ratio "$(median $xw)" "$(median $lw)")x; CPU of $((iters - 1)) iterations" \
+                "$(median $pc)x ($(spread $pc); es.so $(median $xc) s, es_local $(median $lc) s)"
+            eval "r_${env}_$n=$(median $xr) l_${env}_$n=$(median $lr)"
+        done
+        eval "x1=\$r_${env}_1 x2=\$r_${env}_2 l1=\$l_${env}_1 l2=\$l_${env}_2"
+        echo "scaling $env 1 -> 2: es.so $(ratio "$x2" "$(echo "$x1" | awk '{print 2 * $1}')")," \
+            "es_local $(ratio "$l2" "$(echo "$l1" | awk '{print 2 * $1}')") (1.0 = twice the rate)"
+    done
+    ;;
+esac
+
+echo "# done $(date -u +%Y-%m-%dT%H:%MZ), load $(cut -d' ' -f1-3 /proc/loadavg)"

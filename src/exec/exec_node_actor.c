@@ -1,0 +1,1338 @@
+/*  exec_node_actor - actors on this node (DESIGN section 8).
+
+    An actor is a worker process of its own, started when its constructor's
+    arguments are ready and the resources it asks for are free, and a queue
+    of runs: its creation, its method calls in the order they were submitted,
+    and checkpoints. Runs are sent in order, up to S_WINDOW at a time, and
+    the worker applies them one after another.
+
+    ORDER IS THE LOG'S. A call is numbered (idx 1, 2, ...) when it is sent,
+    and its actor_call event is appended then, keyed by the actor, so the
+    order of an actor's actor_call events in its shard is the order it
+    applied them. A call's results (or its failure) are held on this node
+    until that event is acknowledged by the tail (nm->held_calls), so no
+    result leaves before the call is on record.
+
+    CHECKPOINTS. After call k with k % checkpoint_every == 0, or when asked
+    (lux_actor_checkpoint), a SAVE run makes the class's save function
+    return the state's bytes; the object, owned by the actor, is named by an
+    actor_checkpoint event with idx k. The previous checkpoint goes, and so
+    do the arguments kept for calls it covers (an actor that may restart
+    keeps every ref argument of its calls since its last checkpoint).
+
+    RESTART. When the process dies and restarts are left, the calls it had
+    are kept (limbo), and once every numbered call's event is committed the
+    actor's actor_call events after its checkpoint are read back from the
+    tail, in log order: a call still live (in limbo) is sent again and
+    answers its caller; one whose results were handed out already is
+    re-applied and its results dropped. The new process loads the
+    checkpoint (LOAD) or runs the constructor (CREATE) first, and new calls
+    come after the replay. An actor_restarted event records the checkpoint
+    loaded and the calls replayed. With no restarts left, or when killed,
+    the actor is dead: its pending calls and every later one fail with the
+    reason, naming the actor and the call.
+*/
+#include "exec_node_int.h"
+#include "../util/util_err.h"
+#include "../util/util_hash.h"
+#include "../util/util_log.h"
+#include "../util/util_time.h"
+
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define S_WINDOW 512 /* runs sent to an actor's process and not reported */
+
+/* A lux_actor_lookup waiting for a name. */
+struct nm_lookup {
+    nm_client_t *c;
+    uint64_t req;
+    char *name;
+    int64_t deadline_ms; /* INT64_MAX: for ever */
+    struct nm_lookup *next;
+};
+
+enum { S_OP_KILL = 1, S_OP_LOOKUP = 2, S_OP_CHECKPOINT = 3 };
+
+/* --- small things ----------------------------------------------------------------------- */
+
+static nm_actor_t *
+s_find(nm_t *nm, const util_id_t *id)
+{
+    nm_actor_t **p = util_idmap_get(nm->actors, id->b);
+    return p ? *p : NULL;
+}
+
+typedef struct {
+    nm_actor_t **v;
+    size_t n, cap;
+} s_all_t;
+
+static int
+s_collect(void *arg, const void *key, void *value)
+{
+    s_all_t *all = arg;
+    (void) key;
+    if (all->n == all->cap) {
+        size_t cap = all->cap ? 2 * all->cap : 16;
+        nm_actor_t **v = realloc(all->v, cap * sizeof *v);
+        if (!v)
+            return 1;
+        all->v = v;
+        all->cap = cap;
+    }
+    all->v[all->n++] = *(nm_actor_t **) value;
+    return 0;
+}
+
+/* The live actor named name, other than except. */
+static nm_actor_t *
+s_by_name(nm_t *nm, const char *name, size_t n, const nm_actor_t *except)
+{
+    s_all_t all = {0};
+    nm_actor_t *found = NULL;
+    util_idmap_each(nm->actors, s_collect, &all);
+    for (size_t i = 0; i < all.n && !found; i++) {
+        nm_actor_t *a = all.v[i];
+        if (a != except && a->state != A_DEAD && a->name && strlen(a->name) == n &&
+            memcmp(a->name, name, n) == 0)
+            found = a;
+    }
+    free(all.v);
+    return found;
+}
+
+static void
+s_append(nm_task_t **head, nm_task_t **last, nm_task_t *t)
+{
+    t->next = NULL;
+    if (*last)
+        (*last)->next = t;
+    else
+        *head = t;
+    *last = t;
+}
+
+static nm_task_t *
+s_pop(nm_task_t **head, nm_task_t **last)
+{
+    nm_task_t *t = *head;
+    if (t) {
+        *head = t->next;
+        if (!*head)
+            *last = NULL;
+        t->next = NULL;
+    }
+    return t;
+}
+
+/* Move a to state st, counting the actors waiting to start (nm_actor_tick
+   looks at them). */
+static void
+s_state(nm_t *nm, nm_actor_t *a, int st)
+{
+    nm->actors_waiting += (st == A_WAITING) - (a->state == A_WAITING);
+    a->state = st;
+}
+
+static void
+s_dirty(nm_t *nm, nm_actor_t *a)
+{
+    if (a->dirty || a->state == A_DEAD)
+        return;
+    a->dirty = true;
+    a->next_dirty = nm->dirty_actors;
+    nm->dirty_actors = a;
+}
+
+void
+nm_actor_kick(nm_t *nm, nm_actor_t *a)
+{
+    s_dirty(nm, a);
+}
+
+static void
+s_reply(nm_t *nm, nm_client_t *c, uint64_t req, int status, const util_id_t *actor,
+        const char *msg)
+{
+    uint8_t b[28] = {0};
+    if (!c)
+        return;
+    util_le64(b, req);
+    util_le32(b + 8, (uint32_t) status);
+    if (actor)
+        memcpy(b + 12, actor->b, 16);
+    zmsg_t *m = zmsg_new();
+    zmsg_append(m, &(zframe_t *) {net_hdr_frame(NET_ACTOR_REP, NET_NO_SHARD, 0)});
+    zmsg_addmem(m, b, sizeof b);
+    if (status)
+        zmsg_addstr(m, msg ? msg : lux_strerror(status));
+    nm_send(nm, c, &m);
+}
+
+/* An object one use less; gone when nothing holds it. */
+static void
+s_unuse(nm_t *nm, nm_obj_t *o)
+{
+    if (o->uses)
+        o->uses--;
+    if (!o->owned && !o->uses && !o->pins && !o->nwaiters)
+        nm_obj_delete(nm, o);
+}
+
+/* Keep t's ref arguments for a replay until a checkpoint covers t. */
+static void
+s_keep(nm_t *nm, nm_actor_t *a, nm_task_t *t)
+{
+    util_rd_t r;
+    exec_arg_t arg;
+    util_rd_init(&r, t->args, t->args_len);
+    while (exec_arg_next(&r, &arg)) {
+        if (arg.kind != EXEC_ARG_REF)
+            continue;
+        nm_obj_t *o = nm_obj_get(nm, &arg.ref);
+        if (!o)
+            continue;
+        if (a->nkept == a->capkept) {
+            size_t cap = a->capkept ? 2 * a->capkept : 16;
+            lux_ref_t *k = realloc(a->kept, cap * sizeof *k);
+            uint64_t *ki = k ? realloc(a->kept_idx, cap * sizeof *ki) : NULL;
+            if (k)
+                a->kept = k;
+            if (!ki) {
+                log_error("actor: out of memory keeping a call's arguments for a replay");
+                return;
+            }
+            a->kept_idx = ki;
+            a->capkept = cap;
+        }
+        o->uses++;
+        a->kept[a->nkept] = arg.ref;
+        a->kept_idx[a->nkept++] = t->idx;
+    }
+}
+
+/* Let go of the arguments kept for calls 1..upto. */
+static void
+s_unkeep(nm_t *nm, nm_actor_t *a, uint64_t upto)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < a->nkept; i++) {
+        if (a->kept_idx[i] > upto) {
+            a->kept[k] = a->kept[i];
+            a->kept_idx[k++] = a->kept_idx[i];
+            continue;
+        }
+        nm_obj_t *o = nm_obj_get(nm, &a->kept[i]);
+        if (o)
+            s_unuse(nm, o);
+    }
+    a->nkept = k;
+}
+
+/* A run of the actor that is not a task of its own: a checkpoint (SAVE) or
+   a restart from one (LOAD). Not in nm->tasks. */
+static nm_task_t *
+s_run_new(nm_t *nm, nm_actor_t *a, int kind, nm_client_t *owner)
+{
+    util_buf_t args;
+    exec_spec_t s = {.job = a->job, .parent = a->id, .fn = a->cls,
+                     .fn_len = (uint16_t) strlen(a->cls), .nret = kind == T_SAVE ? 1 : 0};
+    util_buf_init(&args);
+    memcpy(s.module, a->module, 16);
+    util_id_random(&s.task);
+    if (kind == T_LOAD) {
+        exec_arg_put_ref(&args, &a->ckpt);
+        s.argc = 1;
+        s.args = args.data;
+        s.args_len = (uint32_t) args.len;
+    }
+    nm_task_t *t = args.oom ? NULL : nm_task_new(nm, owner, &s, false);
+    util_buf_free(&args);
+    if (t) {
+        t->kind = (uint8_t) kind;
+        t->actor = a;
+    }
+    return t;
+}
+
+/* --- death ------------------------------------------------------------------------------ */
+
+/* Drop one of the actor's runs that will not report, failing a call. */
+static void
+s_drop_run(nm_t *nm, nm_actor_t *a, nm_task_t *t, int status, const char *why)
+{
+    t->next = NULL;
+    if (t == a->create)
+        return; /* a->create goes with the actor */
+    if (t->kind == T_CALL && !t->replay) {
+        nm_task_fail(nm, t, status, why); /* off every list, logged, freed */
+        return;
+    }
+    if (t->kind == T_SAVE && t->owner)
+        s_reply(nm, t->owner, t->op_req, status, &a->id, why);
+    if (t == a->boot)
+        a->boot = NULL;
+    nm_task_discard(nm, t);
+}
+
+static void
+s_die(nm_t *nm, nm_actor_t *a, int status, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static void
+s_die(nm_t *nm, nm_actor_t *a, int status, const char *fmt, ...)
+{
+    char hex[UTIL_ID_HEX], why[700], msg[800];
+    va_list ap;
+    if (a->state == A_DEAD)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    util_id_hex(&a->id, hex);
+    if (a->owner_gone)
+        log_info("actor %s (%s) ends: %s", hex, a->cls, why);
+    else
+        log_warn("actor %s (%s) died: %s", hex, a->cls, why);
+    s_state(nm, a, A_DEAD);
+    free(a->death);
+    a->death = strdup(why);
+    a->death_status = status ? status : LUX_EDEAD;
+    nm_log_actor_died(nm, a);
+    if (a->holds) {
+        nm_res_take(nm, a->needs, -1);
+        a->holds = false;
+    }
+    if (a->worker) {
+        /* its process goes, reaped as an extra worker with nothing to do */
+        nm_worker_t *w = a->worker;
+        a->worker = NULL;
+        w->actor = NULL;
+        w->extra = true;
+        w->state = W_LEAVING;
+        kill(w->pid, SIGKILL);
+    }
+    snprintf(msg, sizeof msg, "the actor is dead: %s", why);
+    /* one at a time from the lists: failing a call fails what waits for
+       it, which may be another of its calls (taken off its list then) */
+    for (;;) {
+        nm_task_t *t = s_pop(&a->sent, &a->sent_last);
+        if (!t) {
+            if ((t = a->limbo))
+                a->limbo = t->next;
+            else if (!(t = s_pop(&a->queue, &a->queue_last)))
+                break;
+        }
+        s_drop_run(nm, a, t, a->death_status, msg);
+    }
+    a->nsent = 0;
+    if (a->boot && a->boot != a->create)
+        nm_task_discard(nm, a->boot);
+    a->boot = NULL;
+    if (a->create) {
+        nm_task_t **p = util_idmap_get(nm->tasks, a->create->id.b);
+        if (p && *p == a->create)
+            util_idmap_del(nm->tasks, a->create->id.b);
+        nm_task_discard(nm, a->create);
+        a->create = NULL;
+    }
+    s_unkeep(nm, a, UINT64_MAX);
+    if (a->has_ckpt) {
+        nm_obj_t *o = nm_obj_get(nm, &a->ckpt);
+        a->has_ckpt = false;
+        if (o) {
+            o->owned = false;
+            s_unuse(nm, o);
+        }
+    }
+}
+
+/* --- creation and calls -------------------------------------------------------------------- */
+
+static void s_answer_lookups(nm_t *nm, nm_actor_t *a);
+
+static int
+s_create(nm_t *nm, nm_client_t *c, const exec_spec_t *s)
+{
+    char why[600], hex[UTIL_ID_HEX];
+    if (s_find(nm, &s->actor))
+        return 0; /* resent */
+    nm_actor_t *a = calloc(1, sizeof *a);
+    nm_actor_t **p = a ? util_idmap_put(nm->actors, s->actor.b, NULL) : NULL;
+    if (!p) {
+        free(a);
+        return util_err(LUX_ENOMEM, "out of memory holding an actor");
+    }
+    *p = a;
+    a->id = s->actor;
+    a->job = s->job;
+    memcpy(a->module, s->module, 16);
+    a->cls = strndup(s->fn, s->fn_len);
+    a->name = s->name_len ? strndup(s->name, s->name_len) : NULL;
+    a->owner = c;
+    a->max_restarts = s->max_restarts;
+    a->ckpt_every = s->ckpt_every;
+    s_state(nm, a, A_WAITING);
+    nm_task_t *t = a->cls ? nm_task_new(nm, c, s, true) : NULL;
+    if (!t) {
+        s_state(nm, a, A_DEAD);
+        a->death = strdup("out of memory creating it");
+        a->death_status = LUX_ENOMEM;
+        return util_err(LUX_ENOMEM, "out of memory holding an actor");
+    }
+    t->kind = T_CREATE;
+    t->actor = a;
+    t->nret = 0;
+    a->create = t;
+    log_info("actor %s (%s%s%s) created", util_id_hex(&a->id, hex), a->cls,
+             a->name ? ", named " : "", a->name ? a->name : "");
+    nm_log_actor_created(nm, a);
+    nm_actor_t *other = a->name ? s_by_name(nm, a->name, strlen(a->name), a) : NULL;
+    if (other) {
+        char oh[UTIL_ID_HEX];
+        s_die(nm, a, LUX_EEXIST, "the name '%s' is taken by actor %s", a->name,
+              util_id_hex(&other->id, oh));
+        return 0;
+    }
+    int rc = nm_task_resolve(nm, t, why, sizeof why);
+    if (rc) {
+        s_die(nm, a, rc, "its constructor's arguments: %s", why);
+        return 0;
+    }
+    if (!nm_res_needs(nm, t, a->needs, why, sizeof why)) {
+        s_die(nm, a, LUX_EINVAL, "%s", why);
+        return 0;
+    }
+    s_answer_lookups(nm, a);
+    s_dirty(nm, a);
+    return 0;
+}
+
+int
+nm_actor_submit(nm_t *nm, nm_client_t *c, const exec_spec_t *s)
+{
+    char why[600], hex[UTIL_ID_HEX];
+    if (s->kind == EXEC_SPEC_CREATE)
+        return s_create(nm, c, s);
+    if (nm_task_find(nm, &s->task))
+        return 0; /* resent */
+    nm_actor_t *a = s_find(nm, &s->actor);
+    exec_spec_t s2 = *s;
+    if (a)
+        memcpy(s2.module, a->module, 16);
+    nm_task_t *t = nm_task_new(nm, c, &s2, true);
+    if (!t)
+        return util_err(LUX_ENOMEM, "out of memory holding an actor call");
+    t->kind = T_CALL;
+    t->actor = a;
+    nm->n_submitted++;
+    if (!a) {
+        snprintf(why, sizeof why, "no actor %s was created on this node",
+                 util_id_hex(&s->actor, hex));
+        nm_task_fail(nm, t, LUX_ENOTFOUND, why);
+        return 0;
+    }
+    if (a->state == A_DEAD) {
+        snprintf(why, sizeof why, "the actor is dead: %s", a->death ? a->death : "?");
+        nm_task_fail(nm, t, a->death_status, why);
+        return 0;
+    }
+    int rc = nm_task_resolve(nm, t, why, sizeof why);
+    if (rc) {
+        nm_task_fail(nm, t, rc, why);
+        return 0;
+    }
+    s_append(&a->queue, &a->queue_last, t);
+    s_dirty(nm, a);
+    return 0;
+}
+
+/* --- sending ------------------------------------------------------------------------------ */
+
+static int
+s_run_kind(const nm_task_t *t)
+{
+    switch (t->kind) {
+    case T_CREATE:
+        return EXEC_RUN_CREATE;
+    case T_SAVE:
+        return EXEC_RUN_SAVE;
+    case T_LOAD:
+        return EXEC_RUN_LOAD;
+    default:
+        return EXEC_RUN_CALL;
+    }
+}
+
+typedef struct {
+    util_buf_t *b;
+    uint32_t count;
+    exec_obj_t *objs;
+    size_t cap;
+} s_batch_t;
+
+/* Pin t's arguments: 0, 1 (one was lost and t waits for it again), or a
+   code. */
+static int
+s_args(nm_t *nm, nm_task_t *t, s_batch_t *bt)
+{
+    if (t->argc > bt->cap) {
+        exec_obj_t *o = realloc(bt->objs, 2 * t->argc * sizeof *o);
+        if (!o)
+            return util_err(LUX_ENOMEM, "out of memory");
+        bt->objs = o;
+        bt->cap = 2 * (size_t) t->argc;
+    }
+    int rc = nm_task_run_args(nm, t, bt->objs);
+    if (rc == 1)
+        t->state = TASK_WAITING;
+    return rc;
+}
+
+/* Add t (arguments pinned into bt->objs) to the batch, and to what was sent. */
+static void
+s_add(nm_actor_t *a, nm_task_t *t, s_batch_t *bt)
+{
+    if (bt->count == 0) {
+        bt->b->len = 0;
+        util_buf_put_u32(bt->b, 0);
+    }
+    exec_run_t run = {.task = t->id, .job = t->job, .fn = t->fn,
+                      .fn_len = (uint16_t) strlen(t->fn), .nret = t->nret,
+                      .attempt = t->attempt, .argc = t->argc, .kind = (uint8_t) s_run_kind(t),
+                      .actor = a->id, .idx = t->idx};
+    memcpy(run.module, a->module, 16);
+    exec_run_encode(bt->b, &run, bt->objs);
+    t->state = TASK_RUNNING;
+    s_append(&a->sent, &a->sent_last, t);
+    a->nsent++;
+    bt->count++;
+}
+
+static void
+s_send(nm_t *nm, nm_actor_t *a, s_batch_t *bt)
+{
+    if (!bt->count || !a->worker || !a->worker->client) {
+        bt->count = 0;
+        return;
+    }
+    util_le32(bt->b->data, bt->count);
+    zmsg_t *m = zmsg_new();
+    zmsg_append(m, &(zframe_t *) {net_hdr_frame(NET_TASKS, NET_NO_SHARD, 0)});
+    zmsg_addmem(m, bt->b->data, bt->b->len);
+    a->worker->client->job = a->job;
+    nm_send(nm, a->worker->client, &m);
+    bt->count = 0;
+}
+
+/* Read the actor's calls after its checkpoint back from the log, and queue
+   them in front: the live ones (limbo) to answer, the others to re-apply.
+   0, or the actor died. */
+typedef struct {
+    nm_t *nm;
+    nm_actor_t *a;
+    nm_task_t *head, *last;
+    uint64_t n, last_idx;
+    int rc;
+    char why[700];
+} s_replay_t;
+
+static int
+s_replay_cb(void *arg, const db_event_t *e)
+{
+    s_replay_t *x = arg;
+    nm_actor_t *a = x->a;
+    if ((uint64_t) e->idx <= x->last_idx) {
+        x->rc = LUX_ECORRUPT;
+        snprintf(x->why, sizeof x->why, "the log has its call %lld after call %llu",
+                 (long long) e->idx, (unsigned long long) x->last_idx);
+        return 1;
+    }
+    x->last_idx = (uint64_t) e->idx;
+    nm_task_t *t = NULL;
+    for (nm_task_t **p = &a->limbo; *p; p = &(*p)->next)
+        if (memcmp((*p)->id.b, e->task.b, 16) == 0) {
+            t = *p;
+            *p = t->next;
+            break;
+        }
+    if (!t) {
+        exec_spec_t s = {.task = e->task, .parent = e->parent, .job = e->job, .fn = e->name,
+                         .fn_len = (uint16_t) e->name_len, .kind = EXEC_SPEC_CALL,
+                         .actor = a->id};
+        memcpy(s.module, a->module, 16);
+        if (!(e->mask & DB_F_BODY) || exec_call_from_body(&s, e->body, e->body_len)) {
+            x->rc = LUX_ECORRUPT;
+            snprintf(x->why, sizeof x->why, "the log's record of its call %lld is malformed",
+                     (long long) e->idx);
+            return 1;
+        }
+        if (!(t = nm_task_new(x->nm, NULL, &s, false))) {
+            x->rc = LUX_ENOMEM;
+            snprintf(x->why, sizeof x->why, "out of memory replaying its calls");
+            return 1;
+        }
+        t->kind = T_CALL;
+        t->actor = a;
+        t->idx = (uint64_t) e->idx;
+        t->replay = true;
+        char why[600];
+        int rc = nm_task_resolve(x->nm, t, why, sizeof why);
+        if (rc) {
+            nm_task_discard(x->nm, t);
+            x->rc = rc;
+            snprintf(x->why, sizeof x->why, "cannot replay its call %lld: %s", (long long) e->idx,
+                     why);
+            return 1;
+        }
+    }
+    s_append(&x->head, &x->last, t);
+    x->n++;
+    return 0;
+}
+
+static int
+s_prepare_replay(nm_t *nm, nm_actor_t *a)
+{
+    s_replay_t x = {.nm = nm, .a = a, .last_idx = a->ckpt_idx};
+    int rc = 0;
+    if (a->next_idx > a->ckpt_idx &&
+        (rc = nm_log_actor_calls(nm, &a->id, a->ckpt_idx, s_replay_cb, &x)) && !x.rc) {
+        x.rc = rc;
+        snprintf(x.why, sizeof x.why, "reading its calls from the log: %s", lux_errmsg());
+    }
+    if (!x.rc && x.last_idx != a->next_idx) {
+        x.rc = LUX_ECORRUPT;
+        snprintf(x.why, sizeof x.why, "the log has its calls up to %llu, it made %llu",
+                 (unsigned long long) x.last_idx, (unsigned long long) a->next_idx);
+    }
+    /* the replay goes first, then what was never sent */
+    if (x.last) {
+        x.last->next = a->queue;
+        if (!a->queue)
+            a->queue_last = x.last;
+        a->queue = x.head;
+    }
+    if (x.rc) {
+        s_die(nm, a, x.rc, "restart %u: %s", a->restarts, x.why);
+        return x.rc;
+    }
+    a->replaying = x.n;
+    nm_log_actor_restarted(nm, a, x.n);
+    return 0;
+}
+
+/* Start its process, when its constructor's arguments are ready, its
+   calls are on record (a restart) and the resources it asks for are free. */
+static void
+s_start(nm_t *nm, nm_actor_t *a)
+{
+    if (!a->create || a->create->waiting)
+        return;
+    if (a->log_wait) {
+        if (nm_log_pending(nm, &a->last_call))
+            return; /* nm_actor_tick looks again */
+        a->log_wait = false;
+        if (s_prepare_replay(nm, a))
+            return;
+    }
+    if (!nm_res_fits(nm, a->needs))
+        return;
+    nm_res_take(nm, a->needs, 1);
+    a->holds = true;
+    if (nm_spawn_actor_worker(nm, a)) {
+        s_die(nm, a, LUX_EIO, "cannot start its process: %s", lux_errmsg());
+        return;
+    }
+    s_state(nm, a, A_STARTING);
+}
+
+/* Its process said hello: send what makes it the actor. */
+static void
+s_boot(nm_t *nm, nm_actor_t *a)
+{
+    s_batch_t bt = {.b = &nm->scratch};
+    if (!a->worker || !a->worker->client)
+        return;
+    if (!a->boot) {
+        a->boot = a->has_ckpt ? s_run_new(nm, a, T_LOAD, NULL) : a->create;
+        if (!a->boot) {
+            s_die(nm, a, LUX_ENOMEM, "out of memory restarting it");
+            return;
+        }
+        if (a->boot->kind == T_LOAD) {
+            char why[600];
+            int rc = nm_task_resolve(nm, a->boot, why, sizeof why);
+            if (rc) {
+                s_die(nm, a, rc, "its checkpoint (call %llu) cannot be read: %s",
+                      (unsigned long long) a->ckpt_idx, why);
+                return;
+            }
+        }
+    }
+    if (a->boot->waiting || a->boot->state == TASK_RUNNING)
+        return;
+    int rc = s_args(nm, a->boot, &bt);
+    if (rc == 0) {
+        s_add(a, a->boot, &bt);
+        s_send(nm, a, &bt);
+    } else if (rc != 1) {
+        s_die(nm, a, rc, "%s its state: %s", a->boot->kind == T_LOAD ? "loading" : "creating",
+              lux_errmsg());
+    }
+    free(bt.objs);
+}
+
+/* Send queued runs while the window has room, in order. */
+static void
+s_calls(nm_t *nm, nm_actor_t *a)
+{
+    s_batch_t bt = {.b = &nm->scratch};
+    while (a->queue && a->nsent < S_WINDOW && a->state == A_ALIVE && !a->killed) {
+        nm_task_t *t = a->queue;
+        if (t->waiting)
+            break; /* its arguments come first: nothing overtakes it */
+        if (t->kind == T_CALL && !t->idx && a->ckpt_every &&
+            a->next_idx >= a->saved_idx + a->ckpt_every)
+            break; /* the checkpoint before it first: a restart re-applies at
+                      most checkpoint_every calls */
+        s_pop(&a->queue, &a->queue_last);
+        if (t->kind == T_SAVE && !t->idx)
+            t->idx = a->next_idx; /* on demand: after the calls numbered so far */
+        int rc = s_args(nm, t, &bt);
+        if (rc == 1) {
+            t->next = a->queue;
+            a->queue = t;
+            if (!a->queue_last)
+                a->queue_last = t;
+            break;
+        }
+        if (rc) {
+            if (t->replay) {
+                s_append(&a->queue, &a->queue_last, t); /* s_die drops it */
+                s_die(nm, a, rc, "cannot replay its call %llu: %s",
+                      (unsigned long long) t->idx, lux_errmsg());
+                break;
+            }
+            s_drop_run(nm, a, t, rc, lux_errmsg());
+            continue;
+        }
+        if (t->kind == T_CALL && !t->idx) {
+            t->idx = ++a->next_idx;
+            a->last_call = t->id;
+            nm_log_actor_call(nm, a, t);
+        }
+        s_add(a, t, &bt);
+        if (t->kind == T_CALL && a->ckpt_every && t->idx % a->ckpt_every == 0 &&
+            t->idx > a->ckpt_idx) {
+            nm_task_t *sv = s_run_new(nm, a, T_SAVE, NULL);
+            if (sv) {
+                sv->idx = t->idx;
+                s_add(a, sv, &bt);
+            }
+        }
+        if (bt.count >= 256)
+            s_send(nm, a, &bt);
+    }
+    s_send(nm, a, &bt);
+    free(bt.objs);
+}
+
+void
+nm_actor_pump(nm_t *nm)
+{
+    while (nm->dirty_actors) {
+        nm_actor_t *a = nm->dirty_actors;
+        nm->dirty_actors = a->next_dirty;
+        a->next_dirty = NULL;
+        a->dirty = false;
+        if (a->doom && a->state != A_DEAD) {
+            char *why = a->doom;
+            a->doom = NULL;
+            s_die(nm, a, a->doom_status, "%s", why);
+            free(why);
+        }
+        switch (a->state) {
+        case A_WAITING:
+            s_start(nm, a);
+            break;
+        case A_STARTING:
+            s_boot(nm, a);
+            break;
+        case A_ALIVE:
+            s_calls(nm, a);
+            break;
+        default:
+            break;
+        }
+    }
+}
+
+void
+nm_actor_hello(nm_t *nm, nm_worker_t *w)
+{
+    if (w->actor)
+        s_dirty(nm, w->actor);
+}
+
+/* --- results ------------------------------------------------------------------------------ */
+
+/* Take the arena room of outputs from the worker's grants: held calls and
+   checkpoints own it from now on. */
+static void
+s_take_grants(nm_client_t *c, const exec_obj_t *outs, uint8_t n)
+{
+    for (uint8_t i = 0; i < n; i++)
+        if (outs[i].where == EXEC_W_ARENA)
+            util_idmap_del(c->allocs, &outs[i].off);
+}
+
+static void
+s_set_value(nm_t *nm, nm_obj_t *o, const exec_obj_t *out, const uint8_t *fp)
+{
+    if (out->where == EXEC_W_ARENA)
+        nm_obj_set_arena(nm, o, out->off, out->size);
+    else
+        nm_obj_set_inline(nm, o, out->bytes, out->size);
+    memcpy(o->fp, fp, 16);
+    o->is_put = true; /* no lineage to rebuild it from: spill it, never drop it */
+}
+
+static void
+s_booted(nm_t *nm, nm_actor_t *a, nm_task_t *t, int status, const char *msg)
+{
+    char hex[UTIL_ID_HEX];
+    a->boot = NULL;
+    bool load = t->kind == T_LOAD;
+    if (load)
+        nm_task_discard(nm, t);
+    else {
+        nm_task_release_args(nm, t, false); /* unpinned; kept (uses) for a restart */
+        t->state = TASK_WAITING;            /* a restart sends it again */
+    }
+    if (status) {
+        if (load)
+            s_die(nm, a, status, "loading its checkpoint of call %llu failed: %s",
+                  (unsigned long long) a->ckpt_idx, msg);
+        else
+            s_die(nm, a, status, "its constructor failed: %s", msg);
+        return;
+    }
+    s_state(nm, a, A_ALIVE);
+    if (a->restarts)
+        log_info("actor %s (%s) restarted (%u of %u) from %s, replaying %llu calls",
+                 util_id_hex(&a->id, hex), a->cls, a->restarts, a->max_restarts,
+                 load ? "its checkpoint" : "its constructor",
+                 (unsigned long long) a->replaying);
+    s_dirty(nm, a);
+}
+
+static void
+s_saved(nm_t *nm, nm_actor_t *a, nm_task_t *t, nm_client_t *c, int status, const char *msg,
+        const exec_obj_t *outs, const uint8_t *fps)
+{
+    char hex[UTIL_ID_HEX];
+    if (t->idx > a->saved_idx)
+        a->saved_idx = t->idx;
+    if (status) {
+        log_warn("actor %s (%s): checkpoint after call %llu failed: %s",
+                 util_id_hex(&a->id, hex), a->cls, (unsigned long long) t->idx, msg);
+    } else if (!a->has_ckpt || t->idx > a->ckpt_idx) {
+        lux_ref_t id;
+        exec_ref_make(&id, &t->id, 0);
+        nm_obj_t *o = nm_obj_new(nm, &id);
+        if (!o) {
+            status = util_err(LUX_ENOMEM, "out of memory holding a checkpoint");
+            msg = lux_errmsg();
+        } else {
+            s_take_grants(c, outs, 1);
+            s_set_value(nm, o, &outs[0], fps);
+            o->owner = NULL; /* the actor's */
+            nm_log_actor_checkpoint(nm, a, t, o);
+            if (a->has_ckpt) {
+                nm_obj_t *old = nm_obj_get(nm, &a->ckpt);
+                if (old) {
+                    old->owned = false;
+                    s_unuse(nm, old);
+                }
+            }
+            a->ckpt = id;
+            a->ckpt_idx = t->idx;
+            a->has_ckpt = true;
+            s_unkeep(nm, a, t->idx);
+        }
+    }
+    if (t->owner)
+        s_reply(nm, t->owner, t->op_req, status, &a->id, status ? msg : NULL);
+    nm_task_discard(nm, t);
+}
+
+static void
+s_called(nm_t *nm, nm_actor_t *a, nm_task_t *t, nm_client_t *c, const exec_result_t *r,
+         int status, const char *msg, const exec_obj_t *outs, const uint8_t *fps)
+{
+    nm_task_release_args(nm, t, false); /* unpinned; uses stay until it is done */
+    if (a->max_restarts && !t->replay && t->idx > a->ckpt_idx)
+        s_keep(nm, a, t);
+    if (t->replay) {
+        /* its results were handed out before: these go */
+        if (!status)
+            for (uint8_t i = 0; i < t->nret; i++)
+                if (outs[i].where == EXEC_W_ARENA) {
+                    util_idmap_del(c->allocs, &outs[i].off);
+                    nm_store_free(nm, outs[i].off);
+                }
+        if (a->replaying)
+            a->replaying--;
+        nm_task_discard(nm, t);
+        return;
+    }
+    t->t_start = r->t_start;
+    t->t_end = r->t_end;
+    if (status) {
+        t->fail_status = status;
+        t->fail_msg = strdup(msg);
+    } else {
+        uint64_t total = 0;
+        uint8_t fp[16];
+        util_blake_t h;
+        s_take_grants(c, outs, t->nret);
+        if (r->outs_len && !(t->held_outs = malloc(r->outs_len))) {
+            for (uint8_t i = 0; i < t->nret; i++)
+                if (outs[i].where == EXEC_W_ARENA)
+                    nm_store_free(nm, outs[i].off);
+            t->fail_status = LUX_ENOMEM;
+            t->fail_msg = strdup("out of memory holding its results");
+        } else {
+            if (r->outs_len)
+                memcpy(t->held_outs, r->outs, r->outs_len);
+            t->held_len = r->outs_len;
+            util_blake_init(&h, 16);
+            for (uint8_t i = 0; i < t->nret; i++) {
+                util_blake_update(&h, fps + 16 * i, 16);
+                total += outs[i].size;
+            }
+            util_blake_final(&h, fp, 16);
+            nm->n_finished++;
+            nm_log_finished(nm, t, a->worker, r, total, fp);
+        }
+    }
+    t->held = true;
+    s_append(&nm->held_calls, &nm->held_last, t);
+}
+
+void
+nm_actor_result(nm_t *nm, nm_worker_t *w, const exec_result_t *r)
+{
+    nm_actor_t *a = w->actor;
+    nm_task_t *t = a ? a->sent : NULL;
+    nm_client_t *c = w->client;
+    char hex[UTIL_ID_HEX], msg[600];
+    if (!t || memcmp(t->id.b, r->task.b, 16) != 0) {
+        log_warn("actor worker %d reported %s, which it was not running next", (int) w->pid,
+                 util_id_hex(&r->task, hex));
+        return;
+    }
+    s_pop(&a->sent, &a->sent_last);
+    a->nsent--;
+    exec_obj_t outs[EXEC_MAX_RETURNS];
+    const uint8_t *fps = NULL;
+    int status = r->status;
+    msg[0] = '\0';
+    if (status) {
+        snprintf(msg, sizeof msg, "%.*s", (int) r->msg_len, r->msg ? r->msg : "");
+        if (!msg[0])
+            snprintf(msg, sizeof msg, "it returned %s", lux_strerror(status));
+    } else if (nm_result_outputs(nm, c, t, r, outs, &fps)) {
+        status = LUX_EPROTO;
+        snprintf(msg, sizeof msg, "its worker reported malformed outputs");
+    }
+    switch (t->kind) {
+    case T_CREATE:
+    case T_LOAD:
+        s_booted(nm, a, t, status, msg);
+        return;
+    case T_SAVE:
+        s_saved(nm, a, t, c, status, msg, outs, fps);
+        break;
+    default:
+        s_called(nm, a, t, c, r, status, msg, outs, fps);
+    }
+    s_dirty(nm, a);
+}
+
+/* Results of one call whose event is committed: out they go. */
+static void
+s_release(nm_t *nm, nm_task_t *t)
+{
+    t->held = false;
+    if (t->fail_status) {
+        char msg[600];
+        snprintf(msg, sizeof msg, "%s", t->fail_msg ? t->fail_msg : "?");
+        nm_task_fail(nm, t, t->fail_status, msg);
+        return;
+    }
+    exec_obj_t outs[EXEC_MAX_RETURNS];
+    util_rd_t rd;
+    util_rd_init(&rd, t->held_outs, t->held_len);
+    for (uint8_t i = 0; i < t->nret; i++)
+        exec_obj_decode(&rd, &outs[i]);
+    const uint8_t *fps = util_rd_take(&rd, (size_t) t->nret * 16);
+    for (uint8_t i = 0; i < t->nret; i++) {
+        nm_obj_t *o = nm_task_output(nm, t, i);
+        if (!o) {
+            if (outs[i].where == EXEC_W_ARENA)
+                nm_store_free(nm, outs[i].off);
+            continue;
+        }
+        s_set_value(nm, o, &outs[i], fps + 16 * i);
+    }
+    for (uint8_t i = 0; i < t->nret; i++) {
+        lux_ref_t id;
+        exec_ref_make(&id, &t->id, i);
+        nm_obj_t *o = nm_obj_get(nm, &id);
+        if (!o)
+            continue;
+        nm_obj_ready(nm, o);
+        if (!o->owned && !o->pins && !o->uses && !o->nwaiters && !t->ndeps && !t->nwaiters)
+            nm_obj_delete(nm, o); /* its caller went away */
+    }
+    nm_task_done(nm, t);
+}
+
+void
+nm_actor_release(nm_t *nm)
+{
+    /* events are acknowledged in order per shard: the list is released
+       from its front */
+    while (nm->held_calls && !nm_log_pending(nm, &nm->held_calls->id))
+        s_release(nm, s_pop(&nm->held_calls, &nm->held_last));
+}
+
+/* --- its process died --------------------------------------------------------------------- */
+
+void
+nm_actor_worker_gone(nm_t *nm, nm_worker_t *w, const char *why)
+{
+    nm_actor_t *a = w->actor;
+    char hex[UTIL_ID_HEX];
+    w->actor = NULL;
+    if (!a || a->worker != w)
+        return;
+    a->worker = NULL;
+    if (a->holds) {
+        nm_res_take(nm, a->needs, -1);
+        a->holds = false;
+    }
+    if (a->state == A_DEAD)
+        return;
+    log_warn("actor %s (%s): its process %d %s", util_id_hex(&a->id, hex), a->cls, (int) w->pid,
+             why);
+    /* numbered live calls wait for the replay; what was never sent stays
+       queued; re-applied calls, checkpoints and loads go */
+    nm_task_t *lists[2] = {a->sent, a->queue};
+    nm_task_t *limbo = NULL, *limbo_last = NULL, *queue = NULL, *queue_last = NULL;
+    a->sent = a->sent_last = a->queue = a->queue_last = NULL;
+    a->nsent = 0;
+    for (int i = 0; i < 2; i++)
+        for (nm_task_t *t = lists[i], *next; t; t = next) {
+            next = t->next;
+            t->next = NULL;
+            if (t == a->create) {
+                nm_task_release_args(nm, t, false);
+                t->state = TASK_WAITING;
+            } else if (t->kind == T_CALL && !t->replay && t->idx) {
+                nm_task_release_args(nm, t, false);
+                t->state = TASK_WAITING;
+                s_append(&limbo, &limbo_last, t);
+            } else if (t->kind == T_CALL && !t->replay) {
+                s_append(&queue, &queue_last, t);
+            } else {
+                s_drop_run(nm, a, t, LUX_EDEAD, "the actor's process died before it was done");
+            }
+        }
+    if (limbo_last) {
+        limbo_last->next = a->limbo;
+        a->limbo = limbo;
+    }
+    a->queue = queue;
+    a->queue_last = queue_last;
+    if (a->boot && a->boot != a->create)
+        nm_task_discard(nm, a->boot);
+    a->boot = NULL;
+    a->replaying = 0;
+    if (a->killed) {
+        s_die(nm, a, LUX_EDEAD, "it was killed (lux_actor_kill)");
+        return;
+    }
+    if (a->restarts >= a->max_restarts) {
+        s_die(nm, a, LUX_EDEAD, "its process %s, and it has no restarts left (max_restarts %u)",
+              why, a->max_restarts);
+        return;
+    }
+    a->restarts++;
+    s_state(nm, a, A_WAITING);
+    a->log_wait = true; /* then the replay is read and the restart logged */
+    s_dirty(nm, a);
+}
+
+/* Unlink t from a list (head/last; last may be NULL); whether it was on it. */
+static bool
+s_unlink(nm_task_t **head, nm_task_t **last, nm_task_t *t)
+{
+    nm_task_t *prev = NULL;
+    for (nm_task_t *x = *head; x; prev = x, x = x->next) {
+        if (x != t)
+            continue;
+        if (prev)
+            prev->next = x->next;
+        else
+            *head = x->next;
+        if (last && *last == x)
+            *last = prev;
+        x->next = NULL;
+        return true;
+    }
+    return false;
+}
+
+bool
+nm_actor_failing(nm_t *nm, nm_task_t *t, int status, const char *text)
+{
+    nm_actor_t *a = t->actor;
+    if (!a)
+        return false;
+    if (!s_unlink(&a->queue, &a->queue_last, t) && !s_unlink(&a->limbo, NULL, t) &&
+        s_unlink(&a->sent, &a->sent_last, t))
+        a->nsent--;
+    if (t == a->create) {
+        a->create = NULL;
+        if (!a->doom && a->state != A_DEAD && (a->doom = strdup(text)))
+            a->doom_status = status;
+        s_dirty(nm, a);
+        return false; /* failed as a task: its failure is logged */
+    }
+    if (t->replay) {
+        char why[900];
+        snprintf(why, sizeof why, "cannot replay its call %llu: %s", (unsigned long long) t->idx,
+                 text);
+        if (!a->doom && a->state != A_DEAD && (a->doom = strdup(why)))
+            a->doom_status = status;
+        s_dirty(nm, a);
+        nm_task_discard(nm, t);
+        return true;
+    }
+    return false;
+}
+
+/* --- requests ------------------------------------------------------------------------------ */
+
+static void
+s_answer_lookups(nm_t *nm, nm_actor_t *a)
+{
+    if (!a->name)
+        return;
+    for (struct nm_lookup **p = &nm->lookups; *p;) {
+        struct nm_lookup *l = *p;
+        if (strcmp(l->name, a->name) == 0) {
+            s_reply(nm, l->c, l->req, 0, &a->id, NULL);
+            *p = l->next;
+            free(l->name);
+            free(l);
+        } else {
+            p = &l->next;
+        }
+    }
+}
+
+void
+nm_actor_op(nm_t *nm, nm_client_t *c, const uint8_t *p, size_t n)
+{
+    util_rd_t r;
+    char hex[UTIL_ID_HEX], why[800];
+    size_t nlen = 0;
+    util_id_t id;
+    util_rd_init(&r, p, n);
+    uint8_t op = util_rd_u8(&r);
+    uint64_t req = util_rd_u64(&r);
+    const uint8_t *idp = util_rd_take(&r, 16);
+    const char *name = util_rd_str(&r, &nlen);
+    uint32_t timeout = util_rd_u32(&r);
+    if (r.bad || !idp) {
+        log_warn("a malformed ACTOR request from pid %d", (int) c->pid);
+        return;
+    }
+    memcpy(id.b, idp, 16);
+    nm_actor_t *a = op == S_OP_LOOKUP ? NULL : s_find(nm, &id);
+    if (op != S_OP_LOOKUP && op != S_OP_KILL && op != S_OP_CHECKPOINT) {
+        s_reply(nm, c, req, LUX_EINVAL, NULL, "unknown actor request");
+        return;
+    }
+    if (op != S_OP_LOOKUP && !a) {
+        snprintf(why, sizeof why, "no actor %s on this node", util_id_hex(&id, hex));
+        s_reply(nm, c, req, LUX_ENOTFOUND, &id, why);
+        return;
+    }
+    switch (op) {
+    case S_OP_KILL:
+        if (a->state != A_DEAD) {
+            a->killed = true;
+            if (a->worker)
+                kill(a->worker->pid, SIGKILL); /* the reaper finds it; no restart */
+            else
+                s_die(nm, a, LUX_EDEAD, "it was killed (lux_actor_kill)");
+        }
+        s_reply(nm, c, req, 0, &id, NULL);
+        return;
+    case S_OP_CHECKPOINT:
+        if (a->state == A_DEAD) {
+            snprintf(why, sizeof why, "actor %s (%s) is dead: %s", util_id_hex(&id, hex),
+                     a->cls, a->death ? a->death : "?");
+            s_reply(nm, c, req, LUX_EDEAD, &id, why);
+            return;
+        }
+        nm_task_t *t = s_run_new(nm, a, T_SAVE, c);
+        if (!t) {
+            s_reply(nm, c, req, LUX_ENOMEM, &id, "out of memory");
+            return;
+        }
+        t->op_req = req; /* answered when it is saved */
+        s_append(&a->queue, &a->queue_last, t);
+        s_dirty(nm, a);
+        return;
+    default:
+        break;
+    }
+    /* lookup */
+    if (!name || nlen == 0) {
+        s_reply(nm, c, req, LUX_EINVAL, NULL, "lux_actor_lookup: no name");
+        return;
+    }
+    if ((a = s_by_name(nm, name, nlen, NULL))) {
+        s_reply(nm, c, req, 0, &a->id, NULL);
+        return;
+    }
+    if (timeout == 0) {
+        snprintf(why, sizeof why, "no actor is named '%.*s'", (int) nlen, name);
+        s_reply(nm, c, req, LUX_ENOTFOUND, NULL, why);
+        return;
+    }
+    struct nm_lookup *l = calloc(1, sizeof *l);
+    if (!l || !(l->name = strndup(name, nlen))) {
+        free(l);
+        s_reply(nm, c, req, LUX_ENOMEM, NULL, "out of memory");
+        return;
+    }
+    l->c = c;
+    l->req = req;
+    l->deadline_ms = timeout == UINT32_MAX ? INT64_MAX : util_mono_ms() + timeout;
+    l->next = nm->lookups;
+    nm->lookups = l;
+}
+
+void
+nm_actor_tick(nm_t *nm)
+{
+    int64_t now = util_mono_ms();
+    char why[400];
+    for (struct nm_lookup **p = &nm->lookups; *p;) {
+        struct nm_lookup *l = *p;
+        if (now >= l->deadline_ms) {
+            snprintf(why, sizeof why, "no actor named '%s' appeared in time", l->name);
+            s_reply(nm, l->c, l->req, LUX_ETIMEDOUT, NULL, why);
+            *p = l->next;
+            free(l->name);
+            free(l);
+        } else {
+            p = &l->next;
+        }
+    }
+    /* actors waiting for resources or for their calls' events */
+    if (!nm->actors_waiting)
+        return;
+    s_all_t all = {0};
+    util_idmap_each(nm->actors, s_collect, &all);
+    for (size_t i = 0; i < all.n; i++)
+        if (all.v[i]->state == A_WAITING)
+            s_dirty(nm, all.v[i]);
+    free(all.v);
+}
+
+void
+nm_actor_client_gone(nm_t *nm, nm_client_t *c)
+{
+    char pid[32];
+    for (struct nm_lookup **p = &nm->lookups; *p;) {
+        struct nm_lookup *l = *p;
+        if (l->c == c) {
+            *p = l->next;
+            free(l->name);
+            free(l);
+        } else {
+            p = &l->next;
+        }
+    }
+    if (!nm->actors)
+        return;
+    snprintf(pid, sizeof pid, "%d", (int) c->pid);
+    s_all_t all = {0};
+    util_idmap_each(nm->actors, s_collect, &all);
+    for (size_t i = 0; i < all.n; i++) {
+        nm_actor_t *a = all.v[i];
+        for (int k = 0; k < 2; k++)
+            for (nm_task_t *t = k ? a->queue : a->sent; t; t = t->next)
+                if (t->kind == T_SAVE && t->owner == c)
+                    t->owner = NULL;
+        if (a->owner != c)
+            continue;
+        a->owner = NULL;
+        if (a->worker && a->worker->client == c)
+            continue; /* its own process */
+        a->owner_gone = true;
+        s_die(nm, a, LUX_EDEAD, "its creator (%s %s) went away",
+              c->kind == EXEC_HELLO_WORKER ? "worker" : "driver", pid);
+    }
+    free(all.v);
+}
+
+void
+nm_actor_close(nm_t *nm)
+{
+    s_all_t all = {0};
+    if (!nm->actors)
+        return;
+    util_idmap_each(nm->actors, s_collect, &all);
+    for (size_t i = 0; i < all.n; i++) {
+        nm_actor_t *a = all.v[i];
+        /* runs not in nm->tasks are freed here; the others with nm->tasks */
+        for (int k = 0; k < 2; k++)
+            for (nm_task_t *t = k ? a->queue : a->sent, *next; t; t = next) {
+                next = t->next;
+                if (t->replay || t->kind == T_SAVE || t->kind == T_LOAD) {
+                    if (t == a->boot)
+                        a->boot = NULL;
+                    nm_task_free(t);
+                }
+            }
+        if (a->boot && a->boot->kind == T_LOAD)
+            nm_task_free(a->boot);
+        free(a->kept);
+        free(a->kept_idx);
+        free(a->cls);
+        free(a->name);
+        free(a->death);
+        free(a->doom);
+        free(a);
+    }
+    free(all.v);
+    util_idmap_destroy(&nm->actors);
+    while (nm->lookups) {
+        struct nm_lookup *l = nm->lookups;
+        nm->lookups = l->next;
+        free(l->name);
+        free(l);
+    }
+}

@@ -1,0 +1,116 @@
+#!/bin/sh
+# 7101-es-dist: ES distributed with Lux (examples/es/es.so) is deterministic.
+# The same seed and settings end with bit-identical weights (weights_hash
+# of --json) whatever runs the rollouts:
+#   - es_local, one process (the reference: es.so is meant to match it);
+#   - lux run es.so with 1 worker, 2 workers, and 2 workers with another
+#     split of the population into tasks;
+#   - 2 workers while --kill-workers kills them with -9 (the log must show
+#     retried tasks, or the run did not test anything: it is tried again);
+# on CartPole (observation statistics on, episodes of any length) and on
+# Pendulum (continuous actions, 4 episodes per perturbation). The runs are
+# short (fixed iteration counts, a target no policy reaches) and the log
+# is checked against what the driver reported. Bad usage starts nothing.
+. "${LUX_SRCDIR:-.}/t/lib/tap.sh"
+
+LUX=${LUX_BIN:-./lux}
+B=${LUX_BUILDDIR:-.}
+ES=$B/examples/es/es.so
+LOCAL=$B/examples/es/es_local
+tap_tmpdir
+tmp=$TAP_TMP
+trap 'tap_cleanup' EXIT
+
+field() { # field NAME JSON
+    printf '%s\n' "$2" | sed -n "s/.*\"$1\":\"\{0,1\}\([^,\"}]*\).*/\1/p"
+}
+
+es() { # es ARGS...: lux run es.so; the JSON line in $json, the status in $rc
+    timeout -s KILL 120 "$LUX" run --dir "$tmp/runs" "$ES" --json --no-report "$@" \
+        >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    json=$(tail -n 1 "$tmp/out")
+}
+
+is_hash() { # is_hash VALUE DESCRIPTION: 16 hex digits (an empty hash must not compare equal)
+    case "$1" in
+    [0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f]) ok 0 "$2" ;;
+    *) ok 1 "$2"; echo "#   got: '$1'" ;;
+    esac
+}
+
+sql() { # sql DIR QUERY: one value
+    "$LUX" sql --dir "$1" --csv "$2" | sed -n 2p
+}
+
+# --- CartPole ---------------------------------------------------------------------------
+C="--env cartpole --seed 3 --max-iters 12 --target 1000"
+ref=$(timeout -s KILL 120 "$LOCAL" $C --json --quiet | tail -n 1)
+want=$(field weights_hash "$ref")
+is "$(field iterations "$ref")" 12 "es_local cartpole: 12 iterations"
+is_hash "$want" "es_local cartpole: a weights hash ($want)"
+
+es $C --workers 1
+is "$rc" 1 "es.so cartpole, 1 worker: ran to its iteration limit (exit 1: not solved)"
+is "$(field weights_hash "$json")" "$want" "es.so cartpole, 1 worker: the weights of es_local"
+is "$(field workers "$json")" 1 "es.so cartpole: --workers 1 reached the embedded default"
+log=$(field log "$json")
+job=$(field job "$json")
+is "$(sql "$log" "SELECT count(DISTINCT worker) FROM tasks WHERE job_id = '$job'")" 1 \
+    "the log: every task ran on the one worker"
+n=$(field tasks "$json")
+is "$(sql "$log" "SELECT count(*) FROM tasks WHERE job_id = '$job' AND status = 'finished'")" \
+    "$n" "the log: all $n tasks the driver counted finished"
+is "$(sql "$log" "SELECT count(*) FROM tasks WHERE job_id = '$job' AND function = 'es_rollouts'")" \
+    "$((12 * $(field tasks_per_iteration "$json")))" "the log: tasks per iteration x 12 rollout tasks"
+is "$(sql "$log" "SELECT count(DISTINCT d.object_id) FROM task_deps d JOIN tasks t USING (task_id)
+      WHERE t.job_id = '$job' AND t.function = 'es_rollouts' AND d.position = 0")" 1 \
+    "the log: every rollout task read the same noise table (one put object)"
+is "$(sql "$log" "SELECT count(DISTINCT d.object_id) FROM task_deps d JOIN tasks t USING (task_id)
+      WHERE t.job_id = '$job' AND t.function = 'es_rollouts' AND d.position = 1")" 12 \
+    "the log: one policy object per iteration, passed by ref"
+
+es $C --workers 2
+is "$(field weights_hash "$json")" "$want" "es.so cartpole, 2 workers: the same weights"
+es $C --workers 2 --tasks 7 --eval-tasks 3
+is "$(field weights_hash "$json")" "$want" "es.so cartpole, 2 workers, 7 tasks per iteration: the same weights"
+
+# kill -9 workers while it trains; longer, so that kills land on running tasks
+K="--env cartpole --seed 3 --max-iters 60 --target 1000"
+kref=$(timeout -s KILL 120 "$LOCAL" $K --json --quiet | tail -n 1)
+kwant=$(field weights_hash "$kref")
+is_hash "$kwant" "es_local cartpole, 60 iterations: a weights hash ($kwant)"
+retries=0
+for try in 1 2 3; do
+    es $K --workers 2 --kill-workers
+    [ "$(field weights_hash "$json")" = "$kwant" ] || break
+    retries=$(sql "$(field log "$json")" \
+        "SELECT count(*) FROM retries r JOIN tasks t USING (task_id) WHERE t.job_id = '$(field job "$json")'")
+    [ "${retries:-0}" -gt 0 ] && break
+    echo "# try $try: $(field killed "$json") workers killed, no task retried; again"
+done
+is "$(field weights_hash "$json")" "$kwant" \
+    "es.so cartpole --kill-workers: the same weights as es_local ($(field killed "$json") workers killed)"
+ok "$([ "${retries:-0}" -gt 0 ]; echo $?)" "--kill-workers: the log shows $retries tasks retried after their worker died"
+
+# --- Pendulum -------------------------------------------------------------------------------
+P="--env pendulum --seed 2 --max-iters 8 --target 0"
+pref=$(timeout -s KILL 120 "$LOCAL" $P --json --quiet | tail -n 1)
+pwant=$(field weights_hash "$pref")
+is_hash "$pwant" "es_local pendulum: a weights hash ($pwant)"
+es $P --workers 2
+is "$(field weights_hash "$json")" "$pwant" "es.so pendulum, 2 workers: the weights of es_local ($pwant)"
+es $P --workers 1 --tasks 5
+is "$(field weights_hash "$json")" "$pwant" "es.so pendulum, 1 worker, 5 tasks: the same weights"
+
+# --- usage ------------------------------------------------------------------------------------
+mkdir -p "$tmp/none"
+timeout -s KILL 60 "$LUX" run --dir "$tmp/none" "$ES" --env cartpole --frobnicate >/dev/null 2>"$tmp/err"
+is "$?" 2 "an unknown option: exit status 2"
+like "$(cat "$tmp/err")" "frobnicate" "...naming it"
+timeout -s KILL 60 "$LUX" run --dir "$tmp/none" "$ES" --help >"$tmp/out" 2>&1
+is "$?" 0 "--help: exit status 0"
+like "$(cat "$tmp/out")" "--kill-workers" "...and the usage"
+is "$(ls "$tmp/none" | wc -l)" 0 "bad usage and --help start no cluster (no run directory)"
+
+done_testing
