@@ -111,6 +111,32 @@ main(void)
     int64_t final_h = s_i64(lx, &g, 0);
     is_int(s_i64(lx, &g, 1), N + 900, "the actor applied the driver's and the tasks' calls");
 
+    /* --- a handle passed to another actor ---------------------------------------------- */
+    lux_actor_t fw;
+    rc = lux_actor_create(lx, "Acc", 1, (lux_arg_t[]) {LUX_VAL(&h0, 8)}, NULL, &fw);
+    int64_t c5 = 5, x5 = 77;
+    lux_ref_t fr;
+    if (!rc)
+        rc = lux_actor_call(lx, &fw, "forward", 3,
+                            (lux_arg_t[]) {LUX_VAL(&a, sizeof a), LUX_VAL(&c5, 8), LUX_VAL(&x5, 8)},
+                            1, &fr);
+    is_int(rc ? -1 : s_i64(lx, &fr, 1), 77,
+           "an actor given the handle calls it too (caller 5's sum is what it added)");
+    lux_actor_call(lx, &a, "get", 0, NULL, 1, &g);
+    final_h = s_i64(lx, &g, 0);
+    is_int(s_i64(lx, &g, 1), N + 901, "... and the first actor applied that call");
+
+    /* --- resources ------------------------------------------------------------------------ */
+    lux_actor_t gpu;
+    rc = lux_actor_create(lx, "Acc", 1, (lux_arg_t[]) {LUX_VAL(&h0, 8)},
+                          &(lux_actor_opts_t) {.resources = "GPU=1"}, &gpu);
+    lux_ref_t gr;
+    lux_val_t gv;
+    lux_actor_call(lx, &gpu, "get", 0, NULL, 1, &gr);
+    rc = lux_get(lx, &gr, &gv, 20000);
+    ok(rc != 0 && strstr(lux_errmsg(), "GPU=1") && strstr(lux_errmsg(), "none"),
+       "an actor asking for a resource the node lacks fails, saying so: %s", lux_errmsg());
+
     /* --- names ------------------------------------------------------------------------------ */
     lux_actor_t found;
     rc = lux_actor_lookup(lx, "acc", &found, 0);
@@ -210,7 +236,7 @@ main(void)
     lux_actor_hex(&a, hex);
     char sql[512];
     snprintf(sql, sizeof sql, "SELECT count(*) FROM actor_calls WHERE actor_id = '%s'", hex);
-    ok(s_count(q, sql) >= N + 900, "the log has every call of the first actor (%lld)",
+    ok(s_count(q, sql) >= N + 901, "the log has every call of the first actor (%lld)",
        (long long) s_count(q, sql));
     snprintf(sql, sizeof sql,
              "SELECT count(DISTINCT shard) FROM actor_calls WHERE actor_id = '%s'", hex);
@@ -249,7 +275,7 @@ main(void)
         }
     sqlite3_finalize(st);
     is_int(undecoded, 0, "every actor_call event's body decodes");
-    ok(nl == N + 900 && hl == final_h,
+    ok(nl == N + 901 && hl == final_h,
        "re-applying the %lld logged adds in log order reaches the state it reported", (long long) nl);
     snprintf(sql, sizeof sql,
              "SELECT count(*) FROM (SELECT call_number, row_number() OVER (ORDER BY seq) AS k "

@@ -341,3 +341,25 @@ t_acc_caller(lux_t *lx, int argc, const lux_val_t *argv)
     return lux_set(lx, 0, &s, 8);
 }
 LUX_FUNCTION(t_acc_caller, 3, 1)
+
+/* forward(handle, caller, x): add(caller, x) on another actor, through
+   the handle it was given; returns what that returned. */
+static int
+Acc_forward(lux_t *lx, void *self, int argc, const lux_val_t *argv)
+{
+    lux_actor_t other;
+    lux_ref_t r;
+    lux_val_t v;
+    if (lux_actor_from(&argv[0], &other))
+        return lux_raise(lx, "Acc.forward: %s", lux_errmsg());
+    if (lux_actor_call(lx, &other, "add", 2,
+                       (lux_arg_t[]) {LUX_VAL(argv[1].data, argv[1].size),
+                                      LUX_VAL(argv[2].data, argv[2].size)},
+                       1, &r) ||
+        lux_get(lx, &r, &v, -1))
+        return lux_raise(lx, "Acc.forward: %s", lux_errmsg());
+    int rc = lux_set(lx, 0, v.data, v.size);
+    lux_free(lx, 1, &r);
+    return rc;
+}
+LUX_METHOD(Acc, forward, 3, 1)
