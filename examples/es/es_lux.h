@@ -23,8 +23,14 @@
     therefore bit-identical for any number of workers, any task size, with
     or without workers killed, and equal to es_local's for the same settings.
 
+    With --ps the ES state lives in a parameter-server actor instead of the
+    driver, and rollout tasks pull the weights from it and push their
+    results to it (below, "the parameter-server variant"); the weights are
+    the same.
+
     Files: es_lux.h (this: the formats tasks exchange), es_lux_tasks.c (the
-    remote functions, the formats' code), es_lux_main.c (LUX_CONFIGURE and
+    remote functions, the formats' code), es_lux_ps.c (--ps: the actor class
+    EsServer and its rollout task), es_lux_main.c (LUX_CONFIGURE and
     LUX_MAIN: the driver), es_lux_kill.c (--kill-workers), es_lux_report.c
     (the closing report, SQL over the run's log).
 */

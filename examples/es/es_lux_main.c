@@ -1,12 +1,16 @@
 /*  es_lux_main - the driver of es.so: `lux run examples/es/es.so --env ENV
-    --seed N [--workers N] [--kill-workers] [--json] [options]`.
+    --seed N [--workers N] [--kill-workers] [--ps [--kill-server]] [--json] [options]`.
 
     LUX_CONFIGURE reads the command line before the cluster starts (so that
     --workers sizes the embedded default, and --help or a bad option start
     nothing); LUX_MAIN trains. The loop is es_local's (the same
     es_opts_t settings, the same es_t, the same evaluation schedule), with
     the rollouts and the evaluation episodes run as Lux tasks (es_lux.h
-    describes the data flow), so both end with the same weights.
+    describes the data flow), so both end with the same weights. With --ps
+    the es_t lives in a parameter-server actor (es_lux_ps.c): the driver
+    submits the rollout tasks, which pull the weights from the server and
+    push their results to it, and then asks the server to update; the
+    weights are the same again.
 
     Output: progress lines on stdout when it is a terminal (or --progress);
     then, unless --no-report, a report drawn from the run's log with SQL;
