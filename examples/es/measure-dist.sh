@@ -7,8 +7,8 @@
 #             number of iterations) on 1 and 2 workers, against es_local on
 #             1 and 2 threads: scaling efficiency and Lux's overhead
 #   ps        the parameter-server variant (es.so --ps) against the task
-#             variant, alternating: rollouts/s of the same fixed runs on 1
-#             and 2 workers, and the time to solve, seeds 1-3
+#             variant, alternating: rollouts/s and CPU time of the same
+#             fixed runs on 1 and 2 workers, and the time to solve, seeds 1-3
 #
 #   examples/es/measure-dist.sh [-n REPS] [solve] [rate] [ps]   (from the build tree;
 #                                                              default: solve rate)
@@ -156,19 +156,28 @@ case " $what " in *" ps "*)
             R="--env pendulum --seed 1 --target 0 --eval-every 1000 --max-iters 60"
         fi
         R="$R ${ES_RATE_OPTS:-}"
+        R1=$(echo "$R" | sed 's/--max-iters [0-9]*/--max-iters 1 --eval-episodes 1/g')
         for n in 1 2; do
-            tr="" pr="" q=""
+            tr="" pr="" q="" tc="" pc="" qc=""
             for i in $(seq "$reps"); do
                 lux_es $R --workers "$n"
-                a=$(field rollouts_per_second "$j") th=$(field weights_hash "$j")
+                a=$(field rollouts_per_second "$j") th=$(field weights_hash "$j") c=$cpu
+                lux_es $R1 --workers "$n"
+                ca=$(sub "$c" "$cpu")
                 lux_es $R --workers "$n" --ps
-                b=$(field rollouts_per_second "$j") ph=$(field weights_hash "$j")
+                b=$(field rollouts_per_second "$j") ph=$(field weights_hash "$j") c=$cpu
+                lux_es $R1 --workers "$n" --ps
+                cb=$(sub "$c" "$cpu")
                 tr="$tr $a" pr="$pr $b" q="$q $(ratio "$b" "$a")"
+                tc="$tc $ca" pc="$pc $cb" qc="$qc $(ratio "$cb" "$ca")"
             done
             [ "$th" = "$ph" ] && same="same weights" || same="WEIGHTS DIFFER $th $ph"
             echo "ps rate $env $n: tasks $(median $tr) rollouts/s ($(spread $tr)) | --ps" \
                 "$(median $pr) rollouts/s ($(spread $pr)); --ps / tasks $(median $q)x" \
                 "($(spread $q)); $same"
+            echo "ps cpu $env $n: CPU of the iterations after the first: tasks $(median $tc) s" \
+                "($(spread $tc)) | --ps $(median $pc) s ($(spread $pc)); --ps / tasks" \
+                "$(median $qc)x ($(spread $qc))"
         done
     done
     for env in cartpole pendulum; do
