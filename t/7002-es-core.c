@@ -474,6 +474,86 @@ s_test_rollout(const es_noise_t *noise)
     free(theta0);
 }
 
+/* A driver restored from es_state_write()'s bytes into a fresh one goes
+   on exactly as the saved one does (what a parameter-server actor's
+   checkpoint relies on), with observation statistics on and off. */
+static void
+s_test_state(const es_noise_t *noise)
+{
+    enum { POP = 8 };
+    es_policy_t pol;
+    int w = 8;
+    es_policy_init(&pol, &es_env_cartpole, 1, &w);
+    float *theta0 = malloc(pol.n_params * sizeof(float));
+    float *zero = calloc(pol.n_params, sizeof(float));
+    es_policy_init_weights(&pol, theta0, 5);
+    s_run_t a = {0}, b = {0};
+    a.res = calloc(POP, sizeof *a.res);
+    a.ptrs = calloc(POP, sizeof *a.ptrs);
+    for (int i = 0; i < POP; i++)
+        a.res[i] = calloc(1, es_result_size(4));
+    b.res = a.res;
+    b.ptrs = a.ptrs;
+    for (int norm = 1; norm >= 0; norm--) {
+        es_config_t cfg;
+        es_config_default(&cfg);
+        cfg.seed = 7;
+        cfg.population = POP;
+        cfg.sigma = 0.1;
+        cfg.lr = 0.03;
+        cfg.obs_norm = norm;
+        a.es = es_new(&cfg, pol.n_params, 4, theta0, noise->data, noise->len);
+        b.es = es_new(&cfg, pol.n_params, 4, theta0, noise->data, noise->len);
+        int rc = 0;
+        for (int it = 0; it < 3; it++) {
+            rc |= s_cartpole_iter(&a, &pol, POP, false, NULL);
+            rc |= s_cartpole_iter(&b, &pol, POP, false, NULL);
+        }
+        size_t n = es_state_size(b.es);
+        uint8_t *buf = malloc(n + 1);
+        es_state_write(b.es, buf + 1); /* any alignment */
+        es_destroy(&b.es);
+        b.es = es_new(&cfg, pol.n_params, 4, zero, noise->data, noise->len);
+        rc |= es_state_read(b.es, buf + 1, n);
+        ok(rc == 0 && es_iter(b.es) == 3 && es_weights_hash(b.es) == es_weights_hash(a.es),
+           "obs norm %s: a state of %zu bytes restores iteration and weights",
+           norm ? "on" : "off", n);
+        for (int it = 0; it < 3; it++) {
+            rc |= s_cartpole_iter(&a, &pol, POP, false, NULL);
+            rc |= s_cartpole_iter(&b, &pol, POP, false, NULL);
+        }
+        ok(rc == 0 && es_iter(b.es) == 6 &&
+               memcmp(es_theta(a.es), es_theta(b.es), pol.n_params * sizeof(float)) == 0 &&
+               (!norm || (memcmp(es_obs_mean(a.es), es_obs_mean(b.es), 4 * sizeof(float)) == 0 &&
+                          memcmp(es_obs_std(a.es), es_obs_std(b.es), 4 * sizeof(float)) == 0)),
+           "obs norm %s: ...and goes on bit for bit (Adam's moments and statistics too)",
+           norm ? "on" : "off");
+
+        /* refused, changing nothing */
+        uint64_t h = es_weights_hash(b.es);
+        int refused = es_state_read(b.es, buf + 1, n - 1) == LUX_EINVAL;
+        buf[1] ^= 0xff;
+        refused += es_state_read(b.es, buf + 1, n) == LUX_EINVAL;
+        buf[1] ^= 0xff;
+        cfg.obs_norm = !norm;
+        es_t *other = es_new(&cfg, pol.n_params, 4, theta0, noise->data, noise->len);
+        refused += es_state_read(other, buf + 1, n) == LUX_EINVAL;
+        ok(refused == 3 && es_weights_hash(b.es) == h && es_iter(b.es) == 6 && es_iter(other) == 0,
+           "obs norm %s: a short, a foreign and a mismatched state are refused (%s)",
+           norm ? "on" : "off", es_errmsg(other));
+        es_destroy(&other);
+        free(buf);
+        es_destroy(&a.es);
+        es_destroy(&b.es);
+    }
+    for (int i = 0; i < POP; i++)
+        free(a.res[i]);
+    free(a.res);
+    free(a.ptrs);
+    free(theta0);
+    free(zero);
+}
+
 /* A short CartPole training run learns: the mean return of the
    unperturbed policy over 20 episodes rises well above a random policy's
    (about 22). Deterministic for the seed, so it does not flake. */
@@ -537,6 +617,7 @@ main(void)
         bail("out of memory for the noise table");
     s_test_toy(noise);
     s_test_rollout(noise);
+    s_test_state(noise);
     s_test_learns(noise);
     es_noise_destroy(&noise);
     return done_testing();

@@ -331,3 +331,97 @@ es_weights_hash(const es_t *self)
 {
     return es_hash_floats(self->theta, self->n_params);
 }
+
+/* --- the state as bytes ------------------------------------------------------------- */
+
+/* The header of es_state_write()'s bytes; then n_params floats of weights,
+   n_params doubles of Adam's first moment and n_params of its second, and
+   with observation statistics their count, obs_dim sums and obs_dim sums
+   of squares (doubles). Native byte order, any alignment. The frozen mean
+   and std are not stored: they are es_obstat_get() of the statistics,
+   before the first update and after each. */
+#define S_STATE_MAGIC 0x31535345u /* "ESS1" */
+
+typedef struct {
+    uint32_t magic;
+    uint32_t n_params;
+    int32_t obs_dim;
+    uint32_t obstat; /* 1: statistics follow */
+    uint64_t iter;
+    uint64_t adam_t;
+} s_state_hdr_t;
+
+size_t
+es_state_size(const es_t *self)
+{
+    size_t n = sizeof(s_state_hdr_t) + self->n_params * (sizeof(float) + 2 * sizeof(double));
+    if (self->obstat)
+        n += (1 + 2 * (size_t)self->obs_dim) * sizeof(double);
+    return n;
+}
+
+static uint8_t *
+s_put(uint8_t *p, const void *src, size_t n)
+{
+    memcpy(p, src, n);
+    return p + n;
+}
+
+static const uint8_t *
+s_get(const uint8_t *p, void *dst, size_t n)
+{
+    memcpy(dst, p, n);
+    return p + n;
+}
+
+void
+es_state_write(const es_t *self, void *buf)
+{
+    s_state_hdr_t h = {.magic = S_STATE_MAGIC, .n_params = (uint32_t)self->n_params,
+                       .obs_dim = self->obs_dim, .obstat = self->obstat != NULL,
+                       .iter = self->iter, .adam_t = self->adam->t};
+    size_t np = self->n_params;
+    uint8_t *p = s_put(buf, &h, sizeof h);
+    p = s_put(p, self->theta, np * sizeof(float));
+    p = s_put(p, self->adam->m, np * sizeof(double));
+    p = s_put(p, self->adam->v, np * sizeof(double));
+    if (self->obstat) {
+        size_t d = (size_t)self->obs_dim;
+        p = s_put(p, &self->obstat->count, sizeof(double));
+        p = s_put(p, self->obstat->sum, d * sizeof(double));
+        s_put(p, self->obstat->sumsq, d * sizeof(double));
+    }
+}
+
+int
+es_state_read(es_t *self, const void *buf, size_t n)
+{
+    s_state_hdr_t h;
+    if (n < sizeof h)
+        return s_fail(self, LUX_EINVAL, "a state of %zu bytes is too short", n);
+    const uint8_t *p = s_get(buf, &h, sizeof h);
+    if (h.magic != S_STATE_MAGIC)
+        return s_fail(self, LUX_EINVAL, "not an ES state (magic %08x)", h.magic);
+    if (h.n_params != self->n_params || h.obs_dim != self->obs_dim ||
+        h.obstat != (self->obstat != NULL) || n != es_state_size(self))
+        return s_fail(self, LUX_EINVAL,
+                      "a state of %u parameters, %d observation values, statistics %s "
+                      "(%zu bytes) for a driver of %zu, %d, %s",
+                      h.n_params, h.obs_dim, h.obstat ? "on" : "off", n, self->n_params,
+                      self->obs_dim, self->obstat ? "on" : "off");
+    size_t np = self->n_params;
+    self->iter = h.iter;
+    self->adam->t = h.adam_t;
+    p = s_get(p, self->theta, np * sizeof(float));
+    p = s_get(p, self->adam->m, np * sizeof(double));
+    p = s_get(p, self->adam->v, np * sizeof(double));
+    if (self->obstat) {
+        size_t d = (size_t)self->obs_dim;
+        p = s_get(p, &self->obstat->count, sizeof(double));
+        p = s_get(p, self->obstat->sum, d * sizeof(double));
+        s_get(p, self->obstat->sumsq, d * sizeof(double));
+        es_obstat_get(self->obstat, self->obs_mean, self->obs_std);
+    }
+    self->errmsg[0] = '\0';
+    return 0;
+}

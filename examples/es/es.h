@@ -109,6 +109,20 @@ const char *es_errmsg(const es_t *self);
 /* Fingerprint of the current weights: es_hash_floats(theta, n_params). */
 uint64_t es_weights_hash(const es_t *self);
 
+/* The driver's whole state as bytes, for a checkpoint (the parameter-server
+   variant of es.so saves its actor with it): the iteration, the weights,
+   Adam's moments and step count, the running observation statistics. The
+   settings are not in it: es_state_read() restores into a driver made by
+   es_new() with the same settings, sizes and noise table, which then goes
+   on exactly as the saved one would have (bit for bit). */
+size_t es_state_size(const es_t *self);
+/* Write es_state_size() bytes into buf (any alignment). */
+void es_state_write(const es_t *self, void *buf);
+/* Overwrite self's state with n bytes from es_state_write(). 0, or
+   LUX_EINVAL (es_errmsg() says why: not a state, or one of another shape)
+   and nothing changed. */
+int es_state_read(es_t *self, const void *buf, size_t n);
+
 /* Centered ranks (Salimans et al., section 2.1 "fitness shaping"): x[i]
    becomes rank(x[i]) / (n - 1) - 0.5 in [-0.5, 0.5], rank 0 the smallest;
    equal values share their average rank, so ties carry no signal. n == 1

@@ -23,8 +23,14 @@
     therefore bit-identical for any number of workers, any task size, with
     or without workers killed, and equal to es_local's for the same settings.
 
+    With --ps the ES state lives in a parameter-server actor instead of the
+    driver, and rollout tasks pull the weights from it and push their
+    results to it (below, "the parameter-server variant"); the weights are
+    the same.
+
     Files: es_lux.h (this: the formats tasks exchange), es_lux_tasks.c (the
-    remote functions, the formats' code), es_lux_main.c (LUX_CONFIGURE and
+    remote functions, the formats' code), es_lux_ps.c (--ps: the actor class
+    EsServer and its rollout task), es_lux_main.c (LUX_CONFIGURE and
     LUX_MAIN: the driver), es_lux_kill.c (--kill-workers), es_lux_report.c
     (the closing report, SQL over the run's log).
 */
@@ -32,6 +38,7 @@
 #define ES_LUX_H_INCLUDED
 
 #include "env.h"
+#include "es.h"
 #include "es_policy.h"
 #include "es_rollout.h"
 #include "lux.h"
@@ -104,6 +111,63 @@ typedef struct {
     uint32_t count;
 } es_lux_eval_t;
 
+/* --- the parameter-server variant (--ps; es_lux_ps.c) -------------------------------
+   The ES state (weights, Adam, observation statistics) lives in an actor of
+   class EsServer instead of the driver. Each iteration the driver submits
+   es_ps_rollouts tasks holding the server's handle; each pulls the
+   iteration's policy object from the server, evaluates its pairs and
+   pushes the es_result_t records back; once every task is done the driver
+   asks the server to update, and the server ranks the returns and takes the
+   Adam step with es_update (results placed by rollout number, so the
+   arrival order of pushes changes nothing: the weights are those of the
+   task variant and es_local).
+
+   EsServer(init)                 init: an es_lux_ps_init_t value
+     .pull(iter) -> policy        iter: u64; the policy object (as above) of
+                                  iteration iter; empty when the server is
+                                  past it already (its results are in)
+     .push(results) -> held       results: es_result_t records of the current
+                                  iteration; held: u64, how many of its
+                                  rollouts the server has now. A result the
+                                  server has already (a retried task) must be
+                                  the same bytes, and is counted, not used
+                                  again; one of a past iteration is ignored.
+     .update(iter) -> stats, policy
+                                  with all population results of iteration
+                                  iter in: es_update; stats an
+                                  es_lux_ps_stats_t, policy the policy object
+                                  of iteration iter + 1
+     .pid() -> pid                i64: the server's process (--kill-server)
+   es_ps_rollouts(server, noise, tasks) -> count
+       server  a value: the lux_actor_t handle
+       noise   ref of the noise table
+       tasks   a value: es_task_t[count], all of one iteration
+       count   u64: the rollouts now on the server (the same bytes however
+               the task ran: a retry, or a rebuild after the iteration) */
+
+#define ES_LUX_PS_MAGIC 0x3153504cu /* "LPS1" */
+
+typedef struct {
+    uint32_t magic;                       /* ES_LUX_PS_MAGIC */
+    uint32_t reserved;                    /* zero */
+    es_config_t es;                       /* the ES settings (seed, population, Adam...) */
+    char env[16];                         /* the environment's short name, NUL-padded */
+    int32_t n_hidden;                     /* the policy's shape */
+    int32_t hidden[ES_POLICY_MAX_HIDDEN];
+    uint64_t noise_len;                   /* floats in the noise table */
+    lux_ref_t noise;                      /* the noise table (the server lux_gets it) */
+} es_lux_ps_init_t;
+
+typedef struct {
+    es_stats_t st;       /* what es_update saw */
+    uint64_t pushes;     /* push calls the server has applied, in all */
+    uint64_t duplicates; /* results pushed again (by retried tasks), in all */
+} es_lux_ps_stats_t;
+
+/* Fill init for the run (zeroed first: the bytes go into the log). */
+void es_lux_ps_init(es_lux_ps_init_t *init, const es_config_t *cfg, const char *env,
+                    const es_policy_t *pol, size_t noise_len, const lux_ref_t *noise);
+
 /* --- the driver's helpers ------------------------------------------------------------ */
 
 /* --kill-workers: a thread that kills this process's worker children
@@ -119,9 +183,10 @@ int es_lux_workers(int *pids, int max);
 /* The closing report: waits (up to timeout_ms) until the log holds the
    outcome of `tasks` tasks of job, then prints tasks per function, time
    spent, the workers and the retries, each with its SQL, on f, and queries
-   to try (task: a task ID, 32 hex digits, for an example; or NULL). 0, or
-   -1 when the log could not be read (said on f). */
+   to try (task: a task ID, 32 hex digits, for an example; or NULL; actor:
+   the parameter server's ID, whose calls and restarts are shown too; or
+   NULL). 0, or -1 when the log could not be read (said on f). */
 int es_lux_report(FILE *f, const char *dir, const char *job, long tasks, const char *task,
-                  int timeout_ms);
+                  const char *actor, int timeout_ms);
 
 #endif

@@ -1,12 +1,16 @@
 /*  es_lux_main - the driver of es.so: `lux run examples/es/es.so --env ENV
-    --seed N [--workers N] [--kill-workers] [--json] [options]`.
+    --seed N [--workers N] [--kill-workers] [--ps [--kill-server]] [--json] [options]`.
 
     LUX_CONFIGURE reads the command line before the cluster starts (so that
     --workers sizes the embedded default, and --help or a bad option start
     nothing); LUX_MAIN trains. The loop is es_local's (the same
     es_opts_t settings, the same es_t, the same evaluation schedule), with
     the rollouts and the evaluation episodes run as Lux tasks (es_lux.h
-    describes the data flow), so both end with the same weights.
+    describes the data flow), so both end with the same weights. With --ps
+    the es_t lives in a parameter-server actor (es_lux_ps.c): the driver
+    submits the rollout tasks, which pull the weights from the server and
+    push their results to it, and then asks the server to update; the
+    weights are the same again.
 
     Output: progress lines on stdout when it is a terminal (or --progress);
     then, unless --no-report, a report drawn from the run's log with SQL;
@@ -22,6 +26,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +38,7 @@
 #define S_KILL_MIN_MS 30  /* --kill-workers: pauses between kills */
 #define S_KILL_MAX_MS 300
 #define S_KILL_ATTEMPTS 20 /* runs a task may take when workers are being killed */
+#define S_PS_RESTARTS 10000 /* --ps: restarts the server may take (each kill is one) */
 
 static double
 s_now(void)
@@ -62,9 +68,9 @@ s_configure(lux_config_t *cfg, int argc, char **argv)
         cfg->workers = s_opts.workers;
     const char *addr = cfg->address ? cfg->address : getenv("LUX_ADDRESS");
     s_embedded = !addr || !*addr;
-    if (s_opts.kill_workers && !s_embedded) {
-        fprintf(stderr, "%s: --kill-workers kills the workers of the embedded default only; "
-                        "run without --address and LUX_ADDRESS\n", S_PROG);
+    if ((s_opts.kill_workers || s_opts.kill_server) && !s_embedded) {
+        fprintf(stderr, "%s: --kill-workers and --kill-server kill processes of the embedded "
+                        "default only; run without --address and LUX_ADDRESS\n", S_PROG);
         return 2;
     }
     s_cfg_workers = cfg->workers;
@@ -138,6 +144,11 @@ typedef struct {
     int workers;              /* to size tasks */
     int ntasks, neval;        /* rollout tasks per iteration, tasks per evaluation */
     lux_opts_t call;          /* how tasks are called */
+    uint64_t iter;            /* the current iteration: updates done */
+    bool ps;                  /* --ps: the ES state is in the server, r->es is NULL */
+    lux_actor_t server;       /* --ps: the EsServer actor */
+    int server_kills;         /* --kill-server: its processes killed */
+    uint64_t duplicates;      /* --ps: results the server was pushed twice */
     lux_ref_t *refs;          /* scratch: one iteration's tasks */
     lux_val_t *vals;
     es_task_t *tasks;         /* scratch: the population's tasks */
@@ -148,16 +159,26 @@ typedef struct {
     uint64_t rollouts, episodes, steps;
 } s_run_t;
 
-/* The policy object of the current iteration, put if it is not yet. */
+/* The policy object of the current iteration, put (or with --ps, pulled
+   from the server) if it is not yet. */
 static int
 s_policy(s_run_t *r)
 {
-    uint64_t iter = es_iter(r->es);
+    uint64_t iter = r->iter;
     if (r->have_policy && r->policy_iter == iter)
         return 0;
     if (r->have_policy)
         lux_free(r->lx, 1, &r->policy);
     r->have_policy = false;
+    if (r->ps) {
+        int rc = lux_actor_call(r->lx, &r->server, "pull", 1,
+                                (lux_arg_t[]){LUX_VAL(&iter, sizeof iter)}, 1, &r->policy);
+        if (rc == 0) {
+            r->have_policy = true;
+            r->policy_iter = iter;
+        }
+        return rc;
+    }
     int obs_dim = r->o->env->obs_dim;
     const float *mean = es_obs_mean(r->es), *std = es_obs_std(r->es);
     size_t n = es_lux_policy_size((uint32_t)r->pol.n_params, mean ? (uint32_t)obs_dim : 0);
@@ -201,13 +222,14 @@ s_iteration(s_run_t *r, es_stats_t *st)
             if (r->vals[k].size != (b - a) * rs) {
                 rc = LUX_EINVAL;
                 fprintf(stderr, "%s: task %d of iteration %" PRIu64 " returned %zu bytes\n",
-                        S_PROG, k, es_iter(r->es), r->vals[k].size);
+                        S_PROG, k, r->iter, r->vals[k].size);
             }
             for (size_t i = a; i < b && rc == 0; i++)
                 r->results[i] = (es_result_t *)(void *)((uint8_t *)r->vals[k].data + (i - a) * rs);
         }
         if (rc == 0 && (rc = es_update(r->es, r->results, pop, st)))
             fprintf(stderr, "%s: %s\n", S_PROG, es_errmsg(r->es));
+        r->iter = es_iter(r->es);
     } else {
         fprintf(stderr, "%s: %s\n", S_PROG, lux_errmsg());
     }
@@ -223,6 +245,136 @@ s_iteration(s_run_t *r, es_stats_t *st)
     return rc;
 }
 
+/* --- the parameter-server variant (--ps) ------------------------------------------------- */
+
+/* Kill -9 the server's process, by the PID it reports. */
+static int
+s_kill_server(s_run_t *r)
+{
+    lux_ref_t ref;
+    lux_val_t v;
+    int64_t pid = 0;
+    int rc = lux_actor_call(r->lx, &r->server, "pid", 0, NULL, 1, &ref);
+    if (rc)
+        return rc;
+    if ((rc = lux_get(r->lx, &ref, &v, -1)) == 0 && v.size == sizeof pid)
+        memcpy(&pid, v.data, sizeof pid);
+    lux_free(r->lx, 1, &ref);
+    if (rc)
+        return rc;
+    if (pid <= 1 || kill((pid_t)pid, SIGKILL) != 0) {
+        fprintf(stderr, "%s: --kill-server: cannot kill the server's process %lld\n", S_PROG,
+                (long long)pid);
+        return 0; /* not the run's failure */
+    }
+    r->server_kills++;
+    if (r->o->progress > 0 || (r->o->progress < 0 && isatty(STDOUT_FILENO))) {
+        printf("killed the server's process %lld (kill -9) in iteration %" PRIu64 "\n",
+               (long long)pid, r->iter + 1);
+        fflush(stdout);
+    }
+    return 0;
+}
+
+/* One iteration with the server: rollout tasks pull the weights from it
+   and push their results; then the server updates. */
+static int
+s_ps_iteration(s_run_t *r, es_stats_t *st)
+{
+    const es_opts_t *o = r->o;
+    size_t pop = (size_t)o->es.population;
+    for (size_t i = 0; i < pop; i++)
+        r->tasks[i] = es_task_make(o->es.seed, r->iter, (uint32_t)i, o->noise_len,
+                                   r->pol.n_params, o->es.shared_env_seed);
+    int n = r->ntasks, rc = 0;
+    for (int k = 0; k < n && rc == 0; k++) {
+        size_t a = pop * (size_t)k / (size_t)n, b = pop * (size_t)(k + 1) / (size_t)n;
+        lux_arg_t args[3] = {LUX_VAL(&r->server, sizeof r->server), LUX_REF(r->noise),
+                             LUX_VAL(&r->tasks[a], (b - a) * sizeof(es_task_t))};
+        rc = lux_call_opts(r->lx, &r->call, "es_ps_rollouts", 3, args, 1, &r->refs[k]);
+    }
+    if (rc)
+        return rc;
+    /* --kill-server: in iterations 2, 4, 8, ..., once the first task is
+       done (its results are in the server; the others' are on their way) */
+    uint64_t it = r->iter + 1;
+    if (o->kill_server && it >= 2 && (it & (it - 1)) == 0) {
+        int ready[256];
+        int *rd = n <= 256 ? ready : calloc((size_t)n, sizeof *rd);
+        if (rd)
+            lux_wait(r->lx, n, r->refs, 1, -1, rd);
+        if (rd != ready)
+            free(rd);
+        if ((rc = s_kill_server(r)))
+            fprintf(stderr, "%s: --kill-server: %s\n", S_PROG, lux_errmsg());
+    }
+    if (rc == 0 && (rc = lux_get_many(r->lx, n, r->refs, r->vals, -1)) != 0)
+        fprintf(stderr, "%s: %s\n", S_PROG, lux_errmsg());
+    for (int k = 0; k < n && rc == 0; k++) {
+        size_t a = pop * (size_t)k / (size_t)n, b = pop * (size_t)(k + 1) / (size_t)n;
+        uint64_t count = 0;
+        if (r->vals[k].size == sizeof count)
+            memcpy(&count, r->vals[k].data, sizeof count);
+        if (count != b - a) {
+            rc = LUX_EINVAL;
+            fprintf(stderr, "%s: task %d of iteration %" PRIu64 " returned %zu bytes\n",
+                    S_PROG, k, r->iter, r->vals[k].size);
+        }
+    }
+    char hex[2 * LUX_REF_LEN + 1];
+    snprintf(r->last_task, sizeof r->last_task, "%.32s", lux_ref_hex(&r->refs[n - 1], hex));
+    lux_free(r->lx, n, r->refs);
+    r->ntasks_done += n;
+    if (rc)
+        return rc;
+
+    /* every result is in: the update, and the next iteration's policy */
+    lux_ref_t out[2];
+    lux_val_t v;
+    if ((rc = lux_actor_call(r->lx, &r->server, "update", 1,
+                             (lux_arg_t[]){LUX_VAL(&r->iter, sizeof r->iter)}, 2, out)))
+        return rc;
+    es_lux_ps_stats_t ps;
+    if ((rc = lux_get(r->lx, &out[0], &v, -1)) != 0 || v.size != sizeof ps) {
+        fprintf(stderr, "%s: the update of iteration %" PRIu64 ": %s\n", S_PROG, r->iter,
+                rc ? lux_errmsg() : "a reply of the wrong size");
+        lux_free(r->lx, 2, out);
+        return rc ? rc : LUX_EINVAL;
+    }
+    memcpy(&ps, v.data, sizeof ps);
+    lux_free(r->lx, 1, &out[0]);
+    if (r->have_policy)
+        lux_free(r->lx, 1, &r->policy);
+    r->policy = out[1];
+    r->have_policy = true;
+    r->policy_iter = ++r->iter;
+    *st = ps.st;
+    r->duplicates = ps.duplicates;
+    r->rollouts += pop;
+    r->episodes += 2 * pop * (uint64_t)o->es.episodes;
+    r->steps += st->steps;
+    return 0;
+}
+
+/* The hash of the server's current weights (es_weights_hash's). */
+static int
+s_ps_hash(s_run_t *r, uint64_t *hash)
+{
+    lux_val_t v;
+    es_lux_view_t view;
+    char why[256];
+    int rc = s_policy(r);
+    if (rc || (rc = lux_get(r->lx, &r->policy, &v, -1)))
+        return rc;
+    if ((rc = es_lux_view(&view, v.data, v.size, NULL, 0, why, sizeof why))) {
+        fprintf(stderr, "%s: the server's weights: %s\n", S_PROG, why);
+        return rc;
+    }
+    *hash = es_hash_floats(view.ctx.theta, view.policy.n_params);
+    es_lux_view_free(&view);
+    return 0;
+}
+
 /* The mean return of the current weights over eval_episodes episodes, as
    tasks; summed in episode order, as es_local does. */
 static int
@@ -234,7 +386,7 @@ s_evaluate(s_run_t *r, double *mean)
     size_t ne = (size_t)r->o->eval_episodes;
     int n = r->neval;
     for (int k = 0; k < n; k++) {
-        es_lux_eval_t e = {.seed = r->o->es.seed, .iter = es_iter(r->es),
+        es_lux_eval_t e = {.seed = r->o->es.seed, .iter = r->iter,
                            .first = (uint32_t)(ne * (size_t)k / (size_t)n)};
         e.count = (uint32_t)(ne * (size_t)(k + 1) / (size_t)n) - e.first;
         lux_arg_t args[2] = {LUX_REF(r->policy), LUX_VAL(&e, sizeof e)};
@@ -294,7 +446,7 @@ s_progress(const s_run_t *r, const es_stats_t *st, double eval, double rate, dou
         snprintf(ev, sizeof ev, "%9.2f", eval);
     printf("iter %5" PRIu64 "  mean %9.2f  best %9.2f  eval %s  rollouts/s %7.0f  tasks/s %6.0f"
            "  elapsed %6.1fs\n",
-           es_iter(r->es), st->ret_mean, st->ret_max, ev, rate, trate, elapsed);
+           r->iter, st->ret_mean, st->ret_max, ev, rate, trate, elapsed);
     fflush(stdout);
 }
 
@@ -313,23 +465,42 @@ s_train(s_run_t *r, s_outcome_t *out)
     }
     out->noise_seconds = s_now() - t0;
 
-    float *theta0 = malloc(r->pol.n_params * sizeof *theta0);
-    if (!theta0)
-        return LUX_ENOMEM;
-    es_policy_init_weights(&r->pol, theta0, o->es.seed);
-    r->es = es_new(&o->es, r->pol.n_params, o->env->obs_dim, theta0, r->table, o->noise_len);
-    free(theta0);
-    if (!r->es)
-        return LUX_ENOMEM;
+    if (r->ps) {
+        /* the server makes the initial weights from the seed, as es_new here would */
+        es_lux_ps_init_t init;
+        es_lux_ps_init(&init, &o->es, o->env->name, &r->pol, o->noise_len, &r->noise);
+        lux_actor_opts_t ao = {.max_restarts = S_PS_RESTARTS,
+                               .checkpoint_every = o->checkpoint_every};
+        if ((rc = lux_actor_create(r->lx, "EsServer", 1,
+                                   (lux_arg_t[]){LUX_VAL(&init, sizeof init)}, &ao,
+                                   &r->server))) {
+            fprintf(stderr, "%s: the parameter server: %s\n", S_PROG, lux_errmsg());
+            return rc;
+        }
+    } else {
+        float *theta0 = malloc(r->pol.n_params * sizeof *theta0);
+        if (!theta0)
+            return LUX_ENOMEM;
+        es_policy_init_weights(&r->pol, theta0, o->es.seed);
+        r->es = es_new(&o->es, r->pol.n_params, o->env->obs_dim, theta0, r->table,
+                       o->noise_len);
+        free(theta0);
+        if (!r->es)
+            return LUX_ENOMEM;
+    }
     if (o->kill_workers && !(killer = es_lux_killer_start(0, S_KILL_MIN_MS, S_KILL_MAX_MS)))
         return LUX_ENOMEM;
 
     bool progress = o->progress > 0 || (o->progress < 0 && isatty(STDOUT_FILENO));
     if (progress) {
+        char hex[33];
         printf("ES on %s, seed %" PRIu64 ": %d pairs per iteration in %d tasks on %d workers, "
                "%zu parameters; log in %s\n",
                o->env->gym_id, o->es.seed, o->es.population, r->ntasks, r->workers,
                r->pol.n_params, lux_dir(r->lx));
+        if (r->ps)
+            printf("the weights live in a parameter server, actor %s (EsServer)\n",
+                   lux_actor_hex(&r->server, hex));
         fflush(stdout);
     }
     double t_train = s_now(), last_print = t_train;
@@ -337,9 +508,9 @@ s_train(s_run_t *r, s_outcome_t *out)
     long tasks_since = r->ntasks_done;
     for (;;) {
         es_stats_t st;
-        if ((rc = s_iteration(r, &st)))
+        if ((rc = r->ps ? s_ps_iteration(r, &st) : s_iteration(r, &st)))
             break;
-        out->iters = es_iter(r->es);
+        out->iters = r->iter;
         rollouts_since += (uint64_t)o->es.population;
         bool evaluated = false;
         if (out->iters % (uint64_t)o->eval_every == 0 || st.ret_mean >= o->target) {
@@ -373,8 +544,12 @@ s_train(s_run_t *r, s_outcome_t *out)
     }
     out->train_seconds = s_now() - t_train;
     out->killed = es_lux_killer_stop(&killer);
-    if (rc == 0)
-        out->hash = es_weights_hash(r->es);
+    if (rc == 0) {
+        if (r->ps)
+            rc = s_ps_hash(r, &out->hash);
+        else
+            out->hash = es_weights_hash(r->es);
+    }
     out->seconds = s_now() - t0;
     return rc;
 }
@@ -390,7 +565,7 @@ s_main(lux_t *lx, int argc, char **argv)
     }
     const es_opts_t *o = &s_opts;
     double t_main = s_now();
-    s_run_t r = {.lx = lx, .o = o};
+    s_run_t r = {.lx = lx, .o = o, .ps = o->ps};
     s_outcome_t out = {0};
     size_t pop = (size_t)o->es.population;
     int rc;
@@ -439,11 +614,19 @@ done:
                o->env->gym_id, o->es.seed, out.solved ? "solved" : "not solved", out.iters,
                out.seconds, out.startup_seconds, out.eval_mean, o->eval_episodes, r.ntasks_done,
                r.workers, out.hash);
+        char hex[33] = "";
+        if (r.ps)
+            printf("--ps: the weights lived in the parameter server, actor %s; %" PRIu64
+                   " results were pushed to it twice (by retried tasks)\n",
+                   lux_actor_hex(&r.server, hex), r.duplicates);
         if (o->kill_workers)
-            printf("--kill-workers: %d worker processes killed (kill -9) while training\n",
-                   out.killed);
+            printf("--kill-workers: %d worker processes killed (kill -9) while training%s\n",
+                   out.killed, r.ps ? " (the server's among them)" : "");
+        if (o->kill_server)
+            printf("--kill-server: the server's process killed (kill -9) %d times while "
+                   "training\n", r.server_kills);
         es_lux_report(stdout, lux_dir(lx), job, r.ntasks_done,
-                      r.last_task[0] ? r.last_task : NULL, 10000);
+                      r.last_task[0] ? r.last_task : NULL, r.ps ? hex : NULL, 10000);
     }
     if (rc == 0 && o->json) {
         double tr = out.train_seconds > 0 ? out.train_seconds : 1e-9;
@@ -454,12 +637,14 @@ done:
                "\"episodes\":%" PRIu64 ",\"steps\":%" PRIu64 ",\"rollouts_per_second\":%.1f,"
                "\"tasks_per_second\":%.1f,\"noise_seconds\":%.3f,\"noise_fill_seconds\":%.3f,"
                "\"train_seconds\":%.3f,"
-               "\"startup_seconds\":%.3f,\"killed\":%d,\"job\":\"%s\",\"log\":\"%s\"}\n",
+               "\"startup_seconds\":%.3f,\"killed\":%d,\"ps\":%s,\"server_kills\":%d,"
+               "\"duplicate_results\":%" PRIu64 ",\"job\":\"%s\",\"log\":\"%s\"}\n",
                o->env->name, o->env->gym_id, o->es.seed, out.solved ? "true" : "false",
                out.seconds, out.iters, out.eval_mean, out.hash, r.pol.n_params, r.workers,
                r.ntasks_done, r.ntasks, r.rollouts, r.episodes, r.steps,
                (double)r.rollouts / tr, (double)r.ntasks_done / tr, out.noise_seconds,
-               out.fill_seconds, out.train_seconds, out.startup_seconds, out.killed, job, lux_dir(lx));
+               out.fill_seconds, out.train_seconds, out.startup_seconds, out.killed,
+               r.ps ? "true" : "false", r.server_kills, r.duplicates, job, lux_dir(lx));
     }
     fflush(stdout);
     if (r.have_policy)

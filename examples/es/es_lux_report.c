@@ -110,7 +110,7 @@ s_show(FILE *f, const char *dir, const char *title, const char *sql)
 
 int
 es_lux_report(FILE *f, const char *dir, const char *job, long tasks, const char *task,
-              int timeout_ms)
+              const char *actor, int timeout_ms)
 {
     char sql[1024], out[256];
     struct timespec t0, t;
@@ -152,14 +152,30 @@ es_lux_report(FILE *f, const char *dir, const char *job, long tasks, const char 
              "JOIN tasks t ON t.task_id = r.task_id WHERE t.job_id = '%s' ORDER BY r.ts LIMIT 10",
              job);
     s_show(f, dir, "retries, and why (the first 10)", sql);
+    if (actor) {
+        snprintf(sql, sizeof sql,
+                 "SELECT method, count(*) AS calls, min(call_number) AS first, "
+                 "max(call_number) AS last FROM actor_calls WHERE actor_id = '%s' "
+                 "GROUP BY method ORDER BY first",
+                 actor);
+        s_show(f, dir, "the parameter server's calls, in the order it applied them", sql);
+        snprintf(sql, sizeof sql,
+                 "SELECT restart, checkpoint_call, calls_replayed FROM actor_restarts "
+                 "WHERE actor_id = '%s' ORDER BY seq",
+                 actor);
+        s_show(f, dir, "its restarts: the checkpoint each loaded, the calls it re-applied", sql);
+    }
     const char *lux = s_shown();
     fprintf(f, "\nThe log of this run is in %s. Ask it anything, e.g.:\n"
                "  %s sql --dir %s \"SELECT * FROM tasks WHERE job_id = '%s' LIMIT 5\"\n",
             dir, lux, dir, job);
     if (task)
         fprintf(f, "  %s sql --dir %s \"SELECT * FROM task_deps WHERE task_id = '%s'\"\n"
-                   "      (the last rollout task read the noise table and that iteration's "
-                   "policy by ref)\n",
-                lux, dir, task);
+                   "      (the last rollout task read the noise table%s by ref)\n",
+                lux, dir, task, actor ? "" : " and that iteration's policy");
+    if (actor)
+        fprintf(f, "  %s sql --dir %s \"SELECT * FROM actor_calls WHERE actor_id = '%s' "
+                   "ORDER BY call_number LIMIT 10\"\n",
+                lux, dir, actor);
     return 0;
 }

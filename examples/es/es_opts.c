@@ -22,6 +22,7 @@ s_defaults(es_opts_t *o)
     o->eval_episodes = o->env->solved_episodes;
     o->target = o->env->solved_return;
     o->report = true;
+    o->checkpoint_every = 32;
     o->progress = -1;
     if (strcmp(o->env->name, "cartpole") == 0) {
         /* easy: one episode per perturbation, large steps */
@@ -65,7 +66,19 @@ es_opts_usage(FILE *f, const char *prog, int which)
                 "  --tasks N          rollout tasks per iteration (default: one per worker,\n"
                 "                     at most the population)\n"
                 "  --eval-tasks N     tasks per evaluation (default: one per worker)\n"
-                "  --no-report        no closing report from the log\n");
+                "  --no-report        no closing report from the log\n"
+                "  --ps               the parameter-server variant: the weights, Adam and the\n"
+                "                     observation statistics live in an actor (EsServer);\n"
+                "                     rollout tasks pull the weights from it and push their\n"
+                "                     results, and it updates once an iteration's are in\n"
+                "                     (the final weights are the same as without --ps)\n"
+                "  --kill-server      with --ps: kill -9 the server's process (the PID it\n"
+                "                     reports) in iterations 2, 4, 8, 16, ..., once the first\n"
+                "                     rollout task is done; it restarts from its checkpoint\n"
+                "                     and the log, and the final weights do not change\n"
+                "  --checkpoint-every N\n"
+                "                     with --ps: the server's calls between checkpoints\n"
+                "                     (default 32; 0: none, a restart replays every call)\n");
     fprintf(f,
             "  --max-iters N      stop after N iterations\n"
             "  --max-seconds S    stop after S seconds (default 60 cartpole, 180 pendulum)\n"
@@ -173,6 +186,9 @@ enum {
     O_TASKS,
     O_EVAL_TASKS,
     O_NO_REPORT,
+    O_PS,
+    O_KILL_SERVER,
+    O_CHECKPOINT_EVERY,
     O_MAX_ITERS,
     O_MAX_SECONDS,
     O_TARGET,
@@ -207,6 +223,9 @@ s_owner(int c)
     case O_TASKS:
     case O_EVAL_TASKS:
     case O_NO_REPORT:
+    case O_PS:
+    case O_KILL_SERVER:
+    case O_CHECKPOINT_EVERY:
         return ES_OPTS_LUX;
     default:
         return 0;
@@ -228,6 +247,9 @@ es_opts_parse(es_opts_t *o, int argc, char **argv, const char *prog, int which)
         {"tasks", required_argument, NULL, O_TASKS},
         {"eval-tasks", required_argument, NULL, O_EVAL_TASKS},
         {"no-report", no_argument, NULL, O_NO_REPORT},
+        {"ps", no_argument, NULL, O_PS},
+        {"kill-server", no_argument, NULL, O_KILL_SERVER},
+        {"checkpoint-every", required_argument, NULL, O_CHECKPOINT_EVERY},
         {"max-iters", required_argument, NULL, O_MAX_ITERS},
         {"max-seconds", required_argument, NULL, O_MAX_SECONDS},
         {"target", required_argument, NULL, O_TARGET},
@@ -316,6 +338,16 @@ es_opts_parse(es_opts_t *o, int argc, char **argv, const char *prog, int which)
         case O_NO_REPORT:
             o->report = false;
             break;
+        case O_PS:
+            o->ps = true;
+            break;
+        case O_KILL_SERVER:
+            o->kill_server = true;
+            break;
+        case O_CHECKPOINT_EVERY:
+            if ((good = s_parse_int(a, 0, 1 << 20, &v)))
+                o->checkpoint_every = (int)v;
+            break;
         case O_MAX_ITERS:
             good = s_parse_int(a, 0, 1L << 40, &o->max_iters);
             break;
@@ -391,6 +423,10 @@ es_opts_parse(es_opts_t *o, int argc, char **argv, const char *prog, int which)
     }
     if (optind < argc) {
         fprintf(stderr, "%s: unexpected argument: %s\n", prog, argv[optind]);
+        return 2;
+    }
+    if (o->kill_server && !o->ps) {
+        fprintf(stderr, "%s: --kill-server kills the parameter server of --ps; add --ps\n", prog);
         return 2;
     }
     return 0;

@@ -24,7 +24,8 @@
 /* Which program parses: the options each accepts beyond the common ones. */
 enum {
     ES_OPTS_LOCAL = 1, /* es_local: --threads */
-    ES_OPTS_LUX = 2,   /* es.so: --workers, --kill-workers, --tasks, --eval-tasks, --no-report */
+    ES_OPTS_LUX = 2,   /* es.so: --workers, --kill-workers, --tasks, --eval-tasks, --no-report,
+                          --ps, --kill-server, --checkpoint-every */
 };
 
 typedef struct {
@@ -49,6 +50,9 @@ typedef struct {
     int tasks;                        /* rollout tasks per iteration (0: automatic) */
     int eval_tasks;                   /* tasks per evaluation (0: automatic) */
     bool report;                      /* the closing report from the log */
+    bool ps;                          /* the state in a parameter-server actor */
+    bool kill_server;                 /* --ps: kill -9 the server's process now and then */
+    int checkpoint_every;             /* --ps: the server's calls between checkpoints */
 } es_opts_t;
 
 /* Parse argv (argv[0] is the program or module) into o for program

@@ -6,8 +6,12 @@
 #   rate      rollouts/s of fixed runs (a target no policy reaches, a fixed
 #             number of iterations) on 1 and 2 workers, against es_local on
 #             1 and 2 threads: scaling efficiency and Lux's overhead
+#   ps        the parameter-server variant (es.so --ps) against the task
+#             variant, alternating: rollouts/s and CPU time of the same
+#             fixed runs on 1 and 2 workers, and the time to solve, seeds 1-3
 #
-#   examples/es/measure-dist.sh [-n REPS] [solve] [rate]      (from the build tree)
+#   examples/es/measure-dist.sh [-n REPS] [solve] [rate] [ps]   (from the build tree;
+#                                                              default: solve rate)
 #
 # ES_RATE_OPTS adds settings to both drivers' runs in `rate`, e.g.
 # ES_RATE_OPTS="--pop 128" to see how the overhead falls as iterations grow.
@@ -138,6 +142,61 @@ case " $what " in *" rate "*)
         eval "x1=\$r_${env}_1 x2=\$r_${env}_2 l1=\$l_${env}_1 l2=\$l_${env}_2"
         echo "scaling $env 1 -> 2: es.so $(ratio "$x2" "$(echo "$x1" | awk '{print 2 * $1}')")," \
             "es_local $(ratio "$l2" "$(echo "$l1" | awk '{print 2 * $1}')") (1.0 = twice the rate)"
+    done
+    ;;
+esac
+
+case " $what " in *" ps "*)
+    # the same fixed runs as `rate`, es.so with and without --ps alternating;
+    # the ratio is taken within each pair
+    for env in cartpole pendulum; do
+        if [ "$env" = cartpole ]; then
+            R="--env cartpole --seed 1 --target 1000 --eval-every 1000 --max-iters 200"
+        else
+            R="--env pendulum --seed 1 --target 0 --eval-every 1000 --max-iters 60"
+        fi
+        R="$R ${ES_RATE_OPTS:-}"
+        R1=$(echo "$R" | sed 's/--max-iters [0-9]*/--max-iters 1 --eval-episodes 1/g')
+        for n in 1 2; do
+            tr="" pr="" q="" tc="" pc="" qc=""
+            for i in $(seq "$reps"); do
+                lux_es $R --workers "$n"
+                a=$(field rollouts_per_second "$j") th=$(field weights_hash "$j") c=$cpu
+                lux_es $R1 --workers "$n"
+                ca=$(sub "$c" "$cpu")
+                lux_es $R --workers "$n" --ps
+                b=$(field rollouts_per_second "$j") ph=$(field weights_hash "$j") c=$cpu
+                lux_es $R1 --workers "$n" --ps
+                cb=$(sub "$c" "$cpu")
+                tr="$tr $a" pr="$pr $b" q="$q $(ratio "$b" "$a")"
+                tc="$tc $ca" pc="$pc $cb" qc="$qc $(ratio "$cb" "$ca")"
+            done
+            [ "$th" = "$ph" ] && same="same weights" || same="WEIGHTS DIFFER $th $ph"
+            echo "ps rate $env $n: tasks $(median $tr) rollouts/s ($(spread $tr)) | --ps" \
+                "$(median $pr) rollouts/s ($(spread $pr)); --ps / tasks $(median $q)x" \
+                "($(spread $q)); $same"
+            echo "ps cpu $env $n: CPU of the iterations after the first: tasks $(median $tc) s" \
+                "($(spread $tc)) | --ps $(median $pc) s ($(spread $pc)); --ps / tasks" \
+                "$(median $qc)x ($(spread $qc))"
+        done
+    done
+    for env in cartpole pendulum; do
+        for seed in 1 2 3; do
+            tw="" pw="" q=""
+            for i in $(seq "$reps"); do
+                lux_es --env "$env" --seed "$seed"
+                tw="$tw $wall" th=$(field weights_hash "$j")
+                [ "$(field solved "$j")" = true ] || echo "  (not solved: $j)"
+                lux_es --env "$env" --seed "$seed" --ps
+                pw="$pw $wall" ph=$(field weights_hash "$j")
+                [ "$(field solved "$j")" = true ] || echo "  (--ps not solved: $j)"
+                q="$q $(ratio "$(echo "$pw" | awk '{print $NF}')" "$(echo "$tw" | awk '{print $NF}')")"
+            done
+            [ "$th" = "$ph" ] && same="same weights" || same="WEIGHTS DIFFER $th $ph"
+            echo "ps solve $env seed $seed: $(field iterations "$j") iterations, lux run wall:" \
+                "tasks $(median $tw) s ($(spread $tw)) | --ps $(median $pw) s ($(spread $pw));" \
+                "--ps / tasks $(median $q)x; $same $ph"
+        done
     done
     ;;
 esac
