@@ -336,7 +336,7 @@ net_connect(int type, const char *ep, net_sec_t *sec)
         zcert_apply(sec->cert, s);
         zsock_set_curve_serverkey(s, zcert_public_txt(sec->cert));
     }
-    if (strncmp(ep, "ipc://", 6) == 0 && s_local_has(ep)) {
+    if (strncmp(ep, "ipc://", 6) == 0 && s_local_has(ep) && !getenv("LUX_NO_INPROC")) {
         if (zsock_connect(s, "inproc://%s", ep + 6) == 0)
             return s;
     }

@@ -53,7 +53,7 @@ int net_host_address(const char *host, char *out, size_t n);
 
 /* Connect a new socket of type to ep (CURVE client for tcp). An ipc
    endpoint bound by net_bind in this process is reached through its
-   inproc:// twin instead. */
+   inproc:// twin instead (unless LUX_NO_INPROC is set: for comparisons). */
 zsock_t *net_connect(int type, const char *ep, net_sec_t *sec);
 /* ep is no longer bound in this process (call before closing its socket). */
 void net_forget(const char *ep);
