@@ -19,6 +19,8 @@
     1_1_actor_calls_async        one actor, 100,000 calls, then their results
     1_n_actor_calls_async        one driver calling 4 actors in turn
     n_n_actor_calls_async        one caller task per core, each calling an actor of its own
+    es_cartpole_rollouts         the main job's rollouts/s: `lux run examples/es/es.so`
+                                 for 100 iterations of CartPole-v1, 2 workers and 1
     actor_restart_replay         calls re-applied per second when an actor with
                                  20,000 calls and no checkpoint is killed
                                  (every call is logged: these are logged calls)
@@ -858,6 +860,93 @@ out:
     return rc;
 }
 
+/* --- the main job ---------------------------------------------------------------------- */
+
+/* examples/es/es.so of the build tree this lux belongs to, into out; 0 or
+   LUX_ENOTFOUND. */
+static int
+s_es_module(char *out, size_t n)
+{
+    char exe[PATH_MAX], dir[PATH_MAX];
+    const char *b = getenv("LUX_BUILDDIR");
+    if (b && *b) {
+        snprintf(out, n, "%s/examples/es/es.so", b);
+        if (access(out, R_OK) == 0)
+            return 0;
+    }
+    if (util_self_exe(exe, sizeof exe) == 0) {
+        snprintf(dir, sizeof dir, "%s", exe);
+        for (int up = 0; up < 2; up++) {
+            char *slash = strrchr(dir, '/');
+            if (!slash)
+                break;
+            *slash = '\0';
+            snprintf(out, n, "%s/examples/es/es.so", dir);
+            if (access(out, R_OK) == 0)
+                return 0;
+        }
+    }
+    return util_err(LUX_ENOTFOUND, "es_cartpole_rollouts: examples/es/es.so is not built "
+                    "next to this lux (run it from the build tree, or set LUX_BUILDDIR)");
+}
+
+/* One run of es.so for 100 iterations: its rollouts/s (from --json). */
+static int
+s_es_run(bench_ctx_t *ctx, const char *mod, int workers, double *rate)
+{
+    char exe[PATH_MAX], w[16], iters[16], out[8192];
+    int fd[2];
+    if (util_self_exe(exe, sizeof exe) || pipe(fd))
+        return util_err(LUX_EIO, "es_cartpole_rollouts: cannot run lux");
+    snprintf(w, sizeof w, "%d", workers);
+    snprintf(iters, sizeof iters, "%d", ctx->scale < 1 ? 10 : 100);
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fd[1], 1);
+        close(fd[0]);
+        close(fd[1]);
+        execl(exe, exe, "run", "--dir", ctx->tmp, mod, "--env", "CartPole-v1", "--seed", "1",
+              "--workers", w, "--max-iters", iters, "--target", "1e9", "--no-report", "--json",
+              (char *) NULL);
+        _exit(127);
+    }
+    close(fd[1]);
+    size_t len = 0;
+    ssize_t k;
+    while ((k = read(fd[0], out + len, sizeof out - 1 - len)) > 0)
+        len += (size_t) k;
+    out[len] = '\0';
+    close(fd[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    const char *p = strstr(out, "\"rollouts_per_second\":");
+    if (pid < 0 || !p)
+        return util_err(LUX_EIO, "es_cartpole_rollouts: es.so gave no rollouts_per_second "
+                        "(exit status %d)", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    *rate = strtod(p + strlen("\"rollouts_per_second\":"), NULL);
+    return 0;
+}
+
+static int
+s_es(bench_ctx_t *ctx, const char *name)
+{
+    char mod[PATH_MAX];
+    double two[3], one[3];
+    int rc = s_es_module(mod, sizeof mod);
+    for (int r = 0; r < 3 && !rc; r++) {
+        if (!(rc = s_es_run(ctx, mod, 2, &two[r])))
+            rc = s_es_run(ctx, mod, 1, &one[r]);
+    }
+    if (rc)
+        return rc;
+    double m2 = bench_median(two, 3), m1 = bench_median(one, 3);
+    bench_report(ctx, "es_cartpole_rollouts", m2, "rollouts/s",
+                 ", \"workers\": 2, \"one_worker\": %.0f, \"scaling\": %.2f, \"iterations\": %d,"
+                 " \"min\": %.0f, \"max\": %.0f", m1, m1 > 0 ? m2 / (2 * m1) : 0,
+                 ctx->scale < 1 ? 10 : 100, two[0], two[2]);
+    return 0;
+}
+
 const bench_t bench_exec[] = {
     {"memcpy_gigabytes", s_memcpy, "this machine's memcpy bandwidth, GB/s"},
     {"embedded_start_ms", s_start, "lux_init to the first task's result, ms"},
@@ -877,5 +966,6 @@ const bench_t bench_exec[] = {
     {"1_n_actor_calls_async", s_actors, "one driver, 4 actors, calls/s"},
     {"n_n_actor_calls_async", s_actors, "a caller task per core, an actor each, calls/s"},
     {"actor_restart_replay", s_actors, "calls re-applied per second after a restart"},
+    {"es_cartpole_rollouts", s_es, "the main job (ES, CartPole-v1), rollouts/s"},
 };
 const int bench_exec_n = sizeof bench_exec / sizeof bench_exec[0];
