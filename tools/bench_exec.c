@@ -763,27 +763,21 @@ s_actors(bench_ctx_t *ctx, const char *name)
                      ", \"calls\": %d, \"min\": %.0f, \"max\": %.0f, \"logged\": true", n, v[0],
                      v[2]);
     }
-    if (bench_wants(ctx, "1_1_actor_calls_async")) {
+    /* one driver, async: to one actor, then to 4 in turn */
+    static const struct { const char *name; int actors; } async[] = {
+        {"1_1_actor_calls_async", 1}, {"1_n_actor_calls_async", 4}};
+    for (int k = 0; k < 2; k++) {
+        if (!bench_wants(ctx, async[k].name))
+            continue;
         int n = (int) (100000 * ctx->scale) + 100;
         for (int r = 0; r < 3 && !rc; r++)
-            rc = s_actor_async(lx, as, 1, n, &v[r]);
+            rc = s_actor_async(lx, as, async[k].actors, n, &v[r]);
         if (rc)
             goto out;
         double med = bench_median(v, 3);
-        bench_report(ctx, "1_1_actor_calls_async", med, "calls/s",
-                     ", \"calls\": %d, \"min\": %.0f, \"max\": %.0f, \"logged\": true", n, v[0],
-                     v[2]);
-    }
-    if (bench_wants(ctx, "1_n_actor_calls_async")) {
-        int n = (int) (100000 * ctx->scale) + 100;
-        for (int r = 0; r < 3 && !rc; r++)
-            rc = s_actor_async(lx, as, 4, n, &v[r]);
-        if (rc)
-            goto out;
-        double med = bench_median(v, 3);
-        bench_report(ctx, "1_n_actor_calls_async", med, "calls/s",
-                     ", \"calls\": %d, \"actors\": 4, \"min\": %.0f, \"max\": %.0f", n, v[0],
-                     v[2]);
+        bench_report(ctx, async[k].name, med, "calls/s",
+                     ", \"calls\": %d, \"actors\": %d, \"min\": %.0f, \"max\": %.0f, "
+                     "\"logged\": true", n, async[k].actors, v[0], v[2]);
     }
     if (bench_wants(ctx, "n_n_actor_calls_async")) {
         int callers = (int) sysconf(_SC_NPROCESSORS_ONLN);

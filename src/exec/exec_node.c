@@ -191,14 +191,11 @@ s_conn_close(nm_t *nm, nm_conn_t *conn)
     if (c) {
         c->conn = NULL;
         conn->client = NULL;
-        if (c->worker) {
-            if (c->worker->state == W_LEAVING) {
-                kill(c->worker->pid, SIGKILL); /* told to go already */
-            } else if (c->worker->state != W_DEAD) {
+        if (c->worker && !c->worker->reaped) { /* a reaped pid may be another's now */
+            if (c->worker->state != W_LEAVING) /* else it was told to go already */
                 log_warn("worker %d closed its connection; stopping it", (int) c->worker->pid);
-                kill(c->worker->pid, SIGKILL);
-            }
-        } else {
+            kill(c->worker->pid, SIGKILL);
+        } else if (!c->worker) {
             nm_log_job(nm, c, DB_K_job_finished, NULL, "its driver went away", LUX_EDEAD);
             nm_client_gone(nm, c);
         }

@@ -173,6 +173,16 @@ s_reply(nm_t *nm, nm_client_t *c, uint64_t req, int status, const util_id_t *act
     nm_send(nm, c, &m);
 }
 
+/* The resources a holds while it lives go back. */
+static void
+s_give_back(nm_t *nm, nm_actor_t *a)
+{
+    if (a->holds) {
+        nm_res_take(nm, a->needs, -1);
+        a->holds = false;
+    }
+}
+
 /* An object one use less; gone when nothing holds it. */
 static void
 s_unuse(nm_t *nm, nm_obj_t *o)
@@ -302,10 +312,7 @@ s_die(nm_t *nm, nm_actor_t *a, int status, const char *fmt, ...)
     a->death = strdup(why);
     a->death_status = status ? status : LUX_EDEAD;
     nm_log_actor_died(nm, a);
-    if (a->holds) {
-        nm_res_take(nm, a->needs, -1);
-        a->holds = false;
-    }
+    s_give_back(nm, a);
     if (a->worker) {
         /* its process goes, reaped as an extra worker with nothing to do */
         nm_worker_t *w = a->worker;
@@ -313,7 +320,8 @@ s_die(nm_t *nm, nm_actor_t *a, int status, const char *fmt, ...)
         w->actor = NULL;
         w->extra = true;
         w->state = W_LEAVING;
-        kill(w->pid, SIGKILL);
+        if (!w->reaped)
+            kill(w->pid, SIGKILL);
     }
     snprintf(msg, sizeof msg, "the actor is dead: %s", why);
     /* one at a time from the lists: failing a call fails what waits for
@@ -990,17 +998,7 @@ s_release(nm_t *nm, nm_task_t *t)
         }
         s_set_value(nm, o, &outs[i], fps + 16 * i);
     }
-    for (uint8_t i = 0; i < t->nret; i++) {
-        lux_ref_t id;
-        exec_ref_make(&id, &t->id, i);
-        nm_obj_t *o = nm_obj_get(nm, &id);
-        if (!o)
-            continue;
-        nm_obj_ready(nm, o);
-        if (!o->owned && !o->pins && !o->uses && !o->nwaiters && !t->ndeps && !t->nwaiters)
-            nm_obj_delete(nm, o); /* its caller went away */
-    }
-    nm_task_done(nm, t);
+    nm_task_outputs_ready(nm, t);
 }
 
 void
@@ -1023,10 +1021,7 @@ nm_actor_worker_gone(nm_t *nm, nm_worker_t *w, const char *why)
     if (!a || a->worker != w)
         return;
     a->worker = NULL;
-    if (a->holds) {
-        nm_res_take(nm, a->needs, -1);
-        a->holds = false;
-    }
+    s_give_back(nm, a);
     if (a->state == A_DEAD)
         return;
     log_warn("actor %s (%s): its process %d %s", util_id_hex(&a->id, hex), a->cls, (int) w->pid,

@@ -212,8 +212,7 @@ struct nm_client {
 };
 
 enum nm_worker_state { W_STARTING = 1, W_IDLE, W_BUSY, W_BLOCKED,
-                       W_LEAVING, /* told to go (an extra one no longer needed) */
-                       W_DEAD     /* reaped: its last messages are being read */ };
+                       W_LEAVING /* told to go (an extra one no longer needed) */ };
 
 struct nm_worker {
     pid_t pid;
@@ -226,6 +225,7 @@ struct nm_worker {
     int64_t started_ms;
     int64_t idle_ms;          /* when it last ran out of work (or started) */
     bool extra;               /* started for a blocked one; leaves when idle */
+    bool reaped;              /* its process is gone: its last messages are being read */
     nm_actor_t *actor;        /* the actor it hosts (not one of the pool) */
     nm_worker_t *next;
 };
@@ -354,8 +354,9 @@ void nm_task_release_args(nm_t *nm, nm_task_t *t, bool uses);
 /* Drop a task that will not run nor report (not in nm->tasks): off every
    dependents list, its arguments released, freed. */
 void nm_task_discard(nm_t *nm, nm_task_t *t);
-/* t finished well: wake dependents, answer, free it. */
-void nm_task_done(nm_t *nm, nm_task_t *t);
+/* t finished well, its outputs set: tell who waits for them, wake its
+   dependents, answer, free it. */
+void nm_task_outputs_ready(nm_t *nm, nm_task_t *t);
 /* Fail t and everything waiting for it (frees them). */
 void nm_task_fail(nm_t *nm, nm_task_t *t, int status, const char *msg);
 nm_obj_t *nm_task_output(nm_t *nm, nm_task_t *t, uint8_t i);

@@ -348,6 +348,16 @@ s_arg_deps(struct nm_log *L, const nm_task_t *t, db_event_t *e, util_id_t *deps)
     return n;
 }
 
+/* The part of t's spec an event's body records (exec_spec_body). */
+static exec_spec_t
+s_spec_of(const nm_task_t *t)
+{
+    return (exec_spec_t) {.nret = t->nret, .max_attempts = t->max_attempts,
+                          .cpus_milli = t->cpus_milli, .res = t->res,
+                          .res_len = (uint16_t) (t->res ? strlen(t->res) : 0), .argc = t->argc,
+                          .args = t->args, .args_len = t->args_len};
+}
+
 void
 nm_log_submitted(nm_t *nm, nm_task_t *t)
 {
@@ -364,9 +374,7 @@ nm_log_submitted(nm_t *nm, nm_task_t *t)
     memcpy(e.fp, t->module, 16);
     e.mask |= DB_F_FP;
     uint32_t ndeps = s_arg_deps(L, t, &e, deps);
-    exec_spec_t s = {.max_attempts = t->max_attempts, .cpus_milli = t->cpus_milli,
-                     .res = t->res, .res_len = (uint16_t) (t->res ? strlen(t->res) : 0),
-                     .argc = t->argc, .args = t->args, .args_len = t->args_len};
+    exec_spec_t s = s_spec_of(t);
     L->body.len = 0;
     exec_spec_body(&L->body, &s);
     e.body = L->body.data;
@@ -578,15 +586,6 @@ nm_log_lookup(nm_t *nm, const util_id_t *task, exec_spec_t *spec, util_buf_t *bu
 }
 
 /* --- actors ------------------------------------------------------------------------------ */
-
-static exec_spec_t
-s_spec_of(const nm_task_t *t)
-{
-    return (exec_spec_t) {.nret = t->nret, .max_attempts = t->max_attempts,
-                          .cpus_milli = t->cpus_milli, .res = t->res,
-                          .res_len = (uint16_t) (t->res ? strlen(t->res) : 0), .argc = t->argc,
-                          .args = t->args, .args_len = t->args_len};
-}
 
 void
 nm_log_actor_created(nm_t *nm, nm_actor_t *a)

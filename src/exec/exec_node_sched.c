@@ -748,10 +748,10 @@ nm_reap_workers(nm_t *nm)
             else
                 snprintf(why, sizeof why, "is gone");
             bool pool = !w->extra && !w->actor;
-            if (w->actor && w->client && w->client->conn) {
-                /* an actor's last results (a checkpoint) may still wait in
-                   its socket: they count */
-                w->state = W_DEAD;
+            if (w->client && w->client->conn) {
+                /* its last results (a task's, an actor's checkpoint) may
+                   still wait in its socket: they count */
+                w->reaped = true;
                 nm_conn_drain(nm, w->client->conn);
             }
             nm_worker_gone(nm, w, why);
@@ -861,7 +861,7 @@ s_retire_extras(nm_t *nm)
         if (x->state == W_BLOCKED)
             return;
     for (nm_worker_t *x = nm->workers; x; x = x->next) {
-        if (x->extra && x->state == W_IDLE && now - x->idle_ms >= S_EXTRA_IDLE_MS) {
+        if (x->extra && x->state == W_IDLE && !x->reaped && now - x->idle_ms >= S_EXTRA_IDLE_MS) {
             log_info("extra worker %d is not needed any more", (int) x->pid);
             kill(x->pid, SIGTERM);
             x->state = W_LEAVING; /* give it nothing; reaped when it exits */
@@ -1086,7 +1086,13 @@ s_result(nm_t *nm, nm_worker_t *w, const exec_result_t *r)
     util_blake_final(&h, fp, 16);
     nm->n_finished++;
     nm_log_finished(nm, t, w, r, total, fp);
-    for (uint8_t i = 0; i < r->nret; i++) {
+    nm_task_outputs_ready(nm, t);
+}
+
+void
+nm_task_outputs_ready(nm_t *nm, nm_task_t *t)
+{
+    for (uint8_t i = 0; i < t->nret; i++) {
         lux_ref_t id;
         exec_ref_make(&id, &t->id, i);
         nm_obj_t *o = nm_obj_get(nm, &id);
@@ -1094,7 +1100,7 @@ s_result(nm_t *nm, nm_worker_t *w, const exec_result_t *r)
             continue;
         nm_obj_ready(nm, o);
         if (!o->owned && !o->pins && !o->uses && !o->nwaiters && !t->ndeps && !t->nwaiters)
-            nm_obj_delete(nm, o); /* rebuilt for nobody */
+            nm_obj_delete(nm, o); /* made for nobody: rebuilt, or its caller left */
     }
     s_done(nm, t);
 }
@@ -1216,12 +1222,6 @@ nm_task_discard(nm_t *nm, nm_task_t *t)
     s_forget_dependent(nm, t);
     s_release_args(nm, t, true);
     nm_task_free(t);
-}
-
-void
-nm_task_done(nm_t *nm, nm_task_t *t)
-{
-    s_done(nm, t);
 }
 
 void
