@@ -16,36 +16,7 @@
 #     task, one update per iteration);
 #   - --kill-server without --ps is bad usage.
 . "${LUX_SRCDIR:-.}/t/lib/tap.sh"
-
-LUX=${LUX_BIN:-./lux}
-B=${LUX_BUILDDIR:-.}
-ES=$B/examples/es/es.so
-LOCAL=$B/examples/es/es_local
-tap_tmpdir
-tmp=$TAP_TMP
-trap 'tap_cleanup' EXIT
-
-field() { # field NAME JSON
-    printf '%s\n' "$2" | sed -n "s/.*\"$1\":\"\{0,1\}\([^,\"}]*\).*/\1/p"
-}
-
-es() { # es ARGS...: lux run es.so; the JSON line in $json, the status in $rc
-    timeout -s KILL 120 "$LUX" run --dir "$tmp/runs" "$ES" --json --no-report "$@" \
-        >"$tmp/out" 2>"$tmp/err"
-    rc=$?
-    json=$(tail -n 1 "$tmp/out")
-}
-
-is_hash() { # is_hash VALUE DESCRIPTION: 16 hex digits (an empty hash must not compare equal)
-    case "$1" in
-    [0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f]) ok 0 "$2" ;;
-    *) ok 1 "$2"; echo "#   got: '$1'" ;;
-    esac
-}
-
-sql() { # sql DIR QUERY: one value
-    "$LUX" sql --dir "$1" --csv "$2" | sed -n 2p
-}
+. "${LUX_SRCDIR:-.}/t/lib/es.sh"
 
 server() { # server JSON: the run's EsServer actor
     sql "$(field log "$1")" "SELECT actor_id FROM actors WHERE job_id = '$(field job "$1")'
