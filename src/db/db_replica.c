@@ -355,12 +355,10 @@ s_publish(s_rep_t *self)
     self->pub_beat_ms = util_mono_ms();
 }
 
-/* The tail committed up to ack_seq: release, and tell the clients or the
-   predecessor. */
+/* The tail committed up to ack_seq: tell the clients or the predecessor. */
 static void
-s_acked(s_rep_t *self)
+s_tell_acked(s_rep_t *self)
 {
-    s_release(self, self->ack_seq);
     if (s_is_head(self)) {
         s_ack_clients(self);
     } else if (self->pred_rid) {
@@ -369,6 +367,14 @@ s_acked(s_rep_t *self)
         s_send(self->sk_chain, self->pred_rid, NET_CHAIN_ACK, self->shard, self->cfg.epoch, b, 8,
                NULL, 0);
     }
+}
+
+/* ...and release what it covers. */
+static void
+s_acked(s_rep_t *self)
+{
+    s_release(self, self->ack_seq);
+    s_tell_acked(self);
 }
 
 static void
@@ -386,9 +392,13 @@ s_after_commit(s_rep_t *self)
     if (self->state != DB_RS_CHAIN)
         return;
     if (s_is_tail(self)) {
-        s_publish(self);
+        /* acknowledge first: the waiting client (or predecessor) is the
+           latency that counts, and subscribers get the events a few
+           microseconds later; release only once they are published */
         self->ack_seq = self->commit_seq;
-        s_acked(self);
+        s_tell_acked(self);
+        s_publish(self);
+        s_release(self, self->ack_seq);
     } else if (self->succ_synced) {
         s_forward(self);
     }
