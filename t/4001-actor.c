@@ -126,6 +126,31 @@ main(void)
     final_h = s_i64(lx, &g, 0);
     is_int(s_i64(lx, &g, 1), N + 901, "... and the first actor applied that call");
 
+    /* --- a call waiting for the result of the call before it ---------------------------- */
+    /* Made together, the two calls go to the actor's worker in one batch;
+       the second waits (a ref passed inside a value) for the first's
+       result, which the worker must report before it waits. Also with
+       room in the store held by the waiting call, which the node must not
+       take back when that report comes. */
+    for (int room = 0; room <= 1; room++) {
+        int64_t n = 256 << 10, x = 40 + room;
+        lux_ref_t first = s_add(lx, &fw, 6, x), second;
+        lux_val_t v;
+        memset(&second, 0, sizeof second);
+        rc = lux_actor_call(lx, &fw, "getref", room ? 2 : 1,
+                            (lux_arg_t[]) {LUX_VAL(first.b, sizeof first.b), LUX_VAL(&n, 8)}, 1,
+                            &second);
+        if (!rc)
+            rc = lux_get(lx, &second, &v, 20000);
+        if (rc == LUX_ETIMEDOUT)
+            bail("a call waiting for the call before it hung: %s", lux_errmsg());
+        ok(rc == 0 && v.size == (room ? (size_t) n : 16) && s_i64(lx, &second, 1) == s_i64(lx, &first, 1),
+           "a call gets the result of the call made just before it%s (%s)",
+           room ? ", holding room in the store" : "", rc ? lux_errmsg() : "ok");
+        lux_free(lx, 1, &first);
+        lux_free(lx, 1, &second);
+    }
+
     /* --- resources ------------------------------------------------------------------------ */
     lux_actor_t gpu;
     rc = lux_actor_create(lx, "Acc", 1, (lux_arg_t[]) {LUX_VAL(&h0, 8)},

@@ -227,6 +227,8 @@ struct nm_worker {
     bool extra;               /* started for a blocked one; leaves when idle */
     bool reaped;              /* its process is gone: its last messages are being read */
     nm_actor_t *actor;        /* the actor it hosts (not one of the pool) */
+    bool call_blocked;        /* an actor's worker: its call waits in lux_get, so the
+                                 room granted to it stays when results come */
     nm_worker_t *next;
 };
 

@@ -1135,7 +1135,7 @@ nm_results(nm_t *nm, nm_client_t *c, const uint8_t *p, size_t n)
        blocked, every ALLOC that came before this message was made by a
        task that has finished (a failed one, or a return set twice). A
        blocked task's room is still being written: it stays. */
-    if (w->state != W_BLOCKED)
+    if (w->state != W_BLOCKED && !w->call_blocked)
         nm_client_drop_grants(nm, c);
 }
 
@@ -1144,13 +1144,19 @@ nm_blocked(nm_t *nm, nm_client_t *c, const uint8_t *p, size_t n)
 {
     util_rd_t rd;
     nm_worker_t *w = c->worker;
-    if (!w || w->actor)
-        return; /* an actor holds no pool CPU to lend, and its calls stay */
+    if (!w)
+        return;
     util_rd_init(&rd, p, n);
     uint8_t blocked = util_rd_u8(&rd);
     uint32_t count = util_rd_u32(&rd);
     if (rd.bad)
         return;
+    if (w->actor) {
+        /* an actor holds no pool CPU to lend, and its calls stay; but the
+           results it reports while the call waits leave that call's room */
+        w->call_blocked = blocked != 0;
+        return;
+    }
     if (blocked && w->state == W_BUSY) {
         /* give the CPUs back, and the tasks it has not started */
         s_take(nm, w->held, -1);

@@ -6,10 +6,10 @@
     S_RESULTS tasks; and when a task blocks in lux_get, right after the node
     is told (BLOCKED): what it waits for may need the tasks run before it
     (a ref passed inside a value), and nothing else would report them until
-    it ends (not an actor's calls, which keep their order). The node takes
-    back room granted and not sealed when results come, except from a
-    blocked worker (exec_node_sched.c): the blocked task's room stays its
-    own.
+    it ends (an actor's calls too, though they are never given back). The
+    node takes back room granted and not sealed when results come, except
+    from a blocked worker (exec_node_sched.c): the blocked task's or call's
+    room stays its own.
 */
 #include "exec_worker.h"
 #include "exec_client.h"
@@ -77,17 +77,14 @@ s_flush(s_worker_t *w)
     w->results.len = 0;
 }
 
-/* A task blocked, and the node knows (exec_client.c s_block): report the
-   tasks finished before it. Not an actor's calls: the node does not mark
-   an actor's worker blocked (it lends no CPU), so it would take back the
-   room the blocked call holds. */
+/* A task or an actor's call blocked, and the node knows (exec_client.c
+   s_block): report the tasks or calls finished before it, as what it
+   waits for may need them. The node keeps the room granted to the one
+   that waits (exec_node_sched.c nm_blocked). */
 static void
 s_on_blocked(lux_t *lx)
 {
-    s_worker_t *w = lx->worker;
-    if (w->self || (w->at < w->nruns && w->runs[w->at].kind != EXEC_RUN_TASK))
-        return;
-    s_flush(w);
+    s_flush(lx->worker);
 }
 
 static void

@@ -313,6 +313,16 @@ Acc_corrupt(lux_t *lx, void *self, int argc, const lux_val_t *argv)
 }
 LUX_METHOD(Acc, corrupt, 0, 0)
 
+/* getref(ref bytes[, n]): waits (lux_get) for the ref passed inside the
+   value, which the node cannot see as a dependency, and returns its
+   value; with n, in room of n bytes asked for first. */
+static int
+Acc_getref(lux_t *lx, void *self, int argc, const lux_val_t *argv)
+{
+    return t_getref(lx, argc, argv);
+}
+LUX_METHOD(Acc, getref, -1, 1)
+
 /* A task that calls an actor (its handle is argument 0) n times as caller
    c with x = c * 1000 + i, and returns the sum of the sums it saw, mod M:
    the same whatever else the actor is doing. */
