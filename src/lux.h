@@ -45,7 +45,8 @@ extern "C" {
     X(LUX_ENOSYS, -17, "not supported")                                       \
     X(LUX_EEXIST, -18, "already exists")                                      \
     X(LUX_EINTR, -19, "interrupted")                                          \
-    X(LUX_ESHARD, -20, "wrong shard")
+    X(LUX_ESHARD, -20, "wrong shard")                                         \
+    X(LUX_EDEADLK, -21, "would deadlock")
 
 enum lux_error {
 #define LUX_X_ENUM(name, value, text) name = value,
@@ -158,7 +159,9 @@ int lux_get(lux_t *lx, const lux_ref_t *ref, lux_val_t *out, int timeout_ms);
 int lux_get_many(lux_t *lx, int n, const lux_ref_t *refs, lux_val_t *out, int timeout_ms);
 
 /* Wait until k of the n objects are ready (or failed), up to timeout_ms;
-   ready[i] set to 1 for each that is. Returns how many are ready. */
+   ready[i] set to 1 for each that is. Returns how many are ready, or
+   LUX_EDEADLK in an actor's method when k can only be reached by calls it
+   made to its own actor (see lux_actor_call). */
 int lux_wait(lux_t *lx, int n, const lux_ref_t *refs, int k, int timeout_ms, int *ready);
 
 /* Forget refs: their objects may be dropped, and pointers from lux_get
@@ -193,7 +196,10 @@ int lux_ref_parse(lux_ref_t *ref, const char *hex);
    only on the actor's state and its arguments, as a task on its arguments.
 
    A handle is a value: pass it to tasks and other actors with
-   LUX_VAL(&handle, sizeof handle), and call through it there. */
+   LUX_VAL(&handle, sizeof handle), and call through it there. A method may
+   call its own actor, but the call runs after the method returns: waiting
+   for its result there (lux_get, lux_wait) fails at once with LUX_EDEADLK
+   rather than wait for ever. */
 
 typedef struct {
     uint8_t b[16];

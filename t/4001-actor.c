@@ -11,6 +11,7 @@
 #include "exec/exec_proto.h"
 #include "util/util_buf.h"
 #include "util/util_err.h"
+#include "util/util_time.h"
 
 #include <limits.h>
 #include <signal.h>
@@ -149,6 +150,38 @@ main(void)
            room ? ", holding room in the store" : "", rc ? lux_errmsg() : "ok");
         lux_free(lx, 1, &first);
         lux_free(lx, 1, &second);
+    }
+
+    /* --- a method calling its own actor ----------------------------------------------------- */
+    /* The call runs after the method returns: left alone it is applied;
+       waited for (lux_get, lux_wait), it fails at once instead of hanging. */
+    for (int64_t wait = 0; wait <= 2; wait++) {
+        lux_ref_t sr, gn;
+        lux_val_t v;
+        int64_t before, after;
+        lux_actor_call(lx, &fw, "get", 0, NULL, 1, &gn);
+        before = s_i64(lx, &gn, 1);
+        lux_free(lx, 1, &gn);
+        int64_t t0 = util_mono_ms();
+        rc = lux_actor_call(lx, &fw, "selfcall", 2,
+                            (lux_arg_t[]) {LUX_VAL(&fw, sizeof fw), LUX_VAL(&wait, 8)}, 1, &sr);
+        if (!rc)
+            rc = lux_get(lx, &sr, &v, 40000);
+        if (rc == LUX_ETIMEDOUT)
+            bail("a method waiting for a call to its own actor hung");
+        if (wait == 0)
+            is_int(rc, 0, "a method may call its own actor without waiting (%s)",
+                   rc ? lux_errmsg() : "ok");
+        else
+            ok(rc == LUX_ETASK && strstr(lux_errmsg(), "own actor") &&
+                   strstr(lux_errmsg(), "would deadlock") && util_mono_ms() - t0 < 10000,
+               "waiting with %s for a call to its own actor fails at once: %s",
+               wait == 1 ? "lux_get" : "lux_wait", lux_errmsg());
+        lux_free(lx, 1, &sr);
+        lux_actor_call(lx, &fw, "get", 0, NULL, 1, &gn);
+        after = s_i64(lx, &gn, 1);
+        lux_free(lx, 1, &gn);
+        is_int(after - before, 1, "  the call it made ran after it, once");
     }
 
     /* --- resources ------------------------------------------------------------------------ */

@@ -384,6 +384,7 @@ exec_client_close(lux_t **lx_p, int status)
     util_buf_free(&lx->put);
     util_buf_free(&lx->freeb);
     util_buf_free(&lx->scratch);
+    free(lx->self_refs);
     if (lx->later) {
         zmsg_t *m;
         while ((m = zlist_pop(lx->later)))
@@ -595,6 +596,24 @@ s_block(lux_t *lx, bool blocked)
         lx->on_blocked(lx);
 }
 
+/* Waiting in a method for a call it made to its own actor, which runs
+   only after the method returns: LUX_EDEADLK naming the call, else 0. */
+static int
+s_self_wait(lux_t *lx, const char *what, const lux_ref_t *ref)
+{
+    for (uint32_t i = 0; i < lx->nself; i++)
+        if (memcmp(lx->self_refs[i].b, ref->b, LUX_REF_LEN) == 0) {
+            char hex[LUX_REF_LEN * 2 + 1], act[33];
+            util_id_t a = lx->self_actor;
+            return util_err(LUX_EDEADLK,
+                            "%s: object %s is the result of a call this method made to its "
+                            "own actor %.32s, which runs only after the method returns: "
+                            "waiting for it would never end",
+                            what, lux_ref_hex(ref, hex), util_id_hex(&a, act));
+        }
+    return 0;
+}
+
 int
 lux_get_many(lux_t *lx, int n, const lux_ref_t *refs, lux_val_t *out, int timeout_ms)
 {
@@ -620,6 +639,10 @@ lux_get_many(lux_t *lx, int n, const lux_ref_t *refs, lux_val_t *out, int timeou
                 char hex[LUX_REF_LEN * 2 + 1];
                 return util_err(LUX_ETIMEDOUT, "lux_get: object %s not ready within %d ms",
                                 lux_ref_hex(&refs[i], hex), timeout_ms);
+            }
+            if (lx->nself && (rc = s_self_wait(lx, "lux_get", &refs[i]))) {
+                s_block(lx, false);
+                return rc;
             }
             if (!exec_client_poll(lx, 0)) {
                 s_block(lx, true);
@@ -673,6 +696,24 @@ lux_wait(lux_t *lx, int n, const lux_ref_t *refs, int k, int timeout_ms, int *re
         int64_t left = deadline - util_mono_ms();
         if (left <= 0)
             break;
+        /* fewer than k ready, and too many of the rest can only come
+           after the method returns */
+        if (lx->nself) {
+            int others = 0, self = 0;
+            for (int i = 0; i < n; i++) {
+                exec_cobj_t *o = s_obj(lx, &refs[i], false);
+                if (o && s_have(lx, &refs[i], o, false))
+                    continue;
+                if (s_self_wait(lx, "lux_wait", &refs[i]))
+                    self++;
+                else
+                    others++;
+            }
+            if (self && count + others < k) {
+                s_block(lx, false);
+                return LUX_EDEADLK;
+            }
+        }
         if (!exec_client_poll(lx, 0)) {
             s_block(lx, true);
             exec_client_poll(lx, left > 1000 ? 1000 : (int) left);
@@ -905,9 +946,22 @@ lux_actor_call(lux_t *lx, const lux_actor_t *actor, const char *method, int argc
                      .args_len = (uint32_t) lx->scratch.len, .kind = EXEC_SPEC_CALL};
     memcpy(s.actor.b, actor->b, 16);
     s_next_id(lx, &s.task);
+    bool self = lx->task && memcmp(lx->self_actor.b, actor->b, 16) == 0;
+    if (self && lx->nself + (uint32_t) nret > lx->capself) {
+        uint32_t cap = lx->capself ? 2 * lx->capself : 16;
+        while (cap < lx->nself + (uint32_t) nret)
+            cap *= 2;
+        lux_ref_t *p = realloc(lx->self_refs, cap * sizeof *p);
+        if (!p)
+            return util_err(LUX_ENOMEM, "lux_actor_call: out of memory");
+        lx->self_refs = p;
+        lx->capself = cap;
+    }
     for (int i = 0; i < nret; i++) {
         exec_ref_make(&refs[i], &s.task, (uint32_t) i);
         s_obj(lx, &refs[i], true);
+        if (self)
+            lx->self_refs[lx->nself++] = refs[i];
     }
     return s_submit(lx, "lux_actor_call", &s);
 }

@@ -70,6 +70,9 @@ struct lux_t {
     uint32_t (*giveback)(lux_t *lx, util_buf_t *ids); /* worker: tasks not started */
     void (*on_blocked)(lux_t *lx); /* worker: the node was just told we wait */
     void *worker;              /* the worker's state */
+    util_id_t self_actor;      /* in a worker: the actor it hosts (zero: none) */
+    lux_ref_t *self_refs;      /* refs of calls the running call made to its own actor */
+    uint32_t nself, capself;
 };
 
 /* An object the client knows. */

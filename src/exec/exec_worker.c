@@ -247,6 +247,7 @@ s_run(s_worker_t *w, const exec_run_t *run)
     ctx.outs_own = own;
     memset(outs, 0, sizeof outs);
     lx->task = &ctx;
+    lx->nself = 0; /* calls to its own actor: those of this run only */
     lx->module = m; /* nested calls find the task's own module's functions */
     lx->job = run->job;
     lx->root = run->task;
@@ -280,6 +281,7 @@ s_run(s_worker_t *w, const exec_run_t *run)
             w->cls = f;
             w->cls_module = m;
             w->actor = run->actor;
+            lx->self_actor = run->actor;
         }
         break;
     }

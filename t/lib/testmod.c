@@ -323,6 +323,30 @@ Acc_getref(lux_t *lx, void *self, int argc, const lux_val_t *argv)
 }
 LUX_METHOD(Acc, getref, -1, 1)
 
+/* selfcall(handle, wait): add(7, 1) on its own actor through the handle;
+   wait 0 leaves it (it runs after this call), 1 waits with lux_get, 2
+   with lux_wait, which cannot end: the error they give is raised. */
+static int
+Acc_selfcall(lux_t *lx, void *self, int argc, const lux_val_t *argv)
+{
+    lux_actor_t me;
+    lux_ref_t r;
+    lux_val_t v;
+    int64_t c = 7, x = 1, wait = s_int(&argv[1]), code = 0;
+    if (lux_actor_from(&argv[0], &me) ||
+        lux_actor_call(lx, &me, "add", 2, (lux_arg_t[]) {LUX_VAL(&c, 8), LUX_VAL(&x, 8)}, 1, &r))
+        return lux_raise(lx, "Acc.selfcall: %s", lux_errmsg());
+    if (wait == 1)
+        code = lux_get(lx, &r, &v, 30000);
+    else if (wait == 2)
+        code = lux_wait(lx, 1, &r, 1, 30000, NULL) < 0 ? LUX_EDEADLK : 0;
+    if (code)
+        return lux_raise(lx, "Acc.selfcall: %s (%s)", lux_errmsg(), lux_strerror((int) code));
+    lux_free(lx, 1, &r);
+    return lux_set(lx, 0, &code, 8);
+}
+LUX_METHOD(Acc, selfcall, 2, 1)
+
 /* A task that calls an actor (its handle is argument 0) n times as caller
    c with x = c * 1000 + i, and returns the sum of the sums it saw, mod M:
    the same whatever else the actor is doing. */
