@@ -109,6 +109,26 @@ main(void)
     for (int i = 0; i < PAIRS; i++)
         s_sibling(lx, PAIRS + i, true);
 
+    /* lux_wait says ready; lux_get with a timeout of 0 then returns it,
+       also when it is in the store and the node must hand it over */
+    {
+        int64_t x = 5, n = ROOM;
+        lux_ref_t a, b;
+        lux_val_t v;
+        int ready = 0;
+        if (lux_call(lx, "t_mix", 1, (lux_arg_t[]) {LUX_VAL(&x, 8)}, 1, &a) ||
+            lux_call(lx, "t_getref", 2, (lux_arg_t[]) {LUX_VAL(a.b, sizeof a.b), LUX_VAL(&n, 8)},
+                     1, &b))
+            bail("lux_call: %s", lux_errmsg());
+        int got = lux_wait(lx, 1, &b, 1, 20000, &ready);
+        int rc = lux_get(lx, &b, &v, 0);
+        ok(got == 1 && ready == 1 && rc == 0 && v.size == (size_t) ROOM,
+           "an object in the store that lux_wait reported ready: lux_get with timeout 0 "
+           "returns it (%s)", rc ? lux_errmsg() : "ok");
+        lux_free(lx, 1, &a);
+        lux_free(lx, 1, &b);
+    }
+
     /* nested DEEP levels: every level blocks a worker */
     int64_t depth = DEEP;
     lux_ref_t deep;
