@@ -1,8 +1,8 @@
 /*  exec_node_log - the node manager's events in the log.
 
     Events are appended through a db_client and sent in batches by
-    nm_log_tick (every millisecond while any are pending, and after each
-    round of messages), so tasks never wait for the log.
+    nm_log_tick (every 10 ms while any are pending, at once for an actor's
+    call or when `held` is long), so tasks never wait for the log.
 
     WRITE-AHEAD LINEAGE (DESIGN section 4). A task_submitted event that
     names another object (an argument ref) must not reach the log before
@@ -12,8 +12,9 @@
     lineage event appended but not yet acknowledged, or still held, to
     where it went; an event with a dependency in that map waits in `held`,
     a queue released from its front, so an event never overtakes one it
-    depends on. Entries leave the map as acknowledgements arrive, in order
-    per shard.
+    depends on; except when the dependency is already appended to the
+    event's own shard, whose events commit in the order they are appended.
+    Entries leave the map as acknowledgements arrive, in order per shard.
 
     The same lineage can be recorded twice: a task run again submits its
     children again, with the same IDs. The first record is enough for what
@@ -39,7 +40,8 @@
 #include <string.h>
 
 #define S_HELD UINT64_MAX /* the event is held: not appended yet */
-#define S_FLUSH_NS 1000000 /* send events at most every millisecond */
+#define S_FLUSH_NS 10000000 /* send events at most every 10 ms (but see nm_log_tick) */
+#define S_HELD_HURRY 256     /* held events past which released ones go at once */
 
 typedef struct {
     uint32_t shard;
@@ -62,6 +64,7 @@ typedef struct s_held {
     struct s_held *next;
     util_id_t task;
     bool lineage;
+    uint32_t shard;       /* the event's */
     uint32_t ndeps;
     util_id_t *deps;
     uint8_t *rec;
@@ -114,8 +117,12 @@ nm_log_close(nm_t *nm)
         /* what is held goes out as its dependencies commit; not for ever
            if the log stops answering */
         int64_t deadline = util_mono_ms() + 10000;
-        while (L && L->held && util_mono_ms() < deadline)
+        while (L && L->held && util_mono_ms() < deadline) {
+            nm->log_urgent = true; /* each level of held lineage at once... */
             nm_log_tick(nm);
+            if (L->held)
+                db_client_poll(nm->log, 1); /* ...and wait for its acknowledgement, not spin */
+        }
         if (L && L->held)
             log_error("the log did not take %llu held events within 10 s",
                       (unsigned long long) L->nheld);
@@ -195,13 +202,18 @@ s_append(nm_t *nm, db_event_t *e, const util_id_t *task)
     }
 }
 
-/* Whether any of n dependencies is not committed yet. */
+/* Whether an event for shard must wait for any of its n dependencies:
+   one not committed yet, unless it is already appended to the same shard,
+   whose events commit in the order they were appended (and are resent in
+   that order), so it cannot commit before its dependency. */
 static bool
-s_waits(struct nm_log *L, const util_id_t *deps, uint32_t n)
+s_waits(struct nm_log *L, const util_id_t *deps, uint32_t n, uint32_t shard)
 {
-    for (uint32_t i = 0; i < n; i++)
-        if (util_idmap_get(L->unacked, deps[i].b))
+    for (uint32_t i = 0; i < n; i++) {
+        const s_pos_t *p = util_idmap_get(L->unacked, deps[i].b);
+        if (p && (p->cseq == S_HELD || p->shard != shard))
             return true;
+    }
     return false;
 }
 
@@ -211,7 +223,8 @@ static void
 s_emit(nm_t *nm, db_event_t *e, const util_id_t *task, const util_id_t *deps, uint32_t ndeps)
 {
     struct nm_log *L = nm->lg;
-    if (!L->held && !s_waits(L, deps, ndeps)) {
+    uint32_t shard = db_client_shard(nm->log, e);
+    if (!L->held && !s_waits(L, deps, ndeps, shard)) {
         s_append(nm, e, task);
         return;
     }
@@ -233,6 +246,7 @@ s_emit(nm_t *nm, db_event_t *e, const util_id_t *task, const util_id_t *deps, ui
     if (ndeps)
         memcpy(h->deps, deps, ndeps * sizeof *deps);
     h->ndeps = ndeps;
+    h->shard = shard;
     if (task) {
         h->task = *task;
         h->lineage = true;
@@ -272,7 +286,8 @@ nm_log_tick(nm_t *nm)
             f->head = 0;
     }
     /* release held events from the front */
-    while (L->held && !s_waits(L, L->held->deps, L->held->ndeps)) {
+    bool released = false;
+    while (L->held && !s_waits(L, L->held->deps, L->held->ndeps, L->held->shard)) {
         s_held_t *h = L->held;
         db_event_t e;
         L->held = h->next;
@@ -286,13 +301,18 @@ nm_log_tick(nm_t *nm)
         free(h->deps);
         free(h->rec);
         free(h);
+        released = true;
     }
     /* Group commit from here too: events go at most every S_FLUSH_NS (a
        full batch goes by itself), so a busy node makes one commit per many
-       tasks; but an actor call's result waits for its event, so when one
-       is queued (nm->log_urgent) events go at once if none of ours is in
-       flight, else as soon as those are acknowledged. */
-    if (now - L->flushed_ns >= S_FLUSH_NS || nm->log_urgent) {
+       tasks. An actor call's event goes at once (nm->log_urgent): its
+       result waits for it. And when many events are held, those just
+       released go at once too: they are the next level of a chain of
+       lineage, which would otherwise reach the log one level per
+       S_FLUSH_NS and, in a job making levels faster than that, fall
+       further behind for ever. */
+    if (now - L->flushed_ns >= S_FLUSH_NS || nm->log_urgent ||
+        (released && L->nheld >= S_HELD_HURRY)) {
         nm->log_urgent = false;
         L->flushed_ns = now;
         db_client_flush(nm->log);
