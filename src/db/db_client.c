@@ -247,6 +247,16 @@ db_client_pollitems(db_client_t *self, zmq_pollitem_t *items, int max)
 }
 
 int
+db_client_ack_items(db_client_t *self, zmq_pollitem_t *items, int max)
+{
+    int k = 0;
+    for (uint32_t s = 0; s < self->cluster.shards && k < max; s++)
+        if (self->shards[s].sk)
+            items[k++] = (zmq_pollitem_t) {zsock_resolve(self->shards[s].sk), 0, ZMQ_POLLIN, 0};
+    return k;
+}
+
+int
 db_client_poll(db_client_t *self, int timeout_ms)
 {
     zmq_pollitem_t items[2 + DB_MAX_SHARDS];

@@ -56,6 +56,10 @@ int db_client_poll(db_client_t *self, int timeout_ms);
    change when a chain is reconfigured: ask again before each poll). Fills
    up to max items (POLLIN) and returns how many. */
 int db_client_pollitems(db_client_t *self, zmq_pollitem_t *items, int max);
+/* Only the sockets acknowledgements come on (one per shard), for a loop
+   that wakes for those and calls db_client_poll every few milliseconds
+   anyway, which reads the configuration sockets too. */
+int db_client_ack_items(db_client_t *self, zmq_pollitem_t *items, int max);
 
 /* Events sent and not yet acknowledged (queued ones not counted). */
 uint64_t db_client_inflight(const db_client_t *self);

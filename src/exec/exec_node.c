@@ -799,8 +799,9 @@ s_loop(nm_t *nm)
                                                                       : 0)),
                                            0};
         }
+        size_t log_at = k;
         if (nm->log)
-            k += (size_t) db_client_pollitems(nm->log, items + k, (int) (cap - k));
+            k += (size_t) db_client_ack_items(nm->log, items + k, (int) (cap - k));
         int64_t wait = next_tick - util_mono_ms();
         if (zmq_poll(items, (int) k, wait < 0 ? 0 : (long) wait) < 0 && zmq_errno() != EINTR)
             break;
@@ -818,11 +819,20 @@ s_loop(nm_t *nm)
         for (size_t i = 0; i < nc; i++)
             if (items[2 + i].revents)
                 s_on_conn(nm, conns[i], items[2 + i].revents);
+        /* the log's client is read when acknowledgements came, and on
+           each tick (configurations, resends): not on every turn, which
+           cost as many system calls again as the poll itself */
+        nm->log_quiet = true;
+        for (size_t i = log_at; i < k; i++)
+            if (items[i].revents)
+                nm->log_quiet = false;
         if (util_mono_ms() >= next_tick) {
             s_tick(nm);
+            nm->log_quiet = false;
             next_tick = util_mono_ms() + S_TICK_MS;
         }
         s_after(nm);
+        nm->log_quiet = false;
     }
     free(items);
     free(conns);

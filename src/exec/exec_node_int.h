@@ -296,6 +296,7 @@ struct nm {
     db_client_t *log;
     struct nm_log *lg;        /* write-ahead lineage state, lookups */
     bool log_urgent;          /* an actor call waits for its event: send now */
+    bool log_quiet;           /* the loop saw nothing on the log's sockets this turn */
 
     /* counters, for tests and `lux status` */
     uint64_t n_submitted, n_finished, n_failed, n_retried, n_rebuilt, n_evicted, n_spilled;

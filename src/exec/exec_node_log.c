@@ -270,7 +270,8 @@ nm_log_tick(nm_t *nm)
     int64_t now = util_mono_ns();
     if (!L || !nm->log)
         return;
-    db_client_poll(nm->log, 0); /* take what was acknowledged */
+    if (!nm->log_quiet)
+        db_client_poll(nm->log, 0); /* take what was acknowledged */
     /* forget what is committed */
     for (uint32_t s = 0; s < nm->cluster.shards; s++) {
         s_fifo_t *f = &L->fifos[s];
