@@ -18,6 +18,7 @@
 #include "../util/util_time.h"
 
 #define S_RESEND_MS 1000
+#define S_SYNC_FULL_MS 20 /* db_client_sync reads every socket at least this often */
 
 typedef struct s_msg {
     struct s_msg *next;
@@ -464,21 +465,51 @@ db_client_append(db_client_t *self, db_event_t *e)
     return 0;
 }
 
+/* Wait up to timeout_ms on the sockets of the shards with events in
+   flight only, and take one message from each that has one: the common
+   wait of db_client_sync, without the configuration sockets (ZeroMQ
+   checks each socket polled with two system calls, before and after the
+   sleep). db_client_poll still runs every S_SYNC_FULL_MS for those, and
+   for resends. */
+static void
+s_wait_acks(db_client_t *self, int timeout_ms)
+{
+    zmq_pollitem_t items[DB_MAX_SHARDS];
+    int shard_of[DB_MAX_SHARDS];
+    int k = 0;
+    for (uint32_t s = 0; s < self->cluster.shards; s++)
+        if (self->shards[s].sk && self->shards[s].fly && !self->shards[s].stale) {
+            shard_of[k] = (int) s;
+            items[k++] = (zmq_pollitem_t) {zsock_resolve(self->shards[s].sk), 0, ZMQ_POLLIN, 0};
+        }
+    if (k == 0 || zmq_poll(items, k, timeout_ms) <= 0)
+        return;
+    for (int i = 0; i < k; i++)
+        if (items[i].revents & ZMQ_POLLIN)
+            s_handle(self, self->shards[shard_of[i]].sk, shard_of[i]);
+}
+
 int
 db_client_sync(db_client_t *self, int timeout_ms)
 {
-    int64_t deadline = util_mono_ms() + timeout_ms;
+    int64_t deadline = util_mono_ms() + timeout_ms, full_ms = 0;
     int rc = db_client_flush(self);
     if (rc)
         return rc;
     while (self->unacked) {
         if (self->refused)
             return util_err(self->refused, "%s", self->refused_msg);
-        int64_t left = deadline - util_mono_ms();
+        int64_t now = util_mono_ms(), left = deadline - now;
         if (left <= 0)
             return util_err(LUX_ETIMEDOUT, "%llu events unacknowledged after %d ms",
                             (unsigned long long) self->unacked, timeout_ms);
-        db_client_poll(self, left < 100 ? (int) left : 100);
+        if (now - full_ms >= S_SYNC_FULL_MS) {
+            /* configurations, errors' retries, resends */
+            full_ms = now;
+            db_client_poll(self, 0);
+            continue;
+        }
+        s_wait_acks(self, left < S_SYNC_FULL_MS ? (int) left : S_SYNC_FULL_MS);
     }
     return 0;
 }
