@@ -205,13 +205,20 @@ s_append(nm_t *nm, db_event_t *e, const util_id_t *task)
 /* Whether an event for shard must wait for any of its n dependencies:
    one not committed yet, unless it is already appended to the same shard,
    whose events commit in the order they were appended (and are resent in
-   that order), so it cannot commit before its dependency. */
+   that order), so it cannot commit before its dependency.
+   For the front of `held` (front), a dependency that is itself held is
+   behind it, so it was recorded after this event was; yet this event
+   names it, so its lineage had been recorded before: this is a second
+   record (a task run again submits its children again), and the first
+   is committed. Waiting for it would wait for ever. */
 static bool
-s_waits(struct nm_log *L, const util_id_t *deps, uint32_t n, uint32_t shard)
+s_waits(struct nm_log *L, const util_id_t *deps, uint32_t n, uint32_t shard, bool front)
 {
     for (uint32_t i = 0; i < n; i++) {
         const s_pos_t *p = util_idmap_get(L->unacked, deps[i].b);
-        if (p && (p->cseq == S_HELD || p->shard != shard))
+        if (!p || (front && p->cseq == S_HELD))
+            continue;
+        if (p->cseq == S_HELD || p->shard != shard)
             return true;
     }
     return false;
@@ -224,7 +231,7 @@ s_emit(nm_t *nm, db_event_t *e, const util_id_t *task, const util_id_t *deps, ui
 {
     struct nm_log *L = nm->lg;
     uint32_t shard = db_client_shard(nm->log, e);
-    if (!L->held && !s_waits(L, deps, ndeps, shard)) {
+    if (!L->held && !s_waits(L, deps, ndeps, shard, false)) {
         s_append(nm, e, task);
         return;
     }
@@ -288,7 +295,7 @@ nm_log_tick(nm_t *nm)
     }
     /* release held events from the front */
     bool released = false;
-    while (L->held && !s_waits(L, L->held->deps, L->held->ndeps, L->held->shard)) {
+    while (L->held && !s_waits(L, L->held->deps, L->held->ndeps, L->held->shard, true)) {
         s_held_t *h = L->held;
         db_event_t e;
         L->held = h->next;
