@@ -96,7 +96,7 @@ typedef struct {
     const char *dir;      /* embedded default: where the run's directory goes (its log
                              stays there); NULL: $LUX_HOME/runs, or ~/.lux/runs */
     int workers;          /* embedded default: worker processes (0: one per core) */
-    int shards;           /* embedded default: log shards (0: 2) */
+    int shards;           /* embedded default: log shards (0: 1 below 4 cores, else 2) */
     uint64_t store_bytes; /* embedded default: object store size (0: a quarter of RAM,
                              at most 8 GiB) */
     const char *resources; /* embedded default: what the node has, "CPU=2,GPU=1,disk=3"

@@ -69,7 +69,11 @@ exec_head_start(const lux_config_t *cfg)
             goto fail;
         snprintf(c->dir, sizeof c->dir, "%s", abs);
     }
-    c->shards = cfg->shards > 0 ? (uint32_t) cfg->shards : 2;
+    /* one shard below 4 cores: each shard is three threads more (network,
+       writer, reader), and on 2 cores a second one measured slower for
+       tasks, actor calls and ES alike (doc/DESIGN.md section 2) */
+    c->shards = cfg->shards > 0 ? (uint32_t) cfg->shards
+                                : (sysconf(_SC_NPROCESSORS_ONLN) >= 4 ? 2 : 1);
     c->replicas = 1;
     if (db_cluster_create(c))
         goto fail;
