@@ -5,6 +5,7 @@
    the same computation done here, sequentially; and the log must show
    the evictions, spills and rebuilds. */
 #include "tap.h"
+#include "lib/fx.h"
 #include "lib/graph.h"
 #include "db/db_query.h"
 #include "util/util_err.h"
@@ -12,17 +13,6 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
-
-static int64_t
-s_count(db_query_t *q, const char *sql)
-{
-    sqlite3_stmt *st;
-    int64_t n = -1;
-    if (db_query_prepare(q, sql, &st, NULL) == 0 && sqlite3_step(st) == SQLITE_ROW)
-        n = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    return n;
-}
 
 int
 main(void)
@@ -58,20 +48,20 @@ main(void)
     ok(q != NULL, "open the run's log");
     if (!q)
         bail("%s", lux_errmsg());
-    ok(s_count(q, "SELECT count(*) FROM events WHERE kind = 'object_lost'") > 0,
+    ok(fx_count(q, "SELECT count(*) FROM events WHERE kind = 'object_lost'") > 0,
        "task outputs were dropped to make room (%lld)",
-       (long long) s_count(q, "SELECT count(*) FROM events WHERE kind = 'object_lost'"));
-    ok(s_count(q, "SELECT count(*) FROM events WHERE kind = 'object_spilled'") > 0,
+       (long long) fx_count(q, "SELECT count(*) FROM events WHERE kind = 'object_lost'"));
+    ok(fx_count(q, "SELECT count(*) FROM events WHERE kind = 'object_spilled'") > 0,
        "puts were spilled to disk (%lld)",
-       (long long) s_count(q, "SELECT count(*) FROM events WHERE kind = 'object_spilled'"));
-    ok(s_count(q, "SELECT count(*) FROM retries WHERE reason LIKE 'rebuild%'") > 0,
+       (long long) fx_count(q, "SELECT count(*) FROM events WHERE kind = 'object_spilled'"));
+    ok(fx_count(q, "SELECT count(*) FROM retries WHERE reason LIKE 'rebuild%'") > 0,
        "lost objects were rebuilt from their lineage (%lld)",
-       (long long) s_count(q, "SELECT count(*) FROM retries WHERE reason LIKE 'rebuild%'"));
-    is_int(s_count(q, "SELECT count(*) FROM tasks WHERE status != 'finished'"), 0,
+       (long long) fx_count(q, "SELECT count(*) FROM retries WHERE reason LIKE 'rebuild%'"));
+    is_int(fx_count(q, "SELECT count(*) FROM tasks WHERE status != 'finished'"), 0,
            "every task finished");
-    ok(s_count(q, "SELECT count(DISTINCT function) FROM tasks") >= 5,
+    ok(fx_count(q, "SELECT count(DISTINCT function) FROM tasks") >= 5,
        "the log has tasks of every function");
-    ok(s_count(q, "SELECT count(*) FROM tasks WHERE parent_id IN (SELECT task_id FROM tasks "
+    ok(fx_count(q, "SELECT count(*) FROM tasks WHERE parent_id IN (SELECT task_id FROM tasks "
                   "WHERE function = 't_nested')") > 0,
        "nested tasks name their parent");
     db_query_close(&q);

@@ -109,19 +109,6 @@ s_fails_with(lux_t *lx, const lux_ref_t *ref, const char *pat1, const char *pat2
     return s_has(lux_errmsg(), "(t_crash) failed", pat1, pat2, NULL);
 }
 
-static int64_t
-s_count(db_query_t *q, const char *sql)
-{
-    sqlite3_stmt *st;
-    int64_t n = -1;
-    if (db_query_prepare(q, sql, &st, NULL) == 0 && sqlite3_step(st) == SQLITE_ROW)
-        n = sqlite3_column_int64(st, 0);
-    else
-        diag("query failed: %s: %s", sql, lux_errmsg());
-    sqlite3_finalize(st);
-    return n;
-}
-
 int
 main(void)
 {
@@ -200,15 +187,15 @@ main(void)
     db_query_t *q = db_query_open(&c);
     if (!q)
         bail("%s", lux_errmsg());
-    int64_t died = s_count(q, "SELECT count(*) FROM retries WHERE reason LIKE "
+    int64_t died = fx_count(q, "SELECT count(*) FROM retries WHERE reason LIKE "
                               "'worker % died (signal 9)%'");
     ok(died > 0, "log: %lld task_retried events say a worker died of signal 9", (long long) died);
-    int64_t charged = s_count(q, "SELECT count(*) FROM retries WHERE reason LIKE "
+    int64_t charged = fx_count(q, "SELECT count(*) FROM retries WHERE reason LIKE "
                                  "'worker % died (signal 9); attempt % of 20'");
     /* workers t_crash killed are named in its own retries (charged, or
        not when it was batched with others), except at its last attempt,
        which it ran alone */
-    int64_t workers = s_count(q, "SELECT count(DISTINCT substr(reason, 1, instr(reason, ' died')))"
+    int64_t workers = fx_count(q, "SELECT count(DISTINCT substr(reason, 1, instr(reason, ' died')))"
                                  " FROM retries WHERE reason LIKE 'worker % died%' AND "
                                  "substr(reason, 1, instr(reason, ' died')) NOT IN (SELECT "
                                  "substr(reason, 1, instr(reason, ' died')) FROM retries WHERE "
@@ -216,16 +203,16 @@ main(void)
     ok(workers > 0 && workers <= kills, "log: they name %lld of the %d workers this test killed",
        (long long) workers, kills);
     diag("%lld retries charged to the task that ran alone in its worker", (long long) charged);
-    ok(s_count(q, "SELECT count(*) FROM events WHERE kind = 'task_retried'") >= died,
+    ok(fx_count(q, "SELECT count(*) FROM events WHERE kind = 'task_retried'") >= died,
        "log: and task_retried events (%lld, with rebuilds)",
-       (long long) s_count(q, "SELECT count(*) FROM events WHERE kind = 'task_retried'"));
-    is_int(s_count(q, "SELECT count(*) FROM tasks WHERE function = 't_crash' AND status = "
+       (long long) fx_count(q, "SELECT count(*) FROM events WHERE kind = 'task_retried'"));
+    is_int(fx_count(q, "SELECT count(*) FROM tasks WHERE function = 't_crash' AND status = "
                       "'failed' AND attempts = 3"), ROUNDS,
            "log: each t_crash failed, after 3 attempts");
-    is_int(s_count(q, "SELECT count(*) FROM tasks WHERE status = 'failed' AND function != "
+    is_int(fx_count(q, "SELECT count(*) FROM tasks WHERE status = 'failed' AND function != "
                       "'t_crash' AND error NOT LIKE '%its argument from task % (t_crash)%'"), 0,
            "log: no other task failed, but those downstream of t_crash");
-    is_int(s_count(q, "SELECT count(*) FROM tasks WHERE status = 'pending'"), 0,
+    is_int(fx_count(q, "SELECT count(*) FROM tasks WHERE status = 'pending'"), 0,
            "log: no task was left unfinished");
     db_query_close(&q);
     return done_testing();

@@ -6,6 +6,7 @@
    and the log shows every restart, the checkpoint it loaded and the calls
    it replayed. */
 #include "tap.h"
+#include "lib/fx.h"
 #include "lib/graph.h"
 #include "db/db_query.h"
 #include "util/util_err.h"
@@ -30,17 +31,6 @@ typedef struct {
     int64_t state[10];          /* get(): h, n, sums[0..7] */
     int kills;
 } run_t;
-
-static int64_t
-s_count(db_query_t *q, const char *sql)
-{
-    sqlite3_stmt *st;
-    int64_t n = -1;
-    if (db_query_prepare(q, sql, &st, NULL) == 0 && sqlite3_step(st) == SQLITE_ROW)
-        n = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    return n;
-}
 
 static int
 s_get(lux_t *lx, const lux_ref_t *r, void *out, size_t n)
@@ -166,27 +156,27 @@ main(void)
         bail("%s", lux_errmsg());
     lux_actor_hex(&ka, hex);
     snprintf(sql, sizeof sql, "SELECT count(*) FROM actor_restarts WHERE actor_id = '%s'", hex);
-    is_int(s_count(q, sql), killed.kills, "lux sql shows a restart for every kill");
+    is_int(fx_count(q, sql), killed.kills, "lux sql shows a restart for every kill");
     snprintf(sql, sizeof sql,
              "SELECT count(*) FROM actor_restarts WHERE actor_id = '%s' AND "
              "(calls_replayed > 100 OR calls_replayed < 0)", hex);
-    is_int(s_count(q, sql), 0, "no restart re-applied more than 100 calls (the interval)");
+    is_int(fx_count(q, sql), 0, "no restart re-applied more than 100 calls (the interval)");
     snprintf(sql, sizeof sql,
              "SELECT count(*) FROM actor_restarts WHERE actor_id = '%s' AND "
              "checkpoint_call %% 100 = 0 AND (checkpoint_call = 0 OR checkpoint_task_id IN "
              "(SELECT task_id FROM events WHERE kind = 'actor_checkpoint' AND actor_id = '%s' "
              "AND idx = checkpoint_call))", hex, hex);
-    is_int(s_count(q, sql), killed.kills,
+    is_int(fx_count(q, sql), killed.kills,
            "each restart names the checkpoint it loaded, one the log has");
     snprintf(sql, sizeof sql,
              "SELECT max(calls_replayed) FROM actor_restarts WHERE actor_id = '%s'", hex);
-    diag("most calls replayed by one restart: %lld", (long long) s_count(q, sql));
+    diag("most calls replayed by one restart: %lld", (long long) fx_count(q, sql));
     snprintf(sql, sizeof sql,
              "SELECT count(*) FROM (SELECT call_number, row_number() OVER (ORDER BY seq) AS k "
              "FROM actor_calls WHERE actor_id = '%s') WHERE call_number != k", hex);
-    is_int(s_count(q, sql), 0, "its calls are numbered in log order, each once");
+    is_int(fx_count(q, sql), 0, "its calls are numbered in log order, each once");
     snprintf(sql, sizeof sql, "SELECT count(*) FROM actor_calls WHERE actor_id = '%s'", hex);
-    int64_t calls = s_count(q, sql);
+    int64_t calls = fx_count(q, sql);
     ok(calls >= DRIVER_CALLS + TASKS * TASK_CALLS, "the log has its %lld calls", (long long) calls);
     db_query_close(&q);
     return done_testing();

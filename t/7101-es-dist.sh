@@ -51,24 +51,13 @@ K="--env cartpole --seed 3 --max-iters 60 --target 1000"
 kref=$(timeout -s KILL 120 "$LOCAL" $K --json --quiet | tail -n 1)
 kwant=$(field weights_hash "$kref")
 is_hash "$kwant" "es_local cartpole, 60 iterations: a weights hash ($kwant)"
-retries=0
-for try in 1 2 3; do
-    es $K --workers 2 --kill-workers
-    [ "$(field weights_hash "$json")" = "$kwant" ] || break
-    retries=$(sql "$(field log "$json")" \
-        "SELECT count(*) FROM retries r JOIN tasks t USING (task_id) WHERE t.job_id = '$(field job "$json")'")
-    [ "${retries:-0}" -gt 0 ] && break
-    echo "# try $try: $(field killed "$json") workers killed, no task retried; again"
-done
+es_killed "$kwant" $K --workers 2 --kill-workers
 is "$(field weights_hash "$json")" "$kwant" \
     "es.so cartpole --kill-workers: the same weights as es_local ($(field killed "$json") workers killed)"
 ok "$([ "${retries:-0}" -gt 0 ]; echo $?)" "--kill-workers: the log shows $retries tasks retried after their worker died"
 
 # --- Pendulum -------------------------------------------------------------------------------
-P="--env pendulum --seed 2 --max-iters 8 --target 0"
-pref=$(timeout -s KILL 120 "$LOCAL" $P --json --quiet | tail -n 1)
-pwant=$(field weights_hash "$pref")
-is_hash "$pwant" "es_local pendulum: a weights hash ($pwant)"
+pendulum_ref
 es $P --workers 2
 is "$(field weights_hash "$json")" "$pwant" "es.so pendulum, 2 workers: the weights of es_local ($pwant)"
 es $P --workers 1 --tasks 5

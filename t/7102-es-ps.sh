@@ -85,24 +85,13 @@ K="--env cartpole --seed 3 --max-iters 60 --target 1000"
 kref=$(timeout -s KILL 120 "$LOCAL" $K --json --quiet | tail -n 1)
 kwant=$(field weights_hash "$kref")
 is_hash "$kwant" "es_local cartpole seed 3, 60 iterations: a weights hash ($kwant)"
-retries=0
-for try in 1 2 3; do
-    es $K --ps --workers 2 --kill-workers
-    [ "$(field weights_hash "$json")" = "$kwant" ] || break
-    retries=$(sql "$(field log "$json")" \
-        "SELECT count(*) FROM retries r JOIN tasks t USING (task_id) WHERE t.job_id = '$(field job "$json")'")
-    [ "${retries:-0}" -gt 0 ] && break
-    echo "# try $try: $(field killed "$json") workers killed, no task retried; again"
-done
+es_killed "$kwant" $K --ps --workers 2 --kill-workers
 is "$(field weights_hash "$json")" "$kwant" \
     "es.so --ps --kill-workers: es_local's weights ($(field killed "$json") processes killed)"
 ok "$([ "${retries:-0}" -gt 0 ]; echo $?)" "--kill-workers: the log shows $retries tasks retried"
 
 # --- Pendulum -------------------------------------------------------------------------------
-P="--env pendulum --seed 2 --max-iters 8 --target 0"
-pref=$(timeout -s KILL 120 "$LOCAL" $P --json --quiet | tail -n 1)
-pwant=$(field weights_hash "$pref")
-is_hash "$pwant" "es_local pendulum: a weights hash ($pwant)"
+pendulum_ref
 es $P --ps --workers 2 --kill-server
 is "$(field weights_hash "$json")" "$pwant" \
     "es.so --ps --kill-server pendulum: es_local's weights ($(field server_kills "$json") kills)"

@@ -193,9 +193,10 @@ s_cpu_report(const s_cpu_t *a, int na, long tasks)
                         (double) (b[i].ticks - a[k].ticks) * 1e6 / hz / tasks);
 }
 
-/* n no-op tasks, then all their results; tasks/s. */
+/* n no-op calls, then all their results; calls/s: tasks (k = 0), or
+   methods spread over the k actors as. */
 static int
-s_async(lux_t *lx, int n, double *rate)
+s_calls(lux_t *lx, const lux_actor_t *as, int k, int n, double *rate)
 {
     lux_ref_t *refs = malloc((size_t) n * sizeof *refs);
     lux_val_t *vals = malloc((size_t) n * sizeof *vals);
@@ -207,7 +208,8 @@ s_async(lux_t *lx, int n, double *rate)
     }
     int64_t t0 = util_mono_ns();
     for (int i = 0; i < n && !rc; i++)
-        rc = lux_call(lx, "bench_noop", 0, NULL, 1, &refs[i]);
+        rc = k ? lux_actor_call(lx, &as[i % k], "noop", 0, NULL, 1, &refs[i])
+               : lux_call(lx, "bench_noop", 0, NULL, 1, &refs[i]);
     if (!rc)
         rc = lux_get_many(lx, n, refs, vals, 600000);
     *rate = n / s_secs(t0);
@@ -215,6 +217,13 @@ s_async(lux_t *lx, int n, double *rate)
     free(refs);
     free(vals);
     return rc;
+}
+
+/* n no-op tasks, then all their results; tasks/s. */
+static int
+s_async(lux_t *lx, int n, double *rate)
+{
+    return s_calls(lx, NULL, 0, n, rate);
 }
 
 /* An actor for the benchmarks: a counter. */
@@ -705,30 +714,6 @@ out:
 
 /* --- actors ---------------------------------------------------------------------------- */
 
-/* n calls of noop spread over k actors, then every result: calls/s. */
-static int
-s_actor_async(lux_t *lx, const lux_actor_t *as, int k, int n, double *rate)
-{
-    lux_ref_t *refs = malloc((size_t) n * sizeof *refs);
-    lux_val_t *vals = malloc((size_t) n * sizeof *vals);
-    int rc = 0;
-    if (!refs || !vals) {
-        free(refs);
-        free(vals);
-        return util_err(LUX_ENOMEM, "out of memory");
-    }
-    int64_t t0 = util_mono_ns();
-    for (int i = 0; i < n && !rc; i++)
-        rc = lux_actor_call(lx, &as[i % k], "noop", 0, NULL, 1, &refs[i]);
-    if (!rc)
-        rc = lux_get_many(lx, n, refs, vals, 600000);
-    *rate = n / s_secs(t0);
-    lux_free(lx, n, refs);
-    free(refs);
-    free(vals);
-    return rc;
-}
-
 static int
 s_actors(bench_ctx_t *ctx, const char *name)
 {
@@ -740,7 +725,7 @@ s_actors(bench_ctx_t *ctx, const char *name)
         return LUX_EIO;
     for (int i = 0; i < 8 && !rc; i++)
         rc = lux_actor_create(lx, "BenchCtr", 0, NULL, NULL, &as[i]);
-    if (rc || (rc = s_actor_async(lx, as, 8, 8000, &rate))) /* warm up: all started */
+    if (rc || (rc = s_calls(lx, as, 8, 8000, &rate))) /* warm up: all started */
         goto out;
     if (bench_wants(ctx, "1_1_actor_calls_sync")) {
         int n = (int) (5000 * ctx->scale) + 50;
@@ -771,7 +756,7 @@ s_actors(bench_ctx_t *ctx, const char *name)
             continue;
         int n = (int) (100000 * ctx->scale) + 100;
         for (int r = 0; r < 3 && !rc; r++)
-            rc = s_actor_async(lx, as, async[k].actors, n, &v[r]);
+            rc = s_calls(lx, as, async[k].actors, n, &v[r]);
         if (rc)
             goto out;
         double med = bench_median(v, 3);
@@ -819,7 +804,7 @@ s_actors(bench_ctx_t *ctx, const char *name)
             rc = lux_actor_create(lx, "BenchCtr", 0, NULL,
                                   &(lux_actor_opts_t) {.max_restarts = 1}, &a);
             if (!rc)
-                rc = s_actor_async(lx, &a, 1, n, &rate);
+                rc = s_calls(lx, &a, 1, n, &rate);
             if (!rc && !(rc = lux_actor_call(lx, &a, "pid", 0, NULL, 1, &ref)) &&
                 !(rc = lux_get(lx, &ref, &val, 30000)) && val.size == 8)
                 memcpy(&pid, val.data, 8);

@@ -205,25 +205,23 @@ exec_client_poll(lux_t *lx, int timeout_ms)
     return true;
 }
 
-int
-exec_client_alloc(lux_t *lx, uint64_t size, uint64_t *off)
+/* Wait for the node's answer to request req: a message of type whose
+   body is the request ID, a code and n bytes (into out); messages that
+   come first are handled. The code (0 or LUX_E*, with the node's text as
+   the message), or LUX_EDEAD when the node goes (waiting for `what`). */
+static int
+s_await(lux_t *lx, int type, uint64_t req, uint8_t *out, size_t n, const char *what)
 {
-    uint8_t b[16];
-    uint64_t req = ++lx->alloc_req;
-    util_le64(b, req);
-    util_le64(b + 8, size);
-    exec_client_flush(lx);
-    s_send(lx, NET_ALLOC, b, sizeof b, NULL, 0);
     for (;;) {
         zmsg_t *m = exec_link_recv(lx->link, -1);
         if (!m)
-            return util_err_ctx(LUX_EDEAD, "waiting for room in the object store");
+            return util_err_ctx(LUX_EDEAD, "waiting for %s", what);
         zframe_t *hf = zmsg_first(m), *body = zmsg_next(m);
         net_hdr_t h;
-        if (net_hdr_decode(&h, hf) == 0 && h.type == NET_ALLOC_REP && body &&
-            zframe_size(body) == 20 && util_rd64(zframe_data(body)) == req) {
+        if (net_hdr_decode(&h, hf) == 0 && h.type == type && body &&
+            zframe_size(body) == 12 + n && util_rd64(zframe_data(body)) == req) {
             int rc = (int32_t) util_rd32(zframe_data(body) + 8);
-            *off = util_rd64(zframe_data(body) + 12);
+            memcpy(out, zframe_data(body) + 12, n);
             if (rc) {
                 char *why = zmsg_next(m) ? zframe_strdup(zmsg_last(m)) : NULL;
                 util_err(rc, "%s", why ? why : lux_strerror(rc));
@@ -235,6 +233,21 @@ exec_client_alloc(lux_t *lx, uint64_t size, uint64_t *off)
         exec_client_handle(lx, m);
         zmsg_destroy(&m);
     }
+}
+
+int
+exec_client_alloc(lux_t *lx, uint64_t size, uint64_t *off)
+{
+    uint8_t b[16];
+    uint64_t req = ++lx->alloc_req;
+    util_le64(b, req);
+    util_le64(b + 8, size);
+    exec_client_flush(lx);
+    s_send(lx, NET_ALLOC, b, sizeof b, NULL, 0);
+    uint8_t at[8];
+    int rc = s_await(lx, NET_ALLOC_REP, req, at, sizeof at, "room in the object store");
+    *off = util_rd64(at);
+    return rc;
 }
 
 /* --- IDs --------------------------------------------------------------------------------- */
@@ -597,22 +610,28 @@ s_block(lux_t *lx, bool blocked)
         lx->on_blocked(lx);
 }
 
-/* Waiting in a method for a call it made to its own actor, which runs
-   only after the method returns: LUX_EDEADLK naming the call, else 0. */
+/* Whether ref is the result of a call the running method made to its own
+   actor, which runs only after the method returns. */
+static bool
+s_self_ref(const lux_t *lx, const lux_ref_t *ref)
+{
+    for (uint32_t i = 0; i < lx->nself; i++)
+        if (memcmp(lx->self_refs[i].b, ref->b, LUX_REF_LEN) == 0)
+            return true;
+    return false;
+}
+
+/* LUX_EDEADLK for waiting (in `what`) for such a ref. */
 static int
 s_self_wait(lux_t *lx, const char *what, const lux_ref_t *ref)
 {
-    for (uint32_t i = 0; i < lx->nself; i++)
-        if (memcmp(lx->self_refs[i].b, ref->b, LUX_REF_LEN) == 0) {
-            char hex[LUX_REF_LEN * 2 + 1], act[33];
-            util_id_t a = lx->self_actor;
-            return util_err(LUX_EDEADLK,
-                            "%s: object %s is the result of a call this method made to its "
-                            "own actor %.32s, which runs only after the method returns: "
-                            "waiting for it would never end",
-                            what, lux_ref_hex(ref, hex), util_id_hex(&a, act));
-        }
-    return 0;
+    char hex[LUX_REF_LEN * 2 + 1], act[UTIL_ID_HEX];
+    s_block(lx, false);
+    return util_err(LUX_EDEADLK,
+                    "%s: object %s is the result of a call this method made to its own actor "
+                    "%s, which runs only after the method returns: waiting for it would never "
+                    "end",
+                    what, lux_ref_hex(ref, hex), util_id_hex(&lx->self_actor, act));
 }
 
 int
@@ -650,10 +669,8 @@ lux_get_many(lux_t *lx, int n, const lux_ref_t *refs, lux_val_t *out, int timeou
                 return util_err(LUX_ETIMEDOUT, "lux_get: object %s not ready within %d ms",
                                 lux_ref_hex(&refs[i], hex), timeout_ms);
             }
-            if (lx->nself && (rc = s_self_wait(lx, "lux_get", &refs[i]))) {
-                s_block(lx, false);
-                return rc;
-            }
+            if (s_self_ref(lx, &refs[i]))
+                return s_self_wait(lx, "lux_get", &refs[i]);
             if (!exec_client_poll(lx, 0)) {
                 s_block(lx, true);
                 exec_client_poll(lx, left > 1000 ? 1000 : (int) left);
@@ -709,20 +726,18 @@ lux_wait(lux_t *lx, int n, const lux_ref_t *refs, int k, int timeout_ms, int *re
         /* fewer than k ready, and too many of the rest can only come
            after the method returns */
         if (lx->nself) {
-            int others = 0, self = 0;
+            int others = 0, self = -1;
             for (int i = 0; i < n; i++) {
                 exec_cobj_t *o = s_obj(lx, &refs[i], false);
                 if (o && s_have(lx, &refs[i], o, false))
                     continue;
-                if (s_self_wait(lx, "lux_wait", &refs[i]))
-                    self++;
-                else
+                if (!s_self_ref(lx, &refs[i]))
                     others++;
+                else if (self < 0)
+                    self = i;
             }
-            if (self && count + others < k) {
-                s_block(lx, false);
-                return LUX_EDEADLK;
-            }
+            if (self >= 0 && count + others < k)
+                return s_self_wait(lx, "lux_wait", &refs[self]);
         }
         if (!exec_client_poll(lx, 0)) {
             s_block(lx, true);
@@ -997,28 +1012,11 @@ s_actor_op(lux_t *lx, int op, const lux_actor_t *actor, const char *name, int ti
     exec_client_flush(lx); /* what was called before goes first */
     s_send(lx, NET_ACTOR, b.data, b.len, NULL, 0);
     util_buf_free(&b);
-    for (;;) {
-        zmsg_t *m = exec_link_recv(lx->link, -1);
-        if (!m)
-            return util_err_ctx(LUX_EDEAD, "waiting for the node manager");
-        zframe_t *hf = zmsg_first(m), *body = zmsg_next(m);
-        net_hdr_t h;
-        if (net_hdr_decode(&h, hf) == 0 && h.type == NET_ACTOR_REP && body &&
-            zframe_size(body) == 28 && util_rd64(zframe_data(body)) == req) {
-            int rc = (int32_t) util_rd32(zframe_data(body) + 8);
-            if (found)
-                memcpy(found->b, zframe_data(body) + 12, 16);
-            if (rc) {
-                char *why = zmsg_next(m) ? zframe_strdup(zmsg_last(m)) : NULL;
-                util_err(rc, "%s", why ? why : lux_strerror(rc));
-                free(why);
-            }
-            zmsg_destroy(&m);
-            return rc;
-        }
-        exec_client_handle(lx, m);
-        zmsg_destroy(&m);
-    }
+    uint8_t id[16];
+    int rc = s_await(lx, NET_ACTOR_REP, req, id, sizeof id, "the node manager");
+    if (found)
+        memcpy(found->b, id, sizeof id);
+    return rc;
 }
 
 int

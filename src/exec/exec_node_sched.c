@@ -651,19 +651,26 @@ s_worker_unlink(nm_t *nm, nm_worker_t *w)
         }
 }
 
+/* The end of a worker gone: its connection goes too, then the worker. */
+static void
+s_worker_free(nm_t *nm, nm_worker_t *w)
+{
+    if (w->client) {
+        nm_client_t *c = w->client;
+        c->worker = NULL;
+        w->client = NULL;
+        nm_client_gone(nm, c);
+    }
+    s_worker_unlink(nm, w);
+    free(w);
+}
+
 void
 nm_worker_gone(nm_t *nm, nm_worker_t *w, const char *why)
 {
     if (w->actor) {
         nm_actor_worker_gone(nm, w, why);
-        if (w->client) {
-            nm_client_t *c = w->client;
-            c->worker = NULL;
-            w->client = NULL;
-            nm_client_gone(nm, c);
-        }
-        s_worker_unlink(nm, w);
-        free(w);
+        s_worker_free(nm, w);
         return;
     }
     nm_task_t *running = w->queue, *rest = running ? running->next : NULL;
@@ -721,14 +728,7 @@ nm_worker_gone(nm_t *nm, nm_worker_t *w, const char *why)
             s_ready_push(nm, running, true);
         }
     }
-    if (w->client) {
-        nm_client_t *c = w->client;
-        c->worker = NULL;
-        w->client = NULL;
-        nm_client_gone(nm, c);
-    }
-    s_worker_unlink(nm, w);
-    free(w);
+    s_worker_free(nm, w);
 }
 
 void

@@ -182,3 +182,16 @@ fx_children(pid_t *pids, int max)
     closedir(d);
     return n;
 }
+
+int64_t
+fx_count(db_query_t *q, const char *sql)
+{
+    sqlite3_stmt *st = NULL;
+    int64_t n = -1;
+    if (db_query_prepare(q, sql, &st, NULL) == 0 && sqlite3_step(st) == SQLITE_ROW)
+        n = sqlite3_column_int64(st, 0);
+    else
+        diag("query failed: %s: %s", sql, lux_errmsg());
+    sqlite3_finalize(st);
+    return n;
+}

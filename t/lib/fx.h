@@ -6,6 +6,7 @@
 #define FX_H_INCLUDED
 
 #include "db/db_master.h"
+#include "db/db_query.h"
 
 #include <stdbool.h>
 #include <sys/types.h>
@@ -36,5 +37,9 @@ int fx_pids(const db_cluster_t *c, pid_t *pids, int max);
    its workers), found in /proc by their parent pid; returns the count.
    Zombies are left out. */
 int fx_children(pid_t *pids, int max);
+
+/* The first column of the first row of a query over the log, as an
+   integer; -1 (and a diag) when the query fails or gives no row. */
+int64_t fx_count(db_query_t *q, const char *sql);
 
 #endif
