@@ -54,9 +54,9 @@ main(void)
     ok(fx_count(q, "SELECT count(*) FROM events WHERE kind = 'object_spilled'") > 0,
        "puts were spilled to disk (%lld)",
        (long long) fx_count(q, "SELECT count(*) FROM events WHERE kind = 'object_spilled'"));
-    ok(fx_count(q, "SELECT count(*) FROM retries WHERE reason LIKE 'rebuild%'") > 0,
+    ok(fx_count(q, "SELECT count(*) FROM retries WHERE reason LIKE 'rebuild%%'") > 0,
        "lost objects were rebuilt from their lineage (%lld)",
-       (long long) fx_count(q, "SELECT count(*) FROM retries WHERE reason LIKE 'rebuild%'"));
+       (long long) fx_count(q, "SELECT count(*) FROM retries WHERE reason LIKE 'rebuild%%'"));
     is_int(fx_count(q, "SELECT count(*) FROM tasks WHERE status != 'finished'"), 0,
            "every task finished");
     ok(fx_count(q, "SELECT count(DISTINCT function) FROM tasks") >= 5,

@@ -122,24 +122,6 @@ s_get_fails(lux_t *lx, const lux_ref_t *ref, int code, char *msg, size_t n, cons
         diag("  %s", msg);
 }
 
-static int64_t
-s_int(db_query_t *q, const char *fmt, ...)
-{
-    char sql[1024];
-    va_list ap;
-    sqlite3_stmt *st;
-    int64_t n = -1;
-    va_start(ap, fmt);
-    vsnprintf(sql, sizeof sql, fmt, ap);
-    va_end(ap);
-    if (db_query_prepare(q, sql, &st, NULL) == 0 && sqlite3_step(st) == SQLITE_ROW)
-        n = sqlite3_column_int64(st, 0);
-    else
-        diag("query failed: %s: %s", sql, lux_errmsg());
-    sqlite3_finalize(st);
-    return n;
-}
-
 /* --- a task that always crashes its worker --------------------------------------------------- */
 
 static lux_ref_t s_crash[3], s_down1, s_down2[2];
@@ -324,34 +306,29 @@ main(void)
     lux_shutdown(&lx);
 
     /* the log */
-    db_cluster_t c;
-    if (db_cluster_load(&c, dir))
-        bail("%s", lux_errmsg());
-    db_query_t *q = db_query_open(&c);
-    if (!q)
-        bail("%s", lux_errmsg());
+    db_query_t *q = fx_query_open(dir);
     char hex[33];
     for (int i = 0; i < 3; i++) {
         s_task_hex(&s_crash[i], hex);
         int a = s_crash_attempts[i];
-        is_int(s_int(q, "SELECT attempts FROM tasks WHERE task_id = '%s' AND status = 'failed'",
+        is_int(fx_count(q, "SELECT attempts FROM tasks WHERE task_id = '%s' AND status = 'failed'",
                      hex),
                a, "log: t_crash %d failed after %d attempts", i, a);
-        is_int(s_int(q, "SELECT count(*) FROM retries WHERE task_id = '%s' AND reason LIKE "
+        is_int(fx_count(q, "SELECT count(*) FROM retries WHERE task_id = '%s' AND reason LIKE "
                         "'worker %% died (signal 9); attempt %% of %d'", hex, a),
                a - 1, "log: and was retried %d times, each saying its worker died", a - 1);
     }
     /* tasks batched with t_crash went back uncharged (their worker died
        holding several: which one ran is not known) */
-    is_int(s_int(q, "SELECT count(*) FROM retries WHERE function != 't_crash' AND reason NOT "
+    is_int(fx_count(q, "SELECT count(*) FROM retries WHERE function != 't_crash' AND reason NOT "
                     "LIKE 'worker %% died (signal 9) holding %% tasks, this one perhaps running;"
                     " it runs again alone, attempt 1 of 3 (not counted)'"),
            0, "log: no other task was charged an attempt: each retry says so");
-    is_int(s_int(q, "SELECT count(*) FROM tasks WHERE function = 't_mix' AND status = 'finished'"
+    is_int(fx_count(q, "SELECT count(*) FROM tasks WHERE function = 't_mix' AND status = 'finished'"
                     " AND attempts = 1"), s_ngood,
            "log: every good task finished at its first attempt");
     s_task_hex(&s_crash[0], hex);
-    is_int(s_int(q, "SELECT count(*) FROM tasks WHERE status = 'failed' AND error LIKE '%%%s%%'",
+    is_int(fx_count(q, "SELECT count(*) FROM tasks WHERE status = 'failed' AND error LIKE '%%%s%%'",
                  hex), 2, "log: the two tasks downstream failed naming t_crash");
     db_query_close(&q);
     return done_testing();

@@ -275,20 +275,15 @@ main(void)
     lux_shutdown(&lx);
 
     /* --- the log ------------------------------------------------------------------------- */
-    db_cluster_t cl;
-    if (db_cluster_load(&cl, dir))
-        bail("%s", lux_errmsg());
-    db_query_t *q = db_query_open(&cl);
-    if (!q)
-        bail("%s", lux_errmsg());
+    db_query_t *q = fx_query_open(dir);
     lux_actor_hex(&a, hex);
     char sql[512];
     snprintf(sql, sizeof sql, "SELECT count(*) FROM actor_calls WHERE actor_id = '%s'", hex);
-    ok(fx_count(q, sql) >= N + 901, "the log has every call of the first actor (%lld)",
-       (long long) fx_count(q, sql));
+    ok(fx_count(q, "%s", sql) >= N + 901, "the log has every call of the first actor (%lld)",
+       (long long) fx_count(q, "%s", sql));
     snprintf(sql, sizeof sql,
              "SELECT count(DISTINCT shard) FROM actor_calls WHERE actor_id = '%s'", hex);
-    is_int(fx_count(q, sql), 1, "its actor_call events are all in its shard");
+    is_int(fx_count(q, "%s", sql), 1, "its actor_call events are all in its shard");
     /* the order of its events is the order it applied them: re-apply the
        adds in log order, from the bodies, and reach the state it reported */
     sqlite3_stmt *st;
@@ -328,18 +323,18 @@ main(void)
     snprintf(sql, sizeof sql,
              "SELECT count(*) FROM (SELECT call_number, row_number() OVER (ORDER BY seq) AS k "
              "FROM actor_calls WHERE actor_id = '%s') WHERE call_number != k", hex);
-    is_int(fx_count(q, sql), 0, "call numbers follow the log's order");
+    is_int(fx_count(q, "%s", sql), 0, "call numbers follow the log's order");
     lux_actor_hex(&c, hex);
     snprintf(sql, sizeof sql, "SELECT count(*) FROM actor_restarts WHERE actor_id = '%s'", hex);
-    is_int(fx_count(q, sql), 2, "lux sql shows the second actor's two restarts");
+    is_int(fx_count(q, "%s", sql), 2, "lux sql shows the second actor's two restarts");
     snprintf(sql, sizeof sql,
              "SELECT count(*) FROM actor_restarts WHERE actor_id = '%s' AND checkpoint_call = 50 "
              "AND calls_replayed BETWEEN 11 AND 12",
              hex);
-    is_int(fx_count(q, sql), 1, "the first loaded the checkpoint of call 50 and replayed 11 calls (12 with the get sent before the death was seen)");
+    is_int(fx_count(q, "%s", sql), 1, "the first loaded the checkpoint of call 50 and replayed 11 calls (12 with the get sent before the death was seen)");
     snprintf(sql, sizeof sql,
              "SELECT count(*) FROM actors WHERE actor_id = '%s' AND state = 'dead'", hex);
-    is_int(fx_count(q, sql), 1, "and the actor is dead in the log");
+    is_int(fx_count(q, "%s", sql), 1, "and the actor is dead in the log");
     db_query_close(&q);
     return done_testing();
 }

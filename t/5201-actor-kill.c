@@ -148,35 +148,30 @@ main(void)
     snprintf(dir, sizeof dir, "%s", lux_dir(lx));
     lux_shutdown(&lx);
 
-    db_cluster_t cl;
-    if (db_cluster_load(&cl, dir))
-        bail("%s", lux_errmsg());
-    db_query_t *q = db_query_open(&cl);
-    if (!q)
-        bail("%s", lux_errmsg());
+    db_query_t *q = fx_query_open(dir);
     lux_actor_hex(&ka, hex);
     snprintf(sql, sizeof sql, "SELECT count(*) FROM actor_restarts WHERE actor_id = '%s'", hex);
-    is_int(fx_count(q, sql), killed.kills, "lux sql shows a restart for every kill");
+    is_int(fx_count(q, "%s", sql), killed.kills, "lux sql shows a restart for every kill");
     snprintf(sql, sizeof sql,
              "SELECT count(*) FROM actor_restarts WHERE actor_id = '%s' AND "
              "(calls_replayed > 100 OR calls_replayed < 0)", hex);
-    is_int(fx_count(q, sql), 0, "no restart re-applied more than 100 calls (the interval)");
+    is_int(fx_count(q, "%s", sql), 0, "no restart re-applied more than 100 calls (the interval)");
     snprintf(sql, sizeof sql,
              "SELECT count(*) FROM actor_restarts WHERE actor_id = '%s' AND "
              "checkpoint_call %% 100 = 0 AND (checkpoint_call = 0 OR checkpoint_task_id IN "
              "(SELECT task_id FROM events WHERE kind = 'actor_checkpoint' AND actor_id = '%s' "
              "AND idx = checkpoint_call))", hex, hex);
-    is_int(fx_count(q, sql), killed.kills,
+    is_int(fx_count(q, "%s", sql), killed.kills,
            "each restart names the checkpoint it loaded, one the log has");
     snprintf(sql, sizeof sql,
              "SELECT max(calls_replayed) FROM actor_restarts WHERE actor_id = '%s'", hex);
-    diag("most calls replayed by one restart: %lld", (long long) fx_count(q, sql));
+    diag("most calls replayed by one restart: %lld", (long long) fx_count(q, "%s", sql));
     snprintf(sql, sizeof sql,
              "SELECT count(*) FROM (SELECT call_number, row_number() OVER (ORDER BY seq) AS k "
              "FROM actor_calls WHERE actor_id = '%s') WHERE call_number != k", hex);
-    is_int(fx_count(q, sql), 0, "its calls are numbered in log order, each once");
+    is_int(fx_count(q, "%s", sql), 0, "its calls are numbered in log order, each once");
     snprintf(sql, sizeof sql, "SELECT count(*) FROM actor_calls WHERE actor_id = '%s'", hex);
-    int64_t calls = fx_count(q, sql);
+    int64_t calls = fx_count(q, "%s", sql);
     ok(calls >= DRIVER_CALLS + TASKS * TASK_CALLS, "the log has its %lld calls", (long long) calls);
     db_query_close(&q);
     return done_testing();

@@ -183,11 +183,26 @@ fx_children(pid_t *pids, int max)
     return n;
 }
 
-int64_t
-fx_count(db_query_t *q, const char *sql)
+db_query_t *
+fx_query_open(const char *dir)
 {
+    db_cluster_t c;
+    db_query_t *q;
+    if (db_cluster_load(&c, dir) || !(q = db_query_open(&c)))
+        bail("the log in %s: %s", dir, lux_errmsg());
+    return q;
+}
+
+int64_t
+fx_count(db_query_t *q, const char *fmt, ...)
+{
+    char sql[1024];
+    va_list ap;
     sqlite3_stmt *st = NULL;
     int64_t n = -1;
+    va_start(ap, fmt);
+    vsnprintf(sql, sizeof sql, fmt, ap);
+    va_end(ap);
     if (db_query_prepare(q, sql, &st, NULL) == 0 && sqlite3_step(st) == SQLITE_ROW)
         n = sqlite3_column_int64(st, 0);
     else

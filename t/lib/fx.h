@@ -38,8 +38,11 @@ int fx_pids(const db_cluster_t *c, pid_t *pids, int max);
    Zombies are left out. */
 int fx_children(pid_t *pids, int max);
 
-/* The first column of the first row of a query over the log, as an
-   integer; -1 (and a diag) when the query fails or gives no row. */
-int64_t fx_count(db_query_t *q, const char *sql);
+/* The log of the cluster in dir, opened for queries; bails out on failure. */
+db_query_t *fx_query_open(const char *dir);
+
+/* The first column of the first row of a query over the log (printf-style),
+   as an integer; -1 (and a diag) when the query fails or gives no row. */
+int64_t fx_count(db_query_t *q, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif
