@@ -4,8 +4,9 @@
     Reading is SQLite-bound (about 1 us per event: stepping the row and
     some sixty column calls), so the reader thread only checks requests and
     relays answers; DB_READ_WORKERS worker threads, each with a connection
-    of its own, do the reading. A subscriber keeps two READs in flight, so
-    two workers read its next two chunks at once. A worker gets a job
+    of its own, do the reading. A subscriber keeps three READs in flight, so
+    two workers read its next two chunks at once and the third waits for
+    the first worker done, which need not wait for the subscriber. A worker gets a job
     (pointer) and gives it back filled; jobs wait in a queue when every
     worker is busy.
 

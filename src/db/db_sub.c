@@ -25,6 +25,7 @@
 
 #define S_KEEP 256     /* live messages kept while catching up */
 #define S_READ 8192    /* events per READ */
+#define S_INFLIGHT 3   /* READs in flight: the tail's two read workers and one queued */
 #define S_READ_WAIT_MS 2000 /* a READ unanswered this long is lost */
 
 typedef struct {
@@ -42,7 +43,7 @@ struct db_sub_t {
     zsock_t *master, *cfg;  /* DEALER and SUB to the master */
     zsock_t *pub, *rd;      /* SUB and DEALER to the tail */
     bool live;
-    s_read_t reads[2];
+    s_read_t reads[S_INFLIGHT]; /* oldest first */
     int nreads;
     uint64_t next_from;     /* where the next READ starts */
     uint64_t req;
@@ -83,7 +84,7 @@ s_read(db_sub_t *self)
     uint8_t b[24];
     if (!self->rd)
         return;
-    while (self->nreads < 2) {
+    while (self->nreads < S_INFLIGHT) {
         s_read_t *r = &self->reads[self->nreads++];
         r->req = ++self->req;
         r->from = self->next_from;
@@ -323,18 +324,19 @@ s_on_read(db_sub_t *self, zmsg_t **m_p, net_batch_t *out)
         net_batch_parse(&b, zframe_data(body), zframe_size(body)))
         return 0;
     uint64_t req = util_rd64(zframe_data(rep)), tail_last = util_rd64(zframe_data(rep) + 8);
-    if (self->nreads == 2 && self->reads[1].req == req && !self->reads[1].reply) {
-        /* the tail read two chunks at once and this one came first: keep
-           it until the older one is delivered */
-        self->reads[1].reply = *m_p;
-        *m_p = NULL;
-        return 0;
-    }
+    for (int i = 1; i < self->nreads; i++)
+        if (self->reads[i].req == req && !self->reads[i].reply) {
+            /* the tail reads chunks side by side and this one came first:
+               keep it until the older ones are delivered */
+            self->reads[i].reply = *m_p;
+            *m_p = NULL;
+            return 0;
+        }
     if (self->nreads == 0 || self->reads[0].req != req)
         return 0; /* an answer to a READ we gave up on */
-    self->reads[0] = self->reads[1];
-    self->reads[1].reply = NULL;
+    memmove(&self->reads[0], &self->reads[1], (size_t) (self->nreads - 1) * sizeof self->reads[0]);
     self->nreads--;
+    self->reads[self->nreads].reply = NULL;
     int n = s_deliver(self, m_p, &b, out);
     if (n < 0) { /* cannot happen with a sane tail; start the catch-up again */
         s_catchup(self);
