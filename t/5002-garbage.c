@@ -8,6 +8,7 @@
 #include "lib/fx.h"
 #include "db/db_client.h"
 #include "db/db_sub.h"
+#include "net/net_link.h"
 #include "net/net_wire.h"
 #include "util/util_err.h"
 #include "util/util_fs.h"
@@ -17,6 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 static db_cluster_t s_c;
 static uint64_t s_rng = 12345;
@@ -69,6 +72,76 @@ s_batch(util_buf_t *b, uint64_t first, uint32_t count, bool valid, uint64_t cseq
     }
     net_batch_end(b, count);
     util_buf_free(&rec);
+}
+
+/* Garbage on the local link beside an append endpoint: messages that
+   frame correctly but say nothing sensible (answered with ERRORs, over
+   the link), then bytes that break the framing, which must close the link.
+   Returns how many of the four outcomes held: a link there, ERRORs come
+   back, the bad stream is closed by the replica, a new link is taken. */
+static int
+s_link_garbage(const char *ep, uint64_t epoch)
+{
+    char path[DB_EP_MAX];
+    uint8_t junk[300];
+    int held = 0;
+    net_link_t *l;
+    if (net_link_path(ep, path, sizeof path) || !(l = net_link_connect(path)))
+        return 0;
+    held++;
+    for (int i = 0; i < 200; i++) {
+        zmsg_t *m = zmsg_new();
+        int frames = (int) (s_rand() % 4); /* no frame at all, sometimes */
+        for (int f = 0; f < frames; f++) {
+            size_t n = s_rand() % sizeof junk;
+            for (size_t k = 0; k < n; k++)
+                junk[k] = (uint8_t) s_rand();
+            if (f == 0 && n >= 3 && s_rand() % 2) {
+                junk[0] = NET_MAGIC;
+                junk[1] = NET_VERSION;
+                junk[2] = (uint8_t) (1 + s_rand() % (NET_TYPE_MAX - 1));
+            }
+            zmsg_addmem(m, junk, n);
+        }
+        net_link_send(l, &m);
+    }
+    util_buf_t b;
+    util_buf_init(&b);
+    s_batch(&b, 0, 3, false, 1); /* records that do not decode */
+    zmsg_t *m = s_msg(NET_APPEND, 0, epoch, b.data, b.len);
+    net_link_send(l, &m);
+    util_buf_free(&b);
+    int errors = 0;
+    zmsg_t *r;
+    while ((r = net_link_recv(l, 1000))) {
+        net_hdr_t h;
+        errors += net_hdr_decode(&h, zmsg_first(r)) == 0 && h.type == NET_ERROR;
+        zmsg_destroy(&r);
+    }
+    held += errors > 0;
+    diag("%s: %d ERRORs over the link", path, errors);
+    /* a frame longer than its message (then a message over the limit, for
+       a replica that would read on) */
+    uint8_t bad[16] = {8, 0, 0, 0, 200, 0, 0, 0, 1, 2, 3, 4, 0xff, 0xff, 0xff, 0x7f};
+    bool wrote = send(net_link_fd(l), bad, sizeof bad, MSG_NOSIGNAL) == (ssize_t) sizeof bad;
+    while ((r = net_link_recv(l, 3000)))
+        zmsg_destroy(&r);
+    held += wrote && net_link_dead(l);
+    if (!wrote || !net_link_dead(l))
+        diag("%s: the broken stream was %s", path, wrote ? "not closed" : "not written");
+    net_link_destroy(&l);
+    if ((l = net_link_connect(path))) {
+        m = s_msg(NET_PING, 0, epoch, NULL, 0);
+        net_link_send(l, &m);
+        r = net_link_recv(l, 3000);
+        net_hdr_t h;
+        held += r && net_hdr_decode(&h, zmsg_first(r)) == 0 && h.type == NET_PONG;
+        if (!r)
+            diag("%s: no PONG on a new link: %s", path, lux_errmsg());
+        zmsg_destroy(&r);
+        net_link_destroy(&l);
+    }
+    return held;
 }
 
 /* Throw everything at one endpoint; returns the number of messages sent. */
@@ -213,6 +286,8 @@ main(void)
     if (!cl)
         bail("client: %s", lux_errmsg());
     is_int(s_append(cl, 2000), 0, "2000 events appended and acknowledged");
+    ok(db_client_linked(cl, 0) && db_client_linked(cl, 1),
+       "the client reaches both heads by their local links");
     uint64_t acked[2] = {db_client_acked_seq(cl, 0), db_client_acked_seq(cl, 1)};
     int np = fx_pids(&s_c, before, 16);
     is_int(np, 7, "a supervisor and six replicas");
@@ -232,6 +307,12 @@ main(void)
         }
     }
     ok(endpoints == 1 + 6 * 3, "garbage sent to %d endpoints", endpoints);
+    int links = 0;
+    for (uint32_t i = 0; i < s_c.shards * s_c.replicas; i++)
+        links += s_link_garbage(st.beats[i].ep[DB_EP_APPEND],
+                                st.chains[st.beats[i].shard].epoch) == 4;
+    is_int(links, 6, "every replica's append link answered garbage with ERRORs, closed a "
+           "broken stream and took the next link");
     db_status_free(&st);
 
     int np2 = fx_pids(&s_c, after, 16);
@@ -260,6 +341,7 @@ main(void)
 
     /* nothing lost, still serving */
     is_int(s_append(cl, 500), 0, "500 more events appended and acknowledged");
+
     for (uint32_t s = 0; s < 2; s++) {
         db_sub_t *sub = db_sub_new(&s_c, NULL, s, 0);
         uint64_t want = db_client_acked_seq(cl, s), got = 0;
@@ -288,6 +370,12 @@ main(void)
            (unsigned long long) want, (unsigned long long) acked[s]);
         db_sub_destroy(&sub);
     }
+    setenv("LUX_NO_LINK", "1", 1);
+    db_client_t *zc = db_client_new(&co);
+    ok(zc && !db_client_linked(zc, 0) && !db_client_linked(zc, 1) && s_append(zc, 300) == 0,
+       "with LUX_NO_LINK a client appends over ZeroMQ");
+    db_client_destroy(&zc);
+    unsetenv("LUX_NO_LINK");
     db_client_destroy(&cl);
     char out[4096];
     fx_stop(&s_c);

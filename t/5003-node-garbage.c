@@ -9,7 +9,7 @@
 #include "lib/graph.h"
 #include "db/db_cluster.h"
 #include "exec/exec_client.h"
-#include "exec/exec_link.h"
+#include "net/net_link.h"
 #include "exec/exec_node.h"
 #include "net/net_wire.h"
 #include "util/util_buf.h"

@@ -79,5 +79,8 @@ uint32_t db_client_shard(const db_client_t *self, const db_event_t *e);
 
 /* Times a batch was sent again after a failure or silence (for tests). */
 uint64_t db_client_resends(const db_client_t *self);
+/* Whether a shard's head is reached now by a local link (net_link.h)
+   rather than ZeroMQ (for tests). */
+bool db_client_linked(const db_client_t *self, uint32_t shard);
 
 #endif

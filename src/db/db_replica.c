@@ -59,6 +59,7 @@
 #include "db_reader.h"
 #include "db_store.h"
 #include "db_writer.h"
+#include "../net/net_link.h"
 #include "../net/net_wire.h"
 #include "../util/util_err.h"
 #include "../util/util_idmap.h"
@@ -91,6 +92,19 @@ typedef struct {
     uint64_t cseq, seq; /* newest event ID seen from a client, and its seq */
 } s_seen_t;
 
+/* A client on a local link (net_link.h) beside the append endpoint. Its
+   messages are handled as the append socket's, under a routing ID made
+   here: S_LINK_RID_LEN bytes, a zero byte, "lnk" and the link's number.
+   ZeroMQ's own routing IDs are five bytes, and one chosen by a peer
+   cannot start with a zero byte, so the two never meet. */
+#define S_LINK_RID_LEN 12
+
+typedef struct {
+    net_link_t *link;
+    uint64_t id;
+    short events; /* what the loop polls it for */
+} s_link_t;
+
 enum { J_IDLE, J_PROBE, J_TRUNC, J_FETCH, J_WAIT };
 
 typedef struct {
@@ -102,6 +116,10 @@ typedef struct {
     char db_path[PATH_MAX];
     char ep[DB_EP_N][DB_EP_MAX];   /* endpoints bound */
     zsock_t *sk_append, *sk_chain, *sk_pub; /* bound sockets */
+    int link_fd;                   /* listening beside the append endpoint, or -1 */
+    s_link_t *links;
+    size_t nlinks, caplinks;
+    uint64_t link_ids;             /* the last link's number */
     zsock_t *sk_master;            /* DEALER to the chain master */
     zsock_t *sk_succ;              /* DEALER to the successor, or NULL */
     zsock_t *sk_tail;              /* DEALER to the tail's read endpoint (joining) */
@@ -149,6 +167,143 @@ static void s_join_request(s_rep_t *self);
 static void s_ack_clients(s_rep_t *self);
 static void s_admission(s_rep_t *self);
 static int s_on_append(zloop_t *loop, zsock_t *sock, void *arg);
+static void s_append_msg(s_rep_t *self, zmsg_t *msg);
+static void s_complain(s_rep_t *self, const char *sock, const char *what);
+
+/* --- local links -------------------------------------------------------------------- */
+
+static s_link_t *
+s_link_of(s_rep_t *self, zframe_t *rid)
+{
+    if (!rid || zframe_size(rid) != S_LINK_RID_LEN || memcmp(zframe_data(rid), "\0lnk", 4) != 0)
+        return NULL;
+    uint64_t id = util_rd64(zframe_data(rid) + 4);
+    for (size_t i = 0; i < self->nlinks; i++)
+        if (self->links[i].id == id)
+            return &self->links[i];
+    return NULL;
+}
+
+static int s_on_link(zloop_t *loop, zmq_pollitem_t *item, void *arg);
+
+/* Poll l for what it needs: input unless appends are paused, output
+   while some waits. */
+static void
+s_link_watch(s_rep_t *self, s_link_t *l)
+{
+    short want = (short) ((self->append_paused ? 0 : ZMQ_POLLIN) |
+                          (net_link_pending(l->link) ? ZMQ_POLLOUT : 0));
+    if (want == l->events)
+        return;
+    zmq_pollitem_t item = {NULL, net_link_fd(l->link), want, 0};
+    if (l->events)
+        zloop_poller_end(self->loop, &item);
+    l->events = 0;
+    if (want && zloop_poller(self->loop, &item, s_on_link, self) == 0) {
+        zloop_poller_set_tolerant(self->loop, &item); /* a hang-up is ours to see */
+        l->events = want;
+    }
+}
+
+static void
+s_link_close(s_rep_t *self, s_link_t *l)
+{
+    if (l->events && self->loop) {
+        zmq_pollitem_t item = {NULL, net_link_fd(l->link), 0, 0};
+        zloop_poller_end(self->loop, &item);
+    }
+    net_link_destroy(&l->link);
+    *l = self->links[--self->nlinks];
+}
+
+/* Send m on sock, or on the local link its routing ID names (an answer
+   for a link that has closed is dropped: its client resends). */
+static void
+s_emit(s_rep_t *self, zsock_t *sock, zmsg_t **m_p)
+{
+    zframe_t *first = zmsg_first(*m_p);
+    if (sock != self->sk_append || !first || zframe_size(first) != S_LINK_RID_LEN) {
+        zmsg_send(m_p, sock);
+        return;
+    }
+    s_link_t *l = s_link_of(self, first);
+    zframe_t *rid = zmsg_pop(*m_p);
+    zframe_destroy(&rid);
+    if (!l)
+        zmsg_destroy(m_p);
+    else if (net_link_send(l->link, m_p))
+        s_link_close(self, l);
+    else
+        s_link_watch(self, l);
+}
+
+static int
+s_on_link(zloop_t *loop, zmq_pollitem_t *item, void *arg)
+{
+    s_rep_t *self = arg;
+    s_link_t *l = NULL;
+    (void) loop;
+    for (size_t i = 0; i < self->nlinks && !l; i++)
+        if (net_link_fd(self->links[i].link) == item->fd)
+            l = &self->links[i];
+    if (!l)
+        return 0;
+    uint8_t rid[S_LINK_RID_LEN] = {0, 'l', 'n', 'k'};
+    util_le64(rid + 4, l->id);
+    if ((item->revents & ZMQ_POLLOUT) && net_link_write(l->link)) {
+        s_link_close(self, l);
+        return 0;
+    }
+    if (item->revents & (ZMQ_POLLIN | ZMQ_POLLERR)) {
+        net_link_read(l->link); /* a hang-up shows in net_link_dead below */
+        zmsg_t *m;
+        while (l && (m = net_link_next(l->link))) {
+            zmsg_pushmem(m, rid, sizeof rid);
+            s_append_msg(self, m);
+            /* an answer that failed closed the link: look it up again */
+            zframe_t *f = zframe_new(rid, sizeof rid);
+            l = s_link_of(self, f);
+            zframe_destroy(&f);
+        }
+        if (l && net_link_dead(l->link)) {
+            s_link_close(self, l);
+            l = NULL;
+        }
+    }
+    if (l)
+        s_link_watch(self, l);
+    return 0;
+}
+
+static int
+s_on_link_accept(zloop_t *loop, zmq_pollitem_t *item, void *arg)
+{
+    s_rep_t *self = arg;
+    net_link_t *link;
+    int rc;
+    (void) loop;
+    (void) item;
+    while ((rc = net_link_accept(self->link_fd, &link)) != LUX_ETIMEDOUT) {
+        if (rc) {
+            s_complain(self, "append link", lux_errmsg());
+            return 0;
+        }
+        if (self->nlinks == self->caplinks) {
+            size_t cap = self->caplinks ? 2 * self->caplinks : 8;
+            s_link_t *a = realloc(self->links, cap * sizeof *a);
+            if (!a) {
+                net_link_destroy(&link); /* the client goes on over ZeroMQ */
+                return 0;
+            }
+            self->links = a;
+            self->caplinks = cap;
+        }
+        s_link_t *l = &self->links[self->nlinks++];
+        *l = (s_link_t) {link, ++self->link_ids, 0};
+        s_link_watch(self, l);
+    }
+    return 0;
+}
 
 /* --- small helpers ---------------------------------------------------------------- */
 
@@ -168,24 +323,24 @@ s_send_error(s_rep_t *self, zsock_t *sock, zframe_t **rid_p, int code, const cha
     zmsg_t *m = net_error_msg(self->shard, self->cfg.epoch, code, "%s", text);
     if (rid_p && *rid_p)
         zmsg_prepend(m, rid_p);
-    zmsg_send(&m, sock);
+    s_emit(self, sock, &m);
 }
 
 /* Send header + one body frame (+ an optional second) on sock, to rid when
    sock is a ROUTER. */
 static void
-s_send(zsock_t *sock, zframe_t *rid, int type, uint32_t shard, uint64_t epoch, const void *body,
+s_send(s_rep_t *self, zsock_t *sock, zframe_t *rid, int type, uint64_t epoch, const void *body,
        size_t n, const void *body2, size_t n2)
 {
     zmsg_t *m = zmsg_new();
     if (rid)
         zmsg_append(m, &(zframe_t *) {zframe_dup(rid)});
-    zmsg_append(m, &(zframe_t *) {net_hdr_frame(type, shard, epoch)});
+    zmsg_append(m, &(zframe_t *) {net_hdr_frame(type, self->shard, epoch)});
     if (body)
         zmsg_addmem(m, body, n);
     if (body2)
         zmsg_addmem(m, body2, n2);
-    zmsg_send(&m, sock);
+    s_emit(self, sock, &m);
 }
 
 /* A message whose header names another shard than ours: ESHARD, so that
@@ -333,7 +488,7 @@ s_send_from(s_rep_t *self, zsock_t *sock, zframe_t *rid, int type, const net_bat
         count++;
     }
     net_batch_end(&self->buf, count);
-    s_send(sock, rid, type, self->shard, self->cfg.epoch, self->buf.data, self->buf.len, NULL,
+    s_send(self, sock, rid, type, self->cfg.epoch, self->buf.data, self->buf.len, NULL,
            0);
 }
 
@@ -364,7 +519,7 @@ s_tell_acked(s_rep_t *self)
     } else if (self->pred_rid) {
         uint8_t b[8];
         util_le64(b, self->ack_seq);
-        s_send(self->sk_chain, self->pred_rid, NET_CHAIN_ACK, self->shard, self->cfg.epoch, b, 8,
+        s_send(self, self->sk_chain, self->pred_rid, NET_CHAIN_ACK, self->cfg.epoch, b, 8,
                NULL, 0);
     }
 }
@@ -470,7 +625,7 @@ s_forward(s_rep_t *self)
             break;
         }
         net_batch_end(&self->buf, got);
-        s_send(self->sk_succ, NULL, NET_FORWARD, self->shard, self->cfg.epoch, self->buf.data,
+        s_send(self, self->sk_succ, NULL, NET_FORWARD, self->cfg.epoch, self->buf.data,
                self->buf.len, NULL, 0);
         from += got;
     }
@@ -482,7 +637,7 @@ s_hello(s_rep_t *self)
 {
     uint8_t b[4];
     util_le32(b, self->index);
-    s_send(self->sk_succ, NULL, NET_HELLO, self->shard, self->cfg.epoch, b, 4, NULL, 0);
+    s_send(self, self->sk_succ, NULL, NET_HELLO, self->cfg.epoch, b, 4, NULL, 0);
     self->hello_ms = util_mono_ms();
 }
 
@@ -561,7 +716,7 @@ s_on_hello(s_rep_t *self, zframe_t **rid_p, const net_hdr_t *h, zframe_t *body)
                  (unsigned long long) self->cfg.epoch);
         s_send_error(self, self->sk_chain, rid_p, LUX_EEPOCH, text);
         if (h->epoch > self->cfg.epoch) /* we are behind: ask */
-            s_send(self->sk_master, NULL, NET_CONFIG_REQ, self->shard, 0, NULL, 0, NULL, 0);
+            s_send(self, self->sk_master, NULL, NET_CONFIG_REQ, 0, NULL, 0, NULL, 0);
         return;
     }
     if (self->state != DB_RS_CHAIN || self->pos <= 0 ||
@@ -577,14 +732,14 @@ s_on_hello(s_rep_t *self, zframe_t **rid_p, const net_hdr_t *h, zframe_t *body)
     *rid_p = NULL;
     util_le64(b, self->recv_seq);
     memcpy(b + 8, self->recv_hash, DB_HASH_LEN);
-    s_send(self->sk_chain, self->pred_rid, NET_SYNC, self->shard, self->cfg.epoch, b, sizeof b,
+    s_send(self, self->sk_chain, self->pred_rid, NET_SYNC, self->cfg.epoch, b, sizeof b,
            NULL, 0);
     log_info("shard %u: linked to predecessor replica %u at seq %llu (epoch %llu)", self->shard,
              from, (unsigned long long) self->recv_seq, (unsigned long long) self->cfg.epoch);
     /* tell it what the tail has, in case acknowledgements were lost */
     if (self->ack_seq) {
         util_le64(b, self->ack_seq);
-        s_send(self->sk_chain, self->pred_rid, NET_CHAIN_ACK, self->shard, self->cfg.epoch, b, 8,
+        s_send(self, self->sk_chain, self->pred_rid, NET_CHAIN_ACK, self->cfg.epoch, b, 8,
                NULL, 0);
     }
 }
@@ -617,7 +772,7 @@ s_on_forward(s_rep_t *self, zframe_t **rid_p, const net_hdr_t *h, zframe_t *body
             log_error("shard %u: FORWARD from predecessor refused: %s", self->shard, text);
         util_le64(b, self->recv_seq);
         memcpy(b + 8, self->recv_hash, DB_HASH_LEN);
-        s_send(self->sk_chain, self->pred_rid, NET_SYNC, self->shard, self->cfg.epoch, b,
+        s_send(self, self->sk_chain, self->pred_rid, NET_SYNC, self->cfg.epoch, b,
                sizeof b, NULL, 0);
     }
     (void) taken;
@@ -642,7 +797,7 @@ s_on_chain(zloop_t *loop, zsock_t *sock, void *arg)
         s_complain(self, "chain", text);
         s_send_error(self, sock, &rid, rc, text);
     } else if (h.type == NET_PING) {
-        s_send(sock, rid, NET_PONG, self->shard, self->cfg.epoch, NULL, 0, NULL, 0);
+        s_send(self, sock, rid, NET_PONG, self->cfg.epoch, NULL, 0, NULL, 0);
     } else if (h.shard != self->shard) {
         s_wrong_shard(self, sock, &rid, &h, "chain");
     } else if (h.type == NET_HELLO) {
@@ -683,7 +838,7 @@ s_on_succ(zloop_t *loop, zsock_t *sock, void *arg)
         net_error_decode(body, &code, text, sizeof text);
         log_info("shard %u: successor replica %u: %s", self->shard, self->succ_index, text);
         if (code == LUX_EEPOCH)
-            s_send(self->sk_master, NULL, NET_CONFIG_REQ, self->shard, 0, NULL, 0, NULL, 0);
+            s_send(self, self->sk_master, NULL, NET_CONFIG_REQ, 0, NULL, 0, NULL, 0);
         self->succ_synced = false; /* HELLO again from the heartbeat */
     } else if (h.epoch != self->cfg.epoch) {
         /* a SYNC or CHAIN_ACK on a link of another configuration (a late
@@ -725,7 +880,7 @@ s_ack_one(s_rep_t *self, zframe_t *rid, const util_id_t *client, uint64_t cseq, 
     memcpy(b, client->b, 16);
     util_le64(b + 16, cseq);
     util_le64(b + 24, seq);
-    s_send(self->sk_append, rid, NET_APPEND_ACK, self->shard, self->cfg.epoch, b, sizeof b, NULL,
+    s_send(self, self->sk_append, rid, NET_APPEND_ACK, self->cfg.epoch, b, sizeof b, NULL,
            0);
 }
 
@@ -755,7 +910,11 @@ s_admission(s_rep_t *self)
     } else if (self->append_paused && self->pending_events < S_MAX_PENDING / 2) {
         zloop_reader(self->loop, self->sk_append, s_on_append, self);
         self->append_paused = false;
+    } else {
+        return;
     }
+    for (size_t i = 0; i < self->nlinks; i++)
+        s_link_watch(self, &self->links[i]);
 }
 
 static void
@@ -911,19 +1070,17 @@ s_append(s_rep_t *self, zframe_t **rid_p, const net_hdr_t *h, zframe_t *body)
     s_admission(self);
 }
 
-static int
-s_on_append(zloop_t *loop, zsock_t *sock, void *arg)
+/* One message of the append socket or a link: routing ID, header, body. */
+static void
+s_append_msg(s_rep_t *self, zmsg_t *msg)
 {
-    s_rep_t *self = arg;
-    zmsg_t *msg = zmsg_recv(sock);
-    zframe_t *rid = msg ? zmsg_pop(msg) : NULL;
-    zframe_t *hf = msg ? zmsg_pop(msg) : NULL;
-    zframe_t *body = msg ? zmsg_pop(msg) : NULL;
+    zsock_t *sock = self->sk_append;
+    zframe_t *rid = zmsg_pop(msg);
+    zframe_t *hf = zmsg_pop(msg);
+    zframe_t *body = zmsg_pop(msg);
     net_hdr_t h;
     int rc;
 
-    if (!msg)
-        return 0;
     if ((rc = net_hdr_decode(&h, hf))) {
         char text[256];
         snprintf(text, sizeof text, "%s", lux_errmsg());
@@ -931,7 +1088,7 @@ s_on_append(zloop_t *loop, zsock_t *sock, void *arg)
         s_send_error(self, sock, &rid, rc, text);
     } else if (h.type == NET_PING) {
         /* liveness: answered whatever shard the header names */
-        s_send(sock, rid, NET_PONG, self->shard, self->cfg.epoch, NULL, 0, NULL, 0);
+        s_send(self, sock, rid, NET_PONG, self->cfg.epoch, NULL, 0, NULL, 0);
     } else if (h.shard != self->shard) {
         s_wrong_shard(self, sock, &rid, &h, "append");
     } else if (h.type == NET_APPEND) {
@@ -946,6 +1103,15 @@ s_on_append(zloop_t *loop, zsock_t *sock, void *arg)
     zframe_destroy(&hf);
     zframe_destroy(&body);
     zmsg_destroy(&msg);
+}
+
+static int
+s_on_append(zloop_t *loop, zsock_t *sock, void *arg)
+{
+    zmsg_t *msg = zmsg_recv(sock);
+    (void) loop;
+    if (msg)
+        s_append_msg(arg, msg);
     return 0;
 }
 
@@ -1145,7 +1311,7 @@ s_join_request(s_rep_t *self)
     util_le64(b + 8, self->join == J_PROBE ? self->probe_from : self->recv_seq + 1);
     util_le32(b + 16, self->join == J_PROBE ? S_PROBE : S_FETCH);
     util_le32(b + 20, DB_READ_MAX_BYTES);
-    s_send(self->sk_tail, NULL, NET_READ, self->shard, self->cfg.epoch, b, sizeof b, NULL, 0);
+    s_send(self, self->sk_tail, NULL, NET_READ, self->cfg.epoch, b, sizeof b, NULL, 0);
     self->join_ms = util_mono_ms();
 }
 
@@ -1215,7 +1381,7 @@ s_on_tail(zloop_t *loop, zsock_t *sock, void *arg)
         net_error_decode(rep, &code, text, sizeof text);
         log_info("shard %u: catching up: %s", self->shard, text);
         self->join_req = 0; /* retried from the heartbeat, after a config request */
-        s_send(self->sk_master, NULL, NET_CONFIG_REQ, self->shard, 0, NULL, 0, NULL, 0);
+        s_send(self, self->sk_master, NULL, NET_CONFIG_REQ, 0, NULL, 0, NULL, 0);
     } else if (h.type == NET_READ_REP && rep && zframe_size(rep) == 16 && body &&
                net_batch_parse(&in, zframe_data(body), zframe_size(body)) == 0 &&
                util_rd64(zframe_data(rep)) == self->join_req) {
@@ -1236,7 +1402,7 @@ s_on_tail(zloop_t *loop, zsock_t *sock, void *arg)
                 uint8_t b[12];
                 util_le32(b, self->index);
                 util_le64(b + 4, self->recv_seq);
-                s_send(self->sk_master, NULL, NET_JOIN, self->shard, self->cfg.epoch, b,
+                s_send(self, self->sk_master, NULL, NET_JOIN, self->cfg.epoch, b,
                        sizeof b, NULL, 0);
                 self->join = J_WAIT;
                 self->join_ms = util_mono_ms();
@@ -1277,7 +1443,7 @@ s_on_beat(zloop_t *loop, int timer_id, void *arg)
     snprintf(beat.path, sizeof beat.path, "%s", self->db_path);
     self->buf.len = 0;
     db_beat_encode(&self->buf, &beat);
-    s_send(self->sk_master, NULL, NET_HEARTBEAT, self->shard, self->cfg.epoch, self->buf.data,
+    s_send(self, self->sk_master, NULL, NET_HEARTBEAT, self->cfg.epoch, self->buf.data,
            self->buf.len, NULL, 0);
 
     if (self->state == DB_RS_CHAIN && self->sk_succ && !self->succ_synced &&
@@ -1300,7 +1466,7 @@ s_on_beat(zloop_t *loop, int timer_id, void *arg)
         uint8_t b[NET_BATCH_HDR];
         util_le64(b, self->commit_seq + 1);
         util_le32(b + 8, 0);
-        s_send(self->sk_pub, NULL, NET_PUBLISH, self->shard, self->cfg.epoch, b, sizeof b, NULL, 0);
+        s_send(self, self->sk_pub, NULL, NET_PUBLISH, self->cfg.epoch, b, sizeof b, NULL, 0);
         self->pub_beat_ms = now;
     }
     return 0;
@@ -1405,6 +1571,15 @@ s_teardown(s_rep_t *self)
     for (int k = 0; k < DB_EP_N; k++)
         if (self->ep[k][0])
             net_forget(self->ep[k]);
+    while (self->nlinks)
+        s_link_close(self, &self->links[0]);
+    free(self->links);
+    if (self->link_fd >= 0) {
+        char path[DB_EP_MAX];
+        close(self->link_fd);
+        if (net_link_path(self->ep[DB_EP_APPEND], path, sizeof path) == 0)
+            unlink(path);
+    }
     zsock_destroy(&self->sk_append);
     zsock_destroy(&self->sk_chain);
     zsock_destroy(&self->sk_pub);
@@ -1423,6 +1598,7 @@ s_actor(zsock_t *pipe, void *arg)
     util_log_name("replica %u.%u", self->shard, self->index);
     util_buf_init(&self->buf);
     self->pos = -1;
+    self->link_fd = -1;
     if (s_setup(self)) {
         snprintf(self->db_path, sizeof self->db_path, "!%s", lux_errmsg());
         s_teardown(self);
@@ -1433,6 +1609,19 @@ s_actor(zsock_t *pipe, void *arg)
     self->loop = zloop_new();
     zloop_reader(self->loop, pipe, s_on_pipe, self);
     zloop_reader(self->loop, self->sk_append, s_on_append, self);
+    char path[DB_EP_MAX];
+    if (net_link_path(self->ep[DB_EP_APPEND], path, sizeof path) == 0) {
+        /* a link beside the append endpoint; without one, local clients
+           append over ZeroMQ as remote ones do, only slower */
+        int fd = net_link_listen(path);
+        zmq_pollitem_t item = {NULL, fd, ZMQ_POLLIN, 0};
+        if (fd < 0)
+            log_warn("no append link: %s", lux_errmsg());
+        else if (zloop_poller(self->loop, &item, s_on_link_accept, self) == 0)
+            self->link_fd = fd;
+        else
+            close(fd);
+    }
     zloop_reader(self->loop, self->sk_chain, s_on_chain, self);
     zloop_reader(self->loop, self->sk_master, s_on_master, self);
     zloop_reader(self->loop, (zsock_t *) self->writer, s_on_writer, self);

@@ -52,8 +52,8 @@ exec_client_send(lux_t *lx, zmsg_t **m)
 {
     /* a client does not run ahead of what the node has taken: wait for the
        socket to take it all (the node never blocks, so this ends) */
-    if (exec_link_send(lx->link, m) == 0 && exec_link_pending(lx->link) &&
-        exec_link_drain(lx->link, 60000))
+    if (net_link_send(lx->link, m) == 0 && net_link_pending(lx->link) &&
+        net_link_drain(lx->link, 60000))
         log_error("client: %s", lux_errmsg());
 }
 
@@ -187,21 +187,21 @@ exec_client_handle(lux_t *lx, zmsg_t *msg)
 bool
 exec_client_poll(lux_t *lx, int timeout_ms)
 {
-    zmsg_t *m = exec_link_next(lx->link);
+    zmsg_t *m = net_link_next(lx->link);
     if (!m) {
-        if (exec_link_dead(lx->link))
+        if (net_link_dead(lx->link))
             return false;
-        struct pollfd pf = {exec_link_fd(lx->link), POLLIN, 0};
+        struct pollfd pf = {net_link_fd(lx->link), POLLIN, 0};
         if (poll(&pf, 1, timeout_ms) <= 0)
             return false;
-        exec_link_read(lx->link);
-        if (!(m = exec_link_next(lx->link)))
-            return !exec_link_dead(lx->link);
+        net_link_read(lx->link);
+        if (!(m = net_link_next(lx->link)))
+            return !net_link_dead(lx->link);
     }
     do {
         exec_client_handle(lx, m);
         zmsg_destroy(&m);
-    } while ((m = exec_link_next(lx->link)));
+    } while ((m = net_link_next(lx->link)));
     return true;
 }
 
@@ -213,7 +213,7 @@ static int
 s_await(lux_t *lx, int type, uint64_t req, uint8_t *out, size_t n, const char *what)
 {
     for (;;) {
-        zmsg_t *m = exec_link_recv(lx->link, -1);
+        zmsg_t *m = net_link_recv(lx->link, -1);
         if (!m)
             return util_err_ctx(LUX_EDEAD, "waiting for %s", what);
         zframe_t *hf = zmsg_first(m), *body = zmsg_next(m);
@@ -289,8 +289,10 @@ exec_client_connect(const char *endpoint, int kind, const char *name, const char
     util_buf_init(&lx->scratch);
     if (!(lx->objs = util_idmap_new_keyed(LUX_REF_LEN, sizeof(exec_cobj_t))))
         goto fail;
-    if (!(lx->link = exec_link_connect(endpoint)))
+    if (!(lx->link = net_link_connect(endpoint))) {
+        util_err_ctx(LUX_ENOTFOUND, "no node manager");
         goto fail;
+    }
     /* hello: kind, pid, our ID, job (a fresh one for a driver) */
     if (kind == EXEC_HELLO_DRIVER)
         util_id_random(&lx->job);
@@ -304,7 +306,7 @@ exec_client_connect(const char *endpoint, int kind, const char *name, const char
     util_buf_put_blob(b, info ? info : "", info ? strlen(info) : 0);
     util_buf_put_u32(b, 0);
     s_send(lx, NET_NODE_HELLO, b->data, b->len, NULL, 0);
-    zmsg_t *m = exec_link_recv(lx->link, 10000);
+    zmsg_t *m = net_link_recv(lx->link, 10000);
     if (!m) {
         util_err_ctx(LUX_ETIMEDOUT, "the node manager at %s did not welcome us", endpoint);
         goto fail;
@@ -375,8 +377,8 @@ exec_client_close(lux_t **lx_p, int status)
             s_send(lx, NET_NODE_HELLO, b->data, b->len, NULL, 0);
             int64_t deadline = util_mono_ms() + 5000;
             while (util_mono_ms() < deadline) {
-                zmsg_t *m = exec_link_recv(lx->link, 200);
-                if (!m && exec_link_dead(lx->link))
+                zmsg_t *m = net_link_recv(lx->link, 200);
+                if (!m && net_link_dead(lx->link))
                     break;
                 if (!m)
                     continue;
@@ -392,7 +394,7 @@ exec_client_close(lux_t **lx_p, int status)
         util_idmap_each(lx->objs, s_free_value, NULL);
         util_idmap_destroy(&lx->objs);
     }
-    exec_link_destroy(&lx->link);
+    net_link_destroy(&lx->link);
     exec_arena_destroy(&lx->arena);
     util_buf_free(&lx->submit);
     util_buf_free(&lx->put);

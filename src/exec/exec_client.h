@@ -1,7 +1,7 @@
 /*  exec_client - the public API's connection (lux_t): what drivers and
     running tasks use to call, put, get, wait and free.
 
-    A client talks to its node manager over one exec_link (a unix socket). It batches what it sends (submissions, puts, frees: a
+    A client talks to its node manager over one net_link (a unix socket). It batches what it sends (submissions, puts, frees: a
     message carries many), keeps a table of the objects it knows (values of
     small ones, places in the store of large ones), and is told by the node
     manager when the objects it owns are ready. It reads objects in the
@@ -15,7 +15,7 @@
 #define EXEC_CLIENT_H_INCLUDED
 
 #include "exec_arena.h"
-#include "exec_link.h"
+#include "../net/net_link.h"
 #include "exec_module.h"
 #include "exec_proto.h"
 #include "../util/util_buf.h"
@@ -42,7 +42,7 @@ typedef struct {
 
 struct lux_t {
     int kind;                  /* EXEC_HELLO_DRIVER or _WORKER */
-    exec_link_t *link;         /* to the node manager */
+    net_link_t *link;         /* to the node manager */
     util_id_t id;              /* this client */
     util_id_t job, node;
     util_id_t root;            /* parent of what we make: the driver's root or the task */

@@ -160,7 +160,7 @@ nm_client_gone(nm_t *nm, nm_client_t *c)
 static void
 s_conn_send(nm_t *nm, nm_conn_t *conn, zmsg_t **m)
 {
-    exec_link_send(conn->link, m); /* what it does not take now is queued */
+    net_link_send(conn->link, m); /* what it does not take now is queued */
 }
 
 void
@@ -206,7 +206,7 @@ s_conn_close(nm_t *nm, nm_conn_t *conn)
             nm->nconns--;
             break;
         }
-    exec_link_destroy(&conn->link);
+    net_link_destroy(&conn->link);
     free(conn);
 }
 
@@ -231,9 +231,9 @@ s_on_hello(nm_t *nm, nm_conn_t *conn, zframe_t *body)
         s_complain("malformed NODE_HELLO");
         return;
     }
-    if ((pid_t) pid != exec_link_peer_pid(conn->link)) {
+    if ((pid_t) pid != net_link_peer_pid(conn->link)) {
         log_warn("refused a hello claiming pid %u from pid %d", pid,
-                 (int) exec_link_peer_pid(conn->link));
+                 (int) net_link_peer_pid(conn->link));
         return;
     }
     nm_client_t *c = conn->client;
@@ -683,16 +683,16 @@ static void
 s_on_conn(nm_t *nm, nm_conn_t *conn, short revents)
 {
     if (revents & ZMQ_POLLOUT)
-        exec_link_write(conn->link);
+        net_link_write(conn->link);
     if (revents & (ZMQ_POLLIN | ZMQ_POLLERR)) {
-        exec_link_read(conn->link);
+        net_link_read(conn->link);
         zmsg_t *m;
-        while ((m = exec_link_next(conn->link))) {
+        while ((m = net_link_next(conn->link))) {
             s_on_msg(nm, conn, m);
             zmsg_destroy(&m);
         }
     }
-    if (exec_link_dead(conn->link))
+    if (net_link_dead(conn->link))
         s_conn_close(nm, conn);
 }
 
@@ -706,8 +706,8 @@ static void
 s_accept(nm_t *nm)
 {
     for (int i = 0; i < 64; i++) {
-        exec_link_t *link;
-        int rc = exec_link_accept(nm->listen_fd, &link);
+        net_link_t *link;
+        int rc = net_link_accept(nm->listen_fd, &link);
         if (rc == LUX_ETIMEDOUT)
             break;
         if (rc) {
@@ -716,7 +716,7 @@ s_accept(nm_t *nm)
         }
         nm_conn_t *conn = calloc(1, sizeof *conn);
         if (!conn) {
-            exec_link_destroy(&link);
+            net_link_destroy(&link);
             log_error("out of memory for a connection");
             break;
         }
@@ -793,8 +793,8 @@ s_loop(nm_t *nm)
         items[k++] = (zmq_pollitem_t) {NULL, nm->listen_fd, ZMQ_POLLIN, 0};
         for (nm_conn_t *c = nm->conns; c; c = c->next) {
             conns[nc++] = c;
-            items[k++] = (zmq_pollitem_t) {NULL, exec_link_fd(c->link),
-                                           (short) (ZMQ_POLLIN | (exec_link_pending(c->link)
+            items[k++] = (zmq_pollitem_t) {NULL, net_link_fd(c->link),
+                                           (short) (ZMQ_POLLIN | (net_link_pending(c->link)
                                                                       ? ZMQ_POLLOUT
                                                                       : 0)),
                                            0};
@@ -895,7 +895,7 @@ s_setup(nm_t *nm, const exec_node_opts_t *o)
     if ((rc = util_private_dir(nm->spill_dir)))
         return rc;
     exec_node_endpoint(&nm->cluster, nm->endpoint, sizeof nm->endpoint);
-    if ((nm->listen_fd = exec_link_listen(nm->endpoint)) < 0)
+    if ((nm->listen_fd = net_link_listen(nm->endpoint)) < 0)
         return nm->listen_fd;
     if ((rc = nm_log_open(nm)))
         return rc;
@@ -952,7 +952,7 @@ s_teardown(nm_t *nm)
     while (nm->conns) { /* quietly: the clients were freed above */
         nm_conn_t *conn = nm->conns;
         nm->conns = conn->next;
-        exec_link_destroy(&conn->link);
+        net_link_destroy(&conn->link);
         free(conn);
     }
     if (nm->listen_fd >= 0) {

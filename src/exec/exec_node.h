@@ -11,7 +11,7 @@
     task wait for the log.
 
     Clients on its machine connect to the unix socket SOCKDIR/node
-    (exec_link); it spawns `lux worker` processes.
+    (net_link); it spawns `lux worker` processes.
 */
 #ifndef EXEC_NODE_H_INCLUDED
 #define EXEC_NODE_H_INCLUDED

@@ -9,7 +9,7 @@
 #define EXEC_NODE_INT_H_INCLUDED
 
 #include "exec_arena.h"
-#include "exec_link.h"
+#include "../net/net_link.h"
 #include "exec_node.h"
 #include "exec_proto.h"
 #include "../db/db_client.h"
@@ -191,7 +191,7 @@ struct nm_actor {
 /* A connection from a client on this machine (a driver or a worker). */
 struct nm_conn {
     nm_t *nm;
-    exec_link_t *link;
+    net_link_t *link;
     nm_client_t *client;      /* once it said hello; NULL after it left */
     nm_conn_t *next;
 };
@@ -253,7 +253,7 @@ struct nm {
     db_cluster_t cluster;
     util_id_t node;
     zsock_t *pipe;
-    int listen_fd;            /* clients connect here (exec_link) */
+    int listen_fd;            /* clients connect here (net_link) */
     nm_conn_t *conns;
     size_t nconns;
     char endpoint[DB_EP_MAX]; /* the socket's path */

@@ -384,7 +384,7 @@ exec_worker_main(const char *dir, const char *endpoint)
     while (!zsys_interrupted) {
         zmsg_t *m = zlist_pop(w.lx->later);
         if (!m)
-            m = exec_link_recv(w.lx->link, -1);
+            m = net_link_recv(w.lx->link, -1);
         if (!m)
             break; /* interrupted */
         zframe_t *hf = zmsg_first(m);

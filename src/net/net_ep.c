@@ -192,6 +192,12 @@ s_local_add(const char *ep)
     pthread_mutex_unlock(&s_local_lock);
 }
 
+bool
+net_is_local(const char *ep)
+{
+    return strncmp(ep, "ipc://", 6) == 0 && s_local_has(ep) && !getenv("LUX_NO_INPROC");
+}
+
 void
 net_forget(const char *ep)
 {
@@ -336,7 +342,7 @@ net_connect(int type, const char *ep, net_sec_t *sec)
         zcert_apply(sec->cert, s);
         zsock_set_curve_serverkey(s, zcert_public_txt(sec->cert));
     }
-    if (strncmp(ep, "ipc://", 6) == 0 && s_local_has(ep) && !getenv("LUX_NO_INPROC")) {
+    if (net_is_local(ep)) {
         if (zsock_connect(s, "inproc://%s", ep + 6) == 0)
             return s;
     }

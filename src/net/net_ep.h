@@ -55,6 +55,9 @@ int net_host_address(const char *host, char *out, size_t n);
    endpoint bound by net_bind in this process is reached through its
    inproc:// twin instead (unless LUX_NO_INPROC is set: for comparisons). */
 zsock_t *net_connect(int type, const char *ep, net_sec_t *sec);
+/* Whether net_connect reaches ep through its inproc:// twin (bound in
+   this process). */
+bool net_is_local(const char *ep);
 /* ep is no longer bound in this process (call before closing its socket). */
 void net_forget(const char *ep);
 

@@ -1,4 +1,4 @@
-/*  exec_link - framed messages over a unix stream socket (see exec_link.h).
+/*  net_link - framed messages over a unix stream socket (see net_link.h).
 
     The output queue is one buffer: a message is encoded into it only when
     the socket did not take all of it at once (the common case writes the
@@ -6,7 +6,7 @@
     grows to hold the largest message in flight and is compacted as
     messages are handed out.
 */
-#include "exec_link.h"
+#include "net_link.h"
 #include "../util/util_buf.h"
 #include "../util/util_err.h"
 #include "../util/util_log.h"
@@ -27,7 +27,7 @@
 #define S_IOV 64               /* frames written by one writev, at most */
 #define S_READ (256u << 10)    /* read at most this much per call */
 
-struct exec_link {
+struct net_link {
     int fd;
     pid_t peer;
     bool dead;
@@ -53,7 +53,7 @@ s_addr(const char *path, struct sockaddr_un *a)
 }
 
 int
-exec_link_listen(const char *path)
+net_link_listen(const char *path)
 {
     struct sockaddr_un a;
     int rc = s_addr(path, &a);
@@ -64,7 +64,7 @@ exec_link_listen(const char *path)
         return util_err(LUX_EIO, "socket: %s", strerror(errno));
     struct stat st;
     if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode))
-        unlink(path); /* left by a node manager that died */
+        unlink(path); /* left by a process that died */
     if (bind(fd, (struct sockaddr *) &a, sizeof a) < 0 || listen(fd, 128) < 0) {
         int e = errno;
         close(fd);
@@ -75,7 +75,21 @@ exec_link_listen(const char *path)
 }
 
 int
-exec_link_accept(int listen_fd, exec_link_t **out)
+net_link_path(const char *ep, char *out, size_t n)
+{
+    struct sockaddr_un a;
+    if (strncmp(ep, "ipc://", 6) != 0)
+        return util_err(LUX_EINVAL, "%s: a link goes beside an ipc:// endpoint", ep);
+    size_t need = strlen(ep + 6) + sizeof ".link";
+    if (need > sizeof a.sun_path || need > n)
+        return util_err(LUX_EINVAL, "%s: the link's path would be longer than %zu bytes", ep,
+                        sizeof a.sun_path - 1);
+    snprintf(out, n, "%s.link", ep + 6);
+    return 0;
+}
+
+int
+net_link_accept(int listen_fd, net_link_t **out)
 {
     *out = NULL;
     int fd = accept4(listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -90,14 +104,14 @@ exec_link_accept(int listen_fd, exec_link_t **out)
         return util_err(LUX_EAUTH, "refused a connection from pid %d of user %d (not ours)",
                         (int) cred.pid, (int) cred.uid);
     }
-    if (!(*out = exec_link_new(fd)))
+    if (!(*out = net_link_new(fd)))
         return LUX_ENOMEM;
     (*out)->peer = cred.pid;
     return 0;
 }
 
-exec_link_t *
-exec_link_connect(const char *path)
+net_link_t *
+net_link_connect(const char *path)
 {
     struct sockaddr_un a;
     if (s_addr(path, &a))
@@ -111,16 +125,16 @@ exec_link_connect(const char *path)
         int e = errno;
         close(fd);
         util_err(e == ENOENT || e == ECONNREFUSED ? LUX_ENOTFOUND : LUX_EIO,
-                 "no node manager at %s: %s", path, strerror(e));
+                 "nothing listens at %s: %s", path, strerror(e));
         return NULL;
     }
-    return exec_link_new(fd);
+    return net_link_new(fd);
 }
 
-exec_link_t *
-exec_link_new(int fd)
+net_link_t *
+net_link_new(int fd)
 {
-    exec_link_t *self = calloc(1, sizeof *self);
+    net_link_t *self = calloc(1, sizeof *self);
     if (!self) {
         close(fd);
         util_err(LUX_ENOMEM, "out of memory");
@@ -134,9 +148,9 @@ exec_link_new(int fd)
 }
 
 void
-exec_link_destroy(exec_link_t **self_p)
+net_link_destroy(net_link_t **self_p)
 {
-    exec_link_t *self = *self_p;
+    net_link_t *self = *self_p;
     if (!self)
         return;
     if (self->fd >= 0)
@@ -148,19 +162,19 @@ exec_link_destroy(exec_link_t **self_p)
 }
 
 int
-exec_link_fd(exec_link_t *self)
+net_link_fd(net_link_t *self)
 {
     return self->fd;
 }
 
 pid_t
-exec_link_peer_pid(exec_link_t *self)
+net_link_peer_pid(net_link_t *self)
 {
     return self->peer;
 }
 
 bool
-exec_link_dead(exec_link_t *self)
+net_link_dead(net_link_t *self)
 {
     return self->dead;
 }
@@ -168,7 +182,7 @@ exec_link_dead(exec_link_t *self)
 /* --- sending ------------------------------------------------------------------------------- */
 
 static int
-s_dead(exec_link_t *self, const char *what, int e)
+s_dead(net_link_t *self, const char *what, int e)
 {
     if (!self->dead)
         util_err(LUX_EDEAD, "the other end of the link %s (%s)", what, strerror(e));
@@ -179,7 +193,7 @@ s_dead(exec_link_t *self, const char *what, int e)
 
 /* Room for n more bytes in the queue. */
 static int
-s_out_room(exec_link_t *self, size_t n)
+s_out_room(net_link_t *self, size_t n)
 {
     if (self->out_at == self->out_len)
         self->out_at = self->out_len = 0;
@@ -217,7 +231,7 @@ s_rd32(const uint8_t *p)
 }
 
 int
-exec_link_write(exec_link_t *self)
+net_link_write(net_link_t *self)
 {
     while (self->out_at < self->out_len) {
         ssize_t n = send(self->fd, self->out + self->out_at, self->out_len - self->out_at,
@@ -241,13 +255,13 @@ exec_link_write(exec_link_t *self)
 }
 
 bool
-exec_link_pending(exec_link_t *self)
+net_link_pending(net_link_t *self)
 {
     return self->out_at < self->out_len;
 }
 
 int
-exec_link_send(exec_link_t *self, zmsg_t **msg_p)
+net_link_send(net_link_t *self, zmsg_t **msg_p)
 {
     zmsg_t *m = *msg_p;
     *msg_p = NULL;
@@ -260,14 +274,14 @@ exec_link_send(exec_link_t *self, zmsg_t **msg_p)
     size_t nframes = zmsg_size(m), total = 0;
     for (zframe_t *f = zmsg_first(m); f; f = zmsg_next(m))
         total += 4 + zframe_size(f);
-    if (total > EXEC_LINK_MAX) {
+    if (total > NET_LINK_MAX) {
         zmsg_destroy(&m);
         return util_err(LUX_EINVAL, "a message of %zu bytes is larger than a link carries (%zu)",
-                        total, EXEC_LINK_MAX);
+                        total, NET_LINK_MAX);
     }
     uint8_t hdr[4 * (S_IOV + 1)];
     size_t written = 0;
-    if (!exec_link_pending(self) && nframes <= S_IOV) {
+    if (!net_link_pending(self) && nframes <= S_IOV) {
         /* nothing queued: straight from the frames */
         struct iovec iov[2 * S_IOV + 1];
         int k = 0;
@@ -328,13 +342,13 @@ exec_link_send(exec_link_t *self, zmsg_t **msg_p)
     }
 #undef S_PUT
     zmsg_destroy(&m);
-    return exec_link_write(self);
+    return net_link_write(self);
 }
 
 /* --- receiving ----------------------------------------------------------------------------- */
 
 int
-exec_link_read(exec_link_t *self)
+net_link_read(net_link_t *self)
 {
     if (self->dead)
         return LUX_EDEAD;
@@ -379,14 +393,14 @@ exec_link_read(exec_link_t *self)
 }
 
 zmsg_t *
-exec_link_next(exec_link_t *self)
+net_link_next(net_link_t *self)
 {
     size_t have = self->in_len - self->in_at;
     if (have < 4)
         return NULL;
     const uint8_t *p = self->in + self->in_at;
     size_t total = s_rd32(p);
-    if (total > EXEC_LINK_MAX) {
+    if (total > NET_LINK_MAX) {
         log_error("link: a message claims %zu bytes: the stream is broken", total);
         self->dead = true;
         self->in_at = self->in_len = 0;
@@ -413,15 +427,15 @@ exec_link_next(exec_link_t *self)
 }
 
 zmsg_t *
-exec_link_recv(exec_link_t *self, int timeout_ms)
+net_link_recv(net_link_t *self, int timeout_ms)
 {
     int64_t deadline = timeout_ms < 0 ? INT64_MAX : util_mono_ms() + timeout_ms;
     for (;;) {
-        zmsg_t *m = exec_link_next(self);
+        zmsg_t *m = net_link_next(self);
         if (m)
             return m;
         if (self->dead) {
-            util_err(LUX_EDEAD, "the node manager is gone");
+            util_err(LUX_EDEAD, "the link's peer is gone");
             return NULL;
         }
         int64_t left = deadline - util_mono_ms();
@@ -429,7 +443,7 @@ exec_link_recv(exec_link_t *self, int timeout_ms)
             util_err(LUX_ETIMEDOUT, "no message within %d ms", timeout_ms);
             return NULL;
         }
-        struct pollfd pf = {self->fd, POLLIN | (exec_link_pending(self) ? POLLOUT : 0), 0};
+        struct pollfd pf = {self->fd, POLLIN | (net_link_pending(self) ? POLLOUT : 0), 0};
         int n = poll(&pf, 1, left > INT32_MAX ? -1 : (int) left);
         if (n < 0 && errno == EINTR && zsys_interrupted) {
             util_err(LUX_EINTR, "interrupted");
@@ -437,24 +451,24 @@ exec_link_recv(exec_link_t *self, int timeout_ms)
         }
         if (n <= 0)
             continue;
-        if ((pf.revents & POLLOUT) && exec_link_write(self))
+        if ((pf.revents & POLLOUT) && net_link_write(self))
             continue; /* dead: said above */
         if (pf.revents & (POLLIN | POLLHUP | POLLERR))
-            exec_link_read(self);
+            net_link_read(self);
     }
 }
 
 int
-exec_link_drain(exec_link_t *self, int timeout_ms)
+net_link_drain(net_link_t *self, int timeout_ms)
 {
     int64_t deadline = util_mono_ms() + timeout_ms;
-    while (exec_link_pending(self)) {
+    while (net_link_pending(self)) {
         int64_t left = deadline - util_mono_ms();
         if (left <= 0)
-            return util_err(LUX_ETIMEDOUT, "the node manager did not take a message within %d ms",
+            return util_err(LUX_ETIMEDOUT, "the link's peer did not take a message within %d ms",
                             timeout_ms);
         struct pollfd pf = {self->fd, POLLOUT, 0};
-        if (poll(&pf, 1, (int) left) > 0 && exec_link_write(self))
+        if (poll(&pf, 1, (int) left) > 0 && net_link_write(self))
             return LUX_EDEAD;
     }
     return self->dead ? LUX_EDEAD : 0;
