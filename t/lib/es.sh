@@ -20,6 +20,11 @@ es() { # es ARGS...: lux run es.so; the JSON line in $json, the status in $rc
         >"$tmp/out" 2>"$tmp/err"
     rc=$?
     json=$(tail -n 1 "$tmp/out")
+    case "$json" in
+    "{"*) ;;
+    *) echo "# lux run es.so $*: exit status $rc, no JSON; its last words:"
+       tail -n 5 "$tmp/err" | sed 's/^/#   /' ;;
+    esac
 }
 
 is_hash() { # is_hash VALUE DESCRIPTION: 16 hex digits (an empty hash must not compare equal)
