@@ -319,7 +319,14 @@ nm_log_tick(nm_t *nm)
        lineage, which would otherwise reach the log one level per
        S_FLUSH_NS and, in a job making levels faster than that, fall
        further behind for ever. */
-    if (now - L->flushed_ns >= S_FLUSH_NS || nm->log_urgent ||
+    /* An urgent flush waits while a batch is in flight: its
+       acknowledgement wakes the loop, and what gathered meanwhile goes
+       then as one commit. A caller waiting on one call at a time finds
+       nothing in flight; a stream of calls gets commits as large as the
+       log's latency allows, instead of one small commit per turn of the
+       loop (which cost the log's writer most of a core). */
+    bool urgent = nm->log_urgent && db_client_inflight(nm->log) == 0;
+    if (now - L->flushed_ns >= S_FLUSH_NS || urgent ||
         (released && L->nheld >= S_HELD_HURRY)) {
         nm->log_urgent = false;
         L->flushed_ns = now;
