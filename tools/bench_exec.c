@@ -87,10 +87,13 @@ LUX_FUNCTION(bench_gate, 1, 1)
 
 /* --- helpers ------------------------------------------------------------------------ */
 
+/* A client of the cluster at --dir, or of an embedded default of our own. */
 static lux_t *
 s_init(bench_ctx_t *ctx)
 {
     lux_config_t cfg = {.dir = ctx->tmp};
+    if (ctx->dir)
+        cfg = (lux_config_t) {.address = ctx->dir};
     lux_t *lx = lux_init(&cfg);
     if (!lx)
         util_err_ctx(LUX_EIO, "lux_init");
@@ -328,6 +331,9 @@ s_start(bench_ctx_t *ctx, const char *name)
 {
     double v[5];
     int rounds = 5;
+    if (ctx->dir)
+        return util_err(LUX_ENOSYS, "it times the start of an embedded cluster; run it without "
+                        "--dir");
     for (int r = 0; r < rounds; r++) {
         int64_t t0 = util_mono_ns();
         lux_t *lx = s_init(ctx);
@@ -667,6 +673,9 @@ s_queued(bench_ctx_t *ctx, const char *name)
 {
     db_cluster_t c;
     int rc;
+    if (ctx->dir)
+        return util_err(LUX_ENOSYS, "it measures the node manager of a head of its own; run it "
+                        "without --dir");
     if ((rc = bench_cluster_start(ctx, &c, 2, 1, &(lux_node_args_t) {0})))
         return rc;
     lux_config_t cfg = {.address = c.dir};
@@ -911,6 +920,9 @@ s_es(bench_ctx_t *ctx, const char *name)
 {
     char mod[PATH_MAX];
     double two[3], one[3];
+    if (ctx->dir)
+        return util_err(LUX_ENOSYS, "it times `lux run`, which starts a cluster of its own; run it "
+                        "without --dir");
     int rc = s_es_module(mod, sizeof mod);
     for (int r = 0; r < 3 && !rc; r++) {
         if (!(rc = s_es_run(ctx, mod, 2, &two[r])))

@@ -233,7 +233,7 @@ s_bench_append(bench_ctx_t *ctx, const char *name)
     double lat[2];
     int rc;
     if (ctx->dir)
-        return util_err(LUX_EINVAL, "the log benchmarks measure a one-shard cluster of their "
+        return util_err(LUX_ENOSYS, "the log benchmarks measure a one-shard cluster of their "
                         "own; run them without --dir");
     if ((rc = s_run(ctx, 1, n, true, lat, &r1)))
         return rc;
@@ -338,7 +338,7 @@ s_bench_sql(bench_ctx_t *ctx, const char *name)
     uint32_t layers = 100, width = (uint32_t) (5000 * ctx->scale) + 1;
 
     if (ctx->dir)
-        return util_err(LUX_EINVAL, "the SQL benchmarks build a log of their own; run them "
+        return util_err(LUX_ENOSYS, "the SQL benchmarks build a log of their own; run them "
                         "without --dir");
     if ((rc = bench_cluster_start(ctx, &c, 4, 1, NULL)))
         return rc;
