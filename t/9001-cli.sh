@@ -119,5 +119,14 @@ is "$rc" 0 "bench --list"
 like "$out" "log_append" "lists log_append"
 run "$LUX" bench no_such_bench
 is "$rc" 2 "an unknown benchmark exits 2"
+run "$LUX" bench --quick --json --dir "$D" single_client_tasks_sync
+is "$rc" 0 "bench --dir runs a task benchmark against the running cluster"
+like "$out" '"name": "single_client_tasks_sync"' "...reporting it"
+run "$LUX" sql --dir "$D" --csv "SELECT count(DISTINCT job_id) FROM jobs"
+is "$out" "count(DISTINCT job_id)
+3" "...whose tasks are in that cluster's log"
+run "$LUX" bench --quick --dir "$D" log_append
+is "$rc" 1 "bench --dir refuses a benchmark that needs a cluster of its own"
+like "$err" "without --dir" "...saying so"
 
 done_testing
