@@ -173,7 +173,7 @@ s_garbage(const char *ep, uint64_t epoch)
         s_send(s, m);
     }
     /* truncated and bent headers */
-    uint8_t h[NET_HDR_LEN + 4];
+    uint8_t h[NET_HDR_LEN + 4] = {0}; /* the 4 past the header: garbage, but defined */
     zframe_t *hf = net_hdr_frame(NET_READ, 0, epoch);
     memcpy(h, zframe_data(hf), NET_HDR_LEN);
     zframe_destroy(&hf);
