@@ -15,6 +15,8 @@
     dag_chain_2000               a chain of 2000 dependent tasks
     dag_tree_10000               a pairwise tree reduction of 10,000 leaves
     queued_tasks_memory          node manager memory holding a million queued tasks
+    idle_head_cpu                CPU an idle `lux start` head (2 shards, its node
+                                 manager and 2 idle workers) takes, % of one core
     1_1_actor_calls_sync         one actor, one call at a time, call then get
     1_1_actor_calls_async        one actor, 100,000 calls, then their results
     1_n_actor_calls_async        one driver calling 4 actors in turn
@@ -26,8 +28,8 @@
                                  (every call is logged: these are logged calls)
 
     Each runs on a private embedded cluster under the benchmark's scratch
-    directory (queued_tasks_memory on a private `lux start` head, so the
-    node manager is a process of its own to measure).
+    directory (queued_tasks_memory and idle_head_cpu on a private `lux
+    start` head, so the node manager is a process of its own to measure).
 */
 #include "lux_bench.h"
 #include "lux_cmd.h"
@@ -106,17 +108,14 @@ s_secs(int64_t t0)
     return (double) (util_mono_ns() - t0) / 1e9;
 }
 
-/* Peak RSS (MB) of this process, and the largest of our worker children. */
-static void
-s_rss(double *self_mb, double *worker_mb)
+/* The children of parent (from /proc): up to max pids in out, their count. */
+static int
+s_children(pid_t parent, int *out, int max)
 {
-    int64_t peak;
-    util_proc_rss(getpid(), &peak);
-    *self_mb = (double) peak / 1048576.0;
-    *worker_mb = 0;
+    int n = 0;
     DIR *d = opendir("/proc");
     struct dirent *e;
-    while (d && (e = readdir(d))) {
+    while (d && (e = readdir(d)) && n < max) {
         int pid = atoi(e->d_name);
         char path[64], buf[512];
         if (pid <= 0)
@@ -132,14 +131,29 @@ s_rss(double *self_mb, double *worker_mb)
                 sscanf(rp + 2, "%*c %d", &ppid);
         }
         fclose(f);
-        if (ppid == getpid()) {
-            util_proc_rss(pid, &peak);
-            if ((double) peak / 1048576.0 > *worker_mb)
-                *worker_mb = (double) peak / 1048576.0;
-        }
+        if (ppid == parent)
+            out[n++] = pid;
     }
     if (d)
         closedir(d);
+    return n;
+}
+
+/* Peak RSS (MB) of this process, and the largest of our worker children. */
+static void
+s_rss(double *self_mb, double *worker_mb)
+{
+    int64_t peak;
+    int kids[256];
+    util_proc_rss(getpid(), &peak);
+    *self_mb = (double) peak / 1048576.0;
+    *worker_mb = 0;
+    int n = s_children(getpid(), kids, 256);
+    for (int i = 0; i < n; i++) {
+        util_proc_rss(kids[i], &peak);
+        if ((double) peak / 1048576.0 > *worker_mb)
+            *worker_mb = (double) peak / 1048576.0;
+    }
 }
 
 /* With LUX_BENCH_PROFILE set: CPU per task of each thread of this process
@@ -938,6 +952,47 @@ s_es(bench_ctx_t *ctx, const char *name)
     return 0;
 }
 
+/* An idle head: nothing submitted, 5 s after it settled. Every process of
+   the head (the supervisor with its node manager and chain master, the
+   replicas, the idle workers) is summed. */
+static int
+s_idle(bench_ctx_t *ctx, const char *name)
+{
+    db_cluster_t c;
+    int rc, pids[16] = {0}, n = 0;
+    char pidfile[PATH_MAX + 32];
+    if (ctx->dir)
+        return util_err(LUX_ENOSYS, "it measures a head of its own, idle; run it without --dir");
+    if ((rc = bench_cluster_start(ctx, &c, 2, 1, &(lux_node_args_t) {0})))
+        return rc;
+    snprintf(pidfile, sizeof pidfile, "%s/run/supervisor.pid", c.dir);
+    usleep(2000000); /* the workers start, the first heartbeats go round */
+    int sup = util_pidfile_read(pidfile);
+    if (sup > 0)
+        pids[n++] = sup;
+    int reps[DB_MAX_REPLICAS] = {0};
+    if (lux_head_pids(&c, reps, NULL) == 0)
+        for (int i = 0; i < DB_MAX_REPLICAS && reps[i] > 0 && n < 8; i++)
+            pids[n++] = reps[i];
+    if (sup > 0)
+        n += s_children(sup, pids + n, 16 - n); /* the idle workers */
+    int64_t cpu0 = 0, cpu1 = 0, t0 = util_mono_ns();
+    for (int i = 0; i < n; i++)
+        cpu0 += util_proc_cpu_ns(pids[i]);
+    usleep((useconds_t) (5000000 * (ctx->scale < 1 ? 0.2 : 1)));
+    for (int i = 0; i < n; i++)
+        cpu1 += util_proc_cpu_ns(pids[i]);
+    double pct = 100.0 * (double) (cpu1 - cpu0) / (double) (util_mono_ns() - t0);
+    if (sup <= 0)
+        rc = util_err(LUX_ENOTFOUND, "no supervisor pid in %s", pidfile);
+    else
+        bench_report(ctx, "idle_head_cpu", pct, "%",
+                     ", \"processes\": %d, \"seconds\": %.1f, \"shards\": 2", n,
+                     (double) (util_mono_ns() - t0) / 1e9);
+    bench_cluster_stop(ctx, &c);
+    return rc;
+}
+
 const bench_t bench_exec[] = {
     {"memcpy_gigabytes", s_memcpy, "this machine's memcpy bandwidth, GB/s"},
     {"embedded_start_ms", s_start, "lux_init to the first task's result, ms"},
@@ -952,6 +1007,7 @@ const bench_t bench_exec[] = {
     {"dag_chain_2000", s_dags, "a chain of 2000 tasks, s"},
     {"dag_tree_10000", s_dags, "a tree reduction of 10,000 leaves, s"},
     {"queued_tasks_memory", s_queued, "node manager memory for a million queued tasks, MB"},
+    {"idle_head_cpu", s_idle, "CPU of an idle head, all its processes, % of a core"},
     {"1_1_actor_calls_sync", s_actors, "one actor, one call at a time, calls/s"},
     {"1_1_actor_calls_async", s_actors, "one actor, 100,000 calls, calls/s"},
     {"1_n_actor_calls_async", s_actors, "one driver, 4 actors, calls/s"},
