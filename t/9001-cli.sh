@@ -128,5 +128,9 @@ is "$out" "count(DISTINCT job_id)
 run "$LUX" bench --quick --dir "$D" log_append
 is "$rc" 1 "bench --dir refuses a benchmark that needs a cluster of its own"
 like "$err" "without --dir" "...saying so"
+run "$LUX" bench --quick --json idle_head_cpu
+is "$rc" 0 "bench idle_head_cpu"
+ok "$(printf '%s\n' "$out" | grep -Eq '"name": "idle_head_cpu", "value": [0-9.e+]+, "unit": "%", "processes": [1-9]'; echo $?)" \
+    "...reports the CPU of the head's processes"
 
 done_testing
