@@ -968,14 +968,19 @@ s_idle(bench_ctx_t *ctx, const char *name)
     snprintf(pidfile, sizeof pidfile, "%s/run/supervisor.pid", c.dir);
     usleep(2000000); /* the workers start, the first heartbeats go round */
     int sup = util_pidfile_read(pidfile);
-    if (sup > 0)
+    if (sup > 0) {
         pids[n++] = sup;
+        n += s_children(sup, pids + n, 16 - n); /* its replicas and idle workers */
+    }
     int reps[DB_MAX_REPLICAS] = {0};
-    if (lux_head_pids(&c, reps, NULL) == 0)
-        for (int i = 0; i < DB_MAX_REPLICAS && reps[i] > 0 && n < 8; i++)
-            pids[n++] = reps[i];
-    if (sup > 0)
-        n += s_children(sup, pids + n, 16 - n); /* the idle workers */
+    if (lux_head_pids(&c, reps, NULL) == 0) /* replicas it did not start itself */
+        for (int i = 0; i < DB_MAX_REPLICAS && reps[i] > 0 && n < 16; i++) {
+            bool seen = false;
+            for (int k = 0; k < n && !seen; k++)
+                seen = pids[k] == reps[i];
+            if (!seen)
+                pids[n++] = reps[i];
+        }
     int64_t cpu0 = 0, cpu1 = 0, t0 = util_mono_ns();
     for (int i = 0; i < n; i++)
         cpu0 += util_proc_cpu_ns(pids[i]);
