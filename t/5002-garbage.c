@@ -74,6 +74,27 @@ s_batch(util_buf_t *b, uint64_t first, uint32_t count, bool valid, uint64_t cseq
     util_buf_free(&rec);
 }
 
+/* A message of `frames` random frames of up to 299 bytes, the first often
+   starting like a real header. */
+static zmsg_t *
+s_junk(int frames)
+{
+    uint8_t junk[300];
+    zmsg_t *m = zmsg_new();
+    for (int f = 0; f < frames; f++) {
+        size_t n = s_rand() % sizeof junk;
+        for (size_t k = 0; k < n; k++)
+            junk[k] = (uint8_t) s_rand();
+        if (f == 0 && n >= 3 && s_rand() % 2) { /* often a plausible start */
+            junk[0] = NET_MAGIC;
+            junk[1] = NET_VERSION;
+            junk[2] = (uint8_t) (1 + s_rand() % (NET_TYPE_MAX - 1));
+        }
+        zmsg_addmem(m, junk, n);
+    }
+    return m;
+}
+
 /* Garbage on the local link beside an append endpoint: messages that
    frame correctly but say nothing sensible (answered with ERRORs, over
    the link), then bytes that break the framing, which must close the link.
@@ -83,26 +104,13 @@ static int
 s_link_garbage(const char *ep, uint64_t epoch)
 {
     char path[DB_EP_MAX];
-    uint8_t junk[300];
     int held = 0;
     net_link_t *l;
     if (net_link_path(ep, path, sizeof path) || !(l = net_link_connect(path)))
         return 0;
     held++;
     for (int i = 0; i < 200; i++) {
-        zmsg_t *m = zmsg_new();
-        int frames = (int) (s_rand() % 4); /* no frame at all, sometimes */
-        for (int f = 0; f < frames; f++) {
-            size_t n = s_rand() % sizeof junk;
-            for (size_t k = 0; k < n; k++)
-                junk[k] = (uint8_t) s_rand();
-            if (f == 0 && n >= 3 && s_rand() % 2) {
-                junk[0] = NET_MAGIC;
-                junk[1] = NET_VERSION;
-                junk[2] = (uint8_t) (1 + s_rand() % (NET_TYPE_MAX - 1));
-            }
-            zmsg_addmem(m, junk, n);
-        }
+        zmsg_t *m = s_junk((int) (s_rand() % 4)); /* no frame at all, sometimes */
         net_link_send(l, &m);
     }
     util_buf_t b;
@@ -156,22 +164,8 @@ s_garbage(const char *ep, uint64_t epoch)
         return 0;
     util_buf_init(&b);
     /* random multi-frame messages */
-    for (int i = 0; i < 300; i++, sent++) {
-        zmsg_t *m = zmsg_new();
-        int frames = 1 + (int) (s_rand() % 4);
-        for (int f = 0; f < frames; f++) {
-            size_t n = s_rand() % 300;
-            for (size_t k = 0; k < n; k++)
-                junk[k] = (uint8_t) s_rand();
-            if (f == 0 && n >= 3 && s_rand() % 2) { /* often a plausible start */
-                junk[0] = NET_MAGIC;
-                junk[1] = NET_VERSION;
-                junk[2] = (uint8_t) (1 + s_rand() % (NET_TYPE_MAX - 1));
-            }
-            zmsg_addmem(m, junk, n);
-        }
-        s_send(s, m);
-    }
+    for (int i = 0; i < 300; i++, sent++)
+        s_send(s, s_junk(1 + (int) (s_rand() % 4)));
     /* truncated and bent headers */
     uint8_t h[NET_HDR_LEN + 4] = {0}; /* the 4 past the header: garbage, but defined */
     zframe_t *hf = net_hdr_frame(NET_READ, 0, epoch);
@@ -341,7 +335,6 @@ main(void)
 
     /* nothing lost, still serving */
     is_int(s_append(cl, 500), 0, "500 more events appended and acknowledged");
-
     for (uint32_t s = 0; s < 2; s++) {
         db_sub_t *sub = db_sub_new(&s_c, NULL, s, 0);
         uint64_t want = db_client_acked_seq(cl, s), got = 0;

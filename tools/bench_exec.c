@@ -345,9 +345,9 @@ s_start(bench_ctx_t *ctx, const char *name)
 {
     double v[5];
     int rounds = 5;
-    if (ctx->dir)
-        return util_err(LUX_ENOSYS, "it times the start of an embedded cluster; run it without "
-                        "--dir");
+    int rc = bench_own_cluster(ctx, "it times the start of an embedded cluster");
+    if (rc)
+        return rc;
     for (int r = 0; r < rounds; r++) {
         int64_t t0 = util_mono_ns();
         lux_t *lx = s_init(ctx);
@@ -355,7 +355,7 @@ s_start(bench_ctx_t *ctx, const char *name)
             return LUX_EIO;
         lux_ref_t ref;
         lux_val_t val;
-        int rc = lux_call(lx, "bench_noop", 0, NULL, 1, &ref);
+        rc = lux_call(lx, "bench_noop", 0, NULL, 1, &ref);
         if (!rc)
             rc = lux_get(lx, &ref, &val, 30000);
         v[r] = (double) (util_mono_ns() - t0) / 1e6;
@@ -687,14 +687,13 @@ s_queued(bench_ctx_t *ctx, const char *name)
 {
     db_cluster_t c;
     int rc;
-    if (ctx->dir)
-        return util_err(LUX_ENOSYS, "it measures the node manager of a head of its own; run it "
-                        "without --dir");
+    if ((rc = bench_own_cluster(ctx, "it measures the node manager of a head of its own")))
+        return rc;
     if ((rc = bench_cluster_start(ctx, &c, 2, 1, &(lux_node_args_t) {0})))
         return rc;
     lux_config_t cfg = {.address = c.dir};
     lux_t *lx = lux_init(&cfg);
-    char gate[PATH_MAX + 16], pidfile[PATH_MAX + 32];
+    char gate[PATH_MAX + 16];
     int n = (int) (1000000 * ctx->scale) + 100;
     lux_ref_t gref, *refs = malloc((size_t) n * sizeof *refs);
     if (!lx || !refs) {
@@ -702,8 +701,7 @@ s_queued(bench_ctx_t *ctx, const char *name)
         goto out;
     }
     snprintf(gate, sizeof gate, "%s/gate", c.dir);
-    snprintf(pidfile, sizeof pidfile, "%s/run/supervisor.pid", c.dir);
-    pid_t nm = util_pidfile_read(pidfile);
+    pid_t nm = lux_head_pid(c.dir);
     if ((rc = lux_call(lx, "bench_gate", 1, (lux_arg_t[]) {LUX_VAL(gate, strlen(gate))}, 1,
                        &gref)))
         goto out;
@@ -934,10 +932,9 @@ s_es(bench_ctx_t *ctx, const char *name)
 {
     char mod[PATH_MAX];
     double two[3], one[3];
-    if (ctx->dir)
-        return util_err(LUX_ENOSYS, "it times `lux run`, which starts a cluster of its own; run it "
-                        "without --dir");
-    int rc = s_es_module(mod, sizeof mod);
+    int rc = bench_own_cluster(ctx, "it times `lux run`, which starts a cluster of its own");
+    if (!rc)
+        rc = s_es_module(mod, sizeof mod);
     for (int r = 0; r < 3 && !rc; r++) {
         if (!(rc = s_es_run(ctx, mod, 2, &two[r])))
             rc = s_es_run(ctx, mod, 1, &one[r]);
@@ -960,27 +957,17 @@ s_idle(bench_ctx_t *ctx, const char *name)
 {
     db_cluster_t c;
     int rc, pids[16] = {0}, n = 0;
-    char pidfile[PATH_MAX + 32];
-    if (ctx->dir)
-        return util_err(LUX_ENOSYS, "it measures a head of its own, idle; run it without --dir");
-    if ((rc = bench_cluster_start(ctx, &c, 2, 1, &(lux_node_args_t) {0})))
+    if ((rc = bench_own_cluster(ctx, "it measures a head of its own, idle")) ||
+        (rc = bench_cluster_start(ctx, &c, 2, 1, &(lux_node_args_t) {0})))
         return rc;
-    snprintf(pidfile, sizeof pidfile, "%s/run/supervisor.pid", c.dir);
     usleep(2000000); /* the workers start, the first heartbeats go round */
-    int sup = util_pidfile_read(pidfile);
+    /* the supervisor (node manager, chain master) started every other
+       process of the head: the replicas and the workers */
+    int sup = lux_head_pid(c.dir);
     if (sup > 0) {
         pids[n++] = sup;
-        n += s_children(sup, pids + n, 16 - n); /* its replicas and idle workers */
+        n += s_children(sup, pids + n, 16 - n);
     }
-    int reps[DB_MAX_REPLICAS] = {0};
-    if (lux_head_pids(&c, reps, NULL) == 0) /* replicas it did not start itself */
-        for (int i = 0; i < DB_MAX_REPLICAS && reps[i] > 0 && n < 16; i++) {
-            bool seen = false;
-            for (int k = 0; k < n && !seen; k++)
-                seen = pids[k] == reps[i];
-            if (!seen)
-                pids[n++] = reps[i];
-        }
     int64_t cpu0 = 0, cpu1 = 0, t0 = util_mono_ns();
     for (int i = 0; i < n; i++)
         cpu0 += util_proc_cpu_ns(pids[i]);
@@ -989,7 +976,7 @@ s_idle(bench_ctx_t *ctx, const char *name)
         cpu1 += util_proc_cpu_ns(pids[i]);
     double pct = 100.0 * (double) (cpu1 - cpu0) / (double) (util_mono_ns() - t0);
     if (sup <= 0)
-        rc = util_err(LUX_ENOTFOUND, "no supervisor pid in %s", pidfile);
+        rc = util_err(LUX_ENOTFOUND, "no head running in %s", c.dir);
     else
         bench_report(ctx, "idle_head_cpu", pct, "%",
                      ", \"processes\": %d, \"seconds\": %.1f, \"shards\": 2", n,

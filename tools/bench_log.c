@@ -232,9 +232,8 @@ s_bench_append(bench_ctx_t *ctx, const char *name)
     s_run_t r1, r3;
     double lat[2];
     int rc;
-    if (ctx->dir)
-        return util_err(LUX_ENOSYS, "the log benchmarks measure a one-shard cluster of their "
-                        "own; run them without --dir");
+    if ((rc = bench_own_cluster(ctx, "it measures one-shard clusters of its own")))
+        return rc;
     if ((rc = s_run(ctx, 1, n, true, lat, &r1)))
         return rc;
     if ((rc = s_run(ctx, 3, n, false, NULL, &r3)))
@@ -337,9 +336,8 @@ s_bench_sql(bench_ctx_t *ctx, const char *name)
     int rc;
     uint32_t layers = 100, width = (uint32_t) (5000 * ctx->scale) + 1;
 
-    if (ctx->dir)
-        return util_err(LUX_ENOSYS, "the SQL benchmarks build a log of their own; run them "
-                        "without --dir");
+    if ((rc = bench_own_cluster(ctx, "it builds a log of its own")))
+        return rc;
     if ((rc = bench_cluster_start(ctx, &c, 4, 1, NULL)))
         return rc;
     db_client_opts_t co = {.cluster = &c};

@@ -82,6 +82,12 @@ bench_cluster_start(bench_ctx_t *ctx, db_cluster_t *c, uint32_t shards, uint32_t
     return lux_head_start(c, true, 60000, node ? node : &log_only);
 }
 
+int
+bench_own_cluster(const bench_ctx_t *ctx, const char *why)
+{
+    return ctx->dir ? util_err(LUX_ENOSYS, "%s; run it without --dir", why) : 0;
+}
+
 void
 bench_cluster_stop(bench_ctx_t *ctx, db_cluster_t *c)
 {

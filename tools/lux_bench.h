@@ -46,6 +46,10 @@ int bench_cluster_start(bench_ctx_t *ctx, db_cluster_t *c, uint32_t shards, uint
                         const lux_node_args_t *node);
 void bench_cluster_stop(bench_ctx_t *ctx, db_cluster_t *c);
 
+/* For a benchmark that measures a cluster it makes (why: what it
+   measures): LUX_ENOSYS with a message when --dir was given, else 0. */
+int bench_own_cluster(const bench_ctx_t *ctx, const char *why);
+
 /* Median of n doubles (sorts them). */
 double bench_median(double *v, int n);
 

@@ -322,6 +322,23 @@ s_link_events(db_client_t *self, uint32_t s, short ev)
     return n;
 }
 
+/* What shard s's connection has on poll events ev: what its link read, or
+   up to max messages of its socket; events newly acknowledged. */
+static int
+s_shard_events(db_client_t *self, uint32_t s, short ev, int max)
+{
+    s_shard_t *sh = &self->shards[s];
+    int n = 0;
+    if (sh->link)
+        return s_link_events(self, s, ev);
+    /* the poll says one message is there: ask ZeroMQ before each more */
+    for (int k = 0; sh->sk && (ev & ZMQ_POLLIN) && k < max &&
+                    (k == 0 || (zsock_events(sh->sk) & ZMQ_POLLIN));
+         k++)
+        n += s_handle(self, sh->sk, (int) s);
+    return n;
+}
+
 /* The poll item of shard s's connection, if it has one. */
 static bool
 s_item(const s_shard_t *sh, zmq_pollitem_t *item)
@@ -344,10 +361,7 @@ db_client_pollitems(db_client_t *self, zmq_pollitem_t *items, int max)
         items[k++] = (zmq_pollitem_t) {zsock_resolve(self->master), 0, ZMQ_POLLIN, 0};
     if (k < max)
         items[k++] = (zmq_pollitem_t) {zsock_resolve(self->cfg), 0, ZMQ_POLLIN, 0};
-    for (uint32_t s = 0; s < self->cluster.shards && k < max; s++)
-        if (s_item(&self->shards[s], &items[k]))
-            k++;
-    return k;
+    return k + db_client_ack_items(self, items + k, max - k);
 }
 
 int
@@ -364,36 +378,25 @@ int
 db_client_poll(db_client_t *self, int timeout_ms)
 {
     zmq_pollitem_t items[2 + DB_MAX_SHARDS];
-    zsock_t *socks[2 + DB_MAX_SHARDS];
-    int shard_of[2 + DB_MAX_SHARDS];
-    int n = 0, k = 0;
+    int shard_of[DB_MAX_SHARDS];
+    int n = 0, k = 2;
     int64_t now;
 
-    socks[k] = self->master, shard_of[k++] = -1;
-    socks[k] = self->cfg, shard_of[k++] = -1;
-    for (int i = 0; i < k; i++)
-        items[i] = (zmq_pollitem_t) {zsock_resolve(socks[i]), 0, ZMQ_POLLIN, 0};
+    items[0] = (zmq_pollitem_t) {zsock_resolve(self->master), 0, ZMQ_POLLIN, 0};
+    items[1] = (zmq_pollitem_t) {zsock_resolve(self->cfg), 0, ZMQ_POLLIN, 0};
     for (uint32_t s = 0; s < self->cluster.shards; s++)
         if (s_item(&self->shards[s], &items[k]))
-            socks[k] = self->shards[s].sk, shard_of[k++] = (int) s;
+            shard_of[k++ - 2] = (int) s;
     if (zmq_poll(items, k, timeout_ms) > 0) {
-        for (int i = 0; i < k; i++) {
-            if (!socks[i]) { /* a link */
-                n += s_link_events(self, (uint32_t) shard_of[i], items[i].revents);
-                continue;
-            }
-            if (!(items[i].revents & ZMQ_POLLIN))
-                continue;
-            /* drain what is there; a configuration may replace a shard's
-               socket, so stop at the first one */
-            for (int burst = 0; burst < 1000 && (zsock_events(socks[i]) & ZMQ_POLLIN); burst++) {
-                n += s_handle(self, socks[i], shard_of[i]);
-                if (shard_of[i] < 0)
-                    break;
-            }
-            if (shard_of[i] < 0)
-                break;
-        }
+        /* one configuration message at most: it may replace a shard's
+           connection, whose item is then stale (the next poll reads it) */
+        if (items[0].revents & ZMQ_POLLIN)
+            s_handle(self, self->master, -1);
+        else if (items[1].revents & ZMQ_POLLIN)
+            s_handle(self, self->cfg, -1);
+        else
+            for (int i = 2; i < k; i++) /* drain what is there */
+                n += s_shard_events(self, (uint32_t) shard_of[i - 2], items[i].revents, 1000);
     }
     now = util_mono_ms();
     for (uint32_t s = 0; s < self->cluster.shards; s++) {
@@ -589,13 +592,8 @@ s_wait_acks(db_client_t *self, int timeout_ms)
             shard_of[k++] = (int) s;
     if (k == 0 || zmq_poll(items, k, timeout_ms) <= 0)
         return;
-    for (int i = 0; i < k; i++) {
-        s_shard_t *sh = &self->shards[shard_of[i]];
-        if (sh->link)
-            s_link_events(self, (uint32_t) shard_of[i], items[i].revents);
-        else if (sh->sk && (items[i].revents & ZMQ_POLLIN))
-            s_handle(self, sh->sk, shard_of[i]);
-    }
+    for (int i = 0; i < k; i++)
+        s_shard_events(self, (uint32_t) shard_of[i], items[i].revents, 1);
 }
 
 int

@@ -173,15 +173,21 @@ static void s_complain(s_rep_t *self, const char *sock, const char *what);
 /* --- local links -------------------------------------------------------------------- */
 
 static s_link_t *
-s_link_of(s_rep_t *self, zframe_t *rid)
+s_link_by_id(s_rep_t *self, uint64_t id)
 {
-    if (!rid || zframe_size(rid) != S_LINK_RID_LEN || memcmp(zframe_data(rid), "\0lnk", 4) != 0)
-        return NULL;
-    uint64_t id = util_rd64(zframe_data(rid) + 4);
     for (size_t i = 0; i < self->nlinks; i++)
         if (self->links[i].id == id)
             return &self->links[i];
     return NULL;
+}
+
+/* The link a routing ID names, or NULL (a ZeroMQ peer's, or a closed link's). */
+static s_link_t *
+s_link_of(s_rep_t *self, zframe_t *rid)
+{
+    if (!rid || zframe_size(rid) != S_LINK_RID_LEN || memcmp(zframe_data(rid), "\0lnk", 4) != 0)
+        return NULL;
+    return s_link_by_id(self, util_rd64(zframe_data(rid) + 4));
 }
 
 static int s_on_link(zloop_t *loop, zmq_pollitem_t *item, void *arg);
@@ -248,8 +254,9 @@ s_on_link(zloop_t *loop, zmq_pollitem_t *item, void *arg)
             l = &self->links[i];
     if (!l)
         return 0;
+    uint64_t id = l->id;
     uint8_t rid[S_LINK_RID_LEN] = {0, 'l', 'n', 'k'};
-    util_le64(rid + 4, l->id);
+    util_le64(rid + 4, id);
     if ((item->revents & ZMQ_POLLOUT) && net_link_write(l->link)) {
         s_link_close(self, l);
         return 0;
@@ -260,10 +267,7 @@ s_on_link(zloop_t *loop, zmq_pollitem_t *item, void *arg)
         while (l && (m = net_link_next(l->link))) {
             zmsg_pushmem(m, rid, sizeof rid);
             s_append_msg(self, m);
-            /* an answer that failed closed the link: look it up again */
-            zframe_t *f = zframe_new(rid, sizeof rid);
-            l = s_link_of(self, f);
-            zframe_destroy(&f);
+            l = s_link_by_id(self, id); /* an answer that failed closed it */
         }
         if (l && net_link_dead(l->link)) {
             s_link_close(self, l);

@@ -216,19 +216,6 @@ s_out_room(net_link_t *self, size_t n)
     return 0;
 }
 
-static void
-s_le32(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t) v, p[1] = (uint8_t) (v >> 8), p[2] = (uint8_t) (v >> 16),
-    p[3] = (uint8_t) (v >> 24);
-}
-
-static uint32_t
-s_rd32(const uint8_t *p)
-{
-    return (uint32_t) p[0] | (uint32_t) p[1] << 8 | (uint32_t) p[2] << 16 |
-           (uint32_t) p[3] << 24;
-}
 
 int
 net_link_write(net_link_t *self)
@@ -285,11 +272,11 @@ net_link_send(net_link_t *self, zmsg_t **msg_p)
         /* nothing queued: straight from the frames */
         struct iovec iov[2 * S_IOV + 1];
         int k = 0;
-        s_le32(hdr, (uint32_t) total);
+        util_le32(hdr, (uint32_t) total);
         iov[k++] = (struct iovec) {hdr, 4};
         size_t i = 1;
         for (zframe_t *f = zmsg_first(m); f; f = zmsg_next(m), i++) {
-            s_le32(hdr + 4 * i, (uint32_t) zframe_size(f));
+            util_le32(hdr + 4 * i, (uint32_t) zframe_size(f));
             iov[k++] = (struct iovec) {hdr + 4 * i, 4};
             if (zframe_size(f))
                 iov[k++] = (struct iovec) {zframe_data(f), zframe_size(f)};
@@ -333,10 +320,10 @@ net_link_send(net_link_t *self, zmsg_t **msg_p)
         }                                                                       \
     } while (0)
     uint8_t b4[4];
-    s_le32(b4, (uint32_t) total);
+    util_le32(b4, (uint32_t) total);
     S_PUT(b4, 4);
     for (zframe_t *f = zmsg_first(m); f; f = zmsg_next(m)) {
-        s_le32(b4, (uint32_t) zframe_size(f));
+        util_le32(b4, (uint32_t) zframe_size(f));
         S_PUT(b4, 4);
         S_PUT(zframe_data(f), zframe_size(f));
     }
@@ -399,7 +386,7 @@ net_link_next(net_link_t *self)
     if (have < 4)
         return NULL;
     const uint8_t *p = self->in + self->in_at;
-    size_t total = s_rd32(p);
+    size_t total = util_rd32(p);
     if (total > NET_LINK_MAX) {
         log_error("link: a message claims %zu bytes: the stream is broken", total);
         self->dead = true;
@@ -411,7 +398,7 @@ net_link_next(net_link_t *self)
     zmsg_t *m = zmsg_new();
     size_t at = 4;
     while (at < 4 + total) {
-        uint32_t n = 4 + total - at >= 4 ? s_rd32(p + at) : UINT32_MAX;
+        uint32_t n = 4 + total - at >= 4 ? util_rd32(p + at) : UINT32_MAX;
         if (n == UINT32_MAX || at + 4 + n > 4 + total) {
             log_error("link: a frame runs past its message: the stream is broken");
             zmsg_destroy(&m);
