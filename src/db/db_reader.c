@@ -271,7 +271,15 @@ s_on_timer(zloop_t *loop, int timer_id, void *arg)
     uint64_t pages = atomic_load(&self->state->wal_pages);
     int64_t now = util_mono_ms();
     if (pages >= DB_CKPT_PAGES || (pages > 0 && now - self->ckpt_ms >= 1000)) {
-        if (db_store_checkpoint(self->store))
+        /* the bulk without holding the writer up; again while many frames
+           came in meanwhile; then, when the WAL is long, the last few with
+           the writer held off (DB_CKPT_WRAP) */
+        int left = 0, rc = db_store_checkpoint(self->store, false, 0, &left);
+        for (int i = 0; !rc && left > DB_CKPT_WRAP && i < 4; i++)
+            rc = db_store_checkpoint(self->store, false, 0, &left);
+        if (!rc && pages >= DB_CKPT_PAGES && left <= DB_CKPT_WRAP)
+            rc = db_store_checkpoint(self->store, true, 10, &left);
+        if (rc)
             log_warn("%s", lux_errmsg());
         atomic_store(&self->state->wal_pages, 0);
         self->ckpt_ms = now;

@@ -92,8 +92,14 @@ int db_store_clients(db_store_t *self,
    first bad seq in *bad_seq and a message saying what is wrong. */
 int db_store_verify(db_store_t *self, uint64_t *bad_seq);
 
-/* Run a passive WAL checkpoint (from a connection that is not writing). */
-int db_store_checkpoint(db_store_t *self);
+/* Copy the WAL back into the file, from a connection that is not
+   writing. PASSIVE (full false) copies what it can without holding the
+   writer up. FULL waits up to wait_ms for the writer's transaction to
+   end, then holds the writer off while it copies the rest: the writer's
+   next transaction then starts the WAL again from its beginning instead of
+   growing it (unless a reader is still in it). *left (may be NULL): the
+   frames not copied. A busy lock is not an error. */
+int db_store_checkpoint(db_store_t *self, bool full, int wait_ms, int *left);
 
 /* After every commit on this connection, store the WAL's size in pages in
    *pages (for a checkpointing thread to decide when to run). */
