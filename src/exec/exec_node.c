@@ -780,11 +780,14 @@ s_idle(nm_t *nm, int64_t quiet_ms)
    (POLLOUT too while bytes wait for it) and the log's sockets, so an
    acknowledgement wakes it (an actor call's result waits for one). Not a
    zloop: the set changes with every connection and chain, and is rebuilt
-   here on each turn, which costs less than zloop's bookkeeping. */
+   here on each turn, which costs less than zloop's bookkeeping. Polled
+   with net_poll: one poll(2) a turn, where zmq_poll made two over every
+   connection. */
 static void
 s_loop(nm_t *nm)
 {
     zmq_pollitem_t *items = NULL;
+    struct pollfd *pfds = NULL;
     nm_conn_t **conns = NULL;
     size_t cap = 0;
     int64_t tick = S_TICK_MS, next_tick = util_mono_ms() + tick;
@@ -795,13 +798,16 @@ s_loop(nm_t *nm)
             size_t c = need * 2;
             zmq_pollitem_t *i2 = realloc(items, c * sizeof *i2);
             nm_conn_t **c2 = i2 ? realloc(conns, c * sizeof *c2) : NULL;
+            struct pollfd *p2 = c2 ? realloc(pfds, c * sizeof *p2) : NULL;
             if (i2)
                 items = i2;
-            if (!i2 || !c2) {
+            if (c2)
+                conns = c2;
+            if (!i2 || !c2 || !p2) {
                 log_error("node: out of memory polling; stopping");
                 break;
             }
-            conns = c2;
+            pfds = p2;
             cap = c;
         }
         size_t k = 0, nc = 0;
@@ -819,7 +825,7 @@ s_loop(nm_t *nm)
         if (nm->log)
             k += (size_t) db_client_ack_items(nm->log, items + k, (int) (cap - k));
         int64_t wait = next_tick - util_mono_ms();
-        int fired = zmq_poll(items, (int) k, wait < 0 ? 0 : (long) wait);
+        int fired = net_poll(items, (int) k, pfds, wait < 0 ? 0 : (long) wait);
         if (fired < 0 && zmq_errno() != EINTR)
             break;
         if (fired > 0) {
@@ -861,6 +867,7 @@ s_loop(nm_t *nm)
         nm->log_quiet = false;
     }
     free(items);
+    free(pfds);
     free(conns);
 }
 

@@ -291,6 +291,7 @@ struct nm {
     struct nm_actor *dirty_actors; /* actors with runs to send */
     struct nm_lookup *lookups; /* lux_actor_lookup waiting for a name */
     int64_t reaped_drivers_ms; /* when dead drivers were last looked for */
+    int64_t reaped_all_ms;     /* when every worker was last waited for */
 
     /* the log (exec_node_log.c) */
     db_client_t *log;

@@ -190,3 +190,63 @@ net_error_decode(zframe_t *f, int *code, char *buf, size_t n)
     memcpy(buf, zframe_data(f) + 4, len);
     buf[len] = '\0';
 }
+
+/* --- polling ------------------------------------------------------------------------------ */
+
+/* The events a ZeroMQ socket has now that the item asks for. Reading
+   ZMQ_EVENTS also clears its descriptor's signal: after it, the
+   descriptor fires for whatever comes next, so a poll(2) on it cannot
+   sleep through a message (libzmq's rule for ZMQ_FD). */
+static short
+s_zmq_events(zmq_pollitem_t *it)
+{
+    int ev = 0;
+    size_t len = sizeof ev;
+    if (zmq_getsockopt(it->socket, ZMQ_EVENTS, &ev, &len) != 0)
+        return 0;
+    return (short) (ev & it->events & (ZMQ_POLLIN | ZMQ_POLLOUT));
+}
+
+int
+net_poll(zmq_pollitem_t *items, int n, struct pollfd *pfds, long timeout_ms)
+{
+    int ready = 0, rc;
+    for (int i = 0; i < n; i++) {
+        zmq_pollitem_t *it = &items[i];
+        it->revents = 0;
+        pfds[i].revents = 0;
+        if (it->socket) {
+            size_t len = sizeof pfds[i].fd;
+            if (zmq_getsockopt(it->socket, ZMQ_FD, &pfds[i].fd, &len) != 0)
+                return -1;
+            pfds[i].events = POLLIN;
+            if ((it->revents = s_zmq_events(it)))
+                ready++;
+        } else {
+            pfds[i].fd = it->fd;
+            pfds[i].events = (short) ((it->events & ZMQ_POLLIN ? POLLIN : 0) |
+                                      (it->events & ZMQ_POLLOUT ? POLLOUT : 0) |
+                                      (it->events & ZMQ_POLLPRI ? POLLPRI : 0));
+        }
+    }
+    rc = poll(pfds, (nfds_t) n, ready ? 0 : (int) timeout_ms);
+    if (rc < 0)
+        return -1;
+    ready = 0;
+    for (int i = 0; i < n; i++) {
+        zmq_pollitem_t *it = &items[i];
+        if (it->socket) {
+            if (pfds[i].revents)
+                it->revents = s_zmq_events(it);
+        } else {
+            short r = pfds[i].revents;
+            it->revents = (short) ((r & POLLIN ? ZMQ_POLLIN : 0) | (r & POLLOUT ? ZMQ_POLLOUT : 0) |
+                                   (r & POLLPRI ? ZMQ_POLLPRI : 0) |
+                                   (r & (POLLERR | POLLHUP | POLLNVAL) ? ZMQ_POLLERR : 0));
+            it->revents &= (short) (it->events | ZMQ_POLLERR);
+        }
+        if (it->revents)
+            ready++;
+    }
+    return ready;
+}

@@ -15,6 +15,7 @@
 #include "../util/util_buf.h"
 
 #include <czmq.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -74,6 +75,14 @@ typedef struct {
 } net_hdr_t;
 
 const char *net_type_name(int type);
+
+/* zmq_poll for a loop that polls many descriptors and few ZeroMQ sockets,
+   with one poll(2) instead of zmq_poll's two (it first polls every item
+   with no wait, then again to wait) and one check of each socket's
+   ZMQ_EVENTS before, and after only for a socket whose descriptor fired.
+   pfds: room for n. Same return as zmq_poll: the items with events, or -1
+   with errno set. */
+int net_poll(zmq_pollitem_t *items, int n, struct pollfd *pfds, long timeout_ms);
 
 /* A new header frame. */
 zframe_t *net_hdr_frame(int type, uint32_t shard, uint64_t epoch);
