@@ -340,6 +340,16 @@ nm_log_pending(nm_t *nm, const util_id_t *task)
     return nm->lg && util_idmap_get(nm->lg->unacked, task->b) != NULL;
 }
 
+int64_t
+nm_log_due_ms(nm_t *nm)
+{
+    struct nm_log *L = nm->lg;
+    if (!L || db_client_unacked(nm->log) <= db_client_inflight(nm->log))
+        return -1;
+    int64_t ns = L->flushed_ns + S_FLUSH_NS - util_mono_ns();
+    return ns <= 0 ? 0 : (ns + 999999) / 1000000;
+}
+
 bool
 nm_log_busy(nm_t *nm)
 {
