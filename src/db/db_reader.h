@@ -18,8 +18,17 @@
     MB in a 4 s benchmark, and each commit wrote into new file pages, a
     quarter of the replica thread's time. So when the WAL is DB_CKPT_PAGES
     long, once the passive copies have left at most DB_CKPT_WRAP frames, a
-    FULL checkpoint holds the writer off (a millisecond or two) while it
-    copies those, and the writer's next transaction starts the WAL again.
+    FULL checkpoint holds the writer off while it copies those, and the
+    writer's next transaction starts the WAL again. It waits for nothing:
+    when the writer is in a transaction or a reader is on an older
+    snapshot it copies what it can as a passive one would, and the next
+    round tries again (waiting for readers while holding the writer off
+    stalled the writer 35-55 ms at a time, 10% fewer n:n actor calls/s).
+    The WAL is synced first without a lock, so the FULL syncs only the last
+    frames: the writer waits 5-10 ms under n:n calls, about a millisecond
+    under one call at a time. Under a load that writes frames faster than a
+    few passive passes copy them, no FULL runs, and the WAL grows until the
+    load eases, as it did before.
 
     READ body:     req u64, from u64 (1 or more: 0 is refused, EINVAL),
                    max u32, max_bytes u32 (0 or more than DB_READ_MAX and

@@ -23,6 +23,8 @@
 #include "../util/util_log.h"
 #include "../util/util_time.h"
 
+#include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -971,20 +973,41 @@ s_busy_until(void *arg, int n)
     return 1;
 }
 
+/* A FULL checkpoint syncs the WAL while it holds the writer off: with
+   every frame written since the last sync still in the page cache, that
+   took 10-60 ms under n:n actor calls. Syncing the file first, through a
+   descriptor of our own and without a lock, leaves it only the last few
+   frames. A failure here is no loss: SQLite syncs anyway. */
+static void
+s_presync_wal(db_store_t *self)
+{
+    char wal[PATH_MAX];
+    if (snprintf(wal, sizeof wal, "%s-wal", self->path) >= (int) sizeof wal)
+        return;
+    int fd = open(wal, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        (void) fdatasync(fd);
+        close(fd);
+    }
+}
+
 int
-db_store_checkpoint(db_store_t *self, bool full, int wait_ms, int *left)
+db_store_checkpoint(db_store_t *self, bool full, int wait_ms, int *copied)
 {
     int log = 0, done = 0, rc;
-    int64_t until = util_mono_ns() + (int64_t) wait_ms * 1000000;
-    if (full)
+    int64_t until = 0;
+    if (full) {
+        s_presync_wal(self);
+        until = util_mono_ns() + (int64_t) wait_ms * 1000000;
         sqlite3_busy_handler(self->db, s_busy_until, &until);
+    }
     rc = sqlite3_wal_checkpoint_v2(self->db, NULL,
                                    full ? SQLITE_CHECKPOINT_FULL : SQLITE_CHECKPOINT_PASSIVE,
                                    &log, &done);
     if (full)
         sqlite3_busy_timeout(self->db, 5000);
-    if (left)
-        *left = log > done ? log - done : 0;
+    if (copied)
+        *copied = done > 0 ? done : 0;
     if (rc != SQLITE_OK && rc != SQLITE_BUSY)
         return s_sqlerr(self, "checkpoint");
     return 0;

@@ -97,9 +97,10 @@ int db_store_verify(db_store_t *self, uint64_t *bad_seq);
    writer up. FULL waits up to wait_ms for the writer's transaction to
    end, then holds the writer off while it copies the rest: the writer's
    next transaction then starts the WAL again from its beginning instead of
-   growing it (unless a reader is still in it). *left (may be NULL): the
-   frames not copied. A busy lock is not an error. */
-int db_store_checkpoint(db_store_t *self, bool full, int wait_ms, int *left);
+   growing it (unless a reader is still in it). *copied (may be NULL):
+   how many of the WAL's frames are copied back now, from its start. A
+   busy lock is not an error. */
+int db_store_checkpoint(db_store_t *self, bool full, int wait_ms, int *copied);
 
 /* After every commit on this connection, store the WAL's size in pages in
    *pages (for a checkpointing thread to decide when to run). */
