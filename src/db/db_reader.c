@@ -49,6 +49,8 @@ typedef struct {
     s_job_t *queue, *queue_last;
     int64_t last_complaint; /* ms, to rate-limit garbage logs */
     int64_t ckpt_ms;        /* when the last checkpoint ran */
+    uint64_t full_at;       /* the WAL's size after the last whole FULL checkpoint */
+    int64_t full_ms;        /* ...and when it ran */
 } s_reader_t;
 
 /* --- workers ------------------------------------------------------------------------- */
@@ -286,11 +288,20 @@ s_on_timer(zloop_t *loop, int timer_id, void *arg)
            frames faster than a few passes copy them, the writer is not
            held up: the WAL grows until the load eases. */
         int copied = 0, rc = db_store_checkpoint(self->store, false, 0, &copied);
-        for (int i = 0; !rc && s_left(self, copied) > DB_CKPT_WRAP && i < 4; i++)
+        for (int i = 0; rc >= 0 && s_left(self, copied) > DB_CKPT_WRAP && i < 4; i++)
             rc = db_store_checkpoint(self->store, false, 0, &copied);
-        if (!rc && pages >= DB_CKPT_PAGES && s_left(self, copied) <= DB_CKPT_WRAP)
+        if (pages < self->full_at)
+            self->full_at = 0; /* the WAL started again */
+        if (rc >= 0 && pages >= DB_CKPT_PAGES && s_left(self, copied) <= DB_CKPT_WRAP &&
+            (!self->full_at || now - self->full_ms >= DB_CKPT_FULL_MS)) {
             rc = db_store_checkpoint(self->store, true, 0, NULL);
-        if (rc)
+            if (rc == 0) { /* it held the writer and copied all: unless a
+                              reader stays in the WAL, it starts again */
+                self->full_at = atomic_load(&self->state->wal_pages);
+                self->full_ms = now;
+            }
+        }
+        if (rc < 0)
             log_warn("%s", lux_errmsg());
         atomic_store(&self->state->wal_pages, 0);
         self->ckpt_ms = now;

@@ -26,9 +26,14 @@
     stalled the writer 35-55 ms at a time, 10% fewer n:n actor calls/s).
     The WAL is synced first without a lock, so the FULL syncs only the last
     frames: the writer waits 5-10 ms under n:n calls, about a millisecond
-    under one call at a time. Under a load that writes frames faster than a
-    few passive passes copy them, no FULL runs, and the WAL grows until the
-    load eases, as it did before.
+    under one call at a time. When the WAL did not start again after a
+    FULL that copied everything (a reader was in it), the next FULL waits
+    DB_CKPT_FULL_MS: one every 50 ms added three syncs each time, and
+    8-10 us to log_ack_latency.
+
+    Under a load that writes frames faster than a few passive passes copy
+    them, no FULL runs, and the WAL grows until the load eases, as it did
+    before.
 
     READ body:     req u64, from u64 (1 or more: 0 is refused, EINVAL),
                    max u32, max_bytes u32 (0 or more than DB_READ_MAX and
@@ -57,6 +62,7 @@ typedef struct {
 #define DB_READ_MAX 16384           /* events per READ_REP at most */
 #define DB_CKPT_PAGES 4096          /* checkpoint when the WAL is this long */
 #define DB_CKPT_WRAP 512            /* frames a FULL checkpoint copies at most */
+#define DB_CKPT_FULL_MS 200         /* ...and its pause when the WAL stayed */
 #define DB_READ_MAX_BYTES (8 << 20) /* bytes per READ_REP at most */
 
 typedef struct {

@@ -1010,7 +1010,7 @@ db_store_checkpoint(db_store_t *self, bool full, int wait_ms, int *copied)
         *copied = done > 0 ? done : 0;
     if (rc != SQLITE_OK && rc != SQLITE_BUSY)
         return s_sqlerr(self, "checkpoint");
-    return 0;
+    return rc == SQLITE_BUSY;
 }
 
 static int
