@@ -287,14 +287,14 @@ s_on_timer(zloop_t *loop, int timer_id, void *arg)
            the writer held off (DB_CKPT_WRAP). Under a load that writes
            frames faster than a few passes copy them, the writer is not
            held up: the WAL grows until the load eases. */
-        int copied = 0, rc = db_store_checkpoint(self->store, false, 0, &copied);
+        int copied = 0, rc = db_store_checkpoint(self->store, false, &copied);
         for (int i = 0; rc >= 0 && s_left(self, copied) > DB_CKPT_WRAP && i < 4; i++)
-            rc = db_store_checkpoint(self->store, false, 0, &copied);
+            rc = db_store_checkpoint(self->store, false, &copied);
         if (pages < self->full_at)
             self->full_at = 0; /* the WAL started again */
         if (rc >= 0 && pages >= DB_CKPT_PAGES && s_left(self, copied) <= DB_CKPT_WRAP &&
             (!self->full_at || now - self->full_ms >= DB_CKPT_FULL_MS)) {
-            rc = db_store_checkpoint(self->store, true, 0, NULL);
+            rc = db_store_checkpoint(self->store, true, NULL);
             if (rc == 0) { /* it held the writer and copied all: unless a
                               reader stays in the WAL, it starts again */
                 self->full_at = atomic_load(&self->state->wal_pages);

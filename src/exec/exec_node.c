@@ -764,6 +764,14 @@ s_tick(nm_t *nm)
 #define S_IDLE_AFTER_MS 500 /* ...one that saw nothing for this long */
 #define S_BUSY_TICK_MS 10   /* the tick while workers run tasks (s_busy) */
 
+/* Something the tick retries or times out: allocations waiting for room,
+   actors waiting for resources, lookups of names with a deadline. */
+static bool
+s_waits_on_time(nm_t *nm)
+{
+    return nm->alloc_waits || nm->actors_waiting || nm->lookups;
+}
+
 /* Nothing happened for S_IDLE_AFTER_MS and nothing waits on time: the
    tick may stretch (an idle head then costs about 1% of a core, not 3%).
    Not sooner: a core left idle that long sleeps deeper, and the first
@@ -773,8 +781,7 @@ s_tick(nm_t *nm)
 static bool
 s_idle(nm_t *nm, int64_t quiet_ms)
 {
-    return quiet_ms >= S_IDLE_AFTER_MS && !nm->alloc_waits && !nm->actors_waiting &&
-           !nm->lookups && !(nm->log && nm_log_busy(nm));
+    return quiet_ms >= S_IDLE_AFTER_MS && !s_waits_on_time(nm) && !(nm->log && nm_log_busy(nm));
 }
 
 /* Work is out on workers and nothing waits on time but the log's timed
@@ -785,8 +792,7 @@ s_idle(nm_t *nm, int64_t quiet_ms)
 static bool
 s_busy(nm_t *nm)
 {
-    return nm->n_submitted > nm->n_finished + nm->n_failed && !nm->alloc_waits &&
-           !nm->actors_waiting && !nm->lookups;
+    return nm->n_submitted > nm->n_finished + nm->n_failed && !s_waits_on_time(nm);
 }
 
 /* The loop: the command pipe, the listening socket, every connection

@@ -742,10 +742,10 @@ nm_reap_workers(nm_t *nm)
     siginfo_t si;
     memset(&si, 0, sizeof si);
     int64_t now = util_mono_ms();
-    if (now - nm->reaped_all_ms < 1000 &&
-        waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == 0)
+    bool all = now - nm->reaped_all_ms >= 1000;
+    if (!all && waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == 0)
         return;
-    if (now - nm->reaped_all_ms >= 1000)
+    if (all)
         nm->reaped_all_ms = now;
     nm_worker_t *w = nm->workers;
     while (w) {
