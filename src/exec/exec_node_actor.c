@@ -527,6 +527,7 @@ s_send(nm_t *nm, nm_actor_t *a, s_batch_t *bt)
         bt->count = 0;
         return;
     }
+    nm_log_flush_urgent(nm); /* the calls' events first: their commit overlaps the runs */
     util_le32(bt->b->data, bt->count);
     zmsg_t *m = zmsg_new();
     zmsg_append(m, &(zframe_t *) {net_hdr_frame(NET_TASKS, NET_NO_SHARD, 0)});
