@@ -19,10 +19,12 @@
 #include "../util/util_proc.h"
 #include "../util/util_time.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/sysinfo.h>
 #include <unistd.h>
 
@@ -206,6 +208,7 @@ s_conn_close(nm_t *nm, nm_conn_t *conn)
             nm->nconns--;
             break;
         }
+    epoll_ctl(nm->epfd, EPOLL_CTL_DEL, net_link_fd(conn->link), NULL);
     net_link_destroy(&conn->link);
     free(conn);
 }
@@ -722,6 +725,14 @@ s_accept(nm_t *nm)
         }
         conn->nm = nm;
         conn->link = link;
+        conn->ep_events = EPOLLIN;
+        struct epoll_event ev = {.events = EPOLLIN, .data.ptr = conn};
+        if (epoll_ctl(nm->epfd, EPOLL_CTL_ADD, net_link_fd(link), &ev) != 0) {
+            log_error("cannot watch a connection: %s", strerror(errno));
+            net_link_destroy(&link);
+            free(conn);
+            continue;
+        }
         conn->next = nm->conns;
         nm->conns = conn;
         nm->nconns++;
@@ -795,54 +806,42 @@ s_busy(nm_t *nm)
     return nm->n_submitted > nm->n_finished + nm->n_failed && !s_waits_on_time(nm);
 }
 
-/* The loop: the command pipe, the listening socket, every connection
-   (POLLOUT too while bytes wait for it) and the log's sockets, so an
-   acknowledgement wakes it (an actor call's result waits for one). Not a
-   zloop: the set changes with every connection and chain, and is rebuilt
-   here on each turn, which costs less than zloop's bookkeeping. Polled
-   with net_poll: one poll(2) a turn, where zmq_poll made two over every
-   connection. */
+/* The loop: the command pipe, the listening socket, the connections and
+   the log's sockets, so an acknowledgement wakes it (an actor call's
+   result waits for one). Not a zloop: the log's sockets change with its
+   chains, and the few items are listed here on each turn, which costs
+   less than zloop's bookkeeping. The connections, one per worker and
+   driver, are in an epoll set, itself one item of the poll: poll(2) over
+   every connection cost a fifth of the node's time under one actor
+   called at a time (the kernel visits each socket twice per poll).
+   Polled with net_poll: one poll(2) a turn, where zmq_poll made two. */
 static void
 s_loop(nm_t *nm)
 {
-    zmq_pollitem_t *items = NULL;
-    struct pollfd *pfds = NULL;
-    nm_conn_t **conns = NULL;
-    size_t cap = 0;
+    enum { EP_MAX = 64 };
+    zmq_pollitem_t items[3 + 2 + DB_MAX_SHARDS];
+    struct pollfd pfds[3 + 2 + DB_MAX_SHARDS];
+    struct epoll_event evs[EP_MAX];
     int64_t tick = S_TICK_MS, next_tick = util_mono_ms() + tick;
     int64_t active_ms = util_mono_ms(); /* when the poll last saw something */
     for (;;) {
-        size_t need = 2 + nm->nconns + 2 + DB_MAX_SHARDS;
-        if (need > cap) {
-            size_t c = need * 2;
-            zmq_pollitem_t *i2 = realloc(items, c * sizeof *i2);
-            nm_conn_t **c2 = i2 ? realloc(conns, c * sizeof *c2) : NULL;
-            struct pollfd *p2 = c2 ? realloc(pfds, c * sizeof *p2) : NULL;
-            if (i2)
-                items = i2;
-            if (c2)
-                conns = c2;
-            if (!i2 || !c2 || !p2) {
-                log_error("node: out of memory polling; stopping");
-                break;
+        /* writable too while bytes wait for the peer */
+        for (nm_conn_t *c = nm->conns; c; c = c->next) {
+            uint32_t want = EPOLLIN | (net_link_pending(c->link) ? EPOLLOUT : 0);
+            if (want != c->ep_events) {
+                struct epoll_event ev = {.events = want, .data.ptr = c};
+                if (epoll_ctl(nm->epfd, EPOLL_CTL_MOD, net_link_fd(c->link), &ev) == 0)
+                    c->ep_events = want;
             }
-            pfds = p2;
-            cap = c;
         }
-        size_t k = 0, nc = 0;
+        size_t k = 0;
         items[k++] = (zmq_pollitem_t) {zsock_resolve(nm->pipe), 0, ZMQ_POLLIN, 0};
         items[k++] = (zmq_pollitem_t) {NULL, nm->listen_fd, ZMQ_POLLIN, 0};
-        for (nm_conn_t *c = nm->conns; c; c = c->next) {
-            conns[nc++] = c;
-            items[k++] = (zmq_pollitem_t) {NULL, net_link_fd(c->link),
-                                           (short) (ZMQ_POLLIN | (net_link_pending(c->link)
-                                                                      ? ZMQ_POLLOUT
-                                                                      : 0)),
-                                           0};
-        }
+        items[k++] = (zmq_pollitem_t) {NULL, nm->epfd, ZMQ_POLLIN, 0};
         size_t log_at = k;
         if (nm->log)
-            k += (size_t) db_client_ack_items(nm->log, items + k, (int) (cap - k));
+            k += (size_t) db_client_ack_items(nm->log, items + k,
+                                              (int) (sizeof items / sizeof items[0] - k));
         int64_t wait = next_tick - util_mono_ms(), due = nm->log ? nm_log_due_ms(nm) : -1;
         if (due >= 0 && due < wait)
             wait = due;
@@ -868,9 +867,17 @@ s_loop(nm_t *nm)
         }
         if (items[1].revents)
             s_accept(nm);
-        for (size_t i = 0; i < nc; i++)
-            if (items[2 + i].revents)
-                s_on_conn(nm, conns[i], items[2 + i].revents);
+        if (items[2].revents) {
+            /* a connection's handling closes only that connection, so
+               the others in evs stay valid */
+            int n = epoll_wait(nm->epfd, evs, EP_MAX, 0);
+            for (int i = 0; i < n; i++) {
+                uint32_t e = evs[i].events;
+                short r = (short) ((e & EPOLLIN ? ZMQ_POLLIN : 0) | (e & EPOLLOUT ? ZMQ_POLLOUT : 0) |
+                                   (e & (EPOLLERR | EPOLLHUP) ? ZMQ_POLLERR : 0));
+                s_on_conn(nm, evs[i].data.ptr, r);
+            }
+        }
         /* the log's client is read when acknowledgements came, and on
            each tick (configurations, resends): not on every turn, which
            cost as many system calls again as the poll itself */
@@ -889,9 +896,6 @@ s_loop(nm_t *nm)
         s_after(nm);
         nm->log_quiet = false;
     }
-    free(items);
-    free(pfds);
-    free(conns);
 }
 
 /* --- start and stop ----------------------------------------------------------------------- */
@@ -951,6 +955,8 @@ s_setup(nm_t *nm, const exec_node_opts_t *o)
     if ((rc = util_private_dir(nm->spill_dir)))
         return rc;
     exec_node_endpoint(&nm->cluster, nm->endpoint, sizeof nm->endpoint);
+    if ((nm->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0)
+        return util_err(LUX_EIO, "epoll_create1: %s", strerror(errno));
     if ((nm->listen_fd = net_link_listen(nm->endpoint)) < 0)
         return nm->listen_fd;
     if ((rc = nm_log_open(nm)))
@@ -1015,6 +1021,8 @@ s_teardown(nm_t *nm)
         close(nm->listen_fd);
         unlink(nm->endpoint);
     }
+    if (nm->epfd >= 0)
+        close(nm->epfd);
     exec_arena_destroy(&nm->arena);
     util_buf_free(&nm->scratch);
 }
@@ -1038,6 +1046,7 @@ s_actor(zsock_t *pipe, void *arg)
     }
     nm->pipe = pipe;
     nm->listen_fd = -1;
+    nm->epfd = -1;
     nm->cluster = *st->opts.cluster;
     if (s_setup(nm, &st->opts)) {
         snprintf(st->err, sizeof st->err, "%s", lux_errmsg());

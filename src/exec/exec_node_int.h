@@ -192,6 +192,7 @@ struct nm_actor {
 struct nm_conn {
     nm_t *nm;
     net_link_t *link;
+    uint32_t ep_events;       /* what the epoll set watches on its socket */
     nm_client_t *client;      /* once it said hello; NULL after it left */
     nm_conn_t *next;
 };
@@ -254,6 +255,7 @@ struct nm {
     util_id_t node;
     zsock_t *pipe;
     int listen_fd;            /* clients connect here (net_link) */
+    int epfd;                 /* an epoll set of the connections */
     nm_conn_t *conns;
     size_t nconns;
     char endpoint[DB_EP_MAX]; /* the socket's path */
