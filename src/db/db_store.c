@@ -17,6 +17,7 @@
     message and the file's path.
 */
 #include "db_store.h"
+#include "db_vfs.h"
 #include "../util/util_err.h"
 #include "../util/util_hash.h"
 #include "../util/util_idmap.h"
@@ -78,6 +79,7 @@ struct db_store_t {
 };
 
 static pthread_once_t s_once = PTHREAD_ONCE_INIT;
+static bool s_vfs_ok; /* db_vfs registered: the writer's WAL writes gathered */
 static int s_load_clients(db_store_t *self);
 
 static void
@@ -88,6 +90,7 @@ s_sqlite_setup(void)
        initialised SQLite. */
     sqlite3_config(SQLITE_CONFIG_MULTITHREAD);
     sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+    s_vfs_ok = db_vfs_register() == SQLITE_OK;
 }
 
 static int
@@ -251,7 +254,9 @@ db_store_open(const db_store_opts_t *o)
         return NULL;
     }
     self->readonly = o->readonly;
-    if (sqlite3_open_v2(o->path, &self->db, flags, NULL) != SQLITE_OK) {
+    /* the writer's WAL writes go one per commit (db_vfs.c) */
+    const char *vfs = !o->readonly && !o->reader && s_vfs_ok ? DB_VFS_NAME : NULL;
+    if (sqlite3_open_v2(o->path, &self->db, flags, vfs) != SQLITE_OK) {
         util_err(LUX_EIO, "%s: %s", o->path,
                  self->db ? sqlite3_errmsg(self->db) : "cannot open");
         goto fail;
