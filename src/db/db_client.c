@@ -46,6 +46,8 @@ typedef struct {
     int64_t progress_ms;  /* last ack (or first send) */
     int64_t retry_ms;     /* when to send again after an error */
     bool stale;           /* waiting for a new configuration */
+    bool failed;          /* its head said it failed (EIO); until an ack */
+    uint32_t replicas;    /* in its chain, as last configured */
     uint64_t cseq;        /* this shard's event IDs are dense: 1, 2, 3... */
     uint64_t acked_seq;
     uint64_t acked_cseq;
@@ -64,6 +66,7 @@ struct db_client_t {
     uint64_t resends;
     int refused;                       /* a head refused our bytes: a bug, not a failure */
     char refused_msg[UTIL_ERRMSG_MAX];
+    char failed_msg[UTIL_ERRMSG_MAX]; /* the newest failure a head reported */
     int64_t cfg_req_ms;
     bool configured;
 };
@@ -178,6 +181,7 @@ s_apply(db_client_t *self, const db_chain_t *c)
     s_shard_t *sh = &self->shards[c->shard];
     if (c->epoch < sh->epoch)
         return;
+    sh->replicas = c->n;
     const char *ep = c->m[0].ep[DB_EP_APPEND];
     bool moved = strcmp(ep, sh->head_ep) != 0;
     sh->epoch = c->epoch;
@@ -229,6 +233,7 @@ s_on_ack(db_client_t *self, uint32_t s, zframe_t *body)
     if (!body || zframe_size(body) != 32 || memcmp(zframe_data(body), self->id.b, 16) != 0)
         return 0;
     uint64_t cseq = util_rd64(zframe_data(body) + 16), seq = util_rd64(zframe_data(body) + 24);
+    sh->failed = false; /* it commits again */
     while (sh->fly && sh->fly->last_cseq <= cseq) {
         s_msg_t *m = sh->fly;
         sh->fly = m->next;
@@ -277,6 +282,13 @@ s_handle_msg(db_client_t *self, zmsg_t *msg, int shard)
                 self->refused = code;
                 snprintf(self->refused_msg, sizeof self->refused_msg, "shard %d refused an "
                          "append: %s", shard, text);
+            }
+            if (code == LUX_EIO) {
+                /* the head failed (a write error, a full disk): the
+                   master replaces it when the chain has another replica;
+                   until something commits, callers can say why not */
+                self->shards[shard].failed = true;
+                snprintf(self->failed_msg, sizeof self->failed_msg, "%s", text);
             }
             self->shards[shard].stale = true;
             /* a gap means the head refused an earlier batch: resend from the
@@ -606,6 +618,13 @@ db_client_sync(db_client_t *self, int timeout_ms)
     while (self->unacked) {
         if (self->refused)
             return util_err(self->refused, "%s", self->refused_msg);
+        for (uint32_t s = 0; s < self->cluster.shards; s++)
+            if (self->shards[s].failed && self->shards[s].replicas == 1 &&
+                self->shards[s].fly_events)
+                /* no other replica can take its place */
+                return util_err(LUX_EIO, "%llu events not recorded: %s",
+                                (unsigned long long) self->shards[s].fly_events,
+                                self->failed_msg);
         int64_t now = util_mono_ms(), left = deadline - now;
         if (left <= 0)
             return util_err(LUX_ETIMEDOUT, "%llu events unacknowledged after %d ms",
@@ -619,6 +638,14 @@ db_client_sync(db_client_t *self, int timeout_ms)
         s_wait_acks(self, left < S_SYNC_FULL_MS ? (int) left : S_SYNC_FULL_MS);
     }
     return 0;
+}
+
+const char *
+db_client_failed(const db_client_t *self, uint32_t shard)
+{
+    if (shard >= self->cluster.shards || !self->shards[shard].failed)
+        return NULL;
+    return self->failed_msg;
 }
 
 uint64_t

@@ -157,6 +157,7 @@ typedef struct {
     int64_t pub_beat_ms;
     int64_t complain_ms;           /* rate limit for garbage logs */
     util_buf_t buf;                /* scratch */
+    char failed[300];              /* why it failed (DB_RS_FAILED) */
 } s_rep_t;
 
 static void s_forward(s_rep_t *self);
@@ -381,6 +382,7 @@ s_fail(s_rep_t *self, int code, const char *text)
     log_error("shard %u replica %u failed: %s (%s)", self->shard, self->index, text,
               lux_strerror(code));
     self->state = DB_RS_FAILED;
+    snprintf(self->failed, sizeof self->failed, "%s", text);
     atomic_store(&self->rstate.is_tail, 0);
     zstr_sendx(self->pipe, "FAILED", text, NULL);
 }
@@ -1005,6 +1007,14 @@ s_append(s_rep_t *self, zframe_t **rid_p, const net_hdr_t *h, zframe_t *body)
     util_id_t client;
     int rc;
 
+    if (self->state == DB_RS_FAILED) {
+        /* said as an I/O error, so that a client whose shard has no other
+           replica tells its callers why nothing commits */
+        snprintf(text, sizeof text, "shard %u replica %u failed: %s", self->shard, self->index,
+                 self->failed);
+        s_send_error(self, self->sk_append, rid_p, LUX_EIO, text);
+        return;
+    }
     if (!s_is_head(self)) {
         snprintf(text, sizeof text, "shard %u replica %u is not the head at epoch %llu (%s)",
                  self->shard, self->index, (unsigned long long) self->cfg.epoch,

@@ -1002,6 +1002,27 @@ s_release(nm_t *nm, nm_task_t *t)
     nm_task_outputs_ready(nm, t);
 }
 
+/* A held call whose event the log cannot take: its results go, it fails. */
+static void
+s_release_failed(nm_t *nm, nm_task_t *t, const char *why)
+{
+    char msg[700];
+    t->held = false;
+    if (!t->fail_status && t->held_outs) {
+        exec_obj_t outs[EXEC_MAX_RETURNS];
+        util_rd_t rd;
+        util_rd_init(&rd, t->held_outs, t->held_len);
+        for (uint8_t i = 0; i < t->nret; i++) {
+            exec_obj_decode(&rd, &outs[i]);
+            if (outs[i].where == EXEC_W_ARENA)
+                nm_store_free(nm, outs[i].off);
+        }
+    }
+    snprintf(msg, sizeof msg, "the log cannot record the call (it may have been applied): %s",
+             why);
+    nm_task_fail(nm, t, LUX_EIO, msg);
+}
+
 void
 nm_actor_release(nm_t *nm)
 {
@@ -1009,6 +1030,27 @@ nm_actor_release(nm_t *nm)
        from its front */
     while (nm->held_calls && !nm_log_pending(nm, &nm->held_calls->id))
         s_release(nm, s_pop(&nm->held_calls, &nm->held_last));
+    /* A call whose event's shard failed (a write error, a full disk)
+       fails with that reason, instead of its caller waiting for ever: the
+       event may still commit if another replica takes over, so the
+       caller is told the call may have been applied. */
+    nm_task_t *prev = NULL;
+    for (nm_task_t *t = nm->held_calls, *next; t; t = next) {
+        next = t->next;
+        const char *why = nm_log_failed(nm, &t->id);
+        if (!why) {
+            prev = t;
+            continue;
+        }
+        if (prev)
+            prev->next = next;
+        else
+            nm->held_calls = next;
+        if (nm->held_last == t)
+            nm->held_last = prev;
+        t->next = NULL;
+        s_release_failed(nm, t, why);
+    }
 }
 
 /* --- its process died --------------------------------------------------------------------- */

@@ -357,6 +357,13 @@ nm_log_flush_urgent(nm_t *nm)
     db_client_flush(nm->log);
 }
 
+const char *
+nm_log_failed(nm_t *nm, const util_id_t *task)
+{
+    s_pos_t *p = nm->lg ? util_idmap_get(nm->lg->unacked, task->b) : NULL;
+    return p && p->cseq != S_HELD ? db_client_failed(nm->log, p->shard) : NULL;
+}
+
 int64_t
 nm_log_due_ms(nm_t *nm)
 {
