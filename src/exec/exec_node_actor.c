@@ -1034,6 +1034,8 @@ nm_actor_release(nm_t *nm)
        fails with that reason, instead of its caller waiting for ever: the
        event may still commit if another replica takes over, so the
        caller is told the call may have been applied. */
+    if (!nm->held_calls || !nm_log_failed(nm, NULL))
+        return; /* the common case, without a walk of the held calls */
     nm_task_t *prev = NULL;
     for (nm_task_t *t = nm->held_calls, *next; t; t = next) {
         next = t->next;

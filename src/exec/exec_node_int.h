@@ -412,7 +412,8 @@ void nm_log_node(nm_t *nm);
 void nm_log_tick(nm_t *nm);                      /* flush, take acks, release held events */
 void nm_log_flush_urgent(nm_t *nm); /* an actor call's event now, unless a batch is in flight */
 /* Why task's pending event does not commit: its shard's head failed;
-   NULL when it is not pending or nothing is known to be wrong. */
+   NULL when it is not pending or nothing is known to be wrong. With task
+   NULL: whether any shard's head failed. */
 const char *nm_log_failed(nm_t *nm, const util_id_t *task);
 bool nm_log_busy(nm_t *nm);                      /* events not yet acknowledged or held */
 int64_t nm_log_due_ms(nm_t *nm); /* ms to the next timed flush of queued events; -1: none */
