@@ -52,7 +52,7 @@ exec_client_send(lux_t *lx, zmsg_t **m)
 {
     /* a client does not run ahead of what the node has taken: wait for the
        socket to take it all (the node never blocks, so this ends) */
-    if (net_link_send(lx->link, m) == 0 && net_link_pending(lx->link) &&
+    if (net_link_send(lx->link, m) == 0 && !lx->corked && net_link_pending(lx->link) &&
         net_link_drain(lx->link, 60000))
         log_error("client: %s", lux_errmsg());
 }
@@ -70,13 +70,32 @@ s_send_batch(lux_t *lx, int type, util_buf_t *b, uint32_t *count)
         util_buf_free(b);
 }
 
-void
-exec_client_flush(lux_t *lx)
+/* Send what is queued, as one write: puts, submissions, frees, and the
+   message that goes with them (type, body; none when type is 0), which
+   is how a wait asks for what it waits on. */
+static void
+s_flush_with(lux_t *lx, int type, const void *body, size_t n)
 {
+    if (!type && !lx->nput && !lx->nsubmit && !lx->nfree)
+        return; /* nothing queued: lux_get of what is here stays cheap */
+    lx->corked = true;
+    net_link_hold(lx->link, true);
     s_send_batch(lx, NET_PUT, &lx->put, &lx->nput);
     s_send_batch(lx, NET_SUBMIT, &lx->submit, &lx->nsubmit);
     s_send_batch(lx, NET_FREE, &lx->freeb, &lx->nfree);
+    if (type)
+        s_send(lx, type, body, n, NULL, 0);
     lx->pending_ns = 0;
+    lx->corked = false;
+    if (net_link_hold(lx->link, false) == 0 && net_link_pending(lx->link) &&
+        net_link_drain(lx->link, 60000))
+        log_error("client: %s", lux_errmsg());
+}
+
+void
+exec_client_flush(lux_t *lx)
+{
+    s_flush_with(lx, 0, NULL, 0);
 }
 
 /* Start a batch item in b (count header first). */
@@ -582,8 +601,7 @@ s_have(lux_t *lx, const lux_ref_t *ref, exec_cobj_t *o, bool readable)
         uint8_t b[4 + LUX_REF_LEN];
         util_le32(b, 1);
         memcpy(b + 4, ref->b, LUX_REF_LEN);
-        exec_client_flush(lx);
-        s_send(lx, NET_GET, b, sizeof b, NULL, 0);
+        s_flush_with(lx, NET_GET, b, sizeof b); /* one write with what was queued */
         o->asked = true;
     }
     return false;
@@ -636,14 +654,13 @@ s_self_wait(lux_t *lx, const char *what, const lux_ref_t *ref)
                     what, lux_ref_hex(ref, hex), util_id_hex(&lx->self_actor, act));
 }
 
-int
-lux_get_many(lux_t *lx, int n, const lux_ref_t *refs, lux_val_t *out, int timeout_ms)
+/* lux_get_many without the flush at its end. What was queued (calls,
+   frees) goes with the first GET, in one write, or before any wait. */
+static int
+s_get_many(lux_t *lx, int n, const lux_ref_t *refs, lux_val_t *out, int timeout_ms)
 {
     int64_t deadline = timeout_ms < 0 ? INT64_MAX : util_mono_ms() + timeout_ms;
     int rc = 0;
-    if (!lx || n < 0)
-        return util_err(LUX_EINVAL, "lux_get: no connection");
-    exec_client_flush(lx);
     for (int i = 0; i < n; i++) {
         exec_cobj_t *o = s_obj(lx, &refs[i], true);
         bool handover = false;
@@ -673,7 +690,10 @@ lux_get_many(lux_t *lx, int n, const lux_ref_t *refs, lux_val_t *out, int timeou
             }
             if (s_self_ref(lx, &refs[i]))
                 return s_self_wait(lx, "lux_get", &refs[i]);
-            if (!exec_client_poll(lx, 0)) {
+            exec_client_flush(lx); /* nothing waits unsent while we wait */
+            /* a worker tells the node it waits only when what it waits on
+               is not there already; a driver just waits */
+            if (lx->kind != EXEC_HELLO_WORKER || !exec_client_poll(lx, 0)) {
                 s_block(lx, true);
                 exec_client_poll(lx, left > 1000 ? 1000 : (int) left);
             }
@@ -692,6 +712,16 @@ lux_get_many(lux_t *lx, int n, const lux_ref_t *refs, lux_val_t *out, int timeou
         out[i].size = (size_t) o->size;
     }
     s_block(lx, false);
+    return rc;
+}
+
+int
+lux_get_many(lux_t *lx, int n, const lux_ref_t *refs, lux_val_t *out, int timeout_ms)
+{
+    if (!lx || n < 0)
+        return util_err(LUX_EINVAL, "lux_get: no connection");
+    int rc = s_get_many(lx, n, refs, out, timeout_ms);
+    exec_client_flush(lx);
     return rc;
 }
 

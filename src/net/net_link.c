@@ -31,6 +31,7 @@ struct net_link {
     int fd;
     pid_t peer;
     bool dead;
+    bool held;                 /* net_link_hold: queue, write at the release */
     uint8_t *out;              /* queued bytes: out[out_at..out_len) */
     size_t out_at, out_len, out_cap;
     uint8_t *in;               /* read bytes: in[in_at..in_len) */
@@ -241,6 +242,13 @@ net_link_write(net_link_t *self)
     return 0;
 }
 
+int
+net_link_hold(net_link_t *self, bool hold)
+{
+    self->held = hold;
+    return hold || self->dead ? 0 : net_link_write(self);
+}
+
 bool
 net_link_pending(net_link_t *self)
 {
@@ -268,7 +276,7 @@ net_link_send(net_link_t *self, zmsg_t **msg_p)
     }
     uint8_t hdr[4 * (S_IOV + 1)];
     size_t written = 0;
-    if (!net_link_pending(self) && nframes <= S_IOV) {
+    if (!self->held && !net_link_pending(self) && nframes <= S_IOV) {
         /* nothing queued: straight from the frames */
         struct iovec iov[2 * S_IOV + 1];
         int k = 0;
@@ -329,7 +337,7 @@ net_link_send(net_link_t *self, zmsg_t **msg_p)
     }
 #undef S_PUT
     zmsg_destroy(&m);
-    return net_link_write(self);
+    return self->held ? 0 : net_link_write(self);
 }
 
 /* --- receiving ----------------------------------------------------------------------------- */
