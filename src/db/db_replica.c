@@ -158,6 +158,7 @@ typedef struct {
     int64_t complain_ms;           /* rate limit for garbage logs */
     util_buf_t buf;                /* scratch */
     char failed[300];              /* why it failed (DB_RS_FAILED) */
+    bool writer_watched;           /* the loop reads the writer's replies */
 } s_rep_t;
 
 static void s_forward(s_rep_t *self);
@@ -408,6 +409,25 @@ s_batch_free(s_batch_t *b)
 }
 
 /* Close the batch and hand it to the writer. */
+static int s_on_writer(zloop_t *loop, zsock_t *sock, void *arg);
+
+/* The loop reads the writer's socket only while it has work: every socket
+   it polls costs each turn a ZMQ_EVENTS check (a poll and a getpid), and
+   small batches commit on this thread, the writer idle. */
+static void
+s_writer_watch(s_rep_t *self, bool on)
+{
+    if (on == self->writer_watched)
+        return;
+    if (!on)
+        zloop_reader_end(self->loop, (zsock_t *) self->writer);
+    else if (zloop_reader(self->loop, (zsock_t *) self->writer, s_on_writer, self) != 0) {
+        s_fail(self, LUX_ENOMEM, "cannot watch the writer");
+        return;
+    }
+    self->writer_watched = on;
+}
+
 static void
 s_submit(s_rep_t *self, s_batch_t *b, uint32_t count)
 {
@@ -439,6 +459,7 @@ s_submit(s_rep_t *self, s_batch_t *b, uint32_t count)
         return;
     }
     self->writer_seq = b->nb.first + count - 1;
+    s_writer_watch(self, true);
     db_writer_write(self->writer, &b->nb);
 }
 
@@ -576,6 +597,8 @@ s_on_writer(zloop_t *loop, zsock_t *sock, void *arg)
     if (cmd == 'C') {
         self->commit_seq = seq;
         s_after_commit(self);
+        if (self->writer_seq <= self->commit_seq && self->state != DB_RS_FAILED)
+            s_writer_watch(self, false); /* all it had is committed */
     } else if (cmd == 'T') {
         if (code) {
             s_fail(self, code, text);
@@ -1371,6 +1394,7 @@ s_join_probe(s_rep_t *self, const net_batch_t *in, uint64_t tail_last)
     }
     self->join = J_TRUNC;
     self->join_req = 0;
+    s_writer_watch(self, true);
     db_writer_truncate(self->writer, agree);
 }
 
@@ -1638,7 +1662,8 @@ s_actor(zsock_t *pipe, void *arg)
     }
     zloop_reader(self->loop, self->sk_chain, s_on_chain, self);
     zloop_reader(self->loop, self->sk_master, s_on_master, self);
-    zloop_reader(self->loop, (zsock_t *) self->writer, s_on_writer, self);
+    if (zloop_reader(self->loop, (zsock_t *) self->writer, s_on_writer, self) == 0)
+        self->writer_watched = true;
     zloop_timer(self->loop, (size_t) self->cluster.heartbeat_ms, 0, s_on_beat, self);
     s_on_beat(self->loop, 0, self);
     log_info("serving %s (last seq %llu)", self->db_path, (unsigned long long) self->commit_seq);
