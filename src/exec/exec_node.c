@@ -824,6 +824,13 @@ s_loop(nm_t *nm)
     struct epoll_event evs[EP_MAX];
     int64_t tick = S_TICK_MS, next_tick = util_mono_ms() + tick;
     int64_t active_ms = util_mono_ms(); /* when the poll last saw something */
+    /* The pipe is polled by its descriptor, which ZeroMQ makes readable
+       when the socket's state changes; its events are read when it is,
+       and once at the start (the signal sent before the loop may have
+       taken a change's notice), all its messages then: nothing else is
+       sent or read on it, so nothing else takes a notice. Checking its
+       events on every turn cost two system calls a turn. */
+    bool pipe_check = true;
     for (;;) {
         /* writable too while bytes wait for the peer */
         for (nm_conn_t *c = nm->conns; c; c = c->next) {
@@ -835,7 +842,7 @@ s_loop(nm_t *nm)
             }
         }
         size_t k = 0;
-        items[k++] = (zmq_pollitem_t) {zsock_resolve(nm->pipe), 0, ZMQ_POLLIN, 0};
+        items[k++] = (zmq_pollitem_t) {NULL, zsock_fd(nm->pipe), ZMQ_POLLIN, 0};
         items[k++] = (zmq_pollitem_t) {NULL, nm->listen_fd, ZMQ_POLLIN, 0};
         items[k++] = (zmq_pollitem_t) {NULL, nm->epfd, ZMQ_POLLIN, 0};
         size_t log_at = k;
@@ -845,7 +852,7 @@ s_loop(nm_t *nm)
         int64_t wait = next_tick - util_mono_ms(), due = nm->log ? nm_log_due_ms(nm) : -1;
         if (due >= 0 && due < wait)
             wait = due;
-        int fired = net_poll(items, (int) k, pfds, wait < 0 ? 0 : (long) wait);
+        int fired = net_poll(items, (int) k, pfds, pipe_check || wait < 0 ? 0 : (long) wait);
         if (fired < 0 && zmq_errno() != EINTR)
             break;
         if (fired > 0) {
@@ -856,15 +863,19 @@ s_loop(nm_t *nm)
                     next_tick = util_mono_ms() + tick;
             }
         }
-        if (items[0].revents & ZMQ_POLLIN) {
-            zmsg_t *m = zmsg_recv(nm->pipe);
-            char *cmd = m ? zmsg_popstr(m) : NULL;
-            bool stop = !cmd || strcmp(cmd, "$TERM") == 0;
-            free(cmd);
-            zmsg_destroy(&m);
-            if (stop)
-                break;
+        bool stop = false;
+        if (pipe_check || (items[0].revents & ZMQ_POLLIN)) {
+            pipe_check = false;
+            while (!stop && (zsock_events(nm->pipe) & ZMQ_POLLIN)) {
+                zmsg_t *m = zmsg_recv(nm->pipe);
+                char *cmd = m ? zmsg_popstr(m) : NULL;
+                stop = !cmd || strcmp(cmd, "$TERM") == 0;
+                free(cmd);
+                zmsg_destroy(&m);
+            }
         }
+        if (stop)
+            break;
         if (items[1].revents)
             s_accept(nm);
         if (items[2].revents) {
