@@ -159,7 +159,15 @@ typedef struct {
     util_buf_t buf;                /* scratch */
     char failed[300];              /* why it failed (DB_RS_FAILED) */
     bool writer_watched;           /* the loop reads the writer's replies */
+    struct {                       /* sockets polled by descriptor (s_raw_on) */
+        zsock_t *sock;
+        zloop_reader_fn *fn;
+        int fd;
+        bool on, dirty;
+    } raw[4];
 } s_rep_t;
+
+enum { R_PIPE, R_APPEND, R_CHAIN, R_MASTER, R_N };
 
 static void s_forward(s_rep_t *self);
 static int s_load_seen(void *arg, const util_id_t *client, uint64_t cseq, uint64_t seq);
@@ -171,6 +179,105 @@ static void s_admission(s_rep_t *self);
 static int s_on_append(zloop_t *loop, zsock_t *sock, void *arg);
 static void s_append_msg(s_rep_t *self, zmsg_t *msg);
 static void s_complain(s_rep_t *self, const char *sock, const char *what);
+
+/* --- sockets polled by descriptor ------------------------------------------------------ */
+
+/* zloop asks ZeroMQ for the events of every socket it polls (a poll and a
+   getpid each) once or twice a turn, whatever happened: under one actor
+   called at a time that was most of the replica's system calls. The
+   pipe, the append, chain and master sockets are polled instead by their
+   descriptor, which ZeroMQ makes readable when a socket's state changes;
+   their events are read then, and each message is handled until none is
+   left. A send on a socket may take such a notice without our knowing, so
+   a send marks its socket dirty (s_raw_touch), and every handler of the
+   loop ends by reading the events of the dirty ones (s_settle); the
+   heartbeat marks them all, so that a notice missed by a mistake here
+   costs a heartbeat's delay, not a hang. */
+
+static void
+s_raw_touch(s_rep_t *self, zsock_t *sock)
+{
+    for (int r = 0; r < R_N; r++)
+        if (self->raw[r].sock == sock)
+            self->raw[r].dirty = true;
+}
+
+/* Handle raw socket r's messages until its events say none is left. */
+static int
+s_raw_drain(s_rep_t *self, int r)
+{
+    for (;;) {
+        self->raw[r].dirty = false;
+        if (!self->raw[r].on || !(zsock_events(self->raw[r].sock) & ZMQ_POLLIN))
+            return 0;
+        if (self->raw[r].fn(self->loop, self->raw[r].sock, self) == -1)
+            return -1;
+    }
+}
+
+/* Read the events of the dirty raw sockets (handling what they hold). */
+static int
+s_settle(s_rep_t *self)
+{
+    for (int round = 0; round < 64; round++) {
+        bool any = false;
+        for (int r = 0; r < R_N; r++)
+            if (self->raw[r].on && self->raw[r].dirty) {
+                any = true;
+                if (s_raw_drain(self, r) == -1)
+                    return -1;
+            }
+        if (!any)
+            return 0;
+    }
+    return 0; /* still dirty: the next handler or heartbeat goes on */
+}
+
+static int
+s_on_raw(zloop_t *loop, zmq_pollitem_t *item, void *arg)
+{
+    s_rep_t *self = arg;
+    (void) loop;
+    for (int r = 0; r < R_N; r++)
+        if (self->raw[r].on && self->raw[r].fd == item->fd && s_raw_drain(self, r) == -1)
+            return -1;
+    return s_settle(self);
+}
+
+/* Poll raw socket r (sock, handled by fn) or stop. */
+static void
+s_raw_on(s_rep_t *self, int r, bool on)
+{
+    if (on == self->raw[r].on)
+        return;
+    zmq_pollitem_t item = {NULL, self->raw[r].fd, ZMQ_POLLIN, 0};
+    if (!on) {
+        zloop_poller_end(self->loop, &item);
+        self->raw[r].on = false;
+    } else if (zloop_poller(self->loop, &item, s_on_raw, self) == 0) {
+        self->raw[r].on = true;
+        self->raw[r].dirty = true; /* what came meanwhile gave no notice */
+    } else {
+        log_error("cannot poll a socket: %s", zmq_strerror(zmq_errno()));
+    }
+}
+
+/* The loop's other handlers, each followed by s_settle (defined below). */
+static int s_on_link_w(zloop_t *loop, zmq_pollitem_t *item, void *arg);
+static int s_on_link_accept_w(zloop_t *loop, zmq_pollitem_t *item, void *arg);
+static int s_on_writer_w(zloop_t *loop, zsock_t *sock, void *arg);
+static int s_on_succ_w(zloop_t *loop, zsock_t *sock, void *arg);
+static int s_on_tail_w(zloop_t *loop, zsock_t *sock, void *arg);
+static int s_on_beat_w(zloop_t *loop, int timer_id, void *arg);
+
+static void
+s_raw_init(s_rep_t *self, int r, zsock_t *sock, zloop_reader_fn *fn)
+{
+    self->raw[r].sock = sock;
+    self->raw[r].fn = fn;
+    self->raw[r].fd = zsock_fd(sock);
+    s_raw_on(self, r, true);
+}
 
 /* --- local links -------------------------------------------------------------------- */
 
@@ -207,7 +314,7 @@ s_link_watch(s_rep_t *self, s_link_t *l)
     if (l->events)
         zloop_poller_end(self->loop, &item);
     l->events = 0;
-    if (want && zloop_poller(self->loop, &item, s_on_link, self) == 0) {
+    if (want && zloop_poller(self->loop, &item, s_on_link_w, self) == 0) {
         zloop_poller_set_tolerant(self->loop, &item); /* a hang-up is ours to see */
         l->events = want;
     }
@@ -232,6 +339,7 @@ s_emit(s_rep_t *self, zsock_t *sock, zmsg_t **m_p)
     zframe_t *first = zmsg_first(*m_p);
     if (sock != self->sk_append || !first || zframe_size(first) != S_LINK_RID_LEN) {
         zmsg_send(m_p, sock);
+        s_raw_touch(self, sock);
         return;
     }
     s_link_t *l = s_link_of(self, first);
@@ -386,6 +494,7 @@ s_fail(s_rep_t *self, int code, const char *text)
     snprintf(self->failed, sizeof self->failed, "%s", text);
     atomic_store(&self->rstate.is_tail, 0);
     zstr_sendx(self->pipe, "FAILED", text, NULL);
+    s_raw_touch(self, self->pipe);
 }
 
 /* --- the pending batches ------------------------------------------------------------ */
@@ -421,7 +530,7 @@ s_writer_watch(s_rep_t *self, bool on)
         return;
     if (!on)
         zloop_reader_end(self->loop, (zsock_t *) self->writer);
-    else if (zloop_reader(self->loop, (zsock_t *) self->writer, s_on_writer, self) != 0) {
+    else if (zloop_reader(self->loop, (zsock_t *) self->writer, s_on_writer_w, self) != 0) {
         s_fail(self, LUX_ENOMEM, "cannot watch the writer");
         return;
     }
@@ -498,6 +607,7 @@ s_send_from(s_rep_t *self, zsock_t *sock, zframe_t *rid, int type, const net_bat
         memcpy(zframe_data(f) + NET_BATCH_HDR, b->recs, b->len);
         zmsg_append(m, &f);
         zmsg_send(&m, sock);
+        s_raw_touch(self, sock);
         util_buf_free(&hdr);
         return;
     }
@@ -934,10 +1044,10 @@ static void
 s_admission(s_rep_t *self)
 {
     if (!self->append_paused && self->pending_events >= S_MAX_PENDING) {
-        zloop_reader_end(self->loop, self->sk_append);
+        s_raw_on(self, R_APPEND, false);
         self->append_paused = true;
     } else if (self->append_paused && self->pending_events < S_MAX_PENDING / 2) {
-        zloop_reader(self->loop, self->sk_append, s_on_append, self);
+        s_raw_on(self, R_APPEND, true);
         self->append_paused = false;
     } else {
         return;
@@ -1224,7 +1334,7 @@ s_apply_config(s_rep_t *self, const db_chain_t *c)
                 self->sk_succ = net_connect(ZMQ_DEALER, m->ep[DB_EP_CHAIN], self->sec);
                 if (self->sk_succ) {
                     net_hwm(self->sk_succ, 0);
-                    zloop_reader(self->loop, self->sk_succ, s_on_succ, self);
+                    zloop_reader(self->loop, self->sk_succ, s_on_succ_w, self);
                 } else {
                     log_error("shard %u: %s", self->shard, lux_errmsg());
                 }
@@ -1326,7 +1436,7 @@ s_join_start(s_rep_t *self)
         return;
     }
     net_hwm(self->sk_tail, 0);
-    zloop_reader(self->loop, self->sk_tail, s_on_tail, self);
+    zloop_reader(self->loop, self->sk_tail, s_on_tail_w, self);
     self->join = self->recv_seq ? J_PROBE : J_FETCH;
     self->probe_from = self->recv_seq > S_PROBE ? self->recv_seq - S_PROBE + 1 : 1;
     log_info("shard %u: catching up from the tail (replica %u), we have seq %llu", self->shard,
@@ -1521,6 +1631,56 @@ s_on_pipe(zloop_t *loop, zsock_t *pipe, void *arg)
     return stop ? -1 : 0;
 }
 
+/* --- the handlers as the loop calls them ----------------------------------------------- */
+
+#define S_SETTLED(rc, arg) (s_settle(arg) == -1 ? -1 : (rc))
+
+static int
+s_on_link_w(zloop_t *loop, zmq_pollitem_t *item, void *arg)
+{
+    int rc = s_on_link(loop, item, arg);
+    return S_SETTLED(rc, arg);
+}
+
+static int
+s_on_link_accept_w(zloop_t *loop, zmq_pollitem_t *item, void *arg)
+{
+    int rc = s_on_link_accept(loop, item, arg);
+    return S_SETTLED(rc, arg);
+}
+
+static int
+s_on_writer_w(zloop_t *loop, zsock_t *sock, void *arg)
+{
+    int rc = s_on_writer(loop, sock, arg);
+    return S_SETTLED(rc, arg);
+}
+
+static int
+s_on_succ_w(zloop_t *loop, zsock_t *sock, void *arg)
+{
+    int rc = s_on_succ(loop, sock, arg);
+    return S_SETTLED(rc, arg);
+}
+
+static int
+s_on_tail_w(zloop_t *loop, zsock_t *sock, void *arg)
+{
+    int rc = s_on_tail(loop, sock, arg);
+    return S_SETTLED(rc, arg);
+}
+
+/* The heartbeat also reads the events of every raw socket. */
+static int
+s_on_beat_w(zloop_t *loop, int timer_id, void *arg)
+{
+    s_rep_t *self = arg;
+    int rc = s_on_beat(loop, timer_id, arg);
+    for (int r = 0; r < R_N; r++)
+        self->raw[r].dirty = true;
+    return S_SETTLED(rc, arg);
+}
+
 /* --- setup and teardown ------------------------------------------------------------------ */
 
 static int
@@ -1645,8 +1805,8 @@ s_actor(zsock_t *pipe, void *arg)
     }
     zsock_signal(pipe, 0);
     self->loop = zloop_new();
-    zloop_reader(self->loop, pipe, s_on_pipe, self);
-    zloop_reader(self->loop, self->sk_append, s_on_append, self);
+    s_raw_init(self, R_PIPE, pipe, s_on_pipe);
+    s_raw_init(self, R_APPEND, self->sk_append, s_on_append);
     char path[DB_EP_MAX];
     if (net_link_path(self->ep[DB_EP_APPEND], path, sizeof path) == 0) {
         /* a link beside the append endpoint; without one, local clients
@@ -1655,17 +1815,17 @@ s_actor(zsock_t *pipe, void *arg)
         zmq_pollitem_t item = {NULL, fd, ZMQ_POLLIN, 0};
         if (fd < 0)
             log_warn("no append link: %s", lux_errmsg());
-        else if (zloop_poller(self->loop, &item, s_on_link_accept, self) == 0)
+        else if (zloop_poller(self->loop, &item, s_on_link_accept_w, self) == 0)
             self->link_fd = fd;
         else
             close(fd);
     }
-    zloop_reader(self->loop, self->sk_chain, s_on_chain, self);
-    zloop_reader(self->loop, self->sk_master, s_on_master, self);
-    if (zloop_reader(self->loop, (zsock_t *) self->writer, s_on_writer, self) == 0)
+    s_raw_init(self, R_CHAIN, self->sk_chain, s_on_chain);
+    s_raw_init(self, R_MASTER, self->sk_master, s_on_master);
+    if (zloop_reader(self->loop, (zsock_t *) self->writer, s_on_writer_w, self) == 0)
         self->writer_watched = true;
-    zloop_timer(self->loop, (size_t) self->cluster.heartbeat_ms, 0, s_on_beat, self);
-    s_on_beat(self->loop, 0, self);
+    zloop_timer(self->loop, (size_t) self->cluster.heartbeat_ms, 0, s_on_beat_w, self);
+    s_on_beat_w(self->loop, 0, self);
     log_info("serving %s (last seq %llu)", self->db_path, (unsigned long long) self->commit_seq);
     zloop_start(self->loop);
     zloop_destroy(&self->loop);
