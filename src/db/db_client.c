@@ -191,6 +191,8 @@ s_apply(db_client_t *self, const db_chain_t *c)
     sh->epoch = c->epoch;
     if (!ep[0])
         return;
+    if (moved)
+        sh->failed = false; /* that was the old head */
     if (moved || !s_up(sh)) {
         s_disconnect(sh);
         snprintf(sh->head_ep, sizeof sh->head_ep, "%s", ep);
@@ -647,7 +649,10 @@ db_client_sync(db_client_t *self, int timeout_ms)
 const char *
 db_client_failed(const db_client_t *self, uint32_t shard)
 {
-    if (shard >= self->cluster.shards || !self->shards[shard].failed)
+    /* with another replica in the chain, the master puts it at the head
+       and what is in flight is resent there: nothing to say yet */
+    if (shard >= self->cluster.shards || !self->shards[shard].failed ||
+        self->shards[shard].replicas != 1)
         return NULL;
     return self->failed_msg;
 }

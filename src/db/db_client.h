@@ -65,7 +65,8 @@ int db_client_ack_items(db_client_t *self, zmq_pollitem_t *items, int max);
 uint64_t db_client_inflight(const db_client_t *self);
 
 /* Why a shard's events wait: its head said it failed (a write error, a
-   full disk) and nothing of ours committed there since; NULL when not. */
+   full disk), nothing of ours committed there since, and its chain has
+   no other replica to take its place; NULL when not. */
 const char *db_client_failed(const db_client_t *self, uint32_t shard);
 
 /* Events queued or in flight and not yet acknowledged. */
