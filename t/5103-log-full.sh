@@ -23,7 +23,7 @@ fi
 unshare -m sh -c "
     mount -t tmpfs -o size=6m tmpfs '$tmp/small' || exit 9
     start=\$(date +%s)
-    timeout 120 '$LUX' run --dir '$tmp/small/runs' '$SIM' --episodes 100000 \
+    timeout 60 '$LUX' run --dir '$tmp/small/runs' '$SIM' --episodes 100000 \
         >'$tmp/out' 2>'$tmp/err'
     echo \$? >'$tmp/rc'
     echo \$((\$(date +%s) - start)) >'$tmp/secs'
@@ -31,13 +31,12 @@ unshare -m sh -c "
     '$LUX' audit --dir \"\$D\" >'$tmp/audit' 2>&1
     echo \$? >'$tmp/audit.rc'
     '$LUX' sql --dir \"\$D\" --csv 'SELECT count(*) FROM actor_calls' >'$tmp/sql' 2>&1
-    df -k '$tmp/small' | tail -1 >'$tmp/df'
 "
 err=$(cat "$tmp/err")
 rc=$(cat "$tmp/rc")
-ok "$([ "$rc" != 0 ] && [ "$rc" != 124 ]; echo $?)" "the run ends with an error, not a hang (exit $rc)"
-secs=$(cat "$tmp/secs")
-ok "$([ "$secs" -lt 60 ]; echo $?)" "within a minute ($secs s)"
+ok "$([ "$rc" != 0 ] && [ "$rc" != 124 ]; echo $?)" \
+    "the run ends with an error before a 60 s watchdog, not a hang (exit $rc)"
+echo "# it ended after $(cat "$tmp/secs") s"
 like "$err" "(Sim): call " "the failed call names the actor and the call"
 like "$err" "the log cannot record the call (it may have been applied)" "and says the log cannot record it"
 like "$err" "disk is full" "and why"

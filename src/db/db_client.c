@@ -625,12 +625,11 @@ db_client_sync(db_client_t *self, int timeout_ms)
         if (self->refused)
             return util_err(self->refused, "%s", self->refused_msg);
         for (uint32_t s = 0; s < self->cluster.shards; s++)
-            if (self->shards[s].failed && self->shards[s].replicas == 1 &&
-                self->shards[s].fly_events)
+            if (self->shards[s].fly_events && db_client_failed(self, s))
                 /* no other replica can take its place */
                 return util_err(LUX_EIO, "%llu events not recorded: %s",
                                 (unsigned long long) self->shards[s].fly_events,
-                                self->failed_msg);
+                                db_client_failed(self, s));
         int64_t now = util_mono_ms(), left = deadline - now;
         if (left <= 0)
             return util_err(LUX_ETIMEDOUT, "%llu events unacknowledged after %d ms",

@@ -107,6 +107,8 @@ typedef struct {
 
 enum { J_IDLE, J_PROBE, J_TRUNC, J_FETCH, J_WAIT };
 
+enum { R_PIPE, R_APPEND, R_CHAIN, R_MASTER, R_N }; /* sockets polled by descriptor */
+
 typedef struct {
     db_cluster_t cluster;
     uint32_t shard, index;
@@ -164,10 +166,8 @@ typedef struct {
         zloop_reader_fn *fn;
         int fd;
         bool on, dirty;
-    } raw[4];
+    } raw[R_N];
 } s_rep_t;
-
-enum { R_PIPE, R_APPEND, R_CHAIN, R_MASTER, R_N };
 
 static void s_forward(s_rep_t *self);
 static int s_load_seen(void *arg, const util_id_t *client, uint64_t cseq, uint64_t seq);
@@ -268,7 +268,7 @@ static int s_on_link_accept_w(zloop_t *loop, zmq_pollitem_t *item, void *arg);
 static int s_on_writer_w(zloop_t *loop, zsock_t *sock, void *arg);
 static int s_on_succ_w(zloop_t *loop, zsock_t *sock, void *arg);
 static int s_on_tail_w(zloop_t *loop, zsock_t *sock, void *arg);
-static int s_on_beat_w(zloop_t *loop, int timer_id, void *arg);
+static int s_on_beat_marked_w(zloop_t *loop, int timer_id, void *arg);
 
 static void
 s_raw_init(s_rep_t *self, int r, zsock_t *sock, zloop_reader_fn *fn)
@@ -517,7 +517,6 @@ s_batch_free(s_batch_t *b)
     free(b);
 }
 
-/* Close the batch and hand it to the writer. */
 static int s_on_writer(zloop_t *loop, zsock_t *sock, void *arg);
 
 /* The loop reads the writer's socket only while it has work: every socket
@@ -537,6 +536,7 @@ s_writer_watch(s_rep_t *self, bool on)
     self->writer_watched = on;
 }
 
+/* Close the batch and hand it to the writer. */
 static void
 s_submit(s_rep_t *self, s_batch_t *b, uint32_t count)
 {
@@ -1633,53 +1633,31 @@ s_on_pipe(zloop_t *loop, zsock_t *pipe, void *arg)
 
 /* --- the handlers as the loop calls them ----------------------------------------------- */
 
-#define S_SETTLED(rc, arg) (s_settle(arg) == -1 ? -1 : (rc))
-
+/* The heartbeat; it also has every raw socket's events read. */
 static int
-s_on_link_w(zloop_t *loop, zmq_pollitem_t *item, void *arg)
-{
-    int rc = s_on_link(loop, item, arg);
-    return S_SETTLED(rc, arg);
-}
-
-static int
-s_on_link_accept_w(zloop_t *loop, zmq_pollitem_t *item, void *arg)
-{
-    int rc = s_on_link_accept(loop, item, arg);
-    return S_SETTLED(rc, arg);
-}
-
-static int
-s_on_writer_w(zloop_t *loop, zsock_t *sock, void *arg)
-{
-    int rc = s_on_writer(loop, sock, arg);
-    return S_SETTLED(rc, arg);
-}
-
-static int
-s_on_succ_w(zloop_t *loop, zsock_t *sock, void *arg)
-{
-    int rc = s_on_succ(loop, sock, arg);
-    return S_SETTLED(rc, arg);
-}
-
-static int
-s_on_tail_w(zloop_t *loop, zsock_t *sock, void *arg)
-{
-    int rc = s_on_tail(loop, sock, arg);
-    return S_SETTLED(rc, arg);
-}
-
-/* The heartbeat also reads the events of every raw socket. */
-static int
-s_on_beat_w(zloop_t *loop, int timer_id, void *arg)
+s_on_beat_marked(zloop_t *loop, int timer_id, void *arg)
 {
     s_rep_t *self = arg;
-    int rc = s_on_beat(loop, timer_id, arg);
     for (int r = 0; r < R_N; r++)
         self->raw[r].dirty = true;
-    return S_SETTLED(rc, arg);
+    return s_on_beat(loop, timer_id, arg);
 }
+
+/* NAME_w: the handler NAME, then s_settle. */
+#define S_SETTLING(name, what)                                                  \
+    static int name##_w(zloop_t *loop, what x, void *arg)                     \
+    {                                                                           \
+        int rc = name(loop, x, arg);                                            \
+        return s_settle(arg) == -1 ? -1 : rc;                                   \
+    }
+S_SETTLING(s_on_link, zmq_pollitem_t *)
+S_SETTLING(s_on_link_accept, zmq_pollitem_t *)
+S_SETTLING(s_on_writer, zsock_t *)
+S_SETTLING(s_on_succ, zsock_t *)
+S_SETTLING(s_on_tail, zsock_t *)
+S_SETTLING(s_on_beat_marked, int)
+#undef S_SETTLING
+
 
 /* --- setup and teardown ------------------------------------------------------------------ */
 
@@ -1822,10 +1800,9 @@ s_actor(zsock_t *pipe, void *arg)
     }
     s_raw_init(self, R_CHAIN, self->sk_chain, s_on_chain);
     s_raw_init(self, R_MASTER, self->sk_master, s_on_master);
-    if (zloop_reader(self->loop, (zsock_t *) self->writer, s_on_writer_w, self) == 0)
-        self->writer_watched = true;
-    zloop_timer(self->loop, (size_t) self->cluster.heartbeat_ms, 0, s_on_beat_w, self);
-    s_on_beat_w(self->loop, 0, self);
+    s_writer_watch(self, true);
+    zloop_timer(self->loop, (size_t) self->cluster.heartbeat_ms, 0, s_on_beat_marked_w, self);
+    s_on_beat_marked_w(self->loop, 0, self);
     log_info("serving %s (last seq %llu)", self->db_path, (unsigned long long) self->commit_seq);
     zloop_start(self->loop);
     zloop_destroy(&self->loop);

@@ -227,8 +227,9 @@ fail:
 
 /* The writing connection waits for the lock only while a FULL checkpoint
    (db_store_checkpoint) copies the last frames back: about a millisecond
-   under one call at a time, 5-10 ms under n:n calls. SQLite's own handler would sleep at least 1 ms, then 2, then 5:
-   this one naps 20 us at first, and gives up after about 5 s. */
+   under one call at a time, 5-10 ms under n:n calls. SQLite's own handler
+   would sleep at least 1 ms, then 2, then 5: this one naps 20 us at
+   first, and gives up after about 5 s. */
 static int
 s_busy_writer(void *arg, int n)
 {

@@ -97,8 +97,9 @@ int db_store_verify(db_store_t *self, uint64_t *bad_seq);
    writer up. FULL holds the writer off while it copies the rest, if it
    can take the locks at once (else it copies what it can, as PASSIVE):
    the writer's next transaction then starts the WAL again from its
-   beginning instead of growing it (unless a reader is still in it). *copied (may be NULL):
-   how many of the WAL's frames are copied back now, from its start.
+   beginning instead of growing it (unless a reader is still in it).
+   *copied (may be NULL): how many of the WAL's frames are copied back
+   now, from its start.
    Returns 0, or 1 when a lock it needed was busy (it copied what it could:
    not an error), or an error code. */
 int db_store_checkpoint(db_store_t *self, bool full, int *copied);

@@ -52,7 +52,7 @@ exec_client_send(lux_t *lx, zmsg_t **m)
 {
     /* a client does not run ahead of what the node has taken: wait for the
        socket to take it all (the node never blocks, so this ends) */
-    if (net_link_send(lx->link, m) == 0 && !lx->corked && net_link_pending(lx->link) &&
+    if (net_link_send(lx->link, m) == 0 && net_link_pending(lx->link) &&
         net_link_drain(lx->link, 60000))
         log_error("client: %s", lux_errmsg());
 }
@@ -78,7 +78,6 @@ s_flush_with(lux_t *lx, int type, const void *body, size_t n)
 {
     if (!type && !lx->nput && !lx->nsubmit && !lx->nfree)
         return; /* nothing queued: lux_get of what is here stays cheap */
-    lx->corked = true;
     net_link_hold(lx->link, true);
     s_send_batch(lx, NET_PUT, &lx->put, &lx->nput);
     s_send_batch(lx, NET_SUBMIT, &lx->submit, &lx->nsubmit);
@@ -86,7 +85,6 @@ s_flush_with(lux_t *lx, int type, const void *body, size_t n)
     if (type)
         s_send(lx, type, body, n, NULL, 0);
     lx->pending_ns = 0;
-    lx->corked = false;
     if (net_link_hold(lx->link, false) == 0 && net_link_pending(lx->link) &&
         net_link_drain(lx->link, 60000))
         log_error("client: %s", lux_errmsg());

@@ -61,7 +61,6 @@ struct lux_t {
     uint32_t nfree;
     util_buf_t scratch;
     int64_t pending_ns;        /* when the oldest unsent item was queued */
-    bool corked;               /* messages queue on the link, written together */
     uint64_t alloc_req;
     uint64_t actor_req;        /* ACTOR requests made */
     struct exec_head *head;    /* the embedded default's cluster, when we started it */

@@ -973,6 +973,17 @@ nm_actor_result(nm_t *nm, nm_worker_t *w, const exec_result_t *r)
     s_dirty(nm, a);
 }
 
+/* A held call's outputs, decoded into outs; their fingerprints. */
+static const uint8_t *
+s_held_outs(const nm_task_t *t, exec_obj_t *outs)
+{
+    util_rd_t rd;
+    util_rd_init(&rd, t->held_outs, t->held_len);
+    for (uint8_t i = 0; i < t->nret; i++)
+        exec_obj_decode(&rd, &outs[i]);
+    return util_rd_take(&rd, (size_t) t->nret * 16);
+}
+
 /* Results of one call whose event is committed: out they go. */
 static void
 s_release(nm_t *nm, nm_task_t *t)
@@ -985,11 +996,7 @@ s_release(nm_t *nm, nm_task_t *t)
         return;
     }
     exec_obj_t outs[EXEC_MAX_RETURNS];
-    util_rd_t rd;
-    util_rd_init(&rd, t->held_outs, t->held_len);
-    for (uint8_t i = 0; i < t->nret; i++)
-        exec_obj_decode(&rd, &outs[i]);
-    const uint8_t *fps = util_rd_take(&rd, (size_t) t->nret * 16);
+    const uint8_t *fps = s_held_outs(t, outs);
     for (uint8_t i = 0; i < t->nret; i++) {
         nm_obj_t *o = nm_task_output(nm, t, i);
         if (!o) {
@@ -1002,6 +1009,8 @@ s_release(nm_t *nm, nm_task_t *t)
     nm_task_outputs_ready(nm, t);
 }
 
+static bool s_unlink(nm_task_t **head, nm_task_t **last, nm_task_t *t);
+
 /* A held call whose event the log cannot take: its results go, it fails. */
 static void
 s_release_failed(nm_t *nm, nm_task_t *t, const char *why)
@@ -1010,13 +1019,10 @@ s_release_failed(nm_t *nm, nm_task_t *t, const char *why)
     t->held = false;
     if (!t->fail_status && t->held_outs) {
         exec_obj_t outs[EXEC_MAX_RETURNS];
-        util_rd_t rd;
-        util_rd_init(&rd, t->held_outs, t->held_len);
-        for (uint8_t i = 0; i < t->nret; i++) {
-            exec_obj_decode(&rd, &outs[i]);
+        s_held_outs(t, outs);
+        for (uint8_t i = 0; i < t->nret; i++)
             if (outs[i].where == EXEC_W_ARENA)
                 nm_store_free(nm, outs[i].off);
-        }
     }
     snprintf(msg, sizeof msg, "the log cannot record the call (it may have been applied): %s",
              why);
@@ -1036,22 +1042,11 @@ nm_actor_release(nm_t *nm)
        caller is told the call may have been applied. */
     if (!nm->held_calls || !nm_log_failed(nm, NULL))
         return; /* the common case, without a walk of the held calls */
-    nm_task_t *prev = NULL;
     for (nm_task_t *t = nm->held_calls, *next; t; t = next) {
         next = t->next;
         const char *why = nm_log_failed(nm, &t->id);
-        if (!why) {
-            prev = t;
-            continue;
-        }
-        if (prev)
-            prev->next = next;
-        else
-            nm->held_calls = next;
-        if (nm->held_last == t)
-            nm->held_last = prev;
-        t->next = NULL;
-        s_release_failed(nm, t, why);
+        if (why && s_unlink(&nm->held_calls, &nm->held_last, t))
+            s_release_failed(nm, t, why);
     }
 }
 

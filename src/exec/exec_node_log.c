@@ -361,10 +361,10 @@ const char *
 nm_log_failed(nm_t *nm, const util_id_t *task)
 {
     if (!task) { /* any shard */
-        for (uint32_t s = 0; nm->log && s < nm->cluster.shards; s++)
-            if (db_client_failed(nm->log, s))
-                return db_client_failed(nm->log, s);
-        return NULL;
+        const char *why = NULL;
+        for (uint32_t s = 0; nm->log && !why && s < nm->cluster.shards; s++)
+            why = db_client_failed(nm->log, s);
+        return why;
     }
     s_pos_t *p = nm->lg ? util_idmap_get(nm->lg->unacked, task->b) : NULL;
     return p && p->cseq != S_HELD ? db_client_failed(nm->log, p->shard) : NULL;

@@ -457,7 +457,7 @@ int
 net_link_drain(net_link_t *self, int timeout_ms)
 {
     int64_t deadline = util_mono_ms() + timeout_ms;
-    while (net_link_pending(self)) {
+    while (!self->held && net_link_pending(self)) {
         int64_t left = deadline - util_mono_ms();
         if (left <= 0)
             return util_err(LUX_ETIMEDOUT, "the link's peer did not take a message within %d ms",

@@ -60,9 +60,10 @@ bool net_link_dead(net_link_t *self);
 /* Queue *msg_p (destroyed) and write what the socket takes now. 0, or
    LUX_EDEAD when the peer is gone (the message is dropped). */
 int net_link_send(net_link_t *self, zmsg_t **msg_p);
-/* While held, net_link_send only queues; the release writes the queue,
-   so that messages sent together take one system call. 0, or LUX_EDEAD
-   (at the release) when the peer is gone. */
+/* While held, net_link_send only queues (and net_link_drain waits for
+   nothing); the release writes the queue, so that messages sent together
+   take one system call. 0, or LUX_EDEAD (at the release) when the peer
+   is gone. */
 int net_link_hold(net_link_t *self, bool hold);
 /* Bytes queued and not yet written. */
 bool net_link_pending(net_link_t *self);
