@@ -18,6 +18,7 @@
 #include "../net/net_wire.h"
 #include "../util/util_buf.h"
 #include "../util/util_idmap.h"
+#include "../util/util_spin.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -256,6 +257,7 @@ struct nm {
     zsock_t *pipe;
     int listen_fd;            /* clients connect here (net_link) */
     int epfd;                 /* an epoll set of the connections */
+    util_spin_t spin;         /* how long the loop polls before it sleeps (LUX_SPIN_US) */
     nm_conn_t *conns;
     size_t nconns;
     char endpoint[DB_EP_MAX]; /* the socket's path */
