@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
+#include <sched.h>
 #include <unistd.h>
 
 #define S_BATCH 128
@@ -201,6 +202,23 @@ exec_client_handle(lux_t *lx, zmsg_t *msg)
         zlist_append(lx->later, zmsg_dup(msg));
 }
 
+/* Poll the link for the spin window (util_spin.h), yielding between polls:
+   a driver waiting for the answer to a quick call keeps its CPU, so the
+   node's answer wakes nothing. A message, or NULL when none came. */
+static zmsg_t *
+s_spin(lux_t *lx, int64_t t0)
+{
+    int64_t window = util_spin_window(&lx->spin);
+    zmsg_t *m = NULL;
+    while (window > 0 && !net_link_dead(lx->link)) {
+        net_link_read(lx->link);
+        if ((m = net_link_next(lx->link)) || util_mono_ns() - t0 >= window)
+            break;
+        sched_yield();
+    }
+    return m;
+}
+
 bool
 exec_client_poll(lux_t *lx, int timeout_ms)
 {
@@ -208,12 +226,22 @@ exec_client_poll(lux_t *lx, int timeout_ms)
     if (!m) {
         if (net_link_dead(lx->link))
             return false;
-        struct pollfd pf = {net_link_fd(lx->link), POLLIN, 0};
-        if (poll(&pf, 1, timeout_ms) <= 0)
+        int64_t t0 = util_mono_ns();
+        if (timeout_ms != 0 && !(m = s_spin(lx, t0)) && net_link_dead(lx->link))
             return false;
-        net_link_read(lx->link);
-        if (!(m = net_link_next(lx->link)))
-            return !net_link_dead(lx->link);
+        if (!m) {
+            struct pollfd pf = {net_link_fd(lx->link), POLLIN, 0};
+            int n = poll(&pf, 1, timeout_ms);
+            if (timeout_ms != 0)
+                util_spin_update(&lx->spin, util_mono_ns() - t0, n > 0);
+            if (n <= 0)
+                return false;
+            net_link_read(lx->link);
+            if (!(m = net_link_next(lx->link)))
+                return !net_link_dead(lx->link);
+        } else {
+            util_spin_update(&lx->spin, util_mono_ns() - t0, true);
+        }
     }
     do {
         exec_client_handle(lx, m);
@@ -299,6 +327,9 @@ exec_client_connect(const char *endpoint, int kind, const char *name, const char
         return NULL;
     }
     lx->kind = kind;
+    util_spin_init(&lx->spin, kind == EXEC_HELLO_DRIVER
+                                  ? util_spin_max_env("LUX_SPIN_US", UTIL_SPIN_DEFAULT_NS)
+                                  : 0);
     util_id_random(&lx->id);
     util_buf_init(&lx->submit);
     util_buf_init(&lx->put);

@@ -20,6 +20,7 @@
 #include "exec_proto.h"
 #include "../util/util_buf.h"
 #include "../util/util_idmap.h"
+#include "../util/util_spin.h"
 
 #include <czmq.h>
 #include <limits.h>
@@ -43,6 +44,8 @@ typedef struct {
 struct lux_t {
     int kind;                  /* EXEC_HELLO_DRIVER or _WORKER */
     net_link_t *link;         /* to the node manager */
+    util_spin_t spin;          /* a driver: how long it polls for the node's answer before it
+                                  sleeps (LUX_SPIN_US; a worker's never opens) */
     util_id_t id;              /* this client */
     util_id_t job, node;
     util_id_t root;            /* parent of what we make: the driver's root or the task */
