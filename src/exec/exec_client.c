@@ -227,20 +227,19 @@ exec_client_poll(lux_t *lx, int timeout_ms)
         if (net_link_dead(lx->link))
             return false;
         int64_t t0 = util_mono_ns();
-        if (timeout_ms != 0 && !(m = s_spin(lx, t0)) && net_link_dead(lx->link))
+        bool fired = timeout_ms != 0 && (m = s_spin(lx, t0)) != NULL;
+        if (!fired && !net_link_dead(lx->link)) {
+            struct pollfd pf = {net_link_fd(lx->link), POLLIN, 0};
+            fired = poll(&pf, 1, timeout_ms) > 0;
+        }
+        if (timeout_ms != 0)
+            util_spin_update(&lx->spin, util_mono_ns() - t0, fired);
+        if (!fired)
             return false;
         if (!m) {
-            struct pollfd pf = {net_link_fd(lx->link), POLLIN, 0};
-            int n = poll(&pf, 1, timeout_ms);
-            if (timeout_ms != 0)
-                util_spin_update(&lx->spin, util_mono_ns() - t0, n > 0);
-            if (n <= 0)
-                return false;
             net_link_read(lx->link);
             if (!(m = net_link_next(lx->link)))
                 return !net_link_dead(lx->link);
-        } else {
-            util_spin_update(&lx->spin, util_mono_ns() - t0, true);
         }
     }
     do {
