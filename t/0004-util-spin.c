@@ -5,6 +5,7 @@
 #include "tap.h"
 #include "util/util_log.h"
 #include "util/util_spin.h"
+#include "util/util_time.h"
 
 #include <stdlib.h>
 
@@ -40,6 +41,13 @@ main(void)
     is_int(util_spin_window(&s), 0, "below the first window it closes");
     util_spin_update(&s, 5000 * US, true);
     is_int(util_spin_window(&s), 0, "and stays closed while waits are long");
+
+    /* polling's end: at once when the window is spent, later while it is not */
+    s.window_ns = 0;
+    ok(!util_spin_again(&s, util_mono_ns()), "a closed window never polls again");
+    s.window_ns = 1000000 * US; /* a second: no stall of the test gets past it */
+    ok(util_spin_again(&s, util_mono_ns()), "an open one polls again at its start");
+    ok(!util_spin_again(&s, util_mono_ns() - 2000000 * US), "and not once it is spent");
 
     util_spin_init(&s, 0);
     util_spin_update(&s, 50 * US, true);

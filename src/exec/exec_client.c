@@ -27,7 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
-#include <sched.h>
 #include <unistd.h>
 
 #define S_BATCH 128
@@ -208,13 +207,11 @@ exec_client_handle(lux_t *lx, zmsg_t *msg)
 static zmsg_t *
 s_spin(lux_t *lx, int64_t t0)
 {
-    int64_t window = util_spin_window(&lx->spin);
     zmsg_t *m = NULL;
-    while (window > 0 && !net_link_dead(lx->link)) {
+    while (util_spin_window(&lx->spin) > 0 && !net_link_dead(lx->link)) {
         net_link_read(lx->link);
-        if ((m = net_link_next(lx->link)) || util_mono_ns() - t0 >= window)
+        if ((m = net_link_next(lx->link)) || !util_spin_again(&lx->spin, t0))
             break;
-        sched_yield();
     }
     return m;
 }

@@ -20,7 +20,6 @@
 #include "../util/util_time.h"
 
 #include <errno.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -817,13 +816,11 @@ s_busy(nm_t *nm)
 static int
 s_wait(nm_t *nm, zmq_pollitem_t *items, size_t k, struct pollfd *pfds, int64_t wait_ms)
 {
-    int64_t t0 = util_mono_ns(), window = util_spin_window(&nm->spin);
+    int64_t t0 = util_mono_ns();
     int fired = 0;
-    while (window > 0) {
-        if ((fired = net_poll(items, (int) k, pfds, 0)) != 0 || util_mono_ns() - t0 >= window)
-            break;
-        sched_yield();
-    }
+    if (util_spin_window(&nm->spin) > 0)
+        while ((fired = net_poll(items, (int) k, pfds, 0)) == 0 && util_spin_again(&nm->spin, t0))
+            ;
     if (fired == 0) {
         int64_t left = wait_ms - (util_mono_ns() - t0) / 1000000;
         fired = net_poll(items, (int) k, pfds, left > 0 ? (long) left : 0);

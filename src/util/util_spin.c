@@ -1,8 +1,10 @@
 /*  util_spin - the adaptive polling window (see util_spin.h). */
 #include "util_spin.h"
 #include "util_log.h"
+#include "util_time.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 
 void
@@ -27,6 +29,15 @@ util_spin_max_env(const char *var, int64_t dflt_ns)
         return dflt_ns;
     }
     return (int64_t) us * 1000;
+}
+
+bool
+util_spin_again(const util_spin_t *s, int64_t t0)
+{
+    if (util_mono_ns() - t0 >= s->window_ns)
+        return false;
+    sched_yield();
+    return true;
 }
 
 void

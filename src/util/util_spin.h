@@ -27,9 +27,10 @@
     brings the window to max in a few waits, and work that keeps the loop
     waiting for milliseconds (long tasks) brings it to 0: no polling.
 
-    The caller polls (a non-blocking check of its sockets, and
-    sched_yield() between checks so that a thread that shares its CPU,
-    the one about to answer, runs first), then sleeps for what is left. */
+    The caller polls (a non-blocking check of its sockets, then
+    util_spin_again, which yields between checks so that a thread that
+    shares its CPU, the one about to answer, runs first), then sleeps for
+    what is left. */
 #ifndef UTIL_SPIN_H_INCLUDED
 #define UTIL_SPIN_H_INCLUDED
 
@@ -50,6 +51,12 @@ void util_spin_init(util_spin_t *s, int64_t max_ns);
 /* The longest window set by the environment variable `var` (microseconds;
    0 turns polling off), or dflt_ns when it is not set or not a number. */
 int64_t util_spin_max_env(const char *var, int64_t dflt_ns);
+
+/* In a poll that began at t0 (util_mono_ns) and has found nothing yet:
+   false once the window is spent (sleep now); else the CPU is yielded
+   (sched_yield, so that a thread sharing it, most likely the one about
+   to answer, runs first) and true: poll again. */
+bool util_spin_again(const util_spin_t *s, int64_t t0);
 
 /* A wait took waited_ns (polling and sleeping) and was ended by a message
    (event) or by its timeout (!event): adapt the window. */
