@@ -9,8 +9,16 @@
 #   ps        the parameter-server variant (es.so --ps) against the task
 #             variant, alternating: rollouts/s and CPU time of the same
 #             fixed runs on 1 and 2 workers, and the time to solve, seeds 1-3
+#   timeline  Lux's own share of each iteration, read from the log with SQL:
+#             a fixed CartPole run of 400 iterations on 2 workers; for each
+#             iteration after the 20th, the time from its first task's start
+#             to the next iteration's, less its longer task (results to the
+#             driver, its update, the next tasks to the workers, a worker
+#             starting late); its sum as a share of those iterations' time,
+#             and its median, 90th and 99th percentiles. Unlike `rate`,
+#             no second program runs, so the host's noise moves it less.
 #
-#   examples/es/measure-dist.sh [-n REPS] [solve] [rate] [ps]   (from the build tree;
+#   examples/es/measure-dist.sh [-n REPS] [solve] [rate] [ps] [timeline]   (from the build tree;
 #                                                              default: solve rate)
 #
 # ES_RATE_OPTS adds settings to both drivers' runs in `rate`, e.g.
@@ -198,6 +206,29 @@ case " $what " in *" ps "*)
                 "--ps / tasks $(median $q)x; $same $ph"
         done
     done
+    ;;
+esac
+
+case " $what " in *" timeline "*)
+    shares="" meds="" p99s=""
+    for i in $(seq "$reps"); do
+        lux_es --env cartpole --seed 1 --target 1000 --eval-every 1000 --max-iters 400 --workers 2
+        run=$(ls -d "$D"/runs/*/ | tail -n 1)
+        ./lux sql --dir "$run" --csv "select t_start, t_end from tasks where function = 'es_rollouts' order by t_start" |
+            tail -n +2 | awk -F, '
+            NR % 2 == 1 { s1 = $1; e1 = $2; next }
+            { s = ($1 < s1) ? $1 : s1; d = (e1 - s1 > $2 - $1) ? e1 - s1 : $2 - $1; n++
+              if (n > 20 && ps) print s - ps, s - ps - pd
+              ps = s; pd = d }' > "$D/timeline"
+        share=$(awk '{t += $1; o += $2} END {printf "%.2f", 100 * o / t}' "$D/timeline")
+        pct() { awk '{print $2 / 1000}' "$D/timeline" | sort -g | awk -v q="$1" '{a[NR] = $1} END {i = int(NR * q); if (i < 1) i = 1; printf "%.0f", a[i]}'; }
+        echo "timeline run $i: Lux's share of iterations 21-400 $share%, per iteration median $(pct 0.5) us," \
+            "p90 $(pct 0.9) us, p99 $(pct 0.99) us; training $(field train_seconds "$j") s"
+        shares="$shares $share" meds="$meds $(pct 0.5)" p99s="$p99s $(pct 0.99)"
+        rm -rf "$D/runs"
+    done
+    echo "timeline: Lux's share $(median $shares)% ($(spread $shares)), per iteration median" \
+        "$(median $meds) us, p99 $(median $p99s) us ($(spread $p99s))"
     ;;
 esac
 
