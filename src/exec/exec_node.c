@@ -999,8 +999,9 @@ s_setup(nm_t *nm, const exec_node_opts_t *o)
     if ((rc = nm_log_open(nm)))
         return rc;
     nm_log_node(nm);
+    nm_cpu_setup(nm);
     for (int i = 0; i < nm->target_workers; i++)
-        if ((rc = nm_spawn_worker(nm, false)))
+        if ((rc = nm_spawn_worker(nm, NM_SPAWN_POOL)))
             return rc;
     return 0;
 }

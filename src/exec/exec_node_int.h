@@ -213,6 +213,12 @@ struct nm_client {
     bool dirty;
 };
 
+#define NM_MAX_PIN 256 /* CPUs the pool's workers may be bound to, at most */
+
+/* Why a worker is started: the pool's (one per CPU), an extra one (for
+   one that is blocked), or an actor's. */
+enum { NM_SPAWN_POOL, NM_SPAWN_EXTRA, NM_SPAWN_ACTOR };
+
 enum nm_worker_state { W_STARTING = 1, W_IDLE, W_BUSY, W_BLOCKED,
                        W_LEAVING /* told to go (an extra one no longer needed) */ };
 
@@ -227,6 +233,7 @@ struct nm_worker {
     int64_t started_ms;
     int64_t idle_ms;          /* when it last ran out of work (or started) */
     bool extra;               /* started for a blocked one; leaves when idle */
+    int cpu;                  /* the CPU it is bound to (exec_node_cpu.c), or -1 */
     bool reaped;              /* its process is gone: its last messages are being read */
     nm_actor_t *actor;        /* the actor it hosts (not one of the pool) */
     bool call_blocked;        /* an actor's worker: its call waits in lux_get, so the
@@ -258,6 +265,9 @@ struct nm {
     int listen_fd;            /* clients connect here (net_link) */
     int epfd;                 /* an epoll set of the connections */
     util_spin_t spin;         /* how long the loop polls before it sleeps (LUX_SPIN_US) */
+    int pin_cpus[NM_MAX_PIN]; /* the CPUs the pool's workers are bound to, one each... */
+    int npin;                 /* ...how many (0: not bound; exec_node_cpu.c) */
+    bool batch_warned;        /* a worker could not be made SCHED_BATCH: said once */
     nm_conn_t *conns;
     size_t nconns;
     char endpoint[DB_EP_MAX]; /* the socket's path */
@@ -340,13 +350,21 @@ void nm_client_gone(nm_t *nm, nm_client_t *c);
 /* Read what a dead worker's connection still holds (its last results). */
 void nm_conn_drain(nm_t *nm, nm_conn_t *conn);
 
+/* exec_node_cpu.c */
+/* Decide which CPUs the pool's workers are bound to (LUX_PIN_WORKERS). */
+void nm_cpu_setup(nm_t *nm);
+/* Set a worker just started (kind NM_SPAWN_*) on its way: a task worker
+   SCHED_BATCH, a pool worker bound to a CPU no other one has. */
+void nm_cpu_place(nm_t *nm, nm_worker_t *w, int kind);
+
 /* exec_node_sched.c */
 int nm_submit(nm_t *nm, nm_client_t *c, const exec_spec_t *s);
 void nm_dispatch(nm_t *nm);
 void nm_results(nm_t *nm, nm_client_t *c, const uint8_t *p, size_t n);
 void nm_blocked(nm_t *nm, nm_client_t *c, const uint8_t *p, size_t n);
 void nm_reap_workers(nm_t *nm);
-int nm_spawn_worker(nm_t *nm, bool extra);
+/* A worker of kind NM_SPAWN_*, first in nm->workers. */
+int nm_spawn_worker(nm_t *nm, int kind);
 void nm_worker_gone(nm_t *nm, nm_worker_t *w, const char *why);
 nm_task_t *nm_task_find(nm_t *nm, const util_id_t *id);
 /* A task from a spec, in nm->tasks when insert (a replayed call is not:

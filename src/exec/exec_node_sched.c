@@ -615,8 +615,9 @@ s_pool_size(nm_t *nm)
 }
 
 int
-nm_spawn_worker(nm_t *nm, bool extra)
+nm_spawn_worker(nm_t *nm, int kind)
 {
+    bool extra = kind == NM_SPAWN_EXTRA;
     char *argv[] = {nm->lux_bin, "worker", "--dir", nm->cluster.dir, "--node", nm->endpoint,
                     NULL};
     char log[PATH_MAX + 32];
@@ -636,6 +637,7 @@ nm_spawn_worker(nm_t *nm, bool extra)
     w->next = nm->workers;
     nm->workers = w;
     nm->nworkers++;
+    nm_cpu_place(nm, w, kind);
     log_info("started worker %d%s", (int) pid, extra ? " (extra: a worker is blocked)" : "");
     return 0;
 }
@@ -772,7 +774,8 @@ nm_reap_workers(nm_t *nm)
                they leave when idle, and counting them here let the pool
                shrink to nothing (extras alive when pool workers died, then
                gone) */
-            if (pool && s_pool_size(nm) < nm->target_workers && nm_spawn_worker(nm, false))
+            if (pool && s_pool_size(nm) < nm->target_workers &&
+                nm_spawn_worker(nm, NM_SPAWN_POOL))
                 log_error("cannot restart a worker: %s", lux_errmsg());
         } else if (w->state == W_STARTING && util_mono_ms() - w->started_ms > 30000) {
             log_error("worker %d did not say hello within 30 s; killing it", (int) w->pid);
@@ -991,7 +994,7 @@ nm_dispatch(nm_t *nm)
         }
         if (blocked > starting &&
             (n < 4 * nm->target_workers + 8 || (busy == 0 && starting == 0)))
-            nm_spawn_worker(nm, true);
+            nm_spawn_worker(nm, NM_SPAWN_EXTRA);
     }
     if (!nm->ready)
         s_retire_extras(nm);
@@ -1276,7 +1279,7 @@ nm_res_take(nm_t *nm, const int64_t *needs, int sign)
 int
 nm_spawn_actor_worker(nm_t *nm, nm_actor_t *a)
 {
-    int rc = nm_spawn_worker(nm, false);
+    int rc = nm_spawn_worker(nm, NM_SPAWN_ACTOR);
     if (rc)
         return rc;
     nm->workers->actor = a; /* nm_spawn_worker puts the new one first */
