@@ -54,12 +54,16 @@ typedef struct {
    wave (an ES iteration's rollouts), whose next tasks come once the
    driver has taken every result, within about 100 us; a worker asleep by
    then costs the dispatch a wake-up of its halted CPU, and nothing else
-   waits for that CPU (anything that does, the poll yields to). Not after
+   waits for that CPU (anything that does, the poll yields to). Its window
+   may grow to S_WORKER_SPIN times the node's: the first worker of a wave
+   to finish waits for the last one as well as for the driver, 0.2-0.5 ms
+   in ES, and with the node's 200 us it slept through most of them. Not after
    short batches: a chain of small tasks has the node and the driver
    moving between the CPUs, and two polling workers took turns from them
    (dag_chain_2000 0.045 -> 0.08 s). Not an actor's worker, never bound:
    a call waits on it. The next message, NULL when interrupted. */
 #define S_LONG_BATCH_NS 1000000
+#define S_WORKER_SPIN 5
 
 static zmsg_t *
 s_next(s_worker_t *w)
@@ -410,7 +414,7 @@ exec_worker_main(const char *dir, const char *endpoint)
     s_worker_t w;
     memset(&w, 0, sizeof w);
     util_buf_init(&w.results);
-    util_spin_init(&w.spin, util_spin_max_env("LUX_SPIN_US", UTIL_SPIN_DEFAULT_NS));
+    util_spin_init(&w.spin, S_WORKER_SPIN * util_spin_max_env("LUX_SPIN_US", UTIL_SPIN_DEFAULT_NS));
     util_buf_init(&w.outs);
     w.lx = exec_client_connect(endpoint, EXEC_HELLO_WORKER, NULL, NULL);
     if (!w.lx) {
