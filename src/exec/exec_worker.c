@@ -20,7 +20,6 @@
 #include "../util/util_time.h"
 
 #include <limits.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,49 +43,7 @@ typedef struct {
     uint64_t allocs_task;  /* lx->alloc_req when the running task started */
     uint8_t *abuf;         /* arguments copied to aligned addresses */
     size_t acap;
-    bool long_batch;       /* the last batch ran for S_LONG_BATCH_NS or more */
-    util_spin_t spin;      /* how long it polls for its next tasks then (s_next) */
 } s_worker_t;
-
-/* After a batch that ran for S_LONG_BATCH_NS or more, a worker bound to a
-   CPU of its own (exec_node_cpu.c) polls for its next tasks before it
-   sleeps (util_spin.h; LUX_SPIN_US). Such a batch is most likely one of a
-   wave (an ES iteration's rollouts), whose next tasks come once the
-   driver has taken every result, within about 100 us; a worker asleep by
-   then costs the dispatch a wake-up of its halted CPU, and nothing else
-   waits for that CPU (anything that does, the poll yields to). Its window
-   may grow to S_WORKER_SPIN times the node's: the first worker of a wave
-   to finish waits for the last one as well as for the driver, 0.2-0.5 ms
-   in ES, and with the node's 200 us it slept through most of them. Not after
-   short batches: a chain of small tasks has the node and the driver
-   moving between the CPUs, and two polling workers took turns from them
-   (dag_chain_2000 0.045 -> 0.08 s). Not an actor's worker, never bound:
-   a call waits on it. The next message, NULL when interrupted. */
-#define S_LONG_BATCH_NS 1000000
-#define S_WORKER_SPIN 5
-
-static zmsg_t *
-s_next(s_worker_t *w)
-{
-    cpu_set_t set;
-    bool poll = w->long_batch && !w->self && w->spin.max_ns > 0 &&
-                sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) == 1;
-    w->long_batch = false;
-    if (!poll)
-        return net_link_recv(w->lx->link, -1);
-    int64_t t0 = util_mono_ns();
-    zmsg_t *m = NULL;
-    if (util_spin_window(&w->spin) > 0)
-        while (!net_link_dead(w->lx->link)) {
-            net_link_read(w->lx->link);
-            if ((m = net_link_next(w->lx->link)) || !util_spin_again(&w->spin, t0))
-                break;
-        }
-    if (!m)
-        m = net_link_recv(w->lx->link, -1);
-    util_spin_update(&w->spin, util_mono_ns() - t0, m != NULL);
-    return m;
-}
 
 /* Tasks of the batch not started yet: their IDs into b (given back). */
 static uint32_t
@@ -414,7 +371,6 @@ exec_worker_main(const char *dir, const char *endpoint)
     s_worker_t w;
     memset(&w, 0, sizeof w);
     util_buf_init(&w.results);
-    util_spin_init(&w.spin, S_WORKER_SPIN * util_spin_max_env("LUX_SPIN_US", UTIL_SPIN_DEFAULT_NS));
     util_buf_init(&w.outs);
     w.lx = exec_client_connect(endpoint, EXEC_HELLO_WORKER, NULL, NULL);
     if (!w.lx) {
@@ -428,18 +384,15 @@ exec_worker_main(const char *dir, const char *endpoint)
     while (!zsys_interrupted) {
         zmsg_t *m = zlist_pop(w.lx->later);
         if (!m)
-            m = s_next(&w);
+            m = net_link_recv(w.lx->link, -1);
         if (!m)
             break; /* interrupted */
         zframe_t *hf = zmsg_first(m);
         net_hdr_t h;
-        if (net_hdr_decode(&h, hf) == 0 && h.type == NET_TASKS) {
-            int64_t t0 = util_mono_ns();
+        if (net_hdr_decode(&h, hf) == 0 && h.type == NET_TASKS)
             s_batch(&w, m);
-            w.long_batch = util_mono_ns() - t0 >= S_LONG_BATCH_NS;
-        } else {
+        else
             exec_client_handle(w.lx, m);
-        }
         zmsg_destroy(&m);
     }
     if (w.self && w.cls && w.cls->destroy)
