@@ -221,10 +221,13 @@ case " $what " in *" timeline "*)
               if (n > 20 && ps) print s - ps, s - ps - pd
               ps = s; pd = d }' > "$D/timeline"
         share=$(awk '{t += $1; o += $2} END {printf "%.2f", 100 * o / t}' "$D/timeline")
-        pct() { awk '{print $2 / 1000}' "$D/timeline" | sort -g | awk -v q="$1" '{a[NR] = $1} END {i = int(NR * q); if (i < 1) i = 1; printf "%.0f", a[i]}'; }
-        echo "timeline run $i: Lux's share of iterations 21-400 $share%, per iteration median $(pct 0.5) us," \
-            "p90 $(pct 0.9) us, p99 $(pct 0.99) us; training $(field train_seconds "$j") s"
-        shares="$shares $share" meds="$meds $(pct 0.5)" p99s="$p99s $(pct 0.99)"
+        # the median, 90th and 99th percentiles of the overhead, in us
+        set -- $(awk '{print $2 / 1000}' "$D/timeline" | sort -g | awk '{a[NR] = $1}
+            function q(f) { i = int(NR * f); return a[i < 1 ? 1 : i] }
+            END {printf "%.0f %.0f %.0f", q(0.5), q(0.9), q(0.99)}')
+        echo "timeline run $i: Lux's share of iterations 21-400 $share%, per iteration median $1 us," \
+            "p90 $2 us, p99 $3 us; training $(field train_seconds "$j") s"
+        shares="$shares $share" meds="$meds $1" p99s="$p99s $3"
         rm -rf "$D/runs"
     done
     echo "timeline: Lux's share $(median $shares)% ($(spread $shares)), per iteration median" \

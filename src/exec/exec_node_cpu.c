@@ -41,20 +41,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* "0,1,4-7": the list of the n CPUs cpus, for the log. */
+/* "0,1,4-7": the CPUs of set, for the log. */
 static void
-s_cpu_list(char *buf, size_t len, const int *cpus, int n)
+s_cpu_list(char *buf, size_t len, const cpu_set_t *set)
 {
     size_t at = 0;
     buf[0] = '\0';
-    for (int i = 0; i < n && at < len; i++) {
-        int j = i;
-        while (j + 1 < n && cpus[j + 1] == cpus[j] + 1)
-            j++;
-        int k = j > i ? snprintf(buf + at, len - at, "%s%d-%d", i ? "," : "", cpus[i], cpus[j])
-                      : snprintf(buf + at, len - at, "%s%d", i ? "," : "", cpus[i]);
+    for (int c = 0; c < CPU_SETSIZE && at < len; c++) {
+        if (!CPU_ISSET(c, set))
+            continue;
+        int last = c;
+        while (last + 1 < CPU_SETSIZE && CPU_ISSET(last + 1, set))
+            last++;
+        int k = last > c ? snprintf(buf + at, len - at, "%s%d-%d", at ? "," : "", c, last)
+                         : snprintf(buf + at, len - at, "%s%d", at ? "," : "", c);
         at += k > 0 ? (size_t) k : 0;
-        i = j;
+        c = last;
     }
 }
 
@@ -71,35 +73,30 @@ nm_cpu_setup(nm_t *nm)
         else
             log_warn("LUX_PIN_WORKERS=%s: not 0 or 1; deciding as when it is not set", v);
     }
-    nm->npin = 0;
+    nm->pin = false;
     if (mode == 0)
         return;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    if (sched_getaffinity(0, sizeof set, &set) != 0) {
+    CPU_ZERO(&nm->pin_cpus);
+    if (sched_getaffinity(0, sizeof nm->pin_cpus, &nm->pin_cpus) != 0) {
         log_warn("workers not bound to CPUs: sched_getaffinity: %s", strerror(errno));
         return;
     }
-    int n = 0;
-    for (int c = 0; c < CPU_SETSIZE && n < NM_MAX_PIN; c++)
-        if (CPU_ISSET(c, &set))
-            nm->pin_cpus[n++] = c;
-    int64_t cores = nm->res[0].total / 1000;
+    int n = CPU_COUNT(&nm->pin_cpus);
     if (nm->target_workers > n) {
         if (mode == 1)
             log_warn("LUX_PIN_WORKERS=1: %d workers for %d CPUs; not binding them",
                      nm->target_workers, n);
         return;
     }
-    if (mode == -1 && (cores != n || nm->res[0].total % 1000)) {
+    if (mode == -1 && nm->res[0].total != 1000 * (int64_t) n) {
         log_info("workers not bound to CPUs: the node's CPU resource (%.3g) is not the %d CPUs "
                  "it may use (LUX_PIN_WORKERS=1 binds them anyway)",
                  nm->res[0].total / 1000.0, n);
         return;
     }
-    nm->npin = n;
+    nm->pin = true;
     char list[256];
-    s_cpu_list(list, sizeof list, nm->pin_cpus, n);
+    s_cpu_list(list, sizeof list, &nm->pin_cpus);
     log_info("the pool's workers are bound one to a CPU of %s (LUX_PIN_WORKERS=0: not bound)",
              list);
 }
@@ -108,12 +105,14 @@ nm_cpu_setup(nm_t *nm)
 static int
 s_free_cpu(nm_t *nm, const nm_worker_t *self)
 {
-    for (int i = 0; i < nm->npin; i++) {
+    for (int c = 0; nm->pin && c < CPU_SETSIZE; c++) {
+        if (!CPU_ISSET(c, &nm->pin_cpus))
+            continue;
         bool taken = false;
         for (nm_worker_t *w = nm->workers; w && !taken; w = w->next)
-            taken = w != self && w->cpu == nm->pin_cpus[i];
+            taken = w != self && w->cpu == c;
         if (!taken)
-            return nm->pin_cpus[i];
+            return c;
     }
     return -1;
 }
@@ -139,7 +138,7 @@ nm_cpu_place(nm_t *nm, nm_worker_t *w, int kind)
     if (sched_setaffinity(w->pid, sizeof set, &set) != 0) {
         log_warn("worker %d: cannot bind it to CPU %d: %s; workers are no longer bound",
                  (int) w->pid, cpu, strerror(errno));
-        nm->npin = 0;
+        nm->pin = false;
         return;
     }
     w->cpu = cpu;

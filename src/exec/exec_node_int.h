@@ -20,6 +20,7 @@
 #include "../util/util_idmap.h"
 #include "../util/util_spin.h"
 
+#include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -213,8 +214,6 @@ struct nm_client {
     bool dirty;
 };
 
-#define NM_MAX_PIN 256 /* CPUs the pool's workers may be bound to, at most */
-
 /* Why a worker is started: the pool's (one per CPU), an extra one (for
    one that is blocked), or an actor's. */
 enum { NM_SPAWN_POOL, NM_SPAWN_EXTRA, NM_SPAWN_ACTOR };
@@ -265,8 +264,8 @@ struct nm {
     int listen_fd;            /* clients connect here (net_link) */
     int epfd;                 /* an epoll set of the connections */
     util_spin_t spin;         /* how long the loop polls before it sleeps (LUX_SPIN_US) */
-    int pin_cpus[NM_MAX_PIN]; /* the CPUs the pool's workers are bound to, one each... */
-    int npin;                 /* ...how many (0: not bound; exec_node_cpu.c) */
+    cpu_set_t pin_cpus;       /* the CPUs the pool's workers are bound to, one each... */
+    bool pin;                 /* ...when they are (exec_node_cpu.c) */
     bool batch_warned;        /* a worker could not be made SCHED_BATCH: said once */
     nm_conn_t *conns;
     size_t nconns;
