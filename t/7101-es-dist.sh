@@ -20,6 +20,10 @@ ref=$(timeout -s KILL 120 "$LOCAL" $C --json --quiet | tail -n 1)
 want=$(field weights_hash "$ref")
 is "$(field iterations "$ref")" 12 "es_local cartpole: 12 iterations"
 is_hash "$want" "es_local cartpole: a weights hash ($want)"
+# the time in rollouts: some, and no more than the run's (one thread)
+awk -v r="$(field rollout_seconds "$ref")" -v s="$(field seconds "$ref")" \
+    'BEGIN { exit !(r > 0 && r <= s) }'
+ok $? "es_local cartpole: rollout_seconds within the run ($(field rollout_seconds "$ref") of $(field seconds "$ref") s)"
 
 es $C --workers 1
 is "$rc" 1 "es.so cartpole, 1 worker: ran to its iteration limit (exit 1: not solved)"

@@ -97,19 +97,22 @@ typedef struct {
     es_result_t **results;  /* result storage, by rollout number */
     es_result_t **arrived;  /* the same results in the order they were finished */
     size_t n_arrived;       /* how many have arrived */
-    pthread_mutex_t lock;   /* guards arrived and n_arrived */
+    double busy;            /* seconds spent in rollouts, all threads together */
+    pthread_mutex_t lock;   /* guards arrived, n_arrived and busy */
 } s_rollouts_t;
 
 static int
 s_rollout_job(void *arg, size_t job)
 {
     s_rollouts_t *r = arg;
+    double t0 = s_now();
     int rc = es_rollout(r->ctx, &r->tasks[job], r->results[job]);
-    if (rc == 0) {
-        pthread_mutex_lock(&r->lock);
+    double took = s_now() - t0;
+    pthread_mutex_lock(&r->lock);
+    r->busy += took;
+    if (rc == 0)
         r->arrived[r->n_arrived++] = r->results[job];
-        pthread_mutex_unlock(&r->lock);
-    }
+    pthread_mutex_unlock(&r->lock);
     return rc;
 }
 
@@ -170,16 +173,17 @@ s_evaluate(const es_opts_t *o, const es_ctx_t *ctx, uint64_t iter, double *mean,
 /* --- training --------------------------------------------------------------------------- */
 
 typedef struct {
-    bool solved;          /* the evaluation mean reached the solved score */
-    uint64_t iters;       /* iterations done */
-    double eval_mean;     /* the last evaluation's mean return */
-    uint64_t eval_iter;   /* ...done after this many iterations */
-    uint64_t hash;        /* es_weights_hash of the final weights */
-    uint64_t steps;       /* environment steps, training and evaluation */
-    uint64_t episodes;    /* episodes, training and evaluation */
-    double noise_seconds; /* building the noise table */
-    double seconds;       /* everything, from before the noise table */
-    size_t n_params;      /* policy size */
+    bool solved;            /* the evaluation mean reached the solved score */
+    uint64_t iters;         /* iterations done */
+    double eval_mean;       /* the last evaluation's mean return */
+    uint64_t eval_iter;     /* ...done after this many iterations */
+    uint64_t hash;          /* es_weights_hash of the final weights */
+    uint64_t steps;         /* environment steps, training and evaluation */
+    uint64_t episodes;      /* episodes, training and evaluation */
+    double noise_seconds;   /* building the noise table */
+    double rollout_seconds; /* in rollouts, all threads together (as es.so's task times) */
+    double seconds;         /* everything, from before the noise table */
+    size_t n_params;        /* policy size */
 } s_outcome_t;
 
 static int
@@ -295,6 +299,7 @@ s_train(const es_opts_t *o, s_outcome_t *out)
     rc = 0;
 done:
     out->seconds = s_now() - t0;
+    out->rollout_seconds = ro.busy;
     if (rc == LUX_ENOMEM)
         fprintf(stderr, "es_local: out of memory\n");
     es_destroy(&es);
@@ -329,10 +334,10 @@ main(int argc, char **argv)
                "\"seconds\":%.3f,\"iterations\":%" PRIu64 ",\"mean_return\":%.4f,"
                "\"weights_hash\":\"%016" PRIx64 "\",\"n_params\":%zu,\"threads\":%d,"
                "\"episodes\":%" PRIu64 ",\"steps\":%" PRIu64 ",\"episodes_per_second\":%.1f,"
-               "\"noise_seconds\":%.3f}\n",
+               "\"noise_seconds\":%.3f,\"rollout_seconds\":%.4f}\n",
                o.env->name, o.env->gym_id, o.es.seed, out.solved ? "true" : "false", out.seconds,
                out.iters, out.eval_mean, out.hash, out.n_params, o.threads, out.episodes, out.steps,
-               rate, out.noise_seconds);
+               rate, out.noise_seconds, out.rollout_seconds);
     else
         printf("%s seed %" PRIu64 ": %s after %" PRIu64 " iterations, %.2f s; mean return %.2f "
                "over %d episodes; weights %016" PRIx64 "\n",
