@@ -5,7 +5,9 @@
 #             Pendulum-v1, seeds 1-3, and of ./quickstart (CartPole seed 1)
 #   rate      rollouts/s of fixed runs (a target no policy reaches, a fixed
 #             number of iterations) on 1 and 2 workers, against es_local on
-#             1 and 2 threads: scaling efficiency and Lux's overhead
+#             1 and 2 threads: scaling efficiency and Lux's overhead; and
+#             how long the rollouts themselves took on each side (es.so's
+#             tasks in its log against es_local's rollout_seconds)
 #   ps        the parameter-server variant (es.so --ps) against the task
 #             variant, alternating: rollouts/s and CPU time of the same
 #             fixed runs on 1 and 2 workers, and the time to solve, seeds 1-3
@@ -31,7 +33,8 @@
 # start, no noise table); the ratio of the median wall times of the whole
 # commands; and the median ratio of CPU times (user + system, with the
 # workers) of the iterations alone: a run's minus that of a one-iteration
-# run, so that neither start counts. CPU time moves least with the load. Each run's log goes under $ES_MEASURE_DIR (default a temporary
+# run, so that neither start counts. CPU time moves least with the load.
+# Each run's log goes under $ES_MEASURE_DIR (default a temporary
 # directory, removed at the end).
 set -eu
 cd "$(dirname "$0")/../.."
@@ -114,7 +117,7 @@ case " $what " in *" rate "*)
         R="$B --max-iters $iters" R1="$B --max-iters 1 --eval-episodes 1"
         pop=$(echo "$B" | sed -n 's/.*--pop \([0-9]*\).*/\1/p')
         for n in 1 2; do
-            lr="" xr="" lw="" xw="" lt="" xt="" lc="" xc="" pt="" pc=""
+            lr="" xr="" lw="" xw="" lt="" xt="" lc="" xc="" pt="" pc="" kt="" ku="" lu=""
             for i in $(seq "$reps"); do
                 local_es $R --threads "$n"
                 tr=$(sub "$(field seconds "$j")" "$(field noise_seconds "$j")")
@@ -122,6 +125,8 @@ case " $what " in *" rate "*)
                 lr="$lr $(echo "$(field iterations "$j") $tr" | awk -v p="${pop:-32}" '{printf "%.0f", p * $1 / $2}')"
                 lw="$lw $wall"
                 lh=$(field weights_hash "$j")
+                lro=$(field rollout_seconds "$j")
+                lu="$lu $(echo "$lro $tr $n" | awk '{printf "%.3f", $1 / ($2 * $3)}')"
                 c=$cpu
                 local_es $R1 --threads "$n"
                 lcpu=$(sub "$c" "$cpu")
@@ -132,6 +137,12 @@ case " $what " in *" rate "*)
                 xw="$xw $wall"
                 xh=$(field weights_hash "$j")
                 pt="$pt $(ratio "$(field train_seconds "$j")" "$tr")"
+                # the rollout tasks' time, from the log, against es_local's in rollouts
+                xro=$(./lux sql --dir "$(field log "$j")" --csv "SELECT sum(t_end - t_start) / 1e9
+                      FROM tasks WHERE function = 'es_rollouts' AND job_id = '$(field job "$j")'" |
+                      tail -n 1)
+                kt="$kt $(ratio "$xro" "$lro")"
+                ku="$ku $(echo "$xro $(field train_seconds "$j") $n" | awk '{printf "%.3f", $1 / ($2 * $3)}')"
                 c=$cpu
                 lux_es $R1 --workers "$n"
                 xcpu=$(sub "$c" "$cpu")
@@ -145,6 +156,9 @@ case " $what " in *" rate "*)
             echo "overhead $env $n: training $(median $pt)x ($(spread $pt)), wall" \
                 "$(ratio "$(median $xw)" "$(median $lw)")x; CPU of $((iters - 1)) iterations" \
                 "$(median $pc)x ($(spread $pc); es.so $(median $xc) s, es_local $(median $lc) s)"
+            echo "tasks $env $n: es.so's rollout tasks (the log's times) against es_local's time" \
+                "in rollouts $(median $kt)x ($(spread $kt)); share of training in them per" \
+                "worker: es.so $(median $ku) ($(spread $ku)), es_local $(median $lu) ($(spread $lu))"
             eval "r_${env}_$n=$(median $xr) l_${env}_$n=$(median $lr)"
         done
         eval "x1=\$r_${env}_1 x2=\$r_${env}_2 l1=\$l_${env}_1 l2=\$l_${env}_2"
