@@ -223,13 +223,15 @@ exec_client_poll(lux_t *lx, int timeout_ms)
     if (!m) {
         if (net_link_dead(lx->link))
             return false;
-        int64_t t0 = util_mono_ns();
-        bool fired = timeout_ms != 0 && (m = s_spin(lx, t0)) != NULL;
+        /* a worker's window never opens: no clock to read */
+        bool spins = timeout_ms != 0 && lx->spin.max_ns > 0;
+        int64_t t0 = spins ? util_mono_ns() : 0;
+        bool fired = spins && (m = s_spin(lx, t0)) != NULL;
         if (!fired && !net_link_dead(lx->link)) {
             struct pollfd pf = {net_link_fd(lx->link), POLLIN, 0};
             fired = poll(&pf, 1, timeout_ms) > 0;
         }
-        if (timeout_ms != 0)
+        if (spins)
             util_spin_update(&lx->spin, util_mono_ns() - t0, fired);
         if (!fired)
             return false;

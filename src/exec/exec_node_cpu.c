@@ -76,7 +76,6 @@ nm_cpu_setup(nm_t *nm)
     nm->pin = false;
     if (mode == 0)
         return;
-    CPU_ZERO(&nm->pin_cpus);
     if (sched_getaffinity(0, sizeof nm->pin_cpus, &nm->pin_cpus) != 0) {
         log_warn("workers not bound to CPUs: sched_getaffinity: %s", strerror(errno));
         return;
@@ -105,7 +104,9 @@ nm_cpu_setup(nm_t *nm)
 static int
 s_free_cpu(nm_t *nm, const nm_worker_t *self)
 {
-    for (int c = 0; nm->pin && c < CPU_SETSIZE; c++) {
+    if (!nm->pin)
+        return -1;
+    for (int c = 0; c < CPU_SETSIZE; c++) {
         if (!CPU_ISSET(c, &nm->pin_cpus))
             continue;
         bool taken = false;
