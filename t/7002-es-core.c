@@ -1,6 +1,7 @@
 /* 7002-es-core: the ES core without a runtime - centered ranks, the noise
    table, hashing, Adam, the policy, rollouts, the update and its
-   determinism whatever order results arrive in.
+   determinism whatever order results arrive in, and es.so's split of an
+   iteration's rollouts over its tasks.
 */
 #include "tap.h"
 
@@ -10,6 +11,7 @@
 #include "es_noise.h"
 #include "es_policy.h"
 #include "es_rollout.h"
+#include "es_split.h"
 
 #include "lux.h"
 
@@ -605,10 +607,83 @@ s_test_learns(const es_noise_t *noise)
     free(theta0);
 }
 
+/* Whether s's counts are the n given, and add up to its total. */
+static bool
+s_counts(const es_split_t *s, int n, const size_t *want)
+{
+    size_t sum = 0;
+    bool same = s->slots == n;
+    for (int k = 0; k < s->slots; k++) {
+        sum += s->count[k];
+        same = same && k < n && s->count[k] == want[k];
+    }
+    return same && sum == s->total;
+}
+
+static void
+s_test_split(void)
+{
+    es_split_t s;
+    ok(es_split_init(&s, 3, 32, true) == 0 && s_counts(&s, 3, (size_t[]){10, 11, 11}),
+       "split: 32 rollouts over 3 tasks start even (10 11 11)");
+    is_int((int64_t)es_split_first(&s, 2), 21, "split: the third task's rollouts start at 21");
+    es_split_free(&s);
+    ok(es_split_init(&s, 5, 3, true) == 0 && s_counts(&s, 3, (size_t[]){1, 1, 1}),
+       "split: more tasks than rollouts: a task per rollout");
+    es_split_free(&s);
+
+    /* two slots, the second 1.5 times as slow per rollout */
+    ok(es_split_init(&s, 2, 32, true) == 0, "split: two slots");
+    es_split_update(&s, (double[]){16 * 1e-4, 16 * 1.5e-4});
+    ok(s_counts(&s, 2, (size_t[]){19, 13}), "split: a slot 1.5x slower gets 13 of 32 (%zu %zu)",
+       s.count[0], s.count[1]);
+    is_int(s.uneven, 1, "split: one uneven iteration counted");
+    /* the same speeds again, timed on the new counts: the split holds */
+    es_split_update(&s, (double[]){19 * 1e-4, 13 * 1.5e-4});
+    ok(s_counts(&s, 2, (size_t[]){19, 13}), "split: the same speeds keep it (%zu %zu)",
+       s.count[0], s.count[1]);
+    /* the slow one recovers: the estimate follows over a few iterations,
+       and back within ES_SPLIT_MIN_GAP the split is even again */
+    int iters = 0;
+    while (!s_counts(&s, 2, (size_t[]){16, 16}) && iters < 20) {
+        es_split_update(&s, (double[]){s.count[0] * 1e-4, s.count[1] * 1e-4});
+        iters++;
+    }
+    ok(iters >= 1 && iters <= 6, "split: even again %d iterations after the speeds are", iters);
+    /* noise within the gap leaves it even */
+    es_split_update(&s, (double[]){16 * 1e-4, 16 * 1.1e-4});
+    ok(s_counts(&s, 2, (size_t[]){16, 16}), "split: 10%% apart stays even");
+    /* a task 10 times as slow (its worker killed and the task retried)
+       gets no less than half an even share */
+    es_split_update(&s, (double[]){16 * 1e-4, 16 * 1e-3});
+    ok(s_counts(&s, 2, (size_t[]){24, 8}), "split: at most 1.5 times an even share (%zu %zu)",
+       s.count[0], s.count[1]);
+    /* a task with no time (it failed) changes no estimate */
+    es_split_update(&s, (double[]){0.0, 0.0});
+    ok(s_counts(&s, 2, (size_t[]){24, 8}), "split: tasks without a time change nothing");
+    es_split_free(&s);
+
+    /* balancing off: always even */
+    ok(es_split_init(&s, 2, 32, false) == 0, "split: balancing off");
+    es_split_update(&s, (double[]){16 * 1e-4, 16 * 2e-4});
+    ok(s_counts(&s, 2, (size_t[]){16, 16}) && s.uneven == 0, "split: balancing off stays even");
+    es_split_free(&s);
+
+    /* four slots, one fast: rollouts move to it, and the total holds */
+    ok(es_split_init(&s, 4, 30, true) == 0, "split: four slots");
+    es_split_update(&s, (double[]){7 * 0.5e-4, 8 * 1e-4, 7 * 1e-4, 8 * 1e-4}); /* 7 8 7 8 */
+    ok(s.count[0] > s.count[1] && s.count[1] >= s.count[3] && s.count[0] <= 12 &&
+           s.count[0] + s.count[1] + s.count[2] + s.count[3] == 30,
+       "split: a fast slot of four gets more, within 1.5 shares (%zu %zu %zu %zu)", s.count[0],
+       s.count[1], s.count[2], s.count[3]);
+    es_split_free(&s);
+}
+
 int
 main(void)
 {
     s_test_ranks();
+    s_test_split();
     s_test_noise_and_hash();
     s_test_adam();
     s_test_policy();

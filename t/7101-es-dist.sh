@@ -47,6 +47,30 @@ is "$(sql "$log" "SELECT count(DISTINCT d.object_id) FROM task_deps d JOIN tasks
 
 es $C --workers 2
 is "$(field weights_hash "$json")" "$want" "es.so cartpole, 2 workers: the same weights"
+is "$(field balanced "$json")" true "es.so cartpole, 2 workers: tasks sized by their workers' speed (the default)"
+es $C --workers 2 --no-balance
+is "$(field weights_hash "$json")" "$want" "es.so cartpole, 2 workers, --no-balance: the same weights"
+is "$(field balanced "$json"),$(field uneven_iterations "$json")" "false,0" \
+    "--no-balance: every iteration split evenly"
+# A worker sharing its CPU with another program: its task is sized down and
+# the weights do not change. On a 2-CPU machine the pool's workers are bound
+# one to each CPU (exec_node_cpu.c), so a busy loop bound to CPU 1 halves
+# one of them; elsewhere nothing says which CPU a worker is on.
+if [ "$(nproc)" = 2 ] && [ "$(nproc --all)" = 2 ] && command -v taskset >/dev/null; then
+    taskset -c 1 sh -c 'while :; do :; done' &
+    hog=$!
+    trap 'kill "$hog" 2>/dev/null; tap_cleanup' EXIT
+    es $C --workers 2
+    kill "$hog"
+    wait "$hog" 2>/dev/null
+    trap 'tap_cleanup' EXIT
+    is "$(field weights_hash "$json")" "$want" "es.so cartpole, a worker's CPU shared with a busy loop: the same weights"
+    ok "$([ "$(field uneven_iterations "$json")" -gt 0 ] 2>/dev/null; echo $?)" \
+        "...and the split followed its speed ($(field uneven_iterations "$json") of 12 iterations uneven)"
+else
+    skip "a worker's CPU shared: only on a machine of 2 CPUs (this one has $(nproc))"
+    skip "a worker's CPU shared: the split"
+fi
 es $C --workers 2 --tasks 7 --eval-tasks 3
 is "$(field weights_hash "$json")" "$want" "es.so cartpole, 2 workers, 7 tasks per iteration: the same weights"
 

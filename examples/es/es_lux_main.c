@@ -22,6 +22,7 @@
 #include "es.h"
 #include "es_noise.h"
 #include "es_opts.h"
+#include "es_split.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -149,8 +150,11 @@ typedef struct {
     lux_actor_t server;       /* --ps: the EsServer actor */
     int server_kills;         /* --kill-server: its processes killed */
     uint64_t duplicates;      /* --ps: results the server was pushed twice */
+    es_split_t split;         /* rollouts per task (es_split.h) */
     lux_ref_t *refs;          /* scratch: one iteration's tasks */
     lux_val_t *vals;
+    double *took;             /* scratch: seconds from submission to each task's result */
+    int *ready;               /* scratch: lux_wait's flags */
     es_task_t *tasks;         /* scratch: the population's tasks */
     es_result_t **results;    /* scratch: pointers to their results */
     char last_task[33];       /* the last rollout task's ID */
@@ -196,6 +200,30 @@ s_policy(s_run_t *r)
     return rc;
 }
 
+/* Wait for the n tasks of r->refs, noting in r->took when each was done
+   (seconds since t0), for es_split. 0, or the first error of lux_wait
+   (lux_get_many then says which task failed). */
+static int
+s_wait_timed(s_run_t *r, int n, double t0)
+{
+    int got = 0;
+    for (int k = 0; k < n; k++)
+        r->took[k] = 0.0;
+    while (got < n) {
+        int rc = lux_wait(r->lx, n, r->refs, got + 1, -1, r->ready);
+        if (rc < 0)
+            return rc;
+        double now = s_now();
+        got = 0;
+        for (int k = 0; k < n; k++) {
+            if (r->ready[k] && r->took[k] == 0.0)
+                r->took[k] = now - t0;
+            got += r->ready[k] != 0;
+        }
+    }
+    return 0;
+}
+
 /* One iteration: the population's rollouts as tasks, then the update. */
 static int
 s_iteration(s_run_t *r, es_stats_t *st)
@@ -209,27 +237,31 @@ s_iteration(s_run_t *r, es_stats_t *st)
     if (rc)
         return rc;
     int n = r->ntasks;
+    double t0 = s_now();
     for (int k = 0; k < n; k++) {
-        size_t a = pop * (size_t)k / (size_t)n, b = pop * (size_t)(k + 1) / (size_t)n;
+        size_t a = es_split_first(&r->split, k), c = r->split.count[k];
         lux_arg_t args[3] = {LUX_REF(r->noise), LUX_REF(r->policy),
-                             LUX_VAL(&r->tasks[a], (b - a) * sizeof(es_task_t))};
+                             LUX_VAL(&r->tasks[a], c * sizeof(es_task_t))};
         if ((rc = lux_call_opts(r->lx, &r->call, "es_rollouts", 3, args, 1, &r->refs[k])))
             return rc;
     }
+    bool timed = r->split.balance && n > 1 && s_wait_timed(r, n, t0) == 0;
     if ((rc = lux_get_many(r->lx, n, r->refs, r->vals, -1)) == 0) {
         for (int k = 0; k < n && rc == 0; k++) {
-            size_t a = pop * (size_t)k / (size_t)n, b = pop * (size_t)(k + 1) / (size_t)n;
-            if (r->vals[k].size != (b - a) * rs) {
+            size_t a = es_split_first(&r->split, k), c = r->split.count[k];
+            if (r->vals[k].size != c * rs) {
                 rc = LUX_EINVAL;
                 fprintf(stderr, "%s: task %d of iteration %" PRIu64 " returned %zu bytes\n",
                         S_PROG, k, r->iter, r->vals[k].size);
             }
-            for (size_t i = a; i < b && rc == 0; i++)
-                r->results[i] = (es_result_t *)(void *)((uint8_t *)r->vals[k].data + (i - a) * rs);
+            for (size_t i = 0; i < c && rc == 0; i++)
+                r->results[a + i] = (es_result_t *)(void *)((uint8_t *)r->vals[k].data + i * rs);
         }
         if (rc == 0 && (rc = es_update(r->es, r->results, pop, st)))
             fprintf(stderr, "%s: %s\n", S_PROG, es_errmsg(r->es));
         r->iter = es_iter(r->es);
+        if (rc == 0 && timed)
+            es_split_update(&r->split, r->took);
     } else {
         fprintf(stderr, "%s: %s\n", S_PROG, lux_errmsg());
     }
@@ -589,9 +621,15 @@ s_main(lux_t *lx, int argc, char **argv)
     int nrefs = r.ntasks > r.neval ? r.ntasks : r.neval;
     r.refs = calloc((size_t)nrefs, sizeof *r.refs);
     r.vals = calloc((size_t)nrefs, sizeof *r.vals);
+    r.took = calloc((size_t)nrefs, sizeof *r.took);
+    r.ready = calloc((size_t)nrefs, sizeof *r.ready);
     r.tasks = calloc(pop, sizeof *r.tasks);
     r.results = calloc(pop, sizeof *r.results);
-    if (!r.refs || !r.vals || !r.tasks || !r.results) {
+    /* balancing times each task from its submission, which says how fast
+       its worker ran only when every task has a worker to itself; --ps
+       splits its own way (its tasks push to the server) */
+    if (!r.refs || !r.vals || !r.took || !r.ready || !r.tasks || !r.results ||
+        es_split_init(&r.split, r.ntasks, pop, o->balance && !o->ps && r.ntasks <= r.workers) != 0) {
         rc = LUX_ENOMEM;
         goto done;
     }
@@ -636,14 +674,15 @@ done:
                "\"tasks\":%ld,\"tasks_per_iteration\":%d,\"rollouts\":%" PRIu64 ","
                "\"episodes\":%" PRIu64 ",\"steps\":%" PRIu64 ",\"rollouts_per_second\":%.1f,"
                "\"tasks_per_second\":%.1f,\"noise_seconds\":%.3f,\"noise_fill_seconds\":%.3f,"
-               "\"train_seconds\":%.3f,"
+               "\"train_seconds\":%.3f,\"balanced\":%s,\"uneven_iterations\":%ld,"
                "\"startup_seconds\":%.3f,\"killed\":%d,\"ps\":%s,\"server_kills\":%d,"
                "\"duplicate_results\":%" PRIu64 ",\"job\":\"%s\",\"log\":\"%s\"}\n",
                o->env->name, o->env->gym_id, o->es.seed, out.solved ? "true" : "false",
                out.seconds, out.iters, out.eval_mean, out.hash, r.pol.n_params, r.workers,
                r.ntasks_done, r.ntasks, r.rollouts, r.episodes, r.steps,
                (double)r.rollouts / tr, (double)r.ntasks_done / tr, out.noise_seconds,
-               out.fill_seconds, out.train_seconds, out.startup_seconds, out.killed,
+               out.fill_seconds, out.train_seconds, r.split.balance ? "true" : "false",
+               r.split.uneven, out.startup_seconds, out.killed,
                r.ps ? "true" : "false", r.server_kills, r.duplicates, job, lux_dir(lx));
     }
     fflush(stdout);
@@ -654,6 +693,9 @@ done:
     es_destroy(&r.es);
     free(r.refs);
     free(r.vals);
+    free(r.took);
+    free(r.ready);
+    es_split_free(&r.split);
     free(r.tasks);
     free(r.results);
     if (rc)

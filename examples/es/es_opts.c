@@ -22,6 +22,7 @@ s_defaults(es_opts_t *o)
     o->eval_episodes = o->env->solved_episodes;
     o->target = o->env->solved_return;
     o->report = true;
+    o->balance = true;
     o->checkpoint_every = 32;
     o->progress = -1;
     if (strcmp(o->env->name, "cartpole") == 0) {
@@ -66,6 +67,9 @@ es_opts_usage(FILE *f, const char *prog, int which)
                 "  --tasks N          rollout tasks per iteration (default: one per worker,\n"
                 "                     at most the population)\n"
                 "  --eval-tasks N     tasks per evaluation (default: one per worker)\n"
+                "  --no-balance       split each iteration's rollouts evenly over its tasks\n"
+                "                     (default: in proportion to how fast each task's\n"
+                "                     worker ran lately; the final weights are the same)\n"
                 "  --no-report        no closing report from the log\n"
                 "  --ps               the parameter-server variant: the weights, Adam and the\n"
                 "                     observation statistics live in an actor (EsServer);\n"
@@ -185,6 +189,7 @@ enum {
     O_KILL,
     O_TASKS,
     O_EVAL_TASKS,
+    O_NO_BALANCE,
     O_NO_REPORT,
     O_PS,
     O_KILL_SERVER,
@@ -222,6 +227,7 @@ s_owner(int c)
     case O_KILL:
     case O_TASKS:
     case O_EVAL_TASKS:
+    case O_NO_BALANCE:
     case O_NO_REPORT:
     case O_PS:
     case O_KILL_SERVER:
@@ -246,6 +252,7 @@ es_opts_parse(es_opts_t *o, int argc, char **argv, const char *prog, int which)
         {"kill-workers", no_argument, NULL, O_KILL},
         {"tasks", required_argument, NULL, O_TASKS},
         {"eval-tasks", required_argument, NULL, O_EVAL_TASKS},
+        {"no-balance", no_argument, NULL, O_NO_BALANCE},
         {"no-report", no_argument, NULL, O_NO_REPORT},
         {"ps", no_argument, NULL, O_PS},
         {"kill-server", no_argument, NULL, O_KILL_SERVER},
@@ -334,6 +341,9 @@ es_opts_parse(es_opts_t *o, int argc, char **argv, const char *prog, int which)
         case O_EVAL_TASKS:
             if ((good = s_parse_int(a, 1, 1 << 20, &v)))
                 o->eval_tasks = (int)v;
+            break;
+        case O_NO_BALANCE:
+            o->balance = false;
             break;
         case O_NO_REPORT:
             o->report = false;

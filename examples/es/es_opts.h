@@ -49,6 +49,7 @@ typedef struct {
     bool kill_workers;                /* kill workers at random while training */
     int tasks;                        /* rollout tasks per iteration (0: automatic) */
     int eval_tasks;                   /* tasks per evaluation (0: automatic) */
+    bool balance;                     /* size the rollout tasks by their slots' speed (es_split.h) */
     bool report;                      /* the closing report from the log */
     bool ps;                          /* the state in a parameter-server actor */
     bool kill_server;                 /* --ps: kill -9 the server's process now and then */
