@@ -2,10 +2,17 @@
    caller making one actor call at a time makes) does not grow a replica's
    WAL without end. Each commit writes whole pages into the WAL; 20,000 of
    them write some 240 MB. The WAL starts again from its beginning once
-   its frames are copied back (src/db/db_reader.h), so it stays near
-   DB_CKPT_PAGES pages: the test allows four times that. Before, it only
-   grew while the commits came (190 MB in a 4 s benchmark). And every
-   event is still there afterwards. */
+   its frames are copied back (src/db/db_reader.h); before that, it only
+   grew while the commits came (190 MB in a 4 s benchmark).
+
+   What is checked is that it starts again, many times: each start bumps
+   the checkpoint sequence number in the WAL's header, which the test
+   samples. How long the WAL grows between two starts depends on how soon
+   the reader's thread gets a CPU: near DB_CKPT_PAGES pages (16 MB) on an
+   idle machine, 81 MB once under a parallel `make check`. So its size is
+   only held to half of what the commits wrote, which a WAL that never
+   started again would pass by far. And every event is still there
+   afterwards. */
 #include "tap.h"
 #include "lib/fx.h"
 #include "db/db_client.h"
@@ -29,6 +36,22 @@ s_size(const char *path)
     return stat(path, &st) == 0 ? (int64_t) st.st_size : 0;
 }
 
+/* The checkpoint sequence number in a WAL's header (big-endian, bytes
+   12-15; SQLite's file format, section 4.1), or -1 when it cannot be read. */
+static int64_t
+s_ckpt_seq(const char *path)
+{
+    unsigned char h[16];
+    FILE *f = fopen(path, "rb");
+    size_t n = f ? fread(h, 1, sizeof h, f) : 0;
+    if (f)
+        fclose(f);
+    if (n != sizeof h)
+        return -1;
+    return (int64_t) ((uint32_t) h[12] << 24 | (uint32_t) h[13] << 16 | (uint32_t) h[14] << 8 |
+                      (uint32_t) h[15]);
+}
+
 int
 main(void)
 {
@@ -43,8 +66,8 @@ main(void)
         bail("client: %s", lux_errmsg());
     util_id_t job;
     util_id_random(&job);
-    int64_t peak = 0, bound = (int64_t) 4 * DB_CKPT_PAGES * 4096;
-    int failed = 0;
+    int64_t peak = 0, bound = (int64_t) S_COMMITS * 3 * 4096 / 2, last_seq = -1;
+    int failed = 0, starts = 0;
     for (int i = 0; i < S_COMMITS && !failed; i++) {
         db_event_t e = {.kind = DB_K_note};
         DB_SET_ID(&e, job, DB_F_JOB, &job);
@@ -53,15 +76,22 @@ main(void)
             diag("append %d: %s", i, lux_errmsg());
             failed = 1;
         }
-        if (i % 250 == 0) {
-            int64_t n = s_size(wal);
+        if (i % 100 == 0) {
+            int64_t n = s_size(wal), seq = s_ckpt_seq(wal);
             if (n > peak)
                 peak = n;
+            if (seq >= 0 && last_seq >= 0 && seq != last_seq)
+                starts++;
+            if (seq >= 0)
+                last_seq = seq;
         }
     }
     ok(!failed, "%d appends, each acknowledged before the next", S_COMMITS);
-    ok(peak > 0 && peak <= bound, "the WAL stayed at most %lld bytes (its largest: %lld)",
-       (long long) bound, (long long) peak);
+    ok(starts >= 2, "the WAL started again from its beginning while they came (seen %d times)",
+       starts);
+    ok(peak > 0 && peak <= bound, "the WAL stayed at most %lld bytes, half what they wrote "
+       "(its largest: %lld; %d pages of WAL start the reader's copy)",
+       (long long) bound, (long long) peak, DB_CKPT_PAGES);
 
     db_query_t *q = fx_query_open(s_c.dir);
     is_int(fx_count(q, "SELECT count(*) FROM event WHERE kind = %d AND info = 'one small commit'",
