@@ -238,17 +238,18 @@ s_iteration(s_run_t *r, es_stats_t *st)
         return rc;
     int n = r->ntasks;
     double t0 = s_now();
-    for (int k = 0; k < n; k++) {
-        size_t a = es_split_first(&r->split, k), c = r->split.count[k];
+    size_t a = 0; /* slot k's first rollout */
+    for (int k = 0; k < n; a += r->split.count[k++]) {
         lux_arg_t args[3] = {LUX_REF(r->noise), LUX_REF(r->policy),
-                             LUX_VAL(&r->tasks[a], c * sizeof(es_task_t))};
+                             LUX_VAL(&r->tasks[a], r->split.count[k] * sizeof(es_task_t))};
         if ((rc = lux_call_opts(r->lx, &r->call, "es_rollouts", 3, args, 1, &r->refs[k])))
             return rc;
     }
     bool timed = r->split.balance && n > 1 && s_wait_timed(r, n, t0) == 0;
     if ((rc = lux_get_many(r->lx, n, r->refs, r->vals, -1)) == 0) {
-        for (int k = 0; k < n && rc == 0; k++) {
-            size_t a = es_split_first(&r->split, k), c = r->split.count[k];
+        a = 0;
+        for (int k = 0; k < n && rc == 0; a += r->split.count[k++]) {
+            size_t c = r->split.count[k];
             if (r->vals[k].size != c * rs) {
                 rc = LUX_EINVAL;
                 fprintf(stderr, "%s: task %d of iteration %" PRIu64 " returned %zu bytes\n",

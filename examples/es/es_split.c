@@ -4,12 +4,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Slot k's rollouts in an even split. */
+static size_t
+s_even_count(const es_split_t *s, int k)
+{
+    return s->total * (size_t)(k + 1) / (size_t)s->slots - s->total * (size_t)k / (size_t)s->slots;
+}
+
 static void
 s_even(es_split_t *s)
 {
     for (int k = 0; k < s->slots; k++)
-        s->count[k] = s->total * (size_t)(k + 1) / (size_t)s->slots -
-                      s->total * (size_t)k / (size_t)s->slots;
+        s->count[k] = s_even_count(s, k);
 }
 
 int
@@ -43,15 +49,6 @@ es_split_free(es_split_t *s)
     s->count = NULL;
     s->per = NULL;
     s->want = NULL;
-}
-
-size_t
-es_split_first(const es_split_t *s, int k)
-{
-    size_t a = 0;
-    for (int i = 0; i < k && i < s->slots; i++)
-        a += s->count[i];
-    return a;
 }
 
 void
@@ -125,7 +122,7 @@ es_split_update(es_split_t *s, const double *seconds)
         }
     }
     for (int k = 0; k < n; k++)
-        if (s->count[k] != s->total * (size_t)(k + 1) / (size_t)n - s->total * (size_t)k / (size_t)n) {
+        if (s->count[k] != s_even_count(s, k)) {
             s->uneven++;
             break;
         }

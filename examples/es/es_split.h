@@ -53,8 +53,7 @@ typedef struct {
 int es_split_init(es_split_t *s, int slots, size_t total, bool balance);
 void es_split_free(es_split_t *s);
 
-/* The first rollout of slot k (slot k has s->count[k] from there). */
-size_t es_split_first(const es_split_t *s, int k);
+/* Slot k's rollouts follow those of slots 0..k-1, in rollout order. */
 
 /* This iteration's tasks took seconds[k] each, from submission to result:
    update the estimates and set the next iteration's counts. */
