@@ -1,7 +1,7 @@
 /* 0004-util-spin: the polling window grows while replies come soon after
    it, stays while they come within it, and falls to nothing when waits
-   are long or end by their timeout (src/util/util_spin.h); LUX_SPIN_US
-   sets its ceiling. */
+   are long or end by their timeout (src/util/util_spin.h); a fresh lull
+   polls for the longest window; LUX_SPIN_US sets its ceiling. */
 #include "tap.h"
 #include "util/util_log.h"
 #include "util/util_spin.h"
@@ -49,7 +49,24 @@ main(void)
     ok(util_spin_again(&s, util_mono_ns()), "an open one polls again at its start");
     ok(!util_spin_again(&s, util_mono_ns() - 2000000 * US), "and not once it is spent");
 
+    /* a lull: nothing of the loop's running, and something just ended */
+    util_spin_init(&s, 200 * US);
+    is_int(util_spin_lull_window(&s, true, 30 * US), 200 * US,
+           "a fresh lull polls for the longest window, though the adaptive one is closed");
+    is_int(util_spin_window(&s), 0, "and leaves the adaptive one as it was");
+    is_int(util_spin_lull_window(&s, true, UTIL_SPIN_LULL_NS), 0,
+           "a lull as old as UTIL_SPIN_LULL_NS is not fresh: the adaptive window");
+    is_int(util_spin_lull_window(&s, false, 30 * US), 0,
+           "while work runs, the adaptive window, however recent the last end");
+    is_int(util_spin_lull_window(&s, true, -5 * US), 0, "an end in the future counts for nothing");
+    s.window_ns = 40 * US;
+    is_int(util_spin_lull_window(&s, false, 30 * US), 40 * US, "an open adaptive window as it is");
+    ok(!util_spin_again_for(0, util_mono_ns()), "a window of 0 never polls");
+    ok(util_spin_again_for(1000000 * US, util_mono_ns()), "a given window polls at its start");
+    ok(!util_spin_again_for(200 * US, util_mono_ns() - 2000000 * US), "and not once it is spent");
+
     util_spin_init(&s, 0);
+    is_int(util_spin_lull_window(&s, true, 30 * US), 0, "with polling off, not in a lull either");
     util_spin_update(&s, 50 * US, true);
     util_spin_update(&s, 50 * US, true);
     is_int(util_spin_window(&s), 0, "a ceiling of 0 never opens it");

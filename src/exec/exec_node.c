@@ -812,20 +812,27 @@ s_busy(nm_t *nm)
    then sleep for the rest. Replies to a synchronous caller come within
    tens of microseconds, and a CPU that halts while one is on its way
    makes it cost a wake-up on each side (about 25 us each on the VM Lux is
-   measured on); long waits bring the window to 0. */
+   measured on); long waits bring the window to 0. In a lull (no task or
+   call out, one just ended) the wait polls for the longest window: the
+   results just sent are what the drivers wait for, their next requests
+   come soon, and no worker computes then (ES on 2 workers: about 1% less
+   training time; doc/DESIGN.md 12). */
 static int
 s_wait(nm_t *nm, zmq_pollitem_t *items, size_t k, struct pollfd *pfds, int64_t wait_ms)
 {
     int64_t t0 = util_mono_ns();
     int fired = 0;
-    if (util_spin_window(&nm->spin) > 0)
-        while ((fired = net_poll(items, (int) k, pfds, 0)) == 0 && util_spin_again(&nm->spin, t0))
+    bool idle = nm->n_submitted == nm->n_finished + nm->n_failed;
+    int64_t adaptive = util_spin_window(&nm->spin);
+    int64_t window = util_spin_lull_window(&nm->spin, idle, t0 - nm->work_ended_ns);
+    if (window > 0)
+        while ((fired = net_poll(items, (int) k, pfds, 0)) == 0 && util_spin_again_for(window, t0))
             ;
     if (fired == 0) {
         int64_t left = wait_ms - (util_mono_ns() - t0) / 1000000;
         fired = net_poll(items, (int) k, pfds, left > 0 ? (long) left : 0);
     }
-    if (fired >= 0)
+    if (fired >= 0 && window == adaptive)
         util_spin_update(&nm->spin, util_mono_ns() - t0, fired > 0);
     return fired;
 }

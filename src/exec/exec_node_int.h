@@ -264,6 +264,7 @@ struct nm {
     int listen_fd;            /* clients connect here (net_link) */
     int epfd;                 /* an epoll set of the connections */
     util_spin_t spin;         /* how long the loop polls before it sleeps (LUX_SPIN_US) */
+    int64_t work_ended_ns;    /* when a task or call last finished or failed (util_mono_ns) */
     cpu_set_t pin_cpus;       /* the CPUs the pool's workers are bound to, one each... */
     bool pin;                 /* ...when they are (exec_node_cpu.c) */
     bool batch_warned;        /* a worker could not be made SCHED_BATCH: said once */

@@ -516,6 +516,7 @@ s_fail_one(nm_t *nm, nm_task_t *t, int status, const char *msg, const char *text
         return;
     s_forget_dependent(nm, t); /* it may still be on others' lists */
     nm->n_failed++;
+    nm->work_ended_ns = util_mono_ns();
     exec_result_t r = {.task = t->id, .attempt = t->attempt, .status = status, .msg = msg,
                        .msg_len = (uint16_t) strlen(msg)};
     r.t_start = r.t_end = util_now_ns();
@@ -1101,6 +1102,7 @@ s_result(nm_t *nm, nm_worker_t *w, const exec_result_t *r)
     }
     util_blake_final(&h, fp, 16);
     nm->n_finished++;
+    nm->work_ended_ns = util_mono_ns();
     nm_log_finished(nm, t, w, r, total, fp);
     nm_task_outputs_ready(nm, t);
 }

@@ -32,12 +32,26 @@ util_spin_max_env(const char *var, int64_t dflt_ns)
 }
 
 bool
-util_spin_again(const util_spin_t *s, int64_t t0)
+util_spin_again_for(int64_t window_ns, int64_t t0)
 {
-    if (util_mono_ns() - t0 >= s->window_ns)
+    if (util_mono_ns() - t0 >= window_ns)
         return false;
     sched_yield();
     return true;
+}
+
+bool
+util_spin_again(const util_spin_t *s, int64_t t0)
+{
+    return util_spin_again_for(s->window_ns, t0);
+}
+
+int64_t
+util_spin_lull_window(const util_spin_t *s, bool idle, int64_t since_ns)
+{
+    if (idle && since_ns >= 0 && since_ns < UTIL_SPIN_LULL_NS)
+        return s->max_ns;
+    return s->window_ns;
 }
 
 void

@@ -27,6 +27,17 @@
     brings the window to max in a few waits, and work that keeps the loop
     waiting for milliseconds (long tasks) brings it to 0: no polling.
 
+    A LULL. Where the loop knows that none of its own work is running
+    (a node manager with no task or call out on its workers) and that
+    some just ended (within UTIL_SPIN_LULL_NS), the callers who got those
+    results are likely to send the next within tens of microseconds (a
+    driver's update between two rounds of tasks), and a poll then takes
+    the CPU from no work of the loop's: such a wait polls for the longest
+    window, whatever the adaptive one says, and does not change it (it
+    says how the loop's other waits end). Polling while work runs is what
+    the adaptive window guards against: on the VM Lux is measured on, a
+    polling CPU slows a computing one beside it (doc/DESIGN.md 12).
+
     The caller polls (a non-blocking check of its sockets, then
     util_spin_again, which yields between checks so that a thread that
     shares its CPU, the one about to answer, runs first), then sleeps for
@@ -39,6 +50,7 @@
 
 #define UTIL_SPIN_START_NS 10000    /* the first window after a quick wait */
 #define UTIL_SPIN_DEFAULT_NS 200000 /* the longest window by default (KVM's default too) */
+#define UTIL_SPIN_LULL_NS 1000000   /* how long after work ended a lull is fresh */
 
 typedef struct {
     int64_t max_ns;    /* the longest window; 0: never poll */
@@ -57,6 +69,14 @@ int64_t util_spin_max_env(const char *var, int64_t dflt_ns);
    (sched_yield, so that a thread sharing it, most likely the one about
    to answer, runs first) and true: poll again. */
 bool util_spin_again(const util_spin_t *s, int64_t t0);
+/* The same for a window given (util_spin_lull_window's). */
+bool util_spin_again_for(int64_t window_ns, int64_t t0);
+
+/* The window of a wait that begins since_ns after the loop's last work
+   ended, none of it running now (idle): the longest while that lull is
+   fresh (see A LULL above), else the adaptive window. A wait that polled
+   for a lull's window does not update the adaptive one. */
+int64_t util_spin_lull_window(const util_spin_t *s, bool idle, int64_t since_ns);
 
 /* A wait took waited_ns (polling and sleeping) and was ended by a message
    (event) or by its timeout (!event): adapt the window. */
