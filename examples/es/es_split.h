@@ -41,7 +41,8 @@ typedef struct {
     int slots;     /* tasks per iteration */
     size_t total;  /* rollouts per iteration */
     bool balance;  /* false: always even */
-    size_t *count; /* rollouts of each slot, this iteration */
+    size_t *count; /* rollouts of each slot, this iteration; slot k's follow
+                      those of slots 0..k-1, in rollout order */
     double *per;   /* estimated seconds per rollout of each slot; 0: none yet */
     double *want;  /* scratch */
     long uneven;   /* iterations split unevenly so far */
@@ -52,8 +53,6 @@ typedef struct {
    memory. es_split_free frees what it allocated. */
 int es_split_init(es_split_t *s, int slots, size_t total, bool balance);
 void es_split_free(es_split_t *s);
-
-/* Slot k's rollouts follow those of slots 0..k-1, in rollout order. */
 
 /* This iteration's tasks took seconds[k] each, from submission to result:
    update the estimates and set the next iteration's counts. */

@@ -53,6 +53,7 @@ sub() { echo "$1 $2" | awk '{printf "%.3f", $1 - $2}'; }
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 spread() { printf '%s\n' "$@" | sort -g | awk 'NR==1{lo=$1} {hi=$1} END {printf "%s-%s", lo, hi}'; }
 ratio() { echo "$1 $2" | awk '{printf "%.3f", $1 / $2}'; }
+share() { echo "$1 $2 $3" | awk '{printf "%.3f", $1 / ($2 * $3)}'; } # share BUSY SECONDS THREADS
 
 # CPU seconds (user + system) of a command and every process it waited
 # for: lux run's workers are its children, reaped by its node manager, so
@@ -126,7 +127,7 @@ case " $what " in *" rate "*)
                 lw="$lw $wall"
                 lh=$(field weights_hash "$j")
                 lro=$(field rollout_seconds "$j")
-                lu="$lu $(echo "$lro $tr $n" | awk '{printf "%.3f", $1 / ($2 * $3)}')"
+                lu="$lu $(share "$lro" "$tr" "$n")"
                 c=$cpu
                 local_es $R1 --threads "$n"
                 lcpu=$(sub "$c" "$cpu")
@@ -142,7 +143,7 @@ case " $what " in *" rate "*)
                       FROM tasks WHERE function = 'es_rollouts' AND job_id = '$(field job "$j")'" |
                       tail -n 1)
                 kt="$kt $(ratio "$xro" "$lro")"
-                ku="$ku $(echo "$xro $(field train_seconds "$j") $n" | awk '{printf "%.3f", $1 / ($2 * $3)}')"
+                ku="$ku $(share "$xro" "$(field train_seconds "$j")" "$n")"
                 c=$cpu
                 lux_es $R1 --workers "$n"
                 xcpu=$(sub "$c" "$cpu")

@@ -823,7 +823,6 @@ s_wait(nm_t *nm, zmq_pollitem_t *items, size_t k, struct pollfd *pfds, int64_t w
     int64_t t0 = util_mono_ns();
     int fired = 0;
     bool idle = nm->n_submitted == nm->n_finished + nm->n_failed;
-    int64_t adaptive = util_spin_window(&nm->spin);
     int64_t window = util_spin_lull_window(&nm->spin, idle, t0 - nm->work_ended_ns);
     if (window > 0)
         while ((fired = net_poll(items, (int) k, pfds, 0)) == 0 && util_spin_again_for(window, t0))
@@ -832,7 +831,7 @@ s_wait(nm_t *nm, zmq_pollitem_t *items, size_t k, struct pollfd *pfds, int64_t w
         int64_t left = wait_ms - (util_mono_ns() - t0) / 1000000;
         fired = net_poll(items, (int) k, pfds, left > 0 ? (long) left : 0);
     }
-    if (fired >= 0 && window == adaptive)
+    if (fired >= 0 && window == util_spin_window(&nm->spin))
         util_spin_update(&nm->spin, util_mono_ns() - t0, fired > 0);
     return fired;
 }

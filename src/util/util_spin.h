@@ -33,8 +33,9 @@
     results are likely to send the next within tens of microseconds (a
     driver's update between two rounds of tasks), and a poll then takes
     the CPU from no work of the loop's: such a wait polls for the longest
-    window, whatever the adaptive one says, and does not change it (it
-    says how the loop's other waits end). Polling while work runs is what
+    window, whatever the adaptive one says, and when that is longer than
+    the adaptive one, does not change it (it says how the loop's other
+    waits end); a lull never narrows the window. Polling while work runs is what
     the adaptive window guards against: on the VM Lux is measured on, a
     polling CPU slows a computing one beside it (doc/DESIGN.md 12).
 
@@ -75,7 +76,7 @@ bool util_spin_again_for(int64_t window_ns, int64_t t0);
 /* The window of a wait that begins since_ns after the loop's last work
    ended, none of it running now (idle): the longest while that lull is
    fresh (see A LULL above), else the adaptive window. A wait that polled
-   for a lull's window does not update the adaptive one. */
+   for a window other than the adaptive one does not update it. */
 int64_t util_spin_lull_window(const util_spin_t *s, bool idle, int64_t since_ns);
 
 /* A wait took waited_ns (polling and sleeping) and was ended by a message
