@@ -10,6 +10,7 @@
 #include "es_adam.h"
 #include "es_noise.h"
 #include "es_policy.h"
+#include "es_rng.h"
 #include "es_rollout.h"
 #include "es_split.h"
 
@@ -212,6 +213,40 @@ s_test_policy(void)
     float out;
     es_policy_forward(&p, t, big, &out);
     ok(out == 1.5f * -1.0f - 0.75f * 1.0f + 0.05f, "hidden units saturate at -1 and 1 (%g)", out);
+
+    /* Every unit's sum runs from its bias through the inputs in order,
+       in float, however wide its layer: the same bits as the plain loop.
+       4 -> 32 -> 3 -> 2 takes both ways the layers are computed. */
+    int ws[2] = {32, 3};
+    is_int(es_policy_init(&p, &es_env_cartpole, 2, ws), 0, "cartpole policy 4-32-3-2");
+    float *th = malloc(p.n_params * sizeof(float));
+    es_rng_t r;
+    es_rng_seed(&r, 77);
+    for (size_t k = 0; k < p.n_params; k++)
+        th[k] = (float)(es_rng_uniform(&r) * 2.0 - 1.0);
+    int same = 0;
+    for (int trial = 0; trial < 50; trial++) {
+        float x4[4], in[ES_POLICY_MAX_WIDTH], y[ES_POLICY_MAX_WIDTH], got[2];
+        for (int i = 0; i < 4; i++)
+            x4[i] = in[i] = (float)(es_rng_uniform(&r) * 4.0 - 2.0);
+        const float *wp = th;
+        for (int l = 0; l <= p.n_hidden; l++) {
+            int ni = p.dims[l], no = p.dims[l + 1];
+            const float *b = wp + (size_t)ni * no;
+            for (int o = 0; o < no; o++) {
+                float s = b[o];
+                for (int i = 0; i < ni; i++)
+                    s += in[i] * wp[(size_t)i * no + o];
+                y[o] = l < p.n_hidden ? es_policy_squash(s) : s;
+            }
+            memcpy(in, y, (size_t)no * sizeof(float));
+            wp = b + no;
+        }
+        es_policy_forward(&p, th, x4, got);
+        same += memcmp(got, in, sizeof got) == 0;
+    }
+    is_int(same, 50, "forward pass: the bits of the plain loop, wide and narrow layers");
+    free(th);
 
     int bad[2] = {0, 300};
     ok(es_policy_init(&p, &es_env_pendulum, 1, &bad[0]) == LUX_EINVAL &&

@@ -15,6 +15,9 @@
 #pragma GCC optimize("vect-cost-model=dynamic")
 #endif
 
+/* Layers at most this wide are computed one output at a time (below). */
+#define ES_POLICY_NARROW 4
+
 /* The hidden layers' squashing function: tanh by the [7/6] Pade
    approximant that Lambert's continued fraction for tanh gives,
 
@@ -38,6 +41,12 @@ s_tanh(float x)
     float y = p / q;
     y = y < -1.0f ? -1.0f : y;
     return y > 1.0f ? 1.0f : y;
+}
+
+float
+es_policy_squash(float x)
+{
+    return s_tanh(x);
 }
 
 int
@@ -106,16 +115,31 @@ es_policy_forward(const es_policy_t *p, const float *theta, const float *x, floa
         bool last = l == p->n_hidden;
         float *y = last ? out : buf[l & 1];
         const float *b = w + (size_t)n_in * n_out;
-        /* y = b + sum_i in[i] W[i][.]: row by row, so the inner loop runs
-           along contiguous memory and each y[o] is summed in input order
-           whatever the compiler vectorises. */
-        for (int o = 0; o < n_out; o++)
-            y[o] = b[o];
-        for (int i = 0; i < n_in; i++) {
-            float xi = in[i];
-            const float *row = w + (size_t)i * n_out;
+        /* y = b + sum_i in[i] W[i][.], each y[o] summed in input order
+           whichever way the loops run, so both ways give the same bits. */
+        if (n_out <= ES_POLICY_NARROW) {
+            /* A narrow layer (the output layer of the environments here):
+               one output at a time, its sum in a register. Summed in y,
+               each step would wait for the previous one's store to reach
+               the next load, since y may alias the weights for all the
+               compiler knows; that chain took half of a forward pass. */
+            for (int o = 0; o < n_out; o++) {
+                float s = b[o];
+                for (int i = 0; i < n_in; i++)
+                    s += in[i] * w[(size_t)i * n_out + o];
+                y[o] = s;
+            }
+        } else {
+            /* row by row, so the inner loop runs along contiguous memory
+               and vectorises */
             for (int o = 0; o < n_out; o++)
-                y[o] += xi * row[o];
+                y[o] = b[o];
+            for (int i = 0; i < n_in; i++) {
+                float xi = in[i];
+                const float *row = w + (size_t)i * n_out;
+                for (int o = 0; o < n_out; o++)
+                    y[o] += xi * row[o];
+            }
         }
         if (!last)
             for (int o = 0; o < n_out; o++)

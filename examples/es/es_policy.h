@@ -49,6 +49,10 @@ void es_policy_init_weights(const es_policy_t *p, float *theta, uint64_t seed);
    (dims[n_hidden + 1] floats). */
 void es_policy_forward(const es_policy_t *p, const float *theta, const float *x, float *out);
 
+/* The hidden layers' squashing function (a rational tanh), as the
+   forward pass computes it. */
+float es_policy_squash(float x);
+
 /* The action for input x: *index for discrete policies, u[0..outputs) for
    continuous ones. */
 void es_policy_act(const es_policy_t *p, const float *theta, const float *x, int *index, double *u);
