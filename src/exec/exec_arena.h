@@ -34,20 +34,22 @@
         fresh pages                                  1.5 GB/s
         pages in the file, not yet mapped here       4.9 GB/s (9.5 read-only)
     after which writes run at the mapped rate. Zeroing bounds the fresh
-    case; prefaulting does not make it cheap, it moves it off the path that
-    waits: e.g. the node manager prefaults a block for a large put before
-    handing out its offset, or a worker prefaults an object it is about to
-    read in full. The fallback for kernels before 5.14 (a write per page)
-    runs at the first-write rate.
+    case; prefaulting does not make it cheap, it can only move it off a
+    path that waits. Nothing in Lux calls it yet: the node manager hands
+    out blocks unfaulted, and each writer pays for its first writes
+    itself. The fallback for kernels before 5.14 (a write per page) runs
+    at the first-write rate.
     Page tables are per process: each process that touches all of an
     8 GiB arena holds 16 MiB of them.
 
     Full /dev/shm. Writing a page when /dev/shm (a tmpfs) has no room left
     kills the writer with SIGBUS. Creating therefore refuses an arena larger
     than the free space of /dev/shm at that moment (LUX_EFULL), and
-    exec_arena_prefault() reports LUX_EFULL instead of faulting; other users
-    of /dev/shm can still use up the room later, and only a prefault of the
-    block before handing it out protects the writer against that.
+    exec_arena_prefault() reports LUX_EFULL instead of faulting. Other users
+    of /dev/shm can still use up the room later, and a writer of a block
+    never written before is then killed; a prefault of each block before
+    handing it out would turn that into LUX_EFULL, at the cost of the
+    fresh-page rate on the node manager's thread. Not done: a known gap.
 */
 #ifndef EXEC_ARENA_H_INCLUDED
 #define EXEC_ARENA_H_INCLUDED
