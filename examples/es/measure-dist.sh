@@ -19,9 +19,17 @@
 #             starting late); its sum as a share of those iterations' time,
 #             and its median, 90th and 99th percentiles. Unlike `rate`,
 #             no second program runs, so the host's noise moves it less.
+#   pairs     Lux's overhead over many alternating pairs, for a figure
+#             with its standard error: es_local and es.so alternating
+#             (which goes first alternates too), CartPole on 2 workers,
+#             fixed runs of ES_PAIRS_ITERS iterations (default 200); the
+#             geometric mean of the pairs' ratios of training time with
+#             its standard error, the median and the spread. -n is the
+#             number of pairs here (100 gives a standard error of about
+#             0.5% on this machine).
 #
-#   examples/es/measure-dist.sh [-n REPS] [solve] [rate] [ps] [timeline]   (from the build tree;
-#                                                              default: solve rate)
+#   examples/es/measure-dist.sh [-n REPS] [solve] [rate] [ps] [timeline] [pairs]
+#                               (from the build tree; default: solve rate)
 #
 # ES_RATE_OPTS adds settings to both drivers' runs in `rate`, e.g.
 # ES_RATE_OPTS="--pop 128" to see how the overhead falls as iterations grow.
@@ -247,6 +255,33 @@ case " $what " in *" timeline "*)
     done
     echo "timeline: Lux's share $(median $shares)% ($(spread $shares)), per iteration median" \
         "$(median $meds) us, p99 $(median $p99s) us ($(spread $p99s))"
+    ;;
+esac
+
+case " $what " in *" pairs "*)
+    R="--env cartpole --seed 1 --target 1000 --eval-every 1000 --max-iters ${ES_PAIRS_ITERS:-200}"
+    : > "$D/pairs"
+    for i in $(seq "$reps"); do
+        if [ $((i % 2)) = 1 ]; then
+            lux_es $R --workers 2; xt=$(field train_seconds "$j"); xh=$(field weights_hash "$j")
+            local_es $R --threads 2
+        else
+            local_es $R --threads 2; lj=$j
+            lux_es $R --workers 2; xt=$(field train_seconds "$j"); xh=$(field weights_hash "$j")
+            j=$lj
+        fi
+        lt=$(sub "$(field seconds "$j")" "$(field noise_seconds "$j")")
+        [ "$xh" = "$(field weights_hash "$j")" ] || echo "  (pair $i: WEIGHTS DIFFER $xh $(field weights_hash "$j"))"
+        echo "$lt $xt" >> "$D/pairs"
+    done
+    awk -v it="${ES_PAIRS_ITERS:-200}" '{ r = log($2 / $1); s += r; ss += r * r; n++; a += $1; b += $2 }
+        END { m = s / n; sd = n > 1 ? sqrt((ss / n - m * m) * n / (n - 1)) : 0
+              printf "pairs cartpole 2 workers, %d iterations: es.so / es_local %.4f +- %.4f" \
+                     " (geometric mean and standard error of %d pairs);", it, exp(m), exp(m) * sd / sqrt(n), n
+              printf " mean training es_local %.3f s, es.so %.3f s\n", a / n, b / n }' "$D/pairs"
+    set -- $(awk '{print $2 / $1}' "$D/pairs" | sort -g | awk '{a[NR] = $1}
+        END {printf "%.4f %.3f %.3f", (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2, a[1], a[NR]}')
+    echo "pairs: median $1, pairs $2-$3"
     ;;
 esac
 
