@@ -3,6 +3,8 @@
 # The same seed and settings end with bit-identical weights (weights_hash
 # of --json) whatever runs the rollouts:
 #   - es_local, one process (the reference: es.so is meant to match it);
+#   - es_procs, forked worker processes without a runtime (a measuring
+#     baseline), on 1 and 2 processes;
 #   - lux run es.so with 1 worker, 2 workers, and 2 workers with another
 #     split of the population into tasks;
 #   - 2 workers while --kill-workers kills them with -9 (the log must show
@@ -24,6 +26,16 @@ is_hash "$want" "es_local cartpole: a weights hash ($want)"
 awk -v r="$(field rollout_seconds "$ref")" -v s="$(field seconds "$ref")" \
     -v t="$(field threads "$ref")" 'BEGIN { exit !(t >= 1 && r > 0 && r <= s * t) }'
 ok $? "es_local cartpole: rollout_seconds within the run ($(field rollout_seconds "$ref") of $(field seconds "$ref") s)"
+
+# es_procs, the baseline of worker processes without a runtime, trains the same
+for n in 1 2; do
+    p=$(timeout -s KILL 120 "$PROCS" $C --threads $n | tail -n 1)
+    is "$(field weights_hash "$p")" "$want" "es_procs cartpole, --threads $n: the weights of es_local"
+done
+timeout -s KILL 60 "$PROCS" --env cartpole --threads 2 >/dev/null 2>"$tmp/err"
+is "$?" 2 "es_procs without --max-iters: exit status 2"
+grep -q "max-iters" "$tmp/err"
+ok $? "...saying why"
 
 es $C --workers 1
 is "$rc" 1 "es.so cartpole, 1 worker: ran to its iteration limit (exit 1: not solved)"

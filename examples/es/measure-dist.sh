@@ -27,8 +27,15 @@
 #             its standard error, the median and the spread. -n is the
 #             number of pairs here (100 gives a standard error of about
 #             0.5% on this machine).
+#   floor     what worker processes cost on this machine at all, and what
+#             Lux adds: es_local (threads), es_procs (forked worker
+#             processes and socketpairs, no runtime: examples/es/es_procs.c)
+#             and es.so, in rotating order, CartPole on 2 workers, fixed
+#             runs of ES_PAIRS_ITERS iterations without evaluations; the
+#             geometric means of the ratios of training time with their
+#             standard errors. -n is the number of rounds.
 #
-#   examples/es/measure-dist.sh [-n REPS] [solve] [rate] [ps] [timeline] [pairs]
+#   examples/es/measure-dist.sh [-n REPS] [solve] [rate] [ps] [timeline] [pairs] [floor]
 #                               (from the build tree; default: solve rate)
 #
 # ES_RATE_OPTS adds settings to both drivers' runs in `rate`, e.g.
@@ -282,6 +289,34 @@ case " $what " in *" pairs "*)
     set -- $(awk '{print $2 / $1}' "$D/pairs" | sort -g | awk '{a[NR] = $1}
         END {printf "%.4f %.3f %.3f", (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2, a[1], a[NR]}')
     echo "pairs: median $1, pairs $2-$3"
+    ;;
+esac
+
+case " $what " in *" floor "*)
+    R="--env cartpole --seed 1 --target 1000 --eval-every 1000000 --max-iters ${ES_PAIRS_ITERS:-200}"
+    : > "$D/floor"
+    for i in $(seq "$reps"); do
+        case $((i % 3)) in 1) order="l p x" ;; 2) order="p x l" ;; *) order="x l p" ;; esac
+        for v in $order; do
+            case $v in
+            l) local_es $R --threads 2; lt=$(sub "$(field seconds "$j")" "$(field noise_seconds "$j")")
+               lh=$(field weights_hash "$j") ;;
+            p) j=$(timeout -s KILL 600 examples/es/es_procs $R --threads 2 | tail -n 1) || true
+               pt=$(field train_seconds "$j") ph=$(field weights_hash "$j") ;;
+            x) lux_es $R --workers 2; xt=$(field train_seconds "$j") xh=$(field weights_hash "$j") ;;
+            esac
+        done
+        [ "$lh" = "$ph" ] && [ "$lh" = "$xh" ] || echo "  (round $i: WEIGHTS DIFFER $lh $ph $xh)"
+        echo "$lt $pt $xt" >> "$D/floor"
+    done
+    awk -v it="${ES_PAIRS_ITERS:-200}" '
+        function add(k, r) { s[k] += log(r); ss[k] += log(r) ^ 2 }
+        function out(k, name,   m, sd) { m = s[k] / n; sd = n > 1 ? sqrt((ss[k] / n - m * m) * n / (n - 1)) : 0
+            printf "  %-20s %.4f +- %.4f\n", name, exp(m), exp(m) * sd / sqrt(n) }
+        { add(1, $2 / $1); add(2, $3 / $1); add(3, $3 / $2); n++; a += $1; b += $2; c += $3 }
+        END { printf "floor cartpole 2 workers, %d iterations, %d rounds (geometric mean and standard error):\n", it, n
+              out(1, "es_procs / es_local"); out(2, "es.so / es_local"); out(3, "es.so / es_procs")
+              printf "  mean training: es_local %.3f s, es_procs %.3f s, es.so %.3f s\n", a / n, b / n, c / n }' "$D/floor"
     ;;
 esac
 

@@ -7,6 +7,7 @@ LUX=${LUX_BIN:-./lux}
 B=${LUX_BUILDDIR:-.}
 ES=$B/examples/es/es.so
 LOCAL=$B/examples/es/es_local
+PROCS=$B/examples/es/es_procs
 tap_tmpdir
 tmp=$TAP_TMP
 trap 'tap_cleanup' EXIT

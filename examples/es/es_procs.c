@@ -1,0 +1,286 @@
+/*  es_procs - ES with forked worker processes and no runtime: the floor.
+
+    A measuring baseline, not a trainer. es_local runs the rollouts in
+    threads of one process; es.so runs them as Lux tasks in worker
+    processes. Between the two sit costs that any design with separate
+    worker processes pays on a given machine, whatever its runtime: each
+    iteration the weights go to the workers and the results come back
+    through the kernel, every hand-off wakes a process (on a virtual
+    machine, often a halted vCPU), and rollouts cannot be taken one at a
+    time from a shared counter. This program pays those and nothing else:
+    --threads N forks N workers once (after the noise table is built, so
+    they share it as es_local's threads do), and each iteration sends each
+    worker the weights and its tasks over a socketpair and reads back its
+    results. The rollouts are split over the workers by es_split, as es.so
+    splits them over its tasks. So
+
+      es_procs / es_local   what separate processes cost here at all,
+      es.so / es_procs      what Lux adds to that
+
+    (`examples/es/measure-dist.sh floor` measures both, alternating).
+
+    It trains for exactly --max-iters iterations (required) and never
+    evaluates the policy, so compare it on runs where es_local and es.so do
+    not evaluate either (--target above the environment's best return,
+    --eval-every above --max-iters). It ends with es_local's weights.
+    Prints one JSON object: train_seconds (the iterations, from the first
+    to the last update), iterations, weights_hash. Exit status: 0 done,
+    2 bad usage, 3 a worker or the system failed.
+*/
+#include "env.h"
+#include "es.h"
+#include "es_noise.h"
+#include "es_opts.h"
+#include "es_policy.h"
+#include "es_rollout.h"
+#include "es_split.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define S_MAX_WORKERS 64
+
+static double
+s_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Read or write all n bytes; -1 on an error or the peer's end. */
+static int
+s_io(int fd, void *p, size_t n, bool write_it)
+{
+    char *c = p;
+    while (n) {
+        ssize_t k = write_it ? write(fd, c, n) : read(fd, c, n);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return -1;
+        c += k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
+/* What the driver sends a worker each iteration, before the weights (and
+   observation statistics) and the tasks. */
+typedef struct {
+    uint32_t count; /* tasks that follow */
+    uint32_t quit;  /* 1: exit */
+} s_hdr_t;
+
+typedef struct {
+    const es_opts_t *o;
+    const es_policy_t *pol;
+    const float *noise;
+    size_t n_in; /* floats of weights and statistics */
+    size_t rs;   /* bytes of a result */
+} s_shape_t;
+
+/* A worker: rollouts until told to quit or its driver is gone. */
+static void
+s_worker(int fd, const s_shape_t *sh)
+{
+    const es_opts_t *o = sh->o;
+    size_t pop = (size_t)o->es.population, np = sh->pol->n_params;
+    int dim = o->env->obs_dim;
+    float *in = malloc(sh->n_in * sizeof(float));
+    es_task_t *t = malloc(pop * sizeof *t);
+    uint8_t *out = malloc(pop * sh->rs);
+    if (!in || !t || !out)
+        _exit(3);
+    for (;;) {
+        s_hdr_t h;
+        if (s_io(fd, &h, sizeof h, false) || h.quit)
+            _exit(0);
+        if (h.count > pop || s_io(fd, in, sh->n_in * sizeof(float), false) ||
+            s_io(fd, t, h.count * sizeof *t, false))
+            _exit(3);
+        es_ctx_t c = {
+            .env = o->env,
+            .policy = sh->pol,
+            .theta = in,
+            .obs_mean = o->es.obs_norm ? in + np : NULL,
+            .obs_std = o->es.obs_norm ? in + np + dim : NULL,
+            .noise = sh->noise,
+            .noise_len = o->noise_len,
+            .sigma = (float)o->es.sigma,
+            .episodes = o->es.episodes,
+        };
+        for (uint32_t i = 0; i < h.count; i++)
+            if (es_rollout(&c, &t[i], (es_result_t *)(void *)(out + i * sh->rs)))
+                _exit(3);
+        if (s_io(fd, out, h.count * sh->rs, true))
+            _exit(0);
+    }
+}
+
+int
+main(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+            printf("es_procs: es_local's options; --threads N forks N worker processes. Needs "
+                   "--max-iters; never evaluates (see the head of examples/es/es_procs.c).\n");
+    es_opts_t o;
+    int rc = es_opts_parse(&o, argc, argv, "es_procs", ES_OPTS_LOCAL);
+    if (rc)
+        return rc < 0 ? 0 : rc;
+    if (o.max_iters <= 0) {
+        fprintf(stderr, "es_procs: --max-iters N is needed (it runs exactly N iterations)\n");
+        return 2;
+    }
+    if (o.threads < 1 || o.threads > S_MAX_WORKERS) {
+        fprintf(stderr, "es_procs: --threads %d: from 1 to %d worker processes\n", o.threads,
+                S_MAX_WORKERS);
+        return 2;
+    }
+    const es_env_t *env = o.env;
+    int nw = o.threads, dim = env->obs_dim;
+    size_t pop = (size_t)o.es.population;
+    es_policy_t pol;
+    if (es_policy_init(&pol, env, o.n_hidden, o.hidden) != 0) {
+        fprintf(stderr, "es_procs: bad policy shape\n");
+        return 2;
+    }
+    size_t np = pol.n_params;
+    s_shape_t sh = {.o = &o, .pol = &pol, .n_in = np + 2 * (size_t)dim, .rs = es_result_size(dim)};
+    float *noise = malloc(o.noise_len * sizeof(float));
+    float *theta0 = malloc(np * sizeof(float));
+    es_task_t *tasks = malloc(pop * sizeof *tasks);
+    uint8_t *res = malloc(pop * sh.rs);
+    es_result_t **arr = malloc(pop * sizeof *arr);
+    float *in = calloc(sh.n_in, sizeof(float));
+    if (!noise || !theta0 || !tasks || !res || !arr || !in) {
+        fprintf(stderr, "es_procs: out of memory\n");
+        return 3;
+    }
+    es_noise_fill(noise, o.noise_len, o.noise_seed);
+    sh.noise = noise;
+    es_policy_init_weights(&pol, theta0, o.es.seed);
+    es_t *es = es_new(&o.es, np, dim, theta0, noise, o.noise_len);
+    es_split_t split;
+    if (!es || es_split_init(&split, nw, pop, true) != 0) {
+        fprintf(stderr, "es_procs: out of memory\n");
+        return 3;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    int fds[S_MAX_WORKERS];
+    pid_t pids[S_MAX_WORKERS];
+    for (int k = 0; k < nw; k++) {
+        int sv[2];
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+            fprintf(stderr, "es_procs: socketpair: %s\n", strerror(errno));
+            return 3;
+        }
+        fflush(stdout);
+        pid_t p = fork();
+        if (p < 0) {
+            fprintf(stderr, "es_procs: fork: %s\n", strerror(errno));
+            return 3;
+        }
+        if (p == 0) {
+            close(sv[0]);
+            for (int j = 0; j < k; j++)
+                close(fds[j]);
+            s_worker(sv[1], &sh);
+        }
+        close(sv[1]);
+        fds[k] = sv[0];
+        pids[k] = p;
+    }
+
+    int status = 0;
+    double took[S_MAX_WORKERS], sent[S_MAX_WORKERS], t0 = s_now();
+    size_t at[S_MAX_WORKERS];
+    long it;
+    for (it = 0; it < o.max_iters && !status; it++) {
+        es_ctx_t c;
+        es_ctx(es, env, &pol, &c);
+        memcpy(in, c.theta, np * sizeof(float));
+        if (c.obs_mean) {
+            memcpy(in + np, c.obs_mean, (size_t)dim * sizeof(float));
+            memcpy(in + np + dim, c.obs_std, (size_t)dim * sizeof(float));
+        }
+        for (size_t i = 0; i < pop; i++)
+            tasks[i] = es_task(es, (uint32_t)i);
+        int slots = split.slots; /* fewer rollouts than workers: one each */
+        size_t first = 0;
+        for (int k = 0; k < slots && !status; k++) {
+            s_hdr_t h = {.count = (uint32_t)split.count[k]};
+            at[k] = first;
+            sent[k] = s_now();
+            if (s_io(fds[k], &h, sizeof h, true) ||
+                s_io(fds[k], in, sh.n_in * sizeof(float), true) ||
+                s_io(fds[k], &tasks[first], h.count * sizeof *tasks, true))
+                status = 3;
+            first += h.count;
+        }
+        bool done[S_MAX_WORKERS] = {false};
+        for (int left = slots; left > 0 && !status;) {
+            struct pollfd p[S_MAX_WORKERS];
+            for (int k = 0; k < slots; k++)
+                p[k] = (struct pollfd){.fd = done[k] ? -1 : fds[k], .events = POLLIN};
+            if (poll(p, (nfds_t)slots, -1) < 0) {
+                if (errno != EINTR)
+                    status = 3;
+                continue;
+            }
+            for (int k = 0; k < slots && !status; k++) {
+                if (done[k] || !(p[k].revents & (POLLIN | POLLHUP | POLLERR)))
+                    continue;
+                if (s_io(fds[k], res + at[k] * sh.rs, split.count[k] * sh.rs, false)) {
+                    status = 3;
+                    break;
+                }
+                took[k] = s_now() - sent[k];
+                done[k] = true;
+                left--;
+            }
+        }
+        if (status) {
+            fprintf(stderr, "es_procs: a worker process failed in iteration %ld\n", it + 1);
+            break;
+        }
+        es_split_update(&split, took);
+        for (size_t i = 0; i < pop; i++)
+            arr[i] = (es_result_t *)(void *)(res + i * sh.rs);
+        es_stats_t st;
+        if (es_update(es, arr, pop, &st)) {
+            fprintf(stderr, "es_procs: %s\n", es_errmsg(es));
+            status = 3;
+        }
+    }
+    double train = s_now() - t0;
+    for (int k = 0; k < nw; k++) {
+        s_hdr_t h = {.quit = 1};
+        (void)s_io(fds[k], &h, sizeof h, true);
+        close(fds[k]);
+        waitpid(pids[k], NULL, 0);
+    }
+    if (!status)
+        printf("{\"train_seconds\":%.4f,\"iterations\":%ld,\"workers\":%d,"
+               "\"weights_hash\":\"%016" PRIx64 "\"}\n",
+               train, it, nw, es_weights_hash(es));
+    es_split_free(&split);
+    es_destroy(&es);
+    free(noise);
+    free(theta0);
+    free(tasks);
+    free(res);
+    free(arr);
+    free(in);
+    return status;
+}
