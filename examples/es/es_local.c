@@ -36,14 +36,6 @@
 #include <time.h>
 #include <unistd.h>
 
-static double
-s_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* --- a pool of threads for one batch of jobs --------------------------------------- */
 
 typedef struct {
@@ -105,9 +97,9 @@ static int
 s_rollout_job(void *arg, size_t job)
 {
     s_rollouts_t *r = arg;
-    double t0 = s_now();
+    double t0 = es_opts_now();
     int rc = es_rollout(r->ctx, &r->tasks[job], r->results[job]);
-    double took = s_now() - t0;
+    double took = es_opts_now() - t0;
     pthread_mutex_lock(&r->lock);
     r->busy += took;
     if (rc == 0)
@@ -190,7 +182,7 @@ static int
 s_train(const es_opts_t *o, s_outcome_t *out)
 {
     const es_env_t *env = o->env;
-    double t0 = s_now();
+    double t0 = es_opts_now();
     int rc = LUX_ENOMEM;
     size_t pop = (size_t)o->es.population;
     es_policy_t pol;
@@ -208,7 +200,7 @@ s_train(const es_opts_t *o, s_outcome_t *out)
     if (!noise.table)
         goto done;
     s_run_batch(o->threads, (noise.len + ES_NOISE_BLOCK - 1) / ES_NOISE_BLOCK, s_fill_job, &noise);
-    out->noise_seconds = s_now() - t0;
+    out->noise_seconds = es_opts_now() - t0;
     if (es_policy_init(&pol, env, o->n_hidden, o->hidden) != 0) {
         fprintf(stderr, "es_local: bad policy shape\n");
         rc = LUX_EINVAL;
@@ -229,7 +221,7 @@ s_train(const es_opts_t *o, s_outcome_t *out)
     if (!es)
         goto done;
 
-    double last_print = 0.0, t_iter0 = s_now();
+    double last_print = 0.0, t_iter0 = es_opts_now();
     uint64_t eps_since = 0;
     for (;;) {
         es_ctx_t ctx;
@@ -267,7 +259,7 @@ s_train(const es_opts_t *o, s_outcome_t *out)
             out->solved = out->eval_mean >= o->target;
             evaluated = true;
         }
-        double now = s_now();
+        double now = es_opts_now();
         bool stop = out->solved || (o->max_iters && out->iters >= (uint64_t)o->max_iters) ||
                     (o->max_seconds > 0 && now - t0 >= o->max_seconds);
         if (o->progress && (evaluated || stop || now - last_print >= 0.5)) {
@@ -298,7 +290,7 @@ s_train(const es_opts_t *o, s_outcome_t *out)
     out->hash = es_weights_hash(es);
     rc = 0;
 done:
-    out->seconds = s_now() - t0;
+    out->seconds = es_opts_now() - t0;
     out->rollout_seconds = ro.busy;
     if (rc == LUX_ENOMEM)
         fprintf(stderr, "es_local: out of memory\n");

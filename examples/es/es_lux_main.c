@@ -41,14 +41,6 @@
 #define S_KILL_ATTEMPTS 20 /* runs a task may take when workers are being killed */
 #define S_PS_RESTARTS 10000 /* --ps: restarts the server may take (each kill is one) */
 
-static double
-s_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* What LUX_CONFIGURE found, for LUX_MAIN. */
 static es_opts_t s_opts;
 static bool s_configured;
@@ -59,7 +51,7 @@ static double s_t_start;   /* before lux_init */
 static int
 s_configure(lux_config_t *cfg, int argc, char **argv)
 {
-    s_t_start = s_now();
+    s_t_start = es_opts_now();
     int rc = es_opts_parse(&s_opts, argc, argv, S_PROG, ES_OPTS_LUX);
     if (rc < 0)
         exit(0); /* --help: nothing has started */
@@ -106,7 +98,7 @@ s_noise(lux_t *lx, const es_opts_t *o, int threads, lux_ref_t *ref, const float 
         double *fill_seconds)
 {
     s_fill_t f = {.len = o->noise_len, .seed = o->noise_seed};
-    double t0 = s_now();
+    double t0 = es_opts_now();
     if (!(f.table = malloc(f.len * sizeof(float))))
         return LUX_ENOMEM;
     atomic_init(&f.next, 0);
@@ -118,7 +110,7 @@ s_noise(lux_t *lx, const es_opts_t *o, int threads, lux_ref_t *ref, const float 
     s_fill(&f);
     for (int i = 0; i < started; i++)
         pthread_join(tid[i], NULL);
-    *fill_seconds = s_now() - t0;
+    *fill_seconds = es_opts_now() - t0;
     int rc = lux_put(lx, f.table, f.len * sizeof(float), ref);
     free(f.table);
     if (rc)
@@ -213,7 +205,7 @@ s_wait_timed(s_run_t *r, int n, double t0)
         int rc = lux_wait(r->lx, n, r->refs, got + 1, -1, r->ready);
         if (rc < 0)
             return rc;
-        double now = s_now();
+        double now = es_opts_now();
         got = 0;
         for (int k = 0; k < n; k++) {
             if (r->ready[k] && r->took[k] == 0.0)
@@ -237,7 +229,7 @@ s_iteration(s_run_t *r, es_stats_t *st)
     if (rc)
         return rc;
     int n = r->ntasks;
-    double t0 = s_now();
+    double t0 = es_opts_now();
     size_t a = 0; /* slot k's first rollout */
     for (int k = 0; k < n; a += r->split.count[k++]) {
         lux_arg_t args[3] = {LUX_REF(r->noise), LUX_REF(r->policy),
@@ -487,7 +479,7 @@ static int
 s_train(s_run_t *r, s_outcome_t *out)
 {
     const es_opts_t *o = r->o;
-    double t0 = s_now();
+    double t0 = es_opts_now();
     int rc;
     es_lux_killer_t *killer = NULL;
     out->eval_mean = -INFINITY;
@@ -496,7 +488,7 @@ s_train(s_run_t *r, s_outcome_t *out)
                 rc == LUX_ENOMEM ? "out of memory" : lux_errmsg());
         return rc;
     }
-    out->noise_seconds = s_now() - t0;
+    out->noise_seconds = es_opts_now() - t0;
 
     if (r->ps) {
         /* the server makes the initial weights from the seed, as es_new here would */
@@ -536,7 +528,7 @@ s_train(s_run_t *r, s_outcome_t *out)
                    lux_actor_hex(&r->server, hex));
         fflush(stdout);
     }
-    double t_train = s_now(), last_print = t_train;
+    double t_train = es_opts_now(), last_print = t_train;
     uint64_t rollouts_since = 0;
     long tasks_since = r->ntasks_done;
     for (;;) {
@@ -553,7 +545,7 @@ s_train(s_run_t *r, s_outcome_t *out)
             out->solved = out->eval_mean >= o->target;
             evaluated = true;
         }
-        double now = s_now();
+        double now = es_opts_now();
         bool stop = out->solved || (o->max_iters && out->iters >= (uint64_t)o->max_iters) ||
                     (o->max_seconds > 0 && now - t0 >= o->max_seconds);
         if (progress && (out->iters == 1 || evaluated || stop || now - last_print >= 0.25)) {
@@ -575,7 +567,7 @@ s_train(s_run_t *r, s_outcome_t *out)
             out->solved = out->eval_mean >= o->target;
         }
     }
-    out->train_seconds = s_now() - t_train;
+    out->train_seconds = es_opts_now() - t_train;
     out->killed = es_lux_killer_stop(&killer);
     if (rc == 0) {
         if (r->ps)
@@ -583,7 +575,7 @@ s_train(s_run_t *r, s_outcome_t *out)
         else
             out->hash = es_weights_hash(r->es);
     }
-    out->seconds = s_now() - t0;
+    out->seconds = es_opts_now() - t0;
     return rc;
 }
 
@@ -594,10 +586,10 @@ s_main(lux_t *lx, int argc, char **argv)
         int rc = es_opts_parse(&s_opts, argc, argv, S_PROG, ES_OPTS_LUX);
         if (rc)
             return rc < 0 ? 0 : rc;
-        s_t_start = s_now();
+        s_t_start = es_opts_now();
     }
     const es_opts_t *o = &s_opts;
-    double t_main = s_now();
+    double t_main = es_opts_now();
     s_run_t r = {.lx = lx, .o = o, .ps = o->ps};
     s_outcome_t out = {0};
     size_t pop = (size_t)o->es.population;

@@ -8,6 +8,7 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* The settings chosen for each environment (README explains them). */
@@ -440,4 +441,12 @@ es_opts_parse(es_opts_t *o, int argc, char **argv, const char *prog, int which)
         return 2;
     }
     return 0;
+}
+
+double
+es_opts_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }

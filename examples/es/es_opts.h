@@ -65,4 +65,7 @@ int es_opts_parse(es_opts_t *o, int argc, char **argv, const char *prog, int whi
 /* The usage of program prog (its options per which) on f. */
 void es_opts_usage(FILE *f, const char *prog, int which);
 
+/* Seconds on the monotonic clock: what every trainer times its run with. */
+double es_opts_now(void);
+
 #endif

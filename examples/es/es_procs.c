@@ -49,14 +49,6 @@
 
 #define S_MAX_WORKERS 64
 
-static double
-s_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Read or write all n bytes; -1 on an error or the peer's end. */
 static int
 s_io(int fd, void *p, size_t n, bool write_it)
@@ -203,7 +195,7 @@ main(int argc, char **argv)
     }
 
     int status = 0;
-    double took[S_MAX_WORKERS], sent[S_MAX_WORKERS], t0 = s_now();
+    double took[S_MAX_WORKERS], sent[S_MAX_WORKERS], t0 = es_opts_now();
     size_t at[S_MAX_WORKERS];
     long it;
     for (it = 0; it < o.max_iters && !status; it++) {
@@ -221,7 +213,7 @@ main(int argc, char **argv)
         for (int k = 0; k < slots && !status; k++) {
             s_hdr_t h = {.count = (uint32_t)split.count[k]};
             at[k] = first;
-            sent[k] = s_now();
+            sent[k] = es_opts_now();
             if (s_io(fds[k], &h, sizeof h, true) ||
                 s_io(fds[k], in, sh.n_in * sizeof(float), true) ||
                 s_io(fds[k], &tasks[first], h.count * sizeof *tasks, true))
@@ -245,7 +237,7 @@ main(int argc, char **argv)
                     status = 3;
                     break;
                 }
-                took[k] = s_now() - sent[k];
+                took[k] = es_opts_now() - sent[k];
                 done[k] = true;
                 left--;
             }
@@ -263,7 +255,7 @@ main(int argc, char **argv)
             status = 3;
         }
     }
-    double train = s_now() - t0;
+    double train = es_opts_now() - t0;
     for (int k = 0; k < nw; k++) {
         s_hdr_t h = {.quit = 1};
         (void)s_io(fds[k], &h, sizeof h, true);

@@ -265,27 +265,32 @@ case " $what " in *" timeline "*)
     ;;
 esac
 
+# the fixed runs of pairs and floor, each leaving its training time and weights
+pair_runs() { R="--env cartpole --seed 1 --target 1000 --eval-every $1 --max-iters ${ES_PAIRS_ITERS:-200}"; }
+run_local() { local_es $R --threads 2; lt=$(sub "$(field seconds "$j")" "$(field noise_seconds "$j")"); lh=$(field weights_hash "$j"); }
+run_procs() {
+    j=$(timeout -s KILL 600 examples/es/es_procs $R --threads 2 | tail -n 1) || true
+    pt=$(field train_seconds "$j") ph=$(field weights_hash "$j")
+}
+run_lux() { lux_es $R --workers 2; xt=$(field train_seconds "$j") xh=$(field weights_hash "$j"); }
+# gm_se FILE NUM DEN: the geometric mean of column NUM over column DEN, and its standard error
+gm_se() {
+    awk -v a="$2" -v b="$3" '{ r = log($a / $b); s += r; ss += r * r; n++ }
+        END { m = s / n; sd = n > 1 ? sqrt((ss / n - m * m) * n / (n - 1)) : 0
+              printf "%.4f +- %.4f", exp(m), exp(m) * sd / sqrt(n) }' "$1"
+}
+
 case " $what " in *" pairs "*)
-    R="--env cartpole --seed 1 --target 1000 --eval-every 1000 --max-iters ${ES_PAIRS_ITERS:-200}"
+    pair_runs 1000
     : > "$D/pairs"
     for i in $(seq "$reps"); do
-        if [ $((i % 2)) = 1 ]; then
-            lux_es $R --workers 2; xt=$(field train_seconds "$j"); xh=$(field weights_hash "$j")
-            local_es $R --threads 2
-        else
-            local_es $R --threads 2; lj=$j
-            lux_es $R --workers 2; xt=$(field train_seconds "$j"); xh=$(field weights_hash "$j")
-            j=$lj
-        fi
-        lt=$(sub "$(field seconds "$j")" "$(field noise_seconds "$j")")
-        [ "$xh" = "$(field weights_hash "$j")" ] || echo "  (pair $i: WEIGHTS DIFFER $xh $(field weights_hash "$j"))"
+        if [ $((i % 2)) = 1 ]; then run_lux; run_local; else run_local; run_lux; fi
+        [ "$xh" = "$lh" ] || echo "  (pair $i: WEIGHTS DIFFER $xh $lh)"
         echo "$lt $xt" >> "$D/pairs"
     done
-    awk -v it="${ES_PAIRS_ITERS:-200}" '{ r = log($2 / $1); s += r; ss += r * r; n++; a += $1; b += $2 }
-        END { m = s / n; sd = n > 1 ? sqrt((ss / n - m * m) * n / (n - 1)) : 0
-              printf "pairs cartpole 2 workers, %d iterations: es.so / es_local %.4f +- %.4f" \
-                     " (geometric mean and standard error of %d pairs);", it, exp(m), exp(m) * sd / sqrt(n), n
-              printf " mean training es_local %.3f s, es.so %.3f s\n", a / n, b / n }' "$D/pairs"
+    echo "pairs cartpole 2 workers, ${ES_PAIRS_ITERS:-200} iterations: es.so / es_local" \
+        "$(gm_se "$D/pairs" 2 1) (geometric mean and standard error of $reps pairs);" \
+        "mean training $(awk '{a += $1; b += $2} END {printf "es_local %.3f s, es.so %.3f s", a / NR, b / NR}' "$D/pairs")"
     set -- $(awk '{print $2 / $1}' "$D/pairs" | sort -g | awk '{a[NR] = $1}
         END {printf "%.4f %.3f %.3f", (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2, a[1], a[NR]}')
     echo "pairs: median $1, pairs $2-$3"
@@ -293,30 +298,22 @@ case " $what " in *" pairs "*)
 esac
 
 case " $what " in *" floor "*)
-    R="--env cartpole --seed 1 --target 1000 --eval-every 1000000 --max-iters ${ES_PAIRS_ITERS:-200}"
+    pair_runs 1000000 # no evaluations: es_procs makes none
     : > "$D/floor"
     for i in $(seq "$reps"); do
-        case $((i % 3)) in 1) order="l p x" ;; 2) order="p x l" ;; *) order="x l p" ;; esac
-        for v in $order; do
-            case $v in
-            l) local_es $R --threads 2; lt=$(sub "$(field seconds "$j")" "$(field noise_seconds "$j")")
-               lh=$(field weights_hash "$j") ;;
-            p) j=$(timeout -s KILL 600 examples/es/es_procs $R --threads 2 | tail -n 1) || true
-               pt=$(field train_seconds "$j") ph=$(field weights_hash "$j") ;;
-            x) lux_es $R --workers 2; xt=$(field train_seconds "$j") xh=$(field weights_hash "$j") ;;
-            esac
-        done
+        case $((i % 3)) in
+        1) run_local; run_procs; run_lux ;;
+        2) run_procs; run_lux; run_local ;;
+        *) run_lux; run_local; run_procs ;;
+        esac
         [ "$lh" = "$ph" ] && [ "$lh" = "$xh" ] || echo "  (round $i: WEIGHTS DIFFER $lh $ph $xh)"
         echo "$lt $pt $xt" >> "$D/floor"
     done
-    awk -v it="${ES_PAIRS_ITERS:-200}" '
-        function add(k, r) { s[k] += log(r); ss[k] += log(r) ^ 2 }
-        function out(k, name,   m, sd) { m = s[k] / n; sd = n > 1 ? sqrt((ss[k] / n - m * m) * n / (n - 1)) : 0
-            printf "  %-20s %.4f +- %.4f\n", name, exp(m), exp(m) * sd / sqrt(n) }
-        { add(1, $2 / $1); add(2, $3 / $1); add(3, $3 / $2); n++; a += $1; b += $2; c += $3 }
-        END { printf "floor cartpole 2 workers, %d iterations, %d rounds (geometric mean and standard error):\n", it, n
-              out(1, "es_procs / es_local"); out(2, "es.so / es_local"); out(3, "es.so / es_procs")
-              printf "  mean training: es_local %.3f s, es_procs %.3f s, es.so %.3f s\n", a / n, b / n, c / n }' "$D/floor"
+    echo "floor cartpole 2 workers, ${ES_PAIRS_ITERS:-200} iterations, $reps rounds (geometric mean and standard error):"
+    echo "  es_procs / es_local  $(gm_se "$D/floor" 2 1)"
+    echo "  es.so / es_local     $(gm_se "$D/floor" 3 1)"
+    echo "  es.so / es_procs     $(gm_se "$D/floor" 3 2)"
+    awk '{a += $1; b += $2; c += $3} END {printf "  mean training: es_local %.3f s, es_procs %.3f s, es.so %.3f s\n", a / NR, b / NR, c / NR}' "$D/floor"
     ;;
 esac
 
