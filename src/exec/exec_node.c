@@ -602,6 +602,15 @@ s_on_free(nm_t *nm, nm_client_t *c, zframe_t *body)
             o->owner = NULL;
             if (!o->pins && !o->uses && !o->nwaiters)
                 nm_obj_delete(nm, o);
+        } else if (!o) {
+            /* an output of a task not finished yet: made unowned, so it
+               goes once made and handed to whoever waits for it */
+            util_id_t tid;
+            exec_ref_task(&id, &tid);
+            nm_task_t *t = nm_task_find(nm, &tid);
+            uint32_t idx = exec_ref_idx(&id);
+            if (t && t->owner == c && idx < t->nret)
+                t->freed |= (uint64_t) 1 << idx;
         }
     }
 }

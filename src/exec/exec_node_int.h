@@ -111,6 +111,7 @@ struct nm_task {
     char *res;                /* custom resources, owned, or NULL */
     uint32_t waiting;         /* arguments not ready yet */
     nm_client_t *owner;       /* who submitted it (gets its outputs) */
+    uint64_t freed;           /* outputs its owner freed before they were made (bit i) */
     nm_worker_t *worker;      /* running it, or NULL */
     nm_task_t *next;          /* in the ready queue or a worker's queue */
     struct nm_dep *dependents; /* tasks waiting for one of its outputs */

@@ -485,6 +485,16 @@ s_done(nm_t *nm, nm_task_t *t)
     }
     s_answer_waiters(nm, t);
     s_release_args(nm, t, true);
+    /* outputs nobody owns and nothing needs now that its waiters have
+       them (its owner freed them before they were made); a task's
+       dependents keep them, as in nm_task_outputs_ready */
+    for (uint8_t i = 0; i < t->nret && !t->ndeps; i++) {
+        lux_ref_t id;
+        exec_ref_make(&id, &t->id, i);
+        nm_obj_t *o = nm_obj_get(nm, &id);
+        if (o && !o->owned && !o->pins && !o->uses && !o->nwaiters)
+            nm_obj_delete(nm, o);
+    }
     util_idmap_del(nm->tasks, t->id.b);
     nm_task_free(t);
 }
@@ -500,8 +510,10 @@ s_output(nm_t *nm, nm_task_t *t, uint8_t i)
         o = nm_obj_new(nm, &id);
         if (!o)
             return NULL;
-        o->owner = t->owner;
-        o->owned = t->owner != NULL; /* a rebuilt output nobody owns lives while needed */
+        /* a rebuilt output nobody owns lives while needed, and so does one
+           its owner freed before it was made */
+        o->owned = t->owner != NULL && !(t->freed >> i & 1);
+        o->owner = o->owned ? t->owner : NULL;
     }
     o->lineage = t->lineage;
     return o;
