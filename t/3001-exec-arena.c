@@ -467,6 +467,20 @@ s_processes(const char *self_exe)
     is_int(exec_arena_prefault(a, 4 * MiB - 1, 2), LUX_EINVAL, "prefault past the end refused");
     is_int(exec_arena_prefault(a, UINT64_MAX, 1), LUX_EINVAL, "prefault at 2^64-1 refused");
 
+    /* ready: the 64 KiB chunks a range touches, populated once; an arena
+       whose size is not a whole number of chunks */
+    exec_arena_t *r = exec_arena_create(s_name(), 200 * 1024);
+    unsigned char vec[64];
+    ok(r && exec_arena_ready(r, 70000, 10) == 0, "ready 10 bytes in the second chunk");
+    ok(r && mincore(exec_arena_base(r) + 65536, 65536, vec) == 0 && vec[0] & 1 && vec[15] & 1,
+       "its chunk is populated here");
+    ok(r && mincore(exec_arena_base(r) + 131072, 4096, vec) == 0 && !(vec[0] & 1),
+       "the next is not");
+    ok(r && exec_arena_ready(r, 65536, 65536) == 0 && exec_arena_ready(r, 190000, 14800) == 0,
+       "ready again, and up to the end of a last chunk shorter than the others");
+    is_int(r ? exec_arena_ready(r, 190000, 14801) : -1, LUX_EINVAL, "ready past the end refused");
+    exec_arena_destroy(&r);
+
     exec_arena_t *keep = exec_arena_open(name, false);
     exec_arena_destroy(&a);
     ok(a == NULL && !s_shm_exists(name), "the creator's destroy removes the file");

@@ -48,7 +48,10 @@ struct exec_arena_t {
     bool writable;           /* mapped PROT_WRITE */
     pid_t creator;           /* pid that created it, or 0 when opened */
     exec_alloc_t *alloc;     /* the allocator; NULL when opened */
+    uint8_t *ready;          /* exec_arena_ready: a bit per S_CHUNK populated here */
 };
+
+#define S_CHUNK ((size_t) 64 << 10)
 
 /* Turn a caller's name into shm_open's "/name" in out; 0 or LUX_EINVAL. */
 static int
@@ -234,6 +237,7 @@ exec_arena_destroy(exec_arena_t **self_p)
             log_debug("arena %s: removed", self->name);
     }
     exec_alloc_destroy(&self->alloc);
+    free(self->ready);
     free(self);
     *self_p = NULL;
 }
@@ -290,6 +294,35 @@ exec_arena_prefault(exec_arena_t *self, uint64_t off, size_t n)
             __atomic_fetch_add(self->base + i, 0, __ATOMIC_RELAXED);
         else
             (void) *(volatile uint8_t *) (self->base + i);
+    }
+    return 0;
+}
+
+int
+exec_arena_ready(exec_arena_t *self, uint64_t off, size_t n)
+{
+    if (off > self->size || n > self->size - off)
+        return util_err(LUX_EINVAL, "arena %s: %zu bytes at %llu: beyond %zu", self->name, n,
+                        (unsigned long long) off, self->size);
+    if (n == 0)
+        return 0;
+    if (!self->ready && !(self->ready = calloc((self->size / S_CHUNK + 8) / 8, 1)))
+        return util_err(LUX_ENOMEM, "arena %s: out of memory", self->name);
+    size_t c = (size_t) off / S_CHUNK, last = ((size_t) off + n - 1) / S_CHUNK;
+    while (c <= last) {
+        if (self->ready[c / 8] >> (c % 8) & 1) {
+            c++;
+            continue;
+        }
+        size_t e = c; /* a run of chunks not populated yet: one call */
+        while (e < last && !(self->ready[(e + 1) / 8] >> ((e + 1) % 8) & 1))
+            e++;
+        size_t start = c * S_CHUNK, end = (e + 1) * S_CHUNK;
+        int rc = exec_arena_prefault(self, start, (end < self->size ? end : self->size) - start);
+        if (rc)
+            return rc;
+        for (; c <= e; c++)
+            self->ready[c / 8] |= (uint8_t) (1u << (c % 8));
     }
     return 0;
 }

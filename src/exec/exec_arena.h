@@ -35,10 +35,10 @@
         pages in the file, not yet mapped here       4.9 GB/s (9.5 read-only)
     after which writes run at the mapped rate. Zeroing bounds the fresh
     case; prefaulting does not make it cheap, it can only move it off a
-    path that waits. Nothing in Lux calls it yet: the node manager hands
-    out blocks unfaulted, and each writer pays for its first writes
-    itself. The fallback for kernels before 5.14 (a write per page) runs
-    at the first-write rate.
+    path that waits. The node manager hands out blocks unfaulted, and each
+    writer makes its block ready itself (below). The fallback for kernels
+    before 5.14 (a write per page) runs at the first-write rate; there a
+    full /dev/shm still kills the writer.
     Page tables are per process: each process that touches all of an
     8 GiB arena holds 16 MiB of them.
 
@@ -46,10 +46,13 @@
     kills the writer with SIGBUS. Creating therefore refuses an arena larger
     than the free space of /dev/shm at that moment (LUX_EFULL), and
     exec_arena_prefault() reports LUX_EFULL instead of faulting. Other users
-    of /dev/shm can still use up the room later, and a writer of a block
-    never written before is then killed; a prefault of each block before
-    handing it out would turn that into LUX_EFULL, at the cost of the
-    fresh-page rate on the node manager's thread. Not done: a known gap.
+    of /dev/shm can still use up the room later; so every writer Lux has
+    makes its block ready first (exec_arena_ready): the client before
+    lux_put copies a value in and before lux_set_alloc hands a task its
+    room, the node manager before it restores a spilled object. A full
+    /dev/shm is then LUX_EFULL to the caller (t/5104-shm-full), and the
+    room goes back. The writer pays what its first writes would have paid,
+    once per 64 KiB of the arena in each process.
 */
 #ifndef EXEC_ARENA_H_INCLUDED
 #define EXEC_ARENA_H_INCLUDED
@@ -89,6 +92,14 @@ const char *exec_arena_name(exec_arena_t *self);
    mapping is populated for reading. 0; LUX_EINVAL when the range is not in
    the arena; LUX_EFULL when /dev/shm has no room for it; LUX_ENOMEM. */
 int exec_arena_prefault(exec_arena_t *self, uint64_t off, size_t n);
+
+/* Make [off, off + n) safe to write from this process: prefault (above)
+   what this process has not made ready before, in chunks of 64 KiB (a
+   little around the range may be populated too). Pages once in the file
+   stay there while the arena lives, so a range made ready stays ready
+   and costs nothing the next time. 0, or exec_arena_prefault's codes
+   (LUX_EFULL when /dev/shm has no room). One thread at a time. */
+int exec_arena_ready(exec_arena_t *self, uint64_t off, size_t n);
 
 /* --- the creator only ------------------------------------------------------
    On an arena that was opened, not created, alloc and free fail with

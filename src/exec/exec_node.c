@@ -435,6 +435,22 @@ s_alloc_reply(nm_t *nm, nm_client_t *c, uint64_t req, int rc, uint64_t off, uint
     nm_send(nm, c, &m);
 }
 
+/* UNALLOC: room granted to the client that it could not write (its
+   pages could not be had: /dev/shm is full), given back. */
+static void
+s_on_unalloc(nm_t *nm, nm_client_t *c, zframe_t *body)
+{
+    if (!body || zframe_size(body) != 8) {
+        s_complain("malformed UNALLOC");
+        return;
+    }
+    uint64_t off = util_rd64(zframe_data(body));
+    if (util_idmap_del(c->allocs, &off))
+        nm_store_free(nm, off);
+    else
+        s_complain("UNALLOC of room that was not granted");
+}
+
 /* ALLOC: room in the store for a value the client writes in place. When
    the store is full of objects in use, the request waits (see
    nm_alloc_waits) rather than failing at once: tasks finishing unpin their
@@ -652,6 +668,9 @@ s_on_msg(nm_t *nm, nm_conn_t *conn, zmsg_t *msg)
         break;
     case NET_ALLOC:
         s_on_alloc(nm, c, body);
+        break;
+    case NET_UNALLOC:
+        s_on_unalloc(nm, c, body);
         break;
     case NET_GET:
         s_on_get(nm, c, body);

@@ -435,7 +435,10 @@ nm_obj_restore(nm_t *nm, nm_obj_t *o)
     if ((rc = nm_store_alloc(nm, o->size, &off)))
         return rc;
     s_spill_path(nm, o, path, sizeof path);
-    if ((rc = exec_spill_read(path, exec_arena_base(nm->arena) + off, (size_t) o->size))) {
+    /* the block's pages first: writing a page /dev/shm has no room for
+       would kill this process with SIGBUS (exec_arena.h) */
+    if ((rc = exec_arena_ready(nm->arena, off, (size_t) o->size)) ||
+        (rc = exec_spill_read(path, exec_arena_base(nm->arena) + off, (size_t) o->size))) {
         nm_store_free(nm, off);
         return util_err_ctx(rc, "restoring a spilled object");
     }

@@ -39,6 +39,8 @@
         PUT           count u32, OBJECTs (INLINE, or ARENA for room got by ALLOC)
         ALLOC         req u64, size u64
         ALLOC_REP     req u64, status i32, offset u64
+        UNALLOC       offset u64: room granted that the client could not
+                      write (/dev/shm full), given back
         GET           count u32, IDs (20 each)
         OBJECTS       count u32, OBJECTs
         FREE          count u32, IDs

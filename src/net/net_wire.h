@@ -58,7 +58,8 @@
     X(RESULTS, 30, "a worker reports finished tasks")                         \
     X(BLOCKED, 31, "a worker waits inside a task, or goes on")                \
     X(ACTOR, 32, "a client kills, finds or checkpoints an actor")             \
-    X(ACTOR_REP, 33, "the node manager answers ACTOR")
+    X(ACTOR_REP, 33, "the node manager answers ACTOR")                        \
+    X(UNALLOC, 34, "a client gives back room it could not write")
 
 enum net_type {
 #define X(name, code, what) NET_##name = code,
