@@ -10,7 +10,6 @@
    It runs in a mount namespace of its own, with a 96 MB tmpfs on
    /dev/shm, so that filling it disturbs nobody: that needs root (or
    CAP_SYS_ADMIN); without it the test is skipped. */
-#define _GNU_SOURCE
 #include "tap.h"
 #include "lib/fx.h"
 #include "lib/graph.h"
@@ -87,7 +86,7 @@ main(void)
 {
     if (unshare(CLONE_NEWNS) != 0)
         skip_all("no mount namespace of our own (needs root): a full /dev/shm is not tried");
-    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+    if (mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) != 0 ||
         mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "size=96m,mode=1777") != 0)
         skip_all("cannot mount a small tmpfs on /dev/shm here");
 
