@@ -17,7 +17,9 @@
 #             to the next iteration's, less its longer task (results to the
 #             driver, its update, the next tasks to the workers, a worker
 #             starting late); its sum as a share of those iterations' time,
-#             and its median, 90th and 99th percentiles. Unlike `rate`,
+#             and its median, 90th and 99th percentiles; and how far apart
+#             the iteration's two tasks started and ended (the worker that
+#             ends first idles until the other does). Unlike `rate`,
 #             no second program runs, so the host's noise moves it less.
 #   pairs     Lux's overhead over many alternating pairs, for a figure
 #             with its standard error: es_local and es.so alternating
@@ -246,17 +248,23 @@ case " $what " in *" timeline "*)
         run=$(ls -d "$D"/runs/*/ | tail -n 1)
         ./lux sql --dir "$run" --csv "select t_start, t_end from tasks where function = 'es_rollouts' order by t_start" |
             tail -n +2 | awk -F, '
+            function abs(x) { return x < 0 ? -x : x }
             NR % 2 == 1 { s1 = $1; e1 = $2; next }
             { s = ($1 < s1) ? $1 : s1; d = (e1 - s1 > $2 - $1) ? e1 - s1 : $2 - $1; n++
-              if (n > 20 && ps) print s - ps, s - ps - pd
-              ps = s; pd = d }' > "$D/timeline"
+              if (n > 20 && ps) print s - ps, s - ps - pd, pk, pi
+              ps = s; pd = d; pk = abs($1 - s1); pi = abs($2 - e1) }' > "$D/timeline"
         share=$(awk '{t += $1; o += $2} END {printf "%.2f", 100 * o / t}' "$D/timeline")
+        # how far apart the two tasks started, and ended (a worker idle
+        # while the other computes), as means in us
+        apart=$(awk '{k += $3; e += $4; n++} END {printf "started %.0f us apart and ended %.0f us apart",
+            k / n / 1000, e / n / 1000}' "$D/timeline")
         # the median, 90th and 99th percentiles of the overhead, in us
         set -- $(awk '{print $2 / 1000}' "$D/timeline" | sort -g | awk '{a[NR] = $1}
             function q(f) { i = int(NR * f); return a[i < 1 ? 1 : i] }
             END {printf "%.0f %.0f %.0f", q(0.5), q(0.9), q(0.99)}')
         echo "timeline run $i: Lux's share of iterations 21-400 $share%, per iteration median $1 us," \
-            "p90 $2 us, p99 $3 us; training $(field train_seconds "$j") s"
+            "p90 $2 us, p99 $3 us; the two tasks $apart (means); training" \
+            "$(field train_seconds "$j") s"
         shares="$shares $share" meds="$meds $1" p99s="$p99s $3"
         rm -rf "$D/runs"
     done
