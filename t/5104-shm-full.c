@@ -13,7 +13,6 @@
 #include "tap.h"
 #include "lib/fx.h"
 #include "lib/graph.h"
-#include "db/db_query.h"
 #include "util/util_err.h"
 
 #include <errno.h>
@@ -48,30 +47,6 @@ s_fill(void)
     }
     close(fd);
     return total;
-}
-
-static int
-s_call_big(lux_t *lx, int64_t seed, int64_t n, lux_ref_t *ref)
-{
-    lux_arg_t args[2] = {LUX_VAL(&seed, 8), LUX_VAL(&n, 8)};
-    return lux_call(lx, "t_big", 2, args, 1, ref);
-}
-
-/* t_big's value for seed, n bytes, as read back. */
-static bool
-s_big_ok(const lux_val_t *v, int64_t seed, int64_t n)
-{
-    const uint8_t *p = v->data;
-    int64_t got;
-    if ((int64_t) v->size != n)
-        return false;
-    memcpy(&got, p, 8);
-    if (got != seed)
-        return false;
-    for (int64_t i = 8; i < n; i++)
-        if (p[i] != (uint8_t) (seed * 31 + i))
-            return false;
-    return true;
 }
 
 static void
@@ -111,8 +86,8 @@ main(void)
     lux_ref_t before, big_before;
     lux_val_t v;
     is_int(lux_put(lx, data, n, &before), 0, "a 4 MB put while there is room");
-    ok(s_call_big(lx, 11, (int64_t) n, &big_before) == 0 &&
-           lux_get(lx, &big_before, &v, 60000) == 0 && s_big_ok(&v, 11, (int64_t) n),
+    ok(graph_call_big(lx, 11, (int64_t) n, &big_before) == 0 &&
+           lux_get(lx, &big_before, &v, 60000) == 0 && graph_big_ok(&v, 11, (int64_t) n),
        "a task's 4 MB output while there is room");
 
     size_t filled = s_fill();
@@ -131,7 +106,7 @@ main(void)
     is_int(why, 3, "each of three says why: %s", lux_errmsg());
     why = 0;
     for (int i = 0; i < 3; i++) {
-        rc = s_call_big(lx, 12 + i, 16 * S_MB, &ref);
+        rc = graph_call_big(lx, 12 + i, 16 * S_MB, &ref);
         if (rc == 0)
             rc = lux_get(lx, &ref, &v, 60000);
         why += rc == LUX_ETASK && strstr(lux_errmsg(), "/dev/shm is full") != NULL;
@@ -140,10 +115,10 @@ main(void)
     is_int(rc, LUX_ETASK, "a task whose 16 MB output has no room fails");
     is_int(why, 3, "each of three says why: %s", lux_errmsg());
 
-    ok(lux_get(lx, &before, &v, 60000) == 0 && v.size == n &&
-           (s_pattern(data, n, 1), memcmp(v.data, data, n) == 0),
+    s_pattern(data, n, 1);
+    ok(lux_get(lx, &before, &v, 60000) == 0 && v.size == n && memcmp(v.data, data, n) == 0,
        "the put stored before reads back the same");
-    ok(lux_get(lx, &big_before, &v, 60000) == 0 && s_big_ok(&v, 11, (int64_t) n),
+    ok(lux_get(lx, &big_before, &v, 60000) == 0 && graph_big_ok(&v, 11, (int64_t) n),
        "and so does the task's output");
 
     if (unlink(S_FILLER) != 0)
@@ -154,24 +129,19 @@ main(void)
     ok(rc == 0 && lux_get(lx, &ref, &v, 60000) == 0 && v.size == 16 * S_MB &&
            memcmp(v.data, data, 16 * S_MB) == 0,
        "and reads back the same");
-    rc = s_call_big(lx, 20, 16 * S_MB, &ref);
+    rc = graph_call_big(lx, 20, 16 * S_MB, &ref);
     if (rc == 0)
         rc = lux_get(lx, &ref, &v, 60000);
     if (rc)
         diag("%s", lux_errmsg());
-    ok(rc == 0 && s_big_ok(&v, 20, 16 * S_MB), "and so does the task making 16 MB");
+    ok(rc == 0 && graph_big_ok(&v, 20, 16 * S_MB), "and so does the task making 16 MB");
     free(data);
     char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%s", lux_dir(lx));
     lux_shutdown(&lx);
 
-    db_cluster_t c;
-    if (db_cluster_load(&c, dir))
-        bail("%s", lux_errmsg());
-    db_query_t *q = db_query_open(&c);
+    db_query_t *q = fx_query_open(dir);
     ok(q != NULL, "open the run's log");
-    if (!q)
-        bail("%s", lux_errmsg());
     is_int(fx_count(q, "SELECT count(*) FROM events WHERE kind IN ('object_spilled', "
                        "'object_lost')"),
            0, "nothing was spilled or dropped: the room of each failure went back");

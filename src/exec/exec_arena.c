@@ -298,6 +298,12 @@ exec_arena_prefault(exec_arena_t *self, uint64_t off, size_t n)
     return 0;
 }
 
+static bool
+s_is_ready(const exec_arena_t *self, size_t chunk)
+{
+    return self->ready[chunk / 8] >> (chunk % 8) & 1;
+}
+
 int
 exec_arena_ready(exec_arena_t *self, uint64_t off, size_t n)
 {
@@ -310,12 +316,12 @@ exec_arena_ready(exec_arena_t *self, uint64_t off, size_t n)
         return util_err(LUX_ENOMEM, "arena %s: out of memory", self->name);
     size_t c = (size_t) off / S_CHUNK, last = ((size_t) off + n - 1) / S_CHUNK;
     while (c <= last) {
-        if (self->ready[c / 8] >> (c % 8) & 1) {
+        if (s_is_ready(self, c)) {
             c++;
             continue;
         }
         size_t e = c; /* a run of chunks not populated yet: one call */
-        while (e < last && !(self->ready[(e + 1) / 8] >> ((e + 1) % 8) & 1))
+        while (e < last && !s_is_ready(self, e + 1))
             e++;
         size_t start = c * S_CHUNK, end = (e + 1) * S_CHUNK;
         int rc = exec_arena_prefault(self, start, (end < self->size ? end : self->size) - start);

@@ -456,6 +456,21 @@ s_answer_waiters(nm_t *nm, nm_task_t *t)
     }
 }
 
+/* t's outputs that nobody owns (rebuilt for nobody, or freed by their
+   owner before they were made) and nothing needs once its waiters have
+   them: deleted. */
+static void
+s_drop_unneeded(nm_t *nm, nm_task_t *t)
+{
+    for (uint8_t i = 0; i < t->nret; i++) {
+        lux_ref_t id;
+        exec_ref_make(&id, &t->id, i);
+        nm_obj_t *o = nm_obj_get(nm, &id);
+        if (o && !o->owned && !o->pins && !o->uses && !o->nwaiters)
+            nm_obj_delete(nm, o);
+    }
+}
+
 /* t finished well (outputs set): wake its dependents, answer, free it. */
 static void
 s_done(nm_t *nm, nm_task_t *t)
@@ -485,16 +500,8 @@ s_done(nm_t *nm, nm_task_t *t)
     }
     s_answer_waiters(nm, t);
     s_release_args(nm, t, true);
-    /* outputs nobody owns and nothing needs now that its waiters have
-       them (its owner freed them before they were made); a task's
-       dependents keep them, as in nm_task_outputs_ready */
-    for (uint8_t i = 0; i < t->nret && !t->ndeps; i++) {
-        lux_ref_t id;
-        exec_ref_make(&id, &t->id, i);
-        nm_obj_t *o = nm_obj_get(nm, &id);
-        if (o && !o->owned && !o->pins && !o->uses && !o->nwaiters)
-            nm_obj_delete(nm, o);
-    }
+    if (!t->ndeps) /* its dependents keep them */
+        s_drop_unneeded(nm, t);
     util_idmap_del(nm->tasks, t->id.b);
     nm_task_free(t);
 }
@@ -542,13 +549,7 @@ s_fail_one(nm_t *nm, nm_task_t *t, int status, const char *msg, const char *text
     }
     s_answer_waiters(nm, t);
     s_release_args(nm, t, true);
-    for (uint8_t i = 0; i < t->nret; i++) {
-        lux_ref_t id;
-        exec_ref_make(&id, &t->id, i);
-        nm_obj_t *o = nm_obj_get(nm, &id);
-        if (o && !o->owned && !o->pins && !o->uses && !o->nwaiters)
-            nm_obj_delete(nm, o);
-    }
+    s_drop_unneeded(nm, t);
     util_idmap_del(nm->tasks, t->id.b);
     nm_task_free(t);
 }
@@ -1129,10 +1130,8 @@ nm_task_outputs_ready(nm_t *nm, nm_task_t *t)
         if (!o)
             continue;
         nm_obj_ready(nm, o);
-        if (!o->owned && !o->pins && !o->uses && !o->nwaiters && !t->ndeps && !t->nwaiters)
-            nm_obj_delete(nm, o); /* made for nobody: rebuilt, or its caller left */
     }
-    s_done(nm, t);
+    s_done(nm, t); /* outputs made for nobody go there */
 }
 
 void

@@ -59,6 +59,26 @@ s_pattern(uint8_t *p, int64_t seed, int64_t n)
 }
 
 int
+graph_call_big(lux_t *lx, int64_t seed, int64_t n, lux_ref_t *ref)
+{
+    return lux_call(lx, "t_big", 2, (lux_arg_t[]) {LUX_VAL(&seed, 8), LUX_VAL(&n, 8)}, 1, ref);
+}
+
+bool
+graph_big_ok(const lux_val_t *v, int64_t seed, int64_t n)
+{
+    const uint8_t *p = v->data;
+    int64_t got;
+    if ((int64_t) v->size != n || n < 8)
+        return false;
+    memcpy(&got, p, 8);
+    for (int64_t i = 8; got == seed && i < n; i++)
+        if (p[i] != (uint8_t) (seed * 31 + i))
+            return false;
+    return got == seed;
+}
+
+int
 graph_submit(lux_t *lx, graph_t *g, int n, uint64_t seed, int64_t max_blob)
 {
     return graph_submit_opts(lx, g, n, seed, max_blob, NULL);

@@ -42,6 +42,12 @@ int graph_submit_opts(lux_t *lx, graph_t *g, int n, uint64_t seed, int64_t max_b
 int graph_check(lux_t *lx, graph_t *g, char *why, size_t n);
 void graph_free(graph_t *g);
 
+/* Call t_big, the test module's large value (n bytes from seed), into
+   *ref: lux_call's code. */
+int graph_call_big(lux_t *lx, int64_t seed, int64_t n, lux_ref_t *ref);
+/* Whether v is t_big's value for seed and n, every byte checked. */
+bool graph_big_ok(const lux_val_t *v, int64_t seed, int64_t n);
+
 /* The path of t/lib's test module, built by make check. */
 const char *graph_module(void);
 
