@@ -64,6 +64,10 @@ es $C --workers 2 --no-balance
 is "$(field weights_hash "$json")" "$want" "es.so cartpole, 2 workers, --no-balance: the same weights"
 is "$(field balanced "$json"),$(field uneven_iterations "$json")" "false,0" \
     "--no-balance: every iteration split evenly"
+es $C --workers 2 --no-board
+is "$(field weights_hash "$json")" "$want" "es.so cartpole, 2 workers, --no-board: the same weights"
+is "$(field board "$json"),$(field helped_rollouts "$json")" "false,0" \
+    "--no-board: no task computed another's rollouts"
 # A worker sharing its CPU with another program: its task is sized down and
 # the weights do not change. On a 2-CPU machine the pool's workers are bound
 # one to each CPU (exec_node_cpu.c), so a busy loop bound to CPU 1 halves
@@ -72,16 +76,25 @@ if [ "$(nproc)" = 2 ] && [ "$(nproc --all)" = 2 ] && command -v taskset >/dev/nu
     taskset -c 1 sh -c 'while :; do :; done' &
     hog=$!
     trap 'kill "$hog" 2>/dev/null; tap_cleanup' EXIT
-    es $C --workers 2
+    es $C --workers 2 --no-board
+    split_json=$json
+    es $C --workers 2 --no-balance
     kill "$hog"
     wait "$hog" 2>/dev/null
     trap 'tap_cleanup' EXIT
-    is "$(field weights_hash "$json")" "$want" "es.so cartpole, a worker's CPU shared with a busy loop: the same weights"
-    ok "$([ "$(field uneven_iterations "$json")" -gt 0 ] 2>/dev/null; echo $?)" \
-        "...and the split followed its speed ($(field uneven_iterations "$json") of 12 iterations uneven)"
+    is "$(field weights_hash "$split_json")" "$want" \
+        "es.so cartpole, a worker's CPU shared with a busy loop, --no-board: the same weights"
+    ok "$([ "$(field uneven_iterations "$split_json")" -gt 0 ] 2>/dev/null; echo $?)" \
+        "...and the split followed its speed ($(field uneven_iterations "$split_json") of 12 iterations uneven)"
+    is "$(field weights_hash "$json")" "$want" \
+        "the same, split evenly and sharing through the board: the same weights"
+    ok "$([ "$(field helped_rollouts "$json")" -gt 0 ] 2>/dev/null; echo $?)" \
+        "...and the faster task took the slower's rollouts ($(field helped_rollouts "$json") in 12 iterations)"
 else
     skip "a worker's CPU shared: only on a machine of 2 CPUs (this one has $(nproc))"
     skip "a worker's CPU shared: the split"
+    skip "a worker's CPU shared: the board's weights"
+    skip "a worker's CPU shared: the board"
 fi
 es $C --workers 2 --tasks 7 --eval-tasks 3
 is "$(field weights_hash "$json")" "$want" "es.so cartpole, 2 workers, 7 tasks per iteration: the same weights"

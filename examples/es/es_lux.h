@@ -17,6 +17,11 @@
       evaluation        es_evaluate tasks play the unperturbed policy on
                         numbered episodes; the driver sums them in order
 
+    The tasks of an iteration on the driver's machine share their rollouts
+    through a board in shared memory (es_lux_board.c): one done with its
+    own computes those another has not started, so they end together, and
+    each still returns the results of its own rollouts, the same bytes.
+
     Every task is pure (its bytes depend on its arguments only), so a task
     retried after its worker died, or rebuilt from the log, gives the same
     bytes; es_update orders results by rollout number. The final weights are
@@ -29,10 +34,11 @@
     the same.
 
     Files: es_lux.h (this: the formats tasks exchange), es_lux_tasks.c (the
-    remote functions, the formats' code), es_lux_ps.c (--ps: the actor class
-    EsServer and its rollout task), es_lux_main.c (LUX_CONFIGURE and
-    LUX_MAIN: the driver), es_lux_kill.c (--kill-workers), es_lux_report.c
-    (the closing report, SQL over the run's log).
+    remote functions, the formats' code), es_lux_board.c (the board),
+    es_lux_ps.c (--ps: the actor class EsServer and its rollout task),
+    es_lux_main.c (LUX_CONFIGURE and LUX_MAIN: the driver), es_lux_kill.c
+    (--kill-workers), es_lux_report.c (the closing report, SQL over the
+    run's log).
 */
 #ifndef ES_LUX_H_INCLUDED
 #define ES_LUX_H_INCLUDED
@@ -67,6 +73,8 @@ typedef struct {
     uint32_t reserved[2];                 /* zero */
     uint64_t iter;                        /* the iteration these weights start */
     uint64_t noise_len;                   /* floats in the noise table */
+    char board[40];                       /* the driver's board (below), or "" */
+    uint8_t board_id[16];                 /* ...and its ID */
 } es_lux_policy_t;
 
 /* Bytes of a policy object. */
@@ -110,6 +118,30 @@ typedef struct {
     uint32_t first; /* episodes first .. first + count - 1 */
     uint32_t count;
 } es_lux_eval_t;
+
+/* --- the tasks of an iteration share their rollouts (es_lux_board.c) --------------
+   The driver makes a board (a small shared-memory file) and names it in each
+   policy object; es_rollouts tasks on the driver's machine post their
+   rollouts there, take each other's once their own are done, and so end
+   together, as threads taking rollouts from a counter do. A task returns
+   the same bytes with or without the board (es_lux_board.c says how). */
+typedef struct es_board es_board_t;
+
+/* A board for iterations of pop rollouts with results of rs bytes. NULL
+   with why set (len bytes) on failure. */
+es_board_t *es_board_new(size_t pop, size_t rs, char *why, size_t len);
+/* Name the board in a policy object (written by es_lux_policy_write). */
+void es_board_stamp(const es_board_t *b, void *policy);
+/* How many rollouts of iteration iter a task other than their own
+   computed (read after the iteration's tasks are done). */
+uint64_t es_board_helped(const es_board_t *b, uint64_t iter);
+void es_board_destroy(es_board_t **b_p);
+
+/* A task: the count rollouts t into out (rs bytes each, in order), with
+   the board that policy p names when there is one. 0, or es_rollout's
+   error for rollout *failed. */
+int es_board_rollouts(const es_lux_policy_t *p, const es_ctx_t *ctx, const es_task_t *t,
+                      size_t count, uint8_t *out, size_t rs, size_t *failed);
 
 /* --- the parameter-server variant (--ps; es_lux_ps.c) -------------------------------
    The ES state (weights, Adam, observation statistics) lives in an actor of

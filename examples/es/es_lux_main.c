@@ -143,6 +143,8 @@ typedef struct {
     int server_kills;         /* --kill-server: its processes killed */
     uint64_t duplicates;      /* --ps: results the server was pushed twice */
     es_split_t split;         /* rollouts per task (es_split.h) */
+    es_board_t *board;        /* the tasks share rollouts through it, or NULL */
+    uint64_t helped;          /* rollouts computed by a task not their own */
     lux_ref_t *refs;          /* scratch: one iteration's tasks */
     lux_val_t *vals;
     double *took;             /* scratch: seconds from submission to each task's result */
@@ -183,6 +185,8 @@ s_policy(s_run_t *r)
         return LUX_ENOMEM;
     es_lux_policy_write(buf, r->o->env->name, &r->pol, r->o->es.episodes, (float)r->o->es.sigma,
                         iter, r->o->noise_len, es_theta(r->es), obs_dim, mean, std);
+    if (r->board)
+        es_board_stamp(r->board, buf);
     int rc = lux_put(r->lx, buf, n, &r->policy);
     free(buf);
     if (rc == 0) {
@@ -252,6 +256,8 @@ s_iteration(s_run_t *r, es_stats_t *st)
         }
         if (rc == 0 && (rc = es_update(r->es, r->results, pop, st)))
             fprintf(stderr, "%s: %s\n", S_PROG, es_errmsg(r->es));
+        if (r->board)
+            r->helped += es_board_helped(r->board, r->iter);
         r->iter = es_iter(r->es);
         if (rc == 0 && timed)
             es_split_update(&r->split, r->took);
@@ -626,6 +632,13 @@ s_main(lux_t *lx, int argc, char **argv)
         rc = LUX_ENOMEM;
         goto done;
     }
+    /* the board, when more than one task shares an iteration's rollouts;
+       without it (it cannot be made) each task computes its own */
+    if (o->board && !o->ps && r.ntasks > 1) {
+        char why[160];
+        if (!(r.board = es_board_new(pop, es_result_size(o->env->obs_dim), why, sizeof why)))
+            fprintf(stderr, "%s: the tasks compute only their own rollouts: %s\n", S_PROG, why);
+    }
     if ((rc = es_policy_init(&r.pol, o->env, o->n_hidden, o->hidden))) {
         fprintf(stderr, "%s: bad policy shape\n", S_PROG);
         goto done;
@@ -668,6 +681,7 @@ done:
                "\"episodes\":%" PRIu64 ",\"steps\":%" PRIu64 ",\"rollouts_per_second\":%.1f,"
                "\"tasks_per_second\":%.1f,\"noise_seconds\":%.3f,\"noise_fill_seconds\":%.3f,"
                "\"train_seconds\":%.3f,\"balanced\":%s,\"uneven_iterations\":%ld,"
+               "\"board\":%s,\"helped_rollouts\":%" PRIu64 ","
                "\"startup_seconds\":%.3f,\"killed\":%d,\"ps\":%s,\"server_kills\":%d,"
                "\"duplicate_results\":%" PRIu64 ",\"job\":\"%s\",\"log\":\"%s\"}\n",
                o->env->name, o->env->gym_id, o->es.seed, out.solved ? "true" : "false",
@@ -675,8 +689,8 @@ done:
                r.ntasks_done, r.ntasks, r.rollouts, r.episodes, r.steps,
                (double)r.rollouts / tr, (double)r.ntasks_done / tr, out.noise_seconds,
                out.fill_seconds, out.train_seconds, r.split.balance ? "true" : "false",
-               r.split.uneven, out.startup_seconds, out.killed,
-               r.ps ? "true" : "false", r.server_kills, r.duplicates, job, lux_dir(lx));
+               r.split.uneven, r.board ? "true" : "false", r.helped, out.startup_seconds,
+               out.killed, r.ps ? "true" : "false", r.server_kills, r.duplicates, job, lux_dir(lx));
     }
     fflush(stdout);
     if (r.have_policy)
@@ -689,6 +703,7 @@ done:
     free(r.took);
     free(r.ready);
     es_split_free(&r.split);
+    es_board_destroy(&r.board);
     free(r.tasks);
     free(r.results);
     if (rc)

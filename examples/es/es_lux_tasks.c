@@ -1,12 +1,14 @@
 /*  es_lux_tasks - the remote functions of es.so (es_rollouts, es_evaluate)
     and the policy object they read; see es_lux.h.
 
-    A worker keeps nothing between tasks: each task finds its environment
-    and policy shape in the policy object's header, reads the weights and
-    the noise table where they lie (the noise table always in the store;
-    the policy object, a few KB, travels inline in the task message and is
-    copied once when its floats are not aligned), and writes its results
-    straight into the return value with lux_set_alloc.
+    A worker keeps nothing between tasks but the mapping of the driver's
+    board (es_lux_board.c): each task finds its environment and policy
+    shape in the policy object's header, reads the weights and the noise
+    table where they lie (the noise table always in the store; the policy
+    object, a few KB, travels inline in the task message and is copied once
+    when its floats are not aligned), and writes its results straight into
+    the return value with lux_set_alloc, through the board when the policy
+    names one: the same bytes, sooner when other tasks help.
 */
 #include "es_lux.h"
 #include "es_noise.h"
@@ -140,23 +142,34 @@ es_rollouts(lux_t *lx, int argc, const lux_val_t *argv)
         es_lux_view_free(&v);
         return lux_raise(lx, "es_rollouts: no room for %zu results: %s", count, lux_errmsg());
     }
-    for (size_t i = 0; i < count && rc == 0; i++) {
-        es_task_t t;
-        memcpy(&t, (const uint8_t *)tasks->data + i * sizeof t, sizeof t);
-        if (t.iter != v.h.iter) {
-            es_lux_view_free(&v);
-            return lux_raise(lx, "es_rollouts: a task of iteration %llu with the policy of %llu",
-                             (unsigned long long)t.iter, (unsigned long long)v.h.iter);
-        }
-        /* results are 8-byte multiples and the return value is aligned
-           (malloc'd inline, or a 64-byte block of the store) */
-        rc = es_rollout(&v.ctx, &t, (es_result_t *)(void *)(out + i * rs));
-        if (rc) {
-            es_lux_view_free(&v);
-            return lux_raise(lx, "es_rollouts: rollout %u of iteration %llu: %s", t.rollout,
-                             (unsigned long long)t.iter, lux_strerror(rc));
-        }
+    /* aligned copies of the tasks (a value lies where its message put it) */
+    es_task_t *t = count ? malloc(count * sizeof *t) : NULL;
+    if (count && !t) {
+        es_lux_view_free(&v);
+        return lux_raise(lx, "es_rollouts: out of memory");
     }
+    if (count)
+        memcpy(t, tasks->data, count * sizeof *t);
+    for (size_t i = 0; i < count; i++)
+        if (t[i].iter != v.h.iter) {
+            es_lux_view_free(&v);
+            unsigned long long ti = t[i].iter;
+            free(t);
+            return lux_raise(lx, "es_rollouts: a task of iteration %llu with the policy of %llu",
+                             ti, (unsigned long long)v.h.iter);
+        }
+    /* results are 8-byte multiples and the return value is aligned
+       (malloc'd inline, or a 64-byte block of the store) */
+    size_t failed = 0;
+    rc = count ? es_board_rollouts(&v.h, &v.ctx, t, count, out, rs, &failed) : 0;
+    if (rc) {
+        es_lux_view_free(&v);
+        unsigned r = t[failed].rollout;
+        free(t);
+        return lux_raise(lx, "es_rollouts: rollout %u of iteration %llu: %s", r,
+                         (unsigned long long)v.h.iter, lux_strerror(rc));
+    }
+    free(t);
     es_lux_view_free(&v);
     return 0;
 }

@@ -24,6 +24,7 @@ s_defaults(es_opts_t *o)
     o->target = o->env->solved_return;
     o->report = true;
     o->balance = true;
+    o->board = true;
     o->checkpoint_every = 32;
     o->progress = -1;
     if (strcmp(o->env->name, "cartpole") == 0) {
@@ -71,6 +72,9 @@ es_opts_usage(FILE *f, const char *prog, int which)
                 "  --no-balance       split each iteration's rollouts evenly over its tasks\n"
                 "                     (default: in proportion to how fast each task's\n"
                 "                     worker ran lately; the final weights are the same)\n"
+                "  --no-board         each task computes only its own rollouts (default: tasks\n"
+                "                     on the driver's machine take each other's once theirs\n"
+                "                     are done, through a shared board; the same weights)\n"
                 "  --no-report        no closing report from the log\n"
                 "  --ps               the parameter-server variant: the weights, Adam and the\n"
                 "                     observation statistics live in an actor (EsServer);\n"
@@ -191,6 +195,7 @@ enum {
     O_TASKS,
     O_EVAL_TASKS,
     O_NO_BALANCE,
+    O_NO_BOARD,
     O_NO_REPORT,
     O_PS,
     O_KILL_SERVER,
@@ -229,6 +234,7 @@ s_owner(int c)
     case O_TASKS:
     case O_EVAL_TASKS:
     case O_NO_BALANCE:
+    case O_NO_BOARD:
     case O_NO_REPORT:
     case O_PS:
     case O_KILL_SERVER:
@@ -254,6 +260,7 @@ es_opts_parse(es_opts_t *o, int argc, char **argv, const char *prog, int which)
         {"tasks", required_argument, NULL, O_TASKS},
         {"eval-tasks", required_argument, NULL, O_EVAL_TASKS},
         {"no-balance", no_argument, NULL, O_NO_BALANCE},
+        {"no-board", no_argument, NULL, O_NO_BOARD},
         {"no-report", no_argument, NULL, O_NO_REPORT},
         {"ps", no_argument, NULL, O_PS},
         {"kill-server", no_argument, NULL, O_KILL_SERVER},
@@ -345,6 +352,9 @@ es_opts_parse(es_opts_t *o, int argc, char **argv, const char *prog, int which)
             break;
         case O_NO_BALANCE:
             o->balance = false;
+            break;
+        case O_NO_BOARD:
+            o->board = false;
             break;
         case O_NO_REPORT:
             o->report = false;

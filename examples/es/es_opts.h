@@ -50,6 +50,7 @@ typedef struct {
     int tasks;                        /* rollout tasks per iteration (0: automatic) */
     int eval_tasks;                   /* tasks per evaluation (0: automatic) */
     bool balance;                     /* size the rollout tasks by their slots' speed (es_split.h) */
+    bool board;                       /* tasks share rollouts through a board (es_lux_board.c) */
     bool report;                      /* the closing report from the log */
     bool ps;                          /* the state in a parameter-server actor */
     bool kill_server;                 /* --ps: kill -9 the server's process now and then */
