@@ -19,6 +19,12 @@
 
     (`examples/es/measure-dist.sh floor` measures both, alternating).
 
+    With ES_PROCS_SHARE=1 in the environment the workers take rollouts one
+    at a time from a counter in shared memory instead, as es_local's
+    threads do, and write their results there: what is left of the floor
+    when nothing is split before the iteration (es.so's tasks come close to
+    that through their board, es_lux_board.c).
+
     It trains for exactly --max-iters iterations (required) and never
     evaluates the policy, so compare it on runs where es_local and es.so do
     not evaluate either (--target above the environment's best return,
@@ -40,8 +46,10 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -79,6 +87,8 @@ typedef struct {
     const float *noise;
     size_t n_in; /* floats of weights and statistics */
     size_t rs;   /* bytes of a result */
+    atomic_size_t *next; /* ES_PROCS_SHARE: the next rollout to take, */
+    uint8_t *sres;       /* ...and where the results go; else NULL */
 } s_shape_t;
 
 /* A worker: rollouts until told to quit or its driver is gone. */
@@ -111,6 +121,16 @@ s_worker(int fd, const s_shape_t *sh)
             .sigma = (float)o->es.sigma,
             .episodes = o->es.episodes,
         };
+        if (sh->next) { /* take them one at a time; answer when none is left */
+            size_t i;
+            while ((i = atomic_fetch_add(sh->next, 1)) < h.count)
+                if (es_rollout(&c, &t[i], (es_result_t *)(void *)(sh->sres + i * sh->rs)))
+                    _exit(3);
+            uint32_t done = 1;
+            if (s_io(fd, &done, sizeof done, true))
+                _exit(0);
+            continue;
+        }
         for (uint32_t i = 0; i < h.count; i++)
             if (es_rollout(&c, &t[i], (es_result_t *)(void *)(out + i * sh->rs)))
                 _exit(3);
@@ -169,6 +189,18 @@ main(int argc, char **argv)
         return 3;
     }
     signal(SIGPIPE, SIG_IGN);
+    const char *share_env = getenv("ES_PROCS_SHARE");
+    bool share = share_env && atoi(share_env) > 0;
+    if (share) {
+        void *m = mmap(NULL, 64 + pop * sh.rs, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                       -1, 0);
+        if (m == MAP_FAILED) {
+            fprintf(stderr, "es_procs: mmap: %s\n", strerror(errno));
+            return 3;
+        }
+        sh.next = m;
+        sh.sres = (uint8_t *)m + 64;
+    }
     int fds[S_MAX_WORKERS];
     pid_t pids[S_MAX_WORKERS];
     for (int k = 0; k < nw; k++) {
@@ -208,17 +240,20 @@ main(int argc, char **argv)
         }
         for (size_t i = 0; i < pop; i++)
             tasks[i] = es_task(es, (uint32_t)i);
-        int slots = split.slots; /* fewer rollouts than workers: one each */
+        /* fewer rollouts than workers: one each; sharing, all to each */
+        int slots = share ? nw : split.slots;
         size_t first = 0;
+        if (share)
+            atomic_store(sh.next, 0);
         for (int k = 0; k < slots && !status; k++) {
-            s_hdr_t h = {.count = (uint32_t)split.count[k]};
+            s_hdr_t h = {.count = share ? (uint32_t)pop : (uint32_t)split.count[k]};
             at[k] = first;
             sent[k] = es_opts_now();
             if (s_io(fds[k], &h, sizeof h, true) ||
                 s_io(fds[k], in, sh.n_in * sizeof(float), true) ||
                 s_io(fds[k], &tasks[first], h.count * sizeof *tasks, true))
                 status = 3;
-            first += h.count;
+            first += share ? 0 : h.count;
         }
         bool done[S_MAX_WORKERS] = {false};
         for (int left = slots; left > 0 && !status;) {
@@ -233,7 +268,9 @@ main(int argc, char **argv)
             for (int k = 0; k < slots && !status; k++) {
                 if (done[k] || !(p[k].revents & (POLLIN | POLLHUP | POLLERR)))
                     continue;
-                if (s_io(fds[k], res + at[k] * sh.rs, split.count[k] * sh.rs, false)) {
+                uint32_t one;
+                if (share ? s_io(fds[k], &one, sizeof one, false)
+                          : s_io(fds[k], res + at[k] * sh.rs, split.count[k] * sh.rs, false)) {
                     status = 3;
                     break;
                 }
@@ -246,9 +283,10 @@ main(int argc, char **argv)
             fprintf(stderr, "es_procs: a worker process failed in iteration %ld\n", it + 1);
             break;
         }
-        es_split_update(&split, took);
+        if (!share)
+            es_split_update(&split, took);
         for (size_t i = 0; i < pop; i++)
-            arr[i] = (es_result_t *)(void *)(res + i * sh.rs);
+            arr[i] = (es_result_t *)(void *)((share ? sh.sres : res) + i * sh.rs);
         es_stats_t st;
         if (es_update(es, arr, pop, &st)) {
             fprintf(stderr, "es_procs: %s\n", es_errmsg(es));
@@ -263,9 +301,9 @@ main(int argc, char **argv)
         waitpid(pids[k], NULL, 0);
     }
     if (!status)
-        printf("{\"train_seconds\":%.4f,\"iterations\":%ld,\"workers\":%d,"
+        printf("{\"train_seconds\":%.4f,\"iterations\":%ld,\"workers\":%d,\"share\":%s,"
                "\"weights_hash\":\"%016" PRIx64 "\"}\n",
-               train, it, nw, es_weights_hash(es));
+               train, it, nw, share ? "true" : "false", es_weights_hash(es));
     es_split_free(&split);
     es_destroy(&es);
     free(noise);

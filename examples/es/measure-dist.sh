@@ -32,10 +32,13 @@
 #   floor     what worker processes cost on this machine at all, and what
 #             Lux adds: es_local (threads), es_procs (forked worker
 #             processes and socketpairs, no runtime: examples/es/es_procs.c)
-#             and es.so, in rotating order, CartPole on 2 workers, fixed
-#             runs of ES_PAIRS_ITERS iterations without evaluations; the
-#             geometric means of the ratios of training time with their
-#             standard errors. -n is the number of rounds.
+#             with its rollouts split before each iteration as es.so's
+#             tasks are, es_procs sharing them through a counter
+#             (ES_PROCS_SHARE=1), es.so and es.so --no-board, in rotating
+#             order, CartPole on 2 workers, fixed runs of ES_PAIRS_ITERS
+#             iterations without evaluations; the geometric means of the
+#             ratios of training time with their standard errors. -n is
+#             the number of rounds.
 #
 #   examples/es/measure-dist.sh [-n REPS] [solve] [rate] [ps] [timeline] [pairs] [floor]
 #                               (from the build tree; default: solve rate)
@@ -280,7 +283,12 @@ run_procs() {
     j=$(timeout -s KILL 600 examples/es/es_procs $R --threads 2 | tail -n 1) || true
     pt=$(field train_seconds "$j") ph=$(field weights_hash "$j")
 }
+run_share() {
+    j=$(ES_PROCS_SHARE=1 timeout -s KILL 600 examples/es/es_procs $R --threads 2 | tail -n 1) || true
+    st=$(field train_seconds "$j") sh=$(field weights_hash "$j")
+}
 run_lux() { lux_es $R --workers 2; xt=$(field train_seconds "$j") xh=$(field weights_hash "$j"); }
+run_lux_own() { lux_es $R --workers 2 --no-board; ot=$(field train_seconds "$j") oh=$(field weights_hash "$j"); }
 # gm_se FILE NUM DEN: the geometric mean of column NUM over column DEN, and its standard error
 gm_se() {
     awk -v a="$2" -v b="$3" '{ r = log($a / $b); s += r; ss += r * r; n++ }
@@ -308,20 +316,25 @@ esac
 case " $what " in *" floor "*)
     pair_runs 1000000 # no evaluations: es_procs makes none
     : > "$D/floor"
+    progs="run_local run_procs run_share run_lux run_lux_own"
     for i in $(seq "$reps"); do
-        case $((i % 3)) in
-        1) run_local; run_procs; run_lux ;;
-        2) run_procs; run_lux; run_local ;;
-        *) run_lux; run_local; run_procs ;;
-        esac
-        [ "$lh" = "$ph" ] && [ "$lh" = "$xh" ] || echo "  (round $i: WEIGHTS DIFFER $lh $ph $xh)"
-        echo "$lt $pt $xt" >> "$D/floor"
+        # each program first in turn: rotate the list by i
+        set -- $progs
+        for k in $(seq $(((i - 1) % 5))); do p=$1; shift; set -- "$@" "$p"; done
+        for p in "$@"; do $p; done
+        [ "$lh" = "$ph" ] && [ "$lh" = "$sh" ] && [ "$lh" = "$xh" ] && [ "$lh" = "$oh" ] ||
+            echo "  (round $i: WEIGHTS DIFFER $lh $ph $sh $xh $oh)"
+        echo "$lt $pt $st $xt $ot" >> "$D/floor"
     done
     echo "floor cartpole 2 workers, ${ES_PAIRS_ITERS:-200} iterations, $reps rounds (geometric mean and standard error):"
-    echo "  es_procs / es_local  $(gm_se "$D/floor" 2 1)"
-    echo "  es.so / es_local     $(gm_se "$D/floor" 3 1)"
-    echo "  es.so / es_procs     $(gm_se "$D/floor" 3 2)"
-    awk '{a += $1; b += $2; c += $3} END {printf "  mean training: es_local %.3f s, es_procs %.3f s, es.so %.3f s\n", a / NR, b / NR, c / NR}' "$D/floor"
+    echo "  es_procs / es_local                  $(gm_se "$D/floor" 2 1)"
+    echo "  es_procs, sharing / es_local         $(gm_se "$D/floor" 3 1)"
+    echo "  es.so / es_local                     $(gm_se "$D/floor" 4 1)"
+    echo "  es.so --no-board / es_local          $(gm_se "$D/floor" 5 1)"
+    echo "  es.so / es_procs, sharing            $(gm_se "$D/floor" 4 3)"
+    echo "  es.so --no-board / es_procs          $(gm_se "$D/floor" 5 2)"
+    echo "  es.so / es.so --no-board             $(gm_se "$D/floor" 4 5)"
+    awk '{a += $1; b += $2; c += $3; d += $4; e += $5} END {printf "  mean training: es_local %.3f s, es_procs %.3f s, sharing %.3f s, es.so %.3f s, --no-board %.3f s\n", a / NR, b / NR, c / NR, d / NR, e / NR}' "$D/floor"
     ;;
 esac
 
