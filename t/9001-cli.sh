@@ -132,5 +132,9 @@ run "$LUX" bench --quick --json idle_head_cpu
 is "$rc" 0 "bench idle_head_cpu"
 ok "$(printf '%s\n' "$out" | grep -Eq '"name": "idle_head_cpu", "value": [0-9.e+]+, "unit": "%", "processes": [1-9]'; echo $?)" \
     "...reports the CPU of the head's processes"
+run "$LUX" bench --quick --json es_cartpole_overhead
+is "$rc" 0 "bench es_cartpole_overhead"
+ok "$(printf '%s\n' "$out" | grep -Eq '"name": "es_cartpole_overhead", "value": [0-9.e+]+, "unit": "x", .*"pairs": 2, .*"same_weights": true'; echo $?)" \
+    "...reports es.so over es_local, with the same weights in every run"
 
 done_testing

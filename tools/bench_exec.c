@@ -23,6 +23,11 @@
     n_n_actor_calls_async        one caller task per core, each calling an actor of its own
     es_cartpole_rollouts         the main job's rollouts/s: `lux run examples/es/es.so`
                                  for 100 iterations of CartPole-v1, 2 workers and 1
+    es_cartpole_overhead         Lux's overhead on the main job: the training time of
+                                 es.so on 2 workers over that of examples/es/es_local
+                                 (the same ES, a plain loop on 2 threads), 200
+                                 iterations of CartPole-v1 without evaluations, 20
+                                 alternating pairs; the geometric mean of the ratios
     actor_restart_replay         calls re-applied per second when an actor with
                                  20,000 calls and no checkpoint is killed
                                  (every call is logged: these are logged calls)
@@ -41,6 +46,8 @@
 #include "util/util_time.h"
 
 #include <dirent.h>
+#include <errno.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -865,12 +872,12 @@ out:
 /* examples/es/es.so of the build tree this lux belongs to, into out; 0 or
    LUX_ENOTFOUND. */
 static int
-s_es_module(char *out, size_t n)
+s_es_file(char *out, size_t n, const char *name)
 {
     char exe[PATH_MAX], dir[PATH_MAX];
     const char *b = getenv("LUX_BUILDDIR");
     if (b && *b) {
-        snprintf(out, n, "%s/examples/es/es.so", b);
+        snprintf(out, n, "%s/examples/es/%s", b, name);
         if (access(out, R_OK) == 0)
             return 0;
     }
@@ -881,13 +888,88 @@ s_es_module(char *out, size_t n)
             if (!slash)
                 break;
             *slash = '\0';
-            snprintf(out, n, "%s/examples/es/es.so", dir);
+            snprintf(out, n, "%s/examples/es/%s", dir, name);
             if (access(out, R_OK) == 0)
                 return 0;
         }
     }
-    return util_err(LUX_ENOTFOUND, "es_cartpole_rollouts: examples/es/es.so is not built "
-                    "next to this lux (run it from the build tree, or set LUX_BUILDDIR)");
+    return util_err(LUX_ENOTFOUND, "examples/es/%s is not built next to this lux (run it "
+                    "from the build tree, or set LUX_BUILDDIR)", name);
+}
+
+static int
+s_es_module(char *out, size_t n)
+{
+    return s_es_file(out, n, "es.so");
+}
+
+/* Run argv (NULL-terminated) with its output into out (n bytes, the last
+   of it when longer). 0, or LUX_EIO when it could not run or failed. */
+static int
+s_capture(char *const argv[], char *out, size_t n)
+{
+    int fd[2];
+    if (pipe(fd))
+        return util_err(LUX_EIO, "pipe: %s", strerror(errno));
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fd[1], 1);
+        close(fd[0]);
+        close(fd[1]);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    close(fd[1]);
+    size_t len = 0;
+    ssize_t k;
+    char buf[4096];
+    while ((k = read(fd[0], buf, sizeof buf)) > 0) {
+        if (len + (size_t) k > n - 1) { /* keep the end: the JSON is the last line */
+            size_t drop = len + (size_t) k - (n - 1);
+            drop = drop > len ? len : drop;
+            memmove(out, out + drop, len - drop);
+            len -= drop;
+        }
+        size_t take = (size_t) k > n - 1 - len ? n - 1 - len : (size_t) k;
+        memcpy(out + len, buf + (size_t) k - take, take);
+        len += take;
+    }
+    out[len] = '\0';
+    close(fd[0]);
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) ||
+        (WEXITSTATUS(status) != 0 && WEXITSTATUS(status) != 1))
+        return util_err(LUX_EIO, "%s failed (%s %d)", argv[0],
+                        pid >= 0 && WIFSIGNALED(status) ? "signal" : "exit status",
+                        pid >= 0 && WIFSIGNALED(status) ? WTERMSIG(status)
+                                                        : WIFEXITED(status) ? WEXITSTATUS(status)
+                                                                            : -1);
+    return 0;
+}
+
+/* The number after "field": in json, or -1. */
+static double
+s_json_num(const char *json, const char *field)
+{
+    char key[64];
+    snprintf(key, sizeof key, "\"%s\":", field);
+    const char *p = strstr(json, key);
+    return p ? strtod(p + strlen(key), NULL) : -1.0;
+}
+
+/* The string after "field": in json, into out (n bytes); "" if none. */
+static void
+s_json_str(const char *json, const char *field, char *out, size_t n)
+{
+    char key[64];
+    snprintf(key, sizeof key, "\"%s\":\"", field);
+    const char *p = strstr(json, key);
+    out[0] = '\0';
+    if (p) {
+        p += strlen(key);
+        size_t k = strcspn(p, "\"");
+        snprintf(out, n, "%.*s", (int) (k < n ? k : n - 1), p);
+    }
 }
 
 /* One run of es.so for 100 iterations: its rollouts/s (from --json). */
@@ -949,6 +1031,72 @@ s_es(bench_ctx_t *ctx, const char *name)
     return 0;
 }
 
+/* Lux's overhead on the main job: es.so against es_local, alternating
+   (which goes first alternates too), each run's own training time (es.so:
+   train_seconds; es_local: seconds less its noise table), no evaluations.
+   The weights must be the same in every run. */
+static int
+s_es_overhead(bench_ctx_t *ctx, const char *name)
+{
+    char mod[PATH_MAX], local[PATH_MAX], exe[PATH_MAX], out[8192];
+    int rc = bench_own_cluster(ctx, "it times `lux run`, which starts a cluster of its own");
+    if (rc || (rc = s_es_module(mod, sizeof mod)) ||
+        (rc = s_es_file(local, sizeof local, "es_local")))
+        return rc;
+    if (util_self_exe(exe, sizeof exe))
+        return util_err(LUX_EIO, "%s: cannot find this lux", name);
+    int pairs = ctx->scale < 1 ? 2 : 20;
+    const char *iters = ctx->scale < 1 ? "20" : "200";
+    char *lux_argv[] = {exe, "run", "--dir", ctx->tmp, mod, "--env", "CartPole-v1", "--seed", "1",
+                        "--workers", "2", "--max-iters", (char *) iters, "--target", "1e9",
+                        "--eval-every", "1000000", "--no-report", "--json", NULL};
+    char *local_argv[] = {local, "--env", "CartPole-v1", "--seed", "1", "--threads", "2",
+                          "--max-iters", (char *) iters, "--target", "1e9", "--eval-every",
+                          "1000000", "--json", "--quiet", NULL};
+    double ratio[64], sum = 0, sumsq = 0, lux_s = 0, local_s = 0;
+    char hash[2][40] = {"", ""};
+    bool same = true;
+    for (int i = 0; i < pairs; i++) {
+        double t[2] = {-1, -1};
+        for (int k = 0; k < 2; k++) {
+            int which = (k + i) % 2; /* 0: es.so, 1: es_local */
+            if ((rc = s_capture(which ? local_argv : lux_argv, out, sizeof out)))
+                return rc;
+            t[which] = which ? s_json_num(out, "seconds") - s_json_num(out, "noise_seconds")
+                             : s_json_num(out, "train_seconds");
+            char h[40];
+            s_json_str(out, "weights_hash", h, sizeof h);
+            if (!hash[which][0])
+                snprintf(hash[which], sizeof hash[which], "%s", h);
+            same = same && h[0] && !strcmp(h, hash[which]);
+        }
+        if (t[0] <= 0 || t[1] <= 0)
+            return util_err(LUX_EIO, "%s: a run gave no training time", name);
+        ratio[i] = t[0] / t[1];
+        sum += log(ratio[i]);
+        sumsq += log(ratio[i]) * log(ratio[i]);
+        lux_s += t[0];
+        local_s += t[1];
+    }
+    same = same && !strcmp(hash[0], hash[1]);
+    double m = sum / pairs, sd = pairs > 1 ? sqrt((sumsq / pairs - m * m) * pairs / (pairs - 1)) : 0;
+    double lo = ratio[0], hi = ratio[0];
+    for (int i = 1; i < pairs; i++) {
+        lo = ratio[i] < lo ? ratio[i] : lo;
+        hi = ratio[i] > hi ? ratio[i] : hi;
+    }
+    bench_report(ctx, name, exp(m), "x",
+                 ", \"se\": %.4f, \"median\": %.4f, \"min\": %.4f, \"max\": %.4f, "
+                 "\"pairs\": %d, \"iterations\": %s, \"workers\": 2, \"es_so_seconds\": %.3f, "
+                 "\"es_local_seconds\": %.3f, \"same_weights\": %s",
+                 exp(m) * sd / sqrt(pairs), bench_median(ratio, pairs), lo, hi, pairs, iters,
+                 lux_s / pairs, local_s / pairs, same ? "true" : "false");
+    if (!same)
+        return util_err(LUX_EIO, "%s: the runs ended with different weights (%s, %s)", name,
+                        hash[0], hash[1]);
+    return 0;
+}
+
 /* An idle head: nothing submitted, 5 s after it settled. Every process of
    the head (the supervisor with its node manager and chain master, the
    replicas, the idle workers) is summed. */
@@ -1006,5 +1154,6 @@ const bench_t bench_exec[] = {
     {"n_n_actor_calls_async", s_actors, "a caller task per core, an actor each, calls/s"},
     {"actor_restart_replay", s_actors, "calls re-applied per second after a restart"},
     {"es_cartpole_rollouts", s_es, "the main job (ES, CartPole-v1), rollouts/s"},
+    {"es_cartpole_overhead", s_es_overhead, "es.so over es_local, 2 workers, training time"},
 };
 const int bench_exec_n = sizeof bench_exec / sizeof bench_exec[0];
