@@ -977,35 +977,18 @@ static int
 s_es_run(bench_ctx_t *ctx, const char *mod, int workers, double *rate)
 {
     char exe[PATH_MAX], w[16], iters[16], out[8192];
-    int fd[2];
-    if (util_self_exe(exe, sizeof exe) || pipe(fd))
-        return util_err(LUX_EIO, "es_cartpole_rollouts: cannot run lux");
+    if (util_self_exe(exe, sizeof exe))
+        return util_err(LUX_EIO, "es_cartpole_rollouts: cannot find this lux");
     snprintf(w, sizeof w, "%d", workers);
     snprintf(iters, sizeof iters, "%d", ctx->scale < 1 ? 10 : 100);
-    pid_t pid = fork();
-    if (pid == 0) {
-        dup2(fd[1], 1);
-        close(fd[0]);
-        close(fd[1]);
-        execl(exe, exe, "run", "--dir", ctx->tmp, mod, "--env", "CartPole-v1", "--seed", "1",
-              "--workers", w, "--max-iters", iters, "--target", "1e9", "--no-report", "--json",
-              (char *) NULL);
-        _exit(127);
-    }
-    close(fd[1]);
-    size_t len = 0;
-    ssize_t k;
-    while ((k = read(fd[0], out + len, sizeof out - 1 - len)) > 0)
-        len += (size_t) k;
-    out[len] = '\0';
-    close(fd[0]);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    const char *p = strstr(out, "\"rollouts_per_second\":");
-    if (pid < 0 || !p)
-        return util_err(LUX_EIO, "es_cartpole_rollouts: es.so gave no rollouts_per_second "
-                        "(exit status %d)", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-    *rate = strtod(p + strlen("\"rollouts_per_second\":"), NULL);
+    char *argv[] = {exe, "run", "--dir", ctx->tmp, (char *) mod, "--env", "CartPole-v1", "--seed",
+                    "1", "--workers", w, "--max-iters", iters, "--target", "1e9", "--no-report",
+                    "--json", NULL};
+    int rc = s_capture(argv, out, sizeof out);
+    if (rc)
+        return rc;
+    if ((*rate = s_json_num(out, "rollouts_per_second")) < 0)
+        return util_err(LUX_EIO, "es_cartpole_rollouts: es.so gave no rollouts_per_second");
     return 0;
 }
 
