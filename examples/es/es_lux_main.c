@@ -663,6 +663,10 @@ done:
             printf("--ps: the weights lived in the parameter server, actor %s; %" PRIu64
                    " results were pushed to it twice (by retried tasks)\n",
                    lux_actor_hex(&r.server, hex), r.duplicates);
+        if (r.board)
+            printf("the board: %" PRIu64 " of %" PRIu64 " rollouts computed by a task other than "
+                   "their own, once it was done with its own (the results are the same bytes)\n",
+                   r.helped, r.rollouts);
         if (o->kill_workers)
             printf("--kill-workers: %d worker processes killed (kill -9) while training%s\n",
                    out.killed, r.ps ? " (the server's among them)" : "");
