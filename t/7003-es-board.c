@@ -142,15 +142,17 @@ main(void)
         _exit(0);
     waitpid(dead, NULL, 0);
     atomic_store(&s.state[HALF + 3], S_WORD(S_CLAIMED, dead));
-    double t0 = s_now();
+    double t0 = es_opts_now();
     memset(out, 0, POP * s_rs);
     int rc = s_task(&p, 1, HALF, HALF, out);
-    double took = s_now() - t0;
-    ok(rc == 0 && s_same(out, 1, HALF, HALF) && took < 0.04,
-       "a rollout claimed by a process that died is computed at once (%.1f ms)", took * 1e3);
+    double took = es_opts_now() - t0;
+    ok(rc == 0 && s_same(out, 1, HALF, HALF),
+       "a rollout claimed by a process that died: the same bytes (%.1f ms)", took * 1e3);
+    /* taken over, not waited out: only a takeover leaves it done by the
+       owner (one waited out is computed aside, the dead claim left) */
     ok(S_KIND(atomic_load(&s.state[HALF + 3])) == S_DONE_OWNER &&
            S_PID(atomic_load(&s.state[HALF + 3])) == getpid(),
-       "...and left on the board as done by its owner");
+       "...taken over at once and left on the board as done by its owner");
 
     /* a claim that never finishes: waited for, then computed */
     pid_t stuck = fork();
@@ -159,10 +161,10 @@ main(void)
         _exit(0);
     }
     atomic_store(&s.state[HALF + 4], S_WORD(S_CLAIMED, stuck));
-    t0 = s_now();
+    t0 = es_opts_now();
     memset(out, 0, POP * s_rs);
     rc = s_task(&p, 1, HALF, HALF, out);
-    double waited = s_now() - t0;
+    double waited = es_opts_now() - t0;
     ok(rc == 0 && s_same(out, 1, HALF, HALF) && waited >= 0.045 && waited < 5,
        "a rollout claimed by a live process that does not finish: waited for %.0f ms, then "
        "computed", waited * 1e3);

@@ -32,6 +32,9 @@ for n in 1 2; do
     p=$(timeout -s KILL 120 "$PROCS" $C --threads $n | tail -n 1)
     is "$(field weights_hash "$p")" "$want" "es_procs cartpole, --threads $n: the weights of es_local"
 done
+p=$(ES_PROCS_SHARE=1 timeout -s KILL 120 "$PROCS" $C --threads 2 | tail -n 1)
+is "$(field weights_hash "$p"),$(field share "$p")" "$want,true" \
+    "es_procs cartpole, --threads 2, rollouts from a shared counter: the weights of es_local"
 timeout -s KILL 60 "$PROCS" --env cartpole --threads 2 >/dev/null 2>"$tmp/err"
 is "$?" 2 "es_procs without --max-iters: exit status 2"
 grep -q "max-iters" "$tmp/err"

@@ -40,6 +40,7 @@
 #include "lux_cmd.h"
 #include "lux.h"
 #include "exec/exec_client.h"
+#include "util/util_buf.h"
 #include "util/util_err.h"
 #include "util/util_fs.h"
 #include "util/util_proc.h"
@@ -903,14 +904,17 @@ s_es_module(char *out, size_t n)
     return s_es_file(out, n, "es.so");
 }
 
-/* Run argv (NULL-terminated) with its output into out (n bytes, the last
-   of it when longer). 0, or LUX_EIO when it could not run or failed. */
-static int
-s_capture(char *const argv[], char *out, size_t n)
+/* Run argv (NULL-terminated); its output, NUL-ended (free() it), or NULL
+   with the error set when it could not run or failed (exit status 1, "not
+   solved", is not a failure). */
+static char *
+s_capture(char *const argv[])
 {
     int fd[2];
-    if (pipe(fd))
-        return util_err(LUX_EIO, "pipe: %s", strerror(errno));
+    if (pipe(fd)) {
+        util_err(LUX_EIO, "pipe: %s", strerror(errno));
+        return NULL;
+    }
     pid_t pid = fork();
     if (pid == 0) {
         dup2(fd[1], 1);
@@ -920,31 +924,27 @@ s_capture(char *const argv[], char *out, size_t n)
         _exit(127);
     }
     close(fd[1]);
-    size_t len = 0;
+    util_buf_t b;
+    util_buf_init(&b);
+    char chunk[4096];
     ssize_t k;
-    char buf[4096];
-    while ((k = read(fd[0], buf, sizeof buf)) > 0) {
-        if (len + (size_t) k > n - 1) { /* keep the end: the JSON is the last line */
-            size_t drop = len + (size_t) k - (n - 1);
-            drop = drop > len ? len : drop;
-            memmove(out, out + drop, len - drop);
-            len -= drop;
-        }
-        size_t take = (size_t) k > n - 1 - len ? n - 1 - len : (size_t) k;
-        memcpy(out + len, buf + (size_t) k - take, take);
-        len += take;
-    }
-    out[len] = '\0';
+    while ((k = read(fd[0], chunk, sizeof chunk)) > 0)
+        util_buf_put(&b, chunk, (size_t) k);
+    util_buf_put_u8(&b, 0);
     close(fd[0]);
     int status = 0;
     if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) ||
-        (WEXITSTATUS(status) != 0 && WEXITSTATUS(status) != 1))
-        return util_err(LUX_EIO, "%s failed (%s %d)", argv[0],
-                        pid >= 0 && WIFSIGNALED(status) ? "signal" : "exit status",
-                        pid >= 0 && WIFSIGNALED(status) ? WTERMSIG(status)
-                                                        : WIFEXITED(status) ? WEXITSTATUS(status)
-                                                                            : -1);
-    return 0;
+        (WEXITSTATUS(status) != 0 && WEXITSTATUS(status) != 1)) {
+        util_buf_free(&b);
+        util_err(LUX_EIO, "%s failed (%s %d)", argv[0],
+                 pid >= 0 && WIFSIGNALED(status) ? "signal" : "exit status",
+                 pid >= 0 && WIFSIGNALED(status) ? WTERMSIG(status)
+                 : WIFEXITED(status)              ? WEXITSTATUS(status)
+                                                  : -1);
+        return NULL;
+    }
+    size_t len;
+    return (char *) util_buf_take(&b, &len);
 }
 
 /* The number after "field": in json, or -1. */
@@ -976,7 +976,7 @@ s_json_str(const char *json, const char *field, char *out, size_t n)
 static int
 s_es_run(bench_ctx_t *ctx, const char *mod, int workers, double *rate)
 {
-    char exe[PATH_MAX], w[16], iters[16], out[8192];
+    char exe[PATH_MAX], w[16], iters[16];
     if (util_self_exe(exe, sizeof exe))
         return util_err(LUX_EIO, "es_cartpole_rollouts: cannot find this lux");
     snprintf(w, sizeof w, "%d", workers);
@@ -984,10 +984,12 @@ s_es_run(bench_ctx_t *ctx, const char *mod, int workers, double *rate)
     char *argv[] = {exe, "run", "--dir", ctx->tmp, (char *) mod, "--env", "CartPole-v1", "--seed",
                     "1", "--workers", w, "--max-iters", iters, "--target", "1e9", "--no-report",
                     "--json", NULL};
-    int rc = s_capture(argv, out, sizeof out);
-    if (rc)
-        return rc;
-    if ((*rate = s_json_num(out, "rollouts_per_second")) < 0)
+    char *out = s_capture(argv);
+    if (!out)
+        return LUX_EIO; /* s_capture said why */
+    *rate = s_json_num(out, "rollouts_per_second");
+    free(out);
+    if (*rate < 0)
         return util_err(LUX_EIO, "es_cartpole_rollouts: es.so gave no rollouts_per_second");
     return 0;
 }
@@ -1021,7 +1023,7 @@ s_es(bench_ctx_t *ctx, const char *name)
 static int
 s_es_overhead(bench_ctx_t *ctx, const char *name)
 {
-    char mod[PATH_MAX], local[PATH_MAX], exe[PATH_MAX], out[8192];
+    char mod[PATH_MAX], local[PATH_MAX], exe[PATH_MAX];
     int rc = bench_own_cluster(ctx, "it times `lux run`, which starts a cluster of its own");
     if (rc || (rc = s_es_module(mod, sizeof mod)) ||
         (rc = s_es_file(local, sizeof local, "es_local")))
@@ -1036,22 +1038,23 @@ s_es_overhead(bench_ctx_t *ctx, const char *name)
     char *local_argv[] = {local, "--env", "CartPole-v1", "--seed", "1", "--threads", "2",
                           "--max-iters", (char *) iters, "--target", "1e9", "--eval-every",
                           "1000000", "--json", "--quiet", NULL};
-    double ratio[64], sum = 0, sumsq = 0, lux_s = 0, local_s = 0;
-    char hash[2][40] = {"", ""};
-    bool same = true;
+    double ratio[20], sum = 0, sumsq = 0, lux_s = 0, local_s = 0;
+    char want[40] = "", other[40] = ""; /* the first run's weights; any that differ */
     for (int i = 0; i < pairs; i++) {
-        double t[2] = {-1, -1};
+        double t[2];
         for (int k = 0; k < 2; k++) {
             int which = (k + i) % 2; /* 0: es.so, 1: es_local */
-            if ((rc = s_capture(which ? local_argv : lux_argv, out, sizeof out)))
-                return rc;
+            char *out = s_capture(which ? local_argv : lux_argv), h[40];
+            if (!out)
+                return LUX_EIO; /* s_capture said why */
             t[which] = which ? s_json_num(out, "seconds") - s_json_num(out, "noise_seconds")
                              : s_json_num(out, "train_seconds");
-            char h[40];
             s_json_str(out, "weights_hash", h, sizeof h);
-            if (!hash[which][0])
-                snprintf(hash[which], sizeof hash[which], "%s", h);
-            same = same && h[0] && !strcmp(h, hash[which]);
+            free(out);
+            if (!want[0])
+                snprintf(want, sizeof want, "%s", h);
+            if (!h[0] || strcmp(h, want))
+                snprintf(other, sizeof other, "%s", h[0] ? h : "none");
         }
         if (t[0] <= 0 || t[1] <= 0)
             return util_err(LUX_EIO, "%s: a run gave no training time", name);
@@ -1061,22 +1064,17 @@ s_es_overhead(bench_ctx_t *ctx, const char *name)
         lux_s += t[0];
         local_s += t[1];
     }
-    same = same && !strcmp(hash[0], hash[1]);
     double m = sum / pairs, sd = pairs > 1 ? sqrt((sumsq / pairs - m * m) * pairs / (pairs - 1)) : 0;
-    double lo = ratio[0], hi = ratio[0];
-    for (int i = 1; i < pairs; i++) {
-        lo = ratio[i] < lo ? ratio[i] : lo;
-        hi = ratio[i] > hi ? ratio[i] : hi;
-    }
+    double median = bench_median(ratio, pairs); /* sorts ratio */
     bench_report(ctx, name, exp(m), "x",
                  ", \"se\": %.4f, \"median\": %.4f, \"min\": %.4f, \"max\": %.4f, "
                  "\"pairs\": %d, \"iterations\": %s, \"workers\": 2, \"es_so_seconds\": %.3f, "
                  "\"es_local_seconds\": %.3f, \"same_weights\": %s",
-                 exp(m) * sd / sqrt(pairs), bench_median(ratio, pairs), lo, hi, pairs, iters,
-                 lux_s / pairs, local_s / pairs, same ? "true" : "false");
-    if (!same)
+                 exp(m) * sd / sqrt(pairs), median, ratio[0], ratio[pairs - 1], pairs, iters,
+                 lux_s / pairs, local_s / pairs, other[0] ? "false" : "true");
+    if (other[0])
         return util_err(LUX_EIO, "%s: the runs ended with different weights (%s, %s)", name,
-                        hash[0], hash[1]);
+                        want, other);
     return 0;
 }
 

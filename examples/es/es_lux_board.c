@@ -35,6 +35,7 @@
     not finished after a generous time is computed by its owner too.
 */
 #include "es_lux.h"
+#include "es_opts.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -48,7 +49,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #define S_MAGIC 0x3142534cu /* "LSB1" */
@@ -64,10 +64,9 @@ typedef struct {
     uint32_t magic;
     uint32_t reserved;
     uint8_t id[16];
-    uint64_t pop;        /* rollouts a slot holds */
-    uint64_t rs;         /* bytes of a result */
-    uint64_t slot_bytes; /* bytes of a slot; slot k at S_HDR + k * slot_bytes */
-} s_hdr_t;
+    uint64_t pop; /* rollouts a slot holds */
+    uint64_t rs;  /* bytes of a result */
+} s_hdr_t;       /* slot k at S_HDR + k * s_slot_bytes(pop, rs) */
 #define S_HDR 64
 
 /* A slot: key ((iteration + 1) << 1 | ready), then pop state words, pop
@@ -96,7 +95,7 @@ s_slot_bytes(size_t pop, size_t rs)
 static s_slot_t
 s_slot(uint8_t *map, const s_hdr_t *h, uint64_t iter)
 {
-    uint8_t *p = map + S_HDR + (iter % S_SLOTS) * h->slot_bytes;
+    uint8_t *p = map + S_HDR + (iter % S_SLOTS) * s_slot_bytes(h->pop, h->rs);
     size_t pop = h->pop;
     s_slot_t s;
     s.key = (_Atomic uint64_t *)(void *)p;
@@ -121,14 +120,6 @@ s_fnv(const void *p, size_t n)
     return h;
 }
 
-static double
-s_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* --- the driver's side ---------------------------------------------------------------- */
 
 struct es_board {
@@ -151,8 +142,7 @@ es_board_new(size_t pop, size_t rs, char *why, size_t len)
     b->h.magic = S_MAGIC;
     b->h.pop = pop;
     b->h.rs = rs;
-    b->h.slot_bytes = s_slot_bytes(pop, rs);
-    b->len = S_HDR + S_SLOTS * b->h.slot_bytes;
+    b->len = S_HDR + S_SLOTS * s_slot_bytes(pop, rs);
     int n = snprintf(b->path, sizeof b->path, "/proc/%ld/fd/", (long)getpid());
     if (rs % 8 || pop == 0 || n < 0) {
         snprintf(why, len, "bad board shape");
@@ -263,8 +253,8 @@ s_open(const es_lux_policy_t *p, s_hdr_t *h)
                 memcpy(&x, m, sizeof x);
                 if (x.magic == S_MAGIC && !memcmp(x.id, p->board_id, sizeof x.id) &&
                     x.rs % 8 == 0 && x.pop > 0 && x.pop < ((uint64_t)1 << 32) &&
-                    x.rs < ((uint64_t)1 << 32) && x.slot_bytes == s_slot_bytes(x.pop, x.rs) &&
-                    S_HDR + S_SLOTS * x.slot_bytes <= len) {
+                    x.rs < ((uint64_t)1 << 32) &&
+                    S_HDR + S_SLOTS * s_slot_bytes(x.pop, x.rs) <= len) {
                     s_mine.map = m;
                     s_mine.len = len;
                     s_mine.h = x;
@@ -290,7 +280,7 @@ static bool
 s_join(s_slot_t *s, uint64_t iter, size_t pop)
 {
     uint64_t want = (iter + 1) << 1;
-    double t0 = s_now();
+    double t0 = es_opts_now();
     for (;;) {
         uint64_t k = atomic_load(s->key);
         if (k == (want | 1))
@@ -298,7 +288,7 @@ s_join(s_slot_t *s, uint64_t iter, size_t pop)
         if (k >> 1 > iter + 1)
             return false;
         if (k == want) { /* another task is clearing it: a few us, unless it died */
-            if (s_now() - t0 > 0.01)
+            if (es_opts_now() - t0 > 0.01)
                 return false;
             sched_yield();
             continue;
@@ -363,7 +353,7 @@ s_own(s_slot_t *s, size_t rs, const es_ctx_t *ctx, const es_task_t *t, uint8_t *
 {
     size_t j = t->rollout;
     pid_t me = getpid();
-    double t0 = wait ? s_now() : 0.0, limit = *slowest * 20 > 0.05 ? *slowest * 20 : 0.05;
+    double t0 = wait ? es_opts_now() : 0.0, limit = *slowest * 20 > 0.05 ? *slowest * 20 : 0.05;
     for (unsigned spins = 0;; spins++) {
         uint64_t w = atomic_load_explicit(&s->state[j], memory_order_acquire);
         unsigned k = S_KIND(w);
@@ -376,13 +366,13 @@ s_own(s_slot_t *s, size_t rs, const es_ctx_t *ctx, const es_task_t *t, uint8_t *
         if (k == S_POSTED || (check && s_gone(w))) {
             if (!atomic_compare_exchange_strong(&s->state[j], &w, S_WORD(S_CLAIMED, me)))
                 continue; /* it changed: look again */
-            double c0 = s_now();
+            double c0 = es_opts_now();
             int rc = s_compute(ctx, t, o);
             if (rc) {
                 atomic_store(&s->state[j], S_WORD(S_POSTED, me));
                 return rc;
             }
-            double d = s_now() - c0;
+            double d = es_opts_now() - c0;
             *slowest = d > *slowest ? d : *slowest;
             s_publish(s, rs, j, o, S_DONE_OWNER);
             return 0;
@@ -391,7 +381,7 @@ s_own(s_slot_t *s, size_t rs, const es_ctx_t *ctx, const es_task_t *t, uint8_t *
             break; /* not on the board */
         if (!wait)
             return S_LATER;
-        if (check && s_now() - t0 > limit)
+        if (check && es_opts_now() - t0 > limit)
             break;
         sched_yield();
     }
@@ -411,6 +401,9 @@ es_board_rollouts(const es_lux_policy_t *p, const es_ctx_t *ctx, const es_task_t
         s = s_slot(map, &h, iter);
         on = s_join(&s, iter, h.pop);
     }
+    /* which of ours another task was computing when we came to it */
+    uint8_t *later = on ? calloc(count, 1) : NULL;
+    on = on && later;
     pid_t me = getpid();
     int rc = 0;
     /* post our rollouts, so that others may take them */
@@ -424,24 +417,19 @@ es_board_rollouts(const es_lux_policy_t *p, const es_ctx_t *ctx, const es_task_t
         }
     }
     /* ours in order; those another task is computing, after the rest */
-    uint8_t *later = NULL;
     double slowest = 0.0;
     for (size_t i = 0; i < count; i++) {
         uint8_t *o = out + i * rs;
         if (!on || t[i].iter != iter || t[i].rollout >= h.pop)
             rc = s_compute(ctx, &t[i], o);
-        else if ((rc = s_own(&s, rs, ctx, &t[i], o, false, &slowest)) == S_LATER) {
-            if (!later && !(later = calloc(count, 1)))
-                rc = s_own(&s, rs, ctx, &t[i], o, true, &slowest);
-            else
-                later[i] = 1, rc = 0;
-        }
+        else if ((rc = s_own(&s, rs, ctx, &t[i], o, false, &slowest)) == S_LATER)
+            later[i] = 1, rc = 0;
         if (rc) {
             *failed = i;
             goto done;
         }
     }
-    for (size_t i = 0; later && i < count; i++)
+    for (size_t i = 0; on && i < count; i++)
         if (later[i] && (rc = s_own(&s, rs, ctx, &t[i], out + i * rs, true, &slowest))) {
             *failed = i;
             goto done;

@@ -142,21 +142,13 @@ es_rollouts(lux_t *lx, int argc, const lux_val_t *argv)
         es_lux_view_free(&v);
         return lux_raise(lx, "es_rollouts: no room for %zu results: %s", count, lux_errmsg());
     }
-    /* aligned copies of the tasks (a value lies where its message put it) */
-    es_task_t *t = count ? malloc(count * sizeof *t) : NULL;
-    if (count && !t) {
-        es_lux_view_free(&v);
-        return lux_raise(lx, "es_rollouts: out of memory");
-    }
-    if (count)
-        memcpy(t, tasks->data, count * sizeof *t);
+    /* read in place: a task's arguments are aligned to 16 bytes (lux.h) */
+    const es_task_t *t = tasks->data;
     for (size_t i = 0; i < count; i++)
         if (t[i].iter != v.h.iter) {
             es_lux_view_free(&v);
-            unsigned long long ti = t[i].iter;
-            free(t);
             return lux_raise(lx, "es_rollouts: a task of iteration %llu with the policy of %llu",
-                             ti, (unsigned long long)v.h.iter);
+                             (unsigned long long)t[i].iter, (unsigned long long)v.h.iter);
         }
     /* results are 8-byte multiples and the return value is aligned
        (malloc'd inline, or a 64-byte block of the store) */
@@ -164,12 +156,9 @@ es_rollouts(lux_t *lx, int argc, const lux_val_t *argv)
     rc = count ? es_board_rollouts(&v.h, &v.ctx, t, count, out, rs, &failed) : 0;
     if (rc) {
         es_lux_view_free(&v);
-        unsigned r = t[failed].rollout;
-        free(t);
-        return lux_raise(lx, "es_rollouts: rollout %u of iteration %llu: %s", r,
-                         (unsigned long long)v.h.iter, lux_strerror(rc));
+        return lux_raise(lx, "es_rollouts: rollout %u of iteration %llu: %s", t[failed].rollout,
+                         (unsigned long long)t[failed].iter, lux_strerror(rc));
     }
-    free(t);
     es_lux_view_free(&v);
     return 0;
 }

@@ -279,14 +279,9 @@ esac
 # the fixed runs of pairs and floor, each leaving its training time and weights
 pair_runs() { R="--env cartpole --seed 1 --target 1000 --eval-every $1 --max-iters ${ES_PAIRS_ITERS:-200}"; }
 run_local() { local_es $R --threads 2; lt=$(sub "$(field seconds "$j")" "$(field noise_seconds "$j")"); lh=$(field weights_hash "$j"); }
-run_procs() {
-    j=$(timeout -s KILL 600 examples/es/es_procs $R --threads 2 | tail -n 1) || true
-    pt=$(field train_seconds "$j") ph=$(field weights_hash "$j")
-}
-run_share() {
-    j=$(ES_PROCS_SHARE=1 timeout -s KILL 600 examples/es/es_procs $R --threads 2 | tail -n 1) || true
-    st=$(field train_seconds "$j") sh=$(field weights_hash "$j")
-}
+procs_es() { j=$(ES_PROCS_SHARE=$1 timeout -s KILL 600 examples/es/es_procs $R --threads 2 | tail -n 1) || true; }
+run_procs() { procs_es 0; pt=$(field train_seconds "$j") ph=$(field weights_hash "$j"); }
+run_share() { procs_es 1; st=$(field train_seconds "$j") sh=$(field weights_hash "$j"); }
 run_lux() { lux_es $R --workers 2; xt=$(field train_seconds "$j") xh=$(field weights_hash "$j"); }
 run_lux_own() { lux_es $R --workers 2 --no-board; ot=$(field train_seconds "$j") oh=$(field weights_hash "$j"); }
 # gm_se FILE NUM DEN: the geometric mean of column NUM over column DEN, and its standard error
