@@ -50,12 +50,19 @@ s_pick(graph_t *g, int upto, int *out)
     return -1;
 }
 
+/* Byte i (8 and up) of the large value made from seed; its first 8 are seed. */
+static uint8_t
+s_byte(int64_t seed, int64_t i)
+{
+    return (uint8_t) (seed * 31 + i);
+}
+
 static void
 s_pattern(uint8_t *p, int64_t seed, int64_t n)
 {
     memcpy(p, &seed, 8);
     for (int64_t i = 8; i < n; i++)
-        p[i] = (uint8_t) (seed * 31 + i);
+        p[i] = s_byte(seed, i);
 }
 
 int
@@ -73,7 +80,7 @@ graph_big_ok(const lux_val_t *v, int64_t seed, int64_t n)
         return false;
     memcpy(&got, p, 8);
     for (int64_t i = 8; got == seed && i < n; i++)
-        if (p[i] != (uint8_t) (seed * 31 + i))
+        if (p[i] != s_byte(seed, i))
             return false;
     return got == seed;
 }
@@ -215,7 +222,7 @@ graph_check(lux_t *lx, graph_t *g, char *why, size_t wn)
                 got = (seed + (int64_t) v.size) % GRAPH_M;
                 const uint8_t *p = v.data;
                 for (size_t b = 8; b < v.size; b += 4093)
-                    if (p[b] != (uint8_t) (seed * 31 + (int64_t) b))
+                    if (p[b] != s_byte(seed, (int64_t) b))
                         got = -2;
             } else if (!rc && v.size == 8) {
                 memcpy(&got, v.data, 8);
