@@ -26,6 +26,14 @@ is_hash "$want" "es_local cartpole: a weights hash ($want)"
 awk -v r="$(field rollout_seconds "$ref")" -v s="$(field seconds "$ref")" \
     -v t="$(field threads "$ref")" 'BEGIN { exit !(t >= 1 && r > 0 && r <= s * t) }'
 ok $? "es_local cartpole: rollout_seconds within the run ($(field rollout_seconds "$ref") of $(field seconds "$ref") s)"
+# what its iterations spent outside rollouts: none measured in 12
+# iterations (it starts at the 21st), some share of them in 30
+is "$(field boundary_share "$ref") $(field boundary_us "$ref")" "0.00 0" \
+    "es_local cartpole, 12 iterations: no boundary measured"
+b=$(timeout -s KILL 120 "$LOCAL" --env cartpole --seed 3 --max-iters 30 --target 1000 --threads 2 --json --quiet | tail -n 1)
+awk -v s="$(field boundary_share "$b")" -v u="$(field boundary_us "$b")" \
+    'BEGIN { exit !(s > 0 && s < 100 && u > 0) }'
+ok $? "es_local cartpole, 30 iterations on 2 threads: boundary $(field boundary_share "$b")%, median $(field boundary_us "$b") us"
 
 # es_procs, the baseline of worker processes without a runtime, trains the same
 for n in 1 2; do

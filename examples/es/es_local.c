@@ -44,12 +44,17 @@ typedef struct {
     size_t jobs;                      /* jobs 0..jobs-1 */
     atomic_size_t next;               /* the next job to claim */
     atomic_int rc;                    /* the first failure */
+    atomic_int threads;               /* threads that joined, numbering them */
 } s_batch_t;
+
+#define S_THREADS_MAX 64
+static _Thread_local int s_thread; /* this thread's number in its batch */
 
 static void *
 s_worker(void *p)
 {
     s_batch_t *b = p;
+    s_thread = atomic_fetch_add(&b->threads, 1);
     for (;;) {
         size_t j = atomic_fetch_add(&b->next, 1);
         if (j >= b->jobs || atomic_load(&b->rc))
@@ -70,9 +75,10 @@ s_run_batch(int threads, size_t jobs, int (*fn)(void *, size_t), void *arg)
     s_batch_t b = {.fn = fn, .arg = arg, .jobs = jobs};
     atomic_init(&b.next, 0);
     atomic_init(&b.rc, 0);
-    pthread_t tid[64];
+    atomic_init(&b.threads, 0);
+    pthread_t tid[S_THREADS_MAX];
     int started = 0;
-    for (int i = 1; i < threads && i < 64; i++)
+    for (int i = 1; i < threads && i < S_THREADS_MAX; i++)
         if (pthread_create(&tid[started], NULL, s_worker, &b) == 0)
             started++;
     s_worker(&b);
@@ -90,7 +96,9 @@ typedef struct {
     es_result_t **arrived;  /* the same results in the order they were finished */
     size_t n_arrived;       /* how many have arrived */
     double busy;            /* seconds spent in rollouts, all threads together */
-    pthread_mutex_t lock;   /* guards arrived, n_arrived and busy */
+    double first[S_THREADS_MAX], last[S_THREADS_MAX]; /* this batch: each thread's first start
+                                                          and last end (0: none) */
+    pthread_mutex_t lock;   /* guards arrived, n_arrived, busy, first and last */
 } s_rollouts_t;
 
 static int
@@ -102,6 +110,9 @@ s_rollout_job(void *arg, size_t job)
     double took = es_opts_now() - t0;
     pthread_mutex_lock(&r->lock);
     r->busy += took;
+    if (r->first[s_thread] == 0.0)
+        r->first[s_thread] = t0;
+    r->last[s_thread] = t0 + took;
     if (rc == 0)
         r->arrived[r->n_arrived++] = r->results[job];
     pthread_mutex_unlock(&r->lock);
@@ -164,6 +175,74 @@ s_evaluate(const es_opts_t *o, const es_ctx_t *ctx, uint64_t iter, double *mean,
 
 /* --- training --------------------------------------------------------------------------- */
 
+/* What an iteration spends outside rollouts, as `measure-dist.sh timeline`
+   reads es.so's from its log: from one iteration's first rollout to the
+   next one's, less the busiest thread's span from its first rollout's
+   start to its last one's end (the update, the hand-off to the threads,
+   a thread starting late), over iterations 21 on. */
+typedef struct {
+    bool have;             /* prev_* hold the last iteration's */
+    double prev_start, prev_span;
+    double total;          /* the iterations' time */
+    double *gaps;          /* what each spent outside rollouts */
+    size_t n, cap;
+} s_boundary_t;
+
+static int
+s_boundary_add(s_boundary_t *bd, const s_rollouts_t *ro, uint64_t iter)
+{
+    double start = 0.0, span = 0.0;
+    for (int i = 0; i < S_THREADS_MAX; i++) {
+        if (ro->first[i] == 0.0)
+            continue;
+        if (start == 0.0 || ro->first[i] < start)
+            start = ro->first[i];
+        if (ro->last[i] - ro->first[i] > span)
+            span = ro->last[i] - ro->first[i];
+    }
+    if (bd->have && iter > 20) {
+        if (bd->n == bd->cap) {
+            size_t cap = bd->cap ? 2 * bd->cap : 256;
+            double *g = realloc(bd->gaps, cap * sizeof *g);
+            if (!g)
+                return LUX_ENOMEM;
+            bd->gaps = g;
+            bd->cap = cap;
+        }
+        bd->gaps[bd->n++] = start - bd->prev_start - bd->prev_span;
+        bd->total += start - bd->prev_start;
+    }
+    bd->have = start > 0.0;
+    bd->prev_start = start;
+    bd->prev_span = span;
+    return 0;
+}
+
+static int
+s_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Its share of those iterations' time (%) and its median (us) into
+   share and us (left alone with too few iterations); frees bd. */
+static void
+s_boundary_end(s_boundary_t *bd, double *share, double *us)
+{
+    double sum = 0.0;
+    for (size_t i = 0; i < bd->n; i++)
+        sum += bd->gaps[i];
+    if (bd->n && bd->total > 0.0) {
+        qsort(bd->gaps, bd->n, sizeof *bd->gaps, s_cmp_double);
+        *share = 100.0 * sum / bd->total;
+        size_t h = bd->n / 2;
+        *us = 1e6 * (bd->n % 2 ? bd->gaps[h] : (bd->gaps[h - 1] + bd->gaps[h]) / 2);
+    }
+    free(bd->gaps);
+    bd->gaps = NULL;
+}
+
 typedef struct {
     bool solved;            /* the evaluation mean reached the solved score */
     uint64_t iters;         /* iterations done */
@@ -174,6 +253,8 @@ typedef struct {
     uint64_t episodes;      /* episodes, training and evaluation */
     double noise_seconds;   /* building the noise table */
     double rollout_seconds; /* in rollouts, all threads together (as es.so's task times) */
+    double boundary_share;  /* % of iterations 21 on outside the busiest thread's rollouts */
+    double boundary_us;     /* ...its median per iteration (both 0 with too few) */
     double seconds;         /* everything, from before the noise table */
     size_t n_params;        /* policy size */
 } s_outcome_t;
@@ -191,6 +272,7 @@ s_train(const es_opts_t *o, s_outcome_t *out)
     es_task_t *tasks = NULL;
     es_result_t **results = NULL, **arrived = NULL;
     s_rollouts_t ro = {.n_arrived = 0};
+    s_boundary_t bd = {.have = false};
     pthread_mutex_init(&ro.lock, NULL);
     memset(out, 0, sizeof *out);
     out->eval_mean = -INFINITY;
@@ -233,8 +315,12 @@ s_train(const es_opts_t *o, s_outcome_t *out)
         ro.results = results;
         ro.arrived = arrived;
         ro.n_arrived = 0;
+        memset(ro.first, 0, sizeof ro.first);
+        memset(ro.last, 0, sizeof ro.last);
         rc = s_run_batch(o->threads, pop, s_rollout_job, &ro);
         if (rc)
+            goto done;
+        if ((rc = s_boundary_add(&bd, &ro, es_iter(es) + 1)))
             goto done;
         es_stats_t st;
         rc = es_update(es, arrived, ro.n_arrived, &st);
@@ -250,6 +336,7 @@ s_train(const es_opts_t *o, s_outcome_t *out)
         /* the solved test, on the updated weights */
         bool evaluated = false;
         if (out->iters % (uint64_t)o->eval_every == 0 || st.ret_mean >= o->target) {
+            bd.have = false; /* an evaluation is no part of the boundary */
             es_ctx(es, env, &pol, &ctx);
             rc = s_evaluate(o, &ctx, out->iters, &out->eval_mean, &out->steps);
             if (rc)
@@ -292,6 +379,7 @@ s_train(const es_opts_t *o, s_outcome_t *out)
 done:
     out->seconds = es_opts_now() - t0;
     out->rollout_seconds = ro.busy;
+    s_boundary_end(&bd, &out->boundary_share, &out->boundary_us);
     if (rc == LUX_ENOMEM)
         fprintf(stderr, "es_local: out of memory\n");
     es_destroy(&es);
@@ -326,10 +414,11 @@ main(int argc, char **argv)
                "\"seconds\":%.3f,\"iterations\":%" PRIu64 ",\"mean_return\":%.4f,"
                "\"weights_hash\":\"%016" PRIx64 "\",\"n_params\":%zu,\"threads\":%d,"
                "\"episodes\":%" PRIu64 ",\"steps\":%" PRIu64 ",\"episodes_per_second\":%.1f,"
-               "\"noise_seconds\":%.3f,\"rollout_seconds\":%.4f}\n",
+               "\"noise_seconds\":%.3f,\"rollout_seconds\":%.4f,"
+               "\"boundary_share\":%.2f,\"boundary_us\":%.0f}\n",
                o.env->name, o.env->gym_id, o.es.seed, out.solved ? "true" : "false", out.seconds,
                out.iters, out.eval_mean, out.hash, out.n_params, o.threads, out.episodes, out.steps,
-               rate, out.noise_seconds, out.rollout_seconds);
+               rate, out.noise_seconds, out.rollout_seconds, out.boundary_share, out.boundary_us);
     else
         printf("%s seed %" PRIu64 ": %s after %" PRIu64 " iterations, %.2f s; mean return %.2f "
                "over %d episodes; weights %016" PRIx64 "\n",

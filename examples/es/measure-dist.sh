@@ -19,8 +19,11 @@
 #             starting late); its sum as a share of those iterations' time,
 #             and its median, 90th and 99th percentiles; and how far apart
 #             the iteration's two tasks started and ended (the worker that
-#             ends first idles until the other does). Unlike `rate`,
-#             no second program runs, so the host's noise moves it less.
+#             ends first idles until the other does). Then the same of
+#             es_local on 2 threads, which measures it itself (its JSON's
+#             boundary_share and boundary_us: the update and its threads'
+#             hand-off), one run after each of Lux's: what Lux adds to an
+#             iteration is the difference.
 #   pairs     Lux's overhead over many alternating pairs, for a figure
 #             with its standard error: es_local and es.so alternating
 #             (which goes first alternates too), CartPole on 2 workers,
@@ -245,7 +248,7 @@ case " $what " in *" ps "*)
 esac
 
 case " $what " in *" timeline "*)
-    shares="" meds="" p99s=""
+    shares="" meds="" p99s="" lshares="" lmeds=""
     for i in $(seq "$reps"); do
         lux_es --env cartpole --seed 1 --target 1000 --eval-every 1000 --max-iters 400 --workers 2
         run=$(ls -d "$D"/runs/*/ | tail -n 1)
@@ -270,9 +273,15 @@ case " $what " in *" timeline "*)
             "$(field train_seconds "$j") s"
         shares="$shares $share" meds="$meds $1" p99s="$p99s $3"
         rm -rf "$D/runs"
+        # the same measure of es_local's threads (it takes it itself)
+        local_es --env cartpole --seed 1 --target 1000 --eval-every 1000 --max-iters 400 --threads 2
+        echo "timeline run $i: es_local's share $(field boundary_share "$j")%, per iteration median" \
+            "$(field boundary_us "$j") us"
+        lshares="$lshares $(field boundary_share "$j")" lmeds="$lmeds $(field boundary_us "$j")"
     done
     echo "timeline: Lux's share $(median $shares)% ($(spread $shares)), per iteration median" \
-        "$(median $meds) us, p99 $(median $p99s) us ($(spread $p99s))"
+        "$(median $meds) us, p99 $(median $p99s) us ($(spread $p99s)); es_local's share" \
+        "$(median $lshares)% ($(spread $lshares)), median $(median $lmeds) us"
     ;;
 esac
 
