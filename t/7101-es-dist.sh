@@ -43,6 +43,11 @@ done
 p=$(ES_PROCS_SHARE=1 timeout -s KILL 120 "$PROCS" $C --threads 2 | tail -n 1)
 is "$(field weights_hash "$p"),$(field share "$p")" "$want,true" \
     "es_procs cartpole, --threads 2, rollouts from a shared counter: the weights of es_local"
+for share in 0 1; do # a thread told of every hand-off beside it changes nothing
+    p=$(ES_PROCS_SHARE=$share ES_PROCS_SHADOW=5 timeout -s KILL 120 "$PROCS" $C --threads 2 | tail -n 1)
+    is "$(field weights_hash "$p"),$(field shadow_us "$p")" "$want,5" \
+        "es_procs cartpole, ES_PROCS_SHARE=$share, a node beside the hand-offs: the weights of es_local"
+done
 timeout -s KILL 60 "$PROCS" --env cartpole --threads 2 >/dev/null 2>"$tmp/err"
 is "$?" 2 "es_procs without --max-iters: exit status 2"
 grep -q "max-iters" "$tmp/err"

@@ -25,6 +25,14 @@
     when nothing is split before the iteration (es.so's tasks come close to
     that through their board, es_lux_board.c).
 
+    With ES_PROCS_SHADOW=US a thread of the driver stands for a node
+    manager told of every hand-off beside it instead of standing in it (a
+    driver handing tasks to leased workers itself, doc/DESIGN.md): the
+    driver writes it each iteration's tasks once it has sent them, each
+    worker its results once it has answered, and the thread reads each
+    message and works on it for US microseconds. What that design would
+    cost on this machine, given how long the node works on a message.
+
     It trains for exactly --max-iters iterations (required) and never
     evaluates the policy, so compare it on runs where es_local and es.so do
     not evaluate either (--target above the environment's best return,
@@ -44,6 +52,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdatomic.h>
@@ -72,6 +81,49 @@ s_io(int fd, void *p, size_t n, bool write_it)
         n -= (size_t)k;
     }
     return 0;
+}
+
+/* ES_PROCS_SHADOW: the thread standing for a node manager beside the
+   hand-offs, and a worker's end of its socket to it (-1: none). */
+typedef struct {
+    int fds[S_MAX_WORKERS + 1]; /* the workers' sockets and the driver's */
+    int n;
+    double work;                /* seconds of work per message */
+} s_shadow_t;
+
+static int s_shadow_fd = -1;
+static volatile uint64_t s_shadow_sink;
+
+static void *
+s_shadow(void *arg)
+{
+    s_shadow_t *s = arg;
+    static uint8_t buf[1 << 16];
+    for (;;) {
+        struct pollfd p[S_MAX_WORKERS + 1];
+        for (int i = 0; i < s->n; i++)
+            p[i] = (struct pollfd){.fd = s->fds[i], .events = POLLIN};
+        if (poll(p, (nfds_t)s->n, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            return NULL;
+        }
+        for (int i = 0; i < s->n; i++) {
+            if (!(p[i].revents & (POLLIN | POLLHUP | POLLERR)))
+                continue;
+            ssize_t k = read(s->fds[i], buf, sizeof buf);
+            if (k <= 0)
+                return NULL; /* the driver is done */
+            /* work on it: hash it until the time is up */
+            double t0 = es_opts_now();
+            uint64_t h = 1469598103934665603ULL;
+            do
+                for (ssize_t j = 0; j < k; j++)
+                    h = (h ^ buf[j]) * 1099511628211ULL;
+            while (es_opts_now() - t0 < s->work);
+            s_shadow_sink = h;
+        }
+    }
 }
 
 /* What the driver sends a worker each iteration, before the weights (and
@@ -127,14 +179,16 @@ s_worker(int fd, const s_shape_t *sh)
                 if (es_rollout(&c, &t[i], (es_result_t *)(void *)(sh->sres + i * sh->rs)))
                     _exit(3);
             uint32_t done = 1;
-            if (s_io(fd, &done, sizeof done, true))
+            if (s_io(fd, &done, sizeof done, true) ||
+                (s_shadow_fd >= 0 && s_io(s_shadow_fd, sh->sres, h.count * sh->rs, true)))
                 _exit(0);
             continue;
         }
         for (uint32_t i = 0; i < h.count; i++)
             if (es_rollout(&c, &t[i], (es_result_t *)(void *)(out + i * sh->rs)))
                 _exit(3);
-        if (s_io(fd, out, h.count * sh->rs, true))
+        if (s_io(fd, out, h.count * sh->rs, true) ||
+            (s_shadow_fd >= 0 && s_io(s_shadow_fd, out, h.count * sh->rs, true)))
             _exit(0);
     }
 }
@@ -201,11 +255,15 @@ main(int argc, char **argv)
         sh.next = m;
         sh.sres = (uint8_t *)m + 64;
     }
-    int fds[S_MAX_WORKERS];
+    const char *shadow_env = getenv("ES_PROCS_SHADOW");
+    s_shadow_t shadow = {.n = 0, .work = shadow_env ? atof(shadow_env) * 1e-6 : 0.0};
+    bool shadowed = shadow_env && atof(shadow_env) > 0;
+    int fds[S_MAX_WORKERS], shadow_drv = -1;
     pid_t pids[S_MAX_WORKERS];
     for (int k = 0; k < nw; k++) {
-        int sv[2];
-        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+        int sv[2], sw[2] = {-1, -1};
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0 ||
+            (shadowed && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sw) != 0)) {
             fprintf(stderr, "es_procs: socketpair: %s\n", strerror(errno));
             return 3;
         }
@@ -219,13 +277,38 @@ main(int argc, char **argv)
             close(sv[0]);
             for (int j = 0; j < k; j++)
                 close(fds[j]);
+            for (int j = 0; j < shadow.n; j++)
+                close(shadow.fds[j]);
+            if (shadowed) {
+                close(sw[0]);
+                s_shadow_fd = sw[1];
+            }
             s_worker(sv[1], &sh);
+        }
+        if (shadowed) {
+            close(sw[1]);
+            shadow.fds[shadow.n++] = sw[0];
         }
         close(sv[1]);
         fds[k] = sv[0];
         pids[k] = p;
     }
 
+    if (shadowed) {
+        int sd[2];
+        pthread_t tid;
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sd) != 0) {
+            fprintf(stderr, "es_procs: socketpair: %s\n", strerror(errno));
+            return 3;
+        }
+        shadow.fds[shadow.n++] = sd[0];
+        shadow_drv = sd[1];
+        if ((errno = pthread_create(&tid, NULL, s_shadow, &shadow)) != 0) {
+            fprintf(stderr, "es_procs: pthread_create: %s\n", strerror(errno));
+            return 3;
+        }
+        pthread_detach(tid);
+    }
     int status = 0;
     double took[S_MAX_WORKERS], sent[S_MAX_WORKERS], t0 = es_opts_now();
     size_t at[S_MAX_WORKERS];
@@ -255,6 +338,9 @@ main(int argc, char **argv)
                 status = 3;
             first += share ? 0 : h.count;
         }
+        /* the node beside the hand-off hears of the tasks once they are out */
+        if (shadow_drv >= 0 && !status && s_io(shadow_drv, tasks, pop * sizeof *tasks, true))
+            status = 3;
         bool done[S_MAX_WORKERS] = {false};
         for (int left = slots; left > 0 && !status;) {
             struct pollfd p[S_MAX_WORKERS];
@@ -294,6 +380,8 @@ main(int argc, char **argv)
         }
     }
     double train = es_opts_now() - t0;
+    if (shadow_drv >= 0)
+        close(shadow_drv); /* the thread ends at its end */
     for (int k = 0; k < nw; k++) {
         s_hdr_t h = {.quit = 1};
         (void)s_io(fds[k], &h, sizeof h, true);
@@ -302,8 +390,8 @@ main(int argc, char **argv)
     }
     if (!status)
         printf("{\"train_seconds\":%.4f,\"iterations\":%ld,\"workers\":%d,\"share\":%s,"
-               "\"weights_hash\":\"%016" PRIx64 "\"}\n",
-               train, it, nw, share ? "true" : "false", es_weights_hash(es));
+               "\"shadow_us\":%.0f,\"weights_hash\":\"%016" PRIx64 "\"}\n",
+               train, it, nw, share ? "true" : "false", shadow.work * 1e6, es_weights_hash(es));
     es_split_free(&split);
     es_destroy(&es);
     free(noise);

@@ -43,7 +43,15 @@
 #             ratios of training time with their standard errors. -n is
 #             the number of rounds.
 #
-#   examples/es/measure-dist.sh [-n REPS] [solve] [rate] [ps] [timeline] [pairs] [floor]
+#   lease     what a driver handing tasks to leased workers itself might
+#             cost (doc/DESIGN.md): es_procs sharing rollouts, as in
+#             floor, and the same with a thread standing for a node
+#             manager told of each hand-off beside it and working
+#             ES_SHADOW_US microseconds (default 20) on each message
+#             (ES_PROCS_SHADOW, examples/es/es_procs.c), rotating with
+#             es_local and es.so; -n is the number of rounds.
+#
+#   examples/es/measure-dist.sh [-n REPS] [solve] [rate] [ps] [timeline] [pairs] [floor] [lease]
 #                               (from the build tree; default: solve rate)
 #
 # ES_RATE_OPTS adds settings to both drivers' runs in `rate`, e.g.
@@ -288,9 +296,10 @@ esac
 # the fixed runs of pairs and floor, each leaving its training time and weights
 pair_runs() { R="--env cartpole --seed 1 --target 1000 --eval-every $1 --max-iters ${ES_PAIRS_ITERS:-200}"; }
 run_local() { local_es $R --threads 2; lt=$(sub "$(field seconds "$j")" "$(field noise_seconds "$j")"); lh=$(field weights_hash "$j"); }
-procs_es() { j=$(ES_PROCS_SHARE=$1 timeout -s KILL 600 examples/es/es_procs $R --threads 2 | tail -n 1) || true; }
+procs_es() { j=$(ES_PROCS_SHARE=$1 ES_PROCS_SHADOW=${2:-} timeout -s KILL 600 examples/es/es_procs $R --threads 2 | tail -n 1) || true; }
 run_procs() { procs_es 0; pt=$(field train_seconds "$j") ph=$(field weights_hash "$j"); }
 run_share() { procs_es 1; st=$(field train_seconds "$j") sh=$(field weights_hash "$j"); }
+run_shadow() { procs_es 1 "${ES_SHADOW_US:-20}"; wt=$(field train_seconds "$j") wh=$(field weights_hash "$j"); }
 run_lux() { lux_es $R --workers 2; xt=$(field train_seconds "$j") xh=$(field weights_hash "$j"); }
 run_lux_own() { lux_es $R --workers 2 --no-board; ot=$(field train_seconds "$j") oh=$(field weights_hash "$j"); }
 # gm_se FILE NUM DEN: the geometric mean of column NUM over column DEN, and its standard error
@@ -339,6 +348,27 @@ case " $what " in *" floor "*)
     echo "  es.so --no-board / es_procs          $(gm_se "$D/floor" 5 2)"
     echo "  es.so / es.so --no-board             $(gm_se "$D/floor" 4 5)"
     awk '{a += $1; b += $2; c += $3; d += $4; e += $5} END {printf "  mean training: es_local %.3f s, es_procs %.3f s, sharing %.3f s, es.so %.3f s, --no-board %.3f s\n", a / NR, b / NR, c / NR, d / NR, e / NR}' "$D/floor"
+    ;;
+esac
+
+case " $what " in *" lease "*)
+    pair_runs 1000000
+    : > "$D/lease"
+    progs="run_local run_share run_shadow run_lux"
+    for i in $(seq "$reps"); do
+        set -- $progs
+        for k in $(seq $(((i - 1) % 4))); do p=$1; shift; set -- "$@" "$p"; done
+        for p in "$@"; do $p; done
+        [ "$lh" = "$sh" ] && [ "$lh" = "$wh" ] && [ "$lh" = "$xh" ] ||
+            echo "  (round $i: WEIGHTS DIFFER $lh $sh $wh $xh)"
+        echo "$lt $st $wt $xt" >> "$D/lease"
+    done
+    echo "lease cartpole 2 workers, ${ES_PAIRS_ITERS:-200} iterations, $reps rounds, a node beside" \
+        "the hand-offs working ${ES_SHADOW_US:-20} us a message (geometric mean and standard error):"
+    echo "  es_procs, sharing / es_local         $(gm_se "$D/lease" 2 1)"
+    echo "  ...and the node beside / es_local    $(gm_se "$D/lease" 3 1)"
+    echo "  es.so / es_local                     $(gm_se "$D/lease" 4 1)"
+    echo "  the node beside / sharing alone      $(gm_se "$D/lease" 3 2)"
     ;;
 esac
 
