@@ -302,6 +302,14 @@ run_share() { procs_es 1; st=$(field train_seconds "$j") sh=$(field weights_hash
 run_shadow() { procs_es 1 "${ES_SHADOW_US:-20}"; wt=$(field train_seconds "$j") wh=$(field weights_hash "$j"); }
 run_lux() { lux_es $R --workers 2; xt=$(field train_seconds "$j") xh=$(field weights_hash "$j"); }
 run_lux_own() { lux_es $R --workers 2 --no-board; ot=$(field train_seconds "$j") oh=$(field weights_hash "$j"); }
+# rotate ROUND PROG...: run the programs, the list rotated by ROUND - 1 so
+# that each goes first in turn
+rotate() {
+    r=$1
+    shift
+    for k in $(seq $(((r - 1) % $#))); do p=$1; shift; set -- "$@" "$p"; done
+    for p in "$@"; do $p; done
+}
 # gm_se FILE NUM DEN: the geometric mean of column NUM over column DEN, and its standard error
 gm_se() {
     awk -v a="$2" -v b="$3" '{ r = log($a / $b); s += r; ss += r * r; n++ }
@@ -329,12 +337,8 @@ esac
 case " $what " in *" floor "*)
     pair_runs 1000000 # no evaluations: es_procs makes none
     : > "$D/floor"
-    progs="run_local run_procs run_share run_lux run_lux_own"
     for i in $(seq "$reps"); do
-        # each program first in turn: rotate the list by i
-        set -- $progs
-        for k in $(seq $(((i - 1) % 5))); do p=$1; shift; set -- "$@" "$p"; done
-        for p in "$@"; do $p; done
+        rotate "$i" run_local run_procs run_share run_lux run_lux_own
         [ "$lh" = "$ph" ] && [ "$lh" = "$sh" ] && [ "$lh" = "$xh" ] && [ "$lh" = "$oh" ] ||
             echo "  (round $i: WEIGHTS DIFFER $lh $ph $sh $xh $oh)"
         echo "$lt $pt $st $xt $ot" >> "$D/floor"
@@ -354,11 +358,8 @@ esac
 case " $what " in *" lease "*)
     pair_runs 1000000
     : > "$D/lease"
-    progs="run_local run_share run_shadow run_lux"
     for i in $(seq "$reps"); do
-        set -- $progs
-        for k in $(seq $(((i - 1) % 4))); do p=$1; shift; set -- "$@" "$p"; done
-        for p in "$@"; do $p; done
+        rotate "$i" run_local run_share run_shadow run_lux
         [ "$lh" = "$sh" ] && [ "$lh" = "$wh" ] && [ "$lh" = "$xh" ] ||
             echo "  (round $i: WEIGHTS DIFFER $lh $sh $wh $xh)"
         echo "$lt $st $wt $xt" >> "$D/lease"

@@ -293,19 +293,19 @@ exec_client_alloc(lux_t *lx, uint64_t size, uint64_t *off)
     return rc;
 }
 
-/* Room got by exec_client_alloc, made ready to write: its pages are
-   allocated now, so that a /dev/shm that others filled since the store was
-   made is an error here rather than SIGBUS at the first write
+/* Room for size bytes (exec_client_alloc) made ready to write: its pages
+   are allocated now, so that a /dev/shm that others filled since the
+   store was made is an error here rather than SIGBUS at the first write
    (exec_arena.h exec_arena_ready; the cost the writes would pay, paid in
-   one system call, once per part of the store). On failure the room goes
-   back to the node: LUX_EFULL, or the prefault's code. */
+   one system call, once per part of the store). When they cannot be had
+   the room goes back to the node: LUX_EFULL, or the prefault's code. */
 static int
-s_room(lux_t *lx, uint64_t off, size_t size)
+s_alloc_room(lux_t *lx, uint64_t size, uint64_t *off)
 {
-    int rc = exec_arena_ready(lx->arena, off, size);
-    if (rc) {
+    int rc = exec_client_alloc(lx, size, off);
+    if (rc == 0 && (rc = exec_arena_ready(lx->arena, *off, (size_t) size))) {
         uint8_t b[8];
-        util_le64(b, off);
+        util_le64(b, *off);
         s_send(lx, NET_UNALLOC, b, sizeof b, NULL, 0);
     }
     return rc;
@@ -609,12 +609,8 @@ lux_put(lux_t *lx, const void *data, size_t size, lux_ref_t *ref)
         return 0;
     }
     uint64_t off;
-    int rc = exec_client_alloc(lx, size, &off);
+    int rc = s_alloc_room(lx, size, &off);
     if (rc) {
-        util_idmap_del(lx->objs, ref->b);
-        return util_err_ctx(rc, "lux_put of %zu bytes", size);
-    }
-    if ((rc = s_room(lx, off, size))) {
         util_idmap_del(lx->objs, ref->b);
         return util_err_ctx(rc, "lux_put of %zu bytes", size);
     }
@@ -883,7 +879,7 @@ lux_set_alloc(lux_t *lx, int i, size_t size)
         return t->outs_own[i];
     }
     uint64_t off;
-    if (exec_client_alloc(lx, size, &off) || s_room(lx, off, size)) {
+    if (s_alloc_room(lx, size, &off)) {
         snprintf(t->err, sizeof t->err, "return %d of %zu bytes: %s", i, size, lux_errmsg());
         t->status = LUX_EFULL;
         return NULL;
