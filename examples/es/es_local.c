@@ -411,10 +411,10 @@ main(int argc, char **argv)
     double rate = out.seconds > 0 ? (double)out.episodes / out.seconds : 0;
     if (o.json)
         printf("{\"env\":\"%s\",\"gym_id\":\"%s\",\"seed\":%" PRIu64 ",\"solved\":%s,"
-               "\"seconds\":%.3f,\"iterations\":%" PRIu64 ",\"mean_return\":%.4f,"
+               "\"seconds\":%.4f,\"iterations\":%" PRIu64 ",\"mean_return\":%.4f,"
                "\"weights_hash\":\"%016" PRIx64 "\",\"n_params\":%zu,\"threads\":%d,"
                "\"episodes\":%" PRIu64 ",\"steps\":%" PRIu64 ",\"episodes_per_second\":%.1f,"
-               "\"noise_seconds\":%.3f,\"rollout_seconds\":%.4f,"
+               "\"noise_seconds\":%.4f,\"rollout_seconds\":%.4f,"
                "\"boundary_share\":%.2f,\"boundary_us\":%.0f}\n",
                o.env->name, o.env->gym_id, o.es.seed, out.solved ? "true" : "false", out.seconds,
                out.iters, out.eval_mean, out.hash, out.n_params, o.threads, out.episodes, out.steps,

@@ -684,7 +684,7 @@ done:
                "\"tasks\":%ld,\"tasks_per_iteration\":%d,\"rollouts\":%" PRIu64 ","
                "\"episodes\":%" PRIu64 ",\"steps\":%" PRIu64 ",\"rollouts_per_second\":%.1f,"
                "\"tasks_per_second\":%.1f,\"noise_seconds\":%.3f,\"noise_fill_seconds\":%.3f,"
-               "\"train_seconds\":%.3f,\"balanced\":%s,\"uneven_iterations\":%ld,"
+               "\"train_seconds\":%.4f,\"balanced\":%s,\"uneven_iterations\":%ld,"
                "\"board\":%s,\"helped_rollouts\":%" PRIu64 ","
                "\"startup_seconds\":%.3f,\"killed\":%d,\"ps\":%s,\"server_kills\":%d,"
                "\"duplicate_results\":%" PRIu64 ",\"job\":\"%s\",\"log\":\"%s\"}\n",
