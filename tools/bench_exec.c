@@ -870,7 +870,7 @@ out:
 
 /* --- the main job ---------------------------------------------------------------------- */
 
-/* examples/es/es.so of the build tree this lux belongs to, into out; 0 or
+/* examples/es/NAME of the build tree this lux belongs to, into out; 0 or
    LUX_ENOTFOUND. */
 static int
 s_es_file(char *out, size_t n, const char *name)
@@ -898,6 +898,7 @@ s_es_file(char *out, size_t n, const char *name)
                     "from the build tree, or set LUX_BUILDDIR)", name);
 }
 
+/* examples/es/es.so, the main job's module. */
 static int
 s_es_module(char *out, size_t n)
 {

@@ -35,6 +35,7 @@
     not finished after a generous time is computed by its owner too.
 */
 #include "es_lux.h"
+#include "es_noise.h"
 #include "es_opts.h"
 
 #include <errno.h>
@@ -108,16 +109,6 @@ s_slot(uint8_t *map, const s_hdr_t *h, uint64_t iter)
     p += s_round(pop * sizeof(es_task_t));
     s.res = p;
     return s;
-}
-
-static uint64_t
-s_fnv(const void *p, size_t n)
-{
-    const uint8_t *b = p;
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ b[i]) * 0x100000001b3ull;
-    return h;
 }
 
 /* --- the driver's side ---------------------------------------------------------------- */
@@ -317,7 +308,7 @@ s_publish(s_slot_t *s, size_t rs, size_t j, const uint8_t *from, unsigned kind)
     uint8_t *at = s->res + j * rs;
     if (from != at)
         memcpy(at, from, rs);
-    s->chk[j] = s_fnv(at, rs);
+    s->chk[j] = es_fnv1a64(at, rs);
     atomic_store_explicit(&s->state[j], S_WORD(kind, getpid()), memory_order_release);
 }
 
@@ -330,7 +321,7 @@ s_take(s_slot_t *s, size_t rs, size_t j, const es_task_t *t, uint8_t *out)
     es_result_t r;
     memcpy(&r, out, sizeof r);
     atomic_thread_fence(memory_order_acquire);
-    return chk == s_fnv(out, rs) && r.iter == t->iter && r.rollout == t->rollout &&
+    return chk == es_fnv1a64(out, rs) && r.iter == t->iter && r.rollout == t->rollout &&
            r.noise_idx == t->noise_idx && atomic_load(s->key) == (((t->iter + 1) << 1) | 1);
 }
 

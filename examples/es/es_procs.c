@@ -116,10 +116,9 @@ s_shadow(void *arg)
                 return NULL; /* the driver is done */
             /* work on it: hash it until the time is up */
             double t0 = es_opts_now();
-            uint64_t h = 1469598103934665603ULL;
+            uint64_t h = 0;
             do
-                for (ssize_t j = 0; j < k; j++)
-                    h = (h ^ buf[j]) * 1099511628211ULL;
+                h ^= es_fnv1a64(buf, (size_t)k);
             while (es_opts_now() - t0 < s->work);
             s_shadow_sink = h;
         }

@@ -80,7 +80,7 @@ field() { # field NAME JSON
     printf '%s\n' "$2" | sed -n "s/.*\"$1\":\"\{0,1\}\([^,\"}]*\).*/\1/p"
 }
 now() { date +%s.%N; }
-sub() { echo "$1 $2" | awk '{printf "%.3f", $1 - $2}'; }
+sub() { echo "$1 $2" | awk '{printf "%.4f", $1 - $2}'; }
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 spread() { printf '%s\n' "$@" | sort -g | awk 'NR==1{lo=$1} {hi=$1} END {printf "%s-%s", lo, hi}'; }
 ratio() { echo "$1 $2" | awk '{printf "%.3f", $1 / $2}'; }
