@@ -137,4 +137,11 @@ is "$rc" 0 "bench es_cartpole_overhead"
 ok "$(printf '%s\n' "$out" | grep -Eq '"name": "es_cartpole_overhead", "value": [0-9.e+]+, "unit": "x", .*"pairs": 2, .*"same_weights": true'; echo $?)" \
     "...reports es.so over es_local, with the same weights in every run"
 
+# lux run of a module without LUX_MAIN fails before any cluster starts.
+runs="$tmp/runs"
+run "$LUX" run --dir "$runs" "$LUX_BUILDDIR/t/lib/.libs/testmod.so"
+is "$rc" 1 "run of a module without an entry point exits 1"
+like "$err" "has no entry point (LUX_MAIN)" "...saying why"
+ok "$([ ! -e "$runs" ] || [ -z "$(ls -A "$runs")" ]; echo $?)" "...before a run directory was made"
+
 done_testing

@@ -18,9 +18,10 @@ static const char s_run_usage[] =
     "lux run [--address DIR] [--workers N] [--shards N] [--store-mb N] [--resources R]\n"
     "        [--dir RUNS] MODULE.so [ARGS...]";
 
-/* Load the module before the cluster starts and let its LUX_CONFIGURE, if
-   it has one, read its arguments into cfg. lux_init loads the same module
-   again, which finds it loaded (by hash). 0, or the exit status. */
+/* Load the module before the cluster starts, check that it has an entry
+   point, and let its LUX_CONFIGURE, if it has one, read its arguments into
+   cfg. lux_init loads the same module again, which finds it loaded (by
+   hash). 0, or the exit status: nothing has started when it is not 0. */
 static int
 s_configure(lux_config_t *cfg, int argc, char **argv)
 {
@@ -34,6 +35,8 @@ s_configure(lux_config_t *cfg, int argc, char **argv)
     free(bytes);
     if (!(m = exec_module_load(path, hash)))
         return lux_fail("run", "%s", lux_errmsg());
+    if (!exec_module_main(m))
+        return lux_fail("run", "%s has no entry point (LUX_MAIN): nothing to run", cfg->module);
     lux_configure_t fn = exec_module_configure(m);
     return fn ? fn(cfg, argc, argv) : 0;
 }
