@@ -204,6 +204,21 @@ main(void)
        (unsigned long long) cl[0]);
     is_int(s_append(st, 10), 0, "appends continue after truncation");
     is_int(db_store_verify(st, &bad), 0, "and the chain verifies");
+
+    /* the same past seq 99999: the truncation's SQL was formatted into a
+       buffer that cut its COMMIT to "COMM" at six digits (issue 26) */
+    is_int(s_append(st, 100100 - (int) db_store_last_seq(st)), 0, "append up to seq 100100");
+    int trc = db_store_truncate(st, 100050);
+    is_int(trc, 0, "truncate after seq 100050 (%s)", trc ? lux_errmsg() : "ok");
+    is_int((int64_t) db_store_last_seq(st), 100050, "last seq is 100050");
+    db_store_clients(st, s_cmp_clients, cl);
+    ok(cl[0] == 100050 && cl[1] == 100050, "the client table was rebuilt (cseq %llu)",
+       (unsigned long long) cl[0]);
+    is_int(s_append(st, 10), 0, "appends continue after truncation");
+    is_int(db_store_verify(st, &bad), 0, "and the chain verifies");
+    db_store_close(&st);
+    st = db_store_open(&o);
+    is_int((int64_t) (st ? db_store_last_seq(st) : 0), 100060, "reopened: last seq is 100060");
     db_store_close(&st);
     util_buf_free(&b);
     util_buf_free(&out);

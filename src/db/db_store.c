@@ -862,23 +862,46 @@ db_store_hash_at(db_store_t *self, uint64_t seq, uint8_t out[DB_HASH_LEN])
     return rc;
 }
 
+/* The steps of a truncation, each with the seq bound as ?1, never formatted
+   into the text: a fixed buffer once cut the text's last COMMIT to "COMM"
+   (seqs of six digits) or "CO" (seven), so that every truncation from seq
+   100000 on failed, and the replica with it, at every restart (issue 26). */
+static const char *const s_truncate_sql[] = {
+    "DELETE FROM event WHERE seq > ?1",
+    "DELETE FROM client_seen",
+    "INSERT INTO client_seen SELECT client, max(cseq), max(seq) FROM event"
+    " WHERE client IS NOT NULL GROUP BY client",
+    "INSERT OR REPLACE INTO meta VALUES ('seen_seq', CAST(?1 AS TEXT))",
+};
+
 int
 db_store_truncate(db_store_t *self, uint64_t after)
 {
-    char sql[256];
+    char what[64];
     int rc;
     if (after >= self->last_seq)
         return 0;
     log_warn("%s: truncating unacknowledged events %llu..%llu", self->path,
              (unsigned long long) after + 1, (unsigned long long) self->last_seq);
-    snprintf(sql, sizeof sql,
-             "BEGIN IMMEDIATE; DELETE FROM event WHERE seq > %llu; DELETE FROM client_seen;"
-             " INSERT INTO client_seen SELECT client, max(cseq), max(seq) FROM event"
-             " WHERE client IS NOT NULL GROUP BY client;"
-             " INSERT OR REPLACE INTO meta VALUES ('seen_seq', '%llu'); COMMIT",
-             (unsigned long long) after, (unsigned long long) after);
-    if ((rc = s_exec(self, sql))) {
-        s_exec(self, "ROLLBACK");
+    snprintf(what, sizeof what, "truncating after seq %llu", (unsigned long long) after);
+    if ((rc = s_exec(self, "BEGIN IMMEDIATE")))
+        return rc;
+    for (size_t i = 0; i < sizeof s_truncate_sql / sizeof *s_truncate_sql && !rc; i++) {
+        sqlite3_stmt *st;
+        if (sqlite3_prepare_v2(self->db, s_truncate_sql[i], -1, &st, NULL) != SQLITE_OK) {
+            rc = s_sqlerr(self, what);
+            break;
+        }
+        if (sqlite3_bind_parameter_count(st) > 0)
+            sqlite3_bind_int64(st, 1, (int64_t) after);
+        if (sqlite3_step(st) != SQLITE_DONE)
+            rc = s_sqlerr(self, what);
+        sqlite3_finalize(st);
+    }
+    if (!rc)
+        rc = s_exec(self, "COMMIT");
+    if (rc) {
+        sqlite3_exec(self->db, "ROLLBACK", NULL, NULL, NULL);
         return rc;
     }
     if ((rc = db_store_refresh(self)))
