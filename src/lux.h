@@ -153,7 +153,8 @@ int lux_put(lux_t *lx, const void *data, size_t size, lux_ref_t *ref);
 /* Wait up to timeout_ms (-1: forever) for an object and give its bytes in
    *out, valid until the ref is freed. LUX_ETASK when the task that makes it
    failed (lux_errmsg() names the task and says why), LUX_ETIMEDOUT,
-   LUX_ENOTFOUND for a ref that was never made. */
+   LUX_ENOTFOUND for a ref that was never made, LUX_EDEAD as soon as the
+   node manager is gone (any timeout, -1 included). */
 int lux_get(lux_t *lx, const lux_ref_t *ref, lux_val_t *out, int timeout_ms);
 /* The same for n refs; 0 when all are there, else the first error. */
 int lux_get_many(lux_t *lx, int n, const lux_ref_t *refs, lux_val_t *out, int timeout_ms);
@@ -161,7 +162,8 @@ int lux_get_many(lux_t *lx, int n, const lux_ref_t *refs, lux_val_t *out, int ti
 /* Wait until k of the n objects are ready (or failed), up to timeout_ms;
    ready[i] set to 1 for each that is. Returns how many are ready, or
    LUX_EDEADLK in an actor's method when k can only be reached by calls it
-   made to its own actor (see lux_actor_call). */
+   made to its own actor (see lux_actor_call), or LUX_EDEAD when the node
+   manager is gone. */
 int lux_wait(lux_t *lx, int n, const lux_ref_t *refs, int k, int timeout_ms, int *ready);
 
 /* Forget refs: their objects may be dropped, and pointers from lux_get

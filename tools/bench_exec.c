@@ -129,7 +129,7 @@ s_children(pid_t parent, int *out, int max)
         if (pid <= 0)
             continue;
         snprintf(path, sizeof path, "/proc/%d/stat", pid);
-        FILE *f = fopen(path, "r");
+        FILE *f = fopen(path, "re");
         if (!f)
             continue;
         int ppid = 0;
@@ -184,7 +184,7 @@ s_cpu_snap(s_cpu_t *v, int max)
         if (!tid)
             continue;
         snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
-        FILE *f = fopen(path, "r");
+        FILE *f = fopen(path, "re");
         if (!f)
             continue;
         if (fgets(buf, sizeof buf, f)) {
@@ -414,7 +414,7 @@ s_tasks(bench_ctx_t *ctx, const char *name)
         goto wait;
     n = (int) (1000000 * ctx->scale);
     /* peak RSS from here: not an earlier benchmark's in this process */
-    FILE *cr = fopen("/proc/self/clear_refs", "w");
+    FILE *cr = fopen("/proc/self/clear_refs", "we");
     if (cr) {
         fputs("5", cr);
         fclose(cr);
@@ -912,7 +912,7 @@ static char *
 s_capture(char *const argv[])
 {
     int fd[2];
-    if (pipe(fd)) {
+    if (pipe2(fd, O_CLOEXEC)) {
         util_err(LUX_EIO, "pipe: %s", strerror(errno));
         return NULL;
     }

@@ -27,6 +27,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -162,18 +163,49 @@ lux_head_start(db_cluster_t *c, bool create, int timeout_ms, const lux_node_args
     return rc;
 }
 
+/* Print to stderr the errors the supervisor logged (level E) past byte
+   `from` of its log: what its stop could not do (events not flushed to
+   the log, a replica that had to be killed). */
+static void
+s_print_stop_errors(const char *log, size_t from)
+{
+    size_t n;
+    char *text = util_read_file(log, &n);
+    if (!text || n <= from) {
+        free(text);
+        return;
+    }
+    for (char *line = text + from, *end; *line; line = end) {
+        end = strchr(line, '\n');
+        end = end ? (*end = '\0', end + 1) : line + strlen(line);
+        /* TIME LEVEL PID COMPONENT: TEXT */
+        char *lv = strchr(line, ' ');
+        if (!lv || strncmp(lv, " E ", 3) != 0)
+            continue;
+        char *what = strchr(lv + 3, ' ');
+        fprintf(stderr, "lux stop: warning: %s\n", what ? what + 1 : lv + 3);
+    }
+    free(text);
+}
+
 int
 lux_head_stop(const char *dir, int timeout_ms)
 {
+    char log[PATH_MAX + 32];
     int pid = lux_head_pid(dir);
     if (!pid)
         return util_err(LUX_ENOTFOUND, "no head is running in %s", dir);
+    snprintf(log, sizeof log, "%s/log/supervisor.log", dir);
+    struct stat st;
+    size_t from = stat(log, &st) == 0 ? (size_t) st.st_size : 0;
     kill(pid, SIGTERM);
     int64_t deadline = util_mono_ms() + timeout_ms;
     while (util_mono_ms() < deadline) {
         waitpid(pid, NULL, WNOHANG);
-        if (!util_proc_alive(pid))
+        if (!util_proc_alive(pid)) {
+            s_print_stop_errors(log, from);
             return 0;
+        }
         usleep(20000);
     }
     return util_err(LUX_ETIMEDOUT, "the head (pid %d) did not stop within %d ms", pid, timeout_ms);
@@ -608,9 +640,15 @@ cmd_supervise(int argc, char **argv)
     for (uint32_t k = 0; k < n; k++)
         if (kids[k].pid)
             kill(kids[k].pid, SIGTERM);
-    for (uint32_t k = 0; k < n; k++)
-        if (kids[k].pid && !util_proc_stop(kids[k].pid, SIGTERM, 10000))
-            log_error("replica pid %d would not stop", kids[k].pid);
+    /* one deadline for all: a replica that does not stop in time (one
+       stopped with SIGSTOP, one stuck on a disk) is killed */
+    int64_t deadline = util_mono_ms() + 10000;
+    for (uint32_t k = 0; k < n; k++) {
+        int64_t left = deadline - util_mono_ms();
+        if (kids[k].pid && !util_proc_stop(kids[k].pid, SIGTERM, left > 0 ? (int) left : 0))
+            log_error("replica %u.%u (pid %d) would not stop, even with SIGKILL",
+                      k / c.replicas, k % c.replicas, kids[k].pid);
+    }
     zactor_destroy(&master);
     net_sec_destroy(&sec);
     free(kids);

@@ -47,7 +47,7 @@ s_is_worker(int pid, int self)
 {
     char path[64], buf[512];
     snprintf(path, sizeof path, "/proc/%d/stat", pid);
-    FILE *f = fopen(path, "r");
+    FILE *f = fopen(path, "re");
     if (!f)
         return false;
     size_t n = fread(buf, 1, sizeof buf - 1, f);
@@ -60,7 +60,7 @@ s_is_worker(int pid, int self)
     if (!p || sscanf(p + 1, " %c %d", &state, &ppid) != 2 || ppid != self || state == 'Z')
         return false;
     snprintf(path, sizeof path, "/proc/%d/cmdline", pid);
-    if (!(f = fopen(path, "r")))
+    if (!(f = fopen(path, "re")))
         return false;
     n = fread(buf, 1, sizeof buf - 1, f);
     fclose(f);

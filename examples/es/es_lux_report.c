@@ -55,7 +55,10 @@ s_sql(const char *dir, const char *sql, bool csv, char *out, size_t n)
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     if (out) {
-        if (pipe(fds) < 0) {
+        /* O_CLOEXEC: a worker the node manager spawns meanwhile (it runs
+           in this process) must not get the write end, or the read
+           below never sees the end */
+        if (pipe2(fds, O_CLOEXEC) < 0) {
             posix_spawn_file_actions_destroy(&fa);
             return -1;
         }

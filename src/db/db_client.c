@@ -105,6 +105,9 @@ s_connect(db_client_t *self, uint32_t s)
         return;
     }
     net_hwm(sh->sk, 0);
+    /* never block in a send: a DEALER with no peer (the head went) would
+       block for ever; what is in flight is kept and resent anyway */
+    zsock_set_sndtimeo(sh->sk, 0);
 }
 
 static void
@@ -141,10 +144,9 @@ s_send_bytes(db_client_t *self, uint32_t s, const util_buf_t *b)
         if (net_link_send(sh->link, &m)) /* the message is kept in flight */
             s_link_down(self, s);
     } else if (sh->sk) {
-        zmsg_send(&m, sh->sk);
-    } else {
-        zmsg_destroy(&m);
+        zmsg_send(&m, sh->sk); /* dropped when it cannot go now: kept in flight */
     }
+    zmsg_destroy(&m);
 }
 
 static void
@@ -156,7 +158,10 @@ s_ask_config(db_client_t *self)
     self->cfg_req_ms = now;
     zmsg_t *m = zmsg_new();
     zmsg_append(m, &(zframe_t *) {net_hdr_frame(NET_CONFIG_REQ, NET_NO_SHARD, 0)});
+    /* a master that stopped (its head is stopping) or is stopped takes
+       nothing: the send fails at once (SNDTIMEO 0) and we ask again later */
     zmsg_send(&m, self->master);
+    zmsg_destroy(&m);
 }
 
 /* Send every batch in flight again (after a new head, an error, or
@@ -461,6 +466,7 @@ db_client_new(const db_client_opts_t *o)
                             self->sec);
     if (!self->master || !self->cfg)
         goto fail;
+    zsock_set_sndtimeo(self->master, 0); /* see s_ask_config */
     zsock_set_subscribe(self->cfg, "");
     int64_t deadline = util_mono_ms() + self->timeout_ms;
     while (!self->configured && util_mono_ms() < deadline) {

@@ -67,7 +67,8 @@ s_ask_config(db_sub_t *self)
     self->cfg_ms = now;
     zmsg_t *m = zmsg_new();
     zmsg_append(m, &(zframe_t *) {net_hdr_frame(NET_CONFIG_REQ, self->shard, 0)});
-    zmsg_send(&m, self->master);
+    zmsg_send(&m, self->master); /* fails at once when it cannot go: asked again later */
+    zmsg_destroy(&m);
 }
 
 static void
@@ -204,6 +205,7 @@ db_sub_new(const db_cluster_t *cluster, net_sec_t *sec, uint32_t shard, uint64_t
         return NULL;
     }
     zsock_set_subscribe(self->cfg, "");
+    zsock_set_sndtimeo(self->master, 0); /* a master that is gone takes nothing: no wait */
     s_ask_config(self);
     return self;
 }

@@ -248,6 +248,24 @@ exec_client_poll(lux_t *lx, int timeout_ms)
     return true;
 }
 
+/* LUX_EDEAD for `what`, which waited on the node manager: it is gone
+   (its connection closed: killed, crashed, or stopped). */
+static int
+s_gone(lux_t *lx, const char *what)
+{
+    return util_err(LUX_EDEAD, "%s: the node manager at %s is gone (its connection closed)",
+                    what, lx->dir[0] ? lx->dir : "?");
+}
+
+/* Whether the node manager is gone and nothing it sent before it went is
+   left to handle: a wait that finds this must end (every wait's end when
+   the node dies). */
+static bool
+s_node_gone(lux_t *lx)
+{
+    return net_link_dead(lx->link) && !exec_client_poll(lx, 0);
+}
+
 /* Wait for the node's answer to request req: a message of type whose
    body is the request ID, a code and n bytes (into out); messages that
    come first are handled. The code (0 or LUX_E*, with the node's text as
@@ -257,6 +275,8 @@ s_await(lux_t *lx, int type, uint64_t req, uint8_t *out, size_t n, const char *w
 {
     for (;;) {
         zmsg_t *m = net_link_recv(lx->link, -1);
+        if (!m && net_link_dead(lx->link))
+            return s_gone(lx, what);
         if (!m)
             return util_err_ctx(LUX_EDEAD, "waiting for %s", what);
         zframe_t *hf = zmsg_first(m), *body = zmsg_next(m);
@@ -526,6 +546,8 @@ lux_call_opts(lux_t *lx, const lux_opts_t *opts, const char *fn, int argc, const
                         argc);
     if (strlen(fn) > EXEC_NAME_MAX)
         return util_err(LUX_EINVAL, "lux_call: function name too long");
+    if (net_link_dead(lx->link))
+        return s_gone(lx, "lux_call");
     if (m == exec_module_builtin() && !lx->builtin_sent) {
         int rc = exec_client_send_module(lx, m, "/proc/self/exe");
         if (rc)
@@ -735,6 +757,11 @@ s_get_many(lux_t *lx, int n, const lux_ref_t *refs, lux_val_t *out, int timeout_
             }
             if (s_self_ref(lx, &refs[i]))
                 return s_self_wait(lx, "lux_get", &refs[i]);
+            if (s_node_gone(lx)) {
+                if (s_have(lx, &refs[i], o, true))
+                    break; /* it came in the node's last words */
+                return s_gone(lx, "lux_get");
+            }
             exec_client_flush(lx); /* nothing waits unsent while we wait */
             /* a worker tells the node it waits only when what it waits on
                is not there already; a driver just waits */
@@ -816,6 +843,8 @@ lux_wait(lux_t *lx, int n, const lux_ref_t *refs, int k, int timeout_ms, int *re
             if (self >= 0 && count + others < k)
                 return s_self_wait(lx, "lux_wait", &refs[self]);
         }
+        if (net_link_dead(lx->link) && !exec_client_poll(lx, 0))
+            return s_gone(lx, "lux_wait"); /* what it sent before is counted above */
         if (!exec_client_poll(lx, 0)) {
             s_block(lx, true);
             exec_client_poll(lx, left > 1000 ? 1000 : (int) left);
@@ -967,6 +996,8 @@ s_args(lux_t *lx, const char *what, int argc, const lux_arg_t *argv)
 static int
 s_submit(lux_t *lx, const char *what, const exec_spec_t *s)
 {
+    if (net_link_dead(lx->link))
+        return s_gone(lx, what);
     s_batch_start(lx, &lx->submit, lx->nsubmit);
     exec_spec_encode(&lx->submit, s);
     if (lx->submit.oom)

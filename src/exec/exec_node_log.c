@@ -42,6 +42,7 @@
 #define S_HELD UINT64_MAX /* the event is held: not appended yet */
 #define S_FLUSH_NS 10000000 /* send events at most every 10 ms (but see nm_log_tick) */
 #define S_HELD_HURRY 256     /* held events past which released ones go at once */
+#define S_CLOSE_MS 10000     /* nm_log_close: what is not recorded by then is reported, not waited for */
 
 typedef struct {
     uint32_t shard;
@@ -116,18 +117,29 @@ nm_log_close(nm_t *nm)
     if (nm->log) {
         /* what is held goes out as its dependencies commit; not for ever
            if the log stops answering */
-        int64_t deadline = util_mono_ms() + 10000;
+        /* one deadline for both steps: the head's stop waits for this */
+        int64_t deadline = util_mono_ms() + S_CLOSE_MS;
         while (L && L->held && util_mono_ms() < deadline) {
             nm->log_urgent = true; /* each level of held lineage at once... */
             nm_log_tick(nm);
             if (L->held)
                 db_client_poll(nm->log, 1); /* ...and wait for its acknowledgement, not spin */
         }
-        if (L && L->held)
-            log_error("the log did not take %llu held events within 10 s",
-                      (unsigned long long) L->nheld);
-        if (db_client_sync(nm->log, 10000))
-            log_error("the log did not take every event: %s", lux_errmsg());
+        uint64_t held = L ? L->nheld : 0;
+        int64_t left = deadline - util_mono_ms();
+        int rc = db_client_sync(nm->log, left > 0 ? (int) left : 1);
+        uint64_t sent = db_client_unacked(nm->log);
+        if (rc || held) {
+            /* say why when the log said (a full disk); a timeout is said */
+            char why[UTIL_ERRMSG_MAX + 4] = "";
+            if (rc && rc != LUX_ETIMEDOUT)
+                snprintf(why, sizeof why, ": %s", lux_errmsg());
+            log_error("not flushed: %llu events were not recorded in the log within %d ms "
+                      "(%llu sent and not acknowledged, %llu held back until what they "
+                      "depend on is recorded)%s",
+                      (unsigned long long) (sent + held), S_CLOSE_MS, (unsigned long long) sent,
+                      (unsigned long long) held, why);
+        }
         db_client_destroy(&nm->log);
     }
     if (!L)

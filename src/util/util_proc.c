@@ -31,6 +31,12 @@ util_spawn(char *const argv[], const char *logpath)
     posix_spawn_file_actions_addopen(&fa, 1, logpath ? logpath : "/dev/null",
                                      O_WRONLY | O_CREAT | O_APPEND, 0600);
     posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    /* nothing else of ours: a descriptor opened without O_CLOEXEC
+       (ours, or a library's, or a module's) must not live on in the
+       child, where it would keep a pipe's write end open, and the
+       reader waiting for its end waits for ever (es.so's report, when a
+       worker was replaced as it read) */
+    posix_spawn_file_actions_addclosefrom_np(&fa, 3);
     posix_spawnattr_init(&at);
     posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID);
     rc = posix_spawn(&pid, argv[0], &fa, &at, argv, environ);

@@ -8,8 +8,9 @@
 #include <sys/types.h>
 
 /* Start argv[0] (a path) with argv in a new session, stdin from /dev/null
-   and stdout/stderr to logpath (appended; /dev/null when NULL). Returns the
-   pid, or a negative LUX_E* code. */
+   and stdout/stderr to logpath (appended; /dev/null when NULL), and no
+   other descriptor of ours (whether O_CLOEXEC or not). Returns the pid,
+   or a negative LUX_E* code. */
 pid_t util_spawn(char *const argv[], const char *logpath);
 
 /* Whether pid is alive (and not a zombie). */
