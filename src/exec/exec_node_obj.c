@@ -368,7 +368,11 @@ nm_store_try(nm_t *nm, uint64_t size, uint64_t *off)
         return LUX_EFULL;
     for (;;) {
         int rc = exec_arena_alloc(nm->arena, (size_t) size, off);
-        if (rc != LUX_EFULL || !s_evict_one(nm))
+        /* evict in LRU order until a block is free that is big enough
+           (not only enough bytes: a fragmented store evicts more); when
+           nothing is left to evict, the arguments reserved for tasks not
+           yet running go back to the LRU list first */
+        if (rc != LUX_EFULL || (!s_evict_one(nm) && !nm_unreserve_all(nm)))
             return rc;
     }
 }
