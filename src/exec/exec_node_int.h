@@ -347,7 +347,9 @@ void nm_obj_pin(nm_t *nm, nm_obj_t *o);
 void nm_obj_unpin(nm_t *nm, nm_obj_t *o);
 void nm_obj_delete(nm_t *nm, nm_obj_t *o);
 /* Bring a spilled put back: 0; LUX_EFULL while the store has no room
-   (the message says what it holds: wait and try again); another code. */
+   (the message says what it holds: wait and try again); LUX_ECORRUPT when
+   the bytes read back are not the object's (its fingerprint): the object
+   is then an error for good; another code. */
 int nm_obj_restore(nm_t *nm, nm_obj_t *o);
 void nm_obj_describe(nm_t *nm, const nm_obj_t *o, exec_obj_t *d);
 void nm_client_send_obj(nm_t *nm, nm_client_t *c, const nm_obj_t *o, bool pinned);
