@@ -1096,7 +1096,13 @@ s_setup(nm_t *nm, const exec_node_opts_t *o)
     nm->store_bytes = o->store_bytes ? o->store_bytes : exec_node_default_store();
     const char *wait = getenv("LUX_STORE_WAIT_MS");
     nm->store_wait_ms = wait && *wait ? strtoll(wait, NULL, 10) : 10000;
-    snprintf(nm->arena_name, sizeof nm->arena_name, "lux-%d-%.16s", (int) getuid(),
+    /* named with our pid, so that a store left by a node manager that was
+       killed is found and removed: here, by the next one to start, and by
+       `lux stop` (exec_arena_sweep) */
+    char prefix[32];
+    snprintf(prefix, sizeof prefix, "lux-%d-", (int) getuid());
+    exec_arena_sweep(prefix);
+    snprintf(nm->arena_name, sizeof nm->arena_name, "%s%d-%.16s", prefix, (int) getpid(),
              util_id_hex(&nm->node, hex));
     if (!(nm->arena = exec_arena_create(nm->arena_name, (size_t) nm->store_bytes)))
         return util_err_ctx(LUX_EIO, "object store");
