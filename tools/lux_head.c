@@ -15,6 +15,7 @@
 #include "db/db_master.h"
 #include "db/db_replica.h"
 #include "db/db_store.h"
+#include "exec/exec_arena.h"
 #include "exec/exec_node.h"
 #include "net/net_wire.h"
 #include "util/util_err.h"
@@ -357,7 +358,17 @@ cmd_stop(int argc, char **argv)
     }
     if (!dir)
         return lux_usage("stop", usage, "--dir DIR is required");
-    if (lux_head_stop(dir, 30000))
+    int rc = lux_head_stop(dir, 30000);
+    /* whatever became of the head: object stores left in /dev/shm by node
+       managers that were killed (this one's, or any other of this user's
+       that is gone) are removed */
+    char prefix[32];
+    snprintf(prefix, sizeof prefix, "lux-%d-", (int) getuid());
+    int swept = exec_arena_sweep(prefix);
+    if (swept)
+        printf("removed %d object store%s left in /dev/shm by node managers that are gone\n",
+               swept, swept == 1 ? "" : "s");
+    if (rc)
         return lux_fail("stop", "%s", lux_errmsg());
     printf("stopped the head in %s\n", dir);
     return 0;

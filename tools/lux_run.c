@@ -3,6 +3,7 @@
     worker`, the worker process the node manager starts. */
 #include "lux_cmd.h"
 #include "lux.h"
+#include "exec/exec_arena.h"
 #include "exec/exec_client.h"
 #include "exec/exec_worker.h"
 #include "util/util_err.h"
@@ -11,6 +12,7 @@
 #include "util/util_proc.h"
 
 #include <czmq.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,6 +41,34 @@ s_configure(lux_config_t *cfg, int argc, char **argv)
         return lux_fail("run", "%s has no entry point (LUX_MAIN): nothing to run", cfg->module);
     lux_configure_t fn = exec_module_configure(m);
     return fn ? fn(cfg, argc, argv) : 0;
+}
+
+/* A signal that ends the run (SIGTERM, SIGINT, SIGHUP): the embedded node
+   manager's store file goes first, then the signal does what it would
+   have done. The process still dies of it, as before: the module's main
+   is the user's code, with no way to be told to stop. */
+static void
+s_on_ending(int sig)
+{
+    exec_arena_unlink_all();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void
+s_on_ending_signals(void)
+{
+    static const int sigs[] = {SIGTERM, SIGINT, SIGHUP};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+        struct sigaction sa, old;
+        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN)
+            continue; /* ignored (nohup): stays so */
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = s_on_ending;
+        sigemptyset(&sa.sa_mask);
+        sa.sa_flags = SA_RESETHAND;
+        sigaction(sigs[i], &sa, NULL);
+    }
 }
 
 int
@@ -86,6 +116,7 @@ cmd_run(int argc, char **argv)
     int rc = s_configure(&cfg, argc - i, argv + i);
     if (rc)
         return rc;
+    s_on_ending_signals();
     lux_t *lx = lux_init(&cfg);
     if (!lx)
         return lux_fail("run", "%s", lux_errmsg());

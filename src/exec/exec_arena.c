@@ -21,8 +21,10 @@
 #include "../util/util_err.h"
 #include "../util/util_log.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,6 +54,73 @@ struct exec_arena_t {
 };
 
 #define S_CHUNK ((size_t) 64 << 10)
+
+/* The files of the arenas this process created and has not destroyed, for
+   exec_arena_unlink_all (a signal handler reads them: written before they
+   are marked used, cleared before the file goes). */
+#define S_LIVE_MAX 8
+static char s_live_path[S_LIVE_MAX][sizeof S_SHM_DIR + NAME_MAX + 1];
+static volatile sig_atomic_t s_live_used[S_LIVE_MAX];
+
+static void
+s_live_add(const char *nm)
+{
+    for (int i = 0; i < S_LIVE_MAX; i++) {
+        if (s_live_used[i])
+            continue;
+        snprintf(s_live_path[i], sizeof s_live_path[i], S_SHM_DIR "%s", nm);
+        s_live_used[i] = 1;
+        return;
+    }
+}
+
+static void
+s_live_del(const char *nm)
+{
+    char path[sizeof S_SHM_DIR + NAME_MAX + 1];
+    snprintf(path, sizeof path, S_SHM_DIR "%s", nm);
+    for (int i = 0; i < S_LIVE_MAX; i++)
+        if (s_live_used[i] && strcmp(s_live_path[i], path) == 0)
+            s_live_used[i] = 0;
+}
+
+void
+exec_arena_unlink_all(void)
+{
+    for (int i = 0; i < S_LIVE_MAX; i++)
+        if (s_live_used[i])
+            unlink(s_live_path[i]); /* async-signal-safe, unlike shm_unlink */
+}
+
+int
+exec_arena_sweep(const char *prefix)
+{
+    DIR *d = opendir(S_SHM_DIR);
+    struct dirent *e;
+    size_t n = strlen(prefix);
+    int removed = 0;
+    if (!d)
+        return 0;
+    while ((e = readdir(d))) {
+        char *end;
+        if (strncmp(e->d_name, prefix, n) != 0)
+            continue;
+        errno = 0;
+        long pid = strtol(e->d_name + n, &end, 10);
+        if (errno || end == e->d_name + n || *end != '-' || pid <= 0 || pid == getpid())
+            continue; /* not a name of ours with a pid in it (an older form) */
+        if (kill((pid_t) pid, 0) == 0 || errno != ESRCH)
+            continue; /* alive (or not ours to ask): in use */
+        char path[sizeof S_SHM_DIR + NAME_MAX + 1];
+        snprintf(path, sizeof path, S_SHM_DIR "/%s", e->d_name);
+        if (unlink(path) == 0) {
+            removed++;
+            log_info("arena: removed %s, left by process %ld, which is gone", path, pid);
+        }
+    }
+    closedir(d);
+    return removed;
+}
 
 /* Turn a caller's name into shm_open's "/name" in out; 0 or LUX_EINVAL. */
 static int
@@ -162,6 +231,7 @@ exec_arena_create(const char *name, size_t size)
     self->size = size;
     self->writable = true;
     self->creator = getpid();
+    s_live_add(nm);
     log_debug("arena %s: created, %zu bytes", nm, size);
     return self;
 
@@ -231,6 +301,7 @@ exec_arena_destroy(exec_arena_t **self_p)
     if (self->base)
         munmap(self->base, self->size);
     if (self->creator && self->creator == getpid()) {
+        s_live_del(self->name);
         if (shm_unlink(self->name) < 0)
             log_warn("arena %s: unlink: %s", self->name, strerror(errno));
         else

@@ -15,11 +15,21 @@
     Names. The caller names the arena ("lux-node-1f3a"; a leading '/' is
     optional, no other '/'); the file is /dev/shm/<name>. Creating refuses a
     name that exists: it may belong to a live node manager. One left behind
-    by a node manager that was killed has to be removed by whoever knows it
-    is dead (shm_unlink or rm). The creator unlinks it in destroy; a process
-    forked from the creator never does. Processes that still map an
+    by a node manager that was killed is removed by exec_arena_sweep, which
+    goes by the creator's pid in the name (exec_node names its store
+    lux-<uid>-<pid>-<node>), and exec_arena_unlink_all removes this
+    process's from a signal handler. The creator unlinks it in destroy; a
+    process forked from the creator never does. Processes that still map an
     unlinked arena keep a valid mapping; its memory goes back to the system
     when the last of them unmaps it.
+
+    Why names and not a descriptor: unlinking the file at once and passing
+    its descriptor would free it with the last process whatever happens,
+    but drivers started on their own (`lux run --address`) open the store
+    by name over the node's socket, which would have to carry descriptors
+    (SCM_RIGHTS) through every client's handshake. A name with the pid
+    needs nothing from the clients, and a store left by a kill -9 lives
+    only until the next node manager of its user starts or `lux stop`.
 
     Memory. The file is sparse: an 8 GiB arena costs nothing until its
     pages are written, and each page is allocated (and zeroed by the kernel)
@@ -76,6 +86,18 @@ exec_arena_t *exec_arena_open(const char *name, bool writable);
 /* Unmap; the creator also removes the file. Pointers into the arena are
    invalid afterwards. Idempotent; nulls *self_p. */
 void exec_arena_destroy(exec_arena_t **self_p);
+
+/* Remove the files of arenas left behind by processes that are gone:
+   those named prefix<pid>-... (exec_node names its store
+   "lux-<uid>-<pid>-<node>") whose pid is not a live process. A live pid,
+   even one reused by another program, keeps its file: a wrong guess
+   leaks, it never removes a store in use. Returns how many were removed. */
+int exec_arena_sweep(const char *prefix);
+
+/* Remove the file of every arena this process created and has not
+   destroyed (the mappings stay valid). Async-signal-safe: for a handler of
+   a signal that ends the process. */
+void exec_arena_unlink_all(void);
 
 /* The first byte of the mapping: offset off is at base + off. */
 uint8_t *exec_arena_base(exec_arena_t *self);

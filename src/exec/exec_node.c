@@ -108,6 +108,8 @@ s_unpin_all(void *arg, const void *key, void *value)
 /* A client leaves: drop its pins, disown its objects. Objects it owned
    that nothing else uses are deleted as they become free. */
 static void s_alloc_waits_drop(nm_t *nm, nm_client_t *c);
+static void s_restore_waits_drop(nm_t *nm, nm_client_t *c);
+static void s_restore_retry(nm_t *nm, bool changed);
 
 void
 nm_client_gone(nm_t *nm, nm_client_t *c)
@@ -125,6 +127,7 @@ nm_client_gone(nm_t *nm, nm_client_t *c)
     util_idmap_each(c->pins, s_unpin_all, arg);
     nm_client_drop_grants(nm, c);
     s_alloc_waits_drop(nm, c);
+    s_restore_waits_drop(nm, c);
     /* its objects: collected first, deleted after (not during the walk) */
     s_ptrs_t all = {0};
     util_idmap_each(nm->objects, s_collect, &all);
@@ -491,8 +494,12 @@ s_on_alloc(nm_t *nm, nm_client_t *c, zframe_t *body)
 static void
 s_alloc_retry(nm_t *nm)
 {
-    if (!nm->alloc_waits)
+    if (nm->restore_waits)
+        s_restore_retry(nm, nm->store_gen != nm->waits_gen);
+    if (!nm->alloc_waits) {
+        nm->waits_gen = nm->store_gen;
         return;
+    }
     bool changed = nm->store_gen != nm->waits_gen;
     int64_t now = util_mono_ms();
     nm->waits_gen = nm->store_gen;
@@ -530,7 +537,85 @@ s_alloc_waits_drop(nm_t *nm, nm_client_t *c)
     }
 }
 
-/* GET: each object now (pinned when in the arena), or when it exists. */
+/* Answer a GET of one object: now (pinned when in the arena), or when it
+   exists. A spilled object the store has no room for yet waits for room
+   until deadline_ms (0: a new wait), as an ALLOC does. */
+static void
+s_get_one(nm_t *nm, nm_client_t *c, const lux_ref_t *idp, int64_t deadline_ms)
+{
+    lux_ref_t id = *idp;
+    nm_obj_t *o = nm_obj_get(nm, &id);
+    if (o && o->state == OBJ_SPILLED) {
+        int rc = nm_obj_restore(nm, o);
+        int64_t now = util_mono_ms();
+        if (rc == LUX_EFULL && nm->store_wait_ms > 0 && (!deadline_ms || now < deadline_ms)) {
+            nm_restore_wait_t *w = calloc(1, sizeof *w), **p = &nm->restore_waits;
+            if (w) {
+                w->c = c;
+                w->id = id;
+                w->deadline_ms = deadline_ms ? deadline_ms : now + nm->store_wait_ms;
+                while (*p)
+                    p = &(*p)->next;
+                *p = w;
+                return;
+            }
+        }
+        if (rc && o->state == OBJ_SPILLED) {
+            /* not brought back (no room in time, a read error): this
+               reader gets the error; the object stays spilled for later */
+            nm_obj_t err = {.id = id, .state = OBJ_ERROR};
+            char msg[UTIL_ERRMSG_MAX];
+            if (rc == LUX_EFULL)
+                snprintf(msg, sizeof msg, "waited %lld ms for room to bring it back: %s",
+                         (long long) nm->store_wait_ms, lux_errmsg());
+            else
+                snprintf(msg, sizeof msg, "%s", lux_errmsg());
+            err.bytes = (uint8_t *) msg;
+            err.size = strlen(msg);
+            nm_client_send_obj(nm, c, &err, false);
+            return;
+        }
+    }
+    if (o && (o->state == OBJ_READY || o->state == OBJ_ERROR)) {
+        bool pin = o->state == OBJ_READY && o->where == EXEC_W_ARENA;
+        if (pin)
+            nm_client_pin(nm, c, o);
+        nm_client_send_obj(nm, c, o, pin);
+        return;
+    }
+    /* not here yet: wait for its task, rebuilding it if it was lost */
+    util_id_t tid;
+    exec_ref_task(&id, &tid);
+    nm_task_t *t = nm_task_find(nm, &tid);
+    if (!t && nm_rebuild(nm, &id) == 0)
+        t = nm_task_find(nm, &tid);
+    if (t && exec_ref_idx(&id) >= t->nret)
+        t = NULL; /* a return its task does not have: it would never come */
+    if (!t) {
+        /* an object this node never made and the log does not know */
+        nm_obj_t err = {.id = id};
+        char hex[LUX_REF_LEN * 2 + 1], msg[200];
+        util_hex(hex, id.b, LUX_REF_LEN);
+        snprintf(msg, sizeof msg, "object %s was never created, or was freed and has no "
+                 "lineage in the log", hex);
+        err.state = OBJ_MISSING;
+        err.bytes = (uint8_t *) msg;
+        err.size = strlen(msg);
+        nm_client_send_obj(nm, c, &err, false);
+        return;
+    }
+    if (t->nwaiters == t->capwaiters) {
+        uint16_t cap = t->capwaiters ? (uint16_t) (2 * t->capwaiters) : 4;
+        nm_client_t **w = realloc(t->waiters, cap * sizeof *w);
+        if (!w)
+            return;
+        t->waiters = w;
+        t->capwaiters = cap;
+    }
+    t->waiters[t->nwaiters++] = c;
+}
+
+/* GET: each object now, or when it exists. */
 static void
 s_on_get(nm_t *nm, nm_client_t *c, zframe_t *body)
 {
@@ -549,51 +634,42 @@ s_on_get(nm_t *nm, nm_client_t *c, zframe_t *body)
             return;
         }
         memcpy(id.b, p, LUX_REF_LEN);
-        nm_obj_t *o = nm_obj_get(nm, &id);
-        if (o && o->state == OBJ_SPILLED && nm_obj_restore(nm, o)) {
-            nm_obj_t tmp = *o;
-            nm_obj_set_error(nm, o, lux_errmsg());
-            nm_client_send_obj(nm, c, o, false);
-            (void) tmp;
+        s_get_one(nm, c, &id, 0);
+    }
+}
+
+/* Try the GETs waiting for room to restore a spilled object again, when
+   room may have appeared or one's deadline passed. */
+static void
+s_restore_retry(nm_t *nm, bool changed)
+{
+    int64_t now = util_mono_ms();
+    nm_restore_wait_t *list = nm->restore_waits;
+    nm->restore_waits = NULL;
+    while (list) {
+        nm_restore_wait_t *w = list;
+        list = w->next;
+        if (!changed && now < w->deadline_ms) {
+            w->next = nm->restore_waits; /* order matters little: a few at most */
+            nm->restore_waits = w;
             continue;
         }
-        if (o && (o->state == OBJ_READY || o->state == OBJ_ERROR)) {
-            bool pin = o->state == OBJ_READY && o->where == EXEC_W_ARENA;
-            if (pin)
-                nm_client_pin(nm, c, o);
-            nm_client_send_obj(nm, c, o, pin);
+        s_get_one(nm, w->c, &w->id, w->deadline_ms); /* may wait again */
+        free(w);
+    }
+}
+
+static void
+s_restore_waits_drop(nm_t *nm, nm_client_t *c)
+{
+    for (nm_restore_wait_t **p = &nm->restore_waits; *p;) {
+        nm_restore_wait_t *w = *p;
+        if (c && w->c != c) {
+            p = &w->next;
             continue;
         }
-        /* not here yet: wait for its task, rebuilding it if it was lost */
-        util_id_t tid;
-        exec_ref_task(&id, &tid);
-        nm_task_t *t = nm_task_find(nm, &tid);
-        if (!t && nm_rebuild(nm, &id) == 0)
-            t = nm_task_find(nm, &tid);
-        if (t && exec_ref_idx(&id) >= t->nret)
-            t = NULL; /* a return its task does not have: it would never come */
-        if (!t) {
-            /* an object this node never made and the log does not know */
-            nm_obj_t err = {.id = id};
-            char hex[LUX_REF_LEN * 2 + 1], msg[200];
-            util_hex(hex, id.b, LUX_REF_LEN);
-            snprintf(msg, sizeof msg, "object %s was never created, or was freed and has no "
-                     "lineage in the log", hex);
-            err.state = OBJ_MISSING;
-            err.bytes = (uint8_t *) msg;
-            err.size = strlen(msg);
-            nm_client_send_obj(nm, c, &err, false);
-            continue;
-        }
-        if (t->nwaiters == t->capwaiters) {
-            uint16_t cap = t->capwaiters ? (uint16_t) (2 * t->capwaiters) : 4;
-            nm_client_t **w = realloc(t->waiters, cap * sizeof *w);
-            if (!w)
-                continue;
-            t->waiters = w;
-            t->capwaiters = cap;
-        }
-        t->waiters[t->nwaiters++] = c;
+        *p = w->next;
+        free(w);
     }
 }
 
@@ -803,12 +879,14 @@ s_tick(nm_t *nm)
 #define S_IDLE_AFTER_MS 500 /* ...one that saw nothing for this long */
 #define S_BUSY_TICK_MS 10   /* the tick while workers run tasks (s_busy) */
 
-/* Something the tick retries or times out: allocations waiting for room,
-   actors waiting for resources, lookups of names with a deadline. */
+/* Something the tick retries or times out: allocations, GETs and tasks
+   waiting for room, actors waiting for resources, lookups of names with a
+   deadline. */
 static bool
 s_waits_on_time(nm_t *nm)
 {
-    return nm->alloc_waits || nm->actors_waiting || nm->lookups;
+    return nm->alloc_waits || nm->restore_waits || nm->room_waits || nm->actors_waiting ||
+           nm->lookups;
 }
 
 /* Nothing happened for S_IDLE_AFTER_MS and nothing waits on time: the
@@ -1018,7 +1096,13 @@ s_setup(nm_t *nm, const exec_node_opts_t *o)
     nm->store_bytes = o->store_bytes ? o->store_bytes : exec_node_default_store();
     const char *wait = getenv("LUX_STORE_WAIT_MS");
     nm->store_wait_ms = wait && *wait ? strtoll(wait, NULL, 10) : 10000;
-    snprintf(nm->arena_name, sizeof nm->arena_name, "lux-%d-%.16s", (int) getuid(),
+    /* named with our pid, so that a store left by a node manager that was
+       killed is found and removed: here, by the next one to start, and by
+       `lux stop` (exec_arena_sweep) */
+    char prefix[32];
+    snprintf(prefix, sizeof prefix, "lux-%d-", (int) getuid());
+    exec_arena_sweep(prefix);
+    snprintf(nm->arena_name, sizeof nm->arena_name, "%s%d-%.16s", prefix, (int) getpid(),
              util_id_hex(&nm->node, hex));
     if (!(nm->arena = exec_arena_create(nm->arena_name, (size_t) nm->store_bytes)))
         return util_err_ctx(LUX_EIO, "object store");
@@ -1057,6 +1141,7 @@ s_teardown(nm_t *nm)
     nm_log_close(nm);
     nm_actor_close(nm);
     s_alloc_waits_drop(nm, NULL);
+    s_restore_waits_drop(nm, NULL);
     if (nm->tasks) {
         util_idmap_each(nm->tasks, s_collect, &all);
         for (size_t i = 0; i < all.n; i++)

@@ -61,6 +61,7 @@ struct nm_obj {
     uint64_t off;           /* ARENA offset */
     uint32_t pins;          /* readers holding pointers, and running tasks: no eviction */
     uint32_t uses;          /* queued tasks that will read it: no deletion */
+    uint32_t resv;          /* of its pins, those of ready tasks reserving it */
     nm_client_t *owner;     /* who gets told when it is ready (NULL: gone) */
     nm_logpos_t lineage;    /* the event that records how it was made */
     uint8_t fp[16];         /* fingerprint of the value */
@@ -116,7 +117,10 @@ struct nm_task {
     nm_task_t *next;          /* in the ready queue or a worker's queue */
     struct nm_dep *dependents; /* tasks waiting for one of its outputs */
     uint32_t ndeps, capdeps;
-    bool pinned;              /* its arguments are pinned (it was handed to a worker) */
+    bool pinned;              /* its arguments are pinned: it was handed to a worker, or
+                                 it is reserved (below) */
+    bool reserved;            /* in the ready queue with its arguments pinned (s_reserve) */
+    int64_t room_since_ms;    /* an argument to restore has found no room since then (0) */
     bool doomed;              /* failing with another task (a failure cascade) */
     bool suspect;             /* its worker died holding it and others: runs alone */
     bool nested;              /* submitted by a task: queued ahead of drivers' work */
@@ -285,6 +289,10 @@ struct nm {
     uint64_t waits_gen;       /* store_gen when the waiting ALLOCs were last tried */
     nm_alloc_wait_t *alloc_waits; /* in arrival order */
     int64_t store_wait_ms;    /* how long an ALLOC waits for room (LUX_STORE_WAIT_MS) */
+    uint64_t resv_bytes;      /* objects pinned for ready tasks not yet dispatched */
+    uint32_t nresv;           /* ... for this many tasks */
+    struct nm_restore_wait *restore_waits; /* GETs of spilled objects waiting for room */
+    bool room_waits;          /* a ready task waits for room to restore an argument */
 
     /* tables */
     util_idmap_t *objects;    /* object ID (20) -> nm_obj_t * */
@@ -319,6 +327,15 @@ struct nm {
     util_buf_t scratch;
 };
 
+/* A GET of a spilled object the store had no room to bring back yet:
+   answered when room appears, or with an error at the deadline. */
+typedef struct nm_restore_wait {
+    nm_client_t *c;
+    lux_ref_t id;
+    int64_t deadline_ms;
+    struct nm_restore_wait *next;
+} nm_restore_wait_t;
+
 /* exec_node_obj.c */
 nm_obj_t *nm_obj_get(nm_t *nm, const lux_ref_t *id);
 nm_obj_t *nm_obj_new(nm_t *nm, const lux_ref_t *id);
@@ -329,7 +346,11 @@ void nm_obj_ready(nm_t *nm, nm_obj_t *o);       /* tell waiters and the owner */
 void nm_obj_pin(nm_t *nm, nm_obj_t *o);
 void nm_obj_unpin(nm_t *nm, nm_obj_t *o);
 void nm_obj_delete(nm_t *nm, nm_obj_t *o);
-int nm_obj_restore(nm_t *nm, nm_obj_t *o);     /* bring a spilled put back */
+/* Bring a spilled put back: 0; LUX_EFULL while the store has no room
+   (the message says what it holds: wait and try again); LUX_ECORRUPT when
+   the bytes read back are not the object's (its fingerprint): the object
+   is then an error for good; another code. */
+int nm_obj_restore(nm_t *nm, nm_obj_t *o);
 void nm_obj_describe(nm_t *nm, const nm_obj_t *o, exec_obj_t *d);
 void nm_client_send_obj(nm_t *nm, nm_client_t *c, const nm_obj_t *o, bool pinned);
 void nm_client_pin(nm_t *nm, nm_client_t *c, nm_obj_t *o);
@@ -378,6 +399,9 @@ void nm_task_wake(nm_t *nm, nm_task_t *t);
 /* Pin t's arguments into objs (0; 1: one was lost, t waits; or a code). */
 int nm_task_run_args(nm_t *nm, nm_task_t *t, exec_obj_t *objs);
 void nm_task_release_args(nm_t *nm, nm_task_t *t, bool uses);
+/* The store has no room: unpin the arguments reserved for ready tasks
+   (they are pinned again when dispatched). Whether any were. */
+bool nm_unreserve_all(nm_t *nm);
 /* Drop a task that will not run nor report (not in nm->tasks): off every
    dependents list, its arguments released, freed. */
 void nm_task_discard(nm_t *nm, nm_task_t *t);

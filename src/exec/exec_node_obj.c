@@ -368,7 +368,11 @@ nm_store_try(nm_t *nm, uint64_t size, uint64_t *off)
         return LUX_EFULL;
     for (;;) {
         int rc = exec_arena_alloc(nm->arena, (size_t) size, off);
-        if (rc != LUX_EFULL || !s_evict_one(nm))
+        /* evict in LRU order until a block is free that is big enough
+           (not only enough bytes: a fragmented store evicts more); when
+           nothing is left to evict, the arguments reserved for tasks not
+           yet running go back to the LRU list first */
+        if (rc != LUX_EFULL || (!s_evict_one(nm) && !nm_unreserve_all(nm)))
             return rc;
     }
 }
@@ -426,7 +430,8 @@ nm_client_drop_grants(nm_t *nm, nm_client_t *c)
 int
 nm_obj_restore(nm_t *nm, nm_obj_t *o)
 {
-    char path[PATH_MAX + 64];
+    char path[PATH_MAX + 64], hex[LUX_REF_LEN * 2 + 1];
+    uint8_t fp[16];
     uint64_t off;
     int rc;
     if (o->state != OBJ_SPILLED)
@@ -441,6 +446,22 @@ nm_obj_restore(nm_t *nm, nm_obj_t *o)
         (rc = exec_spill_read(path, exec_arena_base(nm->arena) + off, (size_t) o->size))) {
         nm_store_free(nm, off);
         return util_err_ctx(rc, "restoring a spilled object");
+    }
+    /* the file is outside our memory: what comes back must be the object
+       that went out (a file replaced by another of the same size would
+       otherwise be handed out as it) */
+    exec_fingerprint(fp, exec_arena_base(nm->arena) + off, (size_t) o->size);
+    if (memcmp(fp, o->fp, 16) != 0) {
+        char msg[PATH_MAX + 200];
+        nm_store_free(nm, off);
+        util_hex(hex, o->id.b, LUX_REF_LEN);
+        snprintf(msg, sizeof msg, "object %s: its spilled copy %s does not match the object's "
+                 "fingerprint (the file was changed or damaged); the object is lost", hex, path);
+        log_error("%s", msg);
+        nm_log_object(nm, o, DB_K_object_lost, "its spilled copy does not match its fingerprint");
+        unlink(path);
+        nm_obj_set_error(nm, o, msg);
+        return util_err(LUX_ECORRUPT, "%s", msg);
     }
     unlink(path);
     o->off = off;

@@ -215,6 +215,7 @@ s_fn(const nm_task_t *t)
 }
 
 static void s_finish_failed(nm_t *nm, nm_task_t *t, int status, const char *msg);
+static bool s_reserve(nm_t *nm, nm_task_t *t);
 
 /* Count argument i (object o) as a use of o by t. */
 static void
@@ -401,9 +402,95 @@ nm_rebuild(nm_t *nm, const lux_ref_t *id)
         s_finish_failed(nm, t, rc, why);
         return 0;
     }
-    if (t->waiting == 0)
+    if (t->waiting == 0) {
+        (void) s_reserve(nm, t);
         s_ready_push(nm, t, true);
+    }
     return 0;
+}
+
+/* --- reserving arguments ------------------------------------------------------------------ */
+
+/* t left the ready queue: its arguments are no longer counted as
+   reserved (their pins stay while it runs, or go with s_release_args). */
+static void
+s_unreserve_count(nm_t *nm, nm_task_t *t)
+{
+    util_rd_t r;
+    exec_arg_t a;
+    if (!t->reserved)
+        return;
+    util_rd_init(&r, t->args, t->args_len);
+    while (exec_arg_next(&r, &a)) {
+        nm_obj_t *o;
+        if (a.kind != EXEC_ARG_REF || !(o = nm_obj_get(nm, &a.ref)) || !o->resv)
+            continue;
+        if (--o->resv == 0 && o->where == EXEC_W_ARENA)
+            nm->resv_bytes -= o->size;
+    }
+    nm->nresv--;
+    t->reserved = false;
+}
+
+/* t is ready after waiting for an argument (made, or rebuilt after an
+   eviction): pin its arguments now, while they are all here, so that
+   what it waited for cannot be evicted again before it runs (a rebuild
+   and an eviction could otherwise follow each other for ever, the task
+   never running). Objects reserved so take at most half of the store
+   (an object counted once however many tasks wait for it; at least one
+   task, whatever its size); the store takes them back when it has no room
+   for an output (nm_unreserve_all). A reserved task runs before the
+   others, to let go of what it holds. Whether t was reserved. */
+static bool
+s_reserve(nm_t *nm, nm_task_t *t)
+{
+    util_rd_t r;
+    exec_arg_t a;
+    uint64_t bytes = 0;
+    if (t->pinned || !t->counted)
+        return false;
+    util_rd_init(&r, t->args, t->args_len);
+    while (exec_arg_next(&r, &a)) {
+        if (a.kind != EXEC_ARG_REF)
+            continue;
+        nm_obj_t *o = nm_obj_get(nm, &a.ref);
+        if (!o || o->state != OBJ_READY)
+            return false; /* spilled or lost again already: dispatch brings it back */
+        if (o->where == EXEC_W_ARENA && !o->resv)
+            bytes += o->size;
+    }
+    if (nm->nresv && nm->resv_bytes + bytes > nm->store_bytes / 2)
+        return false;
+    util_rd_init(&r, t->args, t->args_len);
+    while (exec_arg_next(&r, &a)) {
+        if (a.kind != EXEC_ARG_REF)
+            continue;
+        nm_obj_t *o = nm_obj_get(nm, &a.ref);
+        nm_obj_pin(nm, o);
+        if (o->resv++ == 0 && o->where == EXEC_W_ARENA)
+            nm->resv_bytes += o->size;
+    }
+    t->pinned = true;
+    t->reserved = true;
+    nm->nresv++;
+    return true;
+}
+
+static void s_release_args(nm_t *nm, nm_task_t *t, bool uses);
+
+bool
+nm_unreserve_all(nm_t *nm)
+{
+    bool any = false;
+    if (!nm->nresv)
+        return false;
+    for (nm_task_t *t = nm->ready; t; t = t->next) {
+        if (t->reserved) {
+            s_release_args(nm, t, false); /* its uses stay: nothing is deleted */
+            any = true;
+        }
+    }
+    return any;
 }
 
 /* --- finishing ---------------------------------------------------------------------------- */
@@ -416,6 +503,7 @@ s_release_args(nm_t *nm, nm_task_t *t, bool uses)
     util_rd_t r;
     exec_arg_t a;
     int i = -1;
+    s_unreserve_count(nm, t);
     util_rd_init(&r, t->args, t->args_len);
     while (exec_arg_next(&r, &a)) {
         i++;
@@ -812,15 +900,18 @@ s_idle_worker(nm_t *nm)
 
 
 /* Resolve t's arguments into descriptors for the worker and pin the
-   objects. 0; 1 when an argument was evicted since t was queued (t now
-   waits for its rebuild); or a code (an argument that cannot be brought
-   back). */
+   objects (a reserved task's are pinned already). 0; 1 when an argument
+   was evicted since t was queued (t now waits for its rebuild); 2 when a
+   spilled argument has no room to come back yet (t waits in the queue);
+   or a code (an argument that cannot be brought back). */
 static int
 s_run_args(nm_t *nm, nm_task_t *t, exec_obj_t *objs)
 {
     util_rd_t r;
     exec_arg_t a;
     int i = 0, rc = 0;
+    bool lost = false, room = false, reserved = t->reserved;
+    s_unreserve_count(nm, t);
     util_rd_init(&r, t->args, t->args_len);
     while (exec_arg_next(&r, &a)) {
         memset(&objs[i], 0, sizeof objs[i]);
@@ -832,8 +923,20 @@ s_run_args(nm_t *nm, nm_task_t *t, exec_obj_t *objs)
             continue;
         }
         nm_obj_t *o = nm_obj_get(nm, &a.ref);
-        if (o && o->state == OBJ_SPILLED && (rc = nm_obj_restore(nm, o)))
-            break;
+        if (reserved) {
+            /* pinned while it waited: here and ready, whatever happened */
+            nm_obj_describe(nm, o, &objs[i]);
+            i++;
+            continue;
+        }
+        if (o && o->state == OBJ_SPILLED && (rc = nm_obj_restore(nm, o))) {
+            if (rc != LUX_EFULL)
+                break;
+            rc = 0;
+            room = true; /* no room to bring it back now: t waits for some */
+            i++;
+            continue;
+        }
         if (!o || o->state == OBJ_LOST) {
             /* evicted while t waited: rebuild it, and wait again */
             util_id_t dt_id;
@@ -851,7 +954,7 @@ s_run_args(nm_t *nm, nm_task_t *t, exec_obj_t *objs)
                 break;
             }
             t->waiting++;
-            rc = 1;
+            lost = true;
             i++;
             continue; /* note every lost one now, so t waits for all */
         }
@@ -863,6 +966,8 @@ s_run_args(nm_t *nm, nm_task_t *t, exec_obj_t *objs)
         nm_obj_describe(nm, o, &objs[i]);
         i++;
     }
+    if (!rc && (lost || room))
+        rc = lost ? 1 : 2; /* a lost one first: t waits for its rebuild */
     if (rc) {
         /* unpin exactly what this call pinned: the first i arguments */
         util_rd_t r2;
@@ -899,12 +1004,33 @@ s_retire_extras(nm_t *nm)
     }
 }
 
+/* t has a spilled argument the store has no room to bring back: whether
+   it may wait longer (as an ALLOC does, nm->store_wait_ms); if not, the
+   error says what the store holds. */
+static bool
+s_room_wait(nm_t *nm, nm_task_t *t)
+{
+    int64_t now = util_mono_ms();
+    if (!t->room_since_ms)
+        t->room_since_ms = now;
+    if (now - t->room_since_ms < nm->store_wait_ms)
+        return true;
+    char why[64];
+    snprintf(why, sizeof why, "waited %lld ms for room to bring back a spilled argument",
+             (long long) (now - t->room_since_ms));
+    util_err_ctx(LUX_EFULL, "%s", why);
+    return false;
+}
+
 void
 nm_dispatch(nm_t *nm)
 {
     exec_obj_t *objs = NULL;
     size_t cap = 0;
-    while (nm->ready) {
+    nm_task_t *deferred = NULL; /* the first task put back for want of room */
+    bool no_room = false;
+    nm->room_waits = false;
+    while (nm->ready && !no_room) {
         nm_worker_t *w = s_idle_worker(nm);
         if (!w)
             break;
@@ -957,10 +1083,26 @@ nm_dispatch(nm_t *nm)
                 t->state = TASK_WAITING; /* for the rebuild of an argument */
                 continue;
             }
+            if (rc == 2 && !s_room_wait(nm, t))
+                rc = LUX_EFULL;
+            if (rc == 2) {
+                /* to the back of the queue, until room appears; the
+                   others may run meanwhile (once round the queue) */
+                s_ready_push(nm, t, false);
+                nm->room_waits = true; /* the tick tries again, and ends the wait */
+                if (deferred == t) {
+                    no_room = true;
+                    break;
+                }
+                if (!deferred)
+                    deferred = t;
+                continue;
+            }
             if (rc) {
                 s_finish_failed(nm, t, rc, lux_errmsg());
                 continue;
             }
+            t->room_since_ms = 0;
             w->client->job = t->job; /* what its puts and nested tasks belong to */
             exec_run_t run = {.task = t->id, .job = t->job, .fn = t->fn,
                               .fn_len = (uint16_t) strlen(t->fn),
@@ -1233,10 +1375,12 @@ nm_task_resolve(nm_t *nm, nm_task_t *t, char *why, size_t n)
 void
 nm_task_wake(nm_t *nm, nm_task_t *t)
 {
-    if (t->actor)
+    if (t->actor) {
         nm_actor_kick(nm, t->actor);
-    else
-        s_ready_push(nm, t, t->nested);
+    } else {
+        bool reserved = s_reserve(nm, t);
+        s_ready_push(nm, t, t->nested || reserved);
+    }
 }
 
 int

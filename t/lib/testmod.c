@@ -138,6 +138,25 @@ t_getref(lux_t *lx, int argc, const lux_val_t *argv)
 }
 LUX_FUNCTION(t_getref, -1, 1)
 
+/* t_check of the large value whose ref (LUX_REF_LEN bytes) is argument 0,
+   a value: the task waits for it in lux_get, as a task that was passed a
+   ref inside data would. */
+static int
+t_getcheck(lux_t *lx, int argc, const lux_val_t *argv)
+{
+    lux_ref_t ref;
+    lux_val_t v;
+    if (argc != 1 || argv[0].size != sizeof ref.b)
+        return lux_raise(lx, "t_getcheck: takes a ref (%zu bytes)", sizeof ref.b);
+    memcpy(ref.b, argv[0].data, sizeof ref.b);
+    if (lux_get(lx, &ref, &v, -1))
+        return lux_raise(lx, "t_getcheck: %s", lux_errmsg());
+    int rc = t_check(lx, 1, &v);
+    lux_free(lx, 1, &ref);
+    return rc;
+}
+LUX_FUNCTION(t_getcheck, 1, 1)
+
 /* Nested n deep (argument 0): calls itself with n - 1 and waits for it;
    returns n + (n - 1) + ... + 1. */
 static int
