@@ -28,8 +28,12 @@
 #include <getopt.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#define S_REPLICA_ROOM (1u << 20)    /* free bytes on its disk for a failed replica to retry */
+#define S_REPLICA_FAILED_MS 60000    /* ...or this long after it failed, whatever the cause */
 
 static net_sec_t *
 s_sec(const db_cluster_t *c)
@@ -492,8 +496,22 @@ cmd_status(int argc, char **argv)
             }
         }
     }
-    if (json)
-        printf("\n]}\n");
+    /* what stops the log, said plainly: a full disk, failed replicas */
+    struct statvfs vfs;
+    long long avail = statvfs(c.dir, &vfs) == 0 ? (long long) (vfs.f_bavail * vfs.f_frsize) : -1;
+    if (json) {
+        printf("\n], \"disk_free_bytes\": %lld}\n", avail);
+    } else {
+        if (avail >= 0 && avail < S_REPLICA_ROOM)
+            printf("\nthe disk holding %s is full (%lld bytes free): the log cannot write "
+                   "until there is room\n", c.dir, avail);
+        for (uint32_t i = 0; running && i < c.shards * c.replicas; i++)
+            if (st.age_ms[i] >= 0 && st.age_ms[i] <= c.dead_ms &&
+                st.beats[i].state == DB_RS_FAILED)
+                printf("replica %u.%u failed (pid %u answers appends with why): see "
+                       "%s/log/replica-%u-%u.log\n", i / c.replicas, i % c.replicas,
+                       st.beats[i].pid, c.dir, i / c.replicas, i % c.replicas);
+    }
     db_status_free(&st);
     return 0;
 }
@@ -701,17 +719,30 @@ cmd_replica(int argc, char **argv)
     if (!rep)
         return lux_fail("replica", "%s", lux_errmsg());
     zpoller_t *p = zpoller_new(rep, NULL);
+    int64_t failed_ms = 0;
     while (!zsys_interrupted) {
         if (zpoller_wait(p, 200) == rep) {
             char *what = NULL, *text = NULL;
             zstr_recvx(rep, &what, &text, NULL);
-            if (what && strcmp(what, "FAILED") == 0) {
-                log_error("stopping after a failure: %s", text ? text : "");
+            if (what && strcmp(what, "FAILED") == 0 && !failed_ms) {
+                log_error("failed: %s; answering appends with the error until there is room "
+                          "on its disk, then restarting", text ? text : "");
+                failed_ms = util_mono_ms();
                 rc = 1;
             }
             zstr_free(&what);
             zstr_free(&text);
-            if (rc)
+        }
+        /* failed: the replica answers appends with why (a client waits for
+           nothing in silence) and beats as failed (lux status says so); it
+           exits to be restarted once its disk has room again, or after a
+           while whatever the cause, as a restart is how it recovers */
+        if (failed_ms) {
+            int64_t now = util_mono_ms();
+            struct statvfs vfs;
+            bool room = statvfs(c.dir, &vfs) == 0 &&
+                        vfs.f_bavail * vfs.f_frsize >= S_REPLICA_ROOM;
+            if ((room && now - failed_ms >= 1000) || now - failed_ms >= S_REPLICA_FAILED_MS)
                 break;
         }
     }
