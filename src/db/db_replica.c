@@ -343,6 +343,7 @@ s_emit(s_rep_t *self, zsock_t *sock, zmsg_t **m_p)
     zframe_t *first = zmsg_first(*m_p);
     if (sock != self->sk_append || !first || zframe_size(first) != S_LINK_RID_LEN) {
         zmsg_send(m_p, sock);
+        zmsg_destroy(m_p); /* not sent (a socket that does not wait): dropped */
         s_raw_touch(self, sock);
         return;
     }
@@ -1737,6 +1738,9 @@ s_setup(s_rep_t *self)
     db_cluster_master_ep(&self->cluster, ep, sizeof ep);
     if (!(self->sk_master = net_connect(ZMQ_DEALER, ep, self->sec)))
         return LUX_EIO;
+    /* the master may be down for a while (the chain serves on): a beat it
+       cannot take is dropped, never waited on */
+    zsock_set_sndtimeo(self->sk_master, 0);
     return 0;
 }
 
