@@ -29,8 +29,12 @@
 #include <getopt.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#define S_REPLICA_ROOM (1u << 20)    /* free bytes on its disk for a failed replica to retry */
+#define S_REPLICA_FAILED_MS 60000    /* ...or this long after it failed, whatever the cause */
 
 static net_sec_t *
 s_sec(const db_cluster_t *c)
@@ -189,13 +193,38 @@ s_print_stop_errors(const char *log, size_t from)
     free(text);
 }
 
+static pid_t s_running_replica(const db_cluster_t *c, uint32_t s, uint32_t i);
+
+/* No supervisor: stop the replicas one that died left running (they
+   outlive it, serving). 0 when there were some, else LUX_ENOTFOUND. */
+static int
+s_stop_orphans(const char *dir, int timeout_ms)
+{
+    db_cluster_t c;
+    int n = 0, stuck = 0;
+    if (db_cluster_load(&c, dir) == 0) {
+        int64_t deadline = util_mono_ms() + timeout_ms / 2;
+        for (uint32_t k = 0; k < c.shards * c.replicas; k++) {
+            pid_t pid = s_running_replica(&c, k / c.replicas, k % c.replicas);
+            int64_t left = deadline - util_mono_ms();
+            if (pid > 0 && ++n && !util_proc_stop(pid, SIGTERM, left > 0 ? (int) left : 0))
+                stuck++;
+        }
+    }
+    if (!n)
+        return util_err(LUX_ENOTFOUND, "no head is running in %s", dir);
+    fprintf(stderr, "lux stop: no supervisor in %s; stopped the %d replicas it left running\n",
+            dir, n - stuck);
+    return stuck ? util_err(LUX_ETIMEDOUT, "%d replicas would not stop", stuck) : 0;
+}
+
 int
 lux_head_stop(const char *dir, int timeout_ms)
 {
     char log[PATH_MAX + 32];
     int pid = lux_head_pid(dir);
     if (!pid)
-        return util_err(LUX_ENOTFOUND, "no head is running in %s", dir);
+        return s_stop_orphans(dir, timeout_ms);
     snprintf(log, sizeof log, "%s/log/supervisor.log", dir);
     struct stat st;
     size_t from = stat(log, &st) == 0 ? (size_t) st.st_size : 0;
@@ -432,6 +461,8 @@ cmd_status(int argc, char **argv)
             st.beats[i].shard = i / c.replicas;
             st.beats[i].index = i % c.replicas;
             st.age_ms[i] = -1;
+            /* one left running by a supervisor that died: it still serves */
+            st.beats[i].pid = (uint32_t) s_running_replica(&c, i / c.replicas, i % c.replicas);
         }
     }
     /* the last seq from the files themselves: a heartbeat may be 100 ms old */
@@ -474,7 +505,7 @@ cmd_status(int argc, char **argv)
         for (uint32_t i = 0; i < c.replicas; i++) {
             uint32_t slot = s * c.replicas + i;
             const db_beat_t *b = &st.beats[slot];
-            const char *state = !running ? "stopped"
+            const char *state = !running ? (b->pid ? "no-master" : "stopped")
                                 : st.age_ms[slot] < 0 ? "unheard"
                                 : st.age_ms[slot] > c.dead_ms ? "silent"
                                                              : db_replica_state_name(b->state);
@@ -485,8 +516,7 @@ cmd_status(int argc, char **argv)
                        " \"state\": \"%s\", \"epoch\": %llu, \"chain\": \"%s\", \"last_seq\": %llu,"
                        " \"pid\": %u, \"heartbeat_age_ms\": %lld, \"file\": ",
                        s, i, s_role(ch, i), state, (unsigned long long) ch->epoch, order,
-                       (unsigned long long) b->last, running ? b->pid : 0,
-                       (long long) st.age_ms[slot]);
+                       (unsigned long long) b->last, b->pid, (long long) st.age_ms[slot]);
                 lux_json_str(stdout, file);
                 /* where it listens, as it advertises it (empty when unheard) */
                 static const char *names[DB_EP_N] = {"append", "chain", "read", "pub"};
@@ -499,12 +529,26 @@ cmd_status(int argc, char **argv)
             } else {
                 printf("%-5u %-6llu %-9s %-7u %-9s %-8s %-7u %-10llu %s\n", s,
                        (unsigned long long) ch->epoch, i == 0 ? order : "", i, s_role(ch, i), state,
-                       running ? b->pid : 0, (unsigned long long) b->last, file);
+                       b->pid, (unsigned long long) b->last, file);
             }
         }
     }
-    if (json)
-        printf("\n]}\n");
+    /* what stops the log, said plainly: a full disk, failed replicas */
+    struct statvfs vfs;
+    long long avail = statvfs(c.dir, &vfs) == 0 ? (long long) (vfs.f_bavail * vfs.f_frsize) : -1;
+    if (json) {
+        printf("\n], \"disk_free_bytes\": %lld}\n", avail);
+    } else {
+        if (avail >= 0 && avail < S_REPLICA_ROOM)
+            printf("\nthe disk holding %s is full (%lld bytes free): the log cannot write "
+                   "until there is room\n", c.dir, avail);
+        for (uint32_t i = 0; running && i < c.shards * c.replicas; i++)
+            if (st.age_ms[i] >= 0 && st.age_ms[i] <= c.dead_ms &&
+                st.beats[i].state == DB_RS_FAILED)
+                printf("replica %u.%u failed (pid %u answers appends with why): see "
+                       "%s/log/replica-%u-%u.log\n", i / c.replicas, i % c.replicas,
+                       st.beats[i].pid, c.dir, i / c.replicas, i % c.replicas);
+    }
     db_status_free(&st);
     return 0;
 }
@@ -516,7 +560,29 @@ typedef struct {
     int64_t started_ms;
     int64_t restart_at_ms; /* 0: running or not scheduled */
     int backoff_ms;
+    bool adopted;          /* left running by a supervisor that died: not our child */
 } s_child_t;
+
+/* The pid of replica s.i left running by an earlier supervisor (its
+   pidfile names a live process that holds its lock), or 0. Replicas
+   outlive their supervisor: the log keeps serving while the head is
+   restarted, and the new supervisor takes them back. */
+static pid_t
+s_running_replica(const db_cluster_t *c, uint32_t s, uint32_t i)
+{
+    char rel[64], path[PATH_MAX + 64];
+    snprintf(rel, sizeof rel, "run/replica-%u-%u.pid", s, i);
+    pid_t pid = util_pidfile_read(db_cluster_path(c, path, sizeof path, rel));
+    if (pid <= 0 || !util_proc_alive(pid))
+        return 0;
+    snprintf(rel, sizeof rel, "run/replica-%u-%u.lock", s, i);
+    int fd = util_lock_file(db_cluster_path(c, path, sizeof path, rel));
+    if (fd >= 0) {
+        close(fd); /* free: nobody runs it (the pid was reused) */
+        return 0;
+    }
+    return pid;
+}
 
 static pid_t
 s_spawn_replica(const db_cluster_t *c, const char *exe, uint32_t s, uint32_t i)
@@ -604,9 +670,15 @@ cmd_supervise(int argc, char **argv)
         int status;
         /* reap our replicas by pid: the node manager reaps its own workers */
         for (uint32_t k0 = 0; k0 < n; k0++) {
-            pid_t dead = kids[k0].pid ? waitpid(kids[k0].pid, &status, WNOHANG) : 0;
+            pid_t dead = !kids[k0].pid ? 0
+                         : kids[k0].adopted ? (util_proc_alive(kids[k0].pid) ? 0 : kids[k0].pid)
+                                            : waitpid(kids[k0].pid, &status, WNOHANG);
             if (dead <= 0)
                 continue;
+            if (kids[k0].adopted) {
+                status = 0; /* not ours to reap: how it ended is unknown */
+                kids[k0].adopted = false;
+            }
             for (uint32_t k = k0; k <= k0; k++) {
                 bool quick = now - kids[k].started_ms < 10000;
                 kids[k].backoff_ms = quick ? (kids[k].backoff_ms * 2 > 5000 ? 5000
@@ -627,7 +699,14 @@ cmd_supervise(int argc, char **argv)
         for (uint32_t k = 0; k < n; k++) {
             if (kids[k].pid || !kids[k].restart_at_ms || now < kids[k].restart_at_ms)
                 continue;
-            pid_t pid = s_spawn_replica(&c, exe, k / c.replicas, k % c.replicas);
+            pid_t pid = s_running_replica(&c, k / c.replicas, k % c.replicas);
+            if (pid > 0) {
+                log_info("replica %u.%u (pid %d) still runs: taking it back", k / c.replicas,
+                         k % c.replicas, (int) pid);
+                kids[k].adopted = true;
+            } else {
+                pid = s_spawn_replica(&c, exe, k / c.replicas, k % c.replicas);
+            }
             if (pid < 0) {
                 log_error("%s", lux_errmsg());
                 kids[k].restart_at_ms = now + 1000;
@@ -695,12 +774,15 @@ cmd_replica(int argc, char **argv)
     if ((uint32_t) shard >= c.shards || (uint32_t) index >= c.replicas)
         return lux_fail("replica", "no replica %ld.%ld in a cluster of %u x %u", shard, index,
                         c.shards, c.replicas);
-    /* one process per replica file, and none outliving its supervisor */
-    char lock[PATH_MAX + 64], rel[64];
+    /* one process per replica file. It outlives its supervisor (and the
+       chain master in it): the chain keeps serving its last configuration,
+       and a restarted supervisor finds it by its pidfile and takes it back */
+    char lock[PATH_MAX + 64], rel[64], pidfile[PATH_MAX + 64];
     snprintf(rel, sizeof rel, "run/replica-%ld-%ld.lock", shard, index);
     if (util_lock_file(db_cluster_path(&c, lock, sizeof lock, rel)) < 0)
         return lux_fail("replica", "replica %ld.%ld already runs: %s", shard, index, lux_errmsg());
-    if (util_die_with_parent())
+    snprintf(rel, sizeof rel, "run/replica-%ld-%ld.pid", shard, index);
+    if (util_pidfile_write(db_cluster_path(&c, pidfile, sizeof pidfile, rel)))
         return lux_fail("replica", "%s", lux_errmsg());
     zsys_init();
     net_sec_t *sec = s_sec(&c);
@@ -712,23 +794,38 @@ cmd_replica(int argc, char **argv)
     if (!rep)
         return lux_fail("replica", "%s", lux_errmsg());
     zpoller_t *p = zpoller_new(rep, NULL);
+    int64_t failed_ms = 0;
     while (!zsys_interrupted) {
         if (zpoller_wait(p, 200) == rep) {
             char *what = NULL, *text = NULL;
             zstr_recvx(rep, &what, &text, NULL);
-            if (what && strcmp(what, "FAILED") == 0) {
-                log_error("stopping after a failure: %s", text ? text : "");
+            if (what && strcmp(what, "FAILED") == 0 && !failed_ms) {
+                log_error("failed: %s; answering appends with the error until there is room "
+                          "on its disk, then restarting", text ? text : "");
+                failed_ms = util_mono_ms();
                 rc = 1;
             }
             zstr_free(&what);
             zstr_free(&text);
-            if (rc)
+        }
+        /* failed: the replica answers appends with why (a client waits for
+           nothing in silence) and beats as failed (lux status says so); it
+           exits to be restarted once its disk has room again, or after a
+           while whatever the cause, as a restart is how it recovers */
+        if (failed_ms) {
+            int64_t now = util_mono_ms();
+            struct statvfs vfs;
+            bool room = statvfs(c.dir, &vfs) == 0 &&
+                        vfs.f_bavail * vfs.f_frsize >= S_REPLICA_ROOM;
+            if ((room && now - failed_ms >= 1000) || now - failed_ms >= S_REPLICA_FAILED_MS)
                 break;
         }
     }
     zpoller_destroy(&p);
     zactor_destroy(&rep);
     net_sec_destroy(&sec);
+    if (util_pidfile_read(pidfile) == getpid())
+        unlink(pidfile);
     log_info("stopped");
     return rc;
 }

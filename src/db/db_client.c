@@ -278,7 +278,7 @@ s_handle_msg(db_client_t *self, zmsg_t *msg, int shard)
             n = s_on_ack(self, (uint32_t) shard, body);
         else if (h.type == NET_ERROR && shard >= 0) {
             int code;
-            char text[256];
+            char text[UTIL_ERRMSG_MAX];
             net_error_decode(body, &code, text, sizeof text);
             log_info("shard %d: %s", shard, text);
             if ((code == LUX_ECORRUPT || code == LUX_EINVAL || code == LUX_EPROTO ||

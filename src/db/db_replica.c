@@ -66,6 +66,9 @@
 #include "../util/util_log.h"
 #include "../util/util_time.h"
 
+#include <errno.h>
+#include <string.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #define S_MAX_PENDING 262144 /* events in flight before the head stops reading appends */
@@ -160,6 +163,7 @@ typedef struct {
     int64_t complain_ms;           /* rate limit for garbage logs */
     util_buf_t buf;                /* scratch */
     char failed[300];              /* why it failed (DB_RS_FAILED) */
+    char cause[64];                /* ...in a word for clients: "No space left on device" */
     bool writer_watched;           /* the loop reads the writer's replies */
     struct {                       /* sockets polled by descriptor (s_raw_on) */
         zsock_t *sock;
@@ -339,6 +343,7 @@ s_emit(s_rep_t *self, zsock_t *sock, zmsg_t **m_p)
     zframe_t *first = zmsg_first(*m_p);
     if (sock != self->sk_append || !first || zframe_size(first) != S_LINK_RID_LEN) {
         zmsg_send(m_p, sock);
+        zmsg_destroy(m_p); /* not sent (a socket that does not wait): dropped */
         s_raw_touch(self, sock);
         return;
     }
@@ -492,6 +497,12 @@ s_fail(s_rep_t *self, int code, const char *text)
               lux_strerror(code));
     self->state = DB_RS_FAILED;
     snprintf(self->failed, sizeof self->failed, "%s", text);
+    /* a full disk is the common cause, and SQLite says it vaguely ("database
+       or disk is full"): ask the file system */
+    struct statvfs vfs;
+    bool full = strstr(text, "disk is full") ||
+                (statvfs(self->db_path, &vfs) == 0 && vfs.f_bavail * vfs.f_frsize < (64u << 10));
+    snprintf(self->cause, sizeof self->cause, "%s", full ? strerror(ENOSPC) : lux_strerror(code));
     atomic_store(&self->rstate.is_tail, 0);
     zstr_sendx(self->pipe, "FAILED", text, NULL);
     s_raw_touch(self, self->pipe);
@@ -1135,7 +1146,7 @@ s_check_append(const s_rep_t *self, const net_batch_t *in, util_id_t *client, ui
 static void
 s_append(s_rep_t *self, zframe_t **rid_p, const net_hdr_t *h, zframe_t *body)
 {
-    char text[300];
+    char text[UTIL_ERRMSG_MAX];
     net_batch_t in;
     util_id_t client;
     int rc;
@@ -1143,7 +1154,8 @@ s_append(s_rep_t *self, zframe_t **rid_p, const net_hdr_t *h, zframe_t *body)
     if (self->state == DB_RS_FAILED) {
         /* said as an I/O error, so that a client whose shard has no other
            replica tells its callers why nothing commits */
-        snprintf(text, sizeof text, "shard %u replica %u failed: %s", self->shard, self->index,
+        snprintf(text, sizeof text, "the log at %s cannot write: %s (shard %u replica %u "
+                 "failed: %s)", self->cluster.dir, self->cause, self->shard, self->index,
                  self->failed);
         s_send_error(self, self->sk_append, rid_p, LUX_EIO, text);
         return;
@@ -1577,8 +1589,6 @@ s_on_beat(zloop_t *loop, int timer_id, void *arg)
     db_beat_t beat;
     int64_t now = util_mono_ms();
 
-    if (self->state == DB_RS_FAILED)
-        return 0;
     memset(&beat, 0, sizeof beat);
     beat.shard = self->shard;
     beat.index = self->index;
@@ -1593,6 +1603,8 @@ s_on_beat(zloop_t *loop, int timer_id, void *arg)
     db_beat_encode(&self->buf, &beat);
     s_send(self, self->sk_master, NULL, NET_HEARTBEAT, self->cfg.epoch, self->buf.data,
            self->buf.len, NULL, 0);
+    if (self->state == DB_RS_FAILED)
+        return 0; /* beats say so (lux status: failed, not silent); nothing more */
 
     if (self->state == DB_RS_CHAIN && self->sk_succ && !self->succ_synced &&
         now - self->hello_ms >= 3 * self->cluster.heartbeat_ms)
@@ -1726,6 +1738,9 @@ s_setup(s_rep_t *self)
     db_cluster_master_ep(&self->cluster, ep, sizeof ep);
     if (!(self->sk_master = net_connect(ZMQ_DEALER, ep, self->sec)))
         return LUX_EIO;
+    /* the master may be down for a while (the chain serves on): a beat it
+       cannot take is dropped, never waited on */
+    zsock_set_sndtimeo(self->sk_master, 0);
     return 0;
 }
 
