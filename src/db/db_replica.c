@@ -129,6 +129,8 @@ typedef struct {
     db_store_t *store;             /* the write connection: the writer's while it has
                                       work (writer_seq > commit_seq), else ours */
     uint64_t writer_seq;           /* last seq handed to the writer */
+    bool truncating;               /* the writer is truncating: the store is its own,
+                                      and recv_seq is stale until it answers 'T' */
     db_reader_state_t rstate;      /* shared with the reader */
     db_store_t *rstore;            /* our own read connection */
 
@@ -551,7 +553,7 @@ s_submit(s_rep_t *self, s_batch_t *b, uint32_t count)
         self->pending = b;
     self->pending_last = b;
     self->pending_events += count;
-    if (self->writer_seq <= self->commit_seq && count <= S_INLINE) {
+    if (self->writer_seq <= self->commit_seq && !self->truncating && count <= S_INLINE) {
         /* the writer is idle: commit now, on this thread (no hop) */
         int rc = db_store_begin(self->store);
         if (!rc)
@@ -707,13 +709,15 @@ s_on_writer(zloop_t *loop, zsock_t *sock, void *arg)
     if (cmd == 'C') {
         self->commit_seq = seq;
         s_after_commit(self);
-        if (self->writer_seq <= self->commit_seq && self->state != DB_RS_FAILED)
+        if (self->writer_seq <= self->commit_seq && !self->truncating &&
+            self->state != DB_RS_FAILED)
             s_writer_watch(self, false); /* all it had is committed */
     } else if (cmd == 'T') {
+        self->truncating = false;
         if (code) {
             s_fail(self, code, text);
         } else {
-            self->recv_seq = self->commit_seq = self->ack_seq = seq;
+            self->recv_seq = self->commit_seq = self->ack_seq = self->writer_seq = seq;
             if (db_store_hash_at(self->rstore, seq, self->recv_hash))
                 s_fail(self, LUX_EIO, lux_errmsg());
             /* the truncated events' IDs must not count as seen: rebuild from
@@ -722,8 +726,12 @@ s_on_writer(zloop_t *loop, zsock_t *sock, void *arg)
             if (!(self->seen = util_idmap_new(sizeof(s_seen_t))) ||
                 db_store_clients(self->store, s_load_seen, self))
                 s_fail(self, LUX_ENOMEM, "cannot rebuild the client table");
-            self->join = J_FETCH;
-            s_join_request(self);
+            /* the configuration may have changed meanwhile (a new tail):
+               start over from a probe, which agrees at once when it has not */
+            if (self->state == DB_RS_JOINING) {
+                self->join = J_IDLE;
+                s_join_start(self);
+            }
         }
     } else if (cmd == 'E') {
         s_fail(self, code, text);
@@ -1423,6 +1431,8 @@ s_join_start(s_rep_t *self)
         return;
     if (self->recv_seq != self->commit_seq)
         return; /* the writer is still busy; s_after_commit calls again */
+    if (self->truncating)
+        return; /* the writer is truncating; its 'T' reply calls again */
     tail = &self->cfg.m[self->cfg.n - 1];
     if (!tail->ep[DB_EP_READ][0])
         return; /* its endpoints are not known yet: next heartbeat */
@@ -1504,6 +1514,7 @@ s_join_probe(s_rep_t *self, const net_batch_t *in, uint64_t tail_last)
     }
     self->join = J_TRUNC;
     self->join_req = 0;
+    self->truncating = true;
     s_writer_watch(self, true);
     db_writer_truncate(self->writer, agree);
 }
