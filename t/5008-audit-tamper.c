@@ -13,6 +13,7 @@
      - the same forgery in every replica: only the signed checkpoint tells;
      - a replica file replaced by an older copy of itself;
      - a witness line edited (its signature no longer verifies).
+   lux sql warns on stderr when the tail it reads ends before a checkpoint.
    And a third party with only the public key and the witness audits a
    copy holding no secret key (lux audit --public-key K --witness W). */
 #include "tap.h"
@@ -195,6 +196,9 @@ main(void)
        (unsigned long long) last);
     free(wtext);
 
+    char err[4096];
+    fx_lux(NULL, 0, err, sizeof err, "sql --dir %s \"SELECT count(*) FROM event\"", s_c.dir);
+    ok(!strstr(err, "warning"), "lux sql on the untouched log does not warn (%s)", err);
     int rc = fx_lux(s_out, sizeof s_out, NULL, 0, "audit --dir %s", s_c.dir);
     ok(rc == 0 && strstr(s_out, "match every signed checkpoint"), "an untouched log passes (%d)",
        rc);
@@ -216,6 +220,14 @@ main(void)
         snprintf(what, sizeof what, cuts[k] < 0 ? "every event of shard 0 cut"
                                                 : "the last %d event(s) of shard 0 cut", cuts[k]);
         s_caught(what, dir, NULL, frag, NULL, NULL);
+        if (k == 0) {
+            fx_lux(NULL, 0, err, sizeof err, "sql --dir %s \"SELECT count(*) FROM event\"", dir);
+            snprintf(frag, sizeof frag, "shard 0: the tail's file (replica %u) ends at seq %llu,"
+                     " before the signed checkpoint at seq %llu", tail, (unsigned long long) keep,
+                     (unsigned long long) last);
+            ok(strstr(err, "warning") && strstr(err, frag),
+               "lux sql on the cut log warns on stderr: %s", err);
+        }
     }
 
     /* one replica cut short, the others whole */
