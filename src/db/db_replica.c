@@ -433,6 +433,19 @@ s_complain(s_rep_t *self, const char *sock, const char *what)
     }
 }
 
+/* ERROR, naming the request it answers (doc/protocol.md 5.4): an
+   APPEND's first event ID, 0 for anything else */
+static void
+s_send_error_req(s_rep_t *self, zsock_t *sock, zframe_t **rid_p, int code, const char *text,
+                 uint64_t req)
+{
+    zmsg_t *m = net_error_msg(self->shard, self->cfg.epoch, code, "%s", text);
+    net_error_req(m, req);
+    if (rid_p && *rid_p)
+        zmsg_prepend(m, rid_p);
+    s_emit(self, sock, &m);
+}
+
 static void
 s_send_error(s_rep_t *self, zsock_t *sock, zframe_t **rid_p, int code, const char *text)
 {
@@ -857,6 +870,13 @@ s_on_hello(s_rep_t *self, zframe_t **rid_p, const net_hdr_t *h, zframe_t *body)
     uint8_t b[8 + DB_HASH_LEN];
     uint32_t from = body && zframe_size(body) == 4 ? util_rd32(zframe_data(body)) : UINT32_MAX;
 
+    if (!body || zframe_size(body) != 4) {
+        snprintf(text, sizeof text, "shard %u replica %u: HELLO of %zu bytes, not a u32 replica"
+                 " index", self->shard, self->index, body ? zframe_size(body) : 0);
+        s_complain(self, "chain", text);
+        s_send_error(self, self->sk_chain, rid_p, LUX_EPROTO, text);
+        return;
+    }
     if (h->epoch != self->cfg.epoch) {
         snprintf(text, sizeof text, "shard %u replica %u: HELLO at epoch %llu, we are at %llu",
                  self->shard, self->index, (unsigned long long) h->epoch,
@@ -945,17 +965,20 @@ s_on_chain(zloop_t *loop, zsock_t *sock, void *arg)
         s_send_error(self, sock, &rid, rc, text);
     } else if (h.type == NET_PING) {
         s_send(self, sock, rid, NET_PONG, self->cfg.epoch, NULL, 0, NULL, 0);
+    } else if (h.type != NET_HELLO && h.type != NET_FORWARD) {
+        if (h.type != NET_ERROR) {
+            char text[128];
+            snprintf(text, sizeof text, "unexpected %s on the chain endpoint",
+                     net_type_name(h.type));
+            s_complain(self, "chain", text);
+            s_send_error(self, sock, &rid, LUX_EPROTO, text);
+        }
     } else if (h.shard != self->shard) {
         s_wrong_shard(self, sock, &rid, &h, "chain");
     } else if (h.type == NET_HELLO) {
         s_on_hello(self, &rid, &h, body);
-    } else if (h.type == NET_FORWARD) {
+    } else {
         s_on_forward(self, &rid, &h, body);
-    } else if (h.type != NET_ERROR) {
-        char text[128];
-        snprintf(text, sizeof text, "unexpected %s on the chain endpoint", net_type_name(h.type));
-        s_complain(self, "chain", text);
-        s_send_error(self, sock, &rid, LUX_EPROTO, text);
     }
     zframe_destroy(&rid);
     zframe_destroy(&hf);
@@ -1140,6 +1163,26 @@ s_check_append(const s_rep_t *self, const net_batch_t *in, util_id_t *client, ui
     return 0;
 }
 
+/* The first event ID (cseq) of an APPEND's body, which its ERROR names;
+   0 when it has none that decodes. Only on the error path. */
+static uint64_t
+s_append_req(zframe_t *body)
+{
+    net_batch_t in;
+    net_batch_it_t it;
+    uint64_t seq;
+    const uint8_t *rec;
+    size_t len;
+    db_event_t e;
+    if (!body || net_batch_parse(&in, zframe_data(body), zframe_size(body)))
+        return 0;
+    net_batch_iter(&it, &in);
+    if (!net_batch_next(&it, &seq, &rec, &len) || db_event_decode(&e, rec, len) ||
+        !(e.mask & DB_F_CLIENT))
+        return 0;
+    return e.cseq;
+}
+
 static void
 s_append(s_rep_t *self, zframe_t **rid_p, const net_hdr_t *h, zframe_t *body)
 {
@@ -1153,31 +1196,31 @@ s_append(s_rep_t *self, zframe_t **rid_p, const net_hdr_t *h, zframe_t *body)
            replica tells its callers why nothing commits */
         snprintf(text, sizeof text, "shard %u replica %u failed: %s", self->shard, self->index,
                  self->failed);
-        s_send_error(self, self->sk_append, rid_p, LUX_EIO, text);
+        s_send_error_req(self, self->sk_append, rid_p, LUX_EIO, text, s_append_req(body));
         return;
     }
     if (!s_is_head(self)) {
         snprintf(text, sizeof text, "shard %u replica %u is not the head at epoch %llu (%s)",
                  self->shard, self->index, (unsigned long long) self->cfg.epoch,
                  db_replica_state_name(self->state));
-        s_send_error(self, self->sk_append, rid_p, LUX_ESTATE, text);
+        s_send_error_req(self, self->sk_append, rid_p, LUX_ESTATE, text, s_append_req(body));
         return;
     }
     if (!body || net_batch_parse(&in, zframe_data(body), zframe_size(body))) {
         snprintf(text, sizeof text, "APPEND: %s", body ? lux_errmsg() : "no batch");
         s_complain(self, "append", text);
-        s_send_error(self, self->sk_append, rid_p, LUX_EPROTO, text);
+        s_send_error_req(self, self->sk_append, rid_p, LUX_EPROTO, text, 0);
         return;
     }
     uint64_t first = 0;
     if ((rc = s_check_append(self, &in, &client, &first, text, sizeof text))) {
         s_complain(self, "append", text);
-        s_send_error(self, self->sk_append, rid_p, rc, text);
+        s_send_error_req(self, self->sk_append, rid_p, rc, text, s_append_req(body));
         return;
     }
     s_seen_t *seen = util_idmap_put(self->seen, &client, NULL);
     if (!seen) {
-        s_send_error(self, self->sk_append, rid_p, LUX_ENOMEM, "out of memory");
+        s_send_error_req(self, self->sk_append, rid_p, LUX_ENOMEM, "out of memory", first);
         return;
     }
     if (first > seen->cseq + 1) {
@@ -1185,7 +1228,7 @@ s_append(s_rep_t *self, zframe_t **rid_p, const net_hdr_t *h, zframe_t *body)
            order, or a resend of it would later look like a duplicate */
         snprintf(text, sizeof text, "shard %u: expected event %llu from this client, got %llu",
                  self->shard, (unsigned long long) seen->cseq + 1, (unsigned long long) first);
-        s_send_error(self, self->sk_append, rid_p, LUX_EGAP, text);
+        s_send_error_req(self, self->sk_append, rid_p, LUX_EGAP, text, first);
         return;
     }
     /* the records are ours to change: set ts and the hash in place */
@@ -1206,7 +1249,7 @@ s_append(s_rep_t *self, zframe_t **rid_p, const net_hdr_t *h, zframe_t *body)
         util_le64(r + DB_REC_TS_OFF, (uint64_t) now);
         db_event_chain(r + len - DB_HASH_LEN, self->recv_hash, seq, r, len);
         if (!b && !(b = s_batch_new(seq))) {
-            s_send_error(self, self->sk_append, rid_p, LUX_ENOMEM, "out of memory");
+            s_send_error_req(self, self->sk_append, rid_p, LUX_ENOMEM, "out of memory", first);
             return;
         }
         net_batch_add(&b->data, r, len);
@@ -1244,15 +1287,17 @@ s_append_msg(s_rep_t *self, zmsg_t *msg)
     } else if (h.type == NET_PING) {
         /* liveness: answered whatever shard the header names */
         s_send(self, sock, rid, NET_PONG, self->cfg.epoch, NULL, 0, NULL, 0);
-    } else if (h.shard != self->shard) {
-        s_wrong_shard(self, sock, &rid, &h, "append");
-    } else if (h.type == NET_APPEND) {
-        s_append(self, &rid, &h, body);
-    } else {
+    } else if (h.type != NET_APPEND) {
+        /* the type is checked before the shard, as at every endpoint:
+           a message for another endpoint is EPROTO whatever shard it names */
         char text[128];
         snprintf(text, sizeof text, "unexpected %s on the append endpoint", net_type_name(h.type));
         s_complain(self, "append", text);
         s_send_error(self, sock, &rid, LUX_EPROTO, text);
+    } else if (h.shard != self->shard) {
+        s_wrong_shard(self, sock, &rid, &h, "append");
+    } else {
+        s_append(self, &rid, &h, body);
     }
     zframe_destroy(&rid);
     zframe_destroy(&hf);
