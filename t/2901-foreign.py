@@ -17,6 +17,9 @@ the reference subscriber written from the same page. Subcommands:
   append DIR             append to every shard by hand (section 11):
                          ACK, idempotent resends, EGAP, ESTATE; print the
                          events appended as JSON lines
+  probe DIR              malformed HELLO, HEARTBEAT, JOIN get EPROTO; ERRORs
+                         to READs name the READ's request ID; a type at the
+                         wrong endpoint is EPROTO whatever the shard
   fake DIR MODE          play chain master and tail of a one-shard cluster
                          in DIR whose tail misbehaves as MODE says (ok,
                          badhash, gap, proto), for the subscriber's error
@@ -236,6 +239,10 @@ def cmd_append(d):
                 fail("shard %d: malformed APPEND_ACK %s" % (shard, r[1].hex()))
             return ("ACK",) + struct.unpack("<QQ", r[1][16:]), index
         if t == L.T_ERROR:
+            # frame 2 names the request: the APPEND's first event ID (5.4)
+            if len(r) < 3 or len(r[2]) != 8 or struct.unpack("<Q", r[2])[0] != first:
+                fail("shard %d: an ERROR to the APPEND of cseq %d does not name it: %s"
+                     % (shard, first, [f.hex() for f in r[2:]]))
             return ("ERROR", L.error_text(r)[0]), index
         fail("shard %d: %s answered an APPEND" % (shard, L.TYPE_NAMES.get(t, t)))
 
@@ -290,6 +297,53 @@ def cmd_append(d):
             printed.append(ev)
     for ev in printed:
         print(json.dumps(ev, ensure_ascii=False))
+
+
+# --- malformed and misdirected messages get EPROTO, naming the request -----------------------
+
+def cmd_probe(d):
+    cl = L.load_cluster(d)
+    ctx = zmq.Context.instance()
+
+    def ask(ep, frames):
+        s = ctx.socket(zmq.DEALER)
+        s.setsockopt(zmq.LINGER, 0)
+        s.connect(ep)
+        s.send_multipart(frames)
+        r = s.recv_multipart() if s.poll(5000) else None
+        s.close()
+        return r
+
+    def expect_error(what, ep, frames, code, req=0):
+        r = ask(ep, frames)
+        if r is None:
+            fail("%s: no answer (an ERROR %d expected)" % (what, code))
+        t, _, _ = L.parse_header(r[0])
+        got = L.error_text(r)[0] if t == L.T_ERROR else None
+        rq = struct.unpack("<Q", r[2])[0] if len(r) >= 3 and len(r[2]) == 8 else None
+        if t != L.T_ERROR or got != code or rq != req:
+            fail("%s: %s %s (request %s) where ERROR %d (request %d) was expected"
+                 % (what, L.TYPE_NAMES.get(t, t), got, rq, code, req))
+
+    r = ask(cl["master"], [L.header(L.T_CONFIG_REQ, 0, 0)])
+    if r is None:
+        fail("no CONFIG from the chain master")
+    _, chains = L.parse_config(r[1])
+    epoch, members = chains[0]
+    tail_eps, head_eps = members[-1][1], members[0][1]
+    expect_error("HELLO without a body", head_eps[1], [L.header(6, 0, epoch)], -5)
+    expect_error("HEARTBEAT of 3 bytes at the master", cl["master"],
+                 [L.header(11, 0xffffffff, 0), b"abc"], -5)
+    expect_error("JOIN of 3 bytes at the master", cl["master"], [L.header(14, 0, 0), b"abc"], -5)
+    read = struct.pack("<QQII", 0x1234, 1, 10, 0)
+    expect_error("READ from an epoch to come", tail_eps[2],
+                 [L.header(L.T_READ, 0, epoch + 1000), read], -6, 0x1234)
+    expect_error("READ from seq 0", tail_eps[2],
+                 [L.header(L.T_READ, 0, epoch), struct.pack("<QQII", 77, 0, 10, 0)], -2, 77)
+    # a known type at the wrong endpoint and a bad shard: the type wins
+    for name, ep in (("append", head_eps[0]), ("chain", head_eps[1]), ("read", tail_eps[2])):
+        expect_error("CONFIG_REQ for shard 999 at the %s endpoint" % name, ep,
+                     [L.header(L.T_CONFIG_REQ, 999, epoch)], -5)
 
 
 # --- a misbehaving tail ---------------------------------------------------------------------
@@ -358,6 +412,8 @@ def main():
         cmd_last(a[1], int(a[2]))
     elif a[:1] == ["append"] and len(a) == 2:
         cmd_append(a[1])
+    elif a[:1] == ["probe"] and len(a) == 2:
+        cmd_probe(a[1])
     elif a[:1] == ["fake"] and len(a) == 3:
         cmd_fake(a[1], a[2])
     else:

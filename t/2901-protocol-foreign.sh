@@ -81,7 +81,7 @@ for c in json.load(sys.stdin)["components"]:
         print(c["pid"], c["index"])' "$2"
 }
 
-echo "1..18"
+echo "1..19"
 start=$(date +%s)
 
 # --- the page's own example ----------------------------------------------------------
@@ -123,6 +123,9 @@ ok $? "shard 0: --from $k starts at seq $((k + 1)), anchored on the hash of seq 
 "$PY" "$FOREIGN" append "$D" >"$T/foreign.jsonl" 2>"$T/foreign.err"
 ok $? "a hand-made APPEND is acknowledged; a resend is idempotent; EGAP and ESTATE as documented" \
     "$T/foreign.err"
+"$PY" "$FOREIGN" probe "$D" 2>"$T/probe.err"
+ok $? "malformed HELLO, HEARTBEAT and JOIN get EPROTO; an ERROR names the READ or APPEND it answers" \
+    "$T/probe.err"
 
 rc=0
 for s in 0 1; do

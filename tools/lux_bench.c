@@ -78,8 +78,14 @@ bench_cluster_start(bench_ctx_t *ctx, db_cluster_t *c, uint32_t shards, uint32_t
     snprintf(c->dir, sizeof c->dir, "%s/c-%.8s", ctx->tmp, util_id_hex(&id, hex));
     c->shards = shards;
     c->replicas = replicas;
-    static const lux_node_args_t log_only = {.log_only = true};
-    return lux_head_start(c, true, 60000, node ? node : &log_only);
+    /* LUX_BENCH_CHECKPOINTS=off: no periodic signed checkpoints, to
+       measure what they cost (alternate runs with and without) */
+    const char *ck = getenv("LUX_BENCH_CHECKPOINTS");
+    bool off = ck && strcmp(ck, "off") == 0;
+    lux_node_args_t args = node ? *node : (lux_node_args_t) {.log_only = true};
+    if (off)
+        args.checkpoint_s = args.checkpoint_events = -1;
+    return lux_head_start(c, true, 60000, &args);
 }
 
 int

@@ -35,6 +35,11 @@ typedef struct {
     unsigned workers;        /* 0: one per core */
     unsigned long store_mb;  /* 0: the default */
     const char *resources;   /* NULL: CPU = cores */
+    const char *witness;     /* signed checkpoints' witness file (NULL: DIR/witness) */
+    long checkpoint_s;       /* a checkpoint at least this often (0: the default, 10;
+                                -1: only at a clean stop) */
+    long checkpoint_events;  /* ...and every so many events (0: the default, 100000;
+                                -1: not by count) */
 } lux_node_args_t;
 
 /* Start a head in dir (created if new with the settings in c, else the

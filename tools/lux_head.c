@@ -12,6 +12,7 @@
 */
 #include "lux_cmd.h"
 #include "db/db_chain.h"
+#include "db/db_ckpt.h"
 #include "db/db_master.h"
 #include "db/db_replica.h"
 #include "db/db_store.h"
@@ -28,6 +29,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
+#include <sodium.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
@@ -108,7 +110,7 @@ lux_head_start(db_cluster_t *c, bool create, int timeout_ms, const lux_node_args
     db_cluster_path(c, log, sizeof log, "log/supervisor.log");
     if (!node)
         node = &defaults;
-    char *argv[16] = {exe, "supervise", "--dir", c->dir};
+    char *argv[24] = {exe, "supervise", "--dir", c->dir};
     int argc = 4;
     if (node->log_only)
         argv[argc++] = "--log-only";
@@ -125,6 +127,21 @@ lux_head_start(db_cluster_t *c, bool create, int timeout_ms, const lux_node_args
     if (node->resources) {
         argv[argc++] = "--resources";
         argv[argc++] = (char *) node->resources;
+    }
+    char cks[32], cke[32];
+    if (node->witness) {
+        argv[argc++] = "--witness";
+        argv[argc++] = (char *) node->witness;
+    }
+    if (node->checkpoint_s) {
+        snprintf(cks, sizeof cks, "%ld", node->checkpoint_s);
+        argv[argc++] = "--checkpoint-s";
+        argv[argc++] = cks;
+    }
+    if (node->checkpoint_events) {
+        snprintf(cke, sizeof cke, "%ld", node->checkpoint_events);
+        argv[argc++] = "--checkpoint-events";
+        argv[argc++] = cke;
     }
     argv[argc] = NULL;
     pid_t child = util_spawn(argv, log);
@@ -244,7 +261,8 @@ lux_head_stop(const char *dir, int timeout_ms)
 static const char s_start_usage[] =
     "lux start --head --dir DIR [--shards S] [--replicas R] [--sync normal|full]\n"
     "                 [--listen ipc|tcp://HOST] [--port N] [--heartbeat-ms N] [--dead-ms N]\n"
-    "                 [--workers N] [--store-mb N] [--resources CPU=N,NAME=N] [--log-only]";
+    "                 [--workers N] [--store-mb N] [--resources CPU=N,NAME=N] [--log-only]\n"
+    "                 [--witness FILE] [--checkpoint-s N] [--checkpoint-events N]";
 
 int
 cmd_start(int argc, char **argv)
@@ -257,8 +275,11 @@ cmd_start(int argc, char **argv)
         {"dead-ms", required_argument, 0, 'k'}, {"help", no_argument, 0, 'h'},
         {"workers", required_argument, 0, 'w'}, {"store-mb", required_argument, 0, 'm'},
         {"resources", required_argument, 0, 'R'}, {"log-only", no_argument, 0, 'L'},
+        {"witness", required_argument, 0, 'W'}, {"checkpoint-s", required_argument, 0, 'T'},
+        {"checkpoint-events", required_argument, 0, 'N'},
         {0, 0, 0, 0}};
     lux_node_args_t node = {0};
+    char witness[PATH_MAX];
     db_cluster_t c, old;
     bool head = false, set = false;
     const char *dir = NULL;
@@ -324,6 +345,24 @@ cmd_start(int argc, char **argv)
             break;
         case 'L':
             node.log_only = true;
+            break;
+        case 'W':
+            if (util_abspath(optarg, witness, sizeof witness))
+                return lux_fail("start", "--witness %s: %s", optarg, lux_errmsg());
+            node.witness = witness;
+            break;
+        case 'T':
+        case 'N':
+            /* 0 turns the periodic checkpoints off (-1 to the supervisor) */
+            if (strcmp(optarg, "0") == 0)
+                v = 0;
+            else if (!lux_parse_uint("start", o == 'T' ? "--checkpoint-s" : "--checkpoint-events",
+                                     optarg, o == 'T' ? 86400 : 1ul << 40, &v))
+                return 2;
+            if (o == 'T')
+                node.checkpoint_s = v ? (long) v : -1;
+            else
+                node.checkpoint_events = v ? (long) v : -1;
             break;
         case 'h':
             printf("usage: %s\n", s_start_usage);
@@ -597,6 +636,85 @@ s_spawn_replica(const db_cluster_t *c, const char *exe, uint32_t s, uint32_t i)
     return util_spawn(argv, log);
 }
 
+/* --- signed checkpoints ---------------------------------------------------------------- */
+
+/* The supervisor signs each shard's committed state (db_ckpt_take) every
+   every_ms, every every_events events, and at a clean stop, into the
+   witness file. Off the append path: it reads the tail's file. */
+typedef struct {
+    const char *witness;   /* NULL: DIR/witness */
+    char witness_buf[PATH_MAX];
+    int64_t every_ms;      /* 0: not by time */
+    uint64_t every_events; /* 0: not by count */
+    uint8_t sk[DB_CKPT_SK_LEN];
+    uint64_t *seq;         /* per shard: the newest seq signed */
+    int64_t *ms;           /* per shard: when */
+    int64_t complain_ms;
+} s_ckpt_t;
+
+static int
+s_ckpt_init(s_ckpt_t *ck, const db_cluster_t *c)
+{
+    char sk[PATH_MAX], pk[PATH_MAX];
+    int rc;
+    db_ckpt_secret_path(c, sk, sizeof sk);
+    db_ckpt_public_path(c, pk, sizeof pk);
+    if ((rc = db_ckpt_keygen(sk, pk)) || (rc = db_ckpt_load_secret(sk, ck->sk)))
+        return rc;
+    if (!ck->witness)
+        ck->witness = db_ckpt_witness_path(c, ck->witness_buf, sizeof ck->witness_buf);
+    ck->seq = calloc(c->shards, sizeof *ck->seq);
+    ck->ms = calloc(c->shards, sizeof *ck->ms);
+    if (!ck->seq || !ck->ms)
+        return util_err(LUX_ENOMEM, "out of memory");
+    int64_t now = util_mono_ms();
+    for (uint32_t s = 0; s < c->shards; s++)
+        ck->ms[s] = now;
+    log_info("signing checkpoints into %s (every %lld ms, every %llu events, at stop)",
+             ck->witness, (long long) ck->every_ms, (unsigned long long) ck->every_events);
+    return 0;
+}
+
+static void
+s_ckpt_tick(s_ckpt_t *ck, const db_cluster_t *c, int64_t now, bool stopping)
+{
+    for (uint32_t s = 0; s < c->shards && ck->seq; s++) {
+        bool due = stopping || (ck->every_ms && now - ck->ms[s] >= ck->every_ms);
+        uint64_t after = ck->seq[s];
+        if (!due && ck->every_events) {
+            /* signed when the tail is every_events past the last one */
+            after = ck->seq[s] + ck->every_events - 1;
+        } else if (!due) {
+            continue;
+        }
+        uint64_t got;
+        if (db_ckpt_take(c, ck->sk, ck->witness, s, after, &got)) {
+            if (stopping || now - ck->complain_ms >= 60000) {
+                log_error("checkpoint of shard %u: %s", s, lux_errmsg());
+                ck->complain_ms = now;
+            }
+            continue;
+        }
+        if (got > after) {
+            ck->seq[s] = got;
+            ck->ms[s] = now;
+            log_info("shard %u: signed checkpoint at seq %llu", s, (unsigned long long) got);
+        } else if (due) {
+            ck->ms[s] = now; /* nothing new */
+        }
+    }
+}
+
+static void
+s_ckpt_free(s_ckpt_t *ck)
+{
+    sodium_memzero(ck->sk, sizeof ck->sk);
+    free(ck->seq);
+    free(ck->ms);
+    ck->seq = NULL;
+    ck->ms = NULL;
+}
+
 int
 cmd_supervise(int argc, char **argv)
 {
@@ -605,6 +723,7 @@ cmd_supervise(int argc, char **argv)
     static const char usage[] = "lux supervise --dir DIR [--log-only] [--workers N] "
                                 "[--store-mb N] [--resources R]";
     exec_node_opts_t no = {.cluster = &c};
+    s_ckpt_t ck = {.every_ms = 10000, .every_events = 100000};
     bool log_only = false;
     if (argc < 3 || strcmp(argv[1], "--dir") != 0)
         return lux_usage("supervise", usage, "internal: run by lux start");
@@ -622,6 +741,16 @@ cmd_supervise(int argc, char **argv)
             no.store_bytes = (uint64_t) v << 20;
         } else if (i + 1 < argc && strcmp(argv[i], "--resources") == 0) {
             no.resources = argv[++i];
+        } else if (i + 1 < argc && strcmp(argv[i], "--witness") == 0) {
+            ck.witness = argv[++i];
+        } else if (i + 1 < argc && (strcmp(argv[i], "--checkpoint-s") == 0 ||
+                                    strcmp(argv[i], "--checkpoint-events") == 0)) {
+            long x = strtol(argv[i + 1], NULL, 10);
+            if (strcmp(argv[i], "--checkpoint-s") == 0)
+                ck.every_ms = x < 0 ? 0 : x * 1000;
+            else
+                ck.every_events = x < 0 ? 0 : (uint64_t) x;
+            i++;
         } else {
             return lux_usage("supervise", usage, "unexpected argument '%s'", argv[i]);
         }
@@ -635,6 +764,8 @@ cmd_supervise(int argc, char **argv)
         return lux_fail("supervise", "another supervisor runs %s (%s)", c.dir, lux_errmsg());
     db_cluster_path(&c, path, sizeof path, "run/supervisor.pid");
     if (util_pidfile_write(path))
+        return lux_fail("supervise", "%s", lux_errmsg());
+    if (s_ckpt_init(&ck, &c))
         return lux_fail("supervise", "%s", lux_errmsg());
     zsys_init();
     net_sec_t *sec = s_sec(&c);
@@ -661,6 +792,7 @@ cmd_supervise(int argc, char **argv)
             /* a directory removed or taken over by another head is not ours
                to serve any more: stop rather than run on as an orphan */
             checked = now;
+            s_ckpt_tick(&ck, &c, now, false);
             if (util_pidfile_read(path) != getpid()) {
                 log_error("%s no longer names this supervisor (pid %d): stopping", path,
                           (int) getpid());
@@ -739,6 +871,9 @@ cmd_supervise(int argc, char **argv)
             log_error("replica %u.%u (pid %d) would not stop, even with SIGKILL",
                       k / c.replicas, k % c.replicas, kids[k].pid);
     }
+    /* every replica stopped: the tails' files hold the final committed log */
+    s_ckpt_tick(&ck, &c, util_mono_ms(), true);
+    s_ckpt_free(&ck);
     zactor_destroy(&master);
     net_sec_destroy(&sec);
     free(kids);

@@ -130,12 +130,25 @@ s_remove(s_master_t *self, db_chain_t *c, int pos, const char *why)
     s_changed(self, c, text);
 }
 
+/* Answer an ERROR on the router (doc/protocol.md 5.4; no request ID). */
+static void
+s_refuse(s_master_t *self, zframe_t *rid, uint32_t shard, int code, const char *text)
+{
+    zmsg_t *e = net_error_msg(shard, 0, code, "%s", text);
+    zmsg_prepend(e, &(zframe_t *) {zframe_dup(rid)});
+    zmsg_send(&e, self->router);
+}
+
 static void
 s_on_heartbeat(s_master_t *self, zframe_t *rid, zframe_t *body)
 {
     db_beat_t beat;
     if (!body || db_beat_decode(&beat, zframe_data(body), zframe_size(body))) {
-        s_complain(self, body ? lux_errmsg() : "HEARTBEAT without a body");
+        char text[300];
+        snprintf(text, sizeof text, "malformed HEARTBEAT: %s",
+                 body ? lux_errmsg() : "no body");
+        s_complain(self, text);
+        s_refuse(self, rid, NET_NO_SHARD, LUX_EPROTO, text);
         return;
     }
     if (beat.shard >= self->cluster.shards || beat.index >= self->cluster.replicas) {
@@ -175,7 +188,12 @@ static void
 s_on_join(s_master_t *self, zframe_t *rid, const net_hdr_t *h, zframe_t *body)
 {
     if (!body || zframe_size(body) != 12 || h->shard >= self->cluster.shards) {
-        s_complain(self, "malformed JOIN");
+        char text[200];
+        snprintf(text, sizeof text, "malformed JOIN: %s",
+                 h->shard >= self->cluster.shards ? "no such shard"
+                                                  : "a body of 12 bytes expected");
+        s_complain(self, text);
+        s_refuse(self, rid, NET_NO_SHARD, LUX_EPROTO, text);
         return;
     }
     uint32_t index = util_rd32(zframe_data(body));

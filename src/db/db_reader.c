@@ -126,11 +126,13 @@ s_complain(s_reader_t *self, const char *what)
     }
 }
 
-/* Answer an ERROR to the requester; takes *rid_p. */
+/* Answer an ERROR to the requester, naming its request (the READ's
+   request ID, 0 when it had none); takes *rid_p. */
 static void
-s_error(s_reader_t *self, zframe_t **rid_p, int code, const char *text)
+s_error(s_reader_t *self, zframe_t **rid_p, int code, const char *text, uint64_t req)
 {
     zmsg_t *m = net_error_msg(self->shard, atomic_load(&self->state->epoch), code, "%s", text);
+    net_error_req(m, req);
     zmsg_prepend(m, rid_p);
     zmsg_send(&m, self->sock);
 }
@@ -150,12 +152,14 @@ s_on_read(zloop_t *loop, zsock_t *sock, void *arg)
     rid = zmsg_pop(msg);
     hf = zmsg_pop(msg);
     body = zmsg_pop(msg);
+    /* the request ID, for the ERROR that may answer it */
+    uint64_t req = body && zframe_size(body) >= 8 ? util_rd64(zframe_data(body)) : 0;
     if ((rc = net_hdr_decode(&h, hf))) {
         /* EPROTO, or ENOSYS for another protocol version */
         snprintf(text, sizeof text, "%s", lux_errmsg());
         s_complain(self, text);
         if (rid)
-            s_error(self, &rid, rc, text);
+            s_error(self, &rid, rc, text, 0);
         goto done;
     }
     if (h.type == NET_PING) {
@@ -170,7 +174,7 @@ s_on_read(zloop_t *loop, zsock_t *sock, void *arg)
         snprintf(text, sizeof text, "expected READ of 24 bytes, got %s with %zu bytes",
                  net_type_name(h.type), body ? zframe_size(body) : 0);
         s_complain(self, text);
-        s_error(self, &rid, LUX_EPROTO, text);
+        s_error(self, &rid, LUX_EPROTO, text, h.type == NET_READ ? req : 0);
         goto done;
     }
     if (h.shard != self->shard) {
@@ -179,7 +183,7 @@ s_on_read(zloop_t *loop, zsock_t *sock, void *arg)
         snprintf(text, sizeof text, "READ for shard %u at the read endpoint of shard %u",
                  h.shard, self->shard);
         s_complain(self, text);
-        s_error(self, &rid, LUX_ESHARD, text);
+        s_error(self, &rid, LUX_ESHARD, text, req);
         goto done;
     }
     uint64_t epoch = atomic_load(&self->state->epoch);
@@ -188,7 +192,7 @@ s_on_read(zloop_t *loop, zsock_t *sock, void *arg)
                  self->shard, (unsigned long long) h.epoch,
                  atomic_load(&self->state->is_tail) ? "this tail is at" : "not the tail at",
                  (unsigned long long) epoch);
-        s_error(self, &rid, h.epoch != epoch ? LUX_EEPOCH : LUX_ESTATE, text);
+        s_error(self, &rid, h.epoch != epoch ? LUX_EEPOCH : LUX_ESTATE, text, req);
         goto done;
     }
     const uint8_t *p = zframe_data(body);
@@ -197,12 +201,12 @@ s_on_read(zloop_t *loop, zsock_t *sock, void *arg)
            which a reader computes (doc/protocol.md 7) */
         snprintf(text, sizeof text, "shard %u: READ from seq 0: seqs start at 1 (the hash "
                  "before seq 1 is the genesis, computed, not read)", self->shard);
-        s_error(self, &rid, LUX_EINVAL, text);
+        s_error(self, &rid, LUX_EINVAL, text, req);
         goto done;
     }
     s_job_t *job = calloc(1, sizeof *job);
     if (!job) {
-        s_error(self, &rid, LUX_ENOMEM, "out of memory");
+        s_error(self, &rid, LUX_ENOMEM, "out of memory", req);
         goto done;
     }
     job->rid = rid;
@@ -249,7 +253,7 @@ s_on_worker(zloop_t *loop, zsock_t *sock, void *arg)
         return 0;
     if (job->rc) {
         log_error("READ from %llu: %s", (unsigned long long) job->from, job->err);
-        s_error(self, &job->rid, job->rc, job->err);
+        s_error(self, &job->rid, job->rc, job->err, job->req);
     } else {
         uint8_t rep[16];
         util_le64(rep, job->req);

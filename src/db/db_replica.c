@@ -132,6 +132,8 @@ typedef struct {
     db_store_t *store;             /* the write connection: the writer's while it has
                                       work (writer_seq > commit_seq), else ours */
     uint64_t writer_seq;           /* last seq handed to the writer */
+    bool truncating;               /* the writer is truncating: the store is its own,
+                                      and recv_seq is stale until it answers 'T' */
     db_reader_state_t rstate;      /* shared with the reader */
     db_store_t *rstore;            /* our own read connection */
 
@@ -436,6 +438,19 @@ s_complain(s_rep_t *self, const char *sock, const char *what)
     }
 }
 
+/* ERROR, naming the request it answers (doc/protocol.md 5.4): an
+   APPEND's first event ID, 0 for anything else */
+static void
+s_send_error_req(s_rep_t *self, zsock_t *sock, zframe_t **rid_p, int code, const char *text,
+                 uint64_t req)
+{
+    zmsg_t *m = net_error_msg(self->shard, self->cfg.epoch, code, "%s", text);
+    net_error_req(m, req);
+    if (rid_p && *rid_p)
+        zmsg_prepend(m, rid_p);
+    s_emit(self, sock, &m);
+}
+
 static void
 s_send_error(s_rep_t *self, zsock_t *sock, zframe_t **rid_p, int code, const char *text)
 {
@@ -562,7 +577,7 @@ s_submit(s_rep_t *self, s_batch_t *b, uint32_t count)
         self->pending = b;
     self->pending_last = b;
     self->pending_events += count;
-    if (self->writer_seq <= self->commit_seq && count <= S_INLINE) {
+    if (self->writer_seq <= self->commit_seq && !self->truncating && count <= S_INLINE) {
         /* the writer is idle: commit now, on this thread (no hop) */
         int rc = db_store_begin(self->store);
         if (!rc)
@@ -718,13 +733,15 @@ s_on_writer(zloop_t *loop, zsock_t *sock, void *arg)
     if (cmd == 'C') {
         self->commit_seq = seq;
         s_after_commit(self);
-        if (self->writer_seq <= self->commit_seq && self->state != DB_RS_FAILED)
+        if (self->writer_seq <= self->commit_seq && !self->truncating &&
+            self->state != DB_RS_FAILED)
             s_writer_watch(self, false); /* all it had is committed */
     } else if (cmd == 'T') {
+        self->truncating = false;
         if (code) {
             s_fail(self, code, text);
         } else {
-            self->recv_seq = self->commit_seq = self->ack_seq = seq;
+            self->recv_seq = self->commit_seq = self->ack_seq = self->writer_seq = seq;
             if (db_store_hash_at(self->rstore, seq, self->recv_hash))
                 s_fail(self, LUX_EIO, lux_errmsg());
             /* the truncated events' IDs must not count as seen: rebuild from
@@ -733,8 +750,12 @@ s_on_writer(zloop_t *loop, zsock_t *sock, void *arg)
             if (!(self->seen = util_idmap_new(sizeof(s_seen_t))) ||
                 db_store_clients(self->store, s_load_seen, self))
                 s_fail(self, LUX_ENOMEM, "cannot rebuild the client table");
-            self->join = J_FETCH;
-            s_join_request(self);
+            /* the configuration may have changed meanwhile (a new tail):
+               start over from a probe, which agrees at once when it has not */
+            if (self->state == DB_RS_JOINING) {
+                self->join = J_IDLE;
+                s_join_start(self);
+            }
         }
     } else if (cmd == 'E') {
         s_fail(self, code, text);
@@ -860,6 +881,13 @@ s_on_hello(s_rep_t *self, zframe_t **rid_p, const net_hdr_t *h, zframe_t *body)
     uint8_t b[8 + DB_HASH_LEN];
     uint32_t from = body && zframe_size(body) == 4 ? util_rd32(zframe_data(body)) : UINT32_MAX;
 
+    if (!body || zframe_size(body) != 4) {
+        snprintf(text, sizeof text, "shard %u replica %u: HELLO of %zu bytes, not a u32 replica"
+                 " index", self->shard, self->index, body ? zframe_size(body) : 0);
+        s_complain(self, "chain", text);
+        s_send_error(self, self->sk_chain, rid_p, LUX_EPROTO, text);
+        return;
+    }
     if (h->epoch != self->cfg.epoch) {
         snprintf(text, sizeof text, "shard %u replica %u: HELLO at epoch %llu, we are at %llu",
                  self->shard, self->index, (unsigned long long) h->epoch,
@@ -948,17 +976,20 @@ s_on_chain(zloop_t *loop, zsock_t *sock, void *arg)
         s_send_error(self, sock, &rid, rc, text);
     } else if (h.type == NET_PING) {
         s_send(self, sock, rid, NET_PONG, self->cfg.epoch, NULL, 0, NULL, 0);
+    } else if (h.type != NET_HELLO && h.type != NET_FORWARD) {
+        if (h.type != NET_ERROR) {
+            char text[128];
+            snprintf(text, sizeof text, "unexpected %s on the chain endpoint",
+                     net_type_name(h.type));
+            s_complain(self, "chain", text);
+            s_send_error(self, sock, &rid, LUX_EPROTO, text);
+        }
     } else if (h.shard != self->shard) {
         s_wrong_shard(self, sock, &rid, &h, "chain");
     } else if (h.type == NET_HELLO) {
         s_on_hello(self, &rid, &h, body);
-    } else if (h.type == NET_FORWARD) {
+    } else {
         s_on_forward(self, &rid, &h, body);
-    } else if (h.type != NET_ERROR) {
-        char text[128];
-        snprintf(text, sizeof text, "unexpected %s on the chain endpoint", net_type_name(h.type));
-        s_complain(self, "chain", text);
-        s_send_error(self, sock, &rid, LUX_EPROTO, text);
     }
     zframe_destroy(&rid);
     zframe_destroy(&hf);
@@ -1143,6 +1174,26 @@ s_check_append(const s_rep_t *self, const net_batch_t *in, util_id_t *client, ui
     return 0;
 }
 
+/* The first event ID (cseq) of an APPEND's body, which its ERROR names;
+   0 when it has none that decodes. Only on the error path. */
+static uint64_t
+s_append_req(zframe_t *body)
+{
+    net_batch_t in;
+    net_batch_it_t it;
+    uint64_t seq;
+    const uint8_t *rec;
+    size_t len;
+    db_event_t e;
+    if (!body || net_batch_parse(&in, zframe_data(body), zframe_size(body)))
+        return 0;
+    net_batch_iter(&it, &in);
+    if (!net_batch_next(&it, &seq, &rec, &len) || db_event_decode(&e, rec, len) ||
+        !(e.mask & DB_F_CLIENT))
+        return 0;
+    return e.cseq;
+}
+
 static void
 s_append(s_rep_t *self, zframe_t **rid_p, const net_hdr_t *h, zframe_t *body)
 {
@@ -1157,31 +1208,31 @@ s_append(s_rep_t *self, zframe_t **rid_p, const net_hdr_t *h, zframe_t *body)
         snprintf(text, sizeof text, "the log at %s cannot write: %s (shard %u replica %u "
                  "failed: %s)", self->cluster.dir, self->cause, self->shard, self->index,
                  self->failed);
-        s_send_error(self, self->sk_append, rid_p, LUX_EIO, text);
+        s_send_error_req(self, self->sk_append, rid_p, LUX_EIO, text, s_append_req(body));
         return;
     }
     if (!s_is_head(self)) {
         snprintf(text, sizeof text, "shard %u replica %u is not the head at epoch %llu (%s)",
                  self->shard, self->index, (unsigned long long) self->cfg.epoch,
                  db_replica_state_name(self->state));
-        s_send_error(self, self->sk_append, rid_p, LUX_ESTATE, text);
+        s_send_error_req(self, self->sk_append, rid_p, LUX_ESTATE, text, s_append_req(body));
         return;
     }
     if (!body || net_batch_parse(&in, zframe_data(body), zframe_size(body))) {
         snprintf(text, sizeof text, "APPEND: %s", body ? lux_errmsg() : "no batch");
         s_complain(self, "append", text);
-        s_send_error(self, self->sk_append, rid_p, LUX_EPROTO, text);
+        s_send_error_req(self, self->sk_append, rid_p, LUX_EPROTO, text, 0);
         return;
     }
     uint64_t first = 0;
     if ((rc = s_check_append(self, &in, &client, &first, text, sizeof text))) {
         s_complain(self, "append", text);
-        s_send_error(self, self->sk_append, rid_p, rc, text);
+        s_send_error_req(self, self->sk_append, rid_p, rc, text, s_append_req(body));
         return;
     }
     s_seen_t *seen = util_idmap_put(self->seen, &client, NULL);
     if (!seen) {
-        s_send_error(self, self->sk_append, rid_p, LUX_ENOMEM, "out of memory");
+        s_send_error_req(self, self->sk_append, rid_p, LUX_ENOMEM, "out of memory", first);
         return;
     }
     if (first > seen->cseq + 1) {
@@ -1189,7 +1240,7 @@ s_append(s_rep_t *self, zframe_t **rid_p, const net_hdr_t *h, zframe_t *body)
            order, or a resend of it would later look like a duplicate */
         snprintf(text, sizeof text, "shard %u: expected event %llu from this client, got %llu",
                  self->shard, (unsigned long long) seen->cseq + 1, (unsigned long long) first);
-        s_send_error(self, self->sk_append, rid_p, LUX_EGAP, text);
+        s_send_error_req(self, self->sk_append, rid_p, LUX_EGAP, text, first);
         return;
     }
     /* the records are ours to change: set ts and the hash in place */
@@ -1210,7 +1261,7 @@ s_append(s_rep_t *self, zframe_t **rid_p, const net_hdr_t *h, zframe_t *body)
         util_le64(r + DB_REC_TS_OFF, (uint64_t) now);
         db_event_chain(r + len - DB_HASH_LEN, self->recv_hash, seq, r, len);
         if (!b && !(b = s_batch_new(seq))) {
-            s_send_error(self, self->sk_append, rid_p, LUX_ENOMEM, "out of memory");
+            s_send_error_req(self, self->sk_append, rid_p, LUX_ENOMEM, "out of memory", first);
             return;
         }
         net_batch_add(&b->data, r, len);
@@ -1248,15 +1299,17 @@ s_append_msg(s_rep_t *self, zmsg_t *msg)
     } else if (h.type == NET_PING) {
         /* liveness: answered whatever shard the header names */
         s_send(self, sock, rid, NET_PONG, self->cfg.epoch, NULL, 0, NULL, 0);
-    } else if (h.shard != self->shard) {
-        s_wrong_shard(self, sock, &rid, &h, "append");
-    } else if (h.type == NET_APPEND) {
-        s_append(self, &rid, &h, body);
-    } else {
+    } else if (h.type != NET_APPEND) {
+        /* the type is checked before the shard, as at every endpoint:
+           a message for another endpoint is EPROTO whatever shard it names */
         char text[128];
         snprintf(text, sizeof text, "unexpected %s on the append endpoint", net_type_name(h.type));
         s_complain(self, "append", text);
         s_send_error(self, sock, &rid, LUX_EPROTO, text);
+    } else if (h.shard != self->shard) {
+        s_wrong_shard(self, sock, &rid, &h, "append");
+    } else {
+        s_append(self, &rid, &h, body);
     }
     zframe_destroy(&rid);
     zframe_destroy(&hf);
@@ -1435,6 +1488,8 @@ s_join_start(s_rep_t *self)
         return;
     if (self->recv_seq != self->commit_seq)
         return; /* the writer is still busy; s_after_commit calls again */
+    if (self->truncating)
+        return; /* the writer is truncating; its 'T' reply calls again */
     tail = &self->cfg.m[self->cfg.n - 1];
     if (!tail->ep[DB_EP_READ][0])
         return; /* its endpoints are not known yet: next heartbeat */
@@ -1516,6 +1571,7 @@ s_join_probe(s_rep_t *self, const net_batch_t *in, uint64_t tail_last)
     }
     self->join = J_TRUNC;
     self->join_req = 0;
+    self->truncating = true;
     s_writer_watch(self, true);
     db_writer_truncate(self->writer, agree);
 }

@@ -173,7 +173,17 @@ net_error_msg(uint32_t shard, uint64_t epoch, int code, const char *fmt, ...)
     memcpy(buf + 4, text, (size_t) n);
     zmsg_append(m, &(zframe_t *) {net_hdr_frame(NET_ERROR, shard, epoch)});
     zmsg_addmem(m, buf, 4 + (size_t) n);
+    uint8_t req[8] = {0};
+    zmsg_addmem(m, req, sizeof req); /* frame 2: the request, 0 until net_error_req */
     return m;
+}
+
+void
+net_error_req(zmsg_t *m, uint64_t req)
+{
+    zframe_t *f = zmsg_last(m);
+    if (f && zframe_size(f) == 8)
+        util_le64(zframe_data(f), req);
 }
 
 void

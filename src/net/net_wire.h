@@ -121,9 +121,14 @@ void net_batch_begin(util_buf_t *b, uint64_t first);
 void net_batch_add(util_buf_t *b, const uint8_t *rec, size_t n);
 void net_batch_end(util_buf_t *b, uint32_t count);
 
-/* An ERROR message body: code i32, then the text. */
+/* An ERROR message: header, code i32 + text, and the request it answers
+   as u64 (0; net_error_req sets it). */
 zmsg_t *net_error_msg(uint32_t shard, uint64_t epoch, int code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* Set the request an ERROR of net_error_msg answers, its frame 2
+   (doc/protocol.md 5.4): a READ's request ID, an APPEND's first event ID
+   (cseq); 0 for none. */
+void net_error_req(zmsg_t *m, uint64_t req);
 /* Decode an error body; *code set, text into buf. */
 void net_error_decode(zframe_t *f, int *code, char *buf, size_t n);
 

@@ -1,0 +1,264 @@
+/*  db_ckpt - signed checkpoints and the witness file (see db_ckpt.h).
+
+    WHAT IS SIGNED. Ed25519 (libsodium crypto_sign_detached) over 84 bytes:
+        "luxckpt1"  8 bytes, the format's name and version
+        cluster    16 bytes, the cluster ID
+        shard       4 bytes, u32 little-endian
+        seq         8 bytes, u64 little-endian
+        hash       16 bytes, the chain hash of event seq (db_event_chain)
+        ts          8 bytes, i64 little-endian, ns since the Unix epoch
+        24 bytes of zero, reserved
+    Because the chain hash at seq covers every event up to seq, the
+    signature covers them too: an event changed, dropped or inserted at or
+    before seq changes the hash there, whatever hashes follow it.
+
+    THE WITNESS FILE. Text, one checkpoint a line, appended and fsync'd:
+        lux-checkpoint 1 CLUSTER SHARD SEQ HASH TS SIG
+    CLUSTER, HASH and SIG in lower-case hex, the numbers in decimal. A
+    reader skips nothing silently: a line that does not parse is reported
+    to the caller as such. The file can live anywhere (lux start
+    --witness): on another disk, another machine's mount, an append-only
+    store; whoever can truncate it can hide checkpoints, not forge them.
+
+    THE KEYS. One line of hex each: the secret key (64 bytes, libsodium's
+    seed-and-public-key form) in a 0600 file that a loader refuses when
+    others may read it, and the public key (32 bytes). */
+#include "db_ckpt.h"
+#include "db_chain.h"
+#include "db_store.h"
+#include "../util/util_err.h"
+#include "../util/util_fs.h"
+#include "../util/util_hash.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define S_MSG_LEN 84
+
+char *
+db_ckpt_secret_path(const db_cluster_t *c, char *out, size_t n)
+{
+    return db_cluster_path(c, out, n, "keys/checkpoint.secret");
+}
+
+char *
+db_ckpt_public_path(const db_cluster_t *c, char *out, size_t n)
+{
+    return db_cluster_path(c, out, n, "keys/checkpoint.public");
+}
+
+char *
+db_ckpt_witness_path(const db_cluster_t *c, char *out, size_t n)
+{
+    return db_cluster_path(c, out, n, "witness");
+}
+
+static int
+s_init(void)
+{
+    if (sodium_init() < 0)
+        return util_err(LUX_EIO, "libsodium would not initialise");
+    return 0;
+}
+
+int
+db_ckpt_keygen(const char *secret_path, const char *public_path)
+{
+    uint8_t pk[DB_CKPT_PK_LEN], sk[DB_CKPT_SK_LEN];
+    char hex[2 * DB_CKPT_SK_LEN + 2];
+    int rc;
+    if (util_exists(secret_path))
+        return 0;
+    if ((rc = s_init()))
+        return rc;
+    crypto_sign_keypair(pk, sk);
+    util_hex(hex, pk, sizeof pk);
+    strcat(hex, "\n");
+    if ((rc = util_write_file(public_path, hex, strlen(hex), 0644)))
+        return util_err_ctx(rc, "checkpoint public key %s", public_path);
+    util_hex(hex, sk, sizeof sk);
+    strcat(hex, "\n");
+    rc = util_write_file(secret_path, hex, strlen(hex), 0600);
+    sodium_memzero(sk, sizeof sk);
+    sodium_memzero(hex, sizeof hex);
+    return rc ? util_err_ctx(rc, "checkpoint signing key %s", secret_path) : 0;
+}
+
+static int
+s_load(const char *path, uint8_t *out, size_t n, bool secret)
+{
+    struct stat st;
+    size_t len = 0;
+    if (stat(path, &st) != 0)
+        return util_err(errno == ENOENT ? LUX_ENOTFOUND : LUX_EIO, "%s: %s", path,
+                        strerror(errno));
+    if (secret && (st.st_mode & 077))
+        return util_err(LUX_EAUTH, "%s: the signing key is readable by others (mode %03o);"
+                        " chmod 600 it", path, (unsigned) (st.st_mode & 0777));
+    char *text = util_read_file(path, &len);
+    if (!text)
+        return util_err(LUX_EIO, "%s: cannot read it", path);
+    while (len && (text[len - 1] == '\n' || text[len - 1] == '\r' || text[len - 1] == ' '))
+        text[--len] = '\0';
+    int rc = len == 2 * n ? util_unhex(out, n, text) : LUX_EINVAL;
+    if (secret)
+        sodium_memzero(text, len);
+    free(text);
+    if (rc)
+        return util_err(LUX_EINVAL, "%s: not a %s key (%zu hex digits expected)", path,
+                        secret ? "checkpoint signing" : "checkpoint public", 2 * n);
+    return 0;
+}
+
+int
+db_ckpt_load_secret(const char *path, uint8_t sk[DB_CKPT_SK_LEN])
+{
+    return s_load(path, sk, DB_CKPT_SK_LEN, true);
+}
+
+int
+db_ckpt_load_public(const char *path, uint8_t pk[DB_CKPT_PK_LEN])
+{
+    return s_load(path, pk, DB_CKPT_PK_LEN, false);
+}
+
+static void
+s_message(const db_ckpt_t *c, uint8_t m[S_MSG_LEN])
+{
+    memset(m, 0, S_MSG_LEN);
+    memcpy(m, "luxckpt1", 8);
+    memcpy(m + 8, c->cluster.b, UTIL_ID_LEN);
+    util_le32(m + 24, c->shard);
+    util_le64(m + 28, c->seq);
+    memcpy(m + 36, c->hash, DB_HASH_LEN);
+    util_le64(m + 52, (uint64_t) c->ts);
+    /* m + 60..83: reserved, zero */
+}
+
+void
+db_ckpt_sign(db_ckpt_t *c, const uint8_t sk[DB_CKPT_SK_LEN])
+{
+    uint8_t m[S_MSG_LEN];
+    if (s_init())
+        return;
+    s_message(c, m);
+    crypto_sign_detached(c->sig, NULL, m, sizeof m, sk);
+}
+
+bool
+db_ckpt_verify(const db_ckpt_t *c, const uint8_t pk[DB_CKPT_PK_LEN])
+{
+    uint8_t m[S_MSG_LEN];
+    if (s_init())
+        return false;
+    s_message(c, m);
+    return crypto_sign_verify_detached(c->sig, m, sizeof m, pk) == 0;
+}
+
+int
+db_ckpt_append(const char *witness, const db_ckpt_t *c)
+{
+    char line[512], cl[UTIL_ID_HEX], h[2 * DB_HASH_LEN + 1], sig[2 * DB_CKPT_SIG_LEN + 1];
+    util_hex(cl, c->cluster.b, UTIL_ID_LEN);
+    util_hex(h, c->hash, DB_HASH_LEN);
+    util_hex(sig, c->sig, DB_CKPT_SIG_LEN);
+    int n = snprintf(line, sizeof line, "lux-checkpoint 1 %s %u %llu %s %lld %s\n", cl, c->shard,
+                     (unsigned long long) c->seq, h, (long long) c->ts, sig);
+    if (n < 0 || (size_t) n >= sizeof line)
+        return util_err(LUX_EINVAL, "witness line too long");
+    int fd = open(witness, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return util_err(LUX_EIO, "witness %s: %s", witness, strerror(errno));
+    ssize_t w = write(fd, line, (size_t) n);
+    int rc = w == n && fsync(fd) == 0 ? 0 : -1;
+    int err = errno;
+    close(fd);
+    if (rc)
+        return util_err(LUX_EIO, "witness %s: %s", witness,
+                        w >= 0 && w != n ? "short write" : strerror(err));
+    return 0;
+}
+
+static bool
+s_parse(const char *line, db_ckpt_t *c)
+{
+    char cl[64], h[64], sig[160];
+    unsigned shard;
+    unsigned long long seq;
+    long long ts;
+    int end = 0;
+    if (sscanf(line, "lux-checkpoint 1 %63s %u %llu %63s %lld %159s%n", cl, &shard, &seq, h, &ts,
+               sig, &end) != 6)
+        return false;
+    if (line[end] && line[end] != '\n')
+        return false;
+    c->shard = shard;
+    c->seq = seq;
+    c->ts = ts;
+    return strlen(cl) == 2 * UTIL_ID_LEN && util_unhex(c->cluster.b, UTIL_ID_LEN, cl) == 0 &&
+           strlen(h) == 2 * DB_HASH_LEN && util_unhex(c->hash, DB_HASH_LEN, h) == 0 &&
+           strlen(sig) == 2 * DB_CKPT_SIG_LEN && util_unhex(c->sig, DB_CKPT_SIG_LEN, sig) == 0;
+}
+
+int
+db_ckpt_each(const char *witness, int (*fn)(void *arg, int line, const db_ckpt_t *c), void *arg)
+{
+    FILE *f = fopen(witness, "r");
+    char line[1024];
+    int no = 0;
+    if (!f)
+        return util_err(errno == ENOENT ? LUX_ENOTFOUND : LUX_EIO, "witness %s: %s", witness,
+                        strerror(errno));
+    while (fgets(line, sizeof line, f)) {
+        db_ckpt_t c;
+        memset(&c, 0, sizeof c);
+        no++;
+        if (fn(arg, no, s_parse(line, &c) ? &c : NULL))
+            break;
+    }
+    fclose(f);
+    return 0;
+}
+
+int
+db_ckpt_take(const db_cluster_t *c, const uint8_t sk[DB_CKPT_SK_LEN], const char *witness,
+             uint32_t shard, uint64_t after, uint64_t *seq)
+{
+    char path[PATH_MAX];
+    db_chain_t *chains = calloc(c->shards, sizeof *chains);
+    int rc;
+    *seq = after;
+    if (!chains)
+        return util_err(LUX_ENOMEM, "out of memory");
+    rc = db_chain_load_state(c, chains);
+    if (rc || shard >= c->shards || chains[shard].n == 0) {
+        free(chains);
+        return util_err(LUX_ENOTFOUND, "shard %u: no chain configuration to find the tail", shard);
+    }
+    db_cluster_replica_db(c, shard, chains[shard].m[chains[shard].n - 1].index, path, sizeof path);
+    free(chains);
+    db_store_opts_t so = {.path = path, .cluster = c->id, .shard = shard, .readonly = true};
+    db_store_t *st = db_store_open(&so);
+    if (!st)
+        return util_err_ctx(LUX_EIO, "checkpoint of shard %u", shard);
+    db_ckpt_t ck = {.cluster = c->id, .shard = shard, .seq = db_store_last_seq(st)};
+    memcpy(ck.hash, db_store_last_hash(st), DB_HASH_LEN);
+    db_store_close(&st);
+    if (ck.seq <= after)
+        return 0;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ck.ts = (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
+    db_ckpt_sign(&ck, sk);
+    if ((rc = db_ckpt_append(witness, &ck)))
+        return rc;
+    *seq = ck.seq;
+    return 0;
+}

@@ -1,0 +1,64 @@
+/*  db_ckpt - signed checkpoints of the committed log, and the witness file
+    that keeps them (see db_ckpt.c for the formats, doc/DESIGN.md "Signed
+    checkpoints" for the threat model).
+
+    A checkpoint says, signed with the cluster's Ed25519 key: shard S of
+    cluster C had committed seq N, whose chain hash is H. Anyone with the
+    public key can check a replica file against it: a file that ends
+    before N was cut, one whose hash at N differs was rewritten. */
+#ifndef DB_CKPT_H_INCLUDED
+#define DB_CKPT_H_INCLUDED
+
+#include "db_cluster.h"
+#include "db_event.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define DB_CKPT_PK_LEN 32  /* crypto_sign_PUBLICKEYBYTES */
+#define DB_CKPT_SK_LEN 64  /* crypto_sign_SECRETKEYBYTES */
+#define DB_CKPT_SIG_LEN 64 /* crypto_sign_BYTES */
+
+typedef struct {
+    util_id_t cluster;
+    uint32_t shard;
+    uint64_t seq;                  /* committed */
+    uint8_t hash[DB_HASH_LEN];     /* the chain hash at seq */
+    int64_t ts;                    /* ns since the Unix epoch, when it was signed */
+    uint8_t sig[DB_CKPT_SIG_LEN];  /* over all of the above (db_ckpt.c) */
+} db_ckpt_t;
+
+/* The default places: DIR/keys/checkpoint.secret (0600),
+   DIR/keys/checkpoint.public, DIR/witness. */
+char *db_ckpt_secret_path(const db_cluster_t *c, char *out, size_t n);
+char *db_ckpt_public_path(const db_cluster_t *c, char *out, size_t n);
+char *db_ckpt_witness_path(const db_cluster_t *c, char *out, size_t n);
+
+/* Make a key pair at the two paths unless the secret one exists (0, or
+   LUX_EIO naming the file). The secret file is written 0600. */
+int db_ckpt_keygen(const char *secret_path, const char *public_path);
+/* Read a key file (hex on one line). 0, LUX_ENOTFOUND, LUX_EINVAL (not a
+   key), or LUX_EAUTH for a secret file readable by others than its owner. */
+int db_ckpt_load_secret(const char *path, uint8_t sk[DB_CKPT_SK_LEN]);
+int db_ckpt_load_public(const char *path, uint8_t pk[DB_CKPT_PK_LEN]);
+
+void db_ckpt_sign(db_ckpt_t *c, const uint8_t sk[DB_CKPT_SK_LEN]);
+bool db_ckpt_verify(const db_ckpt_t *c, const uint8_t pk[DB_CKPT_PK_LEN]);
+
+/* Append c to the witness file as one line, then fsync it (0 or LUX_EIO). */
+int db_ckpt_append(const char *witness, const db_ckpt_t *c);
+
+/* Each line of a witness file: fn(arg, line number, the checkpoint or NULL
+   for a line that does not parse). A missing file is LUX_ENOTFOUND; fn
+   returning nonzero stops the walk. */
+int db_ckpt_each(const char *witness, int (*fn)(void *arg, int line, const db_ckpt_t *c),
+                 void *arg);
+
+/* Sign shard's committed state and append it to the witness: the last seq
+   and hash of the tail's file (master.state names the tail; what the tail
+   holds is committed by definition). Only when that seq is above `after`;
+   *seq (OUT) is the seq signed, or `after`. 0, or a code naming the file. */
+int db_ckpt_take(const db_cluster_t *c, const uint8_t sk[DB_CKPT_SK_LEN], const char *witness,
+                 uint32_t shard, uint64_t after, uint64_t *seq);
+
+#endif

@@ -1,0 +1,299 @@
+/* 5008-audit-tamper: `lux audit` catches what an attacker who can write the
+   replica files (but not read the signing key) can do to a log, and passes
+   an untouched one. A 2-shard, 3-replica cluster takes appends, stops
+   (a signed checkpoint per shard into DIR/witness), runs again, takes more,
+   stops again; then each case below is made on a copy of the cluster and
+   must fail the audit (exit 1) with a message naming the shard, the file
+   and the seq:
+     - the last event of shard 0 cut from every replica; the last five;
+       every event of shard 0;
+     - one replica (the tail, then a middle) cut short while others are whole;
+     - a fork: one replica's event edited and every hash after it
+       recomputed (db_event_chain), so that its own chain verifies;
+     - the same forgery in every replica: only the signed checkpoint tells;
+     - a replica file replaced by an older copy of itself;
+     - a witness line edited (its signature no longer verifies).
+   lux sql warns on stderr when the tail it reads ends before a checkpoint.
+   And a third party with only the public key and the witness audits a
+   copy holding no secret key (lux audit --public-key K --witness W). */
+#include "tap.h"
+#include "lib/fx.h"
+#include "db/db_ckpt.h"
+#include "db/db_client.h"
+#include "db/db_store.h"
+#include "util/util_err.h"
+#include "util/util_fs.h"
+
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static db_cluster_t s_c;
+static char s_out[65536];
+
+static void
+s_append(int n)
+{
+    db_client_opts_t co = {.cluster = &s_c, .batch = 64, .max_inflight = 1024};
+    db_client_t *cl = db_client_new(&co);
+    if (!cl)
+        bail("client: %s", lux_errmsg());
+    for (int i = 0; i < n; i++) {
+        util_id_t job;
+        util_id_random(&job);
+        db_event_t e = {.kind = DB_K_note};
+        DB_SET_ID(&e, job, DB_F_JOB, &job);
+        DB_SET_INT(&e, idx, DB_F_IDX, i);
+        db_event_set_info(&e, "an event to tamper with");
+        if (db_client_append(cl, &e))
+            bail("append: %s", lux_errmsg());
+    }
+    if (db_client_sync(cl, 60000))
+        bail("sync: %s", lux_errmsg());
+    db_client_destroy(&cl);
+}
+
+static void
+s_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void
+s_sh(const char *fmt, ...)
+{
+    char cmd[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    if (system(cmd) != 0)
+        bail("%s: failed", cmd);
+}
+
+/* A fresh copy of the stopped cluster to tamper with; its path in out. */
+static void
+s_copy(const char *name, char *out, size_t n)
+{
+    snprintf(out, n, "%s/%s", tap_tmpdir(), name);
+    s_sh("rm -rf '%s' && cp -a '%s' '%s'", out, s_c.dir, out);
+    /* master.state and cluster.conf name the directory only through the
+       paths the audit builds from --dir, so a copy audits as the original */
+}
+
+static char *
+s_db(const char *dir, uint32_t shard, uint32_t index, char *out, size_t n)
+{
+    snprintf(out, n, "%s/shard-%u/replica-%u.db", dir, shard, index);
+    return out;
+}
+
+static void
+s_exec(const char *path, const char *fmt, ...)
+{
+    char sql[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(sql, sizeof sql, fmt, ap);
+    va_end(ap);
+    sqlite3 *db;
+    char *err = NULL;
+    if (sqlite3_open(path, &db) != SQLITE_OK || sqlite3_exec(db, sql, NULL, NULL, &err))
+        bail("%s: %s: %s", path, sql, err ? err : sqlite3_errmsg(db));
+    sqlite3_close(db);
+}
+
+static uint64_t
+s_last(const char *path)
+{
+    db_store_opts_t o = {.path = path, .readonly = true};
+    db_store_t *st = db_store_open(&o);
+    uint64_t last = st ? db_store_last_seq(st) : 0;
+    db_store_close(&st);
+    return last;
+}
+
+/* Edit event `seq` of the file (its ts, one nanosecond later) and recompute
+   every hash from there: a file that verifies on its own. */
+static void
+s_forge(const char *path, uint32_t shard, uint64_t seq)
+{
+    db_store_opts_t o = {.path = path, .cluster = s_c.id, .shard = shard, .readonly = true};
+    db_store_t *st = db_store_open(&o);
+    util_buf_t all;
+    uint32_t got = 0;
+    util_buf_init(&all);
+    if (!st || db_store_read(st, 1, UINT32_MAX, SIZE_MAX, &all, &got) || all.oom)
+        bail("read %s: %s", path, lux_errmsg());
+    db_store_close(&st);
+    char side[PATH_MAX];
+    snprintf(side, sizeof side, "%s.forged", path);
+    unlink(side);
+    o.path = side;
+    o.readonly = false;
+    if (!(st = db_store_open(&o)) || db_store_begin(st))
+        bail("create %s: %s", side, lux_errmsg());
+    uint8_t prev[DB_HASH_LEN];
+    memcpy(prev, db_store_genesis(st), DB_HASH_LEN);
+    size_t off = 0;
+    for (uint64_t s = 1; s <= got; s++) {
+        uint32_t n = util_rd32(all.data + off);
+        uint8_t *rec = all.data + off + 4;
+        if (s == seq)
+            util_le64(rec + DB_REC_TS_OFF, util_rd64(rec + DB_REC_TS_OFF) + 1);
+        db_event_chain(rec + n - DB_HASH_LEN, prev, s, rec, n);
+        memcpy(prev, rec + n - DB_HASH_LEN, DB_HASH_LEN);
+        if (db_store_put(st, s, rec, n))
+            bail("put %s: %s", side, lux_errmsg());
+        off += 4 + n;
+    }
+    if (db_store_commit(st))
+        bail("commit %s: %s", side, lux_errmsg());
+    uint64_t bad;
+    if (db_store_verify(st, &bad))
+        bail("the forged file does not verify at seq %llu", (unsigned long long) bad);
+    db_store_close(&st);
+    util_buf_free(&all);
+    s_sh("rm -f '%s-wal' '%s-shm' && mv '%s' '%s'", path, path, side, path);
+}
+
+/* lux audit of dir (extra options), expecting failure with every one of
+   the fragments in its output. */
+static void
+s_caught(const char *what, const char *dir, const char *extra, const char *f1, const char *f2,
+         const char *f3)
+{
+    int rc = fx_lux(s_out, sizeof s_out, NULL, 0, "audit --dir %s %s", dir, extra ? extra : "");
+    bool all = strstr(s_out, f1) && (!f2 || strstr(s_out, f2)) && (!f3 || strstr(s_out, f3));
+    ok(rc == 1 && all, "%s: caught (exit %d), naming \"%s\"%s%s%s%s", what, rc, f1,
+       f2 ? ", \"" : "", f2 ? f2 : "", f2 ? "\"" : "", f3 ? " and more" : "");
+    if (rc != 1 || !all)
+        diag("%s", s_out);
+}
+
+int
+main(void)
+{
+    char dir[PATH_MAX], path[PATH_MAX], old[PATH_MAX], seq[64], frag[PATH_MAX + 64];
+    fx_start(&s_c, 2, 3, "--log-only");
+    s_append(600);
+    fx_stop(&s_c);
+    snprintf(old, sizeof old, "%s/older", tap_tmpdir());
+    s_sh("cp -a '%s' '%s'", s_c.dir, old);
+    if (fx_lux(NULL, 0, s_out, sizeof s_out, "start --head --dir %s --log-only", s_c.dir))
+        bail("restart: %s", s_out);
+    s_append(600);
+    fx_stop(&s_c);
+
+    /* the tail of each shard and the committed seq */
+    db_chain_t chain[2];
+    db_chain_load_state(&s_c, chain);
+    uint32_t tail = chain[0].m[chain[0].n - 1].index, mid = chain[0].m[1].index;
+    uint64_t last = s_last(s_db(s_c.dir, 0, tail, path, sizeof path));
+    ok(last > 10, "shard 0 holds %llu events", (unsigned long long) last);
+    char wit[PATH_MAX];
+    char *wtext = util_read_file(db_ckpt_witness_path(&s_c, wit, sizeof wit), NULL);
+    snprintf(seq, sizeof seq, " 0 %llu ", (unsigned long long) last);
+    ok(wtext && strstr(wtext, seq), "the witness holds a checkpoint of shard 0 at seq %llu",
+       (unsigned long long) last);
+    free(wtext);
+
+    char err[4096];
+    fx_lux(NULL, 0, err, sizeof err, "sql --dir %s \"SELECT count(*) FROM event\"", s_c.dir);
+    ok(!strstr(err, "warning"), "lux sql on the untouched log does not warn (%s)", err);
+    int rc = fx_lux(s_out, sizeof s_out, NULL, 0, "audit --dir %s", s_c.dir);
+    ok(rc == 0 && strstr(s_out, "match every signed checkpoint"), "an untouched log passes (%d)",
+       rc);
+    if (rc)
+        diag("%s", s_out);
+
+    /* the end of the log cut from every replica */
+    int cuts[] = {1, 5, -1};
+    for (int k = 0; k < 3; k++) {
+        uint64_t keep = cuts[k] < 0 ? 0 : last - (uint64_t) cuts[k];
+        s_copy("cut", dir, sizeof dir);
+        for (uint32_t r = 0; r < 3; r++)
+            s_exec(s_db(dir, 0, r, path, sizeof path), "DELETE FROM event WHERE seq > %llu",
+                   (unsigned long long) keep);
+        snprintf(frag, sizeof frag, "shard 0: %s ends at seq %llu, before the signed checkpoint at"
+                 " seq %llu", s_db(dir, 0, tail, path, sizeof path), (unsigned long long) keep,
+                 (unsigned long long) last);
+        char what[64];
+        snprintf(what, sizeof what, cuts[k] < 0 ? "every event of shard 0 cut"
+                                                : "the last %d event(s) of shard 0 cut", cuts[k]);
+        s_caught(what, dir, NULL, frag, NULL, NULL);
+        if (k == 0) {
+            fx_lux(NULL, 0, err, sizeof err, "sql --dir %s \"SELECT count(*) FROM event\"", dir);
+            snprintf(frag, sizeof frag, "shard 0: the tail's file (replica %u) ends at seq %llu,"
+                     " before the signed checkpoint at seq %llu", tail, (unsigned long long) keep,
+                     (unsigned long long) last);
+            ok(strstr(err, "warning") && strstr(err, frag),
+               "lux sql on the cut log warns on stderr: %s", err);
+        }
+    }
+
+    /* one replica cut short, the others whole */
+    uint32_t who[2] = {tail, mid};
+    for (int k = 0; k < 2; k++) {
+        uint64_t keep = last - 7;
+        s_copy("short", dir, sizeof dir);
+        s_exec(s_db(dir, 0, who[k], path, sizeof path), "DELETE FROM event WHERE seq > %llu",
+               (unsigned long long) keep);
+        snprintf(frag, sizeof frag, "shard 0: %s", path);
+        snprintf(seq, sizeof seq, "ends at seq %llu", (unsigned long long) keep);
+        s_caught(k ? "a middle replica cut short" : "the tail cut short", dir, NULL, frag, seq,
+                 NULL);
+    }
+
+    /* a fork: one replica forged so that it verifies on its own */
+    uint64_t at = last / 2;
+    s_copy("fork", dir, sizeof dir);
+    s_forge(s_db(dir, 0, mid, path, sizeof path), 0, at);
+    snprintf(frag, sizeof frag, "shard 0: %s forks from", path);
+    snprintf(seq, sizeof seq, "at seq %llu:", (unsigned long long) at);
+    s_caught("one replica forked (an event edited, every hash after it recomputed)", dir, NULL,
+             frag, seq, NULL);
+
+    /* the same forgery in every replica: the replicas agree, the key does not */
+    s_copy("forged", dir, sizeof dir);
+    for (uint32_t r = 0; r < 3; r++)
+        s_forge(s_db(dir, 0, r, path, sizeof path), 0, at);
+    snprintf(frag, sizeof frag, "shard 0: %s: the hash at seq",
+             s_db(dir, 0, tail, path, sizeof path));
+    s_caught("every replica forged alike (hashes recomputed)", dir, NULL, frag,
+             "is not the signed one", NULL);
+
+    /* a replica file replaced by an older copy of itself */
+    s_copy("older-copy", dir, sizeof dir);
+    s_db(dir, 0, mid, path, sizeof path);
+    char src[PATH_MAX];
+    s_sh("rm -f '%s' '%s-wal' '%s-shm' && cp '%s' '%s'", path, path, path,
+         s_db(old, 0, mid, src, sizeof src), path);
+    snprintf(frag, sizeof frag, "shard 0: %s", path);
+    snprintf(seq, sizeof seq, "ends at seq %llu", (unsigned long long) s_last(path));
+    s_caught("a replica file replaced by an older copy", dir, NULL, frag, seq, NULL);
+
+    /* a witness line edited: its signature fails */
+    s_copy("witness", dir, sizeof dir);
+    s_sh("sed -i '1s/ 0 \\([0-9]*\\) / 0 1\\1 /' '%s/witness'", dir);
+    s_caught("a witness line edited", dir, NULL, "line 1: shard 0 seq 1", "bad signature", NULL);
+
+    /* a third party: the public key and the witness, no secret key */
+    char pub[PATH_MAX], w2[PATH_MAX];
+    s_copy("third", dir, sizeof dir);
+    snprintf(pub, sizeof pub, "%s/pub.key", tap_tmpdir());
+    snprintf(w2, sizeof w2, "%s/witness.copy", tap_tmpdir());
+    s_sh("mv '%s/keys/checkpoint.public' '%s' && mv '%s/witness' '%s' && rm -f"
+         " '%s/keys/checkpoint.secret'", dir, pub, dir, w2, dir);
+    char opts[2 * PATH_MAX + 64];
+    snprintf(opts, sizeof opts, "--public-key %s --witness %s", pub, w2);
+    rc = fx_lux(s_out, sizeof s_out, NULL, 0, "audit --dir %s %s", dir, opts);
+    ok(rc == 0 && strstr(s_out, "match every signed checkpoint"),
+       "a third party with the public key and the witness: the untouched copy passes (%d)", rc);
+    if (rc)
+        diag("%s", s_out);
+    s_exec(s_db(dir, 0, tail, path, sizeof path), "DELETE FROM event WHERE seq > %llu",
+           (unsigned long long) last - 1);
+    snprintf(frag, sizeof frag, "shard 0: %s ends at seq %llu, before the signed checkpoint",
+             path, (unsigned long long) last - 1);
+    s_caught("a third party catches the tail cut", dir, opts, frag, NULL, NULL);
+    return done_testing();
+}
