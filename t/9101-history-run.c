@@ -3,10 +3,11 @@
     the history tools (lux timeline, lineage, pull) have a real log to read.
 
     usage: 9101-history-run RUNS_DIR
-    It prints two lines: the run's directory, and the object ID (40 hex
+    It prints three lines: the run's directory; the object ID (40 hex
     digits) of the last task of a dependency chain, whose lineage holds a
-    put, tasks of two returns and a task retried after its worker was
-    killed. Exit status 0 when the job went as planned.
+    put, tasks of two returns and an actor call; and the object of the task
+    downstream of the one whose worker was killed on each attempt. Exit
+    status 0 when the job went as planned.
 
     What it does, in the testmod module (t/lib/testmod.c):
       - put a value; t_mix(put, 1); t_split of that (two returns); t_mix of
@@ -134,10 +135,12 @@ main(int argc, char **argv)
     if (lux_call(lx, "t_mix", 2, a6, 1, &last) || lux_get(lx, &last, &v, WAIT_MS))
         return s_die(&lx, "the last t_mix");
 
-    char hex[2 * LUX_REF_LEN + 1];
-    for (int i = 0; i < LUX_REF_LEN; i++)
+    char hex[2 * LUX_REF_LEN + 1], hex2[2 * LUX_REF_LEN + 1];
+    for (int i = 0; i < LUX_REF_LEN; i++) {
         snprintf(hex + 2 * i, 3, "%02x", last.b[i]);
-    printf("%s\n%s\n", lux_dir(lx), hex);
+        snprintf(hex2 + 2 * i, 3, "%02x", after_crash.b[i]);
+    }
+    printf("%s\n%s\n%s\n", lux_dir(lx), hex, hex2);
     fflush(stdout);
     return lux_shutdown(&lx) ? s_die(NULL, "lux_shutdown") : 0;
 }

@@ -8,7 +8,11 @@
 #     t/9101-trace-check.py against the format and against the log (every
 #     task attempt a slice, every dependency on a task that ran a flow
 #     bound to both slices, instants for retries, failures, restarts and
-#     checkpoints); --job keeps one job; usage errors exit 2, runtime 1.
+#     checkpoints); --job keeps one job; usage errors exit 2, runtime 1;
+#   - lux lineage: the text names every task lineage() finds in SQL, and the
+#     actor, the put, the failed and the retried task; --dot is parsed by
+#     graphviz's dot (skipped where it is not installed), with a node for
+#     every task and failed/retried tasks marked; --svg draws it.
 . "${LUX_SRCDIR:-.}/t/lib/tap.sh"
 LUX=${LUX_BIN:-./lux}
 B=${LUX_BUILDDIR:-.}
@@ -21,6 +25,7 @@ LUX_BUILDDIR=$B timeout -s KILL 180 "$B/t/9101-history-run" "$tmp/runs" >"$tmp/r
 ok $? "a job with killed workers, a failure and an actor restart ran"
 run=$(sed -n 1p "$tmp/run.out")
 obj=$(sed -n 2p "$tmp/run.out")
+crashed=$(sed -n 3p "$tmp/run.out")
 [ -n "$LUX_TEST_VERBOSE" ] && sed 's/^/# /' "$tmp/run.err"
 ok "$([ -d "$run" ] && [ ${#obj} -eq 40 ]; echo $?)" "...its directory ($run) and its last object ($obj)"
 
@@ -78,5 +83,56 @@ is $? 1 "lux timeline to a file it cannot write: status 1"
 like "$(cat "$tmp/err")" "cannot write" "...saying so"
 "$LUX" timeline --help >"$tmp/out"
 like "$(cat "$tmp/out")" "flow" "lux timeline --help"
+
+# --- lux lineage ------------------------------------------------------------------------------
+"$LUX" lineage "$run" "$obj" >"$tmp/lineage.txt" 2>"$tmp/err"
+ok $? "lux lineage RUN OBJ"
+missing=
+for t in $(q "SELECT task_id FROM lineage('$obj')" | sed 1d); do
+    grep -q "$t" "$tmp/lineage.txt" || missing="$missing $t"
+done
+is "$missing" "" "...names every task lineage('$obj') finds ($(q "SELECT count(*) FROM lineage('$obj')" | sed -n 2p))"
+like "$(cat "$tmp/lineage.txt")" "t_split  finished" "...with their functions and outcomes"
+like "$(cat "$tmp/lineage.txt")" "put, 8 bytes" "...the put it started from"
+like "$(cat "$tmp/lineage.txt")" "Acc  actor" "...the actor whose state a call read"
+like "$(cat "$tmp/lineage.txt")" "restart 1:" "...and its restart"
+"$LUX" lineage "$run" "$crashed" >"$tmp/crashed.txt"
+like "$(cat "$tmp/crashed.txt")" "t_crash  failed, 2 attempts" "the lineage of a failed task's output: the task that failed"
+like "$(cat "$tmp/crashed.txt")" "retried, to attempt 2: worker " "...its retry after its worker was killed, and why"
+like "$(cat "$tmp/crashed.txt")" "FAILED, attempt 1: its argument from task" "...and why its consumer failed"
+
+"$LUX" lineage "$run" "$obj" --dot >"$tmp/lineage.dot"
+ok $? "lux lineage --dot"
+if command -v dot >/dev/null 2>&1; then
+    dot -Tcanon "$tmp/lineage.dot" >"$tmp/canon.dot" 2>"$tmp/err"
+    ok $? "...parsed by graphviz's dot"
+    missing=
+    for t in $(q "SELECT task_id FROM lineage('$obj') WHERE function IS NOT NULL" | sed 1d); do
+        grep -q "t$t[\"[:space:]]" "$tmp/canon.dot" || missing="$missing $t"
+    done
+    is "$missing" "" "...a node for every task"
+    is "$(grep -c -- '->' "$tmp/canon.dot")" \
+       "$(grep -c -- '->' "$tmp/lineage.dot")" "...and every edge"
+    "$LUX" lineage "$run" "$crashed" --dot | dot -Tcanon >"$tmp/crashed.dot"
+    ok $? "the failed task's lineage --dot, parsed by dot"
+    like "$(tr -d '\n\\' <"$tmp/crashed.dot")" "retried, to attempt 2" "...with the retry marked"
+    like "$(cat "$tmp/crashed.dot")" "f4b0b0" "...and the failed tasks filled red"
+    "$LUX" lineage "$run" "$obj" --svg -o "$tmp/lineage.svg"
+    ok $? "lux lineage --svg -o FILE"
+    like "$(head -c 300 "$tmp/lineage.svg")" "<svg" "...an SVG"
+else
+    for i in 1 2 3 4 5 6 7 8; do skip "graphviz's dot is not installed"; done
+fi
+
+"$LUX" lineage "$run" >/dev/null 2>"$tmp/err"
+is $? 2 "lux lineage without an object: status 2"
+"$LUX" lineage "$run" 1234 2>"$tmp/err"
+is $? 2 "lux lineage of a malformed object ID: status 2"
+like "$(cat "$tmp/err")" "40 hex digits" "...saying what an object ID is"
+"$LUX" lineage "$run" ffffffffffffffffffffffffffffffff00000000 2>"$tmp/err"
+is $? 1 "lux lineage of an object not in the log: status 1"
+like "$(cat "$tmp/err")" "no task made it" "...saying so"
+"$LUX" lineage --help >"$tmp/out"
+like "$(cat "$tmp/out")" "--dot" "lux lineage --help"
 
 done_testing

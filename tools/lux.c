@@ -21,6 +21,7 @@ static const s_cmd_t s_cmds[] = {
     {"sql", cmd_sql, "query the log of all shards, read-only"},
     {"audit", cmd_audit, "verify the hash chain of every replica's log"},
     {"timeline", cmd_timeline, "write a run's tasks as a Chrome/Perfetto trace"},
+    {"lineage", cmd_lineage, "an object's lineage graph: text, graphviz or SVG"},
     {"run", cmd_run, "run a module's entry point as the driver"},
     {"bench", cmd_bench, "run benchmarks"},
     {"worker", cmd_worker, NULL},

@@ -13,6 +13,7 @@ int cmd_status(int argc, char **argv);
 int cmd_sql(int argc, char **argv);
 int cmd_audit(int argc, char **argv);
 int cmd_timeline(int argc, char **argv);
+int cmd_lineage(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_supervise(int argc, char **argv); /* internal: the head's daemon */
 int cmd_replica(int argc, char **argv);   /* internal: one replica's daemon */
