@@ -12,7 +12,8 @@
 #   - lux lineage: the text names every task lineage() finds in SQL, and the
 #     actor, the put, the failed and the retried task; --dot is parsed by
 #     graphviz's dot (skipped where it is not installed), with a node for
-#     every task and failed/retried tasks marked; --svg draws it.
+#     every task and failed/retried tasks marked; --svg draws it;
+#   - both give the same from a file `lux pull` copied the run into.
 . "${LUX_SRCDIR:-.}/t/lib/tap.sh"
 LUX=${LUX_BIN:-./lux}
 B=${LUX_BUILDDIR:-.}
@@ -123,6 +124,17 @@ if command -v dot >/dev/null 2>&1; then
 else
     for i in 1 2 3 4 5 6 7 8; do skip "graphviz's dot is not installed"; done
 fi
+
+# --- the same from a pulled file ------------------------------------------------------------
+"$LUX" pull --dir "$run" "$tmp/run.db" >/dev/null 2>"$tmp/err"
+ok $? "lux pull --dir RUN OUT.db"
+"$LUX" timeline "$tmp/run.db" -o "$tmp/pulled.json" 2>/dev/null
+sed 's/"source": "[^"]*"//' "$tmp/trace.json" >"$tmp/a.json"
+sed 's/"source": "[^"]*"//' "$tmp/pulled.json" >"$tmp/b.json"
+ok "$(cmp -s "$tmp/a.json" "$tmp/b.json"; echo $?)" "lux timeline OUT.db: the same trace as from the run"
+"$LUX" lineage "$tmp/run.db" "$obj" | sed 1d >"$tmp/b.txt"
+sed 1d "$tmp/lineage.txt" >"$tmp/a.txt"
+ok "$(cmp -s "$tmp/a.txt" "$tmp/b.txt"; echo $?)" "lux lineage OUT.db OBJ: the same lineage as from the run"
 
 "$LUX" lineage "$run" >/dev/null 2>"$tmp/err"
 is $? 2 "lux lineage without an object: status 2"

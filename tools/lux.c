@@ -20,6 +20,7 @@ static const s_cmd_t s_cmds[] = {
     {"status", cmd_status, "list components, shards and replicas"},
     {"sql", cmd_sql, "query the log of all shards, read-only"},
     {"audit", cmd_audit, "verify the hash chain of every replica's log"},
+    {"pull", cmd_pull, "copy a cluster's log into one local SQLite file, verified"},
     {"timeline", cmd_timeline, "write a run's tasks as a Chrome/Perfetto trace"},
     {"lineage", cmd_lineage, "an object's lineage graph: text, graphviz or SVG"},
     {"run", cmd_run, "run a module's entry point as the driver"},

@@ -13,6 +13,9 @@ int cmd_status(int argc, char **argv);
 int cmd_sql(int argc, char **argv);
 int cmd_audit(int argc, char **argv);
 int cmd_timeline(int argc, char **argv);
+int cmd_pull(int argc, char **argv);
+/* `lux audit OUT.db`: verify a file `lux pull` wrote; the exit status. */
+int lux_pull_audit(const char *path);
 int cmd_lineage(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_supervise(int argc, char **argv); /* internal: the head's daemon */

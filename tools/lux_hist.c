@@ -1,7 +1,7 @@
 /*  lux_hist - a run's history as one read-only SQLite connection (see
-    lux_hist.h). A directory goes through db_query, as `lux sql --dir`; a
-    file must be one `lux pull` wrote: its meta table says so (format
-    lux-pull-1) and how many shards it holds. */
+    lux_hist.h). A directory goes through db_query_open, as `lux sql
+    --dir`; a file through db_query_open_pulled, which checks that `lux
+    pull` wrote it. */
 #include "lux_hist.h"
 #include "db/db_cluster.h"
 #include "db/db_query.h"
@@ -14,29 +14,10 @@
 #include <sys/stat.h>
 
 struct lux_hist_t {
-    db_query_t *q;   /* a cluster's directory, or NULL */
-    sqlite3 *file;   /* a pulled file, or NULL */
+    db_query_t *q;   /* the cluster's shards, or the pulled file */
     uint32_t shards; /* shards of the history */
     char what[PATH_MAX + 16]; /* "cluster DIR" or "file F" */
 };
-
-/* The value of a meta key of a pulled file into out; false when absent. */
-static bool
-s_meta(sqlite3 *db, const char *key, char *out, size_t n)
-{
-    sqlite3_stmt *st;
-    bool found = false;
-    if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = ?1", -1, &st, NULL) !=
-        SQLITE_OK)
-        return false;
-    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
-    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0)) {
-        snprintf(out, n, "%s", (const char *) sqlite3_column_text(st, 0));
-        found = true;
-    }
-    sqlite3_finalize(st);
-    return found;
-}
 
 lux_hist_t *
 lux_hist_open(const char *path)
@@ -64,30 +45,9 @@ lux_hist_open(const char *path)
         return self;
     }
     snprintf(self->what, sizeof self->what, "file %s", path);
-    char *uri = sqlite3_mprintf("file:%s?mode=ro", path);
-    int rc = sqlite3_open_v2(uri, &self->file, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
-    sqlite3_free(uri);
-    char v[64];
-    if (rc != SQLITE_OK) {
-        util_err(LUX_EIO, "%s: cannot open: %s", path,
-                 self->file ? sqlite3_errmsg(self->file) : "out of memory");
+    if (!(self->q = db_query_open_pulled(path)))
         goto fail;
-    }
-    sqlite3_busy_timeout(self->file, 5000);
-    if (!s_meta(self->file, "format", v, sizeof v) || strcmp(v, "lux-pull-1") != 0) {
-        util_err(LUX_ECORRUPT, "%s is not a file `lux pull` wrote (no lux-pull-1 in its meta "
-                 "table); give a run's directory or a pulled file", path);
-        goto fail;
-    }
-    if (!s_meta(self->file, "shards", v, sizeof v) || atoi(v) < 1) {
-        util_err(LUX_ECORRUPT, "%s: its meta table has no shard count", path);
-        goto fail;
-    }
-    self->shards = (uint32_t) atoi(v);
-    if (sqlite3_exec(self->file, "PRAGMA query_only = 1", NULL, NULL, NULL) != SQLITE_OK) {
-        util_err(LUX_ESQL, "%s: %s", path, sqlite3_errmsg(self->file));
-        goto fail;
-    }
+    self->shards = db_query_shards(self->q);
     return self;
 fail:
     lux_hist_close(&self);
@@ -101,8 +61,6 @@ lux_hist_close(lux_hist_t **self_p)
     if (!self)
         return;
     db_query_close(&self->q);
-    if (self->file)
-        sqlite3_close(self->file);
     free(self);
     *self_p = NULL;
 }
@@ -110,7 +68,7 @@ lux_hist_close(lux_hist_t **self_p)
 sqlite3 *
 lux_hist_db(lux_hist_t *self)
 {
-    return self->q ? db_query_db(self->q) : self->file;
+    return db_query_db(self->q);
 }
 
 uint32_t
