@@ -12,7 +12,7 @@
 #   - lux audit OUT.db finds an event changed or deleted in the file;
 #   - from the stopped cluster's files (--dir), the same events;
 #   - --job keeps one job's tasks, --since starts each shard at a seq;
-#   - usage errors exit 2, runtime errors 1.
+#   - usage errors exit 2, runtime errors 1; lux bench pull_events runs.
 . "${LUX_SRCDIR:-.}/t/lib/tap.sh"
 
 LUX=${LUX_BIN:-./lux}
@@ -170,5 +170,11 @@ run "$LUX" audit "$tmp/junk.db"
 is "$rc" 1 "audit of a file that is not a pulled log: status 1"
 run "$LUX" pull --help
 like "$out" "usage: lux pull" "lux pull --help"
+
+# the benchmark runs (its figure is not checked: speed is lux bench's, not a test's)
+run "$LUX" bench --quick --json pull_events
+is "$rc" 0 "lux bench --quick pull_events"
+like "$out" '"events": 50000' "...pulled every event it appended"
+like "$out" '"second_pull_events": 0' "...and found nothing new the second time"
 
 done_testing

@@ -620,23 +620,44 @@ cmd_pull(int argc, char **argv)
         return lux_usage("pull", s_usage, "one of --dir DIR and --address DIR is required");
     if (!out)
         return lux_usage("pull", s_usage, "OUT.db is required");
-    s_pull_t p = {0};
-    if (job && (strlen(job) != 32 || util_id_parse(&p.job, job)))
+    util_id_t jid;
+    if (job && (strlen(job) != 32 || util_id_parse(&jid, job)))
         return lux_usage("pull", s_usage, "--job takes a job ID of 32 hex digits, not '%s'", job);
-    p.job_only = job != NULL;
     unsigned long v = 1;
     if (since && !lux_parse_uint("pull", "--since", since, ~0UL, &v))
         return 2;
-    p.since = v;
-    const char *src = dir ? dir : addr;
+    lux_pull_opts_t o = {.dir = dir ? dir : addr, .address = addr != NULL, .job = job,
+                         .since = v, .out = out};
+    lux_pull_stats_t st;
+    if (lux_pull_run(&o, &st))
+        return lux_fail("pull", "%s", lux_errmsg());
+    printf("pulled %" PRIu64 " new events from %u shards of %s (%s), every hash verified; "
+           "kept %" PRIu64 "%s; %s holds the log up to seq %s (%.2f s)\n",
+           st.verified, st.shards, st.dir, st.net ? "through the protocol" : "its files",
+           st.kept, job ? " of the job" : "", out, st.lasts, st.seconds);
+    return 0;
+}
+
+int
+lux_pull_run(const lux_pull_opts_t *o, lux_pull_stats_t *stats)
+{
+    s_pull_t p = {0};
+    memset(stats, 0, sizeof *stats);
+    if (o->job && (strlen(o->job) != 32 || util_id_parse(&p.job, o->job)))
+        return util_err(LUX_EINVAL, "--job takes a job ID of 32 hex digits, not '%s'", o->job);
+    p.job_only = o->job != NULL;
+    p.since = o->since ? o->since : 1;
+    const char *src = o->dir, *out = o->out;
     int rc = 0;
     if (db_cluster_load(&p.c, src))
-        return lux_fail("pull", "%s is not a cluster's or a run's directory: %s", src,
-                        lux_errmsg());
-    p.net = addr != NULL || lux_head_pid(src) > 0;
+        return util_err_ctx(LUX_ENOTFOUND, "%s is not a cluster's or a run's directory", src);
+    p.net = o->address || lux_head_pid(src) > 0;
     if (!(p.sh = calloc(p.c.shards, sizeof *p.sh)) || !(p.tasks = util_idmap_new(0)) ||
-        !(p.actors = util_idmap_new(0)))
-        return lux_fail("pull", "out of memory");
+        !(p.actors = util_idmap_new(0))) {
+        free(p.sh);
+        util_idmap_destroy(&p.tasks);
+        return util_err(LUX_ENOMEM, "out of memory");
+    }
     for (uint32_t s = 0; s < p.c.shards; s++)
         db_event_genesis(p.sh[s].genesis, &p.c.id, s);
     char source[PATH_MAX + 64];
@@ -659,17 +680,16 @@ cmd_pull(int argc, char **argv)
     }
     if (!rc)
         rc = p.net ? s_pull_net(&p) : s_pull_files(&p);
-    double secs = (double) (util_mono_ns() - t0) / 1e9;
-    if (!rc)
-        printf("pulled %" PRIu64 " new events from %u shards of %s (%s), every hash verified; "
-               "kept %" PRIu64 "%s; %s holds the log up to seq",
-               p.verified, p.c.shards, p.c.dir, p.net ? "through the protocol" : "its files",
-               p.kept, p.job_only ? " of the job" : "", out);
-    if (!rc) {
-        for (uint32_t s = 0; s < p.c.shards; s++)
-            printf("%s %" PRIu64, s ? "," : "", p.sh[s].last);
-        printf(" (%.2f s)\n", secs);
-    }
+    stats->seconds = (double) (util_mono_ns() - t0) / 1e9;
+    stats->verified = p.verified;
+    stats->kept = p.kept;
+    stats->shards = p.c.shards;
+    stats->net = p.net;
+    snprintf(stats->dir, sizeof stats->dir, "%s", p.c.dir);
+    size_t at = 0;
+    for (uint32_t s = 0; s < p.c.shards && at + 24 < sizeof stats->lasts; s++)
+        at += (size_t) snprintf(stats->lasts + at, sizeof stats->lasts - at, "%s%" PRIu64,
+                                s ? ", " : "", p.sh[s].last);
     sqlite3_finalize(p.ins);
     sqlite3_finalize(p.state);
     if (p.db)
@@ -680,7 +700,7 @@ cmd_pull(int argc, char **argv)
     free(p.sh);
     util_idmap_destroy(&p.tasks);
     util_idmap_destroy(&p.actors);
-    return rc ? lux_fail("pull", "%s", lux_errmsg()) : 0;
+    return rc;
 }
 
 /* --- lux audit OUT.db ------------------------------------------------------------------ */
