@@ -12,6 +12,9 @@
                     back empty. A chain that changes under the pull (EEPOCH,
                     ESTATE, ESHARD, a tail that stops answering) sends it
                     back to the master for the new chain, a few times.
+                    It copies what the tail had committed at its first
+                    READ of each shard (a busy cluster's newer events wait
+                    for the next pull).
       --dir D       the same when D's head is running (`lux start`);
                     otherwise (a stopped cluster, a finished run's
                     directory) each shard's tail file, read-only, through
@@ -452,10 +455,12 @@ s_config(s_pull_t *p)
     return rc;
 }
 
-/* One READ of shard s from `from` at its tail: the batch into buf/b. */
+/* One READ of shard s from `from` at its tail (rd, connected to ep, a
+   copy: the chains change under it): the batch in *b, pointing into *keep;
+   the tail's last seq in *last. */
 static int
-s_read(s_pull_t *p, uint32_t s, zsock_t **rd, const char **ep, uint64_t from, zmsg_t **keep,
-       net_batch_t *b)
+s_read(s_pull_t *p, uint32_t s, zsock_t **rd, char *ep, uint64_t from, zmsg_t **keep,
+       net_batch_t *b, uint64_t *last)
 {
     char text[256];
     for (int tries = 0;; tries++) {
@@ -471,11 +476,11 @@ s_read(s_pull_t *p, uint32_t s, zsock_t **rd, const char **ep, uint64_t from, zm
             continue;
         }
         const char *tail_ep = ch->m[ch->n - 1].ep[DB_EP_READ];
-        if (!*rd || strcmp(*ep, tail_ep) != 0) {
+        if (!*rd || strcmp(ep, tail_ep) != 0) {
             zsock_destroy(rd);
             if (!(*rd = net_connect(ZMQ_DEALER, tail_ep, p->sec)))
                 return util_err_ctx(LUX_EIO, "shard %u: its tail %s", s, tail_ep);
-            *ep = tail_ep;
+            snprintf(ep, DB_EP_MAX, "%s", tail_ep);
         }
         uint8_t q[24];
         uint64_t req = ++p->req;
@@ -513,6 +518,7 @@ s_read(s_pull_t *p, uint32_t s, zsock_t **rd, const char **ep, uint64_t from, zm
                                     s, tail_ep);
                 }
                 zpoller_destroy(&poll);
+                *last = util_rd64(zframe_data(rep) + 8);
                 *keep = r; /* b points into it */
                 return 0;
             }
@@ -553,15 +559,20 @@ s_pull_net(s_pull_t *p)
         return rc;
     for (uint32_t s = 0; s < p->c.shards && !rc; s++) {
         zsock_t *rd = NULL;
-        const char *at = "";
+        char at[DB_EP_MAX] = "";
+        uint64_t until = UINT64_MAX; /* the tail's last seq at the first READ */
         for (;;) {
-            uint64_t from = p->sh[s].last + 1;
+            uint64_t from = p->sh[s].last + 1, last = 0;
             if (!p->sh[s].known && p->since > 1)
                 from = p->since - 1;
+            if (from > until)
+                break; /* what was committed when the pull began is here */
             zmsg_t *keep = NULL;
             net_batch_t b;
-            if ((rc = s_read(p, s, &rd, &at, from, &keep, &b)))
+            if ((rc = s_read(p, s, &rd, at, from, &keep, &b, &last)))
                 break;
+            if (until == UINT64_MAX)
+                until = last;
             if (b.count == 0) {
                 zmsg_destroy(&keep);
                 break;
