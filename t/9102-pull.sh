@@ -6,6 +6,8 @@
 #     task_deps, actors, actor_calls, actor_restarts, nodes, jobs) and
 #     lineage() give in the file what `lux sql --dir` gives on the
 #     cluster; `lux audit OUT.db` and a plain sqlite3 work on it;
+#   - with shard 1's tail killed (SIGKILL), the next pull finds the new
+#     tail through the master and fetches the new events;
 #   - an event changed in the tail's file makes the next pull fail naming
 #     its shard and seq, and keeps nothing of that batch (the file still
 #     audits and holds what it had);
@@ -34,7 +36,7 @@ one() { # one DIR|FILE QUERY: the single value
         sed -n 2p
 }
 
-run "$LUX" start --head --dir "$D" --shards 2 --replicas 2
+run "$LUX" start --head --dir "$D" --shards 2 --replicas 2 --heartbeat-ms 50 --dead-ms 400
 is "$rc" 0 "a head with 2 shards x 2 replicas"
 obj=$("$HELLO" --dir "$D" 2>"$tmp/err")
 ok $? "hello_log wrote a job ($obj)"
@@ -53,6 +55,20 @@ is "$rc" 0 "pull again after two more jobs"
 like "$out" "pulled $((n2 - n1)) new events" "...fetches only the $((n2 - n1)) new events"
 run "$LUX" pull --address "$D" "$O"
 like "$out" "pulled 0 new events" "...and nothing when nothing is new"
+
+# shard 1's tail killed just before a pull: the pull's READ goes to a dead
+# or restarted replica, and it finds the new tail through the master
+"$HELLO" --dir "$D" >/dev/null 2>&1
+nk=$(one "$D" "SELECT count(*) FROM event")
+tailpid=$("$LUX" status --dir "$D" --json |
+    sed -n 's/.*"shard": 1, "index": [0-9]*, "role": "tail".*"pid": \([0-9]*\),.*/\1/p' | head -n 1)
+ok "$([ "${tailpid:-0}" -gt 1 ]; echo $?)" "shard 1's tail is process $tailpid"
+[ "${tailpid:-0}" -gt 1 ] && kill -9 "$tailpid"
+run "$LUX" pull --address "$D" "$O"
+is "$rc" 0 "a pull right after it was killed with SIGKILL"
+like "$out" "pulled $((nk - n2)) new events" "...fetches the $((nk - n2)) new events from the new tail"
+[ "$rc" -ne 0 ] && echo "# $err"
+n2=$nk
 
 for v in events tasks retries objects task_deps actors actor_calls actor_restarts nodes jobs; do
     "$LUX" sql --dir "$D" --csv "SELECT * FROM $v ORDER BY shard, seq" >"$tmp/a.csv"
