@@ -4,11 +4,13 @@
 # .ci/run. Needs root or sudo. iproute2 is for t/9002-tcp-wildcard.sh (a
 # private network namespace), which skips without it. python3-distributed is for
 # t/9501-bench-compare.sh (Dask, the peer Lux is measured against), which
-# skips without it.
+# skips without it. graphviz draws `lux lineage --svg` and checks the
+# graphs of `lux lineage --dot` in t/9101-history.sh, which skips that part
+# without it.
 set -e
 PKGS="build-essential autoconf automake libtool pkg-config
 libsqlite3-dev libczmq-dev libzmq3-dev liblz4-dev libsodium-dev libxxhash-dev
-sqlite3 python3 python3-zmq iproute2
+sqlite3 python3 python3-zmq iproute2 graphviz
 python3-distributed"
 missing=
 for p in $PKGS; do

@@ -12,6 +12,31 @@ int cmd_stop(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_sql(int argc, char **argv);
 int cmd_audit(int argc, char **argv);
+int cmd_timeline(int argc, char **argv);
+int cmd_pull(int argc, char **argv);
+/* lux pull's work, for the command and `lux bench`: copy the log of the
+   cluster in dir (through the protocol when address is set or its head
+   runs, else from its files) into out. 0 or a code with the message. */
+typedef struct {
+    const char *dir;   /* the cluster's directory */
+    bool address;      /* through the protocol even if no head is found */
+    const char *job;   /* keep one job's events (32 hex digits), or NULL */
+    uint64_t since;    /* a new file starts each shard here (0, 1: from 1) */
+    const char *out;   /* the file */
+} lux_pull_opts_t;
+typedef struct {
+    uint64_t verified, kept; /* events read and verified, and stored */
+    uint32_t shards;
+    bool net;                /* read through the protocol */
+    double seconds;
+    char dir[PATH_MAX];
+    char lasts[512];         /* each shard's last seq, ", " between */
+} lux_pull_stats_t;
+int lux_pull_run(const lux_pull_opts_t *o, lux_pull_stats_t *stats);
+
+/* `lux audit OUT.db`: verify a file `lux pull` wrote; the exit status. */
+int lux_pull_audit(const char *path);
+int cmd_lineage(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_supervise(int argc, char **argv); /* internal: the head's daemon */
 int cmd_replica(int argc, char **argv);   /* internal: one replica's daemon */

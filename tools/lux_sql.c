@@ -194,8 +194,8 @@ s_sql_warnings(const db_cluster_t *c)
 int
 cmd_sql(int argc, char **argv)
 {
-    static const char usage[] = "lux sql --dir DIR [--csv|--json] \"QUERY\"";
-    const char *dir = NULL, *query = NULL;
+    static const char usage[] = "lux sql --dir DIR|OUT.db [--csv|--json] \"QUERY\"";
+    const char *dir = NULL, *query = NULL, *file = NULL;
     int mode = OUT_TABLE, rc = 0;
     db_cluster_t c;
 
@@ -216,15 +216,20 @@ cmd_sql(int argc, char **argv)
             return lux_usage("sql", usage, "unknown option '%s'", argv[i]);
         else if (!query)
             query = argv[i];
-        else
+        else if (!dir && !file) {
+            file = query; /* lux sql OUT.db "QUERY": a file lux pull wrote */
+            query = argv[i];
+        } else
             return lux_usage("sql", usage, "one query (quote it), got a second: '%s'", argv[i]);
     }
-    if (!dir || !query)
-        return lux_usage("sql", usage, "%s is required", !dir ? "--dir DIR" : "a QUERY");
-    if (db_cluster_load(&c, dir))
+    if ((!dir && !file) || !query)
+        return lux_usage("sql", usage, "%s is required",
+                         !query ? "a QUERY" : "--dir DIR or a file lux pull wrote");
+    if (dir && db_cluster_load(&c, dir))
         return lux_fail("sql", "%s", lux_errmsg());
-    s_sql_warnings(&c);
-    db_query_t *q = db_query_open(&c);
+    if (dir)
+        s_sql_warnings(&c);
+    db_query_t *q = dir ? db_query_open(&c) : db_query_open_pulled(file);
     if (!q)
         return lux_fail("sql", "%s", lux_errmsg());
     bool first_json = true;
@@ -263,8 +268,9 @@ int
 cmd_audit(int argc, char **argv)
 {
     static const char usage[] =
-        "lux audit --dir DIR [--public-key FILE] [--witness FILE] [--window N]";
-    const char *dir = NULL, *pkfile = NULL, *witness = NULL;
+        "lux audit --dir DIR [--public-key FILE] [--witness FILE] [--window N]\n"
+        "       lux audit OUT.db";
+    const char *dir = NULL, *file = NULL, *pkfile = NULL, *witness = NULL;
     unsigned long window = 0;
     char pkpath[PATH_MAX], wpath[PATH_MAX];
     uint8_t pk[DB_CKPT_PK_LEN];
@@ -282,11 +288,15 @@ cmd_audit(int argc, char **argv)
         } else if (strcmp(argv[i], "--help") == 0) {
             printf("usage: %s\n", usage);
             return 0;
-        } else
+        } else if (argv[i][0] != '-' && !file && !dir)
+            file = argv[i];
+        else
             return lux_usage("audit", usage, "unexpected argument '%s'", argv[i]);
     }
+    if (file)
+        return lux_pull_audit(file);
     if (!dir)
-        return lux_usage("audit", usage, "--dir DIR is required");
+        return lux_usage("audit", usage, "--dir DIR (or a file lux pull wrote) is required");
     if (db_cluster_load(&c, dir))
         return lux_fail("audit", "%s", lux_errmsg());
     /* the public key and the witness: given, or the cluster's own */

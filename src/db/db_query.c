@@ -504,3 +504,96 @@ db_query_file(db_query_t *self, uint32_t shard)
 {
     return shard < self->shards ? self->files[shard] : NULL;
 }
+
+/* --- a pulled file ------------------------------------------------------------------------ */
+
+db_query_t *
+db_query_open_pulled(const char *path)
+{
+    db_query_t *self = calloc(1, sizeof *self);
+    sqlite3_stmt *st = NULL;
+    char fmt[32] = "";
+    if (!self) {
+        util_err(LUX_ENOMEM, "out of memory");
+        return NULL;
+    }
+    if (!util_exists(path)) {
+        util_err(LUX_ENOTFOUND, "%s: no such file", path);
+        goto fail;
+    }
+    if (sqlite3_open_v2(":memory:", &self->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_URI, NULL)) {
+        util_err(LUX_ESQL, "cannot open SQLite");
+        goto fail;
+    }
+    sqlite3_busy_timeout(self->db, 5000);
+    char *uri = sqlite3_mprintf("file:%s?mode=ro", path);
+    int rc = sqlite3_prepare_v2(self->db, "ATTACH ?1 AS p", -1, &st, NULL);
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, uri, -1, sqlite3_free);
+        rc = sqlite3_step(st);
+        sqlite3_finalize(st);
+        st = NULL;
+    } else {
+        sqlite3_free(uri);
+    }
+    if (rc != SQLITE_DONE) {
+        util_err(LUX_EIO, "%s: cannot open: %s", path, sqlite3_errmsg(self->db));
+        goto fail;
+    }
+    /* what lux pull wrote says what it is and how many shards it holds */
+    if (sqlite3_prepare_v2(self->db,
+                           "SELECT (SELECT value FROM p.meta WHERE key = 'format'),"
+                           " (SELECT value FROM p.meta WHERE key = 'shards')",
+                           -1, &st, NULL) != SQLITE_OK ||
+        sqlite3_step(st) != SQLITE_ROW) {
+        util_err(LUX_ECORRUPT, "%s is not a file `lux pull` wrote: %s", path,
+                 sqlite3_errmsg(self->db));
+        goto fail;
+    }
+    if (sqlite3_column_text(st, 0))
+        snprintf(fmt, sizeof fmt, "%s", (const char *) sqlite3_column_text(st, 0));
+    int shards = sqlite3_column_int(st, 1);
+    sqlite3_finalize(st);
+    st = NULL;
+    if (strcmp(fmt, "lux-pull-1") != 0 || shards < 1 || shards > DB_MAX_SHARDS) {
+        util_err(LUX_ECORRUPT, "%s is not a file `lux pull` wrote (its meta table says format "
+                 "'%s', %d shards)", path, fmt, shards);
+        goto fail;
+    }
+    self->shards = (uint32_t) shards;
+    self->files = calloc(self->shards, sizeof *self->files);
+    self->lookup = calloc(self->shards, sizeof *self->lookup);
+    if (!self->files || !self->lookup) {
+        util_err(LUX_ENOMEM, "out of memory");
+        goto fail;
+    }
+    for (uint32_t s = 0; s < self->shards; s++) {
+        char stmt[200];
+        self->files[s] = strdup(path);
+        snprintf(stmt, sizeof stmt, "SELECT name, deps, seq FROM p.event WHERE task = ?1 AND "
+                 "kind = %d AND shard = %u ORDER BY seq LIMIT 1", DB_K_task_submitted, s);
+        if (sqlite3_prepare_v3(self->db, stmt, -1, SQLITE_PREPARE_PERSISTENT, &self->lookup[s],
+                               NULL) != SQLITE_OK) {
+            util_err(LUX_ECORRUPT, "%s: %s", path, sqlite3_errmsg(self->db));
+            goto fail;
+        }
+    }
+    if (sqlite3_create_module(self->db, "lineage", &s_lineage, self) != SQLITE_OK) {
+        util_err(LUX_ESQL, "cannot register lineage(): %s", sqlite3_errmsg(self->db));
+        goto fail;
+    }
+    if (s_exec(self, "PRAGMA cache_size = -65536; PRAGMA query_only = 1"))
+        goto fail;
+    sqlite3_set_authorizer(self->db, s_authorize, NULL);
+    return self;
+fail:
+    sqlite3_finalize(st);
+    db_query_close(&self);
+    return NULL;
+}
+
+uint32_t
+db_query_shards(db_query_t *self)
+{
+    return self->shards;
+}

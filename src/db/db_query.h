@@ -27,6 +27,11 @@ typedef struct db_query_t db_query_t;
 db_query_t *db_query_open(const db_cluster_t *cluster);
 void db_query_close(db_query_t **self_p);
 
+/* Open a file `lux pull` wrote (sql/pull.sql): attached read-only, its own
+   views (the same names and columns, `shard` in front) and lineage(). NULL
+   with the message set when it is missing or not such a file. */
+db_query_t *db_query_open_pulled(const char *path);
+
 /* Prepare one statement; refuses anything that would write (LUX_EREADONLY)
    and reports SQL errors with SQLite's message (LUX_ESQL). *tail is set
    past the statement, for scripts of several statements. */
@@ -34,6 +39,9 @@ int db_query_prepare(db_query_t *self, const char *sql, sqlite3_stmt **st, const
 
 /* The connection, for reading results. */
 sqlite3 *db_query_db(db_query_t *self);
+
+/* How many shards. */
+uint32_t db_query_shards(db_query_t *self);
 
 /* Which replica file each shard's tail is, as attached. */
 const char *db_query_file(db_query_t *self, uint32_t shard);

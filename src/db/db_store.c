@@ -550,6 +550,34 @@ s_load_clients(db_store_t *self)
     return 0;
 }
 
+void
+db_store_bind_event(sqlite3_stmt *st, uint64_t seq, const db_event_t *e)
+{
+    sqlite3_bind_int64(st, 1, (int64_t) seq);
+    sqlite3_bind_int64(st, 2, e->ts);
+    sqlite3_bind_int(st, 3, e->kind);
+    s_bind_id(st, 4, e, DB_F_CLIENT, &e->client);
+    s_bind_int(st, 5, e, DB_F_CLIENT, (int64_t) e->cseq);
+    s_bind_id(st, 6, e, DB_F_JOB, &e->job);
+    s_bind_id(st, 7, e, DB_F_TASK, &e->task);
+    s_bind_id(st, 8, e, DB_F_PARENT, &e->parent);
+    s_bind_id(st, 9, e, DB_F_ACTOR, &e->actor);
+    s_bind_id(st, 10, e, DB_F_NODE, &e->node);
+    s_bind_int(st, 11, e, DB_F_IDX, e->idx);
+    s_bind_int(st, 12, e, DB_F_WORKER, e->worker);
+    s_bind_int(st, 13, e, DB_F_ATTEMPT, e->attempt);
+    s_bind_int(st, 14, e, DB_F_STATUS, e->status);
+    s_bind_int(st, 15, e, DB_F_T_START, e->t_start);
+    s_bind_int(st, 16, e, DB_F_T_END, e->t_end);
+    s_bind_int(st, 17, e, DB_F_SIZE, e->size);
+    s_bind_bytes(st, 18, e, DB_F_NAME, e->name, e->name_len, true);
+    s_bind_bytes(st, 19, e, DB_F_INFO, e->info, e->info_len, true);
+    s_bind_bytes(st, 20, e, DB_F_FP, e->fp, DB_FP_LEN, false);
+    s_bind_bytes(st, 21, e, DB_F_DEPS, e->deps, e->deps_len, false);
+    s_bind_bytes(st, 22, e, DB_F_BODY, e->body, e->body_len, false);
+    sqlite3_bind_blob(st, 23, e->hash, DB_HASH_LEN, SQLITE_STATIC);
+}
+
 int
 db_store_put(db_store_t *self, uint64_t seq, const uint8_t *rec, size_t n)
 {
@@ -562,29 +590,7 @@ db_store_put(db_store_t *self, uint64_t seq, const uint8_t *rec, size_t n)
                         (unsigned long long) self->last_seq, (unsigned long long) seq);
     if ((rc = db_event_decode(&e, rec, n)))
         return util_err_ctx(rc, "%s: seq %llu", self->path, (unsigned long long) seq);
-    sqlite3_bind_int64(st, 1, (int64_t) seq);
-    sqlite3_bind_int64(st, 2, e.ts);
-    sqlite3_bind_int(st, 3, e.kind);
-    s_bind_id(st, 4, &e, DB_F_CLIENT, &e.client);
-    s_bind_int(st, 5, &e, DB_F_CLIENT, (int64_t) e.cseq);
-    s_bind_id(st, 6, &e, DB_F_JOB, &e.job);
-    s_bind_id(st, 7, &e, DB_F_TASK, &e.task);
-    s_bind_id(st, 8, &e, DB_F_PARENT, &e.parent);
-    s_bind_id(st, 9, &e, DB_F_ACTOR, &e.actor);
-    s_bind_id(st, 10, &e, DB_F_NODE, &e.node);
-    s_bind_int(st, 11, &e, DB_F_IDX, e.idx);
-    s_bind_int(st, 12, &e, DB_F_WORKER, e.worker);
-    s_bind_int(st, 13, &e, DB_F_ATTEMPT, e.attempt);
-    s_bind_int(st, 14, &e, DB_F_STATUS, e.status);
-    s_bind_int(st, 15, &e, DB_F_T_START, e.t_start);
-    s_bind_int(st, 16, &e, DB_F_T_END, e.t_end);
-    s_bind_int(st, 17, &e, DB_F_SIZE, e.size);
-    s_bind_bytes(st, 18, &e, DB_F_NAME, e.name, e.name_len, true);
-    s_bind_bytes(st, 19, &e, DB_F_INFO, e.info, e.info_len, true);
-    s_bind_bytes(st, 20, &e, DB_F_FP, e.fp, DB_FP_LEN, false);
-    s_bind_bytes(st, 21, &e, DB_F_DEPS, e.deps, e.deps_len, false);
-    s_bind_bytes(st, 22, &e, DB_F_BODY, e.body, e.body_len, false);
-    sqlite3_bind_blob(st, 23, e.hash, DB_HASH_LEN, SQLITE_STATIC);
+    db_store_bind_event(st, seq, &e);
     rc = sqlite3_step(st);
     sqlite3_reset(st);
     if (rc != SQLITE_DONE)
@@ -681,10 +687,14 @@ s_col_bytes(sqlite3_stmt *st, int col, db_event_t *e, uint32_t bit, uint32_t *n,
     return p ? p : "";
 }
 
-/* Rebuild the event of the current row of st (the 23 columns of `event`);
-   0 or LUX_ECORRUPT. Pointers stay valid until the next step. */
 static int
 s_row(db_store_t *self, sqlite3_stmt *st, db_event_t *e)
+{
+    return db_store_row_event(st, e, self->path);
+}
+
+int
+db_store_row_event(sqlite3_stmt *st, db_event_t *e, const char *where)
 {
     int64_t cseq = 0;
     uint32_t n;
@@ -698,7 +708,7 @@ s_row(db_store_t *self, sqlite3_stmt *st, db_event_t *e)
         !s_col_id(st, 6, e, DB_F_TASK, &e->task) ||
         !s_col_id(st, 7, e, DB_F_PARENT, &e->parent) ||
         !s_col_id(st, 8, e, DB_F_ACTOR, &e->actor) || !s_col_id(st, 9, e, DB_F_NODE, &e->node))
-        return util_err(LUX_ECORRUPT, "%s: seq %llu: an ID column is not 16 bytes", self->path,
+        return util_err(LUX_ECORRUPT, "%s: seq %llu: an ID column is not 16 bytes", where,
                         (unsigned long long) e->seq);
     s_col_int(st, 4, e, 0, &cseq);
     e->cseq = (uint64_t) cseq;
@@ -714,7 +724,7 @@ s_row(db_store_t *self, sqlite3_stmt *st, db_event_t *e)
     fp = s_col_bytes(st, 19, e, DB_F_FP, &n, false);
     if (fp) {
         if (n != DB_FP_LEN)
-            return util_err(LUX_ECORRUPT, "%s: seq %llu: fp is %u bytes", self->path,
+            return util_err(LUX_ECORRUPT, "%s: seq %llu: fp is %u bytes", where,
                             (unsigned long long) e->seq, n);
         memcpy(e->fp, fp, DB_FP_LEN);
     }
@@ -723,11 +733,11 @@ s_row(db_store_t *self, sqlite3_stmt *st, db_event_t *e)
     sqlite3_value *hv = sqlite3_column_value(st, 22);
     hash = sqlite3_value_blob(hv);
     if (!hash || sqlite3_value_bytes(hv) != DB_HASH_LEN)
-        return util_err(LUX_ECORRUPT, "%s: seq %llu: hash is not %d bytes", self->path,
+        return util_err(LUX_ECORRUPT, "%s: seq %llu: hash is not %d bytes", where,
                         (unsigned long long) e->seq, DB_HASH_LEN);
     memcpy(e->hash, hash, DB_HASH_LEN);
     if (e->deps && e->deps_len % DB_DEP_LEN)
-        return util_err(LUX_ECORRUPT, "%s: seq %llu: deps of %u bytes", self->path,
+        return util_err(LUX_ECORRUPT, "%s: seq %llu: deps of %u bytes", where,
                         (unsigned long long) e->seq, e->deps_len);
     return 0;
 }

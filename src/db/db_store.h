@@ -14,6 +14,8 @@
 
 #include "db_event.h"
 
+#include <sqlite3.h>
+
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -112,6 +114,17 @@ void db_store_watch_wal(db_store_t *self, _Atomic uint64_t *pages);
 const util_id_t *db_store_cluster(db_store_t *self);
 uint32_t db_store_shard(db_store_t *self);
 const char *db_store_path(db_store_t *self);
+
+/* The mapping between an event and the columns of `event` (sql/schema.sql),
+   for other files of the same columns (`lux pull`'s): bind seq and e to
+   parameters 1 to 23 of st, in the order seq, ts, kind, client, cseq, job,
+   task, parent, actor, node, idx, worker, attempt, status, t_start, t_end,
+   size, name, info, fp, deps, body, hash (the pointers must outlive the
+   step); and rebuild e from result columns 0 to 22 of st in that order
+   (0, or LUX_ECORRUPT naming where; e's pointers valid until the next
+   step). */
+void db_store_bind_event(sqlite3_stmt *st, uint64_t seq, const db_event_t *e);
+int db_store_row_event(sqlite3_stmt *st, db_event_t *e, const char *where);
 
 /* Embedded text of sql/schema.sql and sql/views.sql (generated). */
 extern const char db_sql_schema[];
