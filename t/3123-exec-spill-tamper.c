@@ -1,4 +1,4 @@
-/* 3108-exec-spill-tamper: a spilled put whose file is replaced by another
+/* 3123-exec-spill-tamper: a spilled put whose file is replaced by another
    valid LZ4 frame of the same size (another value of the same length,
    checksum and all) is not handed out as the object. The node checks the
    object's fingerprint when it brings the bytes back: lux_get fails naming

@@ -1,5 +1,5 @@
 #!/bin/sh
-# 3107-store-shm: a node manager's object store (/dev/shm/lux-UID-PID-...)
+# 3122-store-shm: a node manager's object store (/dev/shm/lux-UID-PID-...)
 # does not outlive it for long, however it ends:
 #   - `lux run` ended by SIGTERM removes its store before it dies;
 #   - a `lux run` killed with -9 leaves it, and the next node manager to
