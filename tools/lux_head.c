@@ -396,6 +396,14 @@ cmd_start(int argc, char **argv)
         if (util_exists(conf))
             return lux_fail("start", "%s", lux_errmsg()); /* there, but unreadable */
     }
+    /* --log-only is the cluster's, not one start's: kept in DIR/log-only,
+       so a plain restart does not add a node manager (and its events) to
+       a log meant to hold only what its clients append */
+    char marker[PATH_MAX + 32];
+    snprintf(marker, sizeof marker, "%s/log-only", c.dir);
+    bool was_log_only = !create && util_exists(marker);
+    if (was_log_only)
+        node.log_only = true;
     zsys_init();
     if (node.log_only && (node.workers || node.store_mb || node.resources))
         return lux_usage("start", s_start_usage,
@@ -403,10 +411,16 @@ cmd_start(int argc, char **argv)
                          "--resources do not apply");
     if (lux_head_start(&c, create, 30000, &node))
         return lux_fail("start", "%s", lux_errmsg());
+    if (create && node.log_only && util_write_file(marker, "", 0, 0644))
+        fprintf(stderr, "lux start: warning: %s (a restart would start a node manager)\n",
+                lux_errmsg());
     char hex[UTIL_ID_HEX], ep[DB_EP_MAX];
     printf("started the head of cluster %s in %s\n  %u shards x %u replicas, chain master at %s\n",
            util_id_hex(&c.id, hex), c.dir, c.shards, c.replicas,
            db_cluster_master_ep(&c, ep, sizeof ep));
+    if (node.log_only)
+        printf("  a log only (no node manager)%s\n",
+               was_log_only ? ", as it was started (remove DIR/log-only to change that)" : "");
     return 0;
 }
 

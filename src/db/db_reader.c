@@ -345,7 +345,8 @@ s_actor(zsock_t *pipe, void *arg)
         ok = self.workers[w].actor != NULL;
     }
     if (ok)
-        self.sock = net_bind(ZMQ_ROUTER, o->ep, o->sec, o->bound, o->bound_len);
+        self.sock = net_bind_hwm(ZMQ_ROUTER, o->ep, o->sec, o->bound, o->bound_len,
+                                 DB_READ_HWM, 0);
     if (!ok || !self.sock) {
         /* error messages are per thread: hand ours to the owner in the
            bound buffer, which it reads once zactor_new returns */
@@ -353,7 +354,11 @@ s_actor(zsock_t *pipe, void *arg)
         zsock_signal(pipe, 1);
         goto out;
     }
-    net_hwm(self.sock, 0);
+    /* requests queue without a limit (small); answers do not: a peer that
+       sends READs and does not read the answers had up to ZeroMQ's default
+       of 1000 queued here (100 unread READs of 8 MiB took a tail to
+       880 MB). Past DB_READ_HWM queued for one peer (set at bind, above),
+       ROUTER drops them: that peer asks again (db_sub does after a wait) */
     zsock_signal(pipe, 0);
     loop = zloop_new();
     zloop_reader(loop, pipe, s_on_pipe, &self);

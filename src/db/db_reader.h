@@ -64,6 +64,9 @@ typedef struct {
 #define DB_CKPT_WRAP 512            /* frames a FULL checkpoint copies at most */
 #define DB_CKPT_FULL_MS 200         /* ...and its pause when the WAL stayed */
 #define DB_READ_MAX_BYTES (8 << 20) /* bytes per READ_REP at most */
+#define DB_READ_HWM 8                /* READ_REPs queued for one peer at most: past that,
+                                        answers to a peer that does not read them are
+                                        dropped (it asks again); see doc/protocol.md */
 
 typedef struct {
     const char *db_path;     /* the replica's file */

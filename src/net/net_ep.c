@@ -213,6 +213,13 @@ net_forget(const char *ep)
 zsock_t *
 net_bind(int type, const char *ep, net_sec_t *sec, char *bound, size_t n)
 {
+    return net_bind_hwm(type, ep, sec, bound, n, -1, -1);
+}
+
+zsock_t *
+net_bind_hwm(int type, const char *ep, net_sec_t *sec, char *bound, size_t n, int sndhwm,
+             int rcvhwm)
+{
     bool tcp = strncmp(ep, "tcp://", 6) == 0;
     zsock_t *s;
     if (tcp && !sec) {
@@ -225,6 +232,13 @@ net_bind(int type, const char *ep, net_sec_t *sec, char *bound, size_t n)
         return NULL;
     if (!(s = s_new(type)))
         return NULL;
+    /* before binding: a connection accepted later takes the options the
+       socket had when it was bound (net_hwm after net_bind changes only
+       the connections the socket makes itself) */
+    if (sndhwm >= 0)
+        zsock_set_sndhwm(s, sndhwm);
+    if (rcvhwm >= 0)
+        zsock_set_rcvhwm(s, rcvhwm);
     if (tcp) {
         zsock_set_zap_domain(s, "lux");
         zcert_apply(sec->cert, s);

@@ -34,6 +34,11 @@ const char *net_sec_public(const net_sec_t *self);
    should connect to is written to bound (which may be NULL when not
    needed): see net_advertise. NULL with a message on failure. */
 zsock_t *net_bind(int type, const char *ep, net_sec_t *sec, char *bound, size_t n);
+/* The same with the high-water marks (messages; 0: none; -1: ZeroMQ's
+   default) of the connections it accepts, which are fixed at bind time:
+   net_hwm after net_bind does not change them. */
+zsock_t *net_bind_hwm(int type, const char *ep, net_sec_t *sec, char *bound, size_t n,
+                      int sndhwm, int rcvhwm);
 
 /* The endpoint to advertise for a socket bound to `given` whose bound
    address ZeroMQ reports as `bound` (for "tcp://0.0.0.0:*", say,
