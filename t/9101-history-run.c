@@ -2,7 +2,7 @@
     small job with failures and retries on the embedded default, so that
     the history tools (lux timeline, lineage, pull) have a real log to read.
 
-    usage: 9101-history-run RUNS_DIR
+    usage: 9101-history-run RUNS_DIR [--pure]
     It prints three lines: the run's directory; the object ID (40 hex
     digits) of the last task of a dependency chain, whose lineage holds a
     put, tasks of two returns and an actor call; and the object of the task
@@ -21,6 +21,12 @@
         SIGKILL halfway, restarted from its checkpoint (actor_restarted);
       - the chain's end mixed with the actor's last result, the object
         printed.
+
+    With --pure it runs a job whose every input is in the log (no put, no
+    actor), for lux replay: t_mix(1, 2); t_split of that; t_mix of both
+    returns and the first; t_fail of that; t_crash (its worker killed on
+    both attempts). It prints the run's directory and the last t_mix's
+    task ID (32 hex digits).
 */
 #include "lux.h"
 #include "lib/graph.h"
@@ -51,17 +57,50 @@ s_i64(const lux_val_t *v)
     return x;
 }
 
+/* The --pure job. */
+static int
+s_pure(lux_t *lx)
+{
+    int64_t one = 1, two = 2, three = 3;
+    lux_ref_t a, sp[2], b, f, c;
+    lux_val_t v;
+    lux_arg_t a1[] = {LUX_VAL(&one, 8), LUX_VAL(&two, 8)};
+    lux_arg_t a2[] = {LUX_REF(a), LUX_VAL(&three, 8)};
+    lux_arg_t a3[] = {LUX_REF(sp[0]), LUX_REF(sp[1]), LUX_REF(a)};
+    lux_arg_t a4[] = {LUX_REF(b)};
+    lux_opts_t twice = {.max_attempts = 2};
+    if (lux_call(lx, "t_mix", 2, a1, 1, &a) || lux_call(lx, "t_split", 2, a2, 2, sp) ||
+        lux_call(lx, "t_mix", 3, a3, 1, &b) || lux_call(lx, "t_fail", 1, a4, 1, &f) ||
+        lux_call_opts(lx, &twice, "t_crash", 0, NULL, 1, &c))
+        return s_die(&lx, "a call");
+    if (lux_get(lx, &b, &v, WAIT_MS))
+        return s_die(&lx, "the last t_mix");
+    if (lux_get(lx, &f, &v, WAIT_MS) != LUX_ETASK || lux_get(lx, &c, &v, WAIT_MS) != LUX_ETASK) {
+        fprintf(stderr, "9101-history-run: t_fail or t_crash did not fail\n");
+        lux_shutdown(&lx);
+        return 1;
+    }
+    char hex[33];
+    for (int i = 0; i < 16; i++)
+        snprintf(hex + 2 * i, 3, "%02x", b.b[i]);
+    printf("%s\n%s\n", lux_dir(lx), hex);
+    fflush(stdout);
+    return lux_shutdown(&lx) ? s_die(NULL, "lux_shutdown") : 0;
+}
+
 int
 main(int argc, char **argv)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: 9101-history-run RUNS_DIR\n");
+    if (argc < 2 || argc > 3 || (argc == 3 && strcmp(argv[2], "--pure") != 0)) {
+        fprintf(stderr, "usage: 9101-history-run RUNS_DIR [--pure]\n");
         return 2;
     }
     lux_config_t cfg = {.module = graph_module(), .dir = argv[1], .workers = 2};
     lux_t *lx = lux_init(&cfg);
     if (!lx)
         return s_die(NULL, "lux_init");
+    if (argc == 3)
+        return s_pure(lx);
 
     /* the chain */
     int64_t one = 1, two = 2, seven = 7;

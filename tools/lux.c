@@ -22,6 +22,7 @@ static const s_cmd_t s_cmds[] = {
     {"audit", cmd_audit, "verify the hash chain of every replica's log"},
     {"pull", cmd_pull, "copy a cluster's log into one local SQLite file, verified"},
     {"timeline", cmd_timeline, "write a run's tasks as a Chrome/Perfetto trace"},
+    {"replay", cmd_replay, "run a recorded job again and verify its outputs"},
     {"lineage", cmd_lineage, "an object's lineage graph: text, graphviz or SVG"},
     {"run", cmd_run, "run a module's entry point as the driver"},
     {"bench", cmd_bench, "run benchmarks"},

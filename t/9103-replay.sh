@@ -1,0 +1,79 @@
+#!/bin/sh
+# 9103-replay: lux replay --verify on a real run whose every input is in the
+# log (t/9101-history-run --pure: values, a task of two returns, a task that
+# raises, a task whose worker is killed on both attempts):
+#   - on the untouched run, and on a file `lux pull` copied it into, every
+#     task is replayed and matches (exit 0);
+#   - a recorded output fingerprint altered in the file: exit 1 and the
+#     task named as a mismatch;
+#   - a module byte altered in the file: exit 1, the module's hash refused
+#     before anything runs;
+#   - --task replays one task and the tasks it depends on;
+#   - a run whose tasks read a put: the tasks that cannot run are named
+#     (exit 1), not skipped in silence;
+#   - usage errors exit 2.
+. "${LUX_SRCDIR:-.}/t/lib/tap.sh"
+LUX=${LUX_BIN:-./lux}
+B=${LUX_BUILDDIR:-.}
+tap_tmpdir
+tmp=$TAP_TMP
+trap 'tap_cleanup' EXIT
+TMPDIR=$tmp # the replays' clusters go here, and with it
+export TMPDIR
+
+LUX_BUILDDIR=$B timeout -s KILL 180 "$B/t/9101-history-run" "$tmp/runs" --pure \
+    >"$tmp/run.out" 2>"$tmp/run.err"
+ok $? "a job of values, a failure and a killed worker ran"
+run=$(sed -n 1p "$tmp/run.out")
+last=$(sed -n 2p "$tmp/run.out")
+
+timeout -s KILL 300 "$LUX" replay "$run" --verify >"$tmp/out" 2>"$tmp/err"
+is $? 0 "lux replay RUN --verify: exit 0"
+like "$(cat "$tmp/out")" "its hash verified" "...the module's bytes checked against their hash"
+like "$(cat "$tmp/out")" "replayed 5 tasks" "...every task replayed"
+like "$(cat "$tmp/out")" "5 matched, 0 mismatched, 0 not replayable" "...and every one matched"
+
+"$LUX" pull --dir "$run" "$tmp/run.db" >/dev/null
+timeout -s KILL 300 "$LUX" replay "$tmp/run.db" --verify >"$tmp/out" 2>"$tmp/err"
+is $? 0 "lux replay OUT.db --verify: exit 0"
+
+split=$("$LUX" sql "$tmp/run.db" --csv "SELECT task_id FROM tasks WHERE function = 't_split'" |
+    sed -n 2p)
+cp "$tmp/run.db" "$tmp/fp.db"
+sqlite3 "$tmp/fp.db" "UPDATE event SET fp = zeroblob(16) WHERE kind = 5 AND
+    lower(hex(task)) = '$split'"
+timeout -s KILL 300 "$LUX" replay "$tmp/fp.db" --verify >"$tmp/out" 2>"$tmp/err"
+is $? 1 "a recorded output fingerprint altered: exit 1"
+like "$(cat "$tmp/out")" "MISMATCH      $split t_split" "...naming the task and its function"
+like "$(cat "$tmp/out")" "4 matched, 1 mismatched" "...and only that one"
+
+cp "$tmp/run.db" "$tmp/mod.db"
+sqlite3 "$tmp/mod.db" "UPDATE event SET body = substr(body, 1, 2000) || X'00' ||
+    substr(body, 2002) WHERE kind = 3"
+timeout -s KILL 300 "$LUX" replay "$tmp/mod.db" --verify >"$tmp/out" 2>"$tmp/err"
+is $? 1 "a module byte altered: exit 1"
+like "$(cat "$tmp/err")" "they were altered" "...the module's hash refused"
+
+timeout -s KILL 300 "$LUX" replay "$run" --task "$last" --verify >"$tmp/out" 2>"$tmp/err"
+is $? 0 "lux replay --task ID --verify"
+like "$(cat "$tmp/out")" "replayed 3 tasks" "...that task and the two it depends on"
+
+LUX_BUILDDIR=$B timeout -s KILL 180 "$B/t/9101-history-run" "$tmp/runs2" \
+    >"$tmp/run2.out" 2>"$tmp/run.err"
+run2=$(sed -n 1p "$tmp/run2.out")
+timeout -s KILL 300 "$LUX" replay "$run2" --verify >"$tmp/out" 2>"$tmp/err"
+is $? 1 "a run whose tasks read a put: exit 1"
+like "$(cat "$tmp/out")" "a put or another job's (its bytes are not in the log)" \
+    "...naming the task that reads the put"
+like "$(cat "$tmp/out")" "5 not replayable" "...and counting those that could not run"
+
+"$LUX" replay >/dev/null 2>"$tmp/err"
+is $? 2 "lux replay without RUN: status 2"
+"$LUX" replay "$run" --job nope >/dev/null 2>"$tmp/err"
+is $? 2 "lux replay --job nope: status 2"
+"$LUX" replay "$run" --task 00000000000000000000000000000001 >/dev/null 2>"$tmp/err"
+is $? 1 "lux replay --task of a task not in the job: status 1"
+"$LUX" replay --help >"$tmp/out"
+like "$(cat "$tmp/out")" "usage: lux replay" "lux replay --help"
+
+done_testing
