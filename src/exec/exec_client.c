@@ -562,7 +562,9 @@ lux_call_opts(lux_t *lx, const lux_opts_t *opts, const char *fn, int argc, const
     lx->nsubmit++;
     for (int i = 0; i < nret; i++) {
         exec_ref_make(&refs[i], &s.task, (uint32_t) i);
-        s_obj(lx, &refs[i], true);
+        exec_cobj_t *o = s_obj(lx, &refs[i], true);
+        if (o)
+            o->mine = true;
     }
     s_maybe_flush(lx, lx->nsubmit);
     return 0;
@@ -586,6 +588,7 @@ lux_put(lux_t *lx, const void *data, size_t size, lux_ref_t *ref)
     exec_cobj_t *o = s_obj(lx, ref, true);
     if (!o)
         return util_err(LUX_ENOMEM, "lux_put: out of memory");
+    o->mine = true;
     memset(&d, 0, sizeof d);
     d.id = *ref;
     d.size = size;
@@ -641,8 +644,9 @@ s_have(lux_t *lx, const lux_ref_t *ref, exec_cobj_t *o, bool readable)
         return true;
     if (o->state == COBJ_READY && (!readable || o->where == EXEC_W_INLINE || o->pinned))
         return true;
-    if (!o->asked && (o->state == COBJ_READY || readable)) {
-        /* in the store but not pinned for us, or someone else's: ask */
+    if (!o->asked && (o->state == COBJ_READY || readable || !o->mine)) {
+        /* in the store but not pinned for us, or someone else's (the
+           node tells only the owner when it is made): ask */
         uint8_t b[4 + LUX_REF_LEN];
         util_le32(b, 1);
         memcpy(b + 4, ref->b, LUX_REF_LEN);
@@ -1061,7 +1065,9 @@ lux_actor_call(lux_t *lx, const lux_actor_t *actor, const char *method, int argc
     }
     for (int i = 0; i < nret; i++) {
         exec_ref_make(&refs[i], &s.task, (uint32_t) i);
-        s_obj(lx, &refs[i], true);
+        exec_cobj_t *o = s_obj(lx, &refs[i], true);
+        if (o)
+            o->mine = true;
         if (self)
             lx->self_refs[lx->nself++] = refs[i];
     }

@@ -381,10 +381,19 @@ s_on_put(nm_t *nm, nm_client_t *c, zframe_t *body)
             s_complain("malformed PUT");
             return;
         }
-        if (nm_obj_get(nm, &d.id)) {
-            /* put before (a resend): the room granted for it is not needed */
+        nm_obj_t *had = nm_obj_get(nm, &d.id);
+        if (had) {
+            /* put before (a resend, or the retry of a task whose worker
+               died: same ID, same bytes): the room granted for it is not
+               needed. One that lost its owner is the retry's now, as if
+               it had made it: it lives until the retry frees it, not only
+               while the tasks queued for it hold it */
             if (d.where == EXEC_W_ARENA && util_idmap_del(c->allocs, &d.off))
                 nm_store_free(nm, d.off);
+            if (!had->owner && had->is_put) {
+                had->owner = c;
+                had->owned = true;
+            }
             continue;
         }
         if (d.where == EXEC_W_ARENA) {

@@ -397,3 +397,125 @@ Acc_forward(lux_t *lx, void *self, int argc, const lux_val_t *argv)
     return rc;
 }
 LUX_METHOD(Acc, forward, 3, 1)
+
+/* --- files as gates and signs, for tests that kill a task at a chosen point ---------------- */
+
+/* Wait (up to 120 s) until the file path exists: 0, or -1 at the bound. */
+static int
+s_wait_file(const char *path)
+{
+    for (int i = 0; i < 24000; i++) {
+        if (access(path, F_OK) == 0)
+            return 0;
+        usleep(5000);
+    }
+    return -1;
+}
+
+/* Write text into dir/name, whole or not at all (a rename). */
+static void
+s_sign(const char *dir, const char *name, const char *text)
+{
+    char tmp[600], path[600];
+    snprintf(tmp, sizeof tmp, "%s/.%s.%d", dir, name, (int) getpid());
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return;
+    fputs(text, f);
+    fclose(f);
+    rename(tmp, path);
+}
+
+/* A path argument (a value of bytes, not NUL-terminated) into buf. */
+static const char *
+s_path(const lux_val_t *v, char *buf, size_t n)
+{
+    snprintf(buf, n, "%.*s", (int) v->size, (const char *) v->data);
+    return buf;
+}
+
+/* Waits until the file named by argument 0 exists (120 s at most);
+   returns 1. */
+static int
+t_gate(lux_t *lx, int argc, const lux_val_t *argv)
+{
+    char path[512];
+    int64_t one = 1;
+    if (s_wait_file(s_path(&argv[0], path, sizeof path)))
+        return lux_raise(lx, "t_gate: %s did not appear within 120 s", path);
+    return lux_set(lx, 0, &one, 8);
+}
+LUX_FUNCTION(t_gate, 1, 1)
+
+/* t_check of argument 0 (a t_big pattern), once the file named by
+   argument 1 exists (120 s at most): a subtask that stays unfinished
+   until a test lets it go. */
+static int
+t_checkw(lux_t *lx, int argc, const lux_val_t *argv)
+{
+    char path[512];
+    if (s_wait_file(s_path(&argv[1], path, sizeof path)))
+        return lux_raise(lx, "t_checkw: %s did not appear within 120 s", path);
+    return t_check(lx, 1, argv);
+}
+LUX_FUNCTION(t_checkw, 2, 1)
+
+/* putsub(x, n, dir): a nested task with a put of its own. Signs
+   dir/pid.A with its pid (A its attempt), puts n bytes of t_big's
+   pattern for seed x, signs dir/put.A, then (from its second attempt on)
+   waits for dir/go (in lux_get of a t_gate, so that its worker takes
+   other tasks meanwhile); calls t_checkw(the put, dir/gate), signs
+   dir/sref with that call's ref (its first attempt, once the call is at
+   the node), and returns what the call returns: (x + n) mod M. */
+static int
+t_putsub(lux_t *lx, int argc, const lux_val_t *argv)
+{
+    int64_t x = s_int(&argv[0]), n = s_int(&argv[1]);
+    int attempt = lux_attempt(lx);
+    char dir[512], name[32], text[64], path[600];
+    lux_ref_t put, sub;
+    lux_val_t v;
+    if (n < 8)
+        return lux_raise(lx, "t_putsub: takes x, n >= 8 and a directory");
+    s_path(&argv[2], dir, sizeof dir);
+    snprintf(name, sizeof name, "pid.%d", attempt);
+    snprintf(text, sizeof text, "%d", (int) getpid());
+    s_sign(dir, name, text);
+    uint8_t *p = malloc((size_t) n);
+    if (!p)
+        return lux_raise(lx, "t_putsub: out of memory");
+    memcpy(p, &x, 8);
+    for (int64_t i = 8; i < n; i++)
+        p[i] = (uint8_t) (x * 31 + i);
+    int rc = lux_put(lx, p, (size_t) n, &put);
+    free(p);
+    if (rc)
+        return lux_raise(lx, "t_putsub: lux_put: %s", lux_errmsg());
+    snprintf(name, sizeof name, "put.%d", attempt);
+    s_sign(dir, name, "");
+    if (attempt > 1) {
+        lux_ref_t go;
+        snprintf(path, sizeof path, "%s/go", dir);
+        if (lux_call(lx, "t_gate", 1, (lux_arg_t[]) {LUX_VAL(path, strlen(path))}, 1, &go) ||
+            lux_get(lx, &go, &v, -1))
+            return lux_raise(lx, "t_putsub: waiting for %s: %s", path, lux_errmsg());
+        lux_free(lx, 1, &go);
+    }
+    snprintf(path, sizeof path, "%s/gate", dir);
+    if (lux_call(lx, "t_checkw", 2, (lux_arg_t[]) {LUX_REF(put), LUX_VAL(path, strlen(path))}, 1,
+                 &sub))
+        return lux_raise(lx, "t_putsub: lux_call: %s", lux_errmsg());
+    if (attempt == 1) {
+        char hex[LUX_REF_LEN * 2 + 1];
+        lux_wait(lx, 1, &sub, 1, 0, NULL); /* sends the call */
+        s_sign(dir, "sref", lux_ref_hex(&sub, hex));
+    }
+    if (lux_get(lx, &sub, &v, -1))
+        return lux_raise(lx, "t_putsub: %s", lux_errmsg());
+    rc = lux_set(lx, 0, v.data, v.size);
+    lux_free(lx, 1, &sub);
+    lux_free(lx, 1, &put);
+    return rc;
+}
+LUX_FUNCTION(t_putsub, 3, 1)
