@@ -120,7 +120,12 @@ typedef struct {
     size_t size;
 } lux_val_t;
 
-/* An argument of a call: a value (data, size), or a ref (ref non-NULL). */
+/* An argument of a call: a value (data, size), or a ref (ref non-NULL).
+   A value is at most LUX_VAL_MAX bytes: it travels in messages and is kept
+   in the task's record in the log. lux_call, lux_actor_call and
+   lux_actor_create refuse a larger one with LUX_EINVAL; pass it with
+   lux_put and a ref instead. */
+#define LUX_VAL_MAX (64 * 1024)
 typedef struct {
     const void *data;
     size_t size;

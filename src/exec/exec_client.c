@@ -311,6 +311,21 @@ s_alloc_room(lux_t *lx, uint64_t size, uint64_t *off)
     return rc;
 }
 
+/* Whether every value argument fits in a message (LUX_VAL_MAX, which is
+   EXEC_INLINE_MAX): 0, or LUX_EINVAL naming the first that does not. */
+_Static_assert(LUX_VAL_MAX == EXEC_INLINE_MAX, "a value argument travels inline");
+static int
+s_check_values(const char *what, int argc, const lux_arg_t *argv)
+{
+    for (int i = 0; i < argc; i++)
+        if (!argv[i].ref && argv[i].size > LUX_VAL_MAX)
+            return util_err(LUX_EINVAL,
+                            "%s: argument %d is a value of %zu bytes; values are at most %d "
+                            "bytes (LUX_VAL_MAX): pass it with lux_put and a ref",
+                            what, i, argv[i].size, LUX_VAL_MAX);
+    return 0;
+}
+
 /* --- IDs --------------------------------------------------------------------------------- */
 
 static void
@@ -532,6 +547,9 @@ lux_call_opts(lux_t *lx, const lux_opts_t *opts, const char *fn, int argc, const
             return rc;
         lx->builtin_sent = true;
     }
+    int vrc = s_check_values("lux_call", argc, argv);
+    if (vrc)
+        return vrc;
     /* the arguments, encoded */
     util_buf_t *a = &lx->scratch;
     a->len = 0;
@@ -959,6 +977,9 @@ s_args(lux_t *lx, const char *what, int argc, const lux_arg_t *argv)
     a->len = 0;
     if (argc < 0 || argc > EXEC_MAX_ARGS || (argc && !argv))
         return util_err(LUX_EINVAL, "%s: %d arguments", what, argc);
+    int rc = s_check_values(what, argc, argv);
+    if (rc)
+        return rc;
     for (int i = 0; i < argc; i++) {
         if (argv[i].ref)
             exec_arg_put_ref(a, argv[i].ref);
