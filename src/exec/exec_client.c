@@ -326,6 +326,28 @@ s_check_values(const char *what, int argc, const lux_arg_t *argv)
     return 0;
 }
 
+/* Frees go out after the calls queued with them (one write: puts, calls,
+   frees), which would let a call made after lux_free of its argument
+   still find the object, or not, depending on whether a batch was sent
+   in between. A ref freed before a call that takes it is freed for that
+   call, always: the queued frees go first when the call names one. */
+static void
+s_frees_first(lux_t *lx, int argc, const lux_arg_t *argv)
+{
+    if (!lx->nfree)
+        return;
+    for (int i = 0; i < argc; i++) {
+        if (!argv[i].ref)
+            continue;
+        for (uint32_t k = 0; k < lx->nfree; k++)
+            if (memcmp(lx->freeb.data + 4 + (size_t) k * LUX_REF_LEN, argv[i].ref->b,
+                       LUX_REF_LEN) == 0) {
+                exec_client_flush(lx);
+                return;
+            }
+    }
+}
+
 /* --- IDs --------------------------------------------------------------------------------- */
 
 static void
@@ -550,6 +572,7 @@ lux_call_opts(lux_t *lx, const lux_opts_t *opts, const char *fn, int argc, const
     int vrc = s_check_values("lux_call", argc, argv);
     if (vrc)
         return vrc;
+    s_frees_first(lx, argc, argv);
     /* the arguments, encoded */
     util_buf_t *a = &lx->scratch;
     a->len = 0;
@@ -980,6 +1003,7 @@ s_args(lux_t *lx, const char *what, int argc, const lux_arg_t *argv)
     int rc = s_check_values(what, argc, argv);
     if (rc)
         return rc;
+    s_frees_first(lx, argc, argv);
     for (int i = 0; i < argc; i++) {
         if (argv[i].ref)
             exec_arg_put_ref(a, argv[i].ref);

@@ -393,6 +393,7 @@ s_on_put(nm_t *nm, nm_client_t *c, zframe_t *body)
             if (!had->owner && had->is_put) {
                 had->owner = c;
                 had->owned = true;
+                had->freed = false;
             }
             continue;
         }
@@ -577,18 +578,24 @@ s_on_get(nm_t *nm, nm_client_t *c, zframe_t *body)
         util_id_t tid;
         exec_ref_task(&id, &tid);
         nm_task_t *t = nm_task_find(nm, &tid);
-        if (!t && nm_rebuild(nm, &id) == 0)
+        int brc = 0;
+        if (!t && (brc = nm_rebuild(nm, &id)) == 0)
             t = nm_task_find(nm, &tid);
         if (t && exec_ref_idx(&id) >= t->nret)
             t = NULL; /* a return its task does not have: it would never come */
         if (!t) {
-            /* an object this node never made and the log does not know */
+            /* an object the log does not know (LUX_ENOTFOUND at the
+               client), or one whose rebuild failed (LUX_ETASK): the
+               rebuild's message names the cause */
             nm_obj_t err = {.id = id};
-            char hex[LUX_REF_LEN * 2 + 1], msg[200];
+            char hex[LUX_REF_LEN * 2 + 1], msg[UTIL_ERRMSG_MAX + 16];
             util_hex(hex, id.b, LUX_REF_LEN);
-            snprintf(msg, sizeof msg, "object %s was never created, or was freed and has no "
-                     "lineage in the log", hex);
-            err.state = OBJ_MISSING;
+            if (brc)
+                snprintf(msg, sizeof msg, "object %s", lux_errmsg());
+            else
+                snprintf(msg, sizeof msg, "object %s was never created, or was freed and has "
+                         "no lineage in the log", hex);
+            err.state = brc == LUX_ETASK ? OBJ_ERROR : OBJ_MISSING;
             err.bytes = (uint8_t *) msg;
             err.size = strlen(msg);
             nm_client_send_obj(nm, c, &err, false);
@@ -625,6 +632,7 @@ s_on_free(nm_t *nm, nm_client_t *c, zframe_t *body)
         if (o && o->owner == c) {
             o->owned = false;
             o->owner = NULL;
+            o->freed = o->is_put;
             if (!o->pins && !o->uses && !o->nwaiters)
                 nm_obj_delete(nm, o);
         } else if (!o) {
