@@ -120,7 +120,12 @@ typedef struct {
     size_t size;
 } lux_val_t;
 
-/* An argument of a call: a value (data, size), or a ref (ref non-NULL). */
+/* An argument of a call: a value (data, size), or a ref (ref non-NULL).
+   A value is at most LUX_VAL_MAX bytes: it travels in messages and is kept
+   in the task's record in the log. lux_call, lux_actor_call and
+   lux_actor_create refuse a larger one with LUX_EINVAL; pass it with
+   lux_put and a ref instead. */
+#define LUX_VAL_MAX (64 * 1024)
 typedef struct {
     const void *data;
     size_t size;
@@ -152,9 +157,11 @@ int lux_put(lux_t *lx, const void *data, size_t size, lux_ref_t *ref);
 
 /* Wait up to timeout_ms (-1: forever) for an object and give its bytes in
    *out, valid until the ref is freed. LUX_ETASK when the task that makes it
-   failed (lux_errmsg() names the task and says why), LUX_ETIMEDOUT,
-   LUX_ENOTFOUND for a ref that was never made, LUX_EDEAD as soon as the
-   node manager is gone (any timeout, -1 included). */
+   failed, or it was lost and could not be rebuilt (lux_errmsg() names the
+   task, or the chain of objects down to the cause, and says why),
+   LUX_ETIMEDOUT, LUX_ENOTFOUND for a ref that was never made (or freed
+   and without lineage), LUX_EDEAD as soon as the node manager is gone (any
+   timeout, -1 included). */
 int lux_get(lux_t *lx, const lux_ref_t *ref, lux_val_t *out, int timeout_ms);
 /* The same for n refs; 0 when all are there, else the first error. */
 int lux_get_many(lux_t *lx, int n, const lux_ref_t *refs, lux_val_t *out, int timeout_ms);
@@ -167,7 +174,9 @@ int lux_get_many(lux_t *lx, int n, const lux_ref_t *refs, lux_val_t *out, int ti
 int lux_wait(lux_t *lx, int n, const lux_ref_t *refs, int k, int timeout_ms, int *ready);
 
 /* Forget refs: their objects may be dropped, and pointers from lux_get
-   into them become invalid. */
+   into them become invalid. Calls made before the free still get them,
+   calls made after do not (a freed put is gone for them; a task's result
+   is rebuilt from its lineage, an actor call's cannot be). */
 void lux_free(lux_t *lx, int n, const lux_ref_t *refs);
 
 /* Refs as text: 40 hex digits (out: 41 bytes); and back (0 or LUX_EINVAL). */
@@ -248,7 +257,9 @@ int lux_actor_lookup(lux_t *lx, const char *name, lux_actor_t *actor, int timeou
 /* Kill it now (no restart): its pending and later calls fail. */
 int lux_actor_kill(lux_t *lx, const lux_actor_t *actor);
 /* Checkpoint it after the calls made so far; returns once the checkpoint
-   is made (LUX_ENOSYS from a class without save). */
+   is made (LUX_ENOSYS from a class without save; LUX_EDEAD when the actor
+   is dead, or its process died before the checkpoint was made, even if it
+   restarts). */
 int lux_actor_checkpoint(lux_t *lx, const lux_actor_t *actor);
 /* A handle passed as a value argument (0, or LUX_EINVAL for the wrong size). */
 int lux_actor_from(const lux_val_t *v, lux_actor_t *actor);

@@ -331,6 +331,43 @@ s_alloc_room(lux_t *lx, uint64_t size, uint64_t *off)
     return rc;
 }
 
+/* Whether every value argument fits in a message (LUX_VAL_MAX, which is
+   EXEC_INLINE_MAX): 0, or LUX_EINVAL naming the first that does not. */
+_Static_assert(LUX_VAL_MAX == EXEC_INLINE_MAX, "a value argument travels inline");
+static int
+s_check_values(const char *what, int argc, const lux_arg_t *argv)
+{
+    for (int i = 0; i < argc; i++)
+        if (!argv[i].ref && argv[i].size > LUX_VAL_MAX)
+            return util_err(LUX_EINVAL,
+                            "%s: argument %d is a value of %zu bytes; values are at most %d "
+                            "bytes (LUX_VAL_MAX): pass it with lux_put and a ref",
+                            what, i, argv[i].size, LUX_VAL_MAX);
+    return 0;
+}
+
+/* Frees go out after the calls queued with them (one write: puts, calls,
+   frees), which would let a call made after lux_free of its argument
+   still find the object, or not, depending on whether a batch was sent
+   in between. A ref freed before a call that takes it is freed for that
+   call, always: the queued frees go first when the call names one. */
+static void
+s_frees_first(lux_t *lx, int argc, const lux_arg_t *argv)
+{
+    if (!lx->nfree)
+        return;
+    for (int i = 0; i < argc; i++) {
+        if (!argv[i].ref)
+            continue;
+        for (uint32_t k = 0; k < lx->nfree; k++)
+            if (memcmp(lx->freeb.data + 4 + (size_t) k * LUX_REF_LEN, argv[i].ref->b,
+                       LUX_REF_LEN) == 0) {
+                exec_client_flush(lx);
+                return;
+            }
+    }
+}
+
 /* --- IDs --------------------------------------------------------------------------------- */
 
 static void
@@ -554,6 +591,10 @@ lux_call_opts(lux_t *lx, const lux_opts_t *opts, const char *fn, int argc, const
             return rc;
         lx->builtin_sent = true;
     }
+    int vrc = s_check_values("lux_call", argc, argv);
+    if (vrc)
+        return vrc;
+    s_frees_first(lx, argc, argv);
     /* the arguments, encoded */
     util_buf_t *a = &lx->scratch;
     a->len = 0;
@@ -584,7 +625,9 @@ lux_call_opts(lux_t *lx, const lux_opts_t *opts, const char *fn, int argc, const
     lx->nsubmit++;
     for (int i = 0; i < nret; i++) {
         exec_ref_make(&refs[i], &s.task, (uint32_t) i);
-        s_obj(lx, &refs[i], true);
+        exec_cobj_t *o = s_obj(lx, &refs[i], true);
+        if (o)
+            o->mine = true;
     }
     s_maybe_flush(lx, lx->nsubmit);
     return 0;
@@ -608,6 +651,7 @@ lux_put(lux_t *lx, const void *data, size_t size, lux_ref_t *ref)
     exec_cobj_t *o = s_obj(lx, ref, true);
     if (!o)
         return util_err(LUX_ENOMEM, "lux_put: out of memory");
+    o->mine = true;
     memset(&d, 0, sizeof d);
     d.id = *ref;
     d.size = size;
@@ -663,8 +707,9 @@ s_have(lux_t *lx, const lux_ref_t *ref, exec_cobj_t *o, bool readable)
         return true;
     if (o->state == COBJ_READY && (!readable || o->where == EXEC_W_INLINE || o->pinned))
         return true;
-    if (!o->asked && (o->state == COBJ_READY || readable)) {
-        /* in the store but not pinned for us, or someone else's: ask */
+    if (!o->asked && (o->state == COBJ_READY || readable || !o->mine)) {
+        /* in the store but not pinned for us, or someone else's (the
+           node tells only the owner when it is made): ask */
         uint8_t b[4 + LUX_REF_LEN];
         util_le32(b, 1);
         memcpy(b + 4, ref->b, LUX_REF_LEN);
@@ -984,6 +1029,10 @@ s_args(lux_t *lx, const char *what, int argc, const lux_arg_t *argv)
     a->len = 0;
     if (argc < 0 || argc > EXEC_MAX_ARGS || (argc && !argv))
         return util_err(LUX_EINVAL, "%s: %d arguments", what, argc);
+    int rc = s_check_values(what, argc, argv);
+    if (rc)
+        return rc;
+    s_frees_first(lx, argc, argv);
     for (int i = 0; i < argc; i++) {
         if (argv[i].ref)
             exec_arg_put_ref(a, argv[i].ref);
@@ -1092,7 +1141,9 @@ lux_actor_call(lux_t *lx, const lux_actor_t *actor, const char *method, int argc
     }
     for (int i = 0; i < nret; i++) {
         exec_ref_make(&refs[i], &s.task, (uint32_t) i);
-        s_obj(lx, &refs[i], true);
+        exec_cobj_t *o = s_obj(lx, &refs[i], true);
+        if (o)
+            o->mine = true;
         if (self)
             lx->self_refs[lx->nself++] = refs[i];
     }

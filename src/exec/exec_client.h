@@ -86,6 +86,8 @@ typedef struct {
     uint8_t where;             /* EXEC_W_INLINE or EXEC_W_ARENA */
     bool pinned;               /* the node pinned it for us (we may read in place) */
     bool asked;                /* a GET is out */
+    bool mine;                 /* made by this client (lux_call, lux_put): the node tells
+                                  it when ready; others' refs must be asked for */
     uint64_t size, off;
     uint8_t *bytes;            /* inline copy, or the error message */
 } exec_cobj_t;

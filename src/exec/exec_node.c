@@ -384,10 +384,20 @@ s_on_put(nm_t *nm, nm_client_t *c, zframe_t *body)
             s_complain("malformed PUT");
             return;
         }
-        if (nm_obj_get(nm, &d.id)) {
-            /* put before (a resend): the room granted for it is not needed */
+        nm_obj_t *had = nm_obj_get(nm, &d.id);
+        if (had) {
+            /* put before (a resend, or the retry of a task whose worker
+               died: same ID, same bytes): the room granted for it is not
+               needed. One that lost its owner is the retry's now, as if
+               it had made it: it lives until the retry frees it, not only
+               while the tasks queued for it hold it */
             if (d.where == EXEC_W_ARENA && util_idmap_del(c->allocs, &d.off))
                 nm_store_free(nm, d.off);
+            if (!had->owner && had->is_put) {
+                had->owner = c;
+                had->owned = true;
+                had->freed = false;
+            }
             continue;
         }
         if (d.where == EXEC_W_ARENA) {
@@ -587,18 +597,24 @@ s_get_one(nm_t *nm, nm_client_t *c, const lux_ref_t *idp, int64_t deadline_ms)
     util_id_t tid;
     exec_ref_task(&id, &tid);
     nm_task_t *t = nm_task_find(nm, &tid);
-    if (!t && nm_rebuild(nm, &id) == 0)
+    int brc = 0;
+    if (!t && (brc = nm_rebuild(nm, &id)) == 0)
         t = nm_task_find(nm, &tid);
     if (t && exec_ref_idx(&id) >= t->nret)
         t = NULL; /* a return its task does not have: it would never come */
     if (!t) {
-        /* an object this node never made and the log does not know */
+        /* an object the log does not know (LUX_ENOTFOUND at the
+           client), or one whose rebuild failed (LUX_ETASK): the
+           rebuild's message names the cause */
         nm_obj_t err = {.id = id};
-        char hex[LUX_REF_LEN * 2 + 1], msg[200];
+        char hex[LUX_REF_LEN * 2 + 1], msg[UTIL_ERRMSG_MAX + 16];
         util_hex(hex, id.b, LUX_REF_LEN);
-        snprintf(msg, sizeof msg, "object %s was never created, or was freed and has no "
-                 "lineage in the log", hex);
-        err.state = OBJ_MISSING;
+        if (brc)
+            snprintf(msg, sizeof msg, "object %s", lux_errmsg());
+        else
+            snprintf(msg, sizeof msg, "object %s was never created, or was freed and has "
+                     "no lineage in the log", hex);
+        err.state = brc == LUX_ETASK ? OBJ_ERROR : OBJ_MISSING;
         err.bytes = (uint8_t *) msg;
         err.size = strlen(msg);
         nm_client_send_obj(nm, c, &err, false);
@@ -692,6 +708,7 @@ s_on_free(nm_t *nm, nm_client_t *c, zframe_t *body)
         if (o && o->owner == c) {
             o->owned = false;
             o->owner = NULL;
+            o->freed = o->is_put;
             if (!o->pins && !o->uses && !o->nwaiters)
                 nm_obj_delete(nm, o);
         } else if (!o) {

@@ -1144,6 +1144,9 @@ nm_actor_failing(nm_t *nm, nm_task_t *t, int status, const char *text)
     if (!s_unlink(&a->queue, &a->queue_last, t) && !s_unlink(&a->limbo, NULL, t) &&
         s_unlink(&a->sent, &a->sent_last, t))
         a->nsent--;
+    /* a call that waited for its arguments held back the runs queued
+       after it (calls, a checkpoint asked for): they go now */
+    s_dirty(nm, a);
     if (t == a->create) {
         a->create = NULL;
         if (!a->doom && a->state != A_DEAD && (a->doom = strdup(text)))

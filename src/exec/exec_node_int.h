@@ -56,6 +56,8 @@ struct nm_obj {
     uint8_t where;          /* EXEC_W_INLINE or EXEC_W_ARENA while READY */
     bool is_put;            /* made by lux_put (spill it) or by a task (drop it) */
     bool owned;             /* its owner has not freed it */
+    bool freed;             /* a put its owner freed: gone for calls made after the free,
+                               though the tasks queued for it still take it */
     uint64_t size;
     uint8_t *bytes;         /* INLINE value, or ERROR message (malloc'd) */
     uint64_t off;           /* ARENA offset */
@@ -436,7 +438,11 @@ void nm_actor_close(nm_t *nm);
    it off the actor's lists. True when it was dealt with (a re-applied call,
    discarded; the actor dies for it) and must not be failed as a task. */
 bool nm_actor_failing(nm_t *nm, nm_task_t *t, int status, const char *text);
-int nm_rebuild(nm_t *nm, const lux_ref_t *id);  /* re-run the task that made id */
+/* Re-run the task that made id: 0 when it is on its way; LUX_ENOTFOUND
+   when the log has no task that made it (a put, or nothing), LUX_ETASK
+   when the task cannot run (an argument of its own cannot be had), with a
+   message that starts with the object's hex ID and names the cause. */
+int nm_rebuild(nm_t *nm, const lux_ref_t *id);
 void nm_task_free(nm_task_t *t);
 int nm_parse_resources(nm_t *nm, const char *spec);
 
@@ -468,6 +474,9 @@ bool nm_log_pending(nm_t *nm, const util_id_t *task);
 /* Find how the task that made id was submitted, from the log. 0, or
    LUX_ENOTFOUND. The spec points into *buf. */
 int nm_log_lookup(nm_t *nm, const util_id_t *task, exec_spec_t *spec, util_buf_t *buf);
+/* Whether the log has an object_put event for id (a put, which has no
+   lineage to rebuild it from). */
+bool nm_log_was_put(nm_t *nm, const lux_ref_t *id);
 /* The actor's actor_call events with idx above after, in log order. */
 int nm_log_actor_calls(nm_t *nm, const util_id_t *actor, uint64_t after,
                        int (*cb)(void *arg, const db_event_t *e), void *arg);

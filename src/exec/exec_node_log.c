@@ -672,6 +672,25 @@ nm_log_lookup(nm_t *nm, const util_id_t *task, exec_spec_t *spec, util_buf_t *bu
     return 0;
 }
 
+bool
+nm_log_was_put(nm_t *nm, const lux_ref_t *id)
+{
+    struct nm_log *L = nm->lg;
+    util_id_t task;
+    util_buf_t buf;
+    uint64_t seq;
+    exec_ref_task(id, &task);
+    uint32_t s = util_id_shard(&task, nm->cluster.shards);
+    if (s_tail(nm, s))
+        return false;
+    util_buf_init(&buf);
+    int rc = db_store_find(L->tails[s], &task, DB_K_object_put, &buf, &seq);
+    util_buf_free(&buf);
+    if (rc && rc != LUX_ENOTFOUND)
+        db_store_close(&L->tails[s]); /* the tail may have changed: open it again next time */
+    return rc == 0;
+}
+
 /* --- actors ------------------------------------------------------------------------------ */
 
 void

@@ -248,16 +248,31 @@ s_resolve(nm_t *nm, nm_task_t *t, char *why, size_t n)
             snprintf(why, n, "its argument from %.*s", (int) o->size, (const char *) o->bytes);
             return LUX_ETASK;
         }
+        if (o && o->freed) {
+            /* still here for the tasks queued before the free: not for
+               this one, or it would run or not by how soon they ended */
+            char hex[LUX_REF_LEN * 2 + 1];
+            util_hex(hex, a.ref.b, LUX_REF_LEN);
+            snprintf(why, n, "its argument %s was made by lux_put and then freed: a put has no "
+                     "lineage to be rebuilt from", hex);
+            return LUX_ENOTFOUND;
+        }
         if (o) {
             s_count(t, i, o);
             if (o->state != OBJ_LOST)
                 continue;
         }
         nm_task_t *dt = nm_task_find(nm, &dt_id);
-        if (!dt && nm_rebuild(nm, &a.ref) == 0)
+        int brc = 0;
+        if (!dt && (brc = nm_rebuild(nm, &a.ref)) == 0)
             dt = nm_task_find(nm, &dt_id);
         if (dt && exec_ref_idx(&a.ref) >= dt->nret)
             dt = NULL; /* a return its task does not have */
+        if (!dt && brc) {
+            /* the rebuild says why: the root cause, and the chain to it */
+            snprintf(why, n, "its argument %s", lux_errmsg());
+            return brc == LUX_ETASK ? LUX_ETASK : LUX_ENOTFOUND;
+        }
         if (!dt) {
             char hex[LUX_REF_LEN * 2 + 1];
             util_hex(hex, a.ref.b, LUX_REF_LEN);
@@ -373,20 +388,31 @@ nm_rebuild(nm_t *nm, const lux_ref_t *id)
     util_id_t tid;
     exec_spec_t spec;
     util_buf_t buf;
-    char why[600];
+    char why[UTIL_ERRMSG_MAX];
     int rc;
 
+    char hex[LUX_REF_LEN * 2 + 1];
     exec_ref_task(id, &tid);
     if (nm_task_find(nm, &tid))
         return 0; /* on its way */
+    util_hex(hex, id->b, LUX_REF_LEN);
     util_buf_init(&buf);
     if ((rc = nm_log_lookup(nm, &tid, &spec, &buf))) {
         util_buf_free(&buf);
-        return rc;
+        if (rc == LUX_ENOTFOUND && nm_log_was_put(nm, id))
+            return util_err(LUX_ENOTFOUND, "%s was made by lux_put and then freed (or lost "
+                            "with its owner): a put has no lineage to be rebuilt from", hex);
+        if (rc == LUX_ENOTFOUND)
+            return util_err(LUX_ENOTFOUND, "%s was never created (or its lineage is not in "
+                            "the log)", hex);
+        snprintf(why, sizeof why, "%s", lux_errmsg());
+        return util_err(rc, "%s was lost and the log's record of its task cannot be read: %s",
+                        hex, why);
     }
     if (exec_ref_idx(id) >= spec.nret) { /* not an output of the task: nothing to rebuild */
         util_buf_free(&buf);
-        return util_err(LUX_ENOTFOUND, "its task has %u returns", spec.nret);
+        return util_err(LUX_ENOTFOUND, "%s was never created: its task has %u returns", hex,
+                        spec.nret);
     }
     nm_task_t *t = s_task_new(nm, NULL, &spec);
     util_buf_free(&buf);
@@ -394,13 +420,16 @@ nm_rebuild(nm_t *nm, const lux_ref_t *id)
         return util_err(LUX_ENOMEM, "out of memory rebuilding");
     t->rebuild = true;
     nm->n_rebuilt++;
-    char hex[LUX_REF_LEN * 2 + 1], info[128];
-    util_hex(hex, id->b, LUX_REF_LEN);
+    char info[128];
     snprintf(info, sizeof info, "rebuild: object %s was lost", hex);
     nm_log_retried(nm, t, info);
     if ((rc = s_resolve(nm, t, why, sizeof why))) {
+        char th[UTIL_ID_HEX], fn[EXEC_NAME_MAX + 1];
+        util_id_hex(&t->id, th);
+        snprintf(fn, sizeof fn, "%s", s_fn(t));
         s_finish_failed(nm, t, rc, why);
-        return 0;
+        return util_err(LUX_ETASK, "%s was lost and its rebuild failed: task %s (%s) failed: %s",
+                        hex, th, fn, why);
     }
     if (t->waiting == 0) {
         (void) s_reserve(nm, t);
@@ -945,8 +974,13 @@ s_run_args(nm_t *nm, nm_task_t *t, exec_obj_t *objs)
             if (!dt && (rc = nm_rebuild(nm, &a.ref)) == 0)
                 dt = nm_task_find(nm, &dt_id);
             if (!dt) {
-                if (!rc)
+                if (!rc) {
                     rc = util_err(LUX_ENOTFOUND, "an argument was lost and cannot be rebuilt");
+                } else {
+                    char m[UTIL_ERRMSG_MAX];
+                    snprintf(m, sizeof m, "%s", lux_errmsg());
+                    rc = util_err(rc, "its argument %s", m);
+                }
                 break;
             }
             if (!s_add_dependent(dt, t, exec_ref_idx(&a.ref))) {

@@ -10,7 +10,7 @@
 
 #include "../lux.h"
 
-#define UTIL_ERRMSG_MAX 512
+#define UTIL_ERRMSG_MAX 1024
 
 /* Set the calling thread's message from fmt and return code. */
 int util_err(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -416,3 +416,317 @@ Acc_forward(lux_t *lx, void *self, int argc, const lux_val_t *argv)
     return rc;
 }
 LUX_METHOD(Acc, forward, 3, 1)
+
+/* --- files as gates and signs, for tests that kill a task at a chosen point ---------------- */
+
+/* Wait (up to 120 s) until the file path exists: 0, or -1 at the bound. */
+static int
+s_wait_file(const char *path)
+{
+    for (int i = 0; i < 24000; i++) {
+        if (access(path, F_OK) == 0)
+            return 0;
+        usleep(5000);
+    }
+    return -1;
+}
+
+/* Write text into dir/name, whole or not at all (a rename). */
+static void
+s_sign(const char *dir, const char *name, const char *text)
+{
+    char tmp[600], path[600];
+    snprintf(tmp, sizeof tmp, "%s/.%s.%d", dir, name, (int) getpid());
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return;
+    fputs(text, f);
+    fclose(f);
+    rename(tmp, path);
+}
+
+/* A path argument (a value of bytes, not NUL-terminated) into buf. */
+static const char *
+s_path(const lux_val_t *v, char *buf, size_t n)
+{
+    snprintf(buf, n, "%.*s", (int) v->size, (const char *) v->data);
+    return buf;
+}
+
+/* Waits until the file named by argument 0 exists (120 s at most);
+   returns 1. */
+static int
+t_gate(lux_t *lx, int argc, const lux_val_t *argv)
+{
+    char path[512];
+    int64_t one = 1;
+    if (s_wait_file(s_path(&argv[0], path, sizeof path)))
+        return lux_raise(lx, "t_gate: %s did not appear within 120 s", path);
+    return lux_set(lx, 0, &one, 8);
+}
+LUX_FUNCTION(t_gate, 1, 1)
+
+/* t_check of argument 0 (a t_big pattern), once the file named by
+   argument 1 exists (120 s at most): a subtask that stays unfinished
+   until a test lets it go. */
+static int
+t_checkw(lux_t *lx, int argc, const lux_val_t *argv)
+{
+    char path[512];
+    if (s_wait_file(s_path(&argv[1], path, sizeof path)))
+        return lux_raise(lx, "t_checkw: %s did not appear within 120 s", path);
+    return t_check(lx, 1, argv);
+}
+LUX_FUNCTION(t_checkw, 2, 1)
+
+/* putsub(x, n, dir): a nested task with a put of its own. Signs
+   dir/pid.A with its pid (A its attempt), puts n bytes of t_big's
+   pattern for seed x, signs dir/put.A, then (from its second attempt on)
+   waits for dir/go (in lux_get of a t_gate, so that its worker takes
+   other tasks meanwhile); calls t_checkw(the put, dir/gate), signs
+   dir/sref with that call's ref (its first attempt, once the call is at
+   the node), and returns what the call returns: (x + n) mod M. */
+static int
+t_putsub(lux_t *lx, int argc, const lux_val_t *argv)
+{
+    int64_t x = s_int(&argv[0]), n = s_int(&argv[1]);
+    int attempt = lux_attempt(lx);
+    char dir[512], name[32], text[64], path[600];
+    lux_ref_t put, sub;
+    lux_val_t v;
+    if (n < 8)
+        return lux_raise(lx, "t_putsub: takes x, n >= 8 and a directory");
+    s_path(&argv[2], dir, sizeof dir);
+    snprintf(name, sizeof name, "pid.%d", attempt);
+    snprintf(text, sizeof text, "%d", (int) getpid());
+    s_sign(dir, name, text);
+    uint8_t *p = malloc((size_t) n);
+    if (!p)
+        return lux_raise(lx, "t_putsub: out of memory");
+    memcpy(p, &x, 8);
+    for (int64_t i = 8; i < n; i++)
+        p[i] = (uint8_t) (x * 31 + i);
+    int rc = lux_put(lx, p, (size_t) n, &put);
+    free(p);
+    if (rc)
+        return lux_raise(lx, "t_putsub: lux_put: %s", lux_errmsg());
+    snprintf(name, sizeof name, "put.%d", attempt);
+    s_sign(dir, name, "");
+    if (attempt > 1) {
+        lux_ref_t go;
+        snprintf(path, sizeof path, "%s/go", dir);
+        if (lux_call(lx, "t_gate", 1, (lux_arg_t[]) {LUX_VAL(path, strlen(path))}, 1, &go) ||
+            lux_get(lx, &go, &v, -1))
+            return lux_raise(lx, "t_putsub: waiting for %s: %s", path, lux_errmsg());
+        lux_free(lx, 1, &go);
+    }
+    snprintf(path, sizeof path, "%s/gate", dir);
+    if (lux_call(lx, "t_checkw", 2, (lux_arg_t[]) {LUX_REF(put), LUX_VAL(path, strlen(path))}, 1,
+                 &sub))
+        return lux_raise(lx, "t_putsub: lux_call: %s", lux_errmsg());
+    if (attempt == 1) {
+        char hex[LUX_REF_LEN * 2 + 1];
+        lux_wait(lx, 1, &sub, 1, 0, NULL); /* sends the call */
+        s_sign(dir, "sref", lux_ref_hex(&sub, hex));
+    }
+    if (lux_get(lx, &sub, &v, -1))
+        return lux_raise(lx, "t_putsub: %s", lux_errmsg());
+    rc = lux_set(lx, 0, v.data, v.size);
+    lux_free(lx, 1, &sub);
+    lux_free(lx, 1, &put);
+    return rc;
+}
+LUX_FUNCTION(t_putsub, 3, 1)
+
+/* --- the harsh random graphs (t/3108-exec-harsh.c) ----------------------------------------
+
+   Values are bytes of any size, made by hx_fill from a 64-bit seed and
+   checked whole through hx_digest; t/3108 computes the same sequentially.
+   t_hN(ctl, args...): ctl is int64s {salt, size0, size1, size2}; h starts
+   as hx_mix(salt) and takes in the digest of every other argument; output
+   k is hx_fill(hx_mix(h + k + 1), size k). t_hnest(ctl, ref, args...)
+   also gets the ref passed as a value (a ref the node does not see), puts
+   an object, calls t_h1 on the put and that ref, and takes in what it
+   returns. HAcc is an actor holding a running hash. */
+
+static uint64_t
+hx_mix(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+static void
+hx_fill(uint8_t *p, size_t n, uint64_t h)
+{
+    size_t i = 0;
+    for (uint64_t k = 0; i + 8 <= n; i += 8, k++) {
+        uint64_t w = hx_mix(h ^ (k * 0x2545f4914f6cdd1dULL));
+        memcpy(p + i, &w, 8);
+    }
+    if (i < n) {
+        uint64_t w = hx_mix(h ^ ((uint64_t) (i / 8) * 0x2545f4914f6cdd1dULL));
+        memcpy(p + i, &w, n - i);
+    }
+}
+
+static uint64_t
+hx_digest(const void *data, size_t n)
+{
+    const uint8_t *p = data;
+    uint64_t d = hx_mix(n), w;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        memcpy(&w, p + i, 8);
+        d = (d ^ w) * 0x100000001b3ULL + (d >> 29);
+    }
+    if (i < n) {
+        w = 0;
+        memcpy(&w, p + i, n - i);
+        d = (d ^ w) * 0x100000001b3ULL + (d >> 29);
+    }
+    return hx_mix(d);
+}
+
+/* ctl's int64 i (0 when it is too short). */
+static int64_t
+hx_ctl(const lux_val_t *ctl, int i)
+{
+    int64_t x = 0;
+    if (ctl->size >= 8 * (size_t) (i + 1))
+        memcpy(&x, (const uint8_t *) ctl->data + 8 * i, 8);
+    return x;
+}
+
+static int
+hx_outputs(lux_t *lx, const lux_val_t *ctl, int nret, uint64_t h)
+{
+    for (int k = 0; k < nret; k++) {
+        size_t n = (size_t) hx_ctl(ctl, 1 + k);
+        uint8_t *p = lux_set_alloc(lx, k, n);
+        if (!p && n)
+            return lux_raise(lx, "t_h: no room for %zu bytes: %s", n, lux_errmsg());
+        hx_fill(p, n, hx_mix(h + (uint64_t) k + 1));
+    }
+    return 0;
+}
+
+static uint64_t
+hx_take(uint64_t h, int from, int argc, const lux_val_t *argv)
+{
+    for (int j = from; j < argc; j++)
+        h = hx_mix(h ^ (hx_digest(argv[j].data, argv[j].size) + (uint64_t) j));
+    return h;
+}
+
+static int
+t_h1(lux_t *lx, int argc, const lux_val_t *argv)
+{
+    return hx_outputs(lx, &argv[0], 1, hx_take(hx_mix((uint64_t) hx_ctl(&argv[0], 0)), 1, argc, argv));
+}
+LUX_FUNCTION(t_h1, -1, 1)
+
+static int
+t_h2(lux_t *lx, int argc, const lux_val_t *argv)
+{
+    return hx_outputs(lx, &argv[0], 2, hx_take(hx_mix((uint64_t) hx_ctl(&argv[0], 0)), 1, argc, argv));
+}
+LUX_FUNCTION(t_h2, -1, 2)
+
+static int
+t_h3(lux_t *lx, int argc, const lux_val_t *argv)
+{
+    return hx_outputs(lx, &argv[0], 3, hx_take(hx_mix((uint64_t) hx_ctl(&argv[0], 0)), 1, argc, argv));
+}
+LUX_FUNCTION(t_h3, -1, 3)
+
+/* t_hnest(ctl {salt, size0, putsize, subsize}, ref bytes, args...): one
+   output of size0. */
+static int
+t_hnest(lux_t *lx, int argc, const lux_val_t *argv)
+{
+    lux_ref_t r, put, sub;
+    lux_val_t v;
+    if (argc < 2 || argv[1].size != sizeof r.b)
+        return lux_raise(lx, "t_hnest: takes a control value and a ref");
+    memcpy(r.b, argv[1].data, sizeof r.b);
+    uint64_t h = hx_take(hx_mix((uint64_t) hx_ctl(&argv[0], 0)), 2, argc, argv);
+    if (lux_get(lx, &r, &v, -1))
+        return lux_raise(lx, "t_hnest: get of the ref passed: %s", lux_errmsg());
+    h = hx_mix(h ^ (hx_digest(v.data, v.size) + 101));
+    size_t pn = (size_t) hx_ctl(&argv[0], 2);
+    uint8_t *p = malloc(pn ? pn : 1);
+    if (!p)
+        return lux_raise(lx, "t_hnest: out of memory");
+    hx_fill(p, pn, hx_mix(h + 7));
+    int rc = lux_put(lx, p, pn, &put);
+    free(p);
+    if (rc)
+        return lux_raise(lx, "t_hnest: lux_put: %s", lux_errmsg());
+    int64_t ctl[4] = {(int64_t) hx_mix(h + 9), hx_ctl(&argv[0], 3), 0, 0};
+    if (lux_call(lx, "t_h1", 3, (lux_arg_t[]) {LUX_VAL(ctl, sizeof ctl), LUX_REF(put), LUX_REF(r)},
+                 1, &sub) ||
+        lux_get(lx, &sub, &v, -1))
+        return lux_raise(lx, "t_hnest: subtask: %s", lux_errmsg());
+    h = hx_mix(h ^ (hx_digest(v.data, v.size) + 103));
+    lux_free(lx, 1, &sub);
+    lux_free(lx, 1, &put);
+    lux_free(lx, 1, &r);
+    int64_t one[2] = {0, hx_ctl(&argv[0], 1)};
+    lux_val_t c1 = {one, sizeof one};
+    return hx_outputs(lx, &c1, 1, h);
+}
+LUX_FUNCTION(t_hnest, -1, 1)
+
+/* HAcc(h0): h = hx_mix(h ^ digest(arg) + j) over its arguments at each
+   step; returns h (8 bytes). */
+typedef struct {
+    uint64_t h;
+} hacc_t;
+
+static void *
+HAcc_create(lux_t *lx, int argc, const lux_val_t *argv)
+{
+    hacc_t *a = calloc(1, sizeof *a);
+    if (a && argv[0].size == 8)
+        memcpy(&a->h, argv[0].data, 8);
+    return a;
+}
+
+static void
+HAcc_destroy(void *self)
+{
+    free(self);
+}
+
+static int
+HAcc_save(lux_t *lx, void *self)
+{
+    return lux_set(lx, 0, self, sizeof(hacc_t));
+}
+
+static void *
+HAcc_load(lux_t *lx, const lux_val_t *state)
+{
+    if (state->size != sizeof(hacc_t)) {
+        lux_raise(lx, "HAcc: a checkpoint of %zu bytes", state->size);
+        return NULL;
+    }
+    hacc_t *a = malloc(sizeof *a);
+    if (a)
+        memcpy(a, state->data, sizeof *a);
+    return a;
+}
+LUX_ACTOR(HAcc, 1, HAcc_create, HAcc_destroy, HAcc_save, HAcc_load)
+
+static int
+HAcc_step(lux_t *lx, void *self, int argc, const lux_val_t *argv)
+{
+    hacc_t *a = self;
+    a->h = hx_take(a->h, 0, argc, argv);
+    return lux_set(lx, 0, &a->h, 8);
+}
+LUX_METHOD(HAcc, step, -1, 1)

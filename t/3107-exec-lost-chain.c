@@ -1,0 +1,109 @@
+/* 3107-exec-lost-chain: when an object cannot be rebuilt, the error names
+   the root cause and the chain to it. A put Y feeds a task X, which feeds
+   X2; all three are freed once read (Y, a put, is gone for good; X and
+   X2 have lineage). A task Z on X2, and lux_get of X2 asked for again,
+   must fail naming X2, X and Y, saying that Y was a put that was freed;
+   they used to say that X2 "was never created", although it was and is in
+   the log. A ref nobody made gives LUX_ENOTFOUND from lux_get (as lux.h
+   and lux(3) say) and a task that takes it says it was never created.
+   And a put freed before a call that takes it is gone for that call,
+   every time: frees went out after the calls queued with them, so such a
+   call ran or failed depending on whether a batch was sent between. */
+#include "tap.h"
+#include "lib/graph.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static bool
+s_has(const char *m, const char *what, const lux_ref_t *r, const char *say)
+{
+    char hex[LUX_REF_LEN * 2 + 1], pat[200];
+    lux_ref_hex(r, hex);
+    snprintf(pat, sizeof pat, "%s %s", hex, say);
+    if (strstr(m, pat))
+        return true;
+    diag("no '%s' (%s) in: %s", pat, what, m);
+    return false;
+}
+
+int
+main(void)
+{
+    lux_config_t cfg = {.module = graph_module(), .dir = tap_tmpdir(), .store_bytes = 64 << 20,
+                        .workers = 2};
+    lux_t *lx = lux_init(&cfg);
+    ok(lx != NULL, "start the embedded default");
+    if (!lx)
+        bail("lux_init: %s", lux_errmsg());
+    int64_t five = 5;
+    lux_ref_t y, x, x2, z, z2;
+    lux_val_t v;
+    int rc = lux_put(lx, &five, 8, &y);
+    rc = rc ? rc : lux_call(lx, "t_mix", 1, (lux_arg_t[]) {LUX_REF(y)}, 1, &x);
+    rc = rc ? rc : lux_call(lx, "t_mix", 1, (lux_arg_t[]) {LUX_REF(x)}, 1, &x2);
+    rc = rc ? rc : lux_get(lx, &x2, &v, 60000);
+    is_int(rc, 0, "a put, a task on it and a task on that%s%s", rc ? ": " : "",
+           rc ? lux_errmsg() : "");
+    lux_get(lx, &x, &v, 60000);
+    lux_free(lx, 1, &y);
+    lux_free(lx, 1, &x);
+    lux_free(lx, 1, &x2);
+
+    rc = lux_call(lx, "t_mix", 1, (lux_arg_t[]) {LUX_REF(x2)}, 1, &z);
+    rc = rc ? rc : lux_get(lx, &z, &v, 60000);
+    is_int(rc, LUX_ETASK, "a task on the freed result fails");
+    const char *m = lux_errmsg();
+    ok(rc == LUX_ETASK && !strstr(m, "never created"), "not saying that it was never created");
+    ok(rc == LUX_ETASK && s_has(m, "the argument", &x2, "was lost and its rebuild failed") &&
+       s_has(m, "its argument", &x, "was lost and its rebuild failed") &&
+       s_has(m, "the root", &y, "was made by lux_put and then freed"),
+       "but naming the chain to the root cause: %s", m);
+
+    rc = lux_get(lx, &x2, &v, 60000);
+    is_int(rc, LUX_ETASK, "lux_get of the freed result asked for again fails with LUX_ETASK");
+    m = lux_errmsg();
+    ok(rc == LUX_ETASK && s_has(m, "the object", &x2, "was lost and its rebuild failed") &&
+       s_has(m, "the root", &y, "was made by lux_put and then freed"),
+       "naming the chain to the root cause: %s", m);
+
+    /* a put freed before a call that takes it is gone for that call,
+       whether or not a batch went out between the free and the call; and
+       a call made before the free has it */
+    int before_ok = 0, after_fail = 0;
+    for (int i = 0; i < 50; i++) {
+        lux_ref_t p, c1, c2;
+        int64_t k = i;
+        if (lux_put(lx, &k, 8, &p) ||
+            lux_call(lx, "t_mix", 1, (lux_arg_t[]) {LUX_REF(p)}, 1, &c1))
+            bail("%s", lux_errmsg());
+        lux_free(lx, 1, &p);
+        if (i % 2)
+            lux_wait(lx, 0, NULL, 0, 0, NULL); /* a batch goes out between */
+        if (lux_call(lx, "t_mix", 1, (lux_arg_t[]) {LUX_REF(p)}, 1, &c2))
+            bail("%s", lux_errmsg());
+        before_ok += lux_get(lx, &c1, &v, 60000) == 0;
+        rc = lux_get(lx, &c2, &v, 60000);
+        after_fail += rc == LUX_ETASK && s_has(lux_errmsg(), "the freed put", &p,
+                                               "was made by lux_put and then freed");
+        lux_free(lx, 1, &c1);
+        lux_free(lx, 1, &c2);
+    }
+    is_int(before_ok, 50, "a call made before lux_free of its argument runs, every time");
+    is_int(after_fail, 50, "a call made after lux_free of its argument (a put) fails, every "
+           "time, saying so");
+
+    lux_ref_t nobody;
+    memset(&nobody, 0x5a, sizeof nobody);
+    rc = lux_get(lx, &nobody, &v, 10000);
+    is_int(rc, LUX_ENOTFOUND, "lux_get of a ref nobody made gives LUX_ENOTFOUND");
+    ok(rc == LUX_ENOTFOUND && s_has(lux_errmsg(), "the ref", &nobody, "was never created"),
+       "saying it was never created: %s", lux_errmsg());
+    rc = lux_call(lx, "t_mix", 1, (lux_arg_t[]) {LUX_REF(nobody)}, 1, &z2);
+    rc = rc ? rc : lux_get(lx, &z2, &v, 60000);
+    is_int(rc, LUX_ETASK, "a task on it fails");
+    ok(rc == LUX_ETASK && s_has(lux_errmsg(), "the ref", &nobody, "was never created"),
+       "saying its argument was never created: %s", lux_errmsg());
+    lux_shutdown(&lx);
+    return done_testing();
+}

@@ -1,0 +1,493 @@
+/* 3108-exec-harsh: random task graphs from a seed, as harsh as a user's
+   independent test: tasks with 0-4 arguments (refs to earlier outputs,
+   lux_put objects up to 8 MiB, inline values up to LUX_VAL_MAX) and 1-3
+   outputs up to 8 MiB; about 6% nested tasks that get a ref passed as a
+   value, put an object and call a subtask on it; about 5% calls on two
+   actors holding a running hash (one checkpointing every 5 calls and on
+   demand, the other restarting from its constructor), their results fed
+   to later tasks. Every output is compared, every byte, with the same
+   computation done here sequentially. Each seed runs on a fresh embedded
+   default with 2 workers and a 64 MiB store, so objects are evicted,
+   spilled and rebuilt; in chaos runs a thread kills (SIGKILL, by pid) a
+   random worker or actor process of this test's own cluster every 10-100
+   ms. After each seed no process of the cluster may be left.
+
+   make check runs a short form (two seeds of 60-120 tasks, one with
+   chaos, a kill every 200-500 ms: on a loaded 2-core machine a `lux
+   worker` takes a few hundred ms to start, and kills every 10-100 ms
+   there leave no process alive long enough to finish anything). The
+   long form:
+
+       t/3108-exec-harsh.t --seeds N [--first S] [--chaos] [--kill-ms A-B]
+                           [--min T] [--max T]
+
+   runs seeds S..S+N-1 with T tasks each (default 200-5000, picked by the
+   seed), with chaos on the odd seeds when --chaos is given (a kill every
+   A-B ms, default 10-100), and prints one line per seed and a summary. */
+#include "tap.h"
+#include "lib/fx.h"
+#include "lib/graph.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* --- the values (as in t/lib/testmod.c) --------------------------------------------------- */
+
+static uint64_t
+hx_mix(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+static void
+hx_fill(uint8_t *p, size_t n, uint64_t h)
+{
+    size_t i = 0;
+    for (uint64_t k = 0; i + 8 <= n; i += 8, k++) {
+        uint64_t w = hx_mix(h ^ (k * 0x2545f4914f6cdd1dULL));
+        memcpy(p + i, &w, 8);
+    }
+    if (i < n) {
+        uint64_t w = hx_mix(h ^ ((uint64_t) (i / 8) * 0x2545f4914f6cdd1dULL));
+        memcpy(p + i, &w, n - i);
+    }
+}
+
+static uint64_t
+hx_digest(const void *data, size_t n)
+{
+    const uint8_t *p = data;
+    uint64_t d = hx_mix(n), w;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        memcpy(&w, p + i, 8);
+        d = (d ^ w) * 0x100000001b3ULL + (d >> 29);
+    }
+    if (i < n) {
+        w = 0;
+        memcpy(&w, p + i, n - i);
+        d = (d ^ w) * 0x100000001b3ULL + (d >> 29);
+    }
+    return hx_mix(d);
+}
+
+static uint8_t *s_scratch;
+
+/* The digest of hx_fill(seed, n). */
+static uint64_t
+s_filled_digest(uint64_t seed, size_t n)
+{
+    hx_fill(s_scratch, n, seed);
+    return hx_digest(s_scratch, n);
+}
+
+/* --- the graph ------------------------------------------------------------------------------ */
+
+#define MB (1024 * 1024)
+#define MAX_OUT (8 * MB)
+
+enum { K_PUT, K_TASK, K_NEST, K_CALL, K_KINDS };
+
+typedef struct {
+    int kind;
+    int nout;
+    lux_ref_t ref[3];
+    uint64_t dig[3];    /* the digest each output must have */
+    size_t size[3];
+} hnode_t;
+
+typedef struct {
+    uint64_t rng;
+    hnode_t *nodes;
+    int n;
+    int counts[K_KINDS];
+    int ckpts, ckpt_dead;
+} hgraph_t;
+
+static uint64_t
+s_rand(hgraph_t *g)
+{
+    g->rng = g->rng * 6364136223846793005ULL + 1442695040888963407ULL;
+    return g->rng >> 33;
+}
+
+/* A size: mostly small, some up to 64 KiB, a few up to 1 MiB and 8 MiB. */
+static size_t
+s_size(hgraph_t *g, int big)
+{
+    int r = (int) (s_rand(g) % 100);
+    if (r < 55 - big)
+        return 8 + s_rand(g) % 256;
+    if (r < 85 - big)
+        return 256 + s_rand(g) % (64 * 1024);
+    if (r < 97 - big)
+        return 64 * 1024 + s_rand(g) % MB;
+    return MB + s_rand(g) % (MAX_OUT - MB);
+}
+
+/* An earlier output: node index and output (lean to recent ones); -1 when
+   none. Actor results only where allowed (not as a ref passed as a value:
+   they have no lineage, and a nested task may have to rebuild it). */
+static int
+s_pick(hgraph_t *g, int upto, bool calls_ok, int *k)
+{
+    for (int tries = 0; tries < 8 && upto > 0; tries++) {
+        int i = (int) (s_rand(g) % (uint64_t) upto);
+        if (s_rand(g) % 2)
+            i = upto - 1 - (int) (s_rand(g) % (uint64_t) (upto < 16 ? upto : 16));
+        if (!calls_ok && g->nodes[i].kind == K_CALL)
+            continue;
+        *k = (int) (s_rand(g) % (uint64_t) g->nodes[i].nout);
+        return i;
+    }
+    return -1;
+}
+
+typedef struct {
+    lux_arg_t a[5];
+    uint64_t dig[5];
+    uint8_t *own[5];
+    int n;
+} hargs_t;
+
+/* n random arguments: refs to earlier outputs, or inline values. */
+static void
+s_args(hgraph_t *g, int i, int n, hargs_t *A)
+{
+    A->n = 0;
+    for (int j = 0; j < n; j++) {
+        int k, x = (s_rand(g) % 4) ? s_pick(g, i, true, &k) : -1;
+        A->own[A->n] = NULL;
+        if (x >= 0) {
+            A->a[A->n] = LUX_REF(g->nodes[x].ref[k]);
+            A->dig[A->n] = g->nodes[x].dig[k];
+        } else {
+            int r = (int) (s_rand(g) % 100);
+            size_t sz = r < 70 ? 8 : r < 95 ? 1 + s_rand(g) % LUX_VAL_MAX : LUX_VAL_MAX;
+            uint8_t *p = malloc(sz);
+            hx_fill(p, sz, s_rand(g));
+            A->own[A->n] = p;
+            A->a[A->n] = LUX_VAL(p, sz);
+            A->dig[A->n] = hx_digest(p, sz);
+        }
+        A->n++;
+    }
+}
+
+static void
+s_args_free(hargs_t *A)
+{
+    for (int j = 0; j < A->n; j++)
+        free(A->own[j]);
+}
+
+/* h taking in the digests of A's arguments, numbered from `from`. */
+static uint64_t
+s_take(uint64_t h, int from, const hargs_t *A)
+{
+    for (int j = 0; j < A->n; j++)
+        h = hx_mix(h ^ (A->dig[j] + (uint64_t) (j + from)));
+    return h;
+}
+
+static int
+s_submit(lux_t *lx, hgraph_t *g, int n, const lux_opts_t *opts, lux_actor_t act[2],
+         uint64_t acc_h[2], bool chaos)
+{
+    static const char *fns[] = {"t_h1", "t_h2", "t_h3"};
+    g->nodes = calloc((size_t) n, sizeof *g->nodes);
+    for (int i = 0; i < n; i++) {
+        hnode_t *x = &g->nodes[i];
+        int r = (int) (s_rand(g) % 100), rc = 0;
+        x->kind = i == 0 || r < 12 ? K_PUT : r < 18 ? K_NEST : r < 23 ? K_CALL : K_TASK;
+        g->counts[x->kind]++;
+        hargs_t A;
+        switch (x->kind) {
+        case K_PUT: {
+            x->nout = 1;
+            x->size[0] = s_size(g, 4);
+            uint64_t seed = s_rand(g) << 20 | (uint64_t) i;
+            hx_fill(s_scratch, x->size[0], seed);
+            x->dig[0] = hx_digest(s_scratch, x->size[0]);
+            rc = lux_put(lx, s_scratch, x->size[0], &x->ref[0]);
+            break;
+        }
+        case K_TASK: {
+            x->nout = 1 + (int) (s_rand(g) % 3);
+            int64_t ctl[4] = {(int64_t) s_rand(g), 0, 0, 0};
+            for (int k = 0; k < x->nout; k++)
+                ctl[1 + k] = (int64_t) (x->size[k] = s_size(g, 0));
+            s_args(g, i, (int) (s_rand(g) % 5), &A);
+            uint64_t h = s_take(hx_mix((uint64_t) ctl[0]), 1, &A);
+            for (int k = 0; k < x->nout; k++)
+                x->dig[k] = s_filled_digest(hx_mix(h + (uint64_t) k + 1), x->size[k]);
+            lux_arg_t all[6] = {LUX_VAL(ctl, sizeof ctl)};
+            memcpy(all + 1, A.a, (size_t) A.n * sizeof *all);
+            rc = lux_call_opts(lx, opts, fns[x->nout - 1], 1 + A.n, all, x->nout, x->ref);
+            s_args_free(&A);
+            break;
+        }
+        case K_NEST: {
+            int k, p = s_pick(g, i, false, &k);
+            if (p < 0) { /* node 0 is a put */
+                p = 0;
+                k = 0;
+            }
+            x->nout = 1;
+            x->size[0] = s_size(g, 0);
+            size_t pn = s_size(g, 0), sn = s_size(g, 0);
+            int64_t ctl[4] = {(int64_t) s_rand(g), (int64_t) x->size[0], (int64_t) pn,
+                              (int64_t) sn};
+            s_args(g, i, (int) (s_rand(g) % 3), &A);
+            uint64_t h = s_take(hx_mix((uint64_t) ctl[0]), 2, &A);
+            uint64_t dv = g->nodes[p].dig[k];
+            h = hx_mix(h ^ (dv + 101));
+            uint64_t dput = s_filled_digest(hx_mix(h + 7), pn);
+            uint64_t hs = hx_mix(hx_mix((uint64_t) hx_mix(h + 9)) ^ (dput + 1));
+            hs = hx_mix(hs ^ (dv + 2));
+            uint64_t dsub = s_filled_digest(hx_mix(hs + 1), sn);
+            h = hx_mix(h ^ (dsub + 103));
+            x->dig[0] = s_filled_digest(hx_mix(h + 1), x->size[0]);
+            lux_arg_t all[6] = {LUX_VAL(ctl, sizeof ctl), LUX_VAL(g->nodes[p].ref[k].b, LUX_REF_LEN)};
+            memcpy(all + 2, A.a, (size_t) A.n * sizeof *all);
+            rc = lux_call_opts(lx, opts, "t_hnest", 2 + A.n, all, 1, x->ref);
+            s_args_free(&A);
+            break;
+        }
+        case K_CALL: {
+            int w = (int) (s_rand(g) % 2);
+            x->nout = 1;
+            x->size[0] = 8;
+            s_args(g, i, 1 + (int) (s_rand(g) % 2), &A);
+            acc_h[w] = s_take(acc_h[w], 0, &A);
+            x->dig[0] = hx_digest(&acc_h[w], 8);
+            rc = lux_actor_call(lx, &act[w], "step", A.n, A.a, 1, x->ref);
+            s_args_free(&A);
+            if (!rc && w == 0 && s_rand(g) % 8 == 0) {
+                int c = lux_actor_checkpoint(lx, &act[0]);
+                g->ckpts++;
+                if (c == LUX_EDEAD && chaos)
+                    g->ckpt_dead++; /* its process died mid-checkpoint: documented */
+                else if (c)
+                    return c;
+            }
+            break;
+        }
+        }
+        g->n = i + 1;
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* Every output checked; returns the number wrong, the first in why. */
+static int
+s_check(lux_t *lx, hgraph_t *g, int64_t deadline_ms, char *why, size_t wn)
+{
+    int bad = 0;
+    for (int i = 0; i < g->n; i++) {
+        hnode_t *x = &g->nodes[i];
+        for (int k = 0; k < x->nout; k++) {
+            struct timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            int64_t left = deadline_ms - ((int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+            lux_val_t v;
+            int rc = lux_get(lx, &x->ref[k], &v, left > 0 ? (int) left : 0);
+            bool right = rc == 0 && v.size == x->size[k] && hx_digest(v.data, v.size) == x->dig[k];
+            if (!right && !bad++)
+                snprintf(why, wn, "node %d (kind %d) output %d: %s", i, x->kind, k,
+                         rc == LUX_ETIMEDOUT ? "HANG (not ready in time)"
+                         : rc               ? lux_errmsg()
+                         : v.size != x->size[k] ? "WRONG size"
+                                                : "WRONG bytes");
+        }
+        /* task results go once checked (they have lineage); puts and
+           actor calls' results stay to the end: a task rebuilt later may
+           need them, and they cannot be made again */
+        if (x->kind == K_TASK || x->kind == K_NEST)
+            lux_free(lx, x->nout, x->ref);
+    }
+    return bad;
+}
+
+/* --- chaos ---------------------------------------------------------------------------------- */
+
+static atomic_int s_stop;
+static atomic_int s_kills;
+static uint64_t s_krng = 3108;
+static int s_kill_min = 10, s_kill_max = 100; /* ms between kills */
+
+static bool
+s_is_worker(pid_t pid)
+{
+    char path[64], buf[4096];
+    snprintf(path, sizeof path, "/proc/%d/cmdline", (int) pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    for (size_t i = 0; i < n; i += strlen(buf + i) + 1)
+        if (strcmp(buf + i, "worker") == 0)
+            return true;
+    return false;
+}
+
+static void *
+s_killer(void *arg)
+{
+    (void) arg;
+    while (!atomic_load(&s_stop)) {
+        s_krng = s_krng * 6364136223846793005ULL + 1442695040888963407ULL;
+        usleep((useconds_t) (1000 * (s_kill_min + (int) ((s_krng >> 33) %
+                                                         (uint64_t) (s_kill_max - s_kill_min + 1)))));
+        pid_t kids[256];
+        int n = fx_children(kids, 256);
+        if (n == 0 || atomic_load(&s_stop))
+            continue;
+        pid_t victim = kids[(s_krng >> 40) % (uint64_t) n];
+        if (s_is_worker(victim) && kill(victim, SIGKILL) == 0)
+            atomic_fetch_add(&s_kills, 1);
+    }
+    return NULL;
+}
+
+/* --- one seed ------------------------------------------------------------------------------- */
+
+static int
+s_seed(uint64_t seed, int ntasks, bool chaos, char *why, size_t wn)
+{
+    lux_config_t cfg = {.module = graph_module(), .dir = tap_tmpdir(), .store_bytes = 64 * MB,
+                        .workers = 2};
+    lux_opts_t opts = {.max_attempts = chaos ? 255 : 3};
+    hgraph_t g = {.rng = seed * 0x9e3779b97f4a7c15ULL + 1};
+    lux_actor_t act[2];
+    uint64_t acc_h[2] = {seed, seed + 1};
+    pthread_t killer;
+    int rc, bad = 0;
+    why[0] = '\0';
+    lux_t *lx = lux_init(&cfg);
+    if (!lx) {
+        snprintf(why, wn, "lux_init: %s", lux_errmsg());
+        return 1;
+    }
+    lux_actor_opts_t ao0 = {.max_restarts = 65535, .checkpoint_every = 5};
+    lux_actor_opts_t ao1 = {.max_restarts = 65535};
+    if ((rc = lux_actor_create(lx, "HAcc", 1, (lux_arg_t[]) {LUX_VAL(&acc_h[0], 8)}, &ao0,
+                               &act[0])) ||
+        (rc = lux_actor_create(lx, "HAcc", 1, (lux_arg_t[]) {LUX_VAL(&acc_h[1], 8)}, &ao1,
+                               &act[1]))) {
+        snprintf(why, wn, "lux_actor_create: %s", lux_errmsg());
+        lux_shutdown(&lx);
+        return 1;
+    }
+    int kills0 = atomic_load(&s_kills);
+    if (chaos) {
+        atomic_store(&s_stop, 0);
+        if (pthread_create(&killer, NULL, s_killer, NULL))
+            bail("pthread_create failed");
+    }
+    rc = s_submit(lx, &g, ntasks, &opts, act, acc_h, chaos);
+    if (rc) {
+        snprintf(why, wn, "submitting node %d: %s", g.n, lux_errmsg());
+        bad = 1;
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t deadline = (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + 600000 + 120L * ntasks;
+    if (!bad)
+        bad = s_check(lx, &g, deadline, why, wn);
+    if (chaos) {
+        atomic_store(&s_stop, 1);
+        pthread_join(killer, NULL);
+    }
+    lux_shutdown(&lx);
+    /* no process of the cluster is left */
+    pid_t kids[64];
+    int left = 0;
+    for (int i = 0; i < 1000 && (left = fx_children(kids, 64)) > 0; i++) {
+        while (waitpid(-1, NULL, WNOHANG) > 0)
+            ;
+        usleep(10000);
+    }
+    if (left > 0 && !bad++)
+        snprintf(why, wn, "%d processes of the cluster left after lux_shutdown (pid %d)", left,
+                 (int) kids[0]);
+    diag("seed %llu: %d nodes (puts %d, tasks %d, nested %d, actor calls %d, checkpoints %d%s), "
+         "%s%d kills: %s%s", (unsigned long long) seed, g.n, g.counts[K_PUT], g.counts[K_TASK],
+         g.counts[K_NEST], g.counts[K_CALL], g.ckpts,
+         g.ckpt_dead ? " (some cut by a kill)" : "", chaos ? "chaos, " : "no chaos, ",
+         atomic_load(&s_kills) - kills0, bad ? "FAILED: " : "ok", why);
+    free(g.nodes);
+    return bad;
+}
+
+int
+main(int argc, char **argv)
+{
+    int nseeds = 0, tmin = 200, tmax = 5000;
+    uint64_t first = 1;
+    bool chaos = false;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--seeds") == 0 && i + 1 < argc)
+            nseeds = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--first") == 0 && i + 1 < argc)
+            first = strtoull(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--min") == 0 && i + 1 < argc)
+            tmin = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--max") == 0 && i + 1 < argc)
+            tmax = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--chaos") == 0)
+            chaos = true;
+        else if (strcmp(argv[i], "--kill-ms") == 0 && i + 1 < argc &&
+                 sscanf(argv[++i], "%d-%d", &s_kill_min, &s_kill_max) == 2 && s_kill_min > 0 &&
+                 s_kill_max >= s_kill_min)
+            ;
+        else {
+            fprintf(stderr, "usage: %s [--seeds N] [--first S] [--chaos] [--kill-ms A-B] [--min T] "
+                    "[--max T]\n",
+                    argv[0]);
+            return 2;
+        }
+    }
+    s_scratch = malloc(MAX_OUT);
+    if (nseeds == 0) { /* the short form, for make check */
+        nseeds = 2;
+        first = 31080;
+        tmin = 60;
+        tmax = 120;
+        chaos = true;
+        s_kill_min = 200;
+        s_kill_max = 500;
+    }
+    setenv("LUX_LOG", "error", 0); /* not a warning per kill */
+    if (tmax < tmin)
+        tmax = tmin;
+    int failed = 0;
+    for (int s = 0; s < nseeds; s++) {
+        uint64_t seed = first + (uint64_t) s;
+        int n = tmin + (int) (hx_mix(seed) % (uint64_t) (tmax - tmin + 1));
+        bool c = chaos && seed % 2 == 1;
+        char why[1200];
+        int bad = s_seed(seed, n, c, why, sizeof why);
+        failed += bad != 0;
+        ok(bad == 0, "seed %llu: %d tasks%s: every output right, no process left%s%s",
+           (unsigned long long) seed, n, c ? ", workers and actors killed at random" : "",
+           bad ? ": " : "", why);
+    }
+    diag("%d of %d seeds failed", failed, nseeds);
+    free(s_scratch);
+    return done_testing();
+}
