@@ -91,7 +91,7 @@ is "$(q "SELECT count(*) FROM events e JOIN tasks t ON e.task_id = t.task_id
     "and no departed driver's task was retried"
 
 # 6. a detached job's task outlives its driver
-run timeout -s KILL 120 "$LUX" run --address "$D" --detach "$MOD" gate "$tmp/open"
+run timeout -s KILL 120 "$LUX" run --address "$D" --detach "$MOD" gate "$tmp/open" "$tmp"
 is "$rc" 0 "a detached driver submits a task that waits for a file, and exits"
 n=0
 while [ "$(q "SELECT count(*) FROM jobs WHERE args LIKE '%--detach%' AND state != 'running'")" != 1 ] &&

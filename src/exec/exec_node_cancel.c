@@ -81,6 +81,7 @@ s_stop_running(nm_t *nm, nm_task_t *t, bool force, const char *why)
     if (force) {
         log_info("killing worker %d to cancel task %s (%s): %s", (int) w->pid, hex, t->fn, why);
         kill(w->pid, SIGKILL);
+        w->state = W_LEAVING; /* nothing more for it, and its end is no surprise */
         return;
     }
     union sigval v = {.sival_int = (int) exec_cancel_token(&t->id)};

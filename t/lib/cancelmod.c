@@ -8,7 +8,7 @@
                       (a driver that gives up on tasks that hang)
         hold N DIR    call c_pause(DIR) N times, print "submitted", flush,
                       and sleep until killed (a driver killed with -9)
-        gate PATH     call c_gate(PATH), print "submitted", exit 0 without
+        gate PATH DIR call c_gate(PATH, DIR), print "submitted", exit 0 without
                       waiting (run it with --detach, or without)
         one MS        call c_one, wait up to MS ms for it; print its value
                       and exit 0, or the error and exit 1
@@ -68,12 +68,14 @@ c_nap(lux_t *lx, int argc, const lux_val_t *argv)
 }
 LUX_FUNCTION(c_nap, 1, 1)
 
-/* Waits (at most 120 s) until the file argv[0] exists; returns 1. */
+/* Says it runs (in DIR argv[1]), then waits (at most 120 s) until the
+   file argv[0] exists; returns 1. */
 static int
 c_gate(lux_t *lx, int argc, const lux_val_t *argv)
 {
     (void) argc;
     char path[1024];
+    s_running(&argv[1]);
     snprintf(path, sizeof path, "%.*s", (int) argv[0].size, (const char *) argv[0].data);
     for (int i = 0; i < 12000 && access(path, F_OK) != 0; i++)
         usleep(10000);
@@ -82,7 +84,7 @@ c_gate(lux_t *lx, int argc, const lux_val_t *argv)
     int64_t v = 1;
     return lux_set(lx, 0, &v, sizeof v);
 }
-LUX_FUNCTION(c_gate, 1, 1)
+LUX_FUNCTION(c_gate, 2, 1)
 
 /* Its argument back. */
 static int
@@ -110,7 +112,7 @@ Gate_wait(lux_t *lx, void *self, int argc, const lux_val_t *argv)
     (void) self;
     return c_gate(lx, argc, argv);
 }
-LUX_METHOD(Gate, wait, 1, 1)
+LUX_METHOD(Gate, wait, 2, 1)
 
 static int
 c_one(lux_t *lx, int argc, const lux_val_t *argv)
@@ -125,14 +127,19 @@ static int
 s_main(lux_t *lx, int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "cancelmod: usage: hang N DIR | hold N DIR | gate PATH | one MS\n");
+        fprintf(stderr, "cancelmod: usage: hang N DIR | hold N DIR | gate PATH DIR | one MS\n");
         return 2;
     }
     int n = atoi(argv[2]);
     if (strcmp(argv[1], "gate") == 0) {
         lux_ref_t r;
         lux_val_t v;
-        if (lux_call(lx, "c_gate", 1, (lux_arg_t[]) {LUX_VAL(argv[2], strlen(argv[2]))}, 1, &r)) {
+        if (argc < 4)
+            return 2;
+        if (lux_call(lx, "c_gate", 2,
+                     (lux_arg_t[]) {LUX_VAL(argv[2], strlen(argv[2])),
+                                    LUX_VAL(argv[3], strlen(argv[3]))},
+                     1, &r)) {
             fprintf(stderr, "cancelmod: lux_call: %s\n", lux_errmsg());
             return 1;
         }
