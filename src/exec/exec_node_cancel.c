@@ -296,26 +296,25 @@ nm_cancel_started(nm_t *nm, nm_task_t *t)
     t->deadline_ms = t->timeout_ms ? util_mono_ms() + t->timeout_ms : 0;
 }
 
+/* A task with a timeout runs alone in its batch (nm_dispatch), so only
+   the head of each worker's queue is looked at: a walk of the workers,
+   nothing per task. */
 void
 nm_cancel_tick(nm_t *nm)
 {
     int64_t now = 0;
     for (nm_worker_t *w = nm->workers; w; w = w->next) {
-        if (w->actor || w->reaped)
+        nm_task_t *t = w->queue;
+        if (w->actor || w->reaped || !t || !t->deadline_ms || t->cancel_req)
             continue;
-        for (nm_task_t *t = w->queue; t; t = t->next) {
-            if (!t->deadline_ms || t->cancel_req)
-                continue;
-            if (!now)
-                now = util_mono_ms();
-            if (now < t->deadline_ms)
-                continue;
-            char why[256];
-            snprintf(why, sizeof why,
-                     "cancelled: it ran past its timeout of %u ms (lux_opts_t.timeout_ms)",
-                     t->timeout_ms);
-            s_stop_running(nm, t, true, why);
-            break; /* the worker is killed: the rest of its queue waits for the reaper */
-        }
+        if (!now)
+            now = util_mono_ms();
+        if (now < t->deadline_ms)
+            continue;
+        char why[256];
+        snprintf(why, sizeof why,
+                 "cancelled: it ran past its timeout of %u ms (lux_opts_t.timeout_ms)",
+                 t->timeout_ms);
+        s_stop_running(nm, t, true, why);
     }
 }
