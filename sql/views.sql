@@ -43,7 +43,8 @@ SELECT nullif(lower(hex(s.task)), '') AS task_id,
        s.idx AS num_returns,
        length(s.deps) / 20 AS num_deps,
        s.ts AS submitted,
-       CASE f.kind WHEN 5 THEN 'finished' WHEN 6 THEN 'failed' ELSE 'pending' END AS status,
+       CASE f.kind WHEN 5 THEN 'finished' WHEN 6 THEN 'failed' WHEN 19 THEN 'cancelled'
+                   ELSE 'pending' END AS status,
        f.attempt AS attempts,
        nullif(lower(hex(f.node)), '') AS node_id,
        f.worker,
@@ -51,11 +52,11 @@ SELECT nullif(lower(hex(s.task)), '') AS task_id,
        (f.t_end - f.t_start) / 1e6 AS duration_ms,
        f.size AS output_bytes,
        (SELECT count(*) FROM event r WHERE r.task = s.task AND r.kind = 7) AS retries,
-       CASE f.kind WHEN 6 THEN f.info END AS error,
+       CASE WHEN f.kind IN (6, 19) THEN f.info END AS error,
        s.seq
 FROM event s
 LEFT JOIN event f
-       ON f.seq = (SELECT max(x.seq) FROM event x WHERE x.task = s.task AND x.kind IN (5, 6))
+       ON f.seq = (SELECT max(x.seq) FROM event x WHERE x.task = s.task AND x.kind IN (5, 6, 19))
 WHERE s.kind = 4;
 
 -- Every retry of a task, with its reason.

@@ -46,7 +46,8 @@ extern "C" {
     X(LUX_EEXIST, -18, "already exists")                                      \
     X(LUX_EINTR, -19, "interrupted")                                          \
     X(LUX_ESHARD, -20, "wrong shard")                                         \
-    X(LUX_EDEADLK, -21, "would deadlock")
+    X(LUX_EDEADLK, -21, "would deadlock")                                     \
+    X(LUX_ECANCELLED, -22, "cancelled")
 
 enum lux_error {
 #define LUX_X_ENUM(name, value, text) name = value,
@@ -101,6 +102,8 @@ typedef struct {
                              at most 8 GiB) */
     const char *resources; /* embedded default: what the node has, "CPU=2,GPU=1,disk=3"
                               (NULL: CPU = cores) */
+    int detached;         /* 1: the job's tasks run on after its driver leaves or dies
+                             (0: they are cancelled then, see lux_cancel) */
 } lux_config_t;
 
 /* Connect (or start the embedded default). NULL on failure. */
@@ -139,6 +142,8 @@ typedef struct {
     double cpus;           /* CPUs the task holds while it runs (default 1) */
     const char *resources; /* custom resources it holds, "GPU=1,disk=2" */
     int max_attempts;      /* runs allowed when its worker dies (default 3) */
+    int timeout_ms;        /* cancel it with force when it has run this long
+                              (0: no limit); see lux_cancel */
 } lux_opts_t;
 
 /* Call remote function fn with argc arguments; its nret return values get
@@ -178,6 +183,26 @@ int lux_wait(lux_t *lx, int n, const lux_ref_t *refs, int k, int timeout_ms, int
    calls made after do not (a freed put is gone for them; a task's result
    is rebuilt from its lineage, an actor call's cannot be). */
 void lux_free(lux_t *lx, int n, const lux_ref_t *refs);
+
+/* Cancel the task that makes ref (Ray's ray.cancel). A task still
+   waiting or queued is dropped. A running one is interrupted: its worker
+   gets a signal (EXEC_CANCEL_SIGNAL, a real-time one), which ends a
+   blocking system call of the task with EINTR, and from then on
+   lux_cancelled() is 1 in the task and its lux_get and lux_wait return
+   LUX_ECANCELLED; a task that does not look goes on running (cooperative).
+   With force, its worker is killed instead (and replaced). Either way,
+   lux_get of its refs, and of every task that needs one of them, returns
+   LUX_ECANCELLED, a task_cancelled event is logged (status 'cancelled' in
+   the tasks view) and the task is never retried. 0 once the node has taken
+   the request, and also when the task had finished already (its result
+   stays); LUX_ENOTFOUND for a ref no task of this node makes (a put, or
+   an ID never made), LUX_ENOSYS for an actor's call (kill the actor with
+   lux_actor_kill). A job's unfinished tasks are cancelled with force when
+   its driver leaves or dies, unless it is detached (lux_config_t). */
+int lux_cancel(lux_t *lx, const lux_ref_t *ref, int force);
+/* In a running task: 1 when it was asked to stop (lux_cancel without
+   force), else 0. A long task may look now and then and return early. */
+int lux_cancelled(lux_t *lx);
 
 /* Refs as text: 40 hex digits (out: 41 bytes); and back (0 or LUX_EINVAL). */
 char *lux_ref_hex(const lux_ref_t *ref, char *out);

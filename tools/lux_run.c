@@ -18,7 +18,7 @@
 
 static const char s_run_usage[] =
     "lux run [--address DIR] [--workers N] [--shards N] [--store-mb N] [--resources R]\n"
-    "        [--dir RUNS] MODULE.so [ARGS...]";
+    "        [--dir RUNS] [--detach] MODULE.so [ARGS...]";
 
 /* Load the module before the cluster starts, check that it has an entry
    point, and let its LUX_CONFIGURE, if it has one, read its arguments into
@@ -85,6 +85,10 @@ cmd_run(int argc, char **argv)
                    "default) and stops it at the end;\nthe run's log stays in its directory "
                    "(printed at the end).\n", s_run_usage);
             return 0;
+        }
+        if (strcmp(o, "--detach") == 0) { /* the job's tasks outlive the driver */
+            cfg.detached = 1;
+            continue;
         }
         if (i + 1 >= argc)
             return lux_usage("run", s_run_usage, "%s needs a value", o);

@@ -40,7 +40,8 @@
     X(actor_died, 15, actor)                                                  \
     X(node_joined, 16, node)                                                  \
     X(node_died, 17, node)                                                    \
-    X(note, 18, job)
+    X(note, 18, job)                                                          \
+    X(task_cancelled, 19, task)
 
 enum db_kind {
 #define X(name, code, key) DB_K_##name = code,

@@ -68,7 +68,8 @@ lux_init(const lux_config_t *cfg)
         snprintf(endpoint, sizeof endpoint, "%s", exec_head_endpoint(head));
     }
     s_cmdline(name, sizeof name, info, sizeof info);
-    lux_t *lx = exec_client_connect(endpoint, EXEC_HELLO_DRIVER, name, info);
+    lux_t *lx = exec_client_connect(
+        endpoint, EXEC_HELLO_DRIVER | (c.detached ? EXEC_CONNECT_DETACHED : 0), name, info);
     if (!lx) {
         exec_head_stop(&head);
         return NULL;

@@ -161,6 +161,9 @@ s_on_objects(lux_t *lx, zframe_t *body)
                never change, and lux_get handed out these bytes already */
             continue;
         }
+        o->cancelled = d.where == EXEC_W_CANCELLED;
+        if (d.where == EXEC_W_CANCELLED)
+            d.where = EXEC_W_ERROR; /* an error whose code is LUX_ECANCELLED */
         if (d.where == EXEC_W_ERROR || d.where == EXEC_W_INLINE || d.where == EXEC_W_MISSING) {
             s_obj_clear(o);
             o->bytes = malloc(d.size + 1);
@@ -399,6 +402,8 @@ exec_client_connect(const char *endpoint, int kind, const char *name, const char
         util_err(LUX_ENOMEM, "out of memory");
         return NULL;
     }
+    bool detached = (kind & EXEC_CONNECT_DETACHED) != 0;
+    kind &= ~EXEC_CONNECT_DETACHED;
     lx->kind = kind;
     util_spin_init(&lx->spin, kind == EXEC_HELLO_DRIVER
                                   ? util_spin_max_env("LUX_SPIN_US", UTIL_SPIN_DEFAULT_NS)
@@ -426,6 +431,7 @@ exec_client_connect(const char *endpoint, int kind, const char *name, const char
     util_buf_put_str(b, name ? name : "", name ? strlen(name) : 0);
     util_buf_put_blob(b, info ? info : "", info ? strlen(info) : 0);
     util_buf_put_u32(b, 0);
+    util_buf_put_u8(b, detached ? 1 : 0); /* flags */
     s_send(lx, NET_NODE_HELLO, b->data, b->len, NULL, 0);
     zmsg_t *m = net_link_recv(lx->link, 10000);
     if (!m) {
@@ -615,7 +621,8 @@ lux_call_opts(lux_t *lx, const lux_opts_t *opts, const char *fn, int argc, const
                      .cpus_milli = (uint32_t) ((opts && opts->cpus > 0 ? opts->cpus : 1.0) * 1000 + 0.5),
                      .res = opts && opts->resources ? opts->resources : NULL,
                      .res_len = (uint16_t) (opts && opts->resources ? strlen(opts->resources) : 0),
-                     .argc = (uint16_t) argc, .args = a->data, .args_len = (uint32_t) a->len};
+                     .argc = (uint16_t) argc, .args = a->data, .args_len = (uint32_t) a->len,
+                     .timeout_ms = (uint32_t) (opts && opts->timeout_ms > 0 ? opts->timeout_ms : 0)};
     memcpy(s.module, exec_module_hash(m), 16);
     s_next_id(lx, &s.task);
     s_batch_start(lx, &lx->submit, lx->nsubmit);
@@ -794,6 +801,10 @@ s_get_many(lux_t *lx, int n, const lux_ref_t *refs, lux_val_t *out, int timeout_
                 s_block(lx, false);
                 return util_err(LUX_EINTR, "lux_get: interrupted (the worker was told to stop)");
             }
+            if (lx->cancelled && lx->cancelled(lx)) {
+                s_block(lx, false);
+                return util_err(LUX_ECANCELLED, "lux_get: the task was cancelled (lux_cancel)");
+            }
             if (left <= 0) {
                 s_block(lx, false);
                 char hex[LUX_REF_LEN * 2 + 1];
@@ -818,7 +829,10 @@ s_get_many(lux_t *lx, int n, const lux_ref_t *refs, lux_val_t *out, int timeout_
         }
         if (o->state == COBJ_ERROR || o->state == COBJ_MISSING) {
             if (!rc)
-                rc = util_err(o->state == COBJ_MISSING ? LUX_ENOTFOUND : LUX_ETASK, "%s",
+                rc = util_err(o->state == COBJ_MISSING ? LUX_ENOTFOUND
+                              : o->cancelled           ? LUX_ECANCELLED
+                                                       : LUX_ETASK,
+                              "%s",
                               o->bytes ? (char *) o->bytes : "task failed");
             out[i].data = NULL;
             out[i].size = 0;
@@ -872,6 +886,10 @@ lux_wait(lux_t *lx, int n, const lux_ref_t *refs, int k, int timeout_ms, int *re
         int64_t left = deadline - util_mono_ms();
         if (left <= 0)
             break;
+        if (lx->cancelled && lx->cancelled(lx)) {
+            s_block(lx, false);
+            return util_err(LUX_ECANCELLED, "lux_wait: the task was cancelled (lux_cancel)");
+        }
         /* fewer than k ready, and too many of the rest can only come
            after the method returns */
         if (lx->nself) {
@@ -1217,4 +1235,27 @@ lux_actor_hex(const lux_actor_t *actor, char *out)
 {
     util_hex(out, actor->b, sizeof actor->b);
     return out;
+}
+
+/* --- cancelling ------------------------------------------------------------------------------ */
+
+int
+lux_cancel(lux_t *lx, const lux_ref_t *ref, int force)
+{
+    if (!lx || !ref)
+        return util_err(LUX_EINVAL, "lux_cancel: no connection or ref");
+    uint8_t b[8 + 1 + LUX_REF_LEN], none[1];
+    uint64_t req = ++lx->actor_req; /* one counter for the requests the node answers */
+    util_le64(b, req);
+    b[8] = force ? 1 : 0;
+    memcpy(b + 9, ref->b, LUX_REF_LEN);
+    exec_client_flush(lx); /* the call it cancels goes first */
+    s_send(lx, NET_CANCEL, b, sizeof b, NULL, 0);
+    return s_await(lx, NET_CANCEL_REP, req, none, 0, "the node manager's answer to lux_cancel");
+}
+
+int
+lux_cancelled(lux_t *lx)
+{
+    return lx && lx->task && lx->cancelled && lx->cancelled(lx) ? 1 : 0;
 }

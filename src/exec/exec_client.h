@@ -72,6 +72,7 @@ struct lux_t {
     bool blocked;              /* in a worker: told the node we wait */
     uint32_t (*giveback)(lux_t *lx, util_buf_t *ids); /* worker: tasks not started */
     void (*on_blocked)(lux_t *lx); /* worker: the node was just told we wait */
+    bool (*cancelled)(lux_t *lx); /* worker: the running task was cancelled (lux_cancel) */
     void *worker;              /* the worker's state */
     util_id_t self_actor;      /* in a worker: the actor it hosts (zero: none) */
     lux_ref_t *self_refs;      /* refs of calls the running call made to its own actor */
@@ -90,10 +91,14 @@ typedef struct {
                                   it when ready; others' refs must be asked for */
     uint64_t size, off;
     uint8_t *bytes;            /* inline copy, or the error message */
+    bool cancelled;            /* ERROR: its task was cancelled (LUX_ECANCELLED) */
 } exec_cobj_t;
 
 /* Connect to the node manager at endpoint (a driver or a worker); NULL
-   with the message set. name and info describe a driver's job. */
+   with the message set. name and info describe a driver's job. A driver's
+   kind may carry EXEC_CONNECT_DETACHED: its job's tasks run on after it
+   leaves (lux_config_t.detached). */
+#define EXEC_CONNECT_DETACHED 0x100
 lux_t *exec_client_connect(const char *endpoint, int kind, const char *name, const char *info);
 void exec_client_close(lux_t **lx_p, int status);
 

@@ -115,6 +115,7 @@ void
 nm_client_gone(nm_t *nm, nm_client_t *c)
 {
     void *arg[2] = {nm, c};
+    nm_cancel_job(nm, c);        /* a driver's unfinished tasks, unless detached */
     nm_actor_client_gone(nm, c); /* its actors, its lookups */
     if (c->dirty) {
         /* take it off the dirty list */
@@ -232,6 +233,8 @@ s_on_hello(nm_t *nm, nm_conn_t *conn, zframe_t *body)
     const char *name = util_rd_str(&r, &nname);
     const char *info = (const char *) util_rd_blob(&r, &ninfo);
     int32_t status = (int32_t) util_rd_u32(&r);
+    /* optional, after the status: flags u8 (1: a detached driver) */
+    uint8_t flags = !r.bad && r.p < r.end ? util_rd_u8(&r) : 0;
     if (r.bad || !cid ||
         (kind != EXEC_HELLO_DRIVER && kind != EXEC_HELLO_WORKER && kind != 3)) {
         s_complain("malformed NODE_HELLO");
@@ -292,6 +295,7 @@ s_on_hello(nm_t *nm, nm_conn_t *conn, zframe_t *body)
     }
     c->kind = kind;
     c->pid = (pid_t) pid;
+    c->detached = (flags & 1) != 0;
     memcpy(c->job.b, job, 16);
     if (kind == EXEC_HELLO_WORKER) {
         if (w) {
@@ -779,6 +783,12 @@ s_on_msg(nm_t *nm, nm_conn_t *conn, zmsg_t *msg)
         if (body)
             nm_blocked(nm, c, zframe_data(body), zframe_size(body));
         break;
+    case NET_CANCEL:
+        if (body)
+            nm_cancel_op(nm, c, zframe_data(body), zframe_size(body));
+        else
+            s_complain("CANCEL without a body");
+        break;
     case NET_ACTOR:
         if (body)
             nm_actor_op(nm, c, zframe_data(body), zframe_size(body));
@@ -889,6 +899,7 @@ s_tick(nm_t *nm)
         s_reap_drivers(nm);
     }
     nm_actor_tick(nm);
+    nm_cancel_tick(nm); /* tasks past their timeout */
 }
 
 #define S_TICK_MS 2

@@ -70,6 +70,7 @@ struct nm_obj {
     nm_obj_t *lru_prev, *lru_next; /* unpinned READY arena objects, oldest first */
     nm_client_t **waiters;  /* clients that asked for it (GET) before it existed */
     uint16_t nwaiters, capwaiters;
+    bool cancelled;         /* ERROR: its task was cancelled (or one it needed) */
 };
 
 /* --- tasks ---------------------------------------------------------------------------- */
@@ -142,6 +143,11 @@ struct nm_task {
     uint8_t *held_outs;       /* held: its outputs as reported (exec_obj_t, then fps) */
     uint32_t held_len;
     int64_t t_start, t_end;   /* held: when it ran */
+    /* cancelling (exec_node_cancel.c) */
+    uint32_t timeout_ms;      /* cancelled with force after running this long (0: never) */
+    int64_t deadline_ms;      /* running with a timeout: when it ends (0: none) */
+    bool cancel_req;          /* cancelled while on a worker: fails so when it reports */
+    char *cancel_why;         /* ... with this message (owned) */
 };
 
 /* --- actors ---------------------------------------------------------------------------- */
@@ -219,6 +225,7 @@ struct nm_client {
     util_idmap_t *allocs;     /* arena offsets granted and not yet sealed */
     nm_client_t *next_dirty;  /* clients with something to send */
     bool dirty;
+    bool detached;            /* a driver whose job's tasks run on after it leaves */
 };
 
 /* Why a worker is started: the pool's (one per CPU), an extra one (for
@@ -445,6 +452,24 @@ bool nm_actor_failing(nm_t *nm, nm_task_t *t, int status, const char *text);
 int nm_rebuild(nm_t *nm, const lux_ref_t *id);
 void nm_task_free(nm_task_t *t);
 int nm_parse_resources(nm_t *nm, const char *spec);
+
+/* exec_node_cancel.c */
+/* CANCEL from client c: cancel a task (lux_cancel), and answer. */
+void nm_cancel_op(nm_t *nm, nm_client_t *c, const uint8_t *p, size_t n);
+/* Driver c leaves or died: its job's unfinished tasks are cancelled with
+   force, unless it is detached. */
+void nm_cancel_job(nm_t *nm, nm_client_t *c);
+/* Worker w is gone: the cancelled tasks it held fail as cancelled, and
+   when there were any, the others go back to the queue uncharged (it was
+   killed for those). Called first by nm_worker_gone. */
+void nm_cancel_worker_gone(nm_t *nm, nm_worker_t *w);
+/* A worker reported t, which was cancelled meanwhile: t fails as
+   cancelled (whatever it returned). True when it did. */
+bool nm_cancel_result(nm_t *nm, nm_task_t *t);
+/* t was handed to a worker: its timeout starts. */
+void nm_cancel_started(nm_t *nm, nm_task_t *t);
+/* Tasks that ran past their timeout are cancelled with force. */
+void nm_cancel_tick(nm_t *nm);
 
 /* exec_node_log.c */
 int nm_log_open(nm_t *nm);

@@ -482,7 +482,9 @@ nm_log_finished(nm_t *nm, nm_task_t *t, nm_worker_t *w, const exec_result_t *r,
 {
     db_event_t e;
     char msg[600];
-    s_base(nm, &e, r->status ? DB_K_task_failed : DB_K_task_finished);
+    s_base(nm, &e, r->status == LUX_ECANCELLED ? DB_K_task_cancelled
+                   : r->status                 ? DB_K_task_failed
+                                               : DB_K_task_finished);
     DB_SET_ID(&e, task, DB_F_TASK, &t->id);
     DB_SET_INT(&e, attempt, DB_F_ATTEMPT, r->attempt);
     DB_SET_INT(&e, status, DB_F_STATUS, r->status);

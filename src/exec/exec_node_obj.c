@@ -144,7 +144,8 @@ nm_obj_describe(nm_t *nm, const nm_obj_t *o, exec_obj_t *d)
     memset(d, 0, sizeof *d);
     d->id = o->id;
     if (o->state == OBJ_ERROR || o->state == OBJ_MISSING) {
-        d->where = o->state == OBJ_ERROR ? EXEC_W_ERROR : EXEC_W_MISSING;
+        d->where = o->state == OBJ_ERROR ? (o->cancelled ? EXEC_W_CANCELLED : EXEC_W_ERROR)
+                                         : EXEC_W_MISSING;
         d->bytes = o->bytes;
         d->size = o->size;
     } else if (o->where == EXEC_W_ARENA) {

@@ -146,6 +146,7 @@ nm_task_free(nm_task_t *t)
     free(t->waiters);
     free(t->fail_msg);
     free(t->held_outs);
+    free(t->cancel_why);
     free(t);
 }
 
@@ -246,7 +247,7 @@ s_resolve(nm_t *nm, nm_task_t *t, char *why, size_t n)
         exec_ref_task(&a.ref, &dt_id);
         if (o && o->state == OBJ_ERROR) {
             snprintf(why, n, "its argument from %.*s", (int) o->size, (const char *) o->bytes);
-            return LUX_ETASK;
+            return o->cancelled ? LUX_ECANCELLED : LUX_ETASK;
         }
         if (o && o->freed) {
             /* still here for the tasks queued before the free: not for
@@ -330,6 +331,7 @@ s_task_make(nm_t *nm, nm_client_t *owner, const exec_spec_t *s, bool insert)
     t->cpus_milli = s->cpus_milli;
     t->res = s->res_len ? s_dup_name(s->res, s->res_len) : NULL;
     t->attempt = 1;
+    t->timeout_ms = s->timeout_ms;
     t->owner = owner;
     t->nested = owner && owner->kind == EXEC_HELLO_WORKER;
     t->state = TASK_WAITING;
@@ -662,6 +664,7 @@ s_fail_one(nm_t *nm, nm_task_t *t, int status, const char *msg, const char *text
         if (!o)
             continue;
         nm_obj_set_error(nm, o, text);
+        o->cancelled = status == LUX_ECANCELLED; /* lux_get says LUX_ECANCELLED */
         nm_obj_ready(nm, o);
     }
     s_answer_waiters(nm, t);
@@ -727,7 +730,8 @@ s_finish_failed(nm_t *nm, nm_task_t *t, int status, const char *msg)
             char xt[1400], xh[UTIL_ID_HEX];
             util_id_hex(&x->id, xh);
             snprintf(xt, sizeof xt, "task %s (%s) failed: %s", xh, s_fn(x), why);
-            s_fail_one(nm, x, LUX_ETASK, why, xt);
+            /* what needs a cancelled task is cancelled too (exec_node_cancel.c) */
+            s_fail_one(nm, x, status == LUX_ECANCELLED ? LUX_ECANCELLED : LUX_ETASK, why, xt);
         }
     }
     free(all);
@@ -806,6 +810,7 @@ nm_worker_gone(nm_t *nm, nm_worker_t *w, const char *why)
         s_worker_free(nm, w);
         return;
     }
+    nm_cancel_worker_gone(nm, w); /* the tasks it was stopped for fail, not retried */
     nm_task_t *running = w->queue, *rest = running ? running->next : NULL;
     if (w->state == W_LEAVING && !running)
         log_info("worker %d %s", (int) w->pid, why);
@@ -1101,7 +1106,7 @@ nm_dispatch(nm_t *nm)
         while (nm->ready && count < batch && (count == 0 || pinned < budget)) {
             nm_task_t *t = nm->ready;
             if (count && (t->cpus_milli != first->cpus_milli || t->res || first->res ||
-                          t->suspect || first->suspect))
+                          t->suspect || first->suspect || t->timeout_ms || first->timeout_ms))
                 break;
             nm->ready = t->next;
             if (!nm->ready)
@@ -1148,6 +1153,8 @@ nm_dispatch(nm_t *nm)
                     pinned += objs[k].size;
             t->state = TASK_RUNNING;
             t->worker = w;
+            if (t->timeout_ms) /* alone in its batch: it starts now */
+                nm_cancel_started(nm, t);
             if (w->queue_last)
                 w->queue_last->next = t;
             else
@@ -1256,6 +1263,8 @@ s_result(nm_t *nm, nm_worker_t *w, const exec_result_t *r)
         return;
     }
     s_worker_pop(nm, w, t);
+    if (nm_cancel_result(nm, t))
+        return; /* cancelled while it ran: it fails so, whatever it returned */
     if (r->status != 0) {
         char msg[600];
         snprintf(msg, sizeof msg, "%.*s", (int) r->msg_len, r->msg ? r->msg : "");

@@ -9,6 +9,7 @@
             ARENA:  offset u64
             ERROR:  size bytes of message (at most 4096)
             MISSING: the same (an answer to GET: no such object)
+            CANCELLED (5): the same (the task was cancelled, or one it needed)
 
     ARGUMENT: kind u8; VALUE: length u32 + bytes; REF: object ID 20.
 
@@ -17,8 +18,9 @@
         max_attempts u8, cpus_milli u32, resources (u16 length + bytes),
         argc u16, args_len u32, args (argc ARGUMENTs in args_len bytes),
         kind u8 (0 task, 1 actor creation: fn is the class, 2 actor call: fn
-        is the method), then for kinds 1 and 2: actor 16, and for 1:
-        max_restarts u16, ckpt_every u32, name (u16 + bytes)
+        is the method; | 0x80 on a task: a timeout follows), then for kinds 1
+        and 2: actor 16, and for 1: max_restarts u16, ckpt_every u32, name
+        (u16 + bytes); for a task with 0x80: timeout_ms u32
 
     RUN (a task handed to a worker):
         task 16, job 16, module 16, fn (u16 + bytes), nret u8, attempt u8, argc u16,
@@ -50,6 +52,8 @@
         ACTOR         op u8 (1 kill, 2 lookup, 3 checkpoint), req u64, actor 16,
                       name (u16 + bytes), timeout_ms u32
         ACTOR_REP     req u64, status i32, actor 16; frame 2: message when status != 0
+        CANCEL        req u64, force u8, object ID 20 (lux_cancel)
+        CANCEL_REP    req u64, status i32; frame 2: message when status != 0
 */
 #include "exec_proto.h"
 #include "../util/util_fp.h"
@@ -122,6 +126,7 @@ exec_obj_decode(util_rd_t *r, exec_obj_t *o)
         break;
     case EXEC_W_ERROR:
     case EXEC_W_MISSING:
+    case EXEC_W_CANCELLED:
         if (o->size > 4096)
             r->bad = true;
         else
@@ -205,7 +210,10 @@ exec_spec_encode(util_buf_t *b, const exec_spec_t *s)
     util_buf_put_u16(b, s->argc);
     util_buf_put_u32(b, s->args_len);
     util_buf_put(b, s->args, s->args_len);
-    util_buf_put_u8(b, s->kind);
+    bool timed = s->kind == EXEC_SPEC_TASK && s->timeout_ms;
+    util_buf_put_u8(b, (uint8_t) (s->kind | (timed ? 0x80 : 0)));
+    if (timed)
+        util_buf_put_u32(b, s->timeout_ms);
     if (s->kind != EXEC_SPEC_TASK)
         util_buf_put(b, s->actor.b, 16);
     if (s->kind == EXEC_SPEC_CREATE) {
@@ -236,6 +244,11 @@ exec_spec_decode(util_rd_t *r, exec_spec_t *s)
     s->args_len = util_rd_u32(r);
     s->args = util_rd_take(r, s->args_len);
     s->kind = util_rd_u8(r);
+    s->timeout_ms = 0;
+    if (s->kind == (EXEC_SPEC_TASK | 0x80)) {
+        s->kind = EXEC_SPEC_TASK;
+        s->timeout_ms = util_rd_u32(r);
+    }
     memset(&s->actor, 0, sizeof s->actor);
     s->max_restarts = 0;
     s->ckpt_every = 0;
@@ -431,4 +444,12 @@ exec_result_decode(util_rd_t *r, exec_result_t *res)
     if (r->bad || res->nret > EXEC_MAX_RETURNS)
         return util_err(LUX_EPROTO, "malformed result");
     return 0;
+}
+
+uint32_t
+exec_cancel_token(const util_id_t *task)
+{
+    uint8_t h[16];
+    util_fp(h, task->b, 16);
+    return (uint32_t) h[0] | (uint32_t) h[1] << 8 | (uint32_t) h[2] << 16 | (uint32_t) h[3] << 24;
 }

@@ -12,6 +12,7 @@
 #include "../util/util_buf.h"
 #include "../util/util_id.h"
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -25,8 +26,10 @@ enum exec_where {
     EXEC_W_INLINE = 1, /* its bytes follow */
     EXEC_W_ARENA = 2,  /* at an offset in the node's object store */
     EXEC_W_ERROR = 3,  /* the task that makes it failed: a message follows */
-    EXEC_W_MISSING = 4 /* no such object (never created, or freed and without
-                          lineage): a message follows */
+    EXEC_W_MISSING = 4, /* no such object (never created, or freed and without
+                           lineage): a message follows */
+    EXEC_W_CANCELLED = 5 /* the task that makes it was cancelled (lux_cancel),
+                            or one it needed was: a message follows */
 };
 
 #define EXEC_W_PINNED 0x80 /* flag on `where` sent to a client: the node
@@ -74,6 +77,8 @@ typedef struct {
     uint32_t ckpt_every;    /* CREATE */
     const char *name;       /* CREATE: the name to find it by (may be empty) */
     uint16_t name_len;
+    uint32_t timeout_ms;    /* TASK: cancelled with force after running this long
+                               (0: no limit) */
 } exec_spec_t;
 
 void exec_spec_encode(util_buf_t *b, const exec_spec_t *s);
@@ -155,6 +160,15 @@ int exec_result_decode(util_rd_t *r, exec_result_t *res);
 
 /* Who says NODE_HELLO. */
 enum { EXEC_HELLO_DRIVER = 1, EXEC_HELLO_WORKER = 2 };
+
+/* The signal a node manager sends a worker to interrupt a task it
+   cancels (lux_cancel without force), with a token naming the task
+   (sigqueue's value): the worker ends the task's blocking system call
+   with EINTR and lets it see that it was cancelled, or skips it when it
+   has not started. Real-time, so that several are queued, not merged. */
+#define EXEC_CANCEL_SIGNAL (SIGRTMIN + 1)
+/* The token of a task for EXEC_CANCEL_SIGNAL: 32 bits of its ID. */
+uint32_t exec_cancel_token(const util_id_t *task);
 
 /* A 128-bit fingerprint of bytes: fast (not cryptographic), for the log's
    record of what a task produced, checked by replays. */

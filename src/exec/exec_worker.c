@@ -10,6 +10,15 @@
     node takes back room granted and not sealed when results come, except
     from a blocked worker (exec_node_sched.c): the blocked task's or call's
     room stays its own.
+
+    A task cancelled without force (exec_node_cancel.c) comes as
+    EXEC_CANCEL_SIGNAL with its token: the handler (SA_RESTART) marks the
+    running task cancelled when the token is its own, which ends a pause,
+    sleep or poll of the task with EINTR (not a read or write, which the
+    kernel restarts); lux_cancelled() then says 1 and lux_get and lux_wait
+    return LUX_ECANCELLED. Tokens are also kept, so a task of the batch not
+    started yet is skipped and reported cancelled. The node fails a task
+    it cancelled whatever the worker reports.
 */
 #include "exec_worker.h"
 #include "exec_client.h"
@@ -19,7 +28,9 @@
 #include "../util/util_log.h"
 #include "../util/util_time.h"
 
+#include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +55,44 @@ typedef struct {
     uint8_t *abuf;         /* arguments copied to aligned addresses */
     size_t acap;
 } s_worker_t;
+
+/* --- cancelling (EXEC_CANCEL_SIGNAL) ---------------------------------------------------- */
+
+#define S_TOKENS 64 /* tokens remembered, for tasks of the batch not started */
+
+static volatile uint32_t s_running_token; /* the running task's (0: none) */
+static volatile sig_atomic_t s_cancel_hit; /* it was cancelled */
+static volatile uint32_t s_tokens[S_TOKENS];
+static volatile sig_atomic_t s_ntokens;
+
+static void
+s_on_cancel_signal(int sig, siginfo_t *si, void *uc)
+{
+    (void) sig, (void) uc;
+    uint32_t tok = (uint32_t) si->si_value.sival_int;
+    if (tok && tok == s_running_token)
+        s_cancel_hit = 1;
+    s_tokens[s_ntokens % S_TOKENS] = tok;
+    s_ntokens = s_ntokens + 1;
+}
+
+static bool
+s_cancelled(lux_t *lx)
+{
+    (void) lx;
+    return s_cancel_hit != 0;
+}
+
+/* Whether the task of token tok was cancelled before it started. */
+static bool
+s_token_seen(uint32_t tok)
+{
+    int n = s_ntokens < S_TOKENS ? (int) s_ntokens : S_TOKENS;
+    for (int i = 0; i < n; i++)
+        if (s_tokens[i] == tok)
+            return true;
+    return false;
+}
 
 /* Tasks of the batch not started yet: their IDs into b (given back). */
 static uint32_t
@@ -351,7 +400,20 @@ s_batch(s_worker_t *w, zmsg_t *msg)
         if (w->skip[w->at])
             continue;
         w->allocs_task = w->lx->alloc_req;
-        s_run(w, &w->runs[w->at]);
+        const exec_run_t *run = &w->runs[w->at];
+        uint32_t tok = run->kind == EXEC_RUN_TASK ? exec_cancel_token(&run->task) : 0;
+        s_cancel_hit = 0;
+        s_running_token = tok; /* before the look: a signal from now on marks it */
+        if (tok && s_token_seen(tok)) {
+            exec_result_t r = {.task = run->task, .attempt = run->attempt,
+                               .status = LUX_ECANCELLED, .msg = "cancelled before it started",
+                               .msg_len = (uint16_t) strlen("cancelled before it started")};
+            r.t_start = r.t_end = util_now_ns();
+            s_report(w, &r, NULL, NULL);
+        } else {
+            s_run(w, run);
+        }
+        s_running_token = 0;
         bool last = true;
         for (uint32_t k = w->at + 1; k < w->nruns; k++)
             last = last && w->skip[k];
@@ -370,6 +432,14 @@ exec_worker_main(const char *dir, const char *endpoint)
 {
     s_worker_t w;
     memset(&w, 0, sizeof w);
+    /* before the hello: the node signals only workers that said it */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = s_on_cancel_signal;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(EXEC_CANCEL_SIGNAL, &sa, NULL) != 0)
+        log_warn("worker: cannot take the cancel signal: %s", strerror(errno));
     util_buf_init(&w.results);
     util_buf_init(&w.outs);
     w.lx = exec_client_connect(endpoint, EXEC_HELLO_WORKER, NULL, NULL);
@@ -380,6 +450,7 @@ exec_worker_main(const char *dir, const char *endpoint)
     w.lx->later = zlist_new();
     w.lx->giveback = s_giveback;
     w.lx->on_blocked = s_on_blocked;
+    w.lx->cancelled = s_cancelled;
     w.lx->worker = &w;
     while (!zsys_interrupted) {
         zmsg_t *m = zlist_pop(w.lx->later);

@@ -59,7 +59,9 @@
     X(BLOCKED, 31, "a worker waits inside a task, or goes on")                \
     X(ACTOR, 32, "a client kills, finds or checkpoints an actor")             \
     X(ACTOR_REP, 33, "the node manager answers ACTOR")                        \
-    X(UNALLOC, 34, "a client gives back room it could not write")
+    X(UNALLOC, 34, "a client gives back room it could not write")            \
+    X(CANCEL, 35, "a client cancels a task")                                  \
+    X(CANCEL_REP, 36, "the node manager answers CANCEL")
 
 enum net_type {
 #define X(name, code, what) NET_##name = code,
