@@ -186,8 +186,8 @@ void lux_free(lux_t *lx, int n, const lux_ref_t *refs);
 
 /* Cancel the task that makes ref (Ray's ray.cancel). A task still
    waiting or queued is dropped. A running one is interrupted: its worker
-   gets a signal (EXEC_CANCEL_SIGNAL, a real-time one), which ends a
-   blocking system call of the task with EINTR, and from then on
+   gets a signal (SIGRTMIN+1, installed with SA_RESTART), which ends a
+   pause, sleep, nanosleep or poll of the task with EINTR, and from then on
    lux_cancelled() is 1 in the task and its lux_get and lux_wait return
    LUX_ECANCELLED; a task that does not look goes on running (cooperative).
    With force, its worker is killed instead (and replaced). Either way,
