@@ -136,6 +136,10 @@ run "$LUX" bench --quick --json es_cartpole_overhead
 is "$rc" 0 "bench es_cartpole_overhead"
 ok "$(printf '%s\n' "$out" | grep -Eq '"name": "es_cartpole_overhead", "value": [0-9.e+]+, "unit": "x", .*"pairs": 2, .*"same_weights": true'; echo $?)" \
     "...reports es.so over es_local, with the same weights in every run"
+run "$LUX" bench --quick --json head_r1_actor_calls_sync head_r3_actor_calls_sync
+is "$rc" 0 "bench head_r1/head_r3_actor_calls_sync"
+is "$(printf '%s\n' "$out" | grep -Ec '"name": "head_r[13]_actor_calls_sync", "value": [0-9.e+]+, "unit": "calls/s", .*"replicas": [13]')" 2 \
+    "...one row for a head with 1 replica and one for 3"
 
 # lux run of a module without LUX_MAIN fails before any cluster starts.
 runs="$tmp/runs"

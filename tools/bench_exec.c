@@ -31,10 +31,14 @@
     actor_restart_replay         calls re-applied per second when an actor with
                                  20,000 calls and no checkpoint is killed
                                  (every call is logged: these are logged calls)
+    head_r1_actor_calls_sync     1_1_actor_calls_sync against a `lux start` head
+    head_r3_actor_calls_sync     of one shard with 1 and with 3 replicas, the
+                                 driver attached by --address (in one run)
 
     Each runs on a private embedded cluster under the benchmark's scratch
-    directory (queued_tasks_memory and idle_head_cpu on a private `lux
-    start` head, so the node manager is a process of its own to measure).
+    directory (queued_tasks_memory, idle_head_cpu and head_r*_actor_calls_sync
+    on a private `lux start` head, so the node manager is a process of its
+    own to measure).
 */
 #include "lux_bench.h"
 #include "lux_cmd.h"
@@ -1079,6 +1083,60 @@ s_es_overhead(bench_ctx_t *ctx, const char *name)
     return 0;
 }
 
+/* A synchronous actor call against a `lux start` head whose one shard has
+   R = 1 and then R = 3 replicas, in one run: an actor call's result waits
+   for its actor_call event to be committed at the tail, so a chain adds
+   its hops to every call (issue 25 measured 20 episodes of sim.so at 3.4 s
+   embedded against 20.5 s on a 3-replica head). Each head is its own, the
+   driver attached to it by --address as `lux run --address` is. */
+static int
+s_head_actors(bench_ctx_t *ctx, const char *name)
+{
+    static const uint32_t reps[2] = {1, 3};
+    static const char *const names[2] = {"head_r1_actor_calls_sync", "head_r3_actor_calls_sync"};
+    int rc;
+    (void) name;
+    if ((rc = bench_own_cluster(ctx, "it measures heads of its own")))
+        return rc;
+    for (int k = 0; k < 2 && !rc; k++) {
+        if (!bench_wants(ctx, names[k]))
+            continue;
+        db_cluster_t c;
+        if ((rc = bench_cluster_start(ctx, &c, 1, reps[k], &(lux_node_args_t) {0})))
+            break;
+        lux_t *lx = lux_init(&(lux_config_t) {.address = c.dir});
+        lux_actor_t a;
+        double v[3] = {0}, warm;
+        int n = (int) (3000 * ctx->scale) + 50;
+        if (!lx)
+            rc = util_err_ctx(LUX_EIO, "lux_init --address %s", c.dir);
+        else if (!(rc = lux_actor_create(lx, "BenchCtr", 0, NULL, NULL, &a)))
+            rc = s_calls(lx, &a, 1, 1000, &warm); /* started, and warm */
+        for (int r = 0; r < 3 && !rc; r++) {
+            int64_t t0 = util_mono_ns();
+            for (int i = 0; i < n && !rc; i++) {
+                lux_ref_t ref;
+                lux_val_t val;
+                rc = lux_actor_call(lx, &a, "noop", 0, NULL, 1, &ref);
+                if (!rc)
+                    rc = lux_get(lx, &ref, &val, 30000);
+                lux_free(lx, 1, &ref);
+            }
+            v[r] = n / s_secs(t0);
+        }
+        lux_shutdown(&lx);
+        bench_cluster_stop(ctx, &c);
+        if (rc)
+            break;
+        double med = bench_median(v, 3); /* sorts v */
+        bench_report(ctx, names[k], med, "calls/s",
+                     ", \"calls\": %d, \"replicas\": %u, \"shards\": 1, \"min\": %.0f, "
+                     "\"max\": %.0f, \"logged\": true",
+                     n, reps[k], v[0], v[2]);
+    }
+    return rc;
+}
+
 /* An idle head: nothing submitted, 5 s after it settled. Every process of
    the head (the supervisor with its node manager and chain master, the
    replicas, the idle workers) is summed. */
@@ -1130,6 +1188,8 @@ const bench_t bench_exec[] = {
     {"dag_tree_10000", s_dags, "a tree reduction of 10,000 leaves, s"},
     {"queued_tasks_memory", s_queued, "node manager memory for a million queued tasks, MB"},
     {"idle_head_cpu", s_idle, "CPU of an idle head, all its processes, % of a core"},
+    {"head_r1_actor_calls_sync", s_head_actors, "sync actor calls on a head, R=1, calls/s"},
+    {"head_r3_actor_calls_sync", s_head_actors, "sync actor calls on a head, R=3, calls/s"},
     {"1_1_actor_calls_sync", s_actors, "one actor, one call at a time, calls/s"},
     {"1_1_actor_calls_async", s_actors, "one actor, 100,000 calls, calls/s"},
     {"1_n_actor_calls_async", s_actors, "one driver, 4 actors, calls/s"},
