@@ -105,9 +105,16 @@ main(void)
     diag("tail pid %d: peak RSS %lld -> %lld bytes (+%lld MB for %d unread answers of %u MB)",
          (int) tail, (long long) peak0, (long long) peak1, (long long) (grew >> 20), NREADS,
          REPLY_BYTES >> 20);
+#ifdef __SANITIZE_ADDRESS__
+    /* ASan keeps freed blocks resident in its quarantine (256 MB by
+       default), so the tail's RSS says nothing of what it queues; the
+       next check still counts the answers it kept */
+    skip("AddressSanitizer's quarantine holds freed answers: RSS is no measure here");
+#else
     ok(grew < (int64_t) (DB_READ_HWM + 8) * REPLY_BYTES,
        "the tail's memory grew by %lld MB, under (DB_READ_HWM + 8) answers (%u MB), not %d answers",
        (long long) (grew >> 20), (unsigned) ((DB_READ_HWM + 8) * (REPLY_BYTES >> 20)), NREADS);
+#endif
     int got = 0;
     zsock_set_rcvtimeo(slow, 2000);
     while ((m = zmsg_recv(slow))) {
