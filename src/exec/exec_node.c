@@ -527,8 +527,7 @@ s_alloc_retry(nm_t *nm)
         }
         if (rc == LUX_EFULL) {
             nm_store_alloc(nm, w->size, &off);
-            util_err(LUX_EFULL, "waited %lld ms: %s", (long long) nm->store_wait_ms,
-                     lux_errmsg());
+            util_err_ctx(LUX_EFULL, "waited %lld ms", (long long) nm->store_wait_ms);
         }
         s_alloc_reply(nm, w->c, w->req, rc, off, w->size);
         *p = w->next;
