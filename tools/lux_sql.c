@@ -6,6 +6,7 @@
     print as lower-case hex. Every row is printed: there is no cap.
 */
 #include "lux_cmd.h"
+#include "lux_opt.h"
 #include "db/db_audit.h"
 #include "db/db_chain.h"
 #include "db/db_query.h"
@@ -199,32 +200,29 @@ cmd_sql(int argc, char **argv)
     int mode = OUT_TABLE, rc = 0;
     db_cluster_t c;
 
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc)
-            dir = argv[++i];
-        else if (strcmp(argv[i], "--csv") == 0)
-            mode = OUT_CSV;
-        else if (strcmp(argv[i], "--json") == 0)
-            mode = OUT_JSON;
-        else if (strcmp(argv[i], "--help") == 0) {
-            printf("usage: %s\n\nViews spanning all shards: events, tasks, retries, objects,"
-                   " task_deps, actors,\nactor_calls, actor_restarts, nodes, jobs; raw rows in `event`; the"
-                   " function lineage(object_id).\nSee lux(1) and the files in sql/.\n",
-                   usage);
-            return 0;
-        } else if (argv[i][0] == '-' && argv[i][1] == '-')
-            return lux_usage("sql", usage, "unknown option '%s'", argv[i]);
-        else if (!query)
-            query = argv[i];
-        else if (!dir && !file) {
-            file = query; /* lux sql OUT.db "QUERY": a file lux pull wrote */
-            query = argv[i];
-        } else
-            return lux_usage("sql", usage, "one query (quote it), got a second: '%s'", argv[i]);
+    static const struct option opts[] = {{"dir", required_argument, 0, 'd'},
+                                         {"csv", no_argument, 0, 'c'},
+                                         {"json", no_argument, 0, 'j'}, {0}};
+    lux_opt_t p = {.cmd = "sql", .usage = usage, .opts = opts,
+                   .help = "Views spanning all shards: events, tasks, retries, objects, task_deps,"
+                           " actors,\nactor_calls, actor_restarts, nodes, jobs; raw rows in `event`;"
+                           " the function\nlineage(object_id). See lux(1) and the files in sql/.\n"};
+    int o;
+    while ((o = lux_opt_next(&p, argc, argv)) != -1) {
+        if (o == 'd')
+            dir = optarg;
+        else if (o == 'c' || o == 'j')
+            mode = o == 'c' ? OUT_CSV : OUT_JSON;
+        else
+            return p.status;
     }
-    if ((!dir && !file) || !query)
-        return lux_usage("sql", usage, "%s is required",
-                         !query ? "a QUERY" : "--dir DIR or a file lux pull wrote");
+    /* lux sql --dir DIR QUERY, or lux sql OUT.db QUERY (a file lux pull wrote) */
+    if (!lux_opt_args(&p, argc, argv, dir ? 1 : 2, dir ? 1 : 2,
+                      argc - optind == 0 || dir ? "a QUERY" : "--dir DIR or a file lux pull wrote"))
+        return 2;
+    if (!dir)
+        file = argv[optind++];
+    query = argv[optind];
     if (dir && db_cluster_load(&c, dir))
         return lux_fail("sql", "%s", lux_errmsg());
     if (dir)
@@ -275,28 +273,31 @@ cmd_audit(int argc, char **argv)
     char pkpath[PATH_MAX], wpath[PATH_MAX];
     uint8_t pk[DB_CKPT_PK_LEN];
     db_cluster_t c;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc)
-            dir = argv[++i];
-        else if (strcmp(argv[i], "--public-key") == 0 && i + 1 < argc)
-            pkfile = argv[++i];
-        else if (strcmp(argv[i], "--witness") == 0 && i + 1 < argc)
-            witness = argv[++i];
-        else if (strcmp(argv[i], "--window") == 0 && i + 1 < argc) {
-            if (!lux_parse_uint("audit", "--window", argv[++i], 1ul << 40, &window))
+    static const struct option opts[] = {
+        {"dir", required_argument, 0, 'd'},     {"public-key", required_argument, 0, 'k'},
+        {"witness", required_argument, 0, 'w'}, {"window", required_argument, 0, 'n'}, {0}};
+    lux_opt_t cl = {.cmd = "audit", .usage = usage, .opts = opts};
+    int opt;
+    while ((opt = lux_opt_next(&cl, argc, argv)) != -1) {
+        if (opt == 'd')
+            dir = optarg;
+        else if (opt == 'k')
+            pkfile = optarg;
+        else if (opt == 'w')
+            witness = optarg;
+        else if (opt == 'n') {
+            if (!lux_opt_uint(&cl, "--window", 1ul << 40, false, &window))
                 return 2;
-        } else if (strcmp(argv[i], "--help") == 0) {
-            printf("usage: %s\n", usage);
-            return 0;
-        } else if (argv[i][0] != '-' && !file && !dir)
-            file = argv[i];
-        else
-            return lux_usage("audit", usage, "unexpected argument '%s'", argv[i]);
+        } else
+            return cl.status;
     }
+    if (!lux_opt_args(&cl, argc, argv, dir ? 0 : 1, dir ? 0 : 1,
+                      "--dir DIR (or a file lux pull wrote)"))
+        return 2;
+    if (!dir)
+        file = argv[optind];
     if (file)
         return lux_pull_audit(file);
-    if (!dir)
-        return lux_usage("audit", usage, "--dir DIR (or a file lux pull wrote) is required");
     if (db_cluster_load(&c, dir))
         return lux_fail("audit", "%s", lux_errmsg());
     /* the public key and the witness: given, or the cluster's own */
