@@ -525,6 +525,11 @@ s_alloc_retry(nm_t *nm)
             p = &w->next;
             continue;
         }
+        if (rc == LUX_EFULL) { /* its wait is over: beyond the store's size, if need be */
+            nm->store_over = true;
+            rc = nm_store_try(nm, w->size, &off);
+            nm->store_over = false;
+        }
         if (rc == LUX_EFULL) {
             nm_store_alloc(nm, w->size, &off);
             util_err_ctx(LUX_EFULL, "waited %lld ms", (long long) nm->store_wait_ms);
@@ -559,8 +564,10 @@ s_get_one(nm_t *nm, nm_client_t *c, const lux_ref_t *idp, int64_t deadline_ms)
     lux_ref_t id = *idp;
     nm_obj_t *o = nm_obj_get(nm, &id);
     if (o && o->state == OBJ_SPILLED) {
-        int rc = nm_obj_restore(nm, o);
         int64_t now = util_mono_ms();
+        nm->store_over = deadline_ms && now >= deadline_ms; /* its wait is over */
+        int rc = nm_obj_restore(nm, o);
+        nm->store_over = false;
         if (rc == LUX_EFULL && nm->store_wait_ms > 0 && (!deadline_ms || now < deadline_ms)) {
             nm_restore_wait_t *w = calloc(1, sizeof *w), **p = &nm->restore_waits;
             if (w) {

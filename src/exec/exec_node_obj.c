@@ -384,11 +384,22 @@ nm_store_try(nm_t *nm, uint64_t size, uint64_t *off)
        whose pages it gives back when it goes. Fragmentation then never
        fails nor delays an allocation; only the store's size does. */
     uint64_t rounded = (size + 63) / 64 * 64;
-    if (exec_arena_used(nm->arena) + rounded > nm->store_bytes)
+    bool over = exec_arena_used(nm->arena) + rounded > nm->store_bytes;
+    if (over && !nm->store_over)
         return LUX_EFULL;
+    /* A request that has waited its LUX_STORE_WAIT_MS for bytes the pins
+       of running tasks hold (store_over) goes there too, beyond the
+       store's size, up to the spare region's: those tasks may be waiting,
+       through nested gets, for the very task that asks, and nothing else
+       would ever free them (DESIGN 7, rule 8). */
     int rc = exec_arena_alloc_spare(nm->arena, (size_t) size, off);
-    if (rc == 0)
+    if (rc == 0) {
         nm->n_spare++;
+        if (over && !nm->n_over++)
+            log_warn("the object store (%llu bytes) is full of objects in use: %llu bytes "
+                     "placed beyond its size after a wait (and so from now on, when needed)",
+                     (unsigned long long) nm->store_bytes, (unsigned long long) size);
+    }
     return rc;
 }
 

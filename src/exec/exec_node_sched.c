@@ -963,7 +963,15 @@ s_run_args(nm_t *nm, nm_task_t *t, exec_obj_t *objs)
             i++;
             continue;
         }
-        if (o && o->state == OBJ_SPILLED && (rc = nm_obj_restore(nm, o))) {
+        /* a task that has waited its time for room may go beyond the
+           store's size (nm_store_try) */
+        bool spilled = o && o->state == OBJ_SPILLED;
+        nm->store_over = t->room_since_ms &&
+                         util_mono_ms() - t->room_since_ms >= nm->store_wait_ms;
+        if (spilled)
+            rc = nm_obj_restore(nm, o);
+        nm->store_over = false;
+        if (spilled && rc) {
             if (rc != LUX_EFULL)
                 break;
             rc = 0;
