@@ -877,11 +877,32 @@ db_store_hash_at(db_store_t *self, uint64_t seq, uint8_t out[DB_HASH_LEN])
    (seqs of six digits) or "CO" (seven), so that every truncation from seq
    100000 on failed, and the replica with it, at every restart (issue 26). */
 static const char *const s_truncate_sql[] = {
+    /* the clients whose events are cut, the oldest event ID cut of each,
+       and the seq of the event before it (found below) */
+    "CREATE TEMP TABLE IF NOT EXISTS cut (client BLOB PRIMARY KEY, cseq INTEGER, seq INTEGER)"
+    " WITHOUT ROWID",
+    "DELETE FROM temp.cut",
+    "INSERT INTO temp.cut SELECT client, min(cseq), NULL FROM event WHERE seq > ?1"
+    " AND client IS NOT NULL GROUP BY client",
+    /* Event IDs are dense per client and taken in order (db_replica.c,
+       IDEMPOTENCE), so a cut client's newest remaining event is the one
+       before its oldest cut. Its seq is in client_seen when that was last
+       written before the cut (the usual case: what is cut is recent);
+       otherwise a scan back from the cut finds it, stopping at the first
+       match. Other clients' rows are untouched: they hold events before
+       the cut, and s_load_clients reads back those after seen_seq. */
+    "UPDATE temp.cut SET seq = (SELECT s.seq FROM client_seen s WHERE s.client = cut.client"
+    " AND s.cseq = cut.cseq - 1 AND s.seq <= ?1) WHERE cseq > 1",
+    "UPDATE temp.cut SET seq = (SELECT e.seq FROM event e WHERE e.seq <= ?1"
+    " AND e.client = cut.client AND e.cseq = cut.cseq - 1 ORDER BY e.seq DESC LIMIT 1)"
+    " WHERE cseq > 1 AND seq IS NULL",
     "DELETE FROM event WHERE seq > ?1",
-    "DELETE FROM client_seen",
-    "INSERT INTO client_seen SELECT client, max(cseq), max(seq) FROM event"
-    " WHERE client IS NOT NULL GROUP BY client",
-    "INSERT OR REPLACE INTO meta VALUES ('seen_seq', CAST(?1 AS TEXT))",
+    "DELETE FROM client_seen WHERE client IN (SELECT client FROM temp.cut)",
+    "INSERT INTO client_seen SELECT client, cseq - 1, seq FROM temp.cut"
+    " WHERE cseq > 1 AND seq IS NOT NULL",
+    /* client_seen is exact up to the older of the cut and what it held */
+    "UPDATE meta SET value = CAST(min(CAST(value AS INTEGER), ?1) AS TEXT) WHERE key = 'seen_seq'",
+    "DELETE FROM temp.cut",
 };
 
 int
