@@ -998,6 +998,16 @@ s_on_chain(zloop_t *loop, zsock_t *sock, void *arg)
         s_send_error(self, sock, &rid, rc, text);
     } else if (h.type == NET_PING) {
         s_send(self, sock, rid, NET_PONG, self->cfg.epoch, NULL, 0, NULL, 0);
+    } else if (h.type == NET_ERROR && self->pred_rid && zframe_eq(rid, self->pred_rid) &&
+               h.epoch == self->cfg.epoch && self->state == DB_RS_CHAIN) {
+        /* our predecessor found our log forked from its own (s_sync_forked) */
+        int code;
+        char text[256];
+        net_error_decode(body, &code, text, sizeof text);
+        if (code == LUX_ECORRUPT)
+            s_fail(self, code, text);
+        else
+            log_warn("shard %u: predecessor: %s", self->shard, text);
     } else if (h.type != NET_HELLO && h.type != NET_FORWARD) {
         if (h.type != NET_ERROR) {
             char text[128];
@@ -1021,6 +1031,47 @@ s_on_chain(zloop_t *loop, zsock_t *sock, void *arg)
 }
 
 /* --- the successor's answers ------------------------------------------------------------ */
+
+/* The successor's log must be a prefix of ours: its hash at its last seq
+   must be ours there. When it is not, one of the two logs holds events
+   the other does not, and forwarding would either be refused for ever
+   (hashes that do not chain) or, worse, continue a fork. The tail's log
+   is the committed one, so when the successor is the tail we are the
+   one that forked: we fail, and rejoin truncated to what agrees with
+   it. Otherwise the successor is told (ERROR ECORRUPT on the link it
+   accepted) and fails, and it rejoins the same way; either way only
+   events the tail does not hold are cut. True when they differ. */
+static bool
+s_sync_forked(s_rep_t *self, uint64_t last, const uint8_t *theirs)
+{
+    uint8_t mine[DB_HASH_LEN];
+    char text[300];
+    if (last == 0)
+        return false; /* an empty log is everyone's prefix */
+    if (last == self->recv_seq)
+        memcpy(mine, self->recv_hash, DB_HASH_LEN);
+    else if (db_store_refresh(self->rstore) || db_store_hash_at(self->rstore, last, mine)) {
+        log_error("shard %u: cannot read our hash at seq %llu to check the successor: %s",
+                  self->shard, (unsigned long long) last, lux_errmsg());
+        return true; /* not synced: the next HELLO asks again */
+    }
+    if (memcmp(mine, theirs, DB_HASH_LEN) == 0)
+        return false;
+    bool succ_is_tail = self->pos + 2 == (int) self->cfg.n;
+    snprintf(text, sizeof text, "shard %u: the log of replica %u forked from replica %u's at or "
+             "before seq %llu (their hashes there differ)", self->shard,
+             succ_is_tail ? self->index : self->succ_index,
+             succ_is_tail ? self->succ_index : self->index, (unsigned long long) last);
+    if (succ_is_tail) {
+        s_fail(self, LUX_ECORRUPT, text);
+    } else {
+        log_error("%s: the successor leaves the chain to rejoin", text);
+        zmsg_t *m = net_error_msg(self->shard, self->cfg.epoch, LUX_ECORRUPT, "%s", text);
+        s_emit(self, self->sk_succ, &m);
+        self->succ_synced = false;
+    }
+    return true;
+}
 
 static int
 s_on_succ(zloop_t *loop, zsock_t *sock, void *arg)
@@ -1049,7 +1100,9 @@ s_on_succ(zloop_t *loop, zsock_t *sock, void *arg)
            HELLO of our epoch sets the link up again (see EPOCHS) */
     } else if (h.type == NET_SYNC && body && zframe_size(body) == 8 + DB_HASH_LEN) {
         uint64_t last = util_rd64(zframe_data(body));
-        if (last > self->commit_seq) {
+        if (last <= self->commit_seq && s_sync_forked(self, last, zframe_data(body) + 8)) {
+            /* handled: one of us leaves the chain */
+        } else if (last > self->commit_seq) {
             log_error("shard %u: successor replica %u has seq %llu, beyond our %llu: not "
                       "forwarding (its log is not a prefix of ours)",
                       self->shard, self->succ_index, (unsigned long long) last,
