@@ -9,6 +9,8 @@
 #include "../util/util_err.h"
 #include "../util/util_fs.h"
 
+#include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +27,33 @@ db_cluster_defaults(db_cluster_t *c)
     c->dead_ms = 1000;
     snprintf(c->listen, sizeof c->listen, "ipc");
     c->master_port = 6379 + 1000; /* 7379 */
+    c->record_puts = DB_RECORD_PUTS_DEFAULT;
+}
+
+int
+db_cluster_parse_size(const char *s, uint64_t *out)
+{
+    if (strcmp(s, "none") == 0) {
+        *out = 0;
+        return 0;
+    }
+    if (strcmp(s, "all") == 0) {
+        *out = UINT64_MAX;
+        return 0;
+    }
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    int shift = 0;
+    if (end != s && *end && !end[1])
+        shift = *end == 'K' || *end == 'k' ? 10 : *end == 'M' || *end == 'm' ? 20
+              : *end == 'G' || *end == 'g' ? 30 : *end == 'T' || *end == 't' ? 40 : -1;
+    if (end == s || s[0] == '-' || errno || shift < 0 || (*end && shift == 0) ||
+        (shift && v > (UINT64_MAX >> shift)))
+        return util_err(LUX_EINVAL, "'%s' is not a size (a number of bytes, with K, M, G or T "
+                        "for powers of 1024, or none, or all)", s);
+    *out = (uint64_t) v << shift;
+    return 0;
 }
 
 char *
@@ -116,7 +145,7 @@ s_sock_dir(db_cluster_t *c)
 int
 db_cluster_create(db_cluster_t *c)
 {
-    char path[PATH_MAX + 32], hex[UTIL_ID_HEX], buf[4096], when[64];
+    char path[PATH_MAX + 32], hex[UTIL_ID_HEX], buf[8192], when[64];
     int rc;
     time_t now = time(NULL);
 
@@ -148,10 +177,11 @@ db_cluster_create(db_cluster_t *c)
     snprintf(buf, sizeof buf,
              "# Lux cluster settings, written by lux start on %s; see lux(1).\n"
              "cluster %s\nshards %u\nreplicas %u\nsync %s\nheartbeat_ms %d\ndead_ms %d\n"
-             "listen %s\nmaster_port %d\nsock_dir %s\n",
+             "listen %s\nmaster_port %d\nsock_dir %s\n"
+             "# the largest put recorded in blobs/ for replay, in bytes\nrecord_puts %" PRIu64 "\n",
              when, util_id_hex(&c->id, hex), c->shards, c->replicas,
              c->sync_full ? "full" : "normal", c->heartbeat_ms, c->dead_ms, c->listen,
-             c->master_port, c->sock_dir);
+             c->master_port, c->sock_dir, c->record_puts);
     return util_write_file(db_cluster_path(c, path, sizeof path, "cluster.conf"), buf,
                            strlen(buf), 0600);
 }
@@ -191,6 +221,8 @@ db_cluster_load(db_cluster_t *c, const char *dir)
             c->dead_ms = atoi(val);
         } else if (strcmp(key, "listen") == 0) {
             snprintf(c->listen, sizeof c->listen, "%s", val);
+        } else if (strcmp(key, "record_puts") == 0) {
+            c->record_puts = strtoull(val, NULL, 10);
         } else if (strcmp(key, "master_port") == 0) {
             c->master_port = atoi(val);
         } else if (strcmp(key, "sock_dir") == 0) {
