@@ -9,10 +9,12 @@
 #   - a module byte altered in the file: exit 1, the module's hash refused
 #     before anything runs;
 #   - --task replays one task and the tasks it depends on;
-#   - a run whose tasks read a put and an actor call's output: the put is
-#     read from the blob store beside the log; the task that reads the
-#     call's output, which is not replayed, is named (exit 1), not skipped
-#     in silence;
+#   - a run with a put and an actor (checkpoints every 2 calls, its process
+#     killed and restarted from a checkpoint, a call returning its pid): the
+#     put is read from the blob store beside the log, the actor re-created
+#     and its calls made in the recorded order, each call and checkpoint
+#     compared; the pid call is reported as not deterministic (two replays
+#     differ), every other task and call matches; exit 1;
 #   - usage errors exit 2.
 . "${LUX_SRCDIR:-.}/t/lib/tap.sh"
 LUX=${LUX_BIN:-./lux}
@@ -33,7 +35,8 @@ timeout -s KILL 300 "$LUX" replay "$run" --verify >"$tmp/out" 2>"$tmp/err"
 is $? 0 "lux replay RUN --verify: exit 0"
 like "$(cat "$tmp/out")" "its hash verified" "...the module's bytes checked against their hash"
 like "$(cat "$tmp/out")" "replayed 5 tasks" "...every task replayed"
-like "$(cat "$tmp/out")" "5 matched, 0 mismatched, 0 not replayable" "...and every one matched"
+like "$(cat "$tmp/out")" "5 matched, 0 mismatched, 0 not deterministic, 0 not replayable" \
+    "...and every one matched"
 
 "$LUX" pull --dir "$run" "$tmp/run.db" >/dev/null
 timeout -s KILL 300 "$LUX" replay "$tmp/run.db" --verify >"$tmp/out" 2>"$tmp/err"
@@ -64,11 +67,14 @@ LUX_BUILDDIR=$B timeout -s KILL 180 "$B/t/9101-history-run" "$tmp/runs2" \
     >"$tmp/run2.out" 2>"$tmp/run.err"
 run2=$(sed -n 1p "$tmp/run2.out")
 timeout -s KILL 300 "$LUX" replay "$run2" --verify >"$tmp/out" 2>"$tmp/err"
-is $? 1 "a run whose tasks read a put and an actor call's output: exit 1"
+is $? 1 "a run with a put, an actor restarted and a pid call: exit 1"
 like "$(cat "$tmp/out")" "1 recorded puts (8 bytes) read from $run2/blobs" \
     "...the put read from the blob store"
-like "$(cat "$tmp/out")" "t_mix: argument 1: object" "...naming the task that reads the call's output"
-like "$(cat "$tmp/out")" "1 not replayable" "...and counting it"
+like "$(cat "$tmp/out")" "(5 actor calls, 0 nested): 11 matched, 0 mismatched, 1 not deterministic, 0 not replayable; 1 actors re-created, 2 of 2 checkpoints matched; 1 recorded actor restarts" \
+    "...every task and call replayed, the calls after the restart and the checkpoints matched"
+like "$(cat "$tmp/out")" "NOT DETERMINISTIC" "...the pid call reported as not deterministic"
+like "$(sed -n '/NOT DETERMINISTIC/p' "$tmp/out")" " pid (call): the same inputs gave finished" \
+    "...naming the method"
 
 "$LUX" replay >/dev/null 2>"$tmp/err"
 is $? 2 "lux replay without RUN: status 2"

@@ -33,7 +33,7 @@ like "$(cat "$run/cluster.conf")" "record_puts 268435456" "...with the default p
 timeout -s KILL 300 "$LUX" replay "$run" --verify >"$tmp/rep" 2>"$tmp/rep.err"
 is $? 0 "lux replay RUN --verify of the ES run: exit 0"
 like "$(cat "$tmp/rep")" "replayed $ntasks tasks" "...every one of its $ntasks tasks replayed"
-like "$(cat "$tmp/rep")" "$ntasks matched, 0 mismatched, 0 not replayable" "...and matched"
+like "$(cat "$tmp/rep")" "$ntasks matched, 0 mismatched, 0 not deterministic, 0 not replayable" "...and matched"
 match "$(cat "$tmp/rep")" "recorded puts \\([0-9]+ bytes\\) read from $run/blobs, their hashes verified" \
     "...the puts read from the blob store"
 
@@ -47,7 +47,7 @@ timeout -s KILL 300 "$LUX" replay "$run" --verify >"$tmp/rep" 2>"$tmp/rep.err"
 is $? 1 "a byte of the noise table's blob altered: exit 1"
 match "$(cat "$tmp/rep")" "not replayed  [0-9a-f]{32} es_[a-z_]+: argument [0-9]: put [0-9a-f]{40} \\(67108864 bytes\\): recorded put .*$fp.lz4" \
     "...the tasks that read it named, with the put and its blob"
-match "$(cat "$tmp/rep")" "0 mismatched, [1-9][0-9]* not replayable" "...counted as not replayable"
+match "$(cat "$tmp/rep")" "0 mismatched, 0 not deterministic, [1-9][0-9]* not replayable" "...counted as not replayable"
 
 head -c 67108864 /dev/zero | lz4 -q -z -c --content-size >"$run/blobs/$table"
 timeout -s KILL 300 "$LUX" replay "$run" --verify >"$tmp/rep" 2>"$tmp/rep.err"
