@@ -52,6 +52,7 @@
 #include "lux.h"
 #include "db/db_event.h"
 #include "exec/exec_blob.h"
+#include "exec/exec_client.h"
 #include "exec/exec_module.h"
 #include "exec/exec_proto.h"
 #include "util/util_err.h"
@@ -137,6 +138,8 @@ typedef struct {
     char mod[PATH_MAX + 16], runs[PATH_MAX + 16];
     char newdir[2][PATH_MAX];
     int workers;
+    size_t fg;               /* --foreground: the task's index + 1 */
+    int fg_status;           /* its outcome: 0 same as recorded, 1 not, < 0 an error */
 } s_replay_t;
 
 static int
@@ -594,6 +597,135 @@ s_map(s_replay_t *r, size_t i, const util_id_t *newjob)
     return true;
 }
 
+static bool
+s_same(int oa, const uint8_t *fa, int ob, const uint8_t *fb)
+{
+    return oa == ob && (oa != DB_K_task_finished || memcmp(fa, fb, 16) == 0);
+}
+
+static const char *
+s_outcome_name(int o)
+{
+    return o == DB_K_task_finished ? "finished" : o == DB_K_task_failed ? "failed" : "no outcome";
+}
+
+/* --foreground: run task t once more in this process, on the replay's
+   cluster lx (its arguments' bytes from there), through the module's
+   function itself, and print what it compares. 0 when it gives what was
+   recorded, 1 when not, or an error. */
+static int
+s_foreground(s_replay_t *r, lux_t *lx, s_item_t *t)
+{
+    exec_spec_t s;
+    uint8_t *bytes, hash[16], fps[S_MAX_RET][16], fp[16];
+    size_t nb;
+    char hex[2 * LUX_REF_LEN + 1];
+    int rc;
+    if (s_spec(t, &s))
+        return util_err(LUX_ECORRUPT, "task %s: its recorded submission does not decode",
+                        util_id_hex(&t->task, hex));
+    if ((rc = exec_module_read(r->mod, &bytes, &nb, hash)))
+        return rc;
+    free(bytes);
+    exec_module_t *m = exec_module_load(r->mod, hash);
+    const exec_fn_t *f = m ? exec_module_fn(m, t->fn, strlen(t->fn)) : NULL;
+    if (!f || f->kind != EXEC_FN_TASK)
+        return util_err(LUX_ENOTFOUND, "--foreground: the module has no function %s", t->fn);
+    lux_val_t *args = calloc(s.argc + 1u, sizeof *args);
+    void **own = calloc(s.argc + 1u, sizeof *own);
+    exec_obj_t outs[S_MAX_RET];
+    uint8_t set[S_MAX_RET] = {0}, *outs_own[S_MAX_RET] = {0};
+    if (!args || !own) {
+        free(args);
+        free(own);
+        return util_err(LUX_ENOMEM, "out of memory");
+    }
+    printf("--foreground: task %s, %s of %d arguments, attempt %" PRId64 " recorded, in this "
+           "process (pid %d; under gdb: break %s)\n",
+           util_id_hex(&t->task, hex), t->fn, s.argc, t->attempt, (int) getpid(), t->fn);
+    util_rd_t rd;
+    exec_arg_t a;
+    int k = 0;
+    util_rd_init(&rd, s.args, s.args_len);
+    while (k < s.argc && exec_arg_next(&rd, &a)) {
+        const void *data = a.data;
+        size_t size = a.size;
+        if (a.kind == EXEC_ARG_REF) {
+            lux_ref_t *nr = util_idmap_get(r->objs, a.ref.b);
+            lux_val_t v;
+            util_hex(hex, a.ref.b, LUX_REF_LEN);
+            if (!nr || (rc = lux_get(lx, nr, &v, S_WAIT_MS))) {
+                rc = util_err(LUX_ENOTFOUND, "--foreground: argument %d, object %s: %s", k, hex,
+                              nr ? lux_errmsg() : "not made by the replay");
+                goto out;
+            }
+            data = v.data;
+            size = v.size;
+        }
+        uint8_t afp[16];
+        char ahex[33];
+        exec_fingerprint(afp, data, size);
+        util_hex(ahex, afp, 16);
+        printf("  argument %d: %s, %zu bytes, fingerprint %s\n", k,
+               a.kind == EXEC_ARG_REF ? hex : "a value", size, ahex);
+        /* in place, 16-aligned, as a worker gives them */
+        if (!(own[k] = aligned_alloc(16, (size + 16) & ~(size_t) 15))) {
+            rc = util_err(LUX_ENOMEM, "out of memory");
+            goto out;
+        }
+        if (size)
+            memcpy(own[k], data, size);
+        args[k].data = own[k];
+        args[k].size = size;
+        k++;
+    }
+    exec_task_ctx_t ctx = {.task = t->new_id, .attempt = 1, .argc = s.argc, .argv = args,
+                           .nret = t->nret, .outs = outs, .outs_set = set,
+                           .outs_own = outs_own};
+    memset(outs, 0, sizeof outs);
+    lx->task = &ctx;
+    rc = f->fn(lx, s.argc, args); /* the function itself */
+    exec_client_flush(lx);
+    lx->task = NULL;
+    int outcome = rc || ctx.status ? DB_K_task_failed : DB_K_task_finished;
+    if (outcome == DB_K_task_failed)
+        printf("  it failed: %s\n",
+               ctx.err[0] ? ctx.err : lux_strerror(ctx.status ? ctx.status : rc));
+    else {
+        util_blake_t h;
+        util_blake_init(&h, 16);
+        for (int i = 0; i < t->nret; i++) {
+            const void *p = !set[i] ? (const void *) ""
+                            : outs[i].where == EXEC_W_ARENA
+                                ? (const void *) (exec_arena_base(lx->arena) + outs[i].off)
+                                : (const void *) outs[i].bytes;
+            size_t n = set[i] ? (size_t) outs[i].size : 0;
+            exec_fingerprint(fps[i], p, n);
+            util_blake_update(&h, fps[i], 16);
+            util_hex(hex, fps[i], 16);
+            printf("  output %d: %zu bytes, fingerprint %s\n", i, n, hex);
+        }
+        util_blake_final(&h, fp, 16);
+    }
+    char rf[33] = "-", nf[33] = "-";
+    if (t->outcome == DB_K_task_finished)
+        util_hex(rf, t->fp, 16);
+    if (outcome == DB_K_task_finished)
+        util_hex(nf, fp, 16);
+    bool same = s_same(t->outcome, t->fp, outcome, fp);
+    printf("--foreground: recorded %s %s, this process %s %s: %s\n", s_outcome_name(t->outcome),
+           rf, s_outcome_name(outcome), nf, same ? "the same" : "DIFFERENT");
+    rc = same ? 0 : 1;
+out:
+    for (int i = 0; i < S_MAX_RET; i++)
+        free(outs_own[i]);
+    for (int i = 0; i < s.argc; i++)
+        free(own[i]);
+    free(own);
+    free(args);
+    return rc;
+}
+
 /* One replay: a fresh cluster, the driver's items submitted in order, every
    output waited for; then the outcomes read from its log into round. */
 static int
@@ -617,6 +749,11 @@ s_round(s_replay_t *r, int round)
         lux_val_t v;
         for (uint8_t k = 0; r->t[i].sent && k < r->t[i].nret; k++)
             lux_get(lx, &r->t[i].refs[k], &v, S_WAIT_MS); /* a failure is an outcome too */
+    }
+    if (r->fg && round == 0) {
+        fflush(stdout);
+        r->fg_status = s_foreground(r, lx, &r->t[r->fg - 1]);
+        fflush(stdout);
     }
     char hex[UTIL_ID_HEX];
     util_id_t newjob;
@@ -709,21 +846,6 @@ s_round(s_replay_t *r, int round)
     lux_hist_close(&h);
     return 0;
 }
-
-static bool
-s_same(int oa, const uint8_t *fa, int ob, const uint8_t *fb)
-{
-    return oa == ob && (oa != DB_K_task_finished || memcmp(fa, fb, 16) == 0);
-}
-
-static const char *
-s_outcome_name(int o)
-{
-    return o == DB_K_task_finished ? "finished" : o == DB_K_task_failed ? "failed" : "no outcome";
-}
-
-/* --foreground: run task t once more in this process. */
-static int s_foreground(s_replay_t *r, s_item_t *t);
 
 static void
 s_destroy(s_replay_t *r)
@@ -910,7 +1032,14 @@ cmd_replay(int argc, char **argv)
                           util_id_hex(&r.t[focus].parent, hex2));
             goto out;
         }
+        if (foreground && r.t[focus].kind != DB_K_task_submitted) {
+            rc = util_err(LUX_EINVAL, "--foreground runs a task, and %s is an actor call (%s): "
+                          "its actor's state lives in its own process", task, r.t[focus].fn);
+            goto out;
+        }
         s_want(&r, focus);
+        if (foreground)
+            r.fg = focus + 1;
     } else {
         for (size_t i = 0; i < r.n; i++)
             if (r.t[i].drive)
@@ -1036,27 +1165,16 @@ cmd_replay(int argc, char **argv)
               (!verify || (mismatched == 0 && nondet == 0 && ck_bad == 0)))
                  ? 0
                  : 1;
-    if (foreground) {
-        int frc = s_foreground(&r, &r.t[focus]);
-        if (frc < 0) {
-            rc = frc;
-            goto out;
-        }
-        if (frc)
-            status = 1;
+    if (r.fg && r.fg_status < 0) {
+        rc = r.fg_status;
+        goto out;
     }
+    if (r.fg && r.fg_status)
+        status = 1;
 out:
     sqlite3_finalize(st);
     if (tmp[0])
         unlink(r.mod);
     s_destroy(&r);
     return rc ? lux_fail("replay", "%s", lux_errmsg()) : status;
-}
-
-static int
-s_foreground(s_replay_t *r, s_item_t *t)
-{
-    (void) r, (void) t;
-    printf("--foreground: not built yet\n");
-    return 1;
 }
