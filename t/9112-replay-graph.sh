@@ -72,8 +72,8 @@ is $? 1 "a driver's task's recorded output altered: exit 1"
 like "$(cat "$tmp/out")" "MISMATCH      $ttask $tfn (attempt" "...naming it ($tfn)"
 
 cp "$tmp/run.db" "$tmp/mod.db"
-sqlite3 "$tmp/mod.db" "UPDATE event SET body = substr(body, 1, 3000) || X'00' ||
-    substr(body, 3002) WHERE kind = 3"
+sqlite3 "$tmp/mod.db" "UPDATE event SET body = substr(body, 1, 3000) ||
+    CASE WHEN substr(body, 3001, 1) = X'00' THEN X'01' ELSE X'00' END || substr(body, 3002) WHERE kind = 3"
 timeout -s KILL 300 "$LUX" replay "$tmp/mod.db" --verify >"$tmp/out" 2>"$tmp/err"
 is $? 1 "a module byte altered: exit 1"
 like "$(cat "$tmp/err")" "they were altered" "...the module's hash refused"
