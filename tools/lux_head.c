@@ -259,6 +259,35 @@ lux_head_stop(const char *dir, int timeout_ms)
     return util_err(LUX_ETIMEDOUT, "the head (pid %d) did not stop within %d ms", pid, timeout_ms);
 }
 
+/* Whether the chain master's two tcp ports (--port and the next, its PUB)
+   can be bound: 0, or LUX_EEXIST naming the port in use. Tried with a
+   socket of the kind the master binds, closed at once, so that a start
+   fails here, before the directory is made or a supervisor spawned,
+   rather than in a supervisor that dies and leaves a half-made cluster. */
+static int
+s_ports_free(const db_cluster_t *c)
+{
+    if (!db_cluster_tcp(c))
+        return 0;
+    for (int pub = 0; pub < 2; pub++) {
+        char ep[DB_EP_MAX];
+        db_cluster_master_bind(c, pub, ep, sizeof ep);
+        zsock_t *s = zsock_new(ZMQ_ROUTER);
+        if (!s)
+            return util_err(LUX_ENOMEM, "cannot make a socket to try %s", ep);
+        zsock_set_linger(s, 0);
+        int port = zsock_bind(s, "%s", ep);
+        int err = errno;
+        zsock_destroy(&s);
+        if (port < 0 && err == EADDRINUSE)
+            return util_err(LUX_EEXIST, "port %d is in use (%s, for the chain master's %s)",
+                            c->master_port + pub, ep, pub ? "PUB, which takes --port + 1" : "ROUTER");
+        if (port < 0)
+            return util_err(LUX_EINVAL, "cannot listen on %s: %s", ep, zmq_strerror(err));
+    }
+    return 0;
+}
+
 static const char s_start_usage[] =
     "lux start --head --dir DIR [--shards S] [--replicas R] [--sync normal|full]\n"
     "                 [--listen ipc|tcp://HOST] [--port N] [--heartbeat-ms N] [--dead-ms N]\n"
@@ -350,6 +379,8 @@ cmd_start(int argc, char **argv)
             node.store_mb = v;
             break;
         case 'R':
+            if (!lux_opt_resources(&p, "--resources"))
+                return 2;
             node.resources = optarg;
             break;
         case 'L':
@@ -411,6 +442,10 @@ cmd_start(int argc, char **argv)
     if (node.log_only && (node.workers || node.store_mb || node.resources))
         return lux_opt_usage(&p, "--log-only starts no node manager: --workers, --store-mb and "
                          "--resources do not apply");
+    if (s_ports_free(&c))
+        return lux_fail("start", "%s%s", lux_errmsg(),
+                        create ? ": choose another with --port"
+                               : "; this cluster's port is in its cluster.conf");
     if (lux_head_start(&c, create, 30000, &node))
         return lux_fail("start", "%s", lux_errmsg());
     if (create && node.log_only && util_write_file(marker, "", 0, 0644))
@@ -817,8 +852,12 @@ cmd_supervise(int argc, char **argv)
     db_master_opts_t mo = {.cluster = &c, .sec = sec};
     zactor_t *master = db_master_new(&mo);
     if (!master) {
+        /* the security actor goes first: left to zsys at exit, its
+           sockets are destroyed under it and czmq asserts */
+        int rc = lux_fail("supervise", "%s", lux_errmsg());
+        net_sec_destroy(&sec);
         unlink(path);
-        return lux_fail("supervise", "%s", lux_errmsg());
+        return rc;
     }
     zactor_t *node = NULL; /* started once the replicas serve (it appends to the log) */
     uint32_t n = c.shards * c.replicas;

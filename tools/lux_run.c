@@ -110,6 +110,8 @@ cmd_run(int argc, char **argv)
             cfg.dir = optarg;
             break;
         case 'R':
+            if (!lux_opt_resources(&p, "--resources"))
+                return 2;
             cfg.resources = optarg;
             break;
         case 'w':
