@@ -292,7 +292,8 @@ static const char s_start_usage[] =
     "lux start --head --dir DIR [--shards S] [--replicas R] [--sync normal|full]\n"
     "                 [--listen ipc|tcp://HOST] [--port N] [--heartbeat-ms N] [--dead-ms N]\n"
     "                 [--workers N] [--store-mb N] [--resources CPU=N,NAME=N] [--log-only]\n"
-    "                 [--witness FILE] [--checkpoint-s N] [--checkpoint-events N]";
+    "                 [--witness FILE] [--checkpoint-s N] [--checkpoint-events N]\n"
+    "                 [--record-puts[=LIMIT]]";
 
 int
 cmd_start(int argc, char **argv)
@@ -307,6 +308,7 @@ cmd_start(int argc, char **argv)
         {"resources", required_argument, 0, 'R'}, {"log-only", no_argument, 0, 'L'},
         {"witness", required_argument, 0, 'W'}, {"checkpoint-s", required_argument, 0, 'T'},
         {"checkpoint-events", required_argument, 0, 'N'},
+        {"record-puts", optional_argument, 0, 'P'},
         {0, 0, 0, 0}};
     lux_node_args_t node = {0};
     char witness[PATH_MAX];
@@ -358,6 +360,13 @@ cmd_start(int argc, char **argv)
             if (!lux_opt_uint(&p, "--dead-ms", 600000, false, &v))
                 return 2;
             c.dead_ms = (int) v, set = true;
+            break;
+        case 'P': /* the largest put kept for replay; alone: every one */
+            if (!optarg)
+                c.record_puts = UINT64_MAX;
+            else if (db_cluster_parse_size(optarg, &c.record_puts))
+                return lux_opt_usage(&p, "--record-puts: %s", lux_errmsg());
+            set = true;
             break;
         case 'w':
             if (!lux_opt_uint(&p, "--workers", 4096, false, &v))

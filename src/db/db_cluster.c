@@ -12,6 +12,8 @@
 #include "../util/util_err.h"
 #include "../util/util_fs.h"
 
+#include <errno.h>
+#include <inttypes.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +31,33 @@ db_cluster_defaults(db_cluster_t *c)
     c->dead_ms = 1000;
     snprintf(c->listen, sizeof c->listen, "ipc");
     c->master_port = 6379 + 1000; /* 7379 */
+    c->record_puts = DB_RECORD_PUTS_DEFAULT;
+}
+
+int
+db_cluster_parse_size(const char *s, uint64_t *out)
+{
+    if (strcmp(s, "none") == 0) {
+        *out = 0;
+        return 0;
+    }
+    if (strcmp(s, "all") == 0) {
+        *out = UINT64_MAX;
+        return 0;
+    }
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    int shift = 0;
+    if (end != s && *end && !end[1])
+        shift = *end == 'K' || *end == 'k' ? 10 : *end == 'M' || *end == 'm' ? 20
+              : *end == 'G' || *end == 'g' ? 30 : *end == 'T' || *end == 't' ? 40 : -1;
+    if (end == s || s[0] == '-' || errno || shift < 0 || (*end && shift == 0) ||
+        (shift && v > (UINT64_MAX >> shift)))
+        return util_err(LUX_EINVAL, "'%s' is not a size (a number of bytes, with K, M, G or T "
+                        "for powers of 1024, or none, or all)", s);
+    *out = (uint64_t) v << shift;
+    return 0;
 }
 
 char *
@@ -120,7 +149,7 @@ s_sock_dir(db_cluster_t *c)
 int
 db_cluster_create(db_cluster_t *c)
 {
-    char path[PATH_MAX + 32], hex[UTIL_ID_HEX], buf[4096], when[64];
+    char path[PATH_MAX + 32], hex[UTIL_ID_HEX], buf[8192], when[64];
     int rc;
     time_t now = time(NULL);
 
@@ -152,16 +181,17 @@ db_cluster_create(db_cluster_t *c)
     snprintf(buf, sizeof buf,
              "# Lux cluster settings, written by lux start on %s; see lux(1).\n"
              "cluster %s\nshards %u\nreplicas %u\nsync %s\nheartbeat_ms %d\ndead_ms %d\n"
-             "listen %s\nmaster_port %d\nsock_dir %s\n",
+             "listen %s\nmaster_port %d\nsock_dir %s\n"
+             "# the largest put recorded in blobs/ for replay, in bytes\nrecord_puts %" PRIu64 "\n",
              when, util_id_hex(&c->id, hex), c->shards, c->replicas,
              c->sync_full ? "full" : "normal", c->heartbeat_ms, c->dead_ms, c->listen,
-             c->master_port, c->sock_dir);
+             c->master_port, c->sock_dir, c->record_puts);
     return util_write_file(db_cluster_path(c, path, sizeof path, "cluster.conf"), buf,
                            strlen(buf), 0600);
 }
 
 /* The keys of cluster.conf: where each goes and what it may hold. */
-enum { S_ID, S_U32, S_INT, S_SYNC, S_STR };
+enum { S_ID, S_U32, S_U64, S_INT, S_SYNC, S_STR };
 typedef struct {
     const char *key;
     int type;
@@ -182,6 +212,7 @@ static const s_key_t s_keys[] = {
     S_KEY("dead_ms", S_INT, dead_ms, 2, 36000000, false),
     S_KEY("listen", S_STR, listen, 0, 0, false),
     S_KEY("master_port", S_INT, master_port, 1, 65534, false),
+    S_KEY("record_puts", S_U64, record_puts, 0, 0, false),
     S_KEY("sock_dir", S_STR, sock_dir, 0, 0, true),
 };
 #define S_NKEYS (sizeof s_keys / sizeof s_keys[0])
@@ -209,6 +240,16 @@ s_set(db_cluster_t *c, const s_key_t *k, const char *val, char *why, size_t n)
             *(uint32_t *) (void *) field = (uint32_t) v;
         else
             *(int *) (void *) field = (int) v;
+        return 0;
+    }
+    case S_U64: {
+        errno = 0;
+        unsigned long long v = strtoull(val, &end, 10);
+        if (!*val || *end || *val == '-' || *val == '+' || errno) {
+            snprintf(why, n, "'%s' is not a number of bytes", val);
+            return -1;
+        }
+        *(uint64_t *) (void *) field = (uint64_t) v;
         return 0;
     }
     case S_SYNC:
