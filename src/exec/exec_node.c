@@ -12,6 +12,8 @@
 */
 #include "exec_node_int.h"
 #include "exec_module.h"
+#include "../net/net_pipe.h"
+#include "../net/net_raw.h"
 #include "../util/util_err.h"
 #include "../util/util_fs.h"
 #include "../util/util_hash.h"
@@ -28,17 +30,6 @@
 #include <sys/sysinfo.h>
 #include <unistd.h>
 
-static int64_t s_complain_ms;
-
-static void
-s_complain(const char *what)
-{
-    int64_t now = util_mono_ms();
-    if (now - s_complain_ms >= 1000) {
-        log_error("node: dropped a bad message: %s", what);
-        s_complain_ms = now;
-    }
-}
 
 char *
 exec_node_endpoint(const db_cluster_t *c, char *out, size_t n)
@@ -222,7 +213,7 @@ s_on_hello(nm_t *nm, nm_conn_t *conn, zframe_t *body)
 {
     util_rd_t r;
     if (!body) {
-        s_complain("NODE_HELLO without a body");
+        nm_complain(nm, "NODE_HELLO without a body");
         return;
     }
     util_rd_init(&r, zframe_data(body), zframe_size(body));
@@ -237,7 +228,7 @@ s_on_hello(nm_t *nm, nm_conn_t *conn, zframe_t *body)
     uint8_t flags = !r.bad && r.p < r.end ? util_rd_u8(&r) : 0;
     if (r.bad || !cid ||
         (kind != EXEC_HELLO_DRIVER && kind != EXEC_HELLO_WORKER && kind != 3)) {
-        s_complain("malformed NODE_HELLO");
+        nm_complain(nm, "malformed NODE_HELLO");
         return;
     }
     if ((pid_t) pid != net_link_peer_pid(conn->link)) {
@@ -247,7 +238,7 @@ s_on_hello(nm_t *nm, nm_conn_t *conn, zframe_t *body)
     }
     nm_client_t *c = conn->client;
     if (c && memcmp(c->id.b, cid, 16) != 0) {
-        s_complain("NODE_HELLO naming another client than its connection's");
+        nm_complain(nm, "NODE_HELLO naming another client than its connection's");
         return;
     }
     if (kind == 3) { /* goodbye: a driver's job ends */
@@ -275,7 +266,7 @@ s_on_hello(nm_t *nm, nm_conn_t *conn, zframe_t *body)
     if (!c) {
         nm_client_t **old = util_idmap_get(nm->clients, cid);
         if (old) {
-            s_complain("NODE_HELLO from a client ID already connected");
+            nm_complain(nm, "NODE_HELLO from a client ID already connected");
             return;
         }
         c = calloc(1, sizeof *c);
@@ -330,12 +321,12 @@ s_on_module(nm_t *nm, nm_client_t *c, zframe_t *body, zframe_t *bytes)
     uint8_t hash[16];
     char path[PATH_MAX + 64];
     if (!body || zframe_size(body) != 16 || !bytes) {
-        s_complain("malformed MODULE");
+        nm_complain(nm, "malformed MODULE");
         return;
     }
     util_blake(hash, 16, zframe_data(bytes), zframe_size(bytes));
     if (memcmp(hash, zframe_data(body), 16) != 0) {
-        s_complain("MODULE bytes do not match their hash");
+        nm_complain(nm, "MODULE bytes do not match their hash");
         return;
     }
     if (exec_module_store(nm->cluster.dir, hash, zframe_data(bytes), zframe_size(bytes), path,
@@ -354,7 +345,7 @@ s_on_submit(nm_t *nm, nm_client_t *c, zframe_t *body)
 {
     util_rd_t r;
     if (!body) {
-        s_complain("SUBMIT without tasks");
+        nm_complain(nm, "SUBMIT without tasks");
         return;
     }
     util_rd_init(&r, zframe_data(body), zframe_size(body));
@@ -362,7 +353,7 @@ s_on_submit(nm_t *nm, nm_client_t *c, zframe_t *body)
     for (uint32_t i = 0; i < count && !r.bad; i++) {
         exec_spec_t s;
         if (exec_spec_decode(&r, &s)) {
-            s_complain(lux_errmsg());
+            nm_complain(nm, lux_errmsg());
             return;
         }
         if (nm_submit(nm, c, &s))
@@ -375,7 +366,7 @@ s_on_put(nm_t *nm, nm_client_t *c, zframe_t *body)
 {
     util_rd_t r;
     if (!body) {
-        s_complain("PUT without objects");
+        nm_complain(nm, "PUT without objects");
         return;
     }
     util_rd_init(&r, zframe_data(body), zframe_size(body));
@@ -385,7 +376,7 @@ s_on_put(nm_t *nm, nm_client_t *c, zframe_t *body)
         const uint8_t *fp;
         if (exec_obj_decode(&r, &d) || (d.where != EXEC_W_INLINE && d.where != EXEC_W_ARENA) ||
             !(fp = util_rd_take(&r, 16))) {
-            s_complain("malformed PUT");
+            nm_complain(nm, "malformed PUT");
             return;
         }
         nm_obj_t *had = nm_obj_get(nm, &d.id);
@@ -407,7 +398,7 @@ s_on_put(nm_t *nm, nm_client_t *c, zframe_t *body)
         if (d.where == EXEC_W_ARENA) {
             uint64_t *granted = util_idmap_get(c->allocs, &d.off);
             if (!granted || *granted < d.size) {
-                s_complain("PUT of room that was not granted");
+                nm_complain(nm, "PUT of room that was not granted");
                 continue;
             }
             util_idmap_del(c->allocs, &d.off);
@@ -458,14 +449,14 @@ static void
 s_on_unalloc(nm_t *nm, nm_client_t *c, zframe_t *body)
 {
     if (!body || zframe_size(body) != 8) {
-        s_complain("malformed UNALLOC");
+        nm_complain(nm, "malformed UNALLOC");
         return;
     }
     uint64_t off = util_rd64(zframe_data(body));
     if (util_idmap_del(c->allocs, &off))
         nm_store_free(nm, off);
     else
-        s_complain("UNALLOC of room that was not granted");
+        nm_complain(nm, "UNALLOC of room that was not granted");
 }
 
 /* ALLOC: room in the store for a value the client writes in place. When
@@ -476,7 +467,7 @@ static void
 s_on_alloc(nm_t *nm, nm_client_t *c, zframe_t *body)
 {
     if (!body || zframe_size(body) != 16) {
-        s_complain("malformed ALLOC");
+        nm_complain(nm, "malformed ALLOC");
         return;
     }
     uint64_t req = util_rd64(zframe_data(body)), size = util_rd64(zframe_data(body) + 8), off = 0;
@@ -640,7 +631,7 @@ s_on_get(nm_t *nm, nm_client_t *c, zframe_t *body)
 {
     util_rd_t r;
     if (!body) {
-        s_complain("GET without IDs");
+        nm_complain(nm, "GET without IDs");
         return;
     }
     util_rd_init(&r, zframe_data(body), zframe_size(body));
@@ -649,7 +640,7 @@ s_on_get(nm_t *nm, nm_client_t *c, zframe_t *body)
         const uint8_t *p = util_rd_take(&r, LUX_REF_LEN);
         lux_ref_t id;
         if (!p) {
-            s_complain("malformed GET");
+            nm_complain(nm, "malformed GET");
             return;
         }
         memcpy(id.b, p, LUX_REF_LEN);
@@ -737,7 +728,7 @@ s_on_msg(nm_t *nm, nm_conn_t *conn, zmsg_t *msg)
     net_hdr_t h;
     nm_client_t *c = conn->client;
     if (net_hdr_decode(&h, hf)) {
-        s_complain(lux_errmsg());
+        nm_complain(nm, lux_errmsg());
         return;
     }
     if (h.type == NET_NODE_HELLO) {
@@ -749,7 +740,7 @@ s_on_msg(nm_t *nm, nm_conn_t *conn, zmsg_t *msg)
         return;
     }
     if (!c) {
-        s_complain("a message from a client that did not say hello");
+        nm_complain(nm, "a message from a client that did not say hello");
         return;
     }
     switch (h.type) {
@@ -786,16 +777,16 @@ s_on_msg(nm_t *nm, nm_conn_t *conn, zmsg_t *msg)
         if (body)
             nm_cancel_op(nm, c, zframe_data(body), zframe_size(body));
         else
-            s_complain("CANCEL without a body");
+            nm_complain(nm, "CANCEL without a body");
         break;
     case NET_ACTOR:
         if (body)
             nm_actor_op(nm, c, zframe_data(body), zframe_size(body));
         else
-            s_complain("ACTOR without a body");
+            nm_complain(nm, "ACTOR without a body");
         break;
     default:
-        s_complain("a message type the node manager does not take");
+        nm_complain(nm, "a message type the node manager does not take");
     }
 }
 
@@ -987,13 +978,19 @@ s_loop(nm_t *nm)
     struct epoll_event evs[EP_MAX];
     int64_t tick = S_TICK_MS, next_tick = util_mono_ms() + tick;
     int64_t active_ms = util_mono_ms(); /* when the poll last saw something */
-    /* The pipe is polled by its descriptor, which ZeroMQ makes readable
-       when the socket's state changes; its events are read when it is,
-       and once at the start (the signal sent before the loop may have
-       taken a change's notice), all its messages then: nothing else is
-       sent or read on it, so nothing else takes a notice. Checking its
-       events on every turn cost two system calls a turn. */
-    bool pipe_check = true;
+    /* The pipe is polled by its descriptor (net_raw.h): its events are
+       read when that fires, and once at the start (the signal sent before
+       the loop may have taken a change's notice, so a new set is dirty),
+       all its messages then: nothing else is sent or read on it, so
+       nothing else takes a notice. Checking its events on every turn
+       cost two system calls a turn. */
+    net_raw_t *raw = net_raw_new(NULL, NULL);
+    if (!raw || net_raw_add(raw, nm->pipe, net_pipe_on_term) != 0) {
+        log_error("node: cannot poll its command pipe: %s", raw ? lux_errmsg() : "out of memory");
+        net_raw_destroy(&raw);
+        return;
+    }
+    int pipe_fd = net_raw_fd(raw, 0);
     for (;;) {
         /* writable too while bytes wait for the peer */
         for (nm_conn_t *c = nm->conns; c; c = c->next) {
@@ -1005,7 +1002,7 @@ s_loop(nm_t *nm)
             }
         }
         size_t k = 0;
-        items[k++] = (zmq_pollitem_t) {NULL, zsock_fd(nm->pipe), ZMQ_POLLIN, 0};
+        items[k++] = (zmq_pollitem_t) {NULL, pipe_fd, ZMQ_POLLIN, 0};
         items[k++] = (zmq_pollitem_t) {NULL, nm->listen_fd, ZMQ_POLLIN, 0};
         items[k++] = (zmq_pollitem_t) {NULL, nm->epfd, ZMQ_POLLIN, 0};
         size_t log_at = k;
@@ -1015,6 +1012,7 @@ s_loop(nm_t *nm)
         int64_t wait = next_tick - util_mono_ms(), due = nm->log ? nm_log_due_ms(nm) : -1;
         if (due >= 0 && due < wait)
             wait = due;
+        bool pipe_check = net_raw_dirty(raw);
         int fired = pipe_check || wait <= 0 ? net_poll(items, (int) k, pfds, 0)
                                             : s_wait(nm, items, k, pfds, wait);
         if (fired < 0 && zmq_errno() != EINTR)
@@ -1027,19 +1025,8 @@ s_loop(nm_t *nm)
                     next_tick = util_mono_ms() + tick;
             }
         }
-        bool stop = false;
-        if (pipe_check || (items[0].revents & ZMQ_POLLIN)) {
-            pipe_check = false;
-            while (!stop && (zsock_events(nm->pipe) & ZMQ_POLLIN)) {
-                zmsg_t *m = zmsg_recv(nm->pipe);
-                char *cmd = m ? zmsg_popstr(m) : NULL;
-                stop = !cmd || strcmp(cmd, "$TERM") == 0;
-                free(cmd);
-                zmsg_destroy(&m);
-            }
-        }
-        if (stop)
-            break;
+        if ((pipe_check || (items[0].revents & ZMQ_POLLIN)) && net_raw_fired(raw, pipe_fd) == -1)
+            break; /* $TERM */
         if (items[1].revents)
             s_accept(nm);
         if (items[2].revents) {
@@ -1071,6 +1058,7 @@ s_loop(nm_t *nm)
         s_after(nm);
         nm->log_quiet = false;
     }
+    net_raw_destroy(&raw);
 }
 
 /* --- start and stop ----------------------------------------------------------------------- */
@@ -1107,6 +1095,7 @@ s_setup(nm_t *nm, const exec_node_opts_t *o)
     int rc;
     util_id_random(&nm->node);
     util_buf_init(&nm->scratch);
+    util_complain_init(&nm->complain, UTIL_COMPLAIN_MS);
     util_spin_init(&nm->spin, util_spin_max_env("LUX_SPIN_US", UTIL_SPIN_DEFAULT_NS));
     if ((rc = nm_parse_resources(nm, o->resources)) || (rc = s_find_lux(nm)))
         return rc;

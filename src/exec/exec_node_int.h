@@ -17,6 +17,7 @@
 #include "../net/net_ep.h"
 #include "../net/net_wire.h"
 #include "../util/util_buf.h"
+#include "../util/util_complain.h"
 #include "../util/util_idmap.h"
 #include "../util/util_spin.h"
 
@@ -271,6 +272,9 @@ typedef struct {
     int64_t total, free;      /* in thousandths */
 } nm_res_t;
 
+/* Log a dropped bad message, at most once a second per node. */
+#define nm_complain(nm, what) util_complain(&(nm)->complain, "node: dropped a bad message: %s", (what))
+
 struct nm {
     db_cluster_t cluster;
     util_id_t node;
@@ -278,6 +282,7 @@ struct nm {
     int listen_fd;            /* clients connect here (net_link) */
     int epfd;                 /* an epoll set of the connections */
     util_spin_t spin;         /* how long the loop polls before it sleeps (LUX_SPIN_US) */
+    util_complain_t complain; /* this node's rate limit on garbage logs (nm_complain) */
     int64_t work_ended_ns;    /* when a task or call last finished or failed (util_mono_ns) */
     cpu_set_t pin_cpus;       /* the CPUs the pool's workers are bound to, one each... */
     bool pin;                 /* ...when they are (exec_node_cpu.c) */
