@@ -99,6 +99,15 @@ db_cluster_master_bind(const db_cluster_t *c, bool pub, char *out, size_t n)
     return pub ? db_cluster_master_pub(c, out, n) : db_cluster_master_ep(c, out, n);
 }
 
+char *
+db_cluster_members_ep(const db_cluster_t *c, bool bind, char *out, size_t n)
+{
+    if (db_cluster_tcp(c))
+        return s_master_tcp(c, c->master_port + 2, bind, out, n);
+    snprintf(out, n, "ipc://%s/members", c->sock_dir);
+    return out;
+}
+
 /* Pick the socket directory: DIR/sock when ipc paths fit in a sockaddr_un
    (108 bytes, with room for the longest name), else a private /tmp one. */
 static int
@@ -113,12 +122,33 @@ s_sock_dir(db_cluster_t *c)
     return util_private_dir(c->sock_dir);
 }
 
+static int
+s_write_conf(const db_cluster_t *c, bool node)
+{
+    char path[PATH_MAX + 32], hex[UTIL_ID_HEX], buf[4096], when[64];
+    time_t now = time(NULL);
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+    snprintf(buf, sizeof buf,
+             "# Lux cluster settings, written by lux start on %s; see lux(1).\n"
+             "%s"
+             "cluster %s\nshards %u\nreplicas %u\nsync %s\nheartbeat_ms %d\ndead_ms %d\n"
+             "listen %s\nmaster_port %d\nsock_dir %s\n",
+             when,
+             node ? "# A node of the cluster whose head listens at 'listen' and 'master_port'.\n"
+                    "role node\n"
+                  : "",
+             util_id_hex(&c->id, hex), c->shards, c->replicas,
+             c->sync_full ? "full" : "normal", c->heartbeat_ms, c->dead_ms, c->listen,
+             c->master_port, c->sock_dir);
+    return util_write_file(db_cluster_path(c, path, sizeof path, "cluster.conf"), buf,
+                           strlen(buf), 0600);
+}
+
 int
 db_cluster_create(db_cluster_t *c)
 {
-    char path[PATH_MAX + 32], hex[UTIL_ID_HEX], buf[4096], when[64];
+    char path[PATH_MAX + 32];
     int rc;
-    time_t now = time(NULL);
 
     if (c->shards < 1 || c->shards > DB_MAX_SHARDS)
         return util_err(LUX_EINVAL, "--shards must be 1..%d, not %u", DB_MAX_SHARDS, c->shards);
@@ -144,16 +174,24 @@ db_cluster_create(db_cluster_t *c)
     }
     if ((rc = net_sec_create(db_cluster_path(c, path, sizeof path, "keys"))))
         return rc;
-    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
-    snprintf(buf, sizeof buf,
-             "# Lux cluster settings, written by lux start on %s; see lux(1).\n"
-             "cluster %s\nshards %u\nreplicas %u\nsync %s\nheartbeat_ms %d\ndead_ms %d\n"
-             "listen %s\nmaster_port %d\nsock_dir %s\n",
-             when, util_id_hex(&c->id, hex), c->shards, c->replicas,
-             c->sync_full ? "full" : "normal", c->heartbeat_ms, c->dead_ms, c->listen,
-             c->master_port, c->sock_dir);
-    return util_write_file(db_cluster_path(c, path, sizeof path, "cluster.conf"), buf,
-                           strlen(buf), 0600);
+    return s_write_conf(c, false);
+}
+
+int
+db_cluster_create_node(db_cluster_t *c)
+{
+    char path[PATH_MAX + 32];
+    int rc;
+    if (!db_cluster_tcp(c))
+        return util_err(LUX_EINVAL, "a node joins a head over tcp, not '%s'", c->listen);
+    if ((rc = util_private_dir(c->dir)))
+        return rc;
+    if ((rc = s_sock_dir(c)) ||
+        (rc = util_private_dir(db_cluster_path(c, path, sizeof path, "log"))) ||
+        (rc = util_private_dir(db_cluster_path(c, path, sizeof path, "run"))))
+        return rc;
+    c->node = true;
+    return s_write_conf(c, true);
 }
 
 int
@@ -193,6 +231,8 @@ db_cluster_load(db_cluster_t *c, const char *dir)
             snprintf(c->listen, sizeof c->listen, "%s", val);
         } else if (strcmp(key, "master_port") == 0) {
             c->master_port = atoi(val);
+        } else if (strcmp(key, "role") == 0) {
+            c->node = strcmp(val, "node") == 0;
         } else if (strcmp(key, "sock_dir") == 0) {
             snprintf(c->sock_dir, sizeof c->sock_dir, "%s", val);
             have |= 8;

@@ -12,6 +12,7 @@
 */
 #include "exec_node_int.h"
 #include "exec_module.h"
+#include "exec_gpu.h"
 #include "../util/util_err.h"
 #include "../util/util_fs.h"
 #include "../util/util_hash.h"
@@ -1034,6 +1035,8 @@ s_loop(nm_t *nm)
                 zmsg_t *m = zmsg_recv(nm->pipe);
                 char *cmd = m ? zmsg_popstr(m) : NULL;
                 stop = !cmd || strcmp(cmd, "$TERM") == 0;
+                if (cmd && strcmp(cmd, "STATS") == 0)
+                    nm_stats_send(nm); /* exec_node_stats.c */
                 free(cmd);
                 zmsg_destroy(&m);
             }
@@ -1214,6 +1217,7 @@ s_teardown(nm_t *nm)
 typedef struct {
     exec_node_opts_t opts;
     char res[256];
+    char address[DB_EP_MAX];
     char err[UTIL_ERRMSG_MAX];
 } s_start_t;
 
@@ -1232,6 +1236,7 @@ s_actor(zsock_t *pipe, void *arg)
     nm->listen_fd = -1;
     nm->epfd = -1;
     nm->cluster = *st->opts.cluster;
+    snprintf(nm->address, sizeof nm->address, "%s", st->address);
     if (s_setup(nm, &st->opts)) {
         snprintf(st->err, sizeof st->err, "%s", lux_errmsg());
         s_teardown(nm);
@@ -1253,10 +1258,19 @@ exec_node_new(const exec_node_opts_t *o)
     s_start_t st;
     memset(&st, 0, sizeof st);
     st.opts = *o;
-    if (o->resources) {
+    if (o->resources)
         snprintf(st.res, sizeof st.res, "%s", o->resources);
-        st.opts.resources = st.res;
+    /* GPUs: what the user said, else what this machine has (exec_gpu.h) */
+    int gpus[EXEC_GPU_MAX], ngpu;
+    if (!(o->resources && strstr(o->resources, "GPU=")) &&
+        (ngpu = exec_gpu_detect(gpus, EXEC_GPU_MAX)) > 0) {
+        size_t k = strlen(st.res);
+        snprintf(st.res + k, sizeof st.res - k, "%sGPU=%d", k ? "," : "", ngpu);
     }
+    if (st.res[0])
+        st.opts.resources = st.res;
+    if (o->address)
+        snprintf(st.address, sizeof st.address, "%s", o->address);
     /* zactor_new waits for the actor's signal: st lives until then */
     zactor_t *a = zactor_new(s_actor, &st);
     if (a && st.err[0]) {
