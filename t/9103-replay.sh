@@ -9,8 +9,10 @@
 #   - a module byte altered in the file: exit 1, the module's hash refused
 #     before anything runs;
 #   - --task replays one task and the tasks it depends on;
-#   - a run whose tasks read a put: the tasks that cannot run are named
-#     (exit 1), not skipped in silence;
+#   - a run whose tasks read a put and an actor call's output: the put is
+#     read from the blob store beside the log; the task that reads the
+#     call's output, which is not replayed, is named (exit 1), not skipped
+#     in silence;
 #   - usage errors exit 2.
 . "${LUX_SRCDIR:-.}/t/lib/tap.sh"
 LUX=${LUX_BIN:-./lux}
@@ -62,10 +64,11 @@ LUX_BUILDDIR=$B timeout -s KILL 180 "$B/t/9101-history-run" "$tmp/runs2" \
     >"$tmp/run2.out" 2>"$tmp/run.err"
 run2=$(sed -n 1p "$tmp/run2.out")
 timeout -s KILL 300 "$LUX" replay "$run2" --verify >"$tmp/out" 2>"$tmp/err"
-is $? 1 "a run whose tasks read a put: exit 1"
-like "$(cat "$tmp/out")" "a put or another job's (its bytes are not in the log)" \
-    "...naming the task that reads the put"
-like "$(cat "$tmp/out")" "5 not replayable" "...and counting those that could not run"
+is $? 1 "a run whose tasks read a put and an actor call's output: exit 1"
+like "$(cat "$tmp/out")" "1 recorded puts (8 bytes) read from $run2/blobs" \
+    "...the put read from the blob store"
+like "$(cat "$tmp/out")" "t_mix: argument 1: object" "...naming the task that reads the call's output"
+like "$(cat "$tmp/out")" "1 not replayable" "...and counting it"
 
 "$LUX" replay >/dev/null 2>"$tmp/err"
 is $? 2 "lux replay without RUN: status 2"

@@ -12,6 +12,7 @@
 */
 #include "lux_cmd.h"
 #include "lux_node.h"
+#include "lux_opt.h"
 #include "db/db_chain.h"
 #include "db/db_master.h"
 #include "db/db_replica.h"
@@ -248,25 +249,44 @@ cmd_node(int argc, char **argv)
     exec_node_opts_t no = {.cluster = &c};
     const char *dir = NULL, *address = NULL;
     char path[PATH_MAX + 32], joined[PATH_MAX + 32], keys[PATH_MAX + 32];
-    for (int i = 1; i + 1 < argc; i += 2) {
-        unsigned long v;
-        if (strcmp(argv[i], "--dir") == 0)
-            dir = argv[i + 1];
-        else if (strcmp(argv[i], "--address") == 0)
-            address = argv[i + 1];
-        else if (strcmp(argv[i], "--workers") == 0 &&
-                 lux_parse_uint("node", "--workers", argv[i + 1], 4096, &v))
+    static const struct option opts[] = {
+        {"dir", required_argument, 0, 'd'},     {"address", required_argument, 0, 'A'},
+        {"workers", required_argument, 0, 'w'}, {"store-mb", required_argument, 0, 'm'},
+        {"resources", required_argument, 0, 'R'}, {0}};
+    lux_opt_t p = {.cmd = "node", .usage = usage, .opts = opts};
+    unsigned long v;
+    int o;
+    while ((o = lux_opt_next(&p, argc, argv)) != -1) {
+        switch (o) {
+        case 'd':
+            dir = optarg;
+            break;
+        case 'A':
+            address = optarg;
+            break;
+        case 'w':
+            if (!lux_opt_uint(&p, "--workers", 4096, false, &v))
+                return 2;
             no.workers = (int) v;
-        else if (strcmp(argv[i], "--store-mb") == 0 &&
-                 lux_parse_uint("node", "--store-mb", argv[i + 1], 1ul << 24, &v))
+            break;
+        case 'm':
+            if (!lux_opt_uint(&p, "--store-mb", 1ul << 24, false, &v))
+                return 2;
             no.store_bytes = (uint64_t) v << 20;
-        else if (strcmp(argv[i], "--resources") == 0)
-            no.resources = argv[i + 1];
-        else
-            return lux_usage("node", usage, "unexpected argument '%s'", argv[i]);
+            break;
+        case 'R':
+            if (!lux_opt_resources(&p, "--resources"))
+                return 2;
+            no.resources = optarg;
+            break;
+        default:
+            return p.status;
+        }
     }
+    if (!lux_opt_args(&p, argc, argv, 0, 0, ""))
+        return 2;
     if (!dir || !address)
-        return lux_usage("node", usage, "--dir and --address are required");
+        return lux_opt_usage(&p, "--dir and --address are required");
     no.address = address;
     util_log_init(UTIL_LOG_INFO);
     util_log_name("node daemon");

@@ -10,10 +10,14 @@
     private directory, kept and named at the end) and submits, in log
     order, the tasks the driver submitted (nested tasks are submitted again
     by their replayed parents, and are not compared); a ref argument is the
-    replayed output of the task that made it. A task whose argument is a
-    put's object, or the output of a task not replayed, cannot run: the
-    log does not hold a put's bytes. Those are reported, never skipped in
-    silence. Actor calls are not replayed (counted).
+    replayed output of the task that made it, or a put: its bytes come from
+    the blob store beside the log (exec_blob.h), their fingerprint checked
+    against the one its object_put event recorded, and are put once on the
+    replay's cluster. A task whose put was not recorded (over the cluster's
+    record_puts), whose blob is missing or altered, or whose argument is
+    the output of a task not replayed, cannot run: it is reported with the
+    reason, never skipped in silence. Actor calls are not replayed
+    (counted).
 
     --verify compares each replayed task's outcome in the new log with the
     recorded one: finished with the same fingerprint of its outputs (the
@@ -27,9 +31,11 @@
 */
 #include "lux_cmd.h"
 #include "lux_hist.h"
+#include "lux_opt.h"
 #include "lux.h"
 #include "db/db_event.h"
 #include "db/db_query.h"
+#include "exec/exec_blob.h"
 #include "exec/exec_module.h"
 #include "exec/exec_proto.h"
 #include "util/util_err.h"
@@ -40,10 +46,11 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const char s_usage[] =
-    "lux replay RUN|OUT.db [--job ID] [--task ID] [--verify] [--workers N]";
+    "lux replay RUN|OUT.db [--job ID] [--task ID] [--verify] [--workers N] [--blobs DIR]";
 
 #define S_WAIT_MS 120000
 
@@ -77,7 +84,73 @@ typedef struct {
     size_t n;
     util_idmap_t *by_task; /* task -> index + 1 */
     int64_t calls;         /* actor calls of the job, not replayed */
+    char blobs[PATH_MAX];  /* the recorded puts (exec_blob.h) */
+    size_t puts;           /* recorded puts read back, their hash checked */
+    uint64_t put_bytes;
+    sqlite3_stmt *put_st;  /* a put's object_put event */
+    util_idmap_t *bad_puts; /* object ID -> char * why it could not be read (once each) */
 } s_replay_t;
+
+static int
+s_free_why(void *arg, const void *key, void *value)
+{
+    (void) arg, (void) key;
+    free(*(char **) value);
+    return 0;
+}
+
+/* The replay's copy of put obj (an object ID of the log), from the blob
+   store: its object_put event gives its size and fingerprint, the blob its
+   bytes (their hash checked). 0 with *out set, or an error with why[n]
+   saying what is missing or wrong. */
+static int
+s_put(s_replay_t *r, lux_t *lx, const uint8_t *obj, lux_ref_t *out, char *why, size_t n)
+{
+    char hex[2 * LUX_REF_LEN + 1];
+    char **known = r->bad_puts ? util_idmap_get(r->bad_puts, obj) : NULL;
+    if (known) { /* tried before, for another task */
+        snprintf(why, n, "%s", *known);
+        return LUX_ENOTFOUND;
+    }
+    util_hex(hex, obj, LUX_REF_LEN);
+    if (!r->put_st &&
+        !(r->put_st = lux_hist_prepare(r->h, "SELECT size, fp, info FROM event WHERE kind = 8"
+                                             " AND task = ?1 AND idx = ?2 LIMIT 1"))) {
+        snprintf(why, n, "object %s: %s", hex, lux_errmsg());
+        return LUX_ESQL;
+    }
+    sqlite3_stmt *st = r->put_st;
+    sqlite3_reset(st);
+    sqlite3_bind_blob(st, 1, obj, UTIL_ID_LEN, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, (int64_t) obj[16] << 24 | obj[17] << 16 | obj[18] << 8 | obj[19]);
+    if (sqlite3_step(st) != SQLITE_ROW || sqlite3_column_bytes(st, 1) != 16) {
+        snprintf(why, n, "object %s is neither a put nor a task's output in this log (another "
+                 "job's?)", hex);
+        return LUX_ENOTFOUND;
+    }
+    int64_t size = sqlite3_column_int64(st, 0);
+    uint8_t fp[16];
+    memcpy(fp, sqlite3_column_blob(st, 1), 16);
+    const char *info = (const char *) sqlite3_column_text(st, 2);
+    uint8_t *bytes = NULL;
+    int rc = exec_blob_read(r->blobs, fp, (size_t) size, &bytes);
+    if (rc == LUX_ENOTFOUND && info && strncmp(info, "not recorded", 12) == 0)
+        snprintf(why, n, "put %s (%" PRId64 " bytes): %s", hex, size, info);
+    else if (rc == LUX_ENOTFOUND)
+        snprintf(why, n, "put %s (%" PRId64 " bytes): %s", hex, size, lux_errmsg());
+    else if (rc)
+        snprintf(why, n, "put %s (%" PRId64 " bytes): %s", hex, size, lux_errmsg());
+    else if ((rc = lux_put(lx, bytes, (size_t) size, out)))
+        snprintf(why, n, "put %s (%" PRId64 " bytes): lux_put: %s", hex, size, lux_errmsg());
+    else {
+        r->puts++;
+        r->put_bytes += (uint64_t) size;
+    }
+    free(bytes);
+    if (rc && r->bad_puts && (known = util_idmap_put(r->bad_puts, obj, NULL)))
+        *known = strdup(why);
+    return rc;
+}
 
 static int
 s_load(s_replay_t *r)
@@ -198,12 +271,22 @@ s_submit(s_replay_t *r, lux_t *lx, s_task_t *t, util_idmap_t *objs)
         if (a.kind == EXEC_ARG_REF) {
             lux_ref_t *nr = util_idmap_get(objs, a.ref.b);
             memcpy(t->ref_args + (size_t) t->nref_args++ * LUX_REF_LEN, a.ref.b, LUX_REF_LEN);
+            if (!nr && !util_idmap_get(r->by_task, a.ref.b)) {
+                /* a put: its recorded bytes, put once for every task that reads it */
+                char pw[512] = "out of memory";
+                lux_ref_t pr;
+                if (s_put(r, lx, a.ref.b, &pr, pw, sizeof pw) == 0 &&
+                    (nr = util_idmap_put(objs, a.ref.b, NULL)))
+                    *nr = pr;
+                else if (!nr) {
+                    snprintf(why, sizeof why, "argument %d: %s", n, pw);
+                    break;
+                }
+            }
             if (!nr) {
-                uint32_t *ix = util_idmap_get(r->by_task, a.ref.b);
                 util_hex(hex, a.ref.b, LUX_REF_LEN);
-                snprintf(why, sizeof why, "argument %d is object %s, %s", n, hex,
-                         ix ? "from a task that was not replayed"
-                            : "a put or another job's (its bytes are not in the log)");
+                snprintf(why, sizeof why, "argument %d is object %s, from a task that was "
+                         "not replayed", n, hex);
                 break;
             }
             refs[n] = *nr;
@@ -275,54 +358,67 @@ s_outcomes(s_replay_t *r, const char *dir)
 int
 cmd_replay(int argc, char **argv)
 {
-    const char *src = NULL, *job = NULL, *task = NULL;
+    const char *src = NULL, *job = NULL, *task = NULL, *blobs = NULL;
     bool verify = false;
     unsigned long workers = 2;
-    for (int i = 1; i < argc; i++) {
-        const char *o = argv[i];
-        if (strcmp(o, "--help") == 0 || strcmp(o, "-h") == 0) {
-            printf("usage: %s\n\nRuns a recorded job's tasks again on a fresh embedded cluster, "
-                   "with the module\nbytes and arguments the log holds; --verify compares each "
-                   "task's outputs'\nfingerprint with the recorded one. Tasks that read a put "
-                   "(whose bytes the log\ndoes not hold) are reported as not replayable. Exit "
-                   "status 0 only when every\ntask was replayed and, with --verify, matched. "
-                   "See lux(1).\n",
-                   s_usage);
-            return 0;
-        }
-        if (strcmp(o, "--verify") == 0) {
+    static const struct option opts[] = {
+        {"job", required_argument, 0, 'j'},   {"task", required_argument, 0, 't'},
+        {"verify", no_argument, 0, 'v'},      {"workers", required_argument, 0, 'w'},
+        {"blobs", required_argument, 0, 'b'}, {0}};
+    lux_opt_t p = {
+        .cmd = "replay", .usage = s_usage, .opts = opts,
+        .help = "Runs a recorded job's tasks again on a fresh embedded cluster, with the module\n"
+                "bytes, arguments and puts the log and its blob store hold; --verify compares\n"
+                "each task's outputs' fingerprint with the recorded one. A task whose inputs\n"
+                "were not recorded (a put over record_puts) is reported as not replayable.\n"
+                "--blobs DIR: the recorded puts (default: RUN/blobs, or blobs/ beside OUT.db).\n"
+                "Exit status 0 only when every task was replayed and, with --verify, matched.\n"
+                "See lux(1).\n"};
+    int o;
+    while ((o = lux_opt_next(&p, argc, argv)) != -1) {
+        switch (o) {
+        case 'j':
+            job = optarg;
+            break;
+        case 't':
+            task = optarg;
+            break;
+        case 'v':
             verify = true;
-            continue;
-        }
-        if (strcmp(o, "--job") == 0 || strcmp(o, "--task") == 0 || strcmp(o, "--workers") == 0) {
-            if (i + 1 >= argc)
-                return lux_usage("replay", s_usage, "%s needs a value", o);
-            const char *v = argv[++i];
-            if (strcmp(o, "--job") == 0)
-                job = v;
-            else if (strcmp(o, "--task") == 0)
-                task = v;
-            else if (!lux_parse_uint("replay", o, v, 256, &workers))
+            break;
+        case 'b':
+            blobs = optarg;
+            break;
+        case 'w':
+            if (!lux_opt_uint(&p, "--workers", 256, false, &workers))
                 return 2;
-        } else if (o[0] == '-' && o[1])
-            return lux_usage("replay", s_usage, "unknown option '%s'", o);
-        else if (!src)
-            src = o;
-        else
-            return lux_usage("replay", s_usage, "one RUN or OUT.db, got a second: '%s'", o);
+            break;
+        default:
+            return p.status;
+        }
     }
-    if (!src)
-        return lux_usage("replay", s_usage, "a RUN directory or OUT.db is required");
+    if (!lux_opt_args(&p, argc, argv, 1, 1, "RUN or OUT.db"))
+        return p.status;
+    src = argv[optind];
     s_replay_t r = {0};
     util_id_t tid;
     if (job && (strlen(job) != 32 || util_id_parse(&r.job, job)))
-        return lux_usage("replay", s_usage, "--job takes a job ID of 32 hex digits, not '%s'",
+        return lux_opt_usage(&p, "--job takes a job ID of 32 hex digits, not '%s'",
                          job);
     if (task && (strlen(task) != 32 || util_id_parse(&tid, task)))
-        return lux_usage("replay", s_usage, "--task takes a task ID of 32 hex digits, not '%s'",
+        return lux_opt_usage(&p, "--task takes a task ID of 32 hex digits, not '%s'",
                          task);
     if (!(r.h = lux_hist_open(src)))
         return lux_fail("replay", "%s", lux_errmsg());
+    struct stat sb;
+    if (blobs)
+        snprintf(r.blobs, sizeof r.blobs, "%s", blobs);
+    else if (stat(src, &sb) == 0 && S_ISDIR(sb.st_mode))
+        snprintf(r.blobs, sizeof r.blobs, "%s/blobs", src);
+    else {
+        const char *slash = strrchr(src, '/');
+        snprintf(r.blobs, sizeof r.blobs, "%.*sblobs", slash ? (int) (slash - src + 1) : 0, src);
+    }
     int rc = 0, status = 1;
     char tmp[PATH_MAX] = "", mod[PATH_MAX + 16], runs[PATH_MAX + 16], newdir[PATH_MAX] = "";
     lux_t *lx = NULL;
@@ -331,7 +427,8 @@ cmd_replay(int argc, char **argv)
     char hex[UTIL_ID_HEX], hex2[UTIL_ID_HEX];
 
     if (!(r.by_task = util_idmap_new(sizeof(uint32_t))) ||
-        !(objs = util_idmap_new_keyed(LUX_REF_LEN, sizeof(lux_ref_t)))) {
+        !(objs = util_idmap_new_keyed(LUX_REF_LEN, sizeof(lux_ref_t))) ||
+        !(r.bad_puts = util_idmap_new_keyed(LUX_REF_LEN, sizeof(char *)))) {
         rc = util_err(LUX_ENOMEM, "out of memory");
         goto out;
     }
@@ -483,12 +580,14 @@ cmd_replay(int argc, char **argv)
            util_id_hex(&r.job, hex2), task ? " (--task)" : "");
     if (verify)
         printf("%zu matched, %zu mismatched, ", matched, mismatched);
-    printf("%zu not replayable; %zu nested tasks ran again under their parents, not compared; "
+    printf("%zu not replayable; %zu recorded puts (%" PRIu64 " bytes) read from %s, "
+           "their hashes verified; %zu nested tasks ran again under their parents, not compared; "
            "%" PRId64 " actor calls not replayed\nthe replay's log: %s\n",
-           skipped, nested, r.calls, newdir);
+           skipped, r.puts, r.put_bytes, r.blobs, nested, r.calls, newdir);
     status = (ran > 0 && skipped == 0 && (!verify || mismatched == 0)) ? 0 : 1;
 out:
     sqlite3_finalize(st);
+    sqlite3_finalize(r.put_st);
     if (lx)
         lux_shutdown(&lx);
     for (size_t i = 0; i < r.n; i++) {
@@ -501,6 +600,9 @@ out:
     free(r.t);
     util_idmap_destroy(&r.by_task);
     util_idmap_destroy(&objs);
+    if (r.bad_puts)
+        util_idmap_each(r.bad_puts, s_free_why, NULL);
+    util_idmap_destroy(&r.bad_puts);
     lux_hist_close(&r.h);
     if (tmp[0])
         unlink(mod);
