@@ -422,6 +422,10 @@ lux_node_start(const lux_join_args_t *a)
         if (waitpid(child, NULL, WNOHANG) == child || !util_proc_alive(child))
             return util_err(LUX_EDEAD, "the node's daemon exited during start; see %s", log);
         char *id = util_read_file(joined, NULL);
+        if (id && a->quiet) {
+            free(id);
+            return 0;
+        }
         if (id) {
             printf("node %s joined the cluster %s at %s as %s (pid %d)\n  directory %s, log %s\n"
                    "  stop it with: lux stop --dir %s\n",

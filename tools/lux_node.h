@@ -24,6 +24,7 @@ typedef struct {
     unsigned long store_mb;
     const char *resources;
     int timeout_ms;         /* for the head's answer and the node's joining */
+    bool quiet;             /* print nothing (lux bench) */
 } lux_join_args_t;
 
 /* Start a node that joins the head: check the head answers with the
