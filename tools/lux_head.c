@@ -1048,8 +1048,17 @@ cmd_supervise(int argc, char **argv)
         zclock_sleep(20);
     }
     log_info("stopping");
+    char own[UTIL_ID_HEX] = "";
+    if (beat && lux_beat_node(beat))
+        snprintf(own, sizeof own, "%s", lux_beat_node(beat));
     lux_beat_destroy(&beat);
     zactor_destroy(&node); /* first: its workers stop, its events reach the log */
+    if (members && own[0]) { /* the head's own node leaves like any other */
+        char *reply = NULL;
+        if (exec_members_ask(&c, sec, "LEAVE", own, 5000, &reply))
+            log_error("the head's node did not leave: %s", lux_errmsg());
+        free(reply);
+    }
     zactor_destroy(&members);
     for (uint32_t k = 0; k < n; k++)
         if (kids[k].pid)

@@ -5,6 +5,7 @@
 #include "exec_members.h"
 #include "../db/db_client.h"
 #include "../db/db_event.h"
+#include "../db/db_query.h"
 #include "../util/util_err.h"
 #include "../util/util_log.h"
 #include "../util/util_time.h"
@@ -62,14 +63,26 @@ s_find(s_mon_t *m, const util_id_t *id)
 
 /* Append a node event (node_died, node_left) and wait a little for it:
    a departure is answered once it is in the log. */
+/* The log client, made at the first beat: a node beats once the chains
+   serve, and the client must have its configuration before a stop, when
+   the chain master (which stops at the signal) no longer answers. */
 static int
-s_append(s_mon_t *m, int kind, const s_node_t *nd, const char *info, int wait_ms)
+s_log_open(s_mon_t *m)
 {
     if (!m->log) {
         db_client_opts_t o = {.cluster = &m->cluster, .sec = m->sec, .timeout_ms = 10000};
         if (!(m->log = db_client_new(&o)))
             return util_err_ctx(LUX_EIO, "the membership monitor's log client");
     }
+    return 0;
+}
+
+static int
+s_append(s_mon_t *m, int kind, const s_node_t *nd, const char *info, int wait_ms)
+{
+    int rc = s_log_open(m);
+    if (rc)
+        return rc;
     char addr[128] = "";
     db_event_t e;
     memset(&e, 0, sizeof e);
@@ -78,7 +91,7 @@ s_append(s_mon_t *m, int kind, const s_node_t *nd, const char *info, int wait_ms
     if (exec_members_get(nd->beat, "address", addr, sizeof addr))
         db_event_set_name(&e, addr);
     db_event_set_info(&e, info);
-    int rc = db_client_append(m->log, &e);
+    rc = db_client_append(m->log, &e);
     if (!rc && wait_ms > 0)
         rc = db_client_sync(m->log, wait_ms);
     else if (!rc)
@@ -133,6 +146,8 @@ s_beat(s_mon_t *m, zframe_t *who, const char *text)
     nd->beat = strdup(text);
     nd->seen_ms = util_mono_ms();
     s_reply(m, who, "OK", NULL);
+    if (!m->log && s_log_open(m))
+        log_error("%s", lux_errmsg());
 }
 
 static void
@@ -187,6 +202,52 @@ s_status(s_mon_t *m, zframe_t *who)
     free(text);
 }
 
+/* The nodes the log says are alive (joined, neither dead nor left),
+   taken into the table as if they had just beaten: one that does not beat
+   within dead_ms is declared dead, so a node that died while the head was
+   down (or the head's own node of an earlier run, killed with it) gets
+   its node_died. The head's files are on this machine: the tails are
+   read as `lux sql` reads them. */
+static void
+s_rebuild(s_mon_t *m)
+{
+    db_query_t *q = db_query_open(&m->cluster);
+    sqlite3_stmt *st = NULL;
+    if (!q || db_query_prepare(q, "SELECT node_id, address FROM nodes WHERE state = 'alive'",
+                               &st, NULL)) {
+        log_info("no nodes from the log (%s)", lux_errmsg()); /* a new cluster's files */
+        db_query_close(&q);
+        return;
+    }
+    int64_t now = util_mono_ms();
+    int n = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        const char *hex = (const char *) sqlite3_column_text(st, 0);
+        const char *addr = (const char *) sqlite3_column_text(st, 1);
+        util_id_t id;
+        if (!hex || util_id_parse(&id, hex) || s_find(m, &id))
+            continue;
+        s_node_t *v = realloc(m->nodes, (m->n + 1) * sizeof *v);
+        if (!v)
+            break;
+        m->nodes = v;
+        s_node_t *nd = &m->nodes[m->n++];
+        memset(nd, 0, sizeof *nd);
+        nd->node = id;
+        nd->seen_ms = now;
+        char text[256];
+        snprintf(text, sizeof text, "node %s\naddress %s\nrole from-log\n", hex,
+                 addr ? addr : "?");
+        nd->beat = strdup(text);
+        n++;
+    }
+    sqlite3_finalize(st);
+    db_query_close(&q);
+    if (n)
+        log_info("%d nodes the log says are alive: each is dead unless it beats within %d ms", n,
+                 m->dead_ms);
+}
+
 /* Nodes silent for dead_ms are dead: said in the log once. */
 static void
 s_tick(s_mon_t *m)
@@ -230,8 +291,10 @@ s_actor(zsock_t *pipe, void *arg)
         return;
     }
     zsock_signal(pipe, 0);
+    s_rebuild(m);
     log_info("membership monitor at %s (a node is dead after %d ms of silence)", ep, m->dead_ms);
     zpoller_t *p = zpoller_new(pipe, m->router, NULL);
+    zpoller_set_nonstop(p, true); /* it ends on $TERM, after its process's last LEAVE */
     int64_t next = util_mono_ms() + EXEC_MEMBERS_BEAT_MS / 2;
     while (true) {
         int64_t wait = next - util_mono_ms();
