@@ -177,9 +177,13 @@ FROM event r WHERE r.kind = 14;
 CREATE VIEW nodes AS
 SELECT n.shard, nullif(lower(hex(n.node)), '') AS node_id, n.name AS address,
        n.info AS resources, n.ts AS joined,
-       (SELECT max(d.ts) FROM event d WHERE d.kind = 17 AND d.node = n.node) AS died,
-       CASE WHEN EXISTS (SELECT 1 FROM event d WHERE d.kind = 17 AND d.node = n.node)
-            THEN 'dead' ELSE 'alive' END AS state,
+       n.size AS store_bytes,
+       (SELECT max(d.ts) FROM event d WHERE d.kind IN (17, 24) AND d.node = n.node) AS ended,
+       CASE (SELECT d.kind FROM event d WHERE d.kind IN (17, 24) AND d.node = n.node
+             ORDER BY d.seq LIMIT 1)
+            WHEN 17 THEN 'dead' WHEN 24 THEN 'left' ELSE 'alive' END AS state,
+       (SELECT d.info FROM event d WHERE d.kind IN (17, 24) AND d.node = n.node
+        ORDER BY d.seq LIMIT 1) AS why,
        n.seq
 FROM event n WHERE n.kind = 16;
 

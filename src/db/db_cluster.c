@@ -132,6 +132,15 @@ db_cluster_master_bind(const db_cluster_t *c, bool pub, char *out, size_t n)
     return pub ? db_cluster_master_pub(c, out, n) : db_cluster_master_ep(c, out, n);
 }
 
+char *
+db_cluster_members_ep(const db_cluster_t *c, bool bind, char *out, size_t n)
+{
+    if (db_cluster_tcp(c))
+        return s_master_tcp(c, c->master_port + 2, bind, out, n);
+    snprintf(out, n, "ipc://%s/members", c->sock_dir);
+    return out;
+}
+
 /* Pick the socket directory: DIR/sock when ipc paths fit in a sockaddr_un
    (108 bytes, with room for the longest name), else a private /tmp one. */
 static int
@@ -146,12 +155,34 @@ s_sock_dir(db_cluster_t *c)
     return util_private_dir(c->sock_dir);
 }
 
+static int
+s_write_conf(const db_cluster_t *c, bool node)
+{
+    char path[PATH_MAX + 32], hex[UTIL_ID_HEX], buf[8192], when[64];
+    time_t now = time(NULL);
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+    snprintf(buf, sizeof buf,
+             "# Lux cluster settings, written by lux start on %s; see lux(1).\n"
+             "%s"
+             "cluster %s\nshards %u\nreplicas %u\nsync %s\nheartbeat_ms %d\ndead_ms %d\n"
+             "listen %s\nmaster_port %d\nsock_dir %s\n"
+             "# the largest put recorded in blobs/ for replay, in bytes\nrecord_puts %" PRIu64 "\n",
+             when,
+             node ? "# A node of the cluster whose head listens at 'listen' and 'master_port'.\n"
+                    "role node\n"
+                  : "",
+             util_id_hex(&c->id, hex), c->shards, c->replicas,
+             c->sync_full ? "full" : "normal", c->heartbeat_ms, c->dead_ms, c->listen,
+             c->master_port, c->sock_dir, c->record_puts);
+    return util_write_file(db_cluster_path(c, path, sizeof path, "cluster.conf"), buf,
+                           strlen(buf), 0600);
+}
+
 int
 db_cluster_create(db_cluster_t *c)
 {
-    char path[PATH_MAX + 32], hex[UTIL_ID_HEX], buf[8192], when[64];
+    char path[PATH_MAX + 32];
     int rc;
-    time_t now = time(NULL);
 
     if (c->shards < 1 || c->shards > DB_MAX_SHARDS)
         return util_err(LUX_EINVAL, "--shards must be 1..%d, not %u", DB_MAX_SHARDS, c->shards);
@@ -177,21 +208,28 @@ db_cluster_create(db_cluster_t *c)
     }
     if ((rc = net_sec_create(db_cluster_path(c, path, sizeof path, "keys"))))
         return rc;
-    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
-    snprintf(buf, sizeof buf,
-             "# Lux cluster settings, written by lux start on %s; see lux(1).\n"
-             "cluster %s\nshards %u\nreplicas %u\nsync %s\nheartbeat_ms %d\ndead_ms %d\n"
-             "listen %s\nmaster_port %d\nsock_dir %s\n"
-             "# the largest put recorded in blobs/ for replay, in bytes\nrecord_puts %" PRIu64 "\n",
-             when, util_id_hex(&c->id, hex), c->shards, c->replicas,
-             c->sync_full ? "full" : "normal", c->heartbeat_ms, c->dead_ms, c->listen,
-             c->master_port, c->sock_dir, c->record_puts);
-    return util_write_file(db_cluster_path(c, path, sizeof path, "cluster.conf"), buf,
-                           strlen(buf), 0600);
+    return s_write_conf(c, false);
+}
+
+int
+db_cluster_create_node(db_cluster_t *c)
+{
+    char path[PATH_MAX + 32];
+    int rc;
+    if (!db_cluster_tcp(c))
+        return util_err(LUX_EINVAL, "a node joins a head over tcp, not '%s'", c->listen);
+    if ((rc = util_private_dir(c->dir)))
+        return rc;
+    if ((rc = s_sock_dir(c)) ||
+        (rc = util_private_dir(db_cluster_path(c, path, sizeof path, "log"))) ||
+        (rc = util_private_dir(db_cluster_path(c, path, sizeof path, "run"))))
+        return rc;
+    c->node = true;
+    return s_write_conf(c, true);
 }
 
 /* The keys of cluster.conf: where each goes and what it may hold. */
-enum { S_ID, S_U32, S_U64, S_INT, S_SYNC, S_STR };
+enum { S_ID, S_U32, S_U64, S_INT, S_SYNC, S_ROLE, S_STR };
 typedef struct {
     const char *key;
     int type;
@@ -214,6 +252,7 @@ static const s_key_t s_keys[] = {
     S_KEY("master_port", S_INT, master_port, 1, 65534, false),
     S_KEY("record_puts", S_U64, record_puts, 0, 0, false),
     S_KEY("sock_dir", S_STR, sock_dir, 0, 0, true),
+    S_KEY("role", S_ROLE, node, 0, 0, false),
 };
 #define S_NKEYS (sizeof s_keys / sizeof s_keys[0])
 
@@ -252,6 +291,13 @@ s_set(db_cluster_t *c, const s_key_t *k, const char *val, char *why, size_t n)
         *(uint64_t *) (void *) field = (uint64_t) v;
         return 0;
     }
+    case S_ROLE: /* a node's directory (db_cluster_create_node) */
+        if (strcmp(val, "node")) {
+            snprintf(why, n, "'%s' is not a role (node)", val);
+            return -1;
+        }
+        *(bool *) (void *) field = true;
+        return 0;
     case S_SYNC:
         if (strcmp(val, "full") && strcmp(val, "normal")) {
             snprintf(why, n, "'%s' is not normal or full", val);

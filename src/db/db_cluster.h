@@ -42,6 +42,8 @@ typedef struct {
     char listen[DB_EP_MAX];  /* "ipc", or "tcp://HOST" for CURVE tcp */
     int master_port;         /* tcp port of the master (tcp only) */
     char sock_dir[PATH_MAX]; /* where ipc sockets live */
+    bool node;               /* a node's directory (`lux start --address`): no log here;
+                                listen and master_port are the head's */
     uint64_t record_puts;    /* the largest put recorded in blobs/ for replay, in
                                 bytes (0: none; UINT64_MAX: every one) */
 } db_cluster_t;
@@ -64,6 +66,12 @@ int db_cluster_create(db_cluster_t *c);
    LUX_EINVAL. */
 int db_cluster_parse_size(const char *s, uint64_t *out);
 
+/* Create the directory of a node that joins the head whose master is at
+   c->listen (tcp://HOST) and c->master_port: cluster.conf ("role node"),
+   log/, run/ and its own sock/. The keys are the caller's (net_sec_import
+   into DIR/keys). 0 or a code with the message. */
+int db_cluster_create_node(db_cluster_t *c);
+
 /* Read DIR/cluster.conf; 0, or LUX_ENOTFOUND / LUX_ECORRUPT. */
 int db_cluster_load(db_cluster_t *c, const char *dir);
 
@@ -83,5 +91,9 @@ char *db_cluster_master_pub(const db_cluster_t *c, char *out, size_t n);
 /* The master's ROUTER (pub false) or PUB, to bind: the listen host as it is. */
 char *db_cluster_master_bind(const db_cluster_t *c, bool pub, char *out, size_t n);
 bool db_cluster_tcp(const db_cluster_t *c);
+/* The membership endpoint of the head (exec_members: nodes' heartbeats,
+   `lux status`): tcp on master_port + 2, else ipc SOCKDIR/members. bind:
+   the listen host as it is, else the address to connect to. */
+char *db_cluster_members_ep(const db_cluster_t *c, bool bind, char *out, size_t n);
 
 #endif

@@ -189,6 +189,8 @@ s_setup(db_store_t *self, const db_store_opts_t *o)
             goto fail;
         for (int k = 1; k < DB_K_MAX; k++) {
             char sql[128];
+            if (!db_kind_name(k))
+                continue; /* a gap in the codes */
             snprintf(sql, sizeof sql, "INSERT OR REPLACE INTO event_kind VALUES (%d, '%s')", k,
                      db_kind_name(k));
             if ((rc = s_exec(self, sql)))

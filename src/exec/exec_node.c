@@ -12,7 +12,7 @@
 */
 #include "exec_node_int.h"
 #include "exec_module.h"
-#include "../net/net_pipe.h"
+#include "exec_gpu.h"
 #include "../net/net_raw.h"
 #include "../util/util_err.h"
 #include "../util/util_fs.h"
@@ -960,6 +960,23 @@ s_wait(nm_t *nm, zmq_pollitem_t *items, size_t k, struct pollfd *pfds, int64_t w
     return fired;
 }
 
+/* One message of the command pipe (a net_raw handler): -1 on $TERM (or a
+   pipe that cannot be read), STATS answered with the node's state
+   (exec_node_stats.c), anything else ignored. */
+static int
+s_on_pipe(zloop_t *loop, zsock_t *pipe, void *arg)
+{
+    (void) loop;
+    zmsg_t *m = zmsg_recv(pipe);
+    char *cmd = m ? zmsg_popstr(m) : NULL;
+    int rc = !cmd || strcmp(cmd, "$TERM") == 0 ? -1 : 0;
+    if (cmd && strcmp(cmd, "STATS") == 0)
+        nm_stats_send(arg);
+    free(cmd);
+    zmsg_destroy(&m);
+    return rc;
+}
+
 /* The loop: the command pipe, the listening socket, the connections and
    the log's sockets, so an acknowledgement wakes it (an actor call's
    result waits for one). Not a zloop: the log's sockets change with its
@@ -984,8 +1001,8 @@ s_loop(nm_t *nm)
        all its messages then: nothing else is sent or read on it, so
        nothing else takes a notice. Checking its events on every turn
        cost two system calls a turn. */
-    net_raw_t *raw = net_raw_new(NULL, NULL);
-    if (!raw || net_raw_add(raw, nm->pipe, net_pipe_on_term) != 0) {
+    net_raw_t *raw = net_raw_new(NULL, nm);
+    if (!raw || net_raw_add(raw, nm->pipe, s_on_pipe) != 0) {
         log_error("node: cannot poll its command pipe: %s", raw ? lux_errmsg() : "out of memory");
         net_raw_destroy(&raw);
         return;
@@ -1203,6 +1220,7 @@ s_teardown(nm_t *nm)
 typedef struct {
     exec_node_opts_t opts;
     char res[256];
+    char address[DB_EP_MAX];
     char err[UTIL_ERRMSG_MAX];
 } s_start_t;
 
@@ -1221,6 +1239,7 @@ s_actor(zsock_t *pipe, void *arg)
     nm->listen_fd = -1;
     nm->epfd = -1;
     nm->cluster = *st->opts.cluster;
+    snprintf(nm->address, sizeof nm->address, "%s", st->address);
     if (s_setup(nm, &st->opts)) {
         snprintf(st->err, sizeof st->err, "%s", lux_errmsg());
         s_teardown(nm);
@@ -1242,10 +1261,19 @@ exec_node_new(const exec_node_opts_t *o)
     s_start_t st;
     memset(&st, 0, sizeof st);
     st.opts = *o;
-    if (o->resources) {
+    if (o->resources)
         snprintf(st.res, sizeof st.res, "%s", o->resources);
-        st.opts.resources = st.res;
+    /* GPUs: what the user said, else what this machine has (exec_gpu.h) */
+    int gpus[EXEC_GPU_MAX], ngpu;
+    if (!(o->resources && strstr(o->resources, "GPU=")) &&
+        (ngpu = exec_gpu_detect(gpus, EXEC_GPU_MAX)) > 0) {
+        size_t k = strlen(st.res);
+        snprintf(st.res + k, sizeof st.res - k, "%sGPU=%d", k ? "," : "", ngpu);
     }
+    if (st.res[0])
+        st.opts.resources = st.res;
+    if (o->address)
+        snprintf(st.address, sizeof st.address, "%s", o->address);
     /* zactor_new waits for the actor's signal: st lives until then */
     zactor_t *a = zactor_new(s_actor, &st);
     if (a && st.err[0]) {

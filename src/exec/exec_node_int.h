@@ -290,6 +290,7 @@ struct nm {
     nm_conn_t *conns;
     size_t nconns;
     char endpoint[DB_EP_MAX]; /* the socket's path */
+    char address[DB_EP_MAX];  /* the node's address for other machines ("" : none) */
     char lux_bin[PATH_MAX];   /* the `lux` executable, for workers */
 
     /* the object store */
@@ -500,6 +501,8 @@ void nm_log_flush_urgent(nm_t *nm); /* an actor call's event now, unless a batch
    NULL: whether any shard's head failed. */
 const char *nm_log_failed(nm_t *nm, const util_id_t *task);
 bool nm_log_busy(nm_t *nm);                      /* events not yet acknowledged or held */
+/* exec_node_stats.c: answer STATS on the pipe with the node's state. */
+void nm_stats_send(nm_t *nm);
 int64_t nm_log_due_ms(nm_t *nm); /* ms to the next timed flush of queued events; -1: none */
 /* Whether the lineage event of task (its submission, or an actor's call)
    is not committed yet. */

@@ -594,7 +594,7 @@ nm_log_node(nm_t *nm)
         k += (size_t) snprintf(info + k, sizeof info - k, "%s%s=%g", i ? "," : "",
                                nm->res[i].name, nm->res[i].total / 1000.0);
     s_base(nm, &e, DB_K_node_joined);
-    db_event_set_name(&e, nm->endpoint);
+    db_event_set_name(&e, nm->address[0] ? nm->address : nm->endpoint);
     db_event_set_info(&e, info);
     DB_SET_INT(&e, size, DB_F_SIZE, (int64_t) nm->store_bytes);
     s_emit(nm, &e, NULL, NULL, 0);
