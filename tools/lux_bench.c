@@ -7,6 +7,7 @@
 */
 #include "lux_bench.h"
 #include "lux_cmd.h"
+#include "lux_opt.h"
 #include "util/util_err.h"
 #include "util/util_fs.h"
 #include "util/util_id.h"
@@ -121,6 +122,8 @@ s_collect(void)
         s_all[s_nall++] = &bench_exec[i];
     for (int i = 0; i < bench_log_n && s_nall < S_MAX_BENCH; i++)
         s_all[s_nall++] = &bench_log[i];
+    for (int i = 0; i < bench_replay_n && s_nall < S_MAX_BENCH; i++)
+        s_all[s_nall++] = &bench_replay[i];
 }
 
 int
@@ -131,26 +134,34 @@ cmd_bench(int argc, char **argv)
     int nnames = 0, failed = 0;
     bool list = false;
 
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0)
+    static const struct option opts[] = {
+        {"json", no_argument, 0, 'j'}, {"quick", no_argument, 0, 'q'},
+        {"list", no_argument, 0, 'l'}, {"dir", required_argument, 0, 'd'}, {0}};
+    lux_opt_t p = {.cmd = "bench", .usage = s_usage, .opts = opts,
+                   .help = "--quick runs each benchmark on 5% of its work (a smoke test, not a "
+                           "measurement).\n--dir DIR runs the task, object and actor benchmarks "
+                           "against the running cluster in\nDIR; the others start clusters of "
+                           "their own, and are skipped when none is named.\n\n"};
+    int o;
+    while ((o = lux_opt_next(&p, argc, argv)) != -1) {
+        if (o == 'j')
             ctx.json = true;
-        else if (strcmp(argv[i], "--quick") == 0)
+        else if (o == 'q')
             ctx.scale = 0.05;
-        else if (strcmp(argv[i], "--list") == 0)
+        else if (o == 'l')
             list = true;
-        else if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc)
-            ctx.dir = argv[++i];
-        else if (strcmp(argv[i], "--help") == 0) {
-            printf("usage: %s\n\n--quick runs each benchmark on 5%% of its work (a smoke test,"
-                   " not a measurement).\n--dir DIR runs the task, object and actor benchmarks against"
-                   " the running cluster in\nDIR; the others start clusters of their own, and"
-                   " are skipped when none is named.\n", s_usage);
+        else if (o == 'd')
+            ctx.dir = optarg;
+        else if (p.status == 0) { /* --help: the usage, then the list */
             list = true;
-        } else if (argv[i][0] == '-')
-            return lux_usage("bench", s_usage, "unknown option '%s'", argv[i]);
-        else if (nnames < 64)
-            names[nnames++] = argv[i];
+            break;
+        } else
+            return p.status;
     }
+    if (!list && !lux_opt_args(&p, argc, argv, 0, 64, ""))
+        return 2;
+    for (int i = optind; !list && i < argc; i++)
+        names[nnames++] = argv[i];
     s_collect();
     if (list) {
         printf("benchmarks:\n");
@@ -163,7 +174,7 @@ cmd_bench(int argc, char **argv)
         for (int i = 0; i < s_nall; i++)
             known = known || strcmp(names[k], s_all[i]->name) == 0;
         if (!known)
-            return lux_usage("bench", s_usage, "no benchmark named '%s' (see --list)", names[k]);
+            return lux_opt_usage(&p, "no benchmark named '%s' (see --list)", names[k]);
     }
     const char *t = getenv("TMPDIR");
     snprintf(ctx.tmp, sizeof ctx.tmp, "%s/lux-bench-XXXXXX", t && *t ? t : "/tmp");

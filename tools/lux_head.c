@@ -11,6 +11,7 @@
     in `lux status`. Logs: DIR/log/supervisor.log, DIR/log/replica-S-I.log.
 */
 #include "lux_cmd.h"
+#include "lux_opt.h"
 #include "db/db_chain.h"
 #include "db/db_ckpt.h"
 #include "db/db_master.h"
@@ -258,11 +259,41 @@ lux_head_stop(const char *dir, int timeout_ms)
     return util_err(LUX_ETIMEDOUT, "the head (pid %d) did not stop within %d ms", pid, timeout_ms);
 }
 
+/* Whether the chain master's two tcp ports (--port and the next, its PUB)
+   can be bound: 0, or LUX_EEXIST naming the port in use. Tried with a
+   socket of the kind the master binds, closed at once, so that a start
+   fails here, before the directory is made or a supervisor spawned,
+   rather than in a supervisor that dies and leaves a half-made cluster. */
+static int
+s_ports_free(const db_cluster_t *c)
+{
+    if (!db_cluster_tcp(c))
+        return 0;
+    for (int pub = 0; pub < 2; pub++) {
+        char ep[DB_EP_MAX];
+        db_cluster_master_bind(c, pub, ep, sizeof ep);
+        zsock_t *s = zsock_new(ZMQ_ROUTER);
+        if (!s)
+            return util_err(LUX_ENOMEM, "cannot make a socket to try %s", ep);
+        zsock_set_linger(s, 0);
+        int port = zsock_bind(s, "%s", ep);
+        int err = errno;
+        zsock_destroy(&s);
+        if (port < 0 && err == EADDRINUSE)
+            return util_err(LUX_EEXIST, "port %d is in use (%s, for the chain master's %s)",
+                            c->master_port + pub, ep, pub ? "PUB, which takes --port + 1" : "ROUTER");
+        if (port < 0)
+            return util_err(LUX_EINVAL, "cannot listen on %s: %s", ep, zmq_strerror(err));
+    }
+    return 0;
+}
+
 static const char s_start_usage[] =
     "lux start --head --dir DIR [--shards S] [--replicas R] [--sync normal|full]\n"
     "                 [--listen ipc|tcp://HOST] [--port N] [--heartbeat-ms N] [--dead-ms N]\n"
     "                 [--workers N] [--store-mb N] [--resources CPU=N,NAME=N] [--log-only]\n"
-    "                 [--witness FILE] [--checkpoint-s N] [--checkpoint-events N]";
+    "                 [--witness FILE] [--checkpoint-s N] [--checkpoint-events N]\n"
+    "                 [--record-puts[=LIMIT]]";
 
 int
 cmd_start(int argc, char **argv)
@@ -272,11 +303,12 @@ cmd_start(int argc, char **argv)
         {"shards", required_argument, 0, 's'},  {"replicas", required_argument, 0, 'r'},
         {"sync", required_argument, 0, 'y'},    {"listen", required_argument, 0, 'l'},
         {"port", required_argument, 0, 'p'},    {"heartbeat-ms", required_argument, 0, 'b'},
-        {"dead-ms", required_argument, 0, 'k'}, {"help", no_argument, 0, 'h'},
+        {"dead-ms", required_argument, 0, 'k'},
         {"workers", required_argument, 0, 'w'}, {"store-mb", required_argument, 0, 'm'},
         {"resources", required_argument, 0, 'R'}, {"log-only", no_argument, 0, 'L'},
         {"witness", required_argument, 0, 'W'}, {"checkpoint-s", required_argument, 0, 'T'},
         {"checkpoint-events", required_argument, 0, 'N'},
+        {"record-puts", optional_argument, 0, 'P'},
         {0, 0, 0, 0}};
     lux_node_args_t node = {0};
     char witness[PATH_MAX];
@@ -285,10 +317,10 @@ cmd_start(int argc, char **argv)
     const char *dir = NULL;
     unsigned long v;
     int o;
+    lux_opt_t p = {.cmd = "start", .usage = s_start_usage, .opts = opts};
 
     db_cluster_defaults(&c);
-    optind = 1;
-    while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    while ((o = lux_opt_next(&p, argc, argv)) != -1) {
         switch (o) {
         case 'H':
             head = true;
@@ -297,50 +329,58 @@ cmd_start(int argc, char **argv)
             dir = optarg;
             break;
         case 's':
-            if (!lux_parse_uint("start", "--shards", optarg, DB_MAX_SHARDS, &v))
+            if (!lux_opt_uint(&p, "--shards", DB_MAX_SHARDS, false, &v))
                 return 2;
             c.shards = (uint32_t) v, set = true;
             break;
         case 'r':
-            if (!lux_parse_uint("start", "--replicas", optarg, DB_MAX_REPLICAS, &v))
+            if (!lux_opt_uint(&p, "--replicas", DB_MAX_REPLICAS, false, &v))
                 return 2;
             c.replicas = (uint32_t) v, set = true;
             break;
         case 'y':
             if (strcmp(optarg, "full") && strcmp(optarg, "normal"))
-                return lux_usage("start", s_start_usage, "--sync is normal or full, not '%s'",
-                                 optarg);
+                return lux_opt_usage(&p, "--sync is normal or full, not '%s'", optarg);
             c.sync_full = strcmp(optarg, "full") == 0, set = true;
             break;
         case 'l':
             snprintf(c.listen, sizeof c.listen, "%s", optarg), set = true;
             break;
         case 'p':
-            if (!lux_parse_uint("start", "--port", optarg, 65534, &v))
+            if (!lux_opt_uint(&p, "--port", 65534, false, &v))
                 return 2;
             c.master_port = (int) v, set = true;
             break;
         case 'b':
-            if (!lux_parse_uint("start", "--heartbeat-ms", optarg, 60000, &v))
+            if (!lux_opt_uint(&p, "--heartbeat-ms", 60000, false, &v))
                 return 2;
             c.heartbeat_ms = (int) v, set = true;
             break;
         case 'k':
-            if (!lux_parse_uint("start", "--dead-ms", optarg, 600000, &v))
+            if (!lux_opt_uint(&p, "--dead-ms", 600000, false, &v))
                 return 2;
             c.dead_ms = (int) v, set = true;
             break;
+        case 'P': /* the largest put kept for replay; alone: every one */
+            if (!optarg)
+                c.record_puts = UINT64_MAX;
+            else if (db_cluster_parse_size(optarg, &c.record_puts))
+                return lux_opt_usage(&p, "--record-puts: %s", lux_errmsg());
+            set = true;
+            break;
         case 'w':
-            if (!lux_parse_uint("start", "--workers", optarg, 4096, &v))
+            if (!lux_opt_uint(&p, "--workers", 4096, false, &v))
                 return 2;
             node.workers = (unsigned) v;
             break;
         case 'm':
-            if (!lux_parse_uint("start", "--store-mb", optarg, 1ul << 24, &v))
+            if (!lux_opt_uint(&p, "--store-mb", 1ul << 24, false, &v))
                 return 2;
             node.store_mb = v;
             break;
         case 'R':
+            if (!lux_opt_resources(&p, "--resources"))
+                return 2;
             node.resources = optarg;
             break;
         case 'L':
@@ -354,33 +394,27 @@ cmd_start(int argc, char **argv)
         case 'T':
         case 'N':
             /* 0 turns the periodic checkpoints off (-1 to the supervisor) */
-            if (strcmp(optarg, "0") == 0)
-                v = 0;
-            else if (!lux_parse_uint("start", o == 'T' ? "--checkpoint-s" : "--checkpoint-events",
-                                     optarg, o == 'T' ? 86400 : 1ul << 40, &v))
+            if (!lux_opt_uint(&p, o == 'T' ? "--checkpoint-s" : "--checkpoint-events",
+                              o == 'T' ? 86400 : 1ul << 40, true, &v))
                 return 2;
             if (o == 'T')
                 node.checkpoint_s = v ? (long) v : -1;
             else
                 node.checkpoint_events = v ? (long) v : -1;
             break;
-        case 'h':
-            printf("usage: %s\n", s_start_usage);
-            return 0;
         default:
-            return lux_usage("start", s_start_usage, "unknown option");
+            return p.status;
         }
     }
-    if (optind < argc)
-        return lux_usage("start", s_start_usage, "unexpected argument '%s'", argv[optind]);
+    if (!lux_opt_args(&p, argc, argv, 0, 0, ""))
+        return 2;
     if (!head)
-        return lux_usage("start", s_start_usage,
-                         "only --head is supported (starting a node that joins a head comes "
+        return lux_opt_usage(&p, "only --head is supported (starting a node that joins a head comes "
                          "with the runtime)");
     if (!dir)
-        return lux_usage("start", s_start_usage, "--dir DIR is required");
+        return lux_opt_usage(&p, "--dir DIR is required");
     if (c.dead_ms < 2 * c.heartbeat_ms)
-        return lux_usage("start", s_start_usage, "--dead-ms must be at least twice --heartbeat-ms");
+        return lux_opt_usage(&p, "--dead-ms must be at least twice --heartbeat-ms");
     if (util_abspath(dir, c.dir, sizeof c.dir))
         return lux_fail("start", "%s", lux_errmsg());
     bool create = db_cluster_load(&old, dir) != 0;
@@ -406,9 +440,12 @@ cmd_start(int argc, char **argv)
         node.log_only = true;
     zsys_init();
     if (node.log_only && (node.workers || node.store_mb || node.resources))
-        return lux_usage("start", s_start_usage,
-                         "--log-only starts no node manager: --workers, --store-mb and "
+        return lux_opt_usage(&p, "--log-only starts no node manager: --workers, --store-mb and "
                          "--resources do not apply");
+    if (s_ports_free(&c))
+        return lux_fail("start", "%s%s", lux_errmsg(),
+                        create ? ": choose another with --port"
+                               : "; this cluster's port is in its cluster.conf");
     if (lux_head_start(&c, create, 30000, &node))
         return lux_fail("start", "%s", lux_errmsg());
     if (create && node.log_only && util_write_file(marker, "", 0, 0644))
@@ -427,19 +464,19 @@ cmd_start(int argc, char **argv)
 int
 cmd_stop(int argc, char **argv)
 {
-    static const char usage[] = "lux stop --dir DIR";
+    static const struct option opts[] = {{"dir", required_argument, 0, 'd'}, {0}};
+    lux_opt_t p = {.cmd = "stop", .usage = "lux stop --dir DIR", .opts = opts};
     const char *dir = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc)
-            dir = argv[++i];
-        else if (strcmp(argv[i], "--help") == 0) {
-            printf("usage: %s\n", usage);
-            return 0;
-        } else
-            return lux_usage("stop", usage, "unexpected argument '%s'", argv[i]);
+    int o;
+    while ((o = lux_opt_next(&p, argc, argv)) != -1) {
+        if (o != 'd')
+            return p.status;
+        dir = optarg;
     }
+    if (!lux_opt_args(&p, argc, argv, 0, 0, ""))
+        return 2;
     if (!dir)
-        return lux_usage("stop", usage, "--dir DIR is required");
+        return lux_opt_usage(&p, "--dir DIR is required");
     int rc = lux_head_stop(dir, 30000);
     /* whatever became of the head: object stores left in /dev/shm by node
        managers that were killed (this one's, or any other of this user's
@@ -472,26 +509,28 @@ s_role(const db_chain_t *ch, uint32_t index)
 int
 cmd_status(int argc, char **argv)
 {
-    static const char usage[] = "lux status --dir DIR [--json]";
+    static const struct option opts[] = {
+        {"dir", required_argument, 0, 'd'}, {"json", no_argument, 0, 'j'}, {0}};
+    lux_opt_t p = {.cmd = "status", .usage = "lux status --dir DIR [--json]", .opts = opts};
     const char *dir = NULL;
+    int o;
     bool json = false;
     db_cluster_t c;
     db_status_t st;
     char hex[UTIL_ID_HEX], path[PATH_MAX];
 
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc)
-            dir = argv[++i];
-        else if (strcmp(argv[i], "--json") == 0)
+    while ((o = lux_opt_next(&p, argc, argv)) != -1) {
+        if (o == 'd')
+            dir = optarg;
+        else if (o == 'j')
             json = true;
-        else if (strcmp(argv[i], "--help") == 0) {
-            printf("usage: %s\n", usage);
-            return 0;
-        } else
-            return lux_usage("status", usage, "unexpected argument '%s'", argv[i]);
+        else
+            return p.status;
     }
+    if (!lux_opt_args(&p, argc, argv, 0, 0, ""))
+        return 2;
     if (!dir)
-        return lux_usage("status", usage, "--dir DIR is required");
+        return lux_opt_usage(&p, "--dir DIR is required");
     if (db_cluster_load(&c, dir))
         return lux_fail("status", "%s", lux_errmsg());
     zsys_init();
@@ -739,39 +778,64 @@ cmd_supervise(int argc, char **argv)
     exec_node_opts_t no = {.cluster = &c};
     s_ckpt_t ck = {.every_ms = 10000, .every_events = 100000};
     bool log_only = false;
-    if (argc < 3 || strcmp(argv[1], "--dir") != 0)
-        return lux_usage("supervise", usage, "internal: run by lux start");
-    for (int i = 3; i < argc; i++) {
-        unsigned long v;
-        if (strcmp(argv[i], "--log-only") == 0) {
+    static const struct option opts[] = {
+        {"dir", required_argument, 0, 'd'},          {"log-only", no_argument, 0, 'L'},
+        {"workers", required_argument, 0, 'w'},      {"store-mb", required_argument, 0, 'm'},
+        {"resources", required_argument, 0, 'R'},    {"witness", required_argument, 0, 'W'},
+        {"checkpoint-s", required_argument, 0, 'T'}, {"checkpoint-events", required_argument, 0, 'N'},
+        {0}};
+    lux_opt_t p = {.cmd = "supervise", .usage = usage, .opts = opts};
+    const char *dir = NULL;
+    unsigned long v;
+    int o;
+    while ((o = lux_opt_next(&p, argc, argv)) != -1) {
+        switch (o) {
+        case 'd':
+            dir = optarg;
+            break;
+        case 'L':
             log_only = true;
-        } else if (i + 1 < argc && strcmp(argv[i], "--workers") == 0) {
-            if (!lux_parse_uint("supervise", "--workers", argv[++i], 4096, &v))
+            break;
+        case 'w':
+            if (!lux_opt_uint(&p, "--workers", 4096, false, &v))
                 return 2;
             no.workers = (int) v;
-        } else if (i + 1 < argc && strcmp(argv[i], "--store-mb") == 0) {
-            if (!lux_parse_uint("supervise", "--store-mb", argv[++i], 1ul << 24, &v))
+            break;
+        case 'm':
+            if (!lux_opt_uint(&p, "--store-mb", 1ul << 24, false, &v))
                 return 2;
             no.store_bytes = (uint64_t) v << 20;
-        } else if (i + 1 < argc && strcmp(argv[i], "--resources") == 0) {
-            no.resources = argv[++i];
-        } else if (i + 1 < argc && strcmp(argv[i], "--witness") == 0) {
-            ck.witness = argv[++i];
-        } else if (i + 1 < argc && (strcmp(argv[i], "--checkpoint-s") == 0 ||
-                                    strcmp(argv[i], "--checkpoint-events") == 0)) {
-            long x = strtol(argv[i + 1], NULL, 10);
-            if (strcmp(argv[i], "--checkpoint-s") == 0)
-                ck.every_ms = x < 0 ? 0 : x * 1000;
+            break;
+        case 'R':
+            no.resources = optarg;
+            break;
+        case 'W':
+            ck.witness = optarg;
+            break;
+        case 'T':
+        case 'N':
+            /* -1 (from lux start's 0): that periodic kind is off */
+            if (strcmp(optarg, "-1") == 0)
+                v = 0;
+            else if (!lux_opt_uint(&p, o == 'T' ? "--checkpoint-s" : "--checkpoint-events",
+                                   1ul << 40, true, &v))
+                return 2;
+            if (o == 'T')
+                ck.every_ms = (int64_t) v * 1000;
             else
-                ck.every_events = x < 0 ? 0 : (uint64_t) x;
-            i++;
-        } else {
-            return lux_usage("supervise", usage, "unexpected argument '%s'", argv[i]);
+                ck.every_events = v;
+            break;
+        default:
+            return p.status;
         }
     }
+    if (!lux_opt_args(&p, argc, argv, 0, 0, ""))
+        return 2;
+    if (!dir)
+        return lux_opt_usage(&p, "--dir DIR is required (internal: run by lux start)");
     util_log_init(UTIL_LOG_INFO);
     util_log_name("supervisor");
-    if (db_cluster_load(&c, argv[2]) || util_self_exe(exe, sizeof exe))
+    if (db_cluster_load(&c, dir) || util_self_exe(exe, sizeof exe))
         return lux_fail("supervise", "%s", lux_errmsg());
     char lock[PATH_MAX + 32];
     if (util_lock_file(db_cluster_path(&c, lock, sizeof lock, "run/supervisor.lock")) < 0)
@@ -788,8 +852,12 @@ cmd_supervise(int argc, char **argv)
     db_master_opts_t mo = {.cluster = &c, .sec = sec};
     zactor_t *master = db_master_new(&mo);
     if (!master) {
+        /* the security actor goes first: left to zsys at exit, its
+           sockets are destroyed under it and czmq asserts */
+        int rc = lux_fail("supervise", "%s", lux_errmsg());
+        net_sec_destroy(&sec);
         unlink(path);
-        return lux_fail("supervise", "%s", lux_errmsg());
+        return rc;
     }
     zactor_t *node = NULL; /* started once the replicas serve (it appends to the log) */
     uint32_t n = c.shards * c.replicas;
@@ -906,16 +974,26 @@ cmd_replica(int argc, char **argv)
     const char *dir = NULL;
     long shard = -1, index = -1;
     int rc = 0;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (strcmp(argv[i], "--dir") == 0)
-            dir = argv[i + 1];
-        else if (strcmp(argv[i], "--shard") == 0)
-            shard = strtol(argv[i + 1], NULL, 10);
-        else if (strcmp(argv[i], "--index") == 0)
-            index = strtol(argv[i + 1], NULL, 10);
+    static const struct option opts[] = {{"dir", required_argument, 0, 'd'},
+                                         {"shard", required_argument, 0, 's'},
+                                         {"index", required_argument, 0, 'i'}, {0}};
+    lux_opt_t cl = {.cmd = "replica", .usage = usage, .opts = opts};
+    unsigned long v;
+    int opt;
+    while ((opt = lux_opt_next(&cl, argc, argv)) != -1) {
+        if (opt == 'd')
+            dir = optarg;
+        else if (opt == 's' || opt == 'i') {
+            if (!lux_opt_uint(&cl, opt == 's' ? "--shard" : "--index", DB_MAX_SHARDS, true, &v))
+                return 2;
+            *(opt == 's' ? &shard : &index) = (long) v;
+        } else
+            return cl.status;
     }
+    if (!lux_opt_args(&cl, argc, argv, 0, 0, ""))
+        return 2;
     if (!dir || shard < 0 || index < 0)
-        return lux_usage("replica", usage, "missing arguments");
+        return lux_opt_usage(&cl, "--dir, --shard and --index are required");
     util_log_init(UTIL_LOG_INFO);
     util_log_name("replica %ld.%ld", shard, index);
     if (db_cluster_load(&c, dir))

@@ -23,6 +23,7 @@
 */
 #include "lux_cmd.h"
 #include "lux_hist.h"
+#include "lux_opt.h"
 #include "db/db_event.h"
 #include "util/util_err.h"
 #include "util/util_hash.h"
@@ -425,35 +426,29 @@ cmd_lineage(int argc, char **argv)
 {
     const char *src = NULL, *obj = NULL, *out = NULL;
     enum { TEXT, DOT, SVG } mode = TEXT;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            printf("usage: %s\n\nThe lineage of an object (40 hex digits; 32 for a task): "
-                   "every task, object and actor\nit depends on, with failed and retried "
-                   "attempts and why. Plain text by default;\n--dot writes graphviz, --svg "
-                   "draws it with dot(1). RUN is a run's or a cluster's\ndirectory; OUT.db "
-                   "a file `lux pull` wrote. See lux(1).\n",
-                   s_usage);
-            return 0;
-        } else if (strcmp(argv[i], "--dot") == 0)
-            mode = DOT;
-        else if (strcmp(argv[i], "--svg") == 0)
-            mode = SVG;
-        else if (strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output") == 0) {
-            if (i + 1 >= argc)
-                return lux_usage("lineage", s_usage, "%s needs a file", argv[i]);
-            out = argv[++i];
-        } else if (argv[i][0] == '-' && argv[i][1])
-            return lux_usage("lineage", s_usage, "unknown option '%s'", argv[i]);
-        else if (!src)
-            src = argv[i];
-        else if (!obj)
-            obj = argv[i];
+    static const struct option opts[] = {{"dot", no_argument, 0, 'D'},
+                                         {"svg", no_argument, 0, 'S'},
+                                         {"output", required_argument, 0, 'o'}, {0}};
+    lux_opt_t cl = {.cmd = "lineage", .usage = s_usage, .opts = opts, .shorts = "o:",
+                   .help = "The lineage of an object (40 hex digits; 32 for a task): every task, "
+                           "object and actor\nit depends on, with failed and retried attempts "
+                           "and why. Plain text by default;\n--dot writes graphviz, --svg draws "
+                           "it with dot(1). RUN is a run's or a cluster's\ndirectory; OUT.db a "
+                           "file `lux pull` wrote. See lux(1).\n"};
+    int o;
+    while ((o = lux_opt_next(&cl, argc, argv)) != -1) {
+        if (o == 'D' || o == 'S')
+            mode = o == 'D' ? DOT : SVG;
+        else if (o == 'o')
+            out = optarg;
         else
-            return lux_usage("lineage", s_usage, "unexpected argument '%s'", argv[i]);
+            return cl.status;
     }
-    if (!src || !obj)
-        return lux_usage("lineage", s_usage, "%s is required",
-                         !src ? "a RUN directory or OUT.db" : "an OBJECT ID");
+    if (!lux_opt_args(&cl, argc, argv, 2, 2,
+                      argc - optind == 0 ? "a RUN directory or OUT.db" : "an OBJECT ID"))
+        return 2;
+    src = argv[optind];
+    obj = argv[optind + 1];
     uint8_t start[LUX_REF_LEN] = {0};
     size_t len = strlen(obj);
     bool is_task = len == 32;
@@ -462,8 +457,7 @@ cmd_lineage(int argc, char **argv)
     snprintf(buf, sizeof buf, "%.32s", obj);
     if ((len != 40 && len != 32) || util_id_parse(&id, buf) ||
         strspn(obj, "0123456789abcdefABCDEF") != len)
-        return lux_usage("lineage", s_usage,
-                         "OBJECT is an object ID of 40 hex digits (or a task ID of 32), not '%s'",
+        return lux_opt_usage(&cl, "OBJECT is an object ID of 40 hex digits (or a task ID of 32), not '%s'",
                          obj);
     memcpy(start, id.b, UTIL_ID_LEN);
     if (!is_task) {

@@ -2,7 +2,9 @@
     driver, on the embedded default or on a running cluster; and `lux
     worker`, the worker process the node manager starts. */
 #include "lux_cmd.h"
+#include "lux_opt.h"
 #include "lux.h"
+#include "db/db_cluster.h"
 #include "exec/exec_arena.h"
 #include "exec/exec_client.h"
 #include "exec/exec_worker.h"
@@ -18,7 +20,7 @@
 
 static const char s_run_usage[] =
     "lux run [--address DIR] [--workers N] [--shards N] [--store-mb N] [--resources R]\n"
-    "        [--dir RUNS] [--detach] MODULE.so [ARGS...]";
+    "        [--dir RUNS] [--detach] [--record-puts[=LIMIT]] MODULE.so [ARGS...]";
 
 /* Load the module before the cluster starts, check that it has an entry
    point, and let its LUX_CONFIGURE, if it has one, read its arguments into
@@ -76,46 +78,64 @@ cmd_run(int argc, char **argv)
 {
     lux_config_t cfg = {0};
     unsigned long v;
-    int i = 1;
-    for (; i < argc && argv[i][0] == '-' && argv[i][1] == '-'; i++) {
-        const char *o = argv[i];
-        if (strcmp(o, "--help") == 0) {
-            printf("usage: %s\n\nRuns the module's LUX_MAIN entry point as the driver. Without "
-                   "--address (or LUX_ADDRESS)\nit starts a private cluster (the embedded "
-                   "default) and stops it at the end;\nthe run's log stays in its directory "
-                   "(printed at the end).\n", s_run_usage);
-            return 0;
-        }
-        if (strcmp(o, "--detach") == 0) { /* the job's tasks outlive the driver */
+    static const struct option opts[] = {
+        {"address", required_argument, 0, 'a'}, {"dir", required_argument, 0, 'd'},
+        {"resources", required_argument, 0, 'R'}, {"workers", required_argument, 0, 'w'},
+        {"shards", required_argument, 0, 's'},  {"store-mb", required_argument, 0, 'm'},
+        {"detach", no_argument, 0, 'D'},        {"record-puts", optional_argument, 0, 'P'},
+        {0}};
+    /* in order: the options after MODULE.so are the module's */
+    lux_opt_t p = {.cmd = "run", .usage = s_run_usage, .opts = opts, .in_order = true,
+                   .help = "Runs the module's LUX_MAIN entry point as the driver. Without --address "
+                           "(or LUX_ADDRESS)\nit starts a private cluster (the embedded default) "
+                           "and stops it at the end;\nthe run's log stays in its directory "
+                           "(printed at the end).\n"};
+    int o;
+    while ((o = lux_opt_next(&p, argc, argv)) != -1) {
+        switch (o) {
+        case 'D': /* the job's tasks outlive the driver */
             cfg.detached = 1;
-            continue;
+            break;
+        case 'P': { /* the largest put kept for replay; alone: every one */
+            uint64_t lim = UINT64_MAX;
+            if (optarg && db_cluster_parse_size(optarg, &lim))
+                return lux_opt_usage(&p, "--record-puts: %s", lux_errmsg());
+            cfg.record_puts = lim == 0 ? -1 : lim > INT64_MAX ? INT64_MAX : (int64_t) lim;
+            break;
         }
-        if (i + 1 >= argc)
-            return lux_usage("run", s_run_usage, "%s needs a value", o);
-        const char *val = argv[++i];
-        if (strcmp(o, "--address") == 0)
-            cfg.address = val;
-        else if (strcmp(o, "--dir") == 0)
-            cfg.dir = val;
-        else if (strcmp(o, "--resources") == 0)
-            cfg.resources = val;
-        else if (strcmp(o, "--workers") == 0) {
-            if (!lux_parse_uint("run", o, val, 1024, &v))
+        case 'a':
+            cfg.address = optarg;
+            break;
+        case 'd':
+            cfg.dir = optarg;
+            break;
+        case 'R':
+            if (!lux_opt_resources(&p, "--resources"))
+                return 2;
+            cfg.resources = optarg;
+            break;
+        case 'w':
+            if (!lux_opt_uint(&p, "--workers", 1024, false, &v))
                 return 2;
             cfg.workers = (int) v;
-        } else if (strcmp(o, "--shards") == 0) {
-            if (!lux_parse_uint("run", o, val, 256, &v))
+            break;
+        case 's':
+            if (!lux_opt_uint(&p, "--shards", 256, false, &v))
                 return 2;
             cfg.shards = (int) v;
-        } else if (strcmp(o, "--store-mb") == 0) {
-            if (!lux_parse_uint("run", o, val, 1UL << 24, &v))
+            break;
+        case 'm':
+            if (!lux_opt_uint(&p, "--store-mb", 1UL << 24, false, &v))
                 return 2;
             cfg.store_bytes = (uint64_t) v << 20;
-        } else
-            return lux_usage("run", s_run_usage, "unknown option '%s'", o);
+            break;
+        default:
+            return p.status;
+        }
     }
-    if (i >= argc)
-        return lux_usage("run", s_run_usage, "a MODULE.so is required");
+    if (!lux_opt_args(&p, argc, argv, 1, -1, "a MODULE.so"))
+        return 2;
+    int i = optind;
     cfg.module = argv[i];
     int rc = s_configure(&cfg, argc - i, argv + i);
     if (rc)
@@ -143,16 +163,25 @@ cmd_run(int argc, char **argv)
 int
 cmd_worker(int argc, char **argv)
 {
+    static const struct option opts[] = {{"dir", required_argument, 0, 'd'},
+                                         {"node", required_argument, 0, 'n'}, {0}};
+    lux_opt_t p = {.cmd = "worker", .usage = "lux worker --dir DIR --node ENDPOINT "
+                                             "(internal: started by a node manager)",
+                   .opts = opts};
     const char *dir = NULL, *node = NULL;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (strcmp(argv[i], "--dir") == 0)
-            dir = argv[i + 1];
-        else if (strcmp(argv[i], "--node") == 0)
-            node = argv[i + 1];
+    int o;
+    while ((o = lux_opt_next(&p, argc, argv)) != -1) {
+        if (o == 'd')
+            dir = optarg;
+        else if (o == 'n')
+            node = optarg;
+        else
+            return p.status;
     }
+    if (!lux_opt_args(&p, argc, argv, 0, 0, ""))
+        return 2;
     if (!dir || !node)
-        return lux_usage("worker", "lux worker --dir DIR --node ENDPOINT", "internal: started by "
-                         "a node manager");
+        return lux_opt_usage(&p, "--dir and --node are required");
     util_log_init(UTIL_LOG_INFO);
     util_log_name("worker %d", (int) getpid());
     if (util_die_with_parent())

@@ -6,6 +6,7 @@
     print as lower-case hex. Every row is printed: there is no cap.
 */
 #include "lux_cmd.h"
+#include "lux_opt.h"
 #include "db/db_audit.h"
 #include "db/db_chain.h"
 #include "db/db_query.h"
@@ -55,11 +56,81 @@ s_csv(const char *s)
     putchar('"');
 }
 
+/* One row as a JSON object, written by SQLite's json_object() (its
+   quoting of strings, its numbers): a statement "SELECT json_object(?1,
+   ?2, ...)" prepared at the first row, binding each column's name and
+   value; a BLOB, which JSON cannot hold, as its hex (sodium_bin2hex). A row wider than
+   what one SQL function call takes is one json_object() per 60 columns,
+   joined here. SQLITE_ROW, or a LUX_E* code with the message set. */
+#define S_JSON_COLS 60
+/* a value; an infinite REAL as 9e999, which JSON parsers read as infinity
+   (the json_object() of SQLite before 3.45 writes Inf, which they do not) */
+#define S_JSON_VAL "CASE WHEN ?%d IN (9e999, -9e999) THEN json(iif(?%d > 0, '9e999', '-9e999')) ELSE ?%d END"
+static int
+s_json_row(db_query_t *q, sqlite3_stmt *st, int ncol, sqlite3_stmt **js, bool *first)
+{
+    sqlite3 *db = db_query_db(q);
+    int nchunks = ncol ? (ncol + S_JSON_COLS - 1) / S_JSON_COLS : 1;
+    if (!*js) {
+        size_t cap = 64 + (size_t) ncol * (sizeof S_JSON_VAL + 32) + (size_t) nchunks * 16, len = 0;
+        char *sql = malloc(cap);
+        if (!sql)
+            return util_err(LUX_ENOMEM, "out of memory");
+        len += (size_t) snprintf(sql + len, cap - len, "SELECT ");
+        for (int k = 0; k < nchunks; k++) {
+            len += (size_t) snprintf(sql + len, cap - len, "%sjson_object(", k ? "," : "");
+            for (int c = k * S_JSON_COLS; c < ncol && c < (k + 1) * S_JSON_COLS; c++)
+                len += (size_t) snprintf(sql + len, cap - len, "%s?%d," S_JSON_VAL,
+                                         c > k * S_JSON_COLS ? "," : "", 2 * c + 1, 2 * c + 2,
+                                         2 * c + 2, 2 * c + 2);
+            len += (size_t) snprintf(sql + len, cap - len, ")");
+        }
+        int rc = sqlite3_prepare_v2(db, sql, -1, js, NULL);
+        free(sql);
+        if (rc != SQLITE_OK)
+            return util_err(LUX_ESQL, "--json: %s", sqlite3_errmsg(db));
+    }
+    sqlite3_reset(*js);
+    sqlite3_clear_bindings(*js);
+    for (int c = 0; c < ncol; c++) {
+        sqlite3_bind_text(*js, 2 * c + 1, sqlite3_column_name(st, c), -1, SQLITE_STATIC);
+        if (sqlite3_column_type(st, c) == SQLITE_BLOB) {
+            char *hex = s_text(st, c);
+            if (!hex)
+                return util_err(LUX_ENOMEM, "out of memory");
+            sqlite3_bind_text(*js, 2 * c + 2, hex, -1, free);
+        } else {
+            sqlite3_bind_value(*js, 2 * c + 2, sqlite3_column_value(st, c));
+        }
+    }
+    if (sqlite3_step(*js) != SQLITE_ROW)
+        return util_err(LUX_ESQL, "--json: %s", sqlite3_errmsg(db));
+    printf("%s\n  ", *first ? "" : ",");
+    *first = false;
+    if (nchunks == 1) {
+        printf("%s", (const char *) sqlite3_column_text(*js, 0));
+        return SQLITE_ROW;
+    }
+    /* {a},{b} -> {a,b}: each chunk's members without its braces */
+    putchar('{');
+    for (int k = 0, any = 0; k < nchunks; k++) {
+        const char *o = (const char *) sqlite3_column_text(*js, k);
+        int n = o ? (int) strlen(o) : 0;
+        if (n > 2) {
+            printf("%s%.*s", any ? "," : "", n - 2, o + 1);
+            any = 1;
+        }
+    }
+    putchar('}');
+    return SQLITE_ROW;
+}
+
 /* Run one statement and print its rows. */
 static int
 s_run(db_query_t *q, sqlite3_stmt *st, int mode, bool *first_json)
 {
     int ncol = sqlite3_column_count(st), rc;
+    sqlite3_stmt *js = NULL; /* SELECT json_object(...) for --json */
     char ***rows = NULL;
     size_t nrows = 0, cap = 0;
     size_t *width = calloc((size_t) ncol + 1, sizeof *width);
@@ -85,26 +156,8 @@ s_run(db_query_t *q, sqlite3_stmt *st, int mode, bool *first_json)
             }
             putchar('\n');
         } else if (mode == OUT_JSON) {
-            printf("%s\n  {", *first_json ? "" : ",");
-            *first_json = false;
-            for (int c = 0; c < ncol; c++) {
-                printf("%s", c ? ", " : "");
-                lux_json_str(stdout, sqlite3_column_name(st, c));
-                printf(": ");
-                int t = sqlite3_column_type(st, c);
-                if (t == SQLITE_NULL)
-                    printf("null");
-                else if (t == SQLITE_INTEGER)
-                    printf("%lld", (long long) sqlite3_column_int64(st, c));
-                else if (t == SQLITE_FLOAT)
-                    printf("%.17g", sqlite3_column_double(st, c));
-                else {
-                    char *v = s_text(st, c);
-                    lux_json_str(stdout, v);
-                    free(v);
-                }
-            }
-            printf("}");
+            if ((rc = s_json_row(q, st, ncol, &js, first_json)) != SQLITE_ROW)
+                break;
         } else {
             if (nrows == cap) {
                 cap = cap ? 2 * cap : 64;
@@ -148,6 +201,9 @@ s_run(db_query_t *q, sqlite3_stmt *st, int mode, bool *first_json)
     }
     free(rows);
     free(width);
+    sqlite3_finalize(js);
+    if (rc < 0) /* a LUX_E* code from s_json_row, its message set */
+        return rc;
     if (rc != SQLITE_DONE)
         return util_err(LUX_ESQL, "%s", sqlite3_errmsg(db_query_db(q)));
     return 0;
@@ -199,32 +255,29 @@ cmd_sql(int argc, char **argv)
     int mode = OUT_TABLE, rc = 0;
     db_cluster_t c;
 
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc)
-            dir = argv[++i];
-        else if (strcmp(argv[i], "--csv") == 0)
-            mode = OUT_CSV;
-        else if (strcmp(argv[i], "--json") == 0)
-            mode = OUT_JSON;
-        else if (strcmp(argv[i], "--help") == 0) {
-            printf("usage: %s\n\nViews spanning all shards: events, tasks, retries, objects,"
-                   " task_deps, actors,\nactor_calls, actor_restarts, nodes, jobs; raw rows in `event`; the"
-                   " function lineage(object_id).\nSee lux(1) and the files in sql/.\n",
-                   usage);
-            return 0;
-        } else if (argv[i][0] == '-' && argv[i][1] == '-')
-            return lux_usage("sql", usage, "unknown option '%s'", argv[i]);
-        else if (!query)
-            query = argv[i];
-        else if (!dir && !file) {
-            file = query; /* lux sql OUT.db "QUERY": a file lux pull wrote */
-            query = argv[i];
-        } else
-            return lux_usage("sql", usage, "one query (quote it), got a second: '%s'", argv[i]);
+    static const struct option opts[] = {{"dir", required_argument, 0, 'd'},
+                                         {"csv", no_argument, 0, 'c'},
+                                         {"json", no_argument, 0, 'j'}, {0}};
+    lux_opt_t p = {.cmd = "sql", .usage = usage, .opts = opts,
+                   .help = "Views spanning all shards: events, tasks, retries, objects, task_deps,"
+                           " actors,\nactor_calls, actor_restarts, nodes, jobs; raw rows in `event`;"
+                           " the function\nlineage(object_id). See lux(1) and the files in sql/.\n"};
+    int o;
+    while ((o = lux_opt_next(&p, argc, argv)) != -1) {
+        if (o == 'd')
+            dir = optarg;
+        else if (o == 'c' || o == 'j')
+            mode = o == 'c' ? OUT_CSV : OUT_JSON;
+        else
+            return p.status;
     }
-    if ((!dir && !file) || !query)
-        return lux_usage("sql", usage, "%s is required",
-                         !query ? "a QUERY" : "--dir DIR or a file lux pull wrote");
+    /* lux sql --dir DIR QUERY, or lux sql OUT.db QUERY (a file lux pull wrote) */
+    if (!lux_opt_args(&p, argc, argv, dir ? 1 : 2, dir ? 1 : 2,
+                      argc - optind == 0 || dir ? "a QUERY" : "--dir DIR or a file lux pull wrote"))
+        return 2;
+    if (!dir)
+        file = argv[optind++];
+    query = argv[optind];
     if (dir && db_cluster_load(&c, dir))
         return lux_fail("sql", "%s", lux_errmsg());
     if (dir)
@@ -275,28 +328,31 @@ cmd_audit(int argc, char **argv)
     char pkpath[PATH_MAX], wpath[PATH_MAX];
     uint8_t pk[DB_CKPT_PK_LEN];
     db_cluster_t c;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc)
-            dir = argv[++i];
-        else if (strcmp(argv[i], "--public-key") == 0 && i + 1 < argc)
-            pkfile = argv[++i];
-        else if (strcmp(argv[i], "--witness") == 0 && i + 1 < argc)
-            witness = argv[++i];
-        else if (strcmp(argv[i], "--window") == 0 && i + 1 < argc) {
-            if (!lux_parse_uint("audit", "--window", argv[++i], 1ul << 40, &window))
+    static const struct option opts[] = {
+        {"dir", required_argument, 0, 'd'},     {"public-key", required_argument, 0, 'k'},
+        {"witness", required_argument, 0, 'w'}, {"window", required_argument, 0, 'n'}, {0}};
+    lux_opt_t cl = {.cmd = "audit", .usage = usage, .opts = opts};
+    int opt;
+    while ((opt = lux_opt_next(&cl, argc, argv)) != -1) {
+        if (opt == 'd')
+            dir = optarg;
+        else if (opt == 'k')
+            pkfile = optarg;
+        else if (opt == 'w')
+            witness = optarg;
+        else if (opt == 'n') {
+            if (!lux_opt_uint(&cl, "--window", 1ul << 40, false, &window))
                 return 2;
-        } else if (strcmp(argv[i], "--help") == 0) {
-            printf("usage: %s\n", usage);
-            return 0;
-        } else if (argv[i][0] != '-' && !file && !dir)
-            file = argv[i];
-        else
-            return lux_usage("audit", usage, "unexpected argument '%s'", argv[i]);
+        } else
+            return cl.status;
     }
+    if (!lux_opt_args(&cl, argc, argv, dir ? 0 : 1, dir ? 0 : 1,
+                      "--dir DIR (or a file lux pull wrote)"))
+        return 2;
+    if (!dir)
+        file = argv[optind];
     if (file)
         return lux_pull_audit(file);
-    if (!dir)
-        return lux_usage("audit", usage, "--dir DIR (or a file lux pull wrote) is required");
     if (db_cluster_load(&c, dir))
         return lux_fail("audit", "%s", lux_errmsg());
     /* the public key and the witness: given, or the cluster's own */

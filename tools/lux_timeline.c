@@ -49,6 +49,7 @@
 */
 #include "lux_cmd.h"
 #include "lux_hist.h"
+#include "lux_opt.h"
 #include "db/db_event.h"
 #include "exec/exec_proto.h"
 #include "util/util_err.h"
@@ -772,39 +773,33 @@ int
 cmd_timeline(int argc, char **argv)
 {
     const char *src = NULL, *out = NULL, *job = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            printf("usage: %s\n\nWrites the run's tasks as a trace that chrome://tracing and "
-                   "Perfetto open: a process\nper node, a track per worker, a slice per task "
-                   "attempt (named by function, with\nits IDs and its arguments' sizes), flow "
-                   "arrows along dependencies, and instants\nfor failures, retries, actor "
-                   "restarts and checkpoints, and node deaths.\nRUN is a run's or a cluster's "
-                   "directory; OUT.db a file `lux pull` wrote.\n-o - writes to standard "
-                   "output. See lux(1).\n",
-                   s_usage);
-            return 0;
-        } else if ((strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output") == 0)) {
-            if (i + 1 >= argc)
-                return lux_usage("timeline", s_usage, "%s needs a file", argv[i]);
-            out = argv[++i];
-        } else if (strcmp(argv[i], "--job") == 0) {
-            if (i + 1 >= argc)
-                return lux_usage("timeline", s_usage, "--job needs a job ID");
-            job = argv[++i];
-        } else if (argv[i][0] == '-' && argv[i][1])
-            return lux_usage("timeline", s_usage, "unknown option '%s'", argv[i]);
-        else if (!src)
-            src = argv[i];
+    static const struct option opts[] = {{"output", required_argument, 0, 'o'},
+                                         {"job", required_argument, 0, 'j'}, {0}};
+    lux_opt_t p = {.cmd = "timeline", .usage = s_usage, .opts = opts, .shorts = "o:",
+                   .help = "Writes the run's tasks as a trace that chrome://tracing and Perfetto "
+                           "open: a process\nper node, a track per worker, a slice per task "
+                           "attempt (named by function, with\nits IDs and its arguments' sizes), "
+                           "flow arrows along dependencies, and instants\nfor failures, retries, "
+                           "actor restarts and checkpoints, and node deaths.\nRUN is a run's or a "
+                           "cluster's directory; OUT.db a file `lux pull` wrote.\n-o - writes to "
+                           "standard output. See lux(1).\n"};
+    int o;
+    while ((o = lux_opt_next(&p, argc, argv)) != -1) {
+        if (o == 'o')
+            out = optarg;
+        else if (o == 'j')
+            job = optarg;
         else
-            return lux_usage("timeline", s_usage, "one RUN or OUT.db, got a second: '%s'",
-                             argv[i]);
+            return p.status;
     }
-    if (!src || !out)
-        return lux_usage("timeline", s_usage, "%s is required",
-                         !src ? "a RUN directory or OUT.db" : "-o TRACE.json");
+    if (!lux_opt_args(&p, argc, argv, 1, 1, "a RUN directory or OUT.db"))
+        return 2;
+    src = argv[optind];
+    if (!out)
+        return lux_opt_usage(&p, "-o TRACE.json is required");
     s_tl_t tl = {0};
     if (job && (strlen(job) != 32 || util_id_parse(&tl.job, job)))
-        return lux_usage("timeline", s_usage, "--job takes a job ID of 32 hex digits, not '%s'",
+        return lux_opt_usage(&p, "--job takes a job ID of 32 hex digits, not '%s'",
                          job);
     tl.job_only = job != NULL;
     if (!(tl.h = lux_hist_open(src)))

@@ -484,6 +484,9 @@ void nm_log_finished(nm_t *nm, nm_task_t *t, nm_worker_t *w, const exec_result_t
                      uint64_t out_bytes, const uint8_t fp[16]);
 void nm_log_retried(nm_t *nm, nm_task_t *t, const char *why);
 void nm_log_put(nm_t *nm, nm_obj_t *o);
+/* exec_node_blob.c: keep put o's bytes for replay, under the cluster's
+   record_puts; what was done into info[n] (for its object_put event). */
+void nm_blob_record(nm_t *nm, nm_obj_t *o, char *info, size_t n);
 void nm_log_object(nm_t *nm, nm_obj_t *o, int kind, const char *info);
 void nm_log_job(nm_t *nm, nm_client_t *c, int kind, const char *name, const char *info,
                 int status);

@@ -529,6 +529,9 @@ nm_log_put(nm_t *nm, nm_obj_t *o)
     DB_SET_INT(&e, size, DB_F_SIZE, (int64_t) o->size);
     memcpy(e.fp, o->fp, 16);
     e.mask |= DB_F_FP;
+    char info[300];
+    nm_blob_record(nm, o, info, sizeof info); /* the bytes, for lux replay */
+    db_event_set_info(&e, info);
     s_emit(nm, &e, &task, NULL, 0);
 }
 
