@@ -10,7 +10,7 @@
 
 #include "exec_arena.h"
 #include "../net/net_link.h"
-#include "exec_node.h"
+#include "../db/db_cluster.h"
 #include "exec_proto.h"
 #include "../db/db_client.h"
 #include "../db/db_store.h"

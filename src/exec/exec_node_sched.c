@@ -79,8 +79,8 @@ nm_parse_resources(nm_t *nm, const char *spec)
 
 /* Custom resources a task asks for, into needs (per nm->res); false when
    the node has none of one of them (the task can never run here). */
-static bool
-s_needs(nm_t *nm, const nm_task_t *t, int64_t *needs, char *why, size_t n)
+bool
+nm_res_needs(nm_t *nm, const nm_task_t *t, int64_t *needs, char *why, size_t n)
 {
     char buf[256], *save = NULL;
     memset(needs, 0, sizeof(int64_t) * 16);
@@ -108,8 +108,8 @@ s_needs(nm_t *nm, const nm_task_t *t, int64_t *needs, char *why, size_t n)
     return true;
 }
 
-static bool
-s_fits(nm_t *nm, const int64_t *needs)
+bool
+nm_res_fits(nm_t *nm, const int64_t *needs)
 {
     for (int i = 0; i < nm->nres; i++)
         if (needs[i] > nm->res[i].free)
@@ -117,8 +117,8 @@ s_fits(nm_t *nm, const int64_t *needs)
     return true;
 }
 
-static void
-s_take(nm_t *nm, const int64_t *needs, int sign)
+void
+nm_res_take(nm_t *nm, const int64_t *needs, int sign)
 {
     for (int i = 0; i < nm->nres; i++)
         nm->res[i].free -= sign * needs[i];
@@ -215,7 +215,6 @@ s_fn(const nm_task_t *t)
     return t->fn ? t->fn : "?";
 }
 
-static void s_finish_failed(nm_t *nm, nm_task_t *t, int status, const char *msg);
 static bool s_reserve(nm_t *nm, nm_task_t *t);
 
 /* Count argument i (object o) as a use of o by t. */
@@ -231,8 +230,8 @@ s_count(nm_task_t *t, int i, nm_obj_t *o)
 /* Walk the arguments of t at submission: count those that exist, wait for
    those still to come (rebuilding lost ones). 0, or a code with why: an
    argument that failed, or one never made. */
-static int
-s_resolve(nm_t *nm, nm_task_t *t, char *why, size_t n)
+int
+nm_task_resolve(nm_t *nm, nm_task_t *t, char *why, size_t n)
 {
     util_rd_t r;
     exec_arg_t a;
@@ -301,8 +300,8 @@ s_dup_name(const char *s, size_t n)
     return d;
 }
 
-static nm_task_t *
-s_task_make(nm_t *nm, nm_client_t *owner, const exec_spec_t *s, bool insert)
+nm_task_t *
+nm_task_new(nm_t *nm, nm_client_t *owner, const exec_spec_t *s, bool insert)
 {
     nm_task_t *t = calloc(1, sizeof *t);
     if (!t)
@@ -349,7 +348,7 @@ s_task_make(nm_t *nm, nm_client_t *owner, const exec_spec_t *s, bool insert)
 static nm_task_t *
 s_task_new(nm_t *nm, nm_client_t *owner, const exec_spec_t *s)
 {
-    return s_task_make(nm, owner, s, true);
+    return nm_task_new(nm, owner, s, true);
 }
 
 int
@@ -366,15 +365,15 @@ nm_submit(nm_t *nm, nm_client_t *c, const exec_spec_t *s)
     if (!t)
         return util_err(LUX_ENOMEM, "out of memory holding a task");
     nm->n_submitted++;
-    int rc = s_resolve(nm, t, why, sizeof why);
+    int rc = nm_task_resolve(nm, t, why, sizeof why);
     nm_log_submitted(nm, t);
     if (!rc) {
         int64_t needs[16];
-        if (!s_needs(nm, t, needs, why, sizeof why))
+        if (!nm_res_needs(nm, t, needs, why, sizeof why))
             rc = LUX_EINVAL;
     }
     if (rc) {
-        s_finish_failed(nm, t, rc, why);
+        nm_task_fail(nm, t, rc, why);
         return 0;
     }
     if (t->waiting == 0)
@@ -425,11 +424,11 @@ nm_rebuild(nm_t *nm, const lux_ref_t *id)
     char info[128];
     snprintf(info, sizeof info, "rebuild: object %s was lost", hex);
     nm_log_retried(nm, t, info);
-    if ((rc = s_resolve(nm, t, why, sizeof why))) {
+    if ((rc = nm_task_resolve(nm, t, why, sizeof why))) {
         char th[UTIL_ID_HEX], fn[EXEC_NAME_MAX + 1];
         util_id_hex(&t->id, th);
         snprintf(fn, sizeof fn, "%s", s_fn(t));
-        s_finish_failed(nm, t, rc, why);
+        nm_task_fail(nm, t, rc, why);
         return util_err(LUX_ETASK, "%s was lost and its rebuild failed: task %s (%s) failed: %s",
                         hex, th, fn, why);
     }
@@ -443,7 +442,7 @@ nm_rebuild(nm_t *nm, const lux_ref_t *id)
 /* --- reserving arguments ------------------------------------------------------------------ */
 
 /* t left the ready queue: its arguments are no longer counted as
-   reserved (their pins stay while it runs, or go with s_release_args). */
+   reserved (their pins stay while it runs, or go with nm_task_release_args). */
 static void
 s_unreserve_count(nm_t *nm, nm_task_t *t)
 {
@@ -507,7 +506,6 @@ s_reserve(nm_t *nm, nm_task_t *t)
     return true;
 }
 
-static void s_release_args(nm_t *nm, nm_task_t *t, bool uses);
 
 bool
 nm_unreserve_all(nm_t *nm)
@@ -517,7 +515,7 @@ nm_unreserve_all(nm_t *nm)
         return false;
     for (nm_task_t *t = nm->ready; t; t = t->next) {
         if (t->reserved) {
-            s_release_args(nm, t, false); /* its uses stay: nothing is deleted */
+            nm_task_release_args(nm, t, false); /* its uses stay: nothing is deleted */
             any = true;
         }
     }
@@ -528,8 +526,8 @@ nm_unreserve_all(nm_t *nm)
 
 /* Let go of a task's arguments: unpin them if it was handed to a worker,
    and drop its uses; an object nobody owns or uses any more goes. */
-static void
-s_release_args(nm_t *nm, nm_task_t *t, bool uses)
+void
+nm_task_release_args(nm_t *nm, nm_task_t *t, bool uses)
 {
     util_rd_t r;
     exec_arg_t a;
@@ -618,7 +616,7 @@ s_done(nm_t *nm, nm_task_t *t)
             nm_task_wake(nm, d);
     }
     s_answer_waiters(nm, t);
-    s_release_args(nm, t, true);
+    nm_task_release_args(nm, t, true);
     if (!t->ndeps) /* its dependents keep them */
         s_drop_unneeded(nm, t);
     util_idmap_del(nm->tasks, t->id.b);
@@ -626,8 +624,8 @@ s_done(nm_t *nm, nm_task_t *t)
 }
 
 /* Make an output object of t (or take the lost one being rebuilt). */
-static nm_obj_t *
-s_output(nm_t *nm, nm_task_t *t, uint8_t i)
+nm_obj_t *
+nm_task_output(nm_t *nm, nm_task_t *t, uint8_t i)
 {
     lux_ref_t id;
     exec_ref_make(&id, &t->id, i);
@@ -660,7 +658,7 @@ s_fail_one(nm_t *nm, nm_task_t *t, int status, const char *msg, const char *text
     r.t_start = r.t_end = util_now_ns();
     nm_log_finished(nm, t, t->worker, &r, 0, NULL);
     for (uint8_t i = 0; i < t->nret; i++) {
-        nm_obj_t *o = s_output(nm, t, i);
+        nm_obj_t *o = nm_task_output(nm, t, i);
         if (!o)
             continue;
         nm_obj_set_error(nm, o, text);
@@ -668,7 +666,7 @@ s_fail_one(nm_t *nm, nm_task_t *t, int status, const char *msg, const char *text
         nm_obj_ready(nm, o);
     }
     s_answer_waiters(nm, t);
-    s_release_args(nm, t, true);
+    nm_task_release_args(nm, t, true);
     s_drop_unneeded(nm, t);
     util_idmap_del(nm->tasks, t->id.b);
     nm_task_free(t);
@@ -678,8 +676,8 @@ s_fail_one(nm_t *nm, nm_task_t *t, int status, const char *msg, const char *text
    outputs: all are found first (marked doomed), then failed one by one,
    so no list is walked after what it points to is freed. Each dependent's
    error names t. */
-static void
-s_finish_failed(nm_t *nm, nm_task_t *t, int status, const char *msg)
+void
+nm_task_fail(nm_t *nm, nm_task_t *t, int status, const char *msg)
 {
     char hex[UTIL_ID_HEX], text[1024], why[1200];
     nm_task_t **all = malloc(16 * sizeof *all);
@@ -817,7 +815,7 @@ nm_worker_gone(nm_t *nm, nm_worker_t *w, const char *why)
     else
         log_warn("worker %d %s", (int) w->pid, why);
     /* give back what it held */
-    s_take(nm, w->held, -1);
+    nm_res_take(nm, w->held, -1);
     memset(w->held, 0, sizeof w->held);
     /* The running task is known only when it was alone in the worker's
        queue: a worker reports results in batches, so the first unreported
@@ -837,7 +835,7 @@ nm_worker_gone(nm_t *nm, nm_worker_t *w, const char *why)
         stack[n++] = t;
     for (int i = n - 1; i >= 0; i--) {
         stack[i]->worker = NULL;
-        s_release_args(nm, stack[i], false);
+        nm_task_release_args(nm, stack[i], false);
         if (!running) {
             char msg[300];
             stack[i]->suspect = true;
@@ -850,12 +848,12 @@ nm_worker_gone(nm_t *nm, nm_worker_t *w, const char *why)
     }
     if (running) {
         running->worker = NULL;
-        s_release_args(nm, running, false);
+        nm_task_release_args(nm, running, false);
         if (running->attempt >= running->max_attempts) {
             char msg[300];
             snprintf(msg, sizeof msg, "its worker died on each of %u attempts (the last %s)",
                      running->attempt, why);
-            s_finish_failed(nm, running, LUX_EDEAD, msg);
+            nm_task_fail(nm, running, LUX_EDEAD, msg);
         } else {
             running->attempt++;
             nm->n_retried++;
@@ -938,8 +936,8 @@ s_idle_worker(nm_t *nm)
    was evicted since t was queued (t now waits for its rebuild); 2 when a
    spilled argument has no room to come back yet (t waits in the queue);
    or a code (an argument that cannot be brought back). */
-static int
-s_run_args(nm_t *nm, nm_task_t *t, exec_obj_t *objs)
+int
+nm_task_run_args(nm_t *nm, nm_task_t *t, exec_obj_t *objs)
 {
     util_rd_t r;
     exec_arg_t a;
@@ -1020,7 +1018,7 @@ s_run_args(nm_t *nm, nm_task_t *t, exec_obj_t *objs)
                 nm_obj_unpin(nm, o);
         }
     }
-    t->pinned = rc == 0; /* every argument is pinned: s_release_args unpins */
+    t->pinned = rc == 0; /* every argument is pinned: nm_task_release_args unpins */
     return rc;
 }
 
@@ -1076,15 +1074,15 @@ nm_dispatch(nm_t *nm)
         int64_t needs[16];
         char why[256];
         nm_task_t *first = nm->ready;
-        if (!s_needs(nm, first, needs, why, sizeof why)) {
+        if (!nm_res_needs(nm, first, needs, why, sizeof why)) {
             nm->ready = first->next;
             if (!nm->ready)
                 nm->ready_last = NULL;
             nm->nready--;
-            s_finish_failed(nm, first, LUX_EINVAL, why);
+            nm_task_fail(nm, first, LUX_EINVAL, why);
             continue;
         }
-        if (!s_fits(nm, needs))
+        if (!nm_res_fits(nm, needs))
             break; /* wait for resources to come back */
         int idle = 0;
         for (nm_worker_t *x = nm->workers; x; x = x->next)
@@ -1117,7 +1115,7 @@ nm_dispatch(nm_t *nm)
                 cap = t->argc * 2;
                 objs = realloc(objs, cap * sizeof *objs);
             }
-            int rc = s_run_args(nm, t, objs);
+            int rc = nm_task_run_args(nm, t, objs);
             if (rc == 1) {
                 t->state = TASK_WAITING; /* for the rebuild of an argument */
                 continue;
@@ -1138,7 +1136,7 @@ nm_dispatch(nm_t *nm)
                 continue;
             }
             if (rc) {
-                s_finish_failed(nm, t, rc, lux_errmsg());
+                nm_task_fail(nm, t, rc, lux_errmsg());
                 continue;
             }
             t->room_since_ms = 0;
@@ -1166,7 +1164,7 @@ nm_dispatch(nm_t *nm)
         if (count == 0)
             continue;
         util_le32(b->data, count);
-        s_take(nm, needs, 1);
+        nm_res_take(nm, needs, 1);
         memcpy(w->held, needs, sizeof w->held);
         w->state = W_BUSY;
         zmsg_t *m = zmsg_new();
@@ -1218,7 +1216,7 @@ s_worker_pop(nm_t *nm, nm_worker_t *w, nm_task_t *t)
     t->next = NULL;
     t->worker = NULL;
     if (!w->queue) {
-        s_take(nm, w->held, -1);
+        nm_res_take(nm, w->held, -1);
         memset(w->held, 0, sizeof w->held);
         if (w->state == W_BUSY) {
             w->state = W_IDLE;
@@ -1270,7 +1268,7 @@ s_result(nm_t *nm, nm_worker_t *w, const exec_result_t *r)
         snprintf(msg, sizeof msg, "%.*s", (int) r->msg_len, r->msg ? r->msg : "");
         if (!msg[0])
             snprintf(msg, sizeof msg, "it returned %s", lux_strerror(r->status));
-        s_finish_failed(nm, t, r->status, msg);
+        nm_task_fail(nm, t, r->status, msg);
         return;
     }
     /* the outputs */
@@ -1278,14 +1276,14 @@ s_result(nm_t *nm, nm_worker_t *w, const exec_result_t *r)
     const uint8_t *fps;
     uint64_t total = 0;
     if (nm_result_outputs(nm, c, t, r, outs, &fps)) {
-        s_finish_failed(nm, t, LUX_EPROTO, "its worker reported malformed outputs");
+        nm_task_fail(nm, t, LUX_EPROTO, "its worker reported malformed outputs");
         return;
     }
     uint8_t fp[16] = {0};
     util_blake_t h;
     util_blake_init(&h, 16);
     for (uint8_t i = 0; i < r->nret; i++) {
-        nm_obj_t *o = s_output(nm, t, i);
+        nm_obj_t *o = nm_task_output(nm, t, i);
         if (!o)
             continue;
         if (outs[i].where == EXEC_W_ARENA) {
@@ -1373,7 +1371,7 @@ nm_blocked(nm_t *nm, nm_client_t *c, const uint8_t *p, size_t n)
     }
     if (blocked && w->state == W_BUSY) {
         /* give the CPUs back, and the tasks it has not started */
-        s_take(nm, w->held, -1);
+        nm_res_take(nm, w->held, -1);
         memcpy(w->lent, w->held, sizeof w->lent);
         memset(w->held, 0, sizeof w->held);
         w->state = W_BLOCKED;
@@ -1388,32 +1386,20 @@ nm_blocked(nm_t *nm, nm_client_t *c, const uint8_t *p, size_t n)
             nm_task_t *t = nm_task_find(nm, &tid);
             if (t && t->worker == w && t != w->queue) {
                 s_worker_pop(nm, w, t);
-                s_release_args(nm, t, false);
+                nm_task_release_args(nm, t, false);
                 s_ready_push(nm, t, false);
             }
         }
     } else if (!blocked && w->state == W_BLOCKED) {
         memcpy(w->held, w->lent, sizeof w->held);
         memset(w->lent, 0, sizeof w->lent);
-        s_take(nm, w->held, 1); /* may go below zero for a while: that is fine */
+        nm_res_take(nm, w->held, 1); /* may go below zero for a while: that is fine */
         w->state = w->queue ? W_BUSY : W_IDLE;
         w->idle_ms = util_mono_ms();
     }
 }
 
-/* --- for exec_node_actor.c ------------------------------------------------------------------ */
-
-nm_task_t *
-nm_task_new(nm_t *nm, nm_client_t *owner, const exec_spec_t *s, bool insert)
-{
-    return s_task_make(nm, owner, s, insert);
-}
-
-int
-nm_task_resolve(nm_t *nm, nm_task_t *t, char *why, size_t n)
-{
-    return s_resolve(nm, t, why, n);
-}
+/* --- what the actors use ------------------------------------------------------------------ */
 
 void
 nm_task_wake(nm_t *nm, nm_task_t *t)
@@ -1426,54 +1412,12 @@ nm_task_wake(nm_t *nm, nm_task_t *t)
     }
 }
 
-int
-nm_task_run_args(nm_t *nm, nm_task_t *t, exec_obj_t *objs)
-{
-    return s_run_args(nm, t, objs);
-}
-
-void
-nm_task_release_args(nm_t *nm, nm_task_t *t, bool uses)
-{
-    s_release_args(nm, t, uses);
-}
-
 void
 nm_task_discard(nm_t *nm, nm_task_t *t)
 {
     s_forget_dependent(nm, t);
-    s_release_args(nm, t, true);
+    nm_task_release_args(nm, t, true);
     nm_task_free(t);
-}
-
-void
-nm_task_fail(nm_t *nm, nm_task_t *t, int status, const char *msg)
-{
-    s_finish_failed(nm, t, status, msg);
-}
-
-nm_obj_t *
-nm_task_output(nm_t *nm, nm_task_t *t, uint8_t i)
-{
-    return s_output(nm, t, i);
-}
-
-bool
-nm_res_needs(nm_t *nm, const nm_task_t *t, int64_t *needs, char *why, size_t n)
-{
-    return s_needs(nm, t, needs, why, n);
-}
-
-bool
-nm_res_fits(nm_t *nm, const int64_t *needs)
-{
-    return s_fits(nm, needs);
-}
-
-void
-nm_res_take(nm_t *nm, const int64_t *needs, int sign)
-{
-    s_take(nm, needs, sign);
 }
 
 int
