@@ -12,6 +12,7 @@
 */
 #include "exec_node.h"
 #include "exec_node_int.h"
+#include "exec_pool.h"
 #include "exec_store.h"
 #include "exec_module.h"
 #include "../net/net_pipe.h"
