@@ -1,16 +1,25 @@
-/*  exec_node_int - the node manager's state, shared by its files:
-        exec_node.c        the actor, its sockets and the messages
+/*  exec_node_int - the node manager's state: the types its parts share.
+    The parts, each with the header of what it offers to the others:
+        exec_node.c        the actor: its loop, connections, routing of messages
+        exec_store.c       the object store's requests (ALLOC, PUT, GET, FREE)   exec_store.h
         exec_node_obj.c    objects, the store, pins, eviction, spilling
-        exec_node_sched.c  tasks, dependencies, workers, dispatch, results
+        exec_node_sched.c  tasks, dependencies, dispatch, results, failures
+        exec_pool.c        worker processes and resources                       exec_pool.h
+        exec_node_cpu.c    CPU placement of workers
+        exec_node_actor.c  actors: creation, calls, restarts, checkpoints
+        exec_node_cancel.c cancelling tasks, timeouts
         exec_node_log.c    events to the log, write-ahead lineage, lookups
-    Nothing here is used outside src/exec/exec_node*.c.
+        exec_node_blob.c   puts kept for replay
+    The functions declared below are those of the parts that have no
+    header of their own yet (issue 27 goes on splitting them).
+    Nothing here is used outside src/exec/exec_node*.c and the parts above.
 */
 #ifndef EXEC_NODE_INT_H_INCLUDED
 #define EXEC_NODE_INT_H_INCLUDED
 
 #include "exec_arena.h"
 #include "../net/net_link.h"
-#include "exec_node.h"
+#include "../db/db_cluster.h"
 #include "exec_proto.h"
 #include "../db/db_client.h"
 #include "../db/db_store.h"
@@ -399,9 +408,6 @@ int nm_submit(nm_t *nm, nm_client_t *c, const exec_spec_t *s);
 void nm_dispatch(nm_t *nm);
 void nm_results(nm_t *nm, nm_client_t *c, const uint8_t *p, size_t n);
 void nm_blocked(nm_t *nm, nm_client_t *c, const uint8_t *p, size_t n);
-void nm_reap_workers(nm_t *nm);
-/* A worker of kind NM_SPAWN_*, first in nm->workers. */
-int nm_spawn_worker(nm_t *nm, int kind);
 void nm_worker_gone(nm_t *nm, nm_worker_t *w, const char *why);
 nm_task_t *nm_task_find(nm_t *nm, const util_id_t *id);
 /* A task from a spec, in nm->tasks when insert (a replayed call is not:
@@ -430,10 +436,6 @@ nm_obj_t *nm_task_output(nm_t *nm, nm_task_t *t, uint8_t i);
    LUX_EPROTO. */
 int nm_result_outputs(nm_t *nm, nm_client_t *c, nm_task_t *t, const exec_result_t *r,
                       exec_obj_t *outs, const uint8_t **fps);
-bool nm_res_needs(nm_t *nm, const nm_task_t *t, int64_t *needs, char *why, size_t n);
-bool nm_res_fits(nm_t *nm, const int64_t *needs);
-void nm_res_take(nm_t *nm, const int64_t *needs, int sign);
-int nm_spawn_actor_worker(nm_t *nm, nm_actor_t *a);
 
 /* exec_node_actor.c */
 int nm_actor_submit(nm_t *nm, nm_client_t *c, const exec_spec_t *s);
@@ -457,7 +459,6 @@ bool nm_actor_failing(nm_t *nm, nm_task_t *t, int status, const char *text);
    message that starts with the object's hex ID and names the cause. */
 int nm_rebuild(nm_t *nm, const lux_ref_t *id);
 void nm_task_free(nm_task_t *t);
-int nm_parse_resources(nm_t *nm, const char *spec);
 
 /* exec_node_cancel.c */
 /* CANCEL from client c: cancel a task (lux_cancel), and answer. */
