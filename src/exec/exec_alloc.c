@@ -530,6 +530,13 @@ exec_alloc_release(exec_alloc_t *self, uint64_t off)
 }
 
 uint64_t
+exec_alloc_block(exec_alloc_t *self, uint64_t off)
+{
+    uint32_t i = s_hash_get(self, off);
+    return i == S_NIL ? 0 : N(i).size;
+}
+
+uint64_t
 exec_alloc_size(exec_alloc_t *self)
 {
     return self->size;

@@ -42,6 +42,9 @@ int exec_alloc_reserve(exec_alloc_t *self, uint64_t n, uint64_t *off);
    inside a block). */
 int exec_alloc_release(exec_alloc_t *self, uint64_t off);
 
+/* The size (rounded) of the live block that starts at off; 0 when none. */
+uint64_t exec_alloc_block(exec_alloc_t *self, uint64_t off);
+
 uint64_t exec_alloc_size(exec_alloc_t *self); /* as managed */
 uint64_t exec_alloc_used(exec_alloc_t *self); /* live bytes, rounded */
 uint64_t exec_alloc_largest_free(exec_alloc_t *self);

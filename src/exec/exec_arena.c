@@ -47,9 +47,11 @@ struct exec_arena_t {
     char name[NAME_MAX + 1]; /* "/name", as given to shm_open */
     uint8_t *base;           /* the mapping */
     size_t size;             /* its length, a multiple of the page size */
+    size_t store;            /* [0, store) the store, [store, size) the spare region */
     bool writable;           /* mapped PROT_WRITE */
     pid_t creator;           /* pid that created it, or 0 when opened */
     exec_alloc_t *alloc;     /* the allocator; NULL when opened */
+    exec_alloc_t *spare;     /* the spare region's, its offsets from store; or NULL */
     uint8_t *ready;          /* exec_arena_ready: a bit per S_CHUNK populated here */
 };
 
@@ -171,6 +173,12 @@ s_page(void)
 exec_arena_t *
 exec_arena_create(const char *name, size_t size)
 {
+    return exec_arena_create_spare(name, size, 0);
+}
+
+exec_arena_t *
+exec_arena_create_spare(const char *name, size_t size, size_t spare)
+{
     char nm[NAME_MAX + 1];
     struct statvfs vfs;
     size_t pg = s_page();
@@ -178,11 +186,13 @@ exec_arena_create(const char *name, size_t size)
 
     if (s_shm_name(name, nm))
         return NULL;
-    if (size == 0 || size > SIZE_MAX - pg || size > (size_t) INT64_MAX - pg) {
-        util_err(LUX_EINVAL, "arena %s: cannot have %zu bytes", nm, size);
+    if (size == 0 || size > SIZE_MAX / 4 || spare > SIZE_MAX / 4 ||
+        size + spare > (size_t) INT64_MAX / 2) {
+        util_err(LUX_EINVAL, "arena %s: cannot have %zu bytes (and %zu spare)", nm, size, spare);
         return NULL;
     }
     size = (size + pg - 1) / pg * pg;
+    spare = (spare + pg - 1) / pg * pg;
     if (statvfs(S_SHM_DIR, &vfs) == 0 && (uint64_t) vfs.f_bavail * vfs.f_frsize < size) {
         util_err(LUX_EFULL, "arena %s: %zu bytes, but " S_SHM_DIR " has %llu free", nm, size,
                  (unsigned long long) vfs.f_bavail * vfs.f_frsize);
@@ -195,8 +205,9 @@ exec_arena_create(const char *name, size_t size)
     }
     memcpy(self->name, nm, sizeof nm);
     self->alloc = exec_alloc_new(size);
-    if (!self->alloc) {
+    if (!self->alloc || (spare && !(self->spare = exec_alloc_new(spare)))) {
         util_err_ctx(LUX_ENOMEM, "arena %s", nm);
+        exec_alloc_destroy(&self->alloc);
         free(self);
         return NULL;
     }
@@ -212,23 +223,27 @@ exec_arena_create(const char *name, size_t size)
         else
             util_err(s_errno_code(e), "arena %s: shm_open: %s", nm, strerror(e));
         exec_alloc_destroy(&self->alloc);
+        exec_alloc_destroy(&self->spare);
         free(self);
         return NULL;
     }
-    if (fchmod(fd, 0600) < 0 || ftruncate(fd, (off_t) size) < 0) {
+    if (fchmod(fd, 0600) < 0 || ftruncate(fd, (off_t) (size + spare)) < 0) {
         e = errno;
-        util_err(s_errno_code(e), "arena %s: sizing to %zu bytes: %s", nm, size, strerror(e));
+        util_err(s_errno_code(e), "arena %s: sizing to %zu bytes: %s", nm, size + spare,
+                 strerror(e));
         goto fail;
     }
-    self->base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    self->base = mmap(NULL, size + spare, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (self->base == MAP_FAILED) {
         e = errno;
         self->base = NULL;
-        util_err(s_errno_code(e), "arena %s: mmap of %zu bytes: %s", nm, size, strerror(e));
+        util_err(s_errno_code(e), "arena %s: mmap of %zu bytes: %s", nm, size + spare,
+                 strerror(e));
         goto fail;
     }
     close(fd);
-    self->size = size;
+    self->size = size + spare;
+    self->store = size;
     self->writable = true;
     self->creator = getpid();
     s_live_add(nm);
@@ -239,6 +254,7 @@ fail:
     close(fd);
     shm_unlink(nm);
     exec_alloc_destroy(&self->alloc);
+    exec_alloc_destroy(&self->spare);
     free(self);
     return NULL;
 }
@@ -278,7 +294,7 @@ exec_arena_open(const char *name, bool writable)
         return NULL;
     }
     memcpy(self->name, nm, sizeof nm);
-    self->size = (size_t) st.st_size;
+    self->size = self->store = (size_t) st.st_size;
     self->writable = writable;
     self->base =
         mmap(NULL, self->size, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd, 0);
@@ -308,6 +324,7 @@ exec_arena_destroy(exec_arena_t **self_p)
             log_debug("arena %s: removed", self->name);
     }
     exec_alloc_destroy(&self->alloc);
+    exec_alloc_destroy(&self->spare);
     free(self->ready);
     free(self);
     *self_p = NULL;
@@ -329,6 +346,13 @@ const char *
 exec_arena_name(exec_arena_t *self)
 {
     return self->name;
+}
+
+void
+exec_arena_set_store(exec_arena_t *self, uint64_t store)
+{
+    if (!self->alloc && store < self->size)
+        self->store = (size_t) store;
 }
 
 int
@@ -398,8 +422,11 @@ exec_arena_ready(exec_arena_t *self, uint64_t off, size_t n)
         int rc = exec_arena_prefault(self, start, (end < self->size ? end : self->size) - start);
         if (rc)
             return rc;
+        /* the spare region's pages go back when its blocks are freed:
+           what is ready there now may not be next time */
         for (; c <= e; c++)
-            self->ready[c / 8] |= (uint8_t) (1u << (c % 8));
+            if ((c + 1) * S_CHUNK <= self->store)
+                self->ready[c / 8] |= (uint8_t) (1u << (c % 8));
     }
     return 0;
 }
@@ -425,11 +452,44 @@ exec_arena_alloc(exec_arena_t *self, size_t n, uint64_t *off)
 }
 
 int
+exec_arena_alloc_spare(exec_arena_t *self, size_t n, uint64_t *off)
+{
+    if (!self->alloc)
+        return s_not_owner(self, "alloc");
+    if (!self->spare)
+        return util_err(LUX_EFULL, "arena %s: no spare region", self->name);
+    int rc = exec_alloc_reserve(self->spare, n, off);
+    if (rc)
+        return util_err_ctx(rc, "arena %s: spare region", self->name);
+    *off += self->store;
+    return 0;
+}
+
+/* Give back the whole pages of the spare block [off, off + n): the file
+   holds no page for it afterwards, in any process. */
+static void
+s_spare_punch(exec_arena_t *self, uint64_t off, uint64_t n)
+{
+    size_t pg = s_page();
+    size_t start = ((size_t) off + pg - 1) / pg * pg, end = (size_t) (off + n) / pg * pg;
+    if (end > start && madvise(self->base + start, end - start, MADV_REMOVE) < 0)
+        log_warn("arena %s: giving back %zu bytes at %zu: %s (they stay in the file)",
+                 self->name, end - start, start, strerror(errno));
+}
+
+int
 exec_arena_free(exec_arena_t *self, uint64_t off)
 {
     if (!self->alloc)
         return s_not_owner(self, "free");
-    int rc = exec_alloc_release(self->alloc, off);
+    int rc;
+    if (self->spare && off >= self->store) {
+        uint64_t n = exec_alloc_block(self->spare, off - self->store);
+        if ((rc = exec_alloc_release(self->spare, off - self->store)) == 0)
+            s_spare_punch(self, off, n);
+    } else {
+        rc = exec_alloc_release(self->alloc, off);
+    }
     if (rc) {
         util_err_ctx(rc, "arena %s", self->name);
         log_warn("%s (ignored)", util_errmsg());
@@ -440,7 +500,13 @@ exec_arena_free(exec_arena_t *self, uint64_t off)
 size_t
 exec_arena_used(exec_arena_t *self)
 {
-    return self->alloc ? (size_t) exec_alloc_used(self->alloc) : 0;
+    return (self->alloc ? (size_t) exec_alloc_used(self->alloc) : 0) + exec_arena_spare_used(self);
+}
+
+size_t
+exec_arena_spare_used(exec_arena_t *self)
+{
+    return self->spare ? (size_t) exec_alloc_used(self->spare) : 0;
 }
 
 size_t
@@ -455,6 +521,8 @@ exec_arena_check(exec_arena_t *self)
     if (!self->alloc)
         return s_not_owner(self, "check");
     int rc = exec_alloc_check(self->alloc);
+    if (!rc && self->spare)
+        rc = exec_alloc_check(self->spare);
     if (rc)
         util_err_ctx(rc, "arena %s", self->name);
     return rc;

@@ -79,6 +79,15 @@ typedef struct exec_arena_t exec_arena_t;
    has not that much room, LUX_EINVAL for a bad name or size 0, LUX_EIO. */
 exec_arena_t *exec_arena_create(const char *name, size_t size);
 
+/* The same with a spare region of `spare` more bytes (rounded up to the
+   page size) after the store's: address space, not memory. The store
+   allocates there only when its own blocks are too fragmented for an
+   object whose bytes it has (exec_arena_alloc_spare); a freed spare
+   block's pages go back to the system at once (MADV_REMOVE), so the
+   region costs memory only for the objects in it. Only `size` must be
+   free in /dev/shm. exec_arena_size() is size + spare. */
+exec_arena_t *exec_arena_create_spare(const char *name, size_t size, size_t spare);
+
 /* Map the existing arena `name`, read-write or read-only. NULL on failure,
    with the message set: LUX_ENOTFOUND, LUX_EAUTH (not ours), LUX_EIO. */
 exec_arena_t *exec_arena_open(const char *name, bool writable);
@@ -108,6 +117,11 @@ size_t exec_arena_size(exec_arena_t *self);
 /* The name as given to shm_open ("/lux-node-1f3a"). */
 const char *exec_arena_name(exec_arena_t *self);
 
+/* For a process that opened the arena: offsets from `store` on are the
+   creator's spare region, whose pages come and go, so exec_arena_ready
+   never takes them as ready for good. The creator knows it already. */
+void exec_arena_set_store(exec_arena_t *self, uint64_t store);
+
 /* Populate [off, off + n) (widened to whole pages) in this process's
    mapping, allocating what is not in the file yet, so that later accesses
    take no page faults; see "Memory" above for what it costs. A read-only
@@ -119,7 +133,8 @@ int exec_arena_prefault(exec_arena_t *self, uint64_t off, size_t n);
    what this process has not made ready before, in chunks of 64 KiB (a
    little around the range may be populated too). Pages once in the file
    stay there while the arena lives, so a range made ready stays ready
-   and costs nothing the next time. 0, or exec_arena_prefault's codes
+   and costs nothing the next time; in the spare region (pages given back
+   on free) a range is prefaulted every time. 0, or exec_arena_prefault's codes
    (LUX_EFULL when /dev/shm has no room). One thread at a time. */
 int exec_arena_ready(exec_arena_t *self, uint64_t off, size_t n);
 
@@ -133,18 +148,26 @@ int exec_arena_ready(exec_arena_t *self, uint64_t off, size_t n);
    The bytes keep whatever an earlier block left there (not zeroed). */
 int exec_arena_alloc(exec_arena_t *self, size_t n, uint64_t *off);
 
+/* The same in the spare region (exec_arena_create_spare): LUX_EFULL when
+   there is none or no block of it is big enough. */
+int exec_arena_alloc_spare(exec_arena_t *self, size_t n, uint64_t *off);
+
 /* Free the block at off, merging it with free neighbours. An offset that
    is not a live block's start (a peer's mistake, a double free) is logged,
    changes nothing and returns LUX_EINVAL; callers may ignore the result.
    The block's pages stay in the file, holding its old bytes, until a new
    block placed there reuses them: memory once touched is not given back
-   to the system while the arena lives. */
+   to the system while the arena lives; a spare block's whole pages go
+   back at once. */
 int exec_arena_free(exec_arena_t *self, uint64_t off);
 
-/* Bytes allocated, alignment included. */
+/* Bytes allocated, alignment included, spare region included. */
 size_t exec_arena_used(exec_arena_t *self);
 
-/* The largest block that an alloc would succeed for now. */
+/* Bytes allocated in the spare region. */
+size_t exec_arena_spare_used(exec_arena_t *self);
+
+/* The largest block that an alloc (not alloc_spare) would succeed for now. */
 size_t exec_arena_largest_free(exec_arena_t *self);
 
 /* Check the allocator's invariants (O(blocks), for tests): 0 or

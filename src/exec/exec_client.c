@@ -463,9 +463,9 @@ exec_client_connect(const char *endpoint, int kind, const char *name, const char
     memcpy(lx->arena_name, aname, nlen);
     memcpy(lx->dir, dir, dlen);
     zmsg_destroy(&m);
-    (void) asize;
     if (!(lx->arena = exec_arena_open(lx->arena_name, true)))
         goto fail;
+    exec_arena_set_store(lx->arena, asize); /* the spare region follows */
     /* a driver's root: a fixed child of its job, so IDs are deterministic */
     util_id_t zero = {{0}};
     util_id_child(&lx->root, &lx->job, &zero, 0);

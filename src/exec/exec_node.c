@@ -780,7 +780,11 @@ s_setup(nm_t *nm, const exec_node_opts_t *o)
     exec_arena_sweep(prefix);
     snprintf(nm->arena_name, sizeof nm->arena_name, "%s%d-%.16s", prefix, (int) getpid(),
              util_id_hex(&nm->node, hex));
-    if (!(nm->arena = exec_arena_create(nm->arena_name, (size_t) nm->store_bytes)))
+    /* with as much spare address space again, where an object goes when
+       the store has its bytes but pins have cut them into blocks too
+       small (nm_store_try) */
+    if (!(nm->arena = exec_arena_create_spare(nm->arena_name, (size_t) nm->store_bytes,
+                                              (size_t) nm->store_bytes)))
         return util_err_ctx(LUX_EIO, "object store");
     snprintf(nm->spill_dir, sizeof nm->spill_dir, "%s/spill", nm->cluster.dir);
     if ((rc = util_private_dir(nm->spill_dir)))

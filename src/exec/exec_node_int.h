@@ -348,6 +348,7 @@ struct nm {
 
     /* counters, for tests and `lux status` */
     uint64_t n_submitted, n_finished, n_failed, n_retried, n_rebuilt, n_evicted, n_spilled;
+    uint64_t n_spare; /* objects placed in the arena's spare region (nm_store_try) */
     util_buf_t scratch;
 };
 

@@ -373,9 +373,23 @@ nm_store_try(nm_t *nm, uint64_t size, uint64_t *off)
            (not only enough bytes: a fragmented store evicts more); when
            nothing is left to evict, the arguments reserved for tasks not
            yet running go back to the LRU list first */
-        if (rc != LUX_EFULL || (!s_evict_one(nm) && !nm_unreserve_all(nm)))
+        if (rc != LUX_EFULL)
             return rc;
+        if (!s_evict_one(nm) && !nm_unreserve_all(nm))
+            break;
     }
+    /* What is left holds pins (objects being read, arguments of running
+       tasks) or is granted: when the bytes are there all the same, only
+       cut into blocks too small, the object goes to the spare region,
+       whose pages it gives back when it goes. Fragmentation then never
+       fails nor delays an allocation; only the store's size does. */
+    uint64_t rounded = (size + 63) / 64 * 64;
+    if (exec_arena_used(nm->arena) + rounded > nm->store_bytes)
+        return LUX_EFULL;
+    int rc = exec_arena_alloc_spare(nm->arena, (size_t) size, off);
+    if (rc == 0)
+        nm->n_spare++;
+    return rc;
 }
 
 int
@@ -393,12 +407,13 @@ nm_store_alloc(nm_t *nm, uint64_t size, uint64_t *off)
     util_idmap_each(nm->clients, s_census_grants, &c);
     return util_err(LUX_EFULL, "the object store (%llu bytes) has no room for %llu bytes:"
                     " %llu bytes are in use: %llu in %llu objects being read or used by"
-                    " tasks, %llu granted to tasks and not yet filled; the largest free"
-                    " block is %llu bytes",
+                    " tasks, %llu granted to tasks and not yet filled, %llu in the spare"
+                    " region; the largest free block is %llu bytes",
                     (unsigned long long) nm->store_bytes, (unsigned long long) size,
                     (unsigned long long) exec_arena_used(nm->arena),
                     (unsigned long long) c.pinned_bytes, (unsigned long long) c.pinned,
                     (unsigned long long) c.granted,
+                    (unsigned long long) exec_arena_spare_used(nm->arena),
                     (unsigned long long) exec_arena_largest_free(nm->arena));
 }
 
