@@ -505,6 +505,57 @@ db_query_file(db_query_t *self, uint32_t shard)
     return shard < self->shards ? self->files[shard] : NULL;
 }
 
+/* --- the views over an event table with a shard column ---------------------------------- */
+
+char *
+db_query_shardify(bool temp)
+{
+    char *out = NULL;
+    size_t cap = 0;
+    FILE *f = open_memstream(&out, &cap);
+    if (!f)
+        return NULL;
+    for (const char *p = db_sql_views; *p;) {
+        char a[32], b[32];
+        int n = 0;
+        if (strncmp(p, "/*shard,", 8) == 0 && sscanf(p, "/*shard,%31[a-z]*/%n", a, &n) == 1 &&
+            n) {
+            fprintf(f, "%s.shard, ", a);
+            p += n;
+        } else if (strncmp(p, "/*shard,*/", 10) == 0) {
+            fputs("shard, ", f);
+            p += 10;
+        } else if (strncmp(p, "/*same shard ", 13) == 0 &&
+                   sscanf(p, "/*same shard %31[a-z] %31[a-z]*/%n", a, b, &n) == 2 && n) {
+            fprintf(f, "%s.shard = %s.shard AND ", a, b);
+            p += n;
+        } else if (temp && strncmp(p, "CREATE VIEW ", 12) == 0) {
+            fputs("CREATE TEMP VIEW ", f);
+            p += 12;
+        } else if (temp && strncmp(p, "DROP VIEW IF EXISTS ", 20) == 0) {
+            fputs("DROP VIEW IF EXISTS temp.", f); /* never an attached file's */
+            p += 20;
+        } else {
+            fputc(*p++, f);
+        }
+    }
+    /* span.sql's `events` replaces views.sql's, which has no shard */
+    fputs(temp ? "\nDROP VIEW IF EXISTS temp.events;\n" : "\nDROP VIEW IF EXISTS events;\n", f);
+    for (const char *p = db_sql_span; *p;) {
+        if (!temp && strncmp(p, "CREATE TEMP VIEW", 16) == 0) {
+            fputs("CREATE VIEW", f);
+            p += 16;
+        } else {
+            fputc(*p++, f);
+        }
+    }
+    if (fclose(f) != 0) {
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
 /* --- a pulled file ------------------------------------------------------------------------ */
 
 db_query_t *
