@@ -14,6 +14,7 @@ int cmd_sql(int argc, char **argv);
 int cmd_audit(int argc, char **argv);
 int cmd_timeline(int argc, char **argv);
 int cmd_pull(int argc, char **argv);
+int cmd_compact(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
 /* lux pull's work, for the command and `lux bench`: copy the log of the
    cluster in dir (through the protocol when address is set or its head
