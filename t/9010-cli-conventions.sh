@@ -13,7 +13,7 @@ tmp=$TAP_TMP
 trap 'tap_cleanup' EXIT
 
 # every command, the internal ones (run by lux itself) included
-for c in start stop status sql audit pull timeline replay lineage run bench \
+for c in start stop status sql audit pull compact timeline replay lineage run bench \
     supervise replica worker node; do
     for h in --help -h; do
         run "$LUX" "$c" $h

@@ -22,6 +22,7 @@ static const s_cmd_t s_cmds[] = {
     {"sql", cmd_sql, "query the log of all shards, read-only"},
     {"audit", cmd_audit, "verify the hash chain of every replica's log"},
     {"pull", cmd_pull, "copy a cluster's log into one local SQLite file, verified"},
+    {"compact", cmd_compact, "move old events into each shard's archive, chain kept"},
     {"timeline", cmd_timeline, "write a run's tasks as a Chrome/Perfetto trace"},
     {"replay", cmd_replay, "run a recorded job again and verify its outputs"},
     {"lineage", cmd_lineage, "an object's lineage graph: text, graphviz or SVG"},

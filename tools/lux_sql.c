@@ -322,7 +322,7 @@ cmd_audit(int argc, char **argv)
 {
     static const char usage[] =
         "lux audit --dir DIR [--public-key FILE] [--witness FILE] [--window N]\n"
-        "       lux audit OUT.db";
+        "       lux audit OUT.db [--public-key FILE]";
     const char *dir = NULL, *file = NULL, *pkfile = NULL, *witness = NULL;
     unsigned long window = 0;
     char pkpath[PATH_MAX], wpath[PATH_MAX];
@@ -351,8 +351,10 @@ cmd_audit(int argc, char **argv)
         return 2;
     if (!dir)
         file = argv[optind];
+    if (file && pkfile && db_ckpt_load_public(pkfile, pk))
+        return lux_fail("audit", "%s", lux_errmsg());
     if (file)
-        return lux_pull_audit(file);
+        return lux_pull_audit(file, pkfile ? pk : NULL);
     if (db_cluster_load(&c, dir))
         return lux_fail("audit", "%s", lux_errmsg());
     /* the public key and the witness: given, or the cluster's own */
