@@ -7,8 +7,10 @@
 -- in its shard, so that each row can be checked on its own: its hash is
 -- BLAKE2b-128(prev || seq || its record) (doc/protocol.md section 7), and
 -- a row's prev is the hash of the row before it in the shard. The views
--- are those of sql/views.sql over all shards, with the `shard` column in
--- front, as `lux sql --dir` shows them.
+-- are not here: `lux pull` creates those of sql/views.sql over this
+-- table, with the `shard` column in front (as `lux sql --dir` shows
+-- them), and `events` from sql/span.sql, so that the file and a cluster
+-- answer every query alike.
 --
 -- meta keys: format (lux-pull-1), cluster (its ID, 32 hex digits), shards,
 -- source (where it was pulled from, last), job (a --job pull: the job's
@@ -16,7 +18,10 @@
 -- the way in). shard_state: per shard, where the copy starts (first_seq,
 -- and anchor, the hash before it: the genesis when first_seq is 1) and
 -- the last event verified (last_seq, last_hash), from which the next pull
--- continues.
+-- continues. checkpoint: the signed checkpoints (doc/DESIGN.md section 9)
+-- the pull verified against the events it copied, with their signatures,
+-- so that the file carries the proof of its own (`lux audit OUT.db
+-- --public-key K` checks them again).
 
 PRAGMA foreign_keys = OFF;
 
@@ -37,6 +42,15 @@ CREATE TABLE IF NOT EXISTS shard_state (
     anchor    BLOB NOT NULL,
     last_seq  INTEGER NOT NULL,
     last_hash BLOB NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS checkpoint (
+    shard INTEGER NOT NULL,
+    seq   INTEGER NOT NULL,
+    hash  BLOB NOT NULL,
+    ts    INTEGER NOT NULL,
+    sig   BLOB NOT NULL,
+    PRIMARY KEY (shard, seq)
 );
 
 CREATE TABLE IF NOT EXISTS event (
@@ -70,127 +84,3 @@ CREATE TABLE IF NOT EXISTS event (
 CREATE INDEX IF NOT EXISTS event_task ON event(task) WHERE task IS NOT NULL;
 CREATE INDEX IF NOT EXISTS event_actor ON event(actor, shard, seq) WHERE actor IS NOT NULL;
 CREATE INDEX IF NOT EXISTS event_rare ON event(kind) WHERE kind < 4 OR kind > 13;
-
-DROP VIEW IF EXISTS events;
-DROP VIEW IF EXISTS tasks;
-DROP VIEW IF EXISTS retries;
-DROP VIEW IF EXISTS objects;
-DROP VIEW IF EXISTS task_deps;
-DROP VIEW IF EXISTS actors;
-DROP VIEW IF EXISTS actor_calls;
-DROP VIEW IF EXISTS actor_restarts;
-DROP VIEW IF EXISTS nodes;
-DROP VIEW IF EXISTS jobs;
-
-CREATE VIEW events AS
-SELECT e.shard, e.seq, e.ts,
-       strftime('%Y-%m-%d %H:%M:%f', e.ts / 1e9, 'unixepoch') AS time,
-       coalesce(k.name, 'kind#' || e.kind) AS kind,
-       nullif(lower(hex(e.job)), '') AS job_id,
-       nullif(lower(hex(e.task)), '') AS task_id,
-       nullif(lower(hex(e.parent)), '') AS parent_id,
-       nullif(lower(hex(e.actor)), '') AS actor_id,
-       nullif(lower(hex(e.node)), '') AS node_id,
-       e.idx, e.worker, e.attempt, e.status, e.t_start, e.t_end, e.size, e.name, e.info,
-       nullif(lower(hex(e.fp)), '') AS fp,
-       length(e.deps) / 20 AS num_deps,
-       nullif(lower(hex(e.client)), '') AS client_id, e.cseq
-FROM event e LEFT JOIN event_kind k ON k.code = e.kind;
-
--- A task's events are all in its shard (its ID is the key), so looking
--- them up by task alone stays in that shard.
-CREATE VIEW tasks AS
-SELECT s.shard,
-       nullif(lower(hex(s.task)), '') AS task_id,
-       nullif(lower(hex(s.job)), '') AS job_id,
-       nullif(lower(hex(s.parent)), '') AS parent_id,
-       s.name AS function,
-       s.idx AS num_returns,
-       length(s.deps) / 20 AS num_deps,
-       s.ts AS submitted,
-       CASE f.kind WHEN 5 THEN 'finished' WHEN 6 THEN 'failed' ELSE 'pending' END AS status,
-       f.attempt AS attempts,
-       nullif(lower(hex(f.node)), '') AS node_id,
-       f.worker,
-       f.t_start, f.t_end,
-       (f.t_end - f.t_start) / 1e6 AS duration_ms,
-       f.size AS output_bytes,
-       (SELECT count(*) FROM event r WHERE r.task = s.task AND r.kind = 7) AS retries,
-       CASE f.kind WHEN 6 THEN f.info END AS error,
-       s.seq
-FROM event s
-LEFT JOIN event f
-       ON f.shard = s.shard
-      AND f.seq = (SELECT max(x.seq) FROM event x WHERE x.task = s.task AND x.kind IN (5, 6))
-WHERE s.kind = 4;
-
-CREATE VIEW retries AS
-SELECT r.shard, nullif(lower(hex(r.task)), '') AS task_id,
-       (SELECT s.name FROM event s WHERE s.task = r.task AND s.kind = 4) AS function,
-       r.attempt, r.info AS reason,
-       nullif(lower(hex(r.node)), '') AS node_id, r.worker, r.ts, r.seq
-FROM event r WHERE r.kind = 7;
-
-CREATE VIEW objects AS
-SELECT o.shard, nullif(lower(hex(o.task)), '') || printf('%08x', o.idx) AS object_id,
-       k.name AS event, o.size, nullif(lower(hex(o.fp)), '') AS fp,
-       nullif(lower(hex(o.node)), '') AS node_id, o.info, o.ts, o.seq
-FROM event o JOIN event_kind k ON k.code = o.kind
-WHERE o.kind IN (8, 9, 10);
-
-CREATE VIEW task_deps AS
-WITH RECURSIVE d(shard, seq, task, deps, i) AS (
-    SELECT shard, seq, task, deps, 0 FROM event WHERE kind = 4 AND length(deps) >= 20
-    UNION ALL
-    SELECT shard, seq, task, deps, i + 1 FROM d WHERE 20 * (i + 2) <= length(deps)
-)
-SELECT shard, nullif(lower(hex(task)), '') AS task_id, i AS position,
-       lower(hex(substr(deps, 20 * i + 1, 20))) AS object_id,
-       lower(hex(substr(deps, 20 * i + 1, 16))) AS dep_task_id,
-       seq
-FROM d;
-
-CREATE VIEW actors AS
-SELECT a.shard, nullif(lower(hex(a.actor)), '') AS actor_id, a.name AS class,
-       nullif(lower(hex(a.job)), '') AS job_id,
-       nullif(lower(hex(a.node)), '') AS node_id, a.ts AS created,
-       (SELECT count(*) FROM event c WHERE c.actor = a.actor AND c.kind = 12) AS calls,
-       (SELECT count(*) FROM event c WHERE c.actor = a.actor AND c.kind = 13) AS checkpoints,
-       (SELECT count(*) FROM event c WHERE c.actor = a.actor AND c.kind = 14) AS restarts,
-       CASE WHEN EXISTS (SELECT 1 FROM event c WHERE c.actor = a.actor AND c.kind = 15)
-            THEN 'dead' ELSE 'alive' END AS state,
-       a.seq
-FROM event a WHERE a.kind = 11;
-
-CREATE VIEW actor_calls AS
-SELECT c.shard, nullif(lower(hex(c.actor)), '') AS actor_id, c.seq,
-       nullif(lower(hex(c.task)), '') AS call_id, c.name AS method, c.idx AS call_number,
-       length(c.deps) / 20 AS num_deps, c.ts
-FROM event c WHERE c.kind = 12;
-
-CREATE VIEW actor_restarts AS
-SELECT r.shard, nullif(lower(hex(r.actor)), '') AS actor_id, r.seq, r.ts, r.attempt AS restart,
-       r.idx AS checkpoint_call, r.size AS calls_replayed,
-       nullif(lower(hex(r.task)), '') AS checkpoint_task_id, r.info
-FROM event r WHERE r.kind = 14;
-
-CREATE VIEW nodes AS
-SELECT n.shard, nullif(lower(hex(n.node)), '') AS node_id, n.name AS address,
-       n.info AS resources, n.ts AS joined,
-       (SELECT max(d.ts) FROM event d WHERE d.kind = 17 AND d.node = n.node) AS died,
-       CASE WHEN EXISTS (SELECT 1 FROM event d WHERE d.kind = 17 AND d.node = n.node)
-            THEN 'dead' ELSE 'alive' END AS state,
-       n.seq
-FROM event n WHERE n.kind = 16;
-
-CREATE VIEW jobs AS
-SELECT j.shard, nullif(lower(hex(j.job)), '') AS job_id, j.name AS entry, j.info AS args,
-       j.ts AS started,
-       f.ts AS finished,
-       (f.ts - j.ts) / 1e9 AS seconds,
-       CASE WHEN f.seq IS NULL THEN 'running' WHEN f.status = 0 THEN 'ok' ELSE 'failed' END AS state,
-       f.info AS result,
-       j.seq
-FROM event j
-LEFT JOIN event f ON f.kind = 2 AND f.job = j.job
-WHERE j.kind = 1;

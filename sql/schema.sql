@@ -60,8 +60,8 @@ CREATE INDEX IF NOT EXISTS event_rare ON event(kind) WHERE kind < 4 OR kind > 13
 
 -- The newest event ID seen from each client, kept in the same transaction
 -- as the events, so that an append resent after a failure is not applied
--- twice. Rebuilt from `event` when a replica truncates an unacknowledged
--- suffix.
+-- twice. When a replica truncates an unacknowledged suffix, the rows of
+-- the clients it cuts are set back to their event before the cut.
 CREATE TABLE IF NOT EXISTS client_seen (
     client BLOB PRIMARY KEY,
     cseq   INTEGER NOT NULL,

@@ -5,6 +5,14 @@
 -- `lux sql` attaches every shard and defines a view of the same name that
 -- spans all shards (with a `shard` column in front), plus the table-valued
 -- function lineage(object_id).
+--
+-- The same text defines the views of a file whose `event` table holds
+-- every shard with a `shard` column (a file `lux pull` wrote, the union
+-- of archive and live files): there each comment /*shard,A*/ becomes
+-- `A.shard, ` (`shard, ` without A) and /*same shard A B*/ becomes
+-- `A.shard = B.shard AND ` (db_query_shardify in src/db/db_query.c),
+-- and sql/span.sql then replaces `events`. Here they are comments, which a
+-- plain sqlite3 ignores.
 
 DROP VIEW IF EXISTS events;
 DROP VIEW IF EXISTS tasks;
@@ -36,7 +44,7 @@ FROM event e LEFT JOIN event_kind k ON k.code = e.kind;
 
 -- One row per task: its submission and its latest outcome.
 CREATE VIEW tasks AS
-SELECT nullif(lower(hex(s.task)), '') AS task_id,
+SELECT /*shard,s*/nullif(lower(hex(s.task)), '') AS task_id,
        nullif(lower(hex(s.job)), '') AS job_id,
        nullif(lower(hex(s.parent)), '') AS parent_id,
        s.name AS function,
@@ -56,12 +64,12 @@ SELECT nullif(lower(hex(s.task)), '') AS task_id,
        s.seq
 FROM event s
 LEFT JOIN event f
-       ON f.seq = (SELECT max(x.seq) FROM event x WHERE x.task = s.task AND x.kind IN (5, 6, 19))
+       ON /*same shard f s*/f.seq = (SELECT max(x.seq) FROM event x WHERE x.task = s.task AND x.kind IN (5, 6, 19))
 WHERE s.kind = 4;
 
 -- Every retry of a task, with its reason.
 CREATE VIEW retries AS
-SELECT nullif(lower(hex(r.task)), '') AS task_id,
+SELECT /*shard,r*/nullif(lower(hex(r.task)), '') AS task_id,
        (SELECT s.name FROM event s WHERE s.task = r.task AND s.kind = 4) AS function,
        r.attempt, r.info AS reason,
        nullif(lower(hex(r.node)), '') AS node_id, r.worker, r.ts, r.seq
@@ -69,7 +77,7 @@ FROM event r WHERE r.kind = 7;
 
 -- Object events: objects put, lost (evicted or on a dead node), spilled.
 CREATE VIEW objects AS
-SELECT nullif(lower(hex(o.task)), '') || printf('%08x', o.idx) AS object_id,
+SELECT /*shard,o*/nullif(lower(hex(o.task)), '') || printf('%08x', o.idx) AS object_id,
        k.name AS event, o.size, nullif(lower(hex(o.fp)), '') AS fp,
        nullif(lower(hex(o.node)), '') AS node_id, o.info, o.ts, o.seq
 FROM event o JOIN event_kind k ON k.code = o.kind
@@ -77,19 +85,19 @@ WHERE o.kind IN (8, 9, 10);
 
 -- The dependency edges of tasks: task_id reads object_id, made by dep_task_id.
 CREATE VIEW task_deps AS
-WITH RECURSIVE d(seq, task, deps, i) AS (
-    SELECT seq, task, deps, 0 FROM event WHERE kind = 4 AND length(deps) >= 20
+WITH RECURSIVE d(/*shard,*/seq, task, deps, i) AS (
+    SELECT /*shard,*/seq, task, deps, 0 FROM event WHERE kind = 4 AND length(deps) >= 20
     UNION ALL
-    SELECT seq, task, deps, i + 1 FROM d WHERE 20 * (i + 2) <= length(deps)
+    SELECT /*shard,*/seq, task, deps, i + 1 FROM d WHERE 20 * (i + 2) <= length(deps)
 )
-SELECT nullif(lower(hex(task)), '') AS task_id, i AS position,
+SELECT /*shard,*/nullif(lower(hex(task)), '') AS task_id, i AS position,
        lower(hex(substr(deps, 20 * i + 1, 20))) AS object_id,
        lower(hex(substr(deps, 20 * i + 1, 16))) AS dep_task_id,
        seq
 FROM d;
 
 CREATE VIEW actors AS
-SELECT nullif(lower(hex(a.actor)), '') AS actor_id, a.name AS class,
+SELECT /*shard,a*/nullif(lower(hex(a.actor)), '') AS actor_id, a.name AS class,
        nullif(lower(hex(a.job)), '') AS job_id,
        nullif(lower(hex(a.node)), '') AS node_id, a.ts AS created,
        (SELECT count(*) FROM event c WHERE c.actor = a.actor AND c.kind = 12) AS calls,
@@ -102,7 +110,7 @@ FROM event a WHERE a.kind = 11;
 
 -- Every method call of every actor, in the order the actor applied them.
 CREATE VIEW actor_calls AS
-SELECT nullif(lower(hex(c.actor)), '') AS actor_id, c.seq,
+SELECT /*shard,c*/nullif(lower(hex(c.actor)), '') AS actor_id, c.seq,
        nullif(lower(hex(c.task)), '') AS call_id, c.name AS method, c.idx AS call_number,
        length(c.deps) / 20 AS num_deps, c.ts
 FROM event c WHERE c.kind = 12;
@@ -111,22 +119,26 @@ FROM event c WHERE c.kind = 12;
 -- covers; 0: none, the constructor ran again) and how many calls it
 -- re-applied from the log after it.
 CREATE VIEW actor_restarts AS
-SELECT nullif(lower(hex(r.actor)), '') AS actor_id, r.seq, r.ts, r.attempt AS restart,
+SELECT /*shard,r*/nullif(lower(hex(r.actor)), '') AS actor_id, r.seq, r.ts, r.attempt AS restart,
        r.idx AS checkpoint_call, r.size AS calls_replayed,
        nullif(lower(hex(r.task)), '') AS checkpoint_task_id, r.info
 FROM event r WHERE r.kind = 14;
 
 CREATE VIEW nodes AS
-SELECT nullif(lower(hex(n.node)), '') AS node_id, n.name AS address, n.info AS resources,
+SELECT /*shard,n*/nullif(lower(hex(n.node)), '') AS node_id, n.name AS address, n.info AS resources,
        n.ts AS joined,
-       (SELECT max(d.ts) FROM event d WHERE d.kind = 17 AND d.node = n.node) AS died,
-       CASE WHEN EXISTS (SELECT 1 FROM event d WHERE d.kind = 17 AND d.node = n.node)
-            THEN 'dead' ELSE 'alive' END AS state,
+       n.size AS store_bytes,
+       (SELECT max(d.ts) FROM event d WHERE d.kind IN (17, 24) AND d.node = n.node) AS ended,
+       CASE (SELECT d.kind FROM event d WHERE d.kind IN (17, 24) AND d.node = n.node
+             ORDER BY d.seq LIMIT 1)
+            WHEN 17 THEN 'dead' WHEN 24 THEN 'left' ELSE 'alive' END AS state,
+       (SELECT d.info FROM event d WHERE d.kind IN (17, 24) AND d.node = n.node
+        ORDER BY d.seq LIMIT 1) AS why,
        n.seq
 FROM event n WHERE n.kind = 16;
 
 CREATE VIEW jobs AS
-SELECT nullif(lower(hex(j.job)), '') AS job_id, j.name AS entry, j.info AS args,
+SELECT /*shard,j*/nullif(lower(hex(j.job)), '') AS job_id, j.name AS entry, j.info AS args,
        j.ts AS started,
        f.ts AS finished,
        (f.ts - j.ts) / 1e9 AS seconds,

@@ -104,6 +104,9 @@ typedef struct {
                               (NULL: CPU = cores) */
     int detached;         /* 1: the job's tasks run on after its driver leaves or dies
                              (0: they are cancelled then, see lux_cancel) */
+    int64_t record_puts;  /* embedded default: the largest put whose bytes are kept
+                             beside the log for lux replay (0: 256 MiB; negative:
+                             none; INT64_MAX: every one) */
 } lux_config_t;
 
 /* Connect (or start the embedded default). NULL on failure. */

@@ -14,8 +14,11 @@
 #include "net/net_wire.h"
 #include "util/util_buf.h"
 #include "util/util_err.h"
+#include "util/util_time.h"
 
+#include <errno.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -81,6 +84,34 @@ s_typed(int fd, int type, const void *body, size_t n)
     zframe_destroy(&h);
 }
 
+static int s_unread; /* connections the node did not read to their end */
+
+/* Done with a connection: the node must have read all we sent before the
+   next check, or the check would prove nothing. A PING, then our end
+   closed for writing; the node reads up to that end and hangs up (having
+   answered the PING if the garbage left the stream in step), so its
+   hang-up, seen as the end of what we read, is the proof. */
+static void
+s_done(int fd)
+{
+    char buf[4096];
+    struct pollfd pf = {fd, POLLIN, 0};
+    bool end = false;
+    s_typed(fd, NET_PING, NULL, 0);
+    shutdown(fd, SHUT_WR);
+    for (int64_t t0 = util_mono_ms(); !end && util_mono_ms() - t0 < 30000;) {
+        if (poll(&pf, 1, 1000) <= 0)
+            continue;
+        ssize_t n = recv(fd, buf, sizeof buf, 0);
+        end = n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN);
+    }
+    if (!end) {
+        diag("the node did not read a connection to its end within 30 s");
+        s_unread++;
+    }
+    close(fd);
+}
+
 /* The driver still computes: a small chain and a put read back. */
 static bool
 s_works(lux_t *lx)
@@ -123,7 +154,7 @@ main(void)
         for (size_t k = 0; k < n; k++)
             junk[k] = (uint8_t) s_rand();
         s_write(fd, junk, n);
-        close(fd);
+        s_done(fd);
     }
     ok(s_works(lx), "after 20 connections of random bytes");
 
@@ -131,18 +162,18 @@ main(void)
     int fd = s_raw();
     uint8_t huge[8] = {0xff, 0xff, 0xff, 0x7f, 1, 2, 3, 4};
     s_write(fd, huge, sizeof huge);
-    close(fd);
+    s_done(fd);
     fd = s_raw();
     uint8_t past[12] = {8, 0, 0, 0, 200, 0, 0, 0, 'a', 'b', 'c', 'd'};
     s_write(fd, past, sizeof past);
-    close(fd);
+    s_done(fd);
     ok(s_works(lx), "after a message claiming 2 GB and a frame running past its message");
 
     /* half a message, then hang up */
     fd = s_raw();
     uint8_t half[6] = {100, 0, 0, 0, 10, 0};
     s_write(fd, half, sizeof half);
-    close(fd);
+    s_done(fd);
     ok(s_works(lx), "after a connection dropped in the middle of a message");
 
     /* well framed garbage: bad header, unknown type, every type with a
@@ -194,7 +225,7 @@ main(void)
             }
         }
         usleep(100000);
-        close(fd);
+        s_done(fd);
         ok(s_works(lx), "after well-framed garbage of every message type (%s a hello)",
            pass ? "after" : "without");
     }
@@ -218,7 +249,7 @@ main(void)
         util_buf_free(&b);
     }
     usleep(100000);
-    close(fd);
+    s_done(fd);
     ok(s_works(lx), "a hello and a goodbye claiming the driver's ID change nothing for it");
 
     /* a second, real driver still gets in */
@@ -228,6 +259,7 @@ main(void)
        lx2 ? "" : lux_errmsg());
     lux_shutdown(&lx2);
     ok(s_works(lx), "and the first one still does");
+    is_int(s_unread, 0, "the node read every connection to its end before the check after it");
     lux_shutdown(&lx);
     return done_testing();
 }

@@ -12,16 +12,9 @@ tap_tmpdir
 tmp=$TAP_TMP
 trap 'tap_cleanup' EXIT
 
-run() { # run CMD...: status in $rc, stdout in $out, stderr in $err
-    "$@" >"$tmp/out" 2>"$tmp/err"
-    rc=$?
-    out=$(cat "$tmp/out")
-    err=$(cat "$tmp/err")
-}
-
 # every command, the internal ones (run by lux itself) included
-for c in start stop status sql audit pull timeline replay lineage run bench \
-    supervise replica worker; do
+for c in start stop status sql audit pull compact timeline replay lineage run bench \
+    supervise replica worker node; do
     for h in --help -h; do
         run "$LUX" "$c" $h
         is "$rc" 0 "lux $c $h exits 0"
@@ -37,7 +30,7 @@ done
 # an option given without its value: named, exit 2, the usage
 for cv in "start --dir" "stop --dir" "status --dir" "sql --dir" "audit --window" \
     "timeline --job" "lineage -o" "run --workers" "bench --dir" "supervise --dir" \
-    "replica --shard" "worker --node"; do
+    "replica --shard" "worker --node" "node --dir"; do
     set -- $cv
     run "$LUX" "$1" "$2"
     is "$rc" 2 "lux $cv (no value) exits 2"

@@ -1,6 +1,7 @@
 /*  lux - the command: start, stop and inspect log clusters, query the log,
     audit it, and run benchmarks. See lux(1). */
 #include "lux_cmd.h"
+#include "lux_node.h"
 #include "lux.h"
 #include "util/util_log.h"
 
@@ -15,12 +16,13 @@ typedef struct {
 } s_cmd_t;
 
 static const s_cmd_t s_cmds[] = {
-    {"start", cmd_start, "start a cluster's head (chain master and log replicas)"},
-    {"stop", cmd_stop, "stop a cluster's head cleanly"},
-    {"status", cmd_status, "list components, shards and replicas"},
+    {"start", cmd_start, "start a cluster's head, or a node that joins one (--address)"},
+    {"stop", cmd_stop, "stop a cluster's head or node cleanly"},
+    {"status", cmd_status, "list components, shards, replicas and nodes"},
     {"sql", cmd_sql, "query the log of all shards, read-only"},
     {"audit", cmd_audit, "verify the hash chain of every replica's log"},
     {"pull", cmd_pull, "copy a cluster's log into one local SQLite file, verified"},
+    {"compact", cmd_compact, "move old events into each shard's archive, chain kept"},
     {"timeline", cmd_timeline, "write a run's tasks as a Chrome/Perfetto trace"},
     {"replay", cmd_replay, "run a recorded job again and verify its outputs"},
     {"lineage", cmd_lineage, "an object's lineage graph: text, graphviz or SVG"},
@@ -30,6 +32,7 @@ static const s_cmd_t s_cmds[] = {
     {"bench-client", cmd_bench_client, NULL},
     {"supervise", cmd_supervise, NULL},
     {"replica", cmd_replica, NULL},
+    {"node", cmd_node, NULL},
 };
 
 static void

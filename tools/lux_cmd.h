@@ -14,6 +14,7 @@ int cmd_sql(int argc, char **argv);
 int cmd_audit(int argc, char **argv);
 int cmd_timeline(int argc, char **argv);
 int cmd_pull(int argc, char **argv);
+int cmd_compact(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
 /* lux pull's work, for the command and `lux bench`: copy the log of the
    cluster in dir (through the protocol when address is set or its head
@@ -24,9 +25,13 @@ typedef struct {
     const char *job;   /* keep one job's events (32 hex digits), or NULL */
     uint64_t since;    /* a new file starts each shard here (0, 1: from 1) */
     const char *out;   /* the file */
+    const char *witness;    /* signed checkpoints: this file, or NULL for DIR/witness */
+    const char *public_key; /* their key: this file, or NULL for the cluster's own */
 } lux_pull_opts_t;
 typedef struct {
     uint64_t verified, kept; /* events read and verified, and stored */
+    uint64_t checkpoints;    /* signed checkpoints verified against them */
+    bool unsigned_;          /* a witness but no public key: none checked */
     uint32_t shards;
     bool net;                /* read through the protocol */
     double seconds;
@@ -35,8 +40,10 @@ typedef struct {
 } lux_pull_stats_t;
 int lux_pull_run(const lux_pull_opts_t *o, lux_pull_stats_t *stats);
 
-/* `lux audit OUT.db`: verify a file `lux pull` wrote; the exit status. */
-int lux_pull_audit(const char *path);
+/* `lux audit OUT.db [--public-key K]`: verify a file `lux pull` wrote
+   (with pk, DB_CKPT_PK_LEN bytes or NULL, the signatures of the
+   checkpoints it holds); the exit status. */
+int lux_pull_audit(const char *path, const uint8_t *pk);
 int cmd_lineage(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_supervise(int argc, char **argv); /* internal: the head's daemon */

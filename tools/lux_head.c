@@ -11,6 +11,7 @@
     in `lux status`. Logs: DIR/log/supervisor.log, DIR/log/replica-S-I.log.
 */
 #include "lux_cmd.h"
+#include "lux_node.h"
 #include "lux_opt.h"
 #include "db/db_chain.h"
 #include "db/db_ckpt.h"
@@ -18,6 +19,7 @@
 #include "db/db_replica.h"
 #include "db/db_store.h"
 #include "exec/exec_arena.h"
+#include "exec/exec_members.h"
 #include "exec/exec_node.h"
 #include "net/net_wire.h"
 #include "util/util_err.h"
@@ -259,11 +261,49 @@ lux_head_stop(const char *dir, int timeout_ms)
     return util_err(LUX_ETIMEDOUT, "the head (pid %d) did not stop within %d ms", pid, timeout_ms);
 }
 
+/* Whether the chain master's two tcp ports (--port and the next, its PUB)
+   can be bound: 0, or LUX_EEXIST naming the port in use. Tried with a
+   socket of the kind the master binds, closed at once, so that a start
+   fails here, before the directory is made or a supervisor spawned,
+   rather than in a supervisor that dies and leaves a half-made cluster. */
+static int
+s_ports_free(const db_cluster_t *c)
+{
+    if (!db_cluster_tcp(c))
+        return 0;
+    for (int pub = 0; pub < 3; pub++) {
+        char ep[DB_EP_MAX];
+        if (pub == 2) /* the membership monitor's (exec_members.h) */
+            db_cluster_members_ep(c, true, ep, sizeof ep);
+        else
+            db_cluster_master_bind(c, pub, ep, sizeof ep);
+        zsock_t *s = zsock_new(ZMQ_ROUTER);
+        if (!s)
+            return util_err(LUX_ENOMEM, "cannot make a socket to try %s", ep);
+        zsock_set_linger(s, 0);
+        int port = zsock_bind(s, "%s", ep);
+        int err = errno;
+        zsock_destroy(&s);
+        if (port < 0 && err == EADDRINUSE)
+            return util_err(LUX_EEXIST, "port %d is in use (%s, for the chain master's %s)",
+                            c->master_port + pub, ep,
+                            pub == 2 ? "membership endpoint, which takes --port + 2"
+                            : pub    ? "PUB, which takes --port + 1"
+                                     : "ROUTER");
+        if (port < 0)
+            return util_err(LUX_EINVAL, "cannot listen on %s: %s", ep, zmq_strerror(err));
+    }
+    return 0;
+}
+
 static const char s_start_usage[] =
     "lux start --head --dir DIR [--shards S] [--replicas R] [--sync normal|full]\n"
     "                 [--listen ipc|tcp://HOST] [--port N] [--heartbeat-ms N] [--dead-ms N]\n"
     "                 [--workers N] [--store-mb N] [--resources CPU=N,NAME=N] [--log-only]\n"
-    "                 [--witness FILE] [--checkpoint-s N] [--checkpoint-events N]";
+    "                 [--witness FILE] [--checkpoint-s N] [--checkpoint-events N]\n"
+    "                 [--record-puts[=LIMIT]]\n"
+    "       lux start --address HOST:PORT --dir DIR --token-file FILE [--node-ip IP]\n"
+    "                 [--workers N] [--store-mb N] [--resources CPU=N,NAME=N]";
 
 int
 cmd_start(int argc, char **argv)
@@ -278,7 +318,11 @@ cmd_start(int argc, char **argv)
         {"resources", required_argument, 0, 'R'}, {"log-only", no_argument, 0, 'L'},
         {"witness", required_argument, 0, 'W'}, {"checkpoint-s", required_argument, 0, 'T'},
         {"checkpoint-events", required_argument, 0, 'N'},
+        {"record-puts", optional_argument, 0, 'P'},
+        {"address", required_argument, 0, 'A'}, {"token-file", required_argument, 0, 'K'},
+        {"node-ip", required_argument, 0, 'I'},
         {0, 0, 0, 0}};
+    const char *address = NULL, *token = NULL, *node_ip = NULL;
     lux_node_args_t node = {0};
     char witness[PATH_MAX];
     db_cluster_t c, old;
@@ -330,6 +374,13 @@ cmd_start(int argc, char **argv)
                 return 2;
             c.dead_ms = (int) v, set = true;
             break;
+        case 'P': /* the largest put kept for replay; alone: every one */
+            if (!optarg)
+                c.record_puts = UINT64_MAX;
+            else if (db_cluster_parse_size(optarg, &c.record_puts))
+                return lux_opt_usage(&p, "--record-puts: %s", lux_errmsg());
+            set = true;
+            break;
         case 'w':
             if (!lux_opt_uint(&p, "--workers", 4096, false, &v))
                 return 2;
@@ -341,6 +392,8 @@ cmd_start(int argc, char **argv)
             node.store_mb = v;
             break;
         case 'R':
+            if (!lux_opt_resources(&p, "--resources"))
+                return 2;
             node.resources = optarg;
             break;
         case 'L':
@@ -362,17 +415,41 @@ cmd_start(int argc, char **argv)
             else
                 node.checkpoint_events = v ? (long) v : -1;
             break;
+        case 'A':
+            address = optarg;
+            break;
+        case 'K':
+            token = optarg;
+            break;
+        case 'I':
+            node_ip = optarg;
+            break;
         default:
             return p.status;
         }
     }
     if (!lux_opt_args(&p, argc, argv, 0, 0, ""))
         return 2;
-    if (!head)
-        return lux_opt_usage(&p, "only --head is supported (starting a node that joins a head comes "
-                         "with the runtime)");
     if (!dir)
         return lux_opt_usage(&p, "--dir DIR is required");
+    if (head == !!address)
+        return lux_opt_usage(&p, "give --head (start a cluster's head) or --address HOST:PORT "
+                             "(start a node that joins the head there)");
+    if (address) {
+        if (set || node.log_only || node.witness || node.checkpoint_s || node.checkpoint_events)
+            return lux_opt_usage(&p, "a node takes only --dir, --token-file, --node-ip, --workers, "
+                                 "--store-mb and --resources: the cluster's settings are the "
+                                 "head's");
+        zsys_init();
+        lux_join_args_t ja = {.address = address, .dir = dir, .token_file = token,
+                              .node_ip = node_ip, .workers = node.workers,
+                              .store_mb = node.store_mb, .resources = node.resources,
+                              .timeout_ms = 60000};
+        return lux_node_start(&ja) ? lux_fail("start", "%s", lux_errmsg()) : 0;
+    }
+    if (token || node_ip)
+        return lux_opt_usage(&p, "--token-file and --node-ip are a node's (with --address), not "
+                             "the head's");
     if (c.dead_ms < 2 * c.heartbeat_ms)
         return lux_opt_usage(&p, "--dead-ms must be at least twice --heartbeat-ms");
     if (util_abspath(dir, c.dir, sizeof c.dir))
@@ -402,6 +479,10 @@ cmd_start(int argc, char **argv)
     if (node.log_only && (node.workers || node.store_mb || node.resources))
         return lux_opt_usage(&p, "--log-only starts no node manager: --workers, --store-mb and "
                          "--resources do not apply");
+    if (s_ports_free(&c))
+        return lux_fail("start", "%s%s", lux_errmsg(),
+                        create ? ": choose another with --port"
+                               : "; this cluster's port is in its cluster.conf");
     if (lux_head_start(&c, create, 30000, &node))
         return lux_fail("start", "%s", lux_errmsg());
     if (create && node.log_only && util_write_file(marker, "", 0, 0644))
@@ -414,6 +495,19 @@ cmd_start(int argc, char **argv)
     if (node.log_only)
         printf("  a log only (no node manager)%s\n",
                was_log_only ? ", as it was started (remove DIR/log-only to change that)" : "");
+    if (db_cluster_tcp(&c) && !node.log_only) {
+        char tpath[PATH_MAX + 32];
+        if (lux_token_write(&c))
+            return lux_fail("start", "the join token: %s", lux_errmsg());
+        const char *hp = strstr(ep, "://") ? strstr(ep, "://") + 3 : ep;
+        printf("  the token that lets a machine join is %s (mode 0600; it holds the cluster's\n"
+               "  secret key). Copy it to the machine, then run there:\n"
+               "    lux start --address %s --dir DIR --token-file TOKEN\n",
+               lux_token_path(&c, tpath, sizeof tpath), hp);
+    } else if (!node.log_only) {
+        printf("  listening on ipc only: to add machines, start the head with "
+               "--listen tcp://HOST\n");
+    }
     return 0;
 }
 
@@ -433,7 +527,8 @@ cmd_stop(int argc, char **argv)
         return 2;
     if (!dir)
         return lux_opt_usage(&p, "--dir DIR is required");
-    int rc = lux_head_stop(dir, 30000);
+    bool is_node = lux_node_dir(dir);
+    int rc = is_node ? lux_node_stop(dir, 30000) : lux_head_stop(dir, 30000);
     /* whatever became of the head: object stores left in /dev/shm by node
        managers that were killed (this one's, or any other of this user's
        that is gone) are removed */
@@ -445,7 +540,7 @@ cmd_stop(int argc, char **argv)
                swept, swept == 1 ? "" : "s");
     if (rc)
         return lux_fail("stop", "%s", lux_errmsg());
-    printf("stopped the head in %s\n", dir);
+    printf("stopped the %s in %s\n", is_node ? "node" : "head", dir);
     return 0;
 }
 
@@ -465,10 +560,16 @@ s_role(const db_chain_t *ch, uint32_t index)
 int
 cmd_status(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"dir", required_argument, 0, 'd'}, {"json", no_argument, 0, 'j'}, {0}};
-    lux_opt_t p = {.cmd = "status", .usage = "lux status --dir DIR [--json]", .opts = opts};
-    const char *dir = NULL;
+    static const struct option opts[] = {{"dir", required_argument, 0, 'd'},
+                                         {"json", no_argument, 0, 'j'},
+                                         {"address", required_argument, 0, 'A'},
+                                         {"token-file", required_argument, 0, 'K'},
+                                         {0}};
+    lux_opt_t p = {.cmd = "status",
+                   .usage = "lux status --dir DIR [--json]\n"
+                            "       lux status --address HOST:PORT --token-file FILE [--json]",
+                   .opts = opts};
+    const char *dir = NULL, *address = NULL, *token = NULL;
     int o;
     bool json = false;
     db_cluster_t c;
@@ -480,13 +581,29 @@ cmd_status(int argc, char **argv)
             dir = optarg;
         else if (o == 'j')
             json = true;
+        else if (o == 'A')
+            address = optarg;
+        else if (o == 'K')
+            token = optarg;
         else
             return p.status;
     }
     if (!lux_opt_args(&p, argc, argv, 0, 0, ""))
         return 2;
-    if (!dir)
-        return lux_opt_usage(&p, "--dir DIR is required");
+    if (!dir == !address)
+        return lux_opt_usage(&p, "give --dir DIR or --address HOST:PORT");
+    if (address || lux_node_dir(dir)) {
+        /* away from the head's files: ask its master and its monitor */
+        net_sec_t *sec = NULL;
+        char ep[DB_EP_MAX];
+        zsys_init();
+        int rc = lux_node_cluster(dir, address, token, &c, &sec);
+        if (!rc)
+            rc = lux_node_status(&c, sec, address ? address
+                                 : db_cluster_master_ep(&c, ep, sizeof ep) + 6, json);
+        net_sec_destroy(&sec);
+        return rc ? lux_fail("status", "%s", lux_errmsg()) : 0;
+    }
     if (db_cluster_load(&c, dir))
         return lux_fail("status", "%s", lux_errmsg());
     zsys_init();
@@ -584,9 +701,23 @@ cmd_status(int argc, char **argv)
     /* what stops the log, said plainly: a full disk, failed replicas */
     struct statvfs vfs;
     long long avail = statvfs(c.dir, &vfs) == 0 ? (long long) (vfs.f_bavail * vfs.f_frsize) : -1;
+    /* the nodes, from the head's membership monitor */
+    char logonly[PATH_MAX + 32];
+    bool nodes = running && !util_exists(db_cluster_path(&c, logonly, sizeof logonly, "log-only"));
     if (json) {
-        printf("\n], \"disk_free_bytes\": %lld}\n", avail);
+        printf("\n]");
+        if (nodes) {
+            net_sec_t *sec = s_sec(&c);
+            lux_nodes_print(&c, sec, true);
+            net_sec_destroy(&sec);
+        }
+        printf(", \"disk_free_bytes\": %lld}\n", avail);
     } else {
+        if (nodes) {
+            net_sec_t *sec = s_sec(&c);
+            lux_nodes_print(&c, sec, false);
+            net_sec_destroy(&sec);
+        }
         if (avail >= 0 && avail < S_REPLICA_ROOM)
             printf("\nthe disk holding %s is full (%lld bytes free): the log cannot write "
                    "until there is room\n", c.dir, avail);
@@ -808,10 +939,28 @@ cmd_supervise(int argc, char **argv)
     db_master_opts_t mo = {.cluster = &c, .sec = sec};
     zactor_t *master = db_master_new(&mo);
     if (!master) {
+        /* the security actor goes first: left to zsys at exit, its
+           sockets are destroyed under it and czmq asserts */
+        int rc = lux_fail("supervise", "%s", lux_errmsg());
+        net_sec_destroy(&sec);
         unlink(path);
-        return lux_fail("supervise", "%s", lux_errmsg());
+        return rc;
     }
     zactor_t *node = NULL; /* started once the replicas serve (it appends to the log) */
+    /* who is in the cluster (exec_members.h): the nodes' heartbeats, and
+       node_died when they stop; the head's own node beats to it too */
+    zactor_t *members = NULL;
+    lux_beat_t *beat = NULL;
+    if (!log_only) {
+        exec_members_opts_t eo = {.cluster = &c, .sec = sec};
+        if (!(members = exec_members_new(&eo))) {
+            int rc = lux_fail("supervise", "%s", lux_errmsg());
+            zactor_destroy(&master);
+            net_sec_destroy(&sec);
+            unlink(path);
+            return rc;
+        }
+    }
     uint32_t n = c.shards * c.replicas;
     s_child_t *kids = calloc(n, sizeof *kids);
     for (uint32_t k = 0; k < n; k++) {
@@ -884,15 +1033,33 @@ cmd_supervise(int argc, char **argv)
         }
         if (!node && !log_only && now - start_ms >= 0) {
             /* after the replicas are started: it waits for the chains */
+            char host[DB_EP_MAX] = "local";
+            if (db_cluster_tcp(&c) && net_host_address(c.listen + 6, host, sizeof host) == 0)
+                no.address = host;
             if (!(node = exec_node_new(&no))) {
                 log_error("cannot start the node manager: %s", lux_errmsg());
                 break;
             }
+            if (!(beat = lux_beat_new(&c, sec, host, "head")))
+                log_error("the head's node will not beat: %s", lux_errmsg());
         }
+        if (beat && node)
+            lux_beat_tick(beat, node, NULL);
         zclock_sleep(20);
     }
     log_info("stopping");
+    char own[UTIL_ID_HEX] = "";
+    if (beat && lux_beat_node(beat))
+        snprintf(own, sizeof own, "%s", lux_beat_node(beat));
+    lux_beat_destroy(&beat);
     zactor_destroy(&node); /* first: its workers stop, its events reach the log */
+    if (members && own[0]) { /* the head's own node leaves like any other */
+        char *reply = NULL;
+        if (exec_members_ask(&c, sec, "LEAVE", own, 5000, &reply))
+            log_error("the head's node did not leave: %s", lux_errmsg());
+        free(reply);
+    }
+    zactor_destroy(&members);
     for (uint32_t k = 0; k < n; k++)
         if (kids[k].pid)
             kill(kids[k].pid, SIGTERM);

@@ -104,3 +104,35 @@ lux_opt_args(lux_opt_t *p, int argc, char **argv, int min, int max, const char *
     }
     return true;
 }
+
+bool
+lux_opt_resources(lux_opt_t *p, const char *name)
+{
+    const char *s = optarg ? optarg : "";
+    char names[16][32];
+    int kinds = 1; /* CPU is always one */
+    snprintf(names[0], sizeof names[0], "CPU");
+    while (*s) {
+        size_t len = strcspn(s, ","), nlen = strcspn(s, "=,");
+        char item[256], *end;
+        snprintf(item, sizeof item, "%.*s", (int) len, s);
+        double v = nlen < len ? strtod(item + nlen + 1, &end) : -1;
+        if (nlen == 0 || nlen >= len || nlen > 30 || end == item + nlen + 1 || *end || !(v >= 0)) {
+            lux_opt_usage(p, "%s: '%s' is not NAME=AMOUNT (a name of 1 to 30 characters, an "
+                          "amount of 0 or more)", name, item);
+            return false;
+        }
+        int k = 0;
+        while (k < kinds && (strlen(names[k]) != nlen || strncmp(names[k], s, nlen)))
+            k++;
+        if (k == kinds) {
+            if (kinds == 16) {
+                lux_opt_usage(p, "%s: at most 16 kinds of resources", name);
+                return false;
+            }
+            snprintf(names[kinds++], sizeof names[0], "%.*s", (int) nlen, s);
+        }
+        s += len + (s[len] == ',');
+    }
+    return true;
+}

@@ -59,6 +59,12 @@ int lux_opt_usage(lux_opt_t *p, const char *fmt, ...) __attribute__((format(prin
 bool lux_opt_uint(lux_opt_t *p, const char *name, unsigned long max, bool allow_zero,
                   unsigned long *out);
 
+/* optarg as a node's resources, "CPU=N,NAME=N" (at most 16 kinds, each a
+   name of 1 to 30 characters and an amount >= 0): checked here, before a
+   command makes a directory or starts a cluster whose node manager would
+   refuse it; false after a usage error naming the bad item. */
+bool lux_opt_resources(lux_opt_t *p, const char *name);
+
 /* Check the count of arguments left (argv[optind..]): from min to max
    (max < 0: no bound); false after a usage error that says which is
    missing (what: "MODULE.so") or which is one too many. */

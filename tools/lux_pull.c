@@ -28,8 +28,19 @@
     --since SEQ, on the hash the record SEQ-1 carries, which a partial copy
     must trust: protocol section 7); a later pull chains on the last hash
     the file holds, so a log that does not continue the copy is refused.
-    Signed checkpoints (another change, in progress) are to be verified at
-    s_checkpoint below, where every verified record passes.
+    Signed checkpoints (doc/DESIGN.md section 9): the witness file
+    (DIR/witness, or --witness) is read before the first READ, every line
+    checked with the cluster's public key (DIR/keys/checkpoint.public, or
+    --public-key): a line that does not parse, is another cluster's or
+    whose signature fails stops the pull, naming the line, shard and seq.
+    Each record that passes s_checkpoint at a checkpoint's seq must carry
+    the signed hash, and after the pull no shard may end before its newest
+    checkpoint (committed events cut): either stops the pull naming shard
+    and seq. Since the witness is read first, every checkpoint it holds is
+    of events the tail had committed before the pull's first READ, which
+    the pull copies. The checkpoints verified go into the file's
+    checkpoint table, with their signatures, so the file carries its
+    proof (lux audit OUT.db --public-key K).
 
     The file: one transaction per batch, the batch's rows and its shard's
     shard_state row together, so an interrupted pull leaves a file that
@@ -40,7 +51,10 @@
     how many gaps the filter left.
 */
 #include "lux_cmd.h"
+#include "lux_opt.h"
 #include "db/db_chain.h"
+#include "db/db_ckpt.h"
+#include "db/db_query.h"
 #include "db/db_event.h"
 #include "db/db_store.h"
 #include "net/net_ep.h"
@@ -59,7 +73,8 @@
 extern const char db_sql_pull[];
 
 static const char s_usage[] =
-    "lux pull --dir DIR|--address DIR [--job ID] [--since SEQ] OUT.db";
+    "lux pull --dir DIR|--address DIR [--job ID] [--since SEQ]\n"
+    "                [--witness FILE] [--public-key FILE] OUT.db";
 
 #define S_WAIT_MS 10000 /* a master or a tail silent this long is asked again */
 #define S_TRIES 5       /* times a shard's READ goes back to the master */
@@ -88,8 +103,15 @@ typedef struct {
     zsock_t *master;
     db_chain_t *chains;
     uint64_t req;
+    /* signed checkpoints, verified, sorted by shard and seq */
+    db_ckpt_t *cks;
+    int *ck_line;            /* each one's line in the witness */
+    size_t ncks;
+    size_t *ck_at;           /* per shard: the next checkpoint to meet */
+    char witness[PATH_MAX];
+    sqlite3_stmt *ck_ins;
     /* counts */
-    uint64_t verified, kept;
+    uint64_t verified, kept, checked;
 } s_pull_t;
 
 /* --- the file -------------------------------------------------------------------------- */
@@ -163,8 +185,14 @@ s_open_file(s_pull_t *p, const char *out, const char *source)
             return util_err(LUX_EEXIST, "%s was pulled %s%s; pull again the same way, or into a "
                             "new file", out, j[0] ? "with --job " : "without --job", j);
     }
-    if (s_exec(p, "PRAGMA journal_mode = DELETE; PRAGMA synchronous = NORMAL;") ||
-        s_exec(p, "BEGIN") || s_exec(p, db_sql_pull))
+    /* the tables of sql/pull.sql; the views of sql/views.sql and span.sql */
+    char *views = db_query_shardify(false);
+    if (!views)
+        return util_err(LUX_ENOMEM, "out of memory");
+    int vrc = s_exec(p, "PRAGMA journal_mode = DELETE; PRAGMA synchronous = NORMAL;") ||
+              s_exec(p, "BEGIN") || s_exec(p, db_sql_pull) || s_exec(p, views);
+    free(views);
+    if (vrc)
         return util_err_ctx(LUX_ESQL, "%s", out);
     if (fresh) {
         for (int k = 1; k < 256; k++) {
@@ -216,25 +244,225 @@ s_open_file(s_pull_t *p, const char *out, const char *source)
         sqlite3_prepare_v2(p->db,
                            "INSERT OR REPLACE INTO shard_state (shard, genesis, first_seq,"
                            " anchor, last_seq, last_hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                           -1, &p->state, NULL) != SQLITE_OK)
+                           -1, &p->state, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(p->db,
+                           "INSERT OR IGNORE INTO checkpoint (shard, seq, hash, ts, sig) VALUES"
+                           " (?1, ?2, ?3, ?4, ?5)", -1, &p->ck_ins, NULL) != SQLITE_OK)
         return util_err(LUX_ESQL, "%s: %s", out, sqlite3_errmsg(p->db));
     return 0;
 }
 
 /* --- verification and storage ---------------------------------------------------------- */
 
-/* Every verified record passes here. The hook for signed checkpoints:
-   when the log carries them, a checkpoint event names a shard, a seq, the
-   hash there and a signature; verifying it is checking the signature with
-   the cluster's public key and that hash against p->sh[shard] at that seq
-   (every record up to it is verified by then). Nothing to do until that
-   kind exists. */
+/* --- signed checkpoints ----------------------------------------------------------------- */
+
 static int
-s_checkpoint(s_pull_t *p, uint32_t shard, const db_event_t *e)
+s_ck_cmp(const void *a, const void *b)
 {
-    (void) p;
-    (void) shard;
-    (void) e;
+    const db_ckpt_t *x = a, *y = b;
+    if (x->shard != y->shard)
+        return x->shard < y->shard ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+typedef struct {
+    s_pull_t *p;
+    const uint8_t *pk;
+    size_t cap;
+    int rc;
+} s_ckload_t;
+
+static int
+s_ck_line(void *arg, int line, const db_ckpt_t *c)
+{
+    s_ckload_t *l = arg;
+    s_pull_t *p = l->p;
+    if (!c)
+        l->rc = util_err(LUX_ECORRUPT, "witness %s line %d: not a checkpoint line", p->witness,
+                         line);
+    else if (!util_id_eq(&c->cluster, &p->c.id))
+        l->rc = util_err(LUX_ECORRUPT, "witness %s line %d: shard %u seq %llu: a checkpoint of "
+                         "another cluster", p->witness, line, c->shard,
+                         (unsigned long long) c->seq);
+    else if (!db_ckpt_verify(c, l->pk))
+        l->rc = util_err(LUX_EAUTH, "witness %s line %d: shard %u seq %llu: bad signature "
+                         "(forged, altered, or signed with another key): the pull refuses it",
+                         p->witness, line, c->shard, (unsigned long long) c->seq);
+    else if (c->shard >= p->c.shards)
+        l->rc = util_err(LUX_ECORRUPT, "witness %s line %d: shard %u does not exist (the "
+                         "cluster has %u)", p->witness, line, c->shard, p->c.shards);
+    if (l->rc)
+        return 1;
+    if (p->ncks == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 64;
+        db_ckpt_t *n = realloc(p->cks, cap * sizeof *n);
+        int *nl = n ? realloc(p->ck_line, cap * sizeof *nl) : NULL;
+        if (n)
+            p->cks = n;
+        if (!n || !nl) {
+            l->rc = util_err(LUX_ENOMEM, "out of memory");
+            return 1;
+        }
+        p->ck_line = nl;
+        l->cap = cap;
+    }
+    p->ck_line[p->ncks] = line;
+    p->cks[p->ncks++] = *c;
+    return 0;
+}
+
+/* Read and verify the witness, before anything is pulled. *unsigned_: a
+   witness but no public key (nothing checked). */
+static int
+s_ck_load(s_pull_t *p, const lux_pull_opts_t *o, bool *unsigned_)
+{
+    char pkpath[PATH_MAX];
+    uint8_t pk[DB_CKPT_PK_LEN];
+    int rc;
+    *unsigned_ = false;
+    if (o->witness)
+        snprintf(p->witness, sizeof p->witness, "%s", o->witness);
+    else
+        db_ckpt_witness_path(&p->c, p->witness, sizeof p->witness);
+    if (!(p->ck_at = calloc(p->c.shards, sizeof *p->ck_at)))
+        return util_err(LUX_ENOMEM, "out of memory");
+    if (!util_exists(p->witness)) {
+        if (o->witness)
+            return util_err(LUX_ENOTFOUND, "witness %s: no such file", o->witness);
+        return 0; /* a cluster that never signed one */
+    }
+    const char *pkfile = o->public_key ? o->public_key
+                                       : db_ckpt_public_path(&p->c, pkpath, sizeof pkpath);
+    if ((rc = db_ckpt_load_public(pkfile, pk))) {
+        if (rc == LUX_ENOTFOUND && !o->public_key) {
+            *unsigned_ = true;
+            return 0;
+        }
+        return rc;
+    }
+    s_ckload_t l = {.p = p, .pk = pk};
+    if ((rc = db_ckpt_each(p->witness, s_ck_line, &l)))
+        return rc;
+    if (l.rc)
+        return l.rc;
+    /* sorted with their lines: sort an index */
+    for (size_t i = 1; i < p->ncks; i++)
+        for (size_t j = i; j > 0 && s_ck_cmp(&p->cks[j - 1], &p->cks[j]) > 0; j--) {
+            db_ckpt_t t = p->cks[j];
+            p->cks[j] = p->cks[j - 1];
+            p->cks[j - 1] = t;
+            int tl = p->ck_line[j];
+            p->ck_line[j] = p->ck_line[j - 1];
+            p->ck_line[j - 1] = tl;
+        }
+    /* each shard's cursor at its first checkpoint */
+    for (size_t i = p->ncks; i-- > 0;)
+        p->ck_at[p->cks[i].shard] = i;
+    for (uint32_t s = 0; s < p->c.shards; s++) {
+        size_t i = p->ck_at[s];
+        if (i >= p->ncks || p->cks[i].shard != s)
+            p->ck_at[s] = p->ncks; /* none */
+    }
+    return 0;
+}
+
+/* The signed hash against the one the pull computed. */
+static int
+s_ck_match(s_pull_t *p, size_t i, const uint8_t h[16])
+{
+    const db_ckpt_t *c = &p->cks[i];
+    if (memcmp(h, c->hash, 16) != 0) {
+        char want[33], got[33];
+        util_hex(want, c->hash, 16);
+        util_hex(got, h, 16);
+        return util_err(LUX_ECORRUPT, "shard %u seq %llu: the log's hash there is %s, not %s, "
+                        "the one signed in the checkpoint of witness %s line %d: events at or "
+                        "before seq %llu were changed (every hash recomputed)",
+                        c->shard, (unsigned long long) c->seq, got, want, p->witness,
+                        p->ck_line[i], (unsigned long long) c->seq);
+    }
+    sqlite3_stmt *st = p->ck_ins;
+    sqlite3_bind_int(st, 1, (int) c->shard);
+    sqlite3_bind_int64(st, 2, (int64_t) c->seq);
+    sqlite3_bind_blob(st, 3, c->hash, 16, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 4, c->ts);
+    sqlite3_bind_blob(st, 5, c->sig, DB_CKPT_SIG_LEN, SQLITE_STATIC);
+    int step = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (step != SQLITE_DONE)
+        return util_err(LUX_ESQL, "shard %u: checkpoint: %s", c->shard, sqlite3_errmsg(p->db));
+    p->checked++;
+    return 0;
+}
+
+/* Every verified record passes here (seq, with the hash h the pull
+   computed): the checkpoints of its shard at seq are checked; those
+   below it were below where this pull started. */
+static int
+s_checkpoint(s_pull_t *p, uint32_t shard, uint64_t seq, const uint8_t h[16])
+{
+    size_t *i = &p->ck_at[shard];
+    int rc;
+    for (; *i < p->ncks && p->cks[*i].shard == shard && p->cks[*i].seq <= seq; ++*i)
+        if (p->cks[*i].seq == seq && (rc = s_ck_match(p, *i, h)))
+            return rc;
+    return 0;
+}
+
+/* Checkpoints of events an earlier pull copied: against the file. */
+static int
+s_ck_file(s_pull_t *p)
+{
+    sqlite3_stmt *st;
+    int rc = 0;
+    if (sqlite3_prepare_v2(p->db, "SELECT hash FROM event WHERE shard = ?1 AND seq = ?2", -1, &st,
+                           NULL) != SQLITE_OK)
+        return util_err(LUX_ESQL, "%s", sqlite3_errmsg(p->db));
+    if ((rc = s_exec(p, "BEGIN"))) {
+        sqlite3_finalize(st);
+        return rc;
+    }
+    for (uint32_t s = 0; s < p->c.shards && !rc; s++) {
+        const s_shard_t *sh = &p->sh[s];
+        size_t *i = &p->ck_at[s];
+        for (; !rc && sh->known && *i < p->ncks && p->cks[*i].shard == s &&
+               p->cks[*i].seq <= sh->last;
+             ++*i) {
+            const db_ckpt_t *c = &p->cks[*i];
+            if (c->seq < sh->first)
+                continue; /* before what the file holds (--since) */
+            if (c->seq == sh->last) {
+                rc = s_ck_match(p, *i, sh->hash);
+                continue;
+            }
+            sqlite3_bind_int(st, 1, (int) s);
+            sqlite3_bind_int64(st, 2, (int64_t) c->seq);
+            if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_bytes(st, 0) == 16)
+                rc = s_ck_match(p, *i, sqlite3_column_blob(st, 0));
+            sqlite3_reset(st); /* not kept (--job): its chain was verified when pulled */
+        }
+    }
+    sqlite3_finalize(st);
+    if (rc) {
+        sqlite3_exec(p->db, "ROLLBACK", NULL, NULL, NULL);
+        return rc;
+    }
+    return s_exec(p, "COMMIT");
+}
+
+/* After the pull: no shard may end before its newest checkpoint. */
+static int
+s_ck_ends(s_pull_t *p)
+{
+    for (size_t i = 0; i < p->ncks; i++) {
+        const db_ckpt_t *c = &p->cks[i];
+        if (c->seq > p->sh[c->shard].last)
+            return util_err(LUX_ECORRUPT, "shard %u: the log ends at seq %llu, before the "
+                            "signed checkpoint at seq %llu (witness %s line %d): committed "
+                            "events were cut", c->shard,
+                            (unsigned long long) p->sh[c->shard].last,
+                            (unsigned long long) c->seq, p->witness, p->ck_line[i]);
+    }
     return 0;
 }
 
@@ -321,7 +549,7 @@ s_take(s_pull_t *p, uint32_t s, const net_batch_t *b)
                           s, seq, got, want, seq - 1, sh->last ? "" : " (the genesis)");
             break;
         }
-        if ((rc = s_checkpoint(p, s, &e)))
+        if ((rc = s_checkpoint(p, s, seq, h)))
             break;
         p->verified++;
         if (s_keep(p, &e)) {
@@ -589,62 +817,77 @@ s_pull_net(s_pull_t *p)
 
 /* --- lux pull -------------------------------------------------------------------------- */
 
+static const char s_help[] =
+    "Copies a cluster's log, every shard, into OUT.db (one SQLite file with the views\n"
+    "of `lux sql` and a shard column), verifying every event's hash and every signed\n"
+    "checkpoint of the witness (DIR/witness, or --witness FILE; the key\n"
+    "DIR/keys/checkpoint.public, or --public-key FILE) on the way. Run again, it\n"
+    "fetches only what is new. --address reads a running cluster through the protocol\n"
+    "(doc/protocol.md: READs at each tail); --dir does too when its head runs, and\n"
+    "reads the tail files of a stopped cluster or a finished run. --job keeps one\n"
+    "job's events; --since SEQ starts each shard at SEQ. Then: lux sql OUT.db \"...\",\n"
+    "lux audit OUT.db. See lux(1).\n";
+
 int
 cmd_pull(int argc, char **argv)
 {
-    const char *dir = NULL, *addr = NULL, *out = NULL, *job = NULL, *since = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *o = argv[i];
-        if (strcmp(o, "--help") == 0 || strcmp(o, "-h") == 0) {
-            printf("usage: %s\n\nCopies a cluster's log, every shard, into OUT.db (one SQLite "
-                   "file with the views\nof `lux sql` and a shard column), verifying every "
-                   "event's hash on the way.\nRun again, it fetches only what is new. "
-                   "--address reads a running cluster\nthrough the protocol (doc/protocol.md: "
-                   "READs at each tail); --dir does too\nwhen its head runs, and reads the "
-                   "tail files of a stopped cluster or a\nfinished run. --job keeps one job's "
-                   "events; --since SEQ starts each shard at\nSEQ. Then: lux sql OUT.db "
-                   "\"...\", lux audit OUT.db. See lux(1).\n",
-                   s_usage);
-            return 0;
+    const char *dir = NULL, *addr = NULL, *out = NULL, *job = NULL, *witness = NULL,
+               *pkey = NULL;
+    unsigned long v = 1;
+    static const struct option opts[] = {
+        {"dir", required_argument, 0, 'd'},     {"address", required_argument, 0, 'a'},
+        {"job", required_argument, 0, 'j'},     {"since", required_argument, 0, 's'},
+        {"witness", required_argument, 0, 'W'}, {"public-key", required_argument, 0, 'K'},
+        {0}};
+    lux_opt_t p = {.cmd = "pull", .usage = s_usage, .help = s_help, .opts = opts};
+    int o;
+    while ((o = lux_opt_next(&p, argc, argv)) != -1) {
+        switch (o) {
+        case 'd':
+            dir = optarg;
+            break;
+        case 'a':
+            addr = optarg;
+            break;
+        case 'j':
+            job = optarg;
+            break;
+        case 's':
+            if (!lux_opt_uint(&p, "--since", ~0UL, false, &v))
+                return p.status;
+            break;
+        case 'W':
+            witness = optarg;
+            break;
+        case 'K':
+            pkey = optarg;
+            break;
+        default:
+            return p.status;
         }
-        if (strcmp(o, "--dir") == 0 || strcmp(o, "--address") == 0 || strcmp(o, "--job") == 0 ||
-            strcmp(o, "--since") == 0) {
-            if (i + 1 >= argc)
-                return lux_usage("pull", s_usage, "%s needs a value", o);
-            const char *v = argv[++i];
-            if (strcmp(o, "--dir") == 0)
-                dir = v;
-            else if (strcmp(o, "--address") == 0)
-                addr = v;
-            else if (strcmp(o, "--job") == 0)
-                job = v;
-            else
-                since = v;
-        } else if (o[0] == '-' && o[1])
-            return lux_usage("pull", s_usage, "unknown option '%s'", o);
-        else if (!out)
-            out = o;
-        else
-            return lux_usage("pull", s_usage, "one OUT.db, got a second: '%s'", o);
     }
+    if (!lux_opt_args(&p, argc, argv, 1, 1, "OUT.db"))
+        return p.status;
+    out = argv[optind];
     if ((dir != NULL) == (addr != NULL))
-        return lux_usage("pull", s_usage, "one of --dir DIR and --address DIR is required");
-    if (!out)
-        return lux_usage("pull", s_usage, "OUT.db is required");
+        return lux_opt_usage(&p, "one of --dir DIR and --address DIR is required");
     util_id_t jid;
     if (job && (strlen(job) != 32 || util_id_parse(&jid, job)))
-        return lux_usage("pull", s_usage, "--job takes a job ID of 32 hex digits, not '%s'", job);
-    unsigned long v = 1;
-    if (since && !lux_parse_uint("pull", "--since", since, ~0UL, &v))
-        return 2;
-    lux_pull_opts_t o = {.dir = dir ? dir : addr, .address = addr != NULL, .job = job,
-                         .since = v, .out = out};
+        return lux_opt_usage(&p, "--job takes a job ID of 32 hex digits, not '%s'", job);
+    lux_pull_opts_t po = {.dir = dir ? dir : addr, .address = addr != NULL, .job = job,
+                          .since = v, .out = out, .witness = witness, .public_key = pkey};
     lux_pull_stats_t st;
-    if (lux_pull_run(&o, &st))
+    if (lux_pull_run(&po, &st))
         return lux_fail("pull", "%s", lux_errmsg());
-    printf("pulled %" PRIu64 " new events from %u shards of %s (%s), every hash verified; "
+    char cks[160];
+    if (st.unsigned_)
+        snprintf(cks, sizeof cks, "; no public key: signed checkpoints not checked");
+    else
+        snprintf(cks, sizeof cks, ", %" PRIu64 " signed checkpoint%s verified", st.checkpoints,
+                 st.checkpoints == 1 ? "" : "s");
+    printf("pulled %" PRIu64 " new events from %u shards of %s (%s), every hash verified%s; "
            "kept %" PRIu64 "%s; %s holds the log up to seq %s (%.2f s)\n",
-           st.verified, st.shards, st.dir, st.net ? "through the protocol" : "its files",
+           st.verified, st.shards, st.dir, st.net ? "through the protocol" : "its files", cks,
            st.kept, job ? " of the job" : "", out, st.lasts, st.seconds);
     return 0;
 }
@@ -674,7 +917,11 @@ lux_pull_run(const lux_pull_opts_t *o, lux_pull_stats_t *stats)
     char source[PATH_MAX + 64];
     snprintf(source, sizeof source, "%s %s", p.net ? "address" : "dir", p.c.dir);
     int64_t t0 = util_mono_ns();
-    rc = s_open_file(&p, out, source);
+    rc = s_ck_load(&p, o, &stats->unsigned_); /* before the first READ */
+    if (!rc)
+        rc = s_open_file(&p, out, source);
+    if (!rc)
+        rc = s_ck_file(&p);
     if (!rc && p.job_only) {
         /* what an earlier --job pull kept names the job's tasks and actors */
         sqlite3_stmt *st;
@@ -691,6 +938,9 @@ lux_pull_run(const lux_pull_opts_t *o, lux_pull_stats_t *stats)
     }
     if (!rc)
         rc = p.net ? s_pull_net(&p) : s_pull_files(&p);
+    if (!rc)
+        rc = s_ck_ends(&p);
+    stats->checkpoints = p.checked;
     stats->seconds = (double) (util_mono_ns() - t0) / 1e9;
     stats->verified = p.verified;
     stats->kept = p.kept;
@@ -703,12 +953,16 @@ lux_pull_run(const lux_pull_opts_t *o, lux_pull_stats_t *stats)
                                 s ? ", " : "", p.sh[s].last);
     sqlite3_finalize(p.ins);
     sqlite3_finalize(p.state);
+    sqlite3_finalize(p.ck_ins);
     if (p.db)
         sqlite3_close(p.db);
     zsock_destroy(&p.master);
     net_sec_destroy(&p.sec);
     free(p.chains);
     free(p.sh);
+    free(p.cks);
+    free(p.ck_line);
+    free(p.ck_at);
     util_idmap_destroy(&p.tasks);
     util_idmap_destroy(&p.actors);
     return rc;
@@ -716,8 +970,55 @@ lux_pull_run(const lux_pull_opts_t *o, lux_pull_stats_t *stats)
 
 /* --- lux audit OUT.db ------------------------------------------------------------------ */
 
+/* The file's checkpoint table: each signature (with pk, when given) and
+   each signed hash against the event's in the file. Problems printed;
+   their count returned. */
+static int
+s_audit_checkpoints(sqlite3 *db, const util_id_t *cluster, const uint8_t *pk)
+{
+    sqlite3_stmt *st;
+    int bad = 0, n = 0;
+    /* a file of an older pull has no such table: nothing to check */
+    if (sqlite3_prepare_v2(db, "SELECT c.shard, c.seq, c.hash, c.ts, c.sig, e.hash FROM"
+                               " checkpoint c LEFT JOIN event e ON e.shard = c.shard AND"
+                               " e.seq = c.seq ORDER BY c.shard, c.seq", -1, &st, NULL) !=
+        SQLITE_OK)
+        return 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        db_ckpt_t c = {.cluster = *cluster, .shard = (uint32_t) sqlite3_column_int(st, 0),
+                       .seq = (uint64_t) sqlite3_column_int64(st, 1),
+                       .ts = sqlite3_column_int64(st, 3)};
+        n++;
+        if (sqlite3_column_bytes(st, 2) != 16 || sqlite3_column_bytes(st, 4) != DB_CKPT_SIG_LEN) {
+            printf("shard %u: BROKEN: the checkpoint at seq %llu is malformed\n", c.shard,
+                   (unsigned long long) c.seq);
+            bad++;
+            continue;
+        }
+        memcpy(c.hash, sqlite3_column_blob(st, 2), 16);
+        memcpy(c.sig, sqlite3_column_blob(st, 4), DB_CKPT_SIG_LEN);
+        if (pk && !db_ckpt_verify(&c, pk)) {
+            printf("shard %u: BROKEN at seq %llu: the checkpoint's signature fails (forged, "
+                   "altered, or signed with another key)\n", c.shard,
+                   (unsigned long long) c.seq);
+            bad++;
+        } else if (sqlite3_column_bytes(st, 5) == 16 &&
+                   memcmp(sqlite3_column_blob(st, 5), c.hash, 16) != 0) {
+            printf("shard %u: BROKEN at seq %llu: the event's hash is not the signed one: "
+                   "events at or before it were changed\n", c.shard,
+                   (unsigned long long) c.seq);
+            bad++;
+        }
+    }
+    sqlite3_finalize(st);
+    if (n && !bad)
+        printf("%d signed checkpoint%s match the events%s\n", n, n == 1 ? "" : "s",
+               pk ? ", every signature verified" : " (signatures not checked: give --public-key)");
+    return bad;
+}
+
 int
-lux_pull_audit(const char *path)
+lux_pull_audit(const char *path, const uint8_t *pk)
 {
     sqlite3 *db = NULL;
     char *uri = sqlite3_mprintf("file:%s?mode=ro", path);
@@ -847,6 +1148,7 @@ lux_pull_audit(const char *path)
     util_buf_free(&rec);
     sqlite3_finalize(sst);
     sqlite3_finalize(st);
+    bad += s_audit_checkpoints(db, &cluster, pk);
     sqlite3_close(db);
     if (bad) {
         printf("%d shard%s of %s failed the audit\n", bad, bad == 1 ? "" : "s", path);

@@ -4,6 +4,7 @@
 #include "lux_cmd.h"
 #include "lux_opt.h"
 #include "lux.h"
+#include "db/db_cluster.h"
 #include "exec/exec_arena.h"
 #include "exec/exec_client.h"
 #include "exec/exec_worker.h"
@@ -19,7 +20,7 @@
 
 static const char s_run_usage[] =
     "lux run [--address DIR] [--workers N] [--shards N] [--store-mb N] [--resources R]\n"
-    "        [--dir RUNS] [--detach] MODULE.so [ARGS...]";
+    "        [--dir RUNS] [--detach] [--record-puts[=LIMIT]] MODULE.so [ARGS...]";
 
 /* Load the module before the cluster starts, check that it has an entry
    point, and let its LUX_CONFIGURE, if it has one, read its arguments into
@@ -81,7 +82,8 @@ cmd_run(int argc, char **argv)
         {"address", required_argument, 0, 'a'}, {"dir", required_argument, 0, 'd'},
         {"resources", required_argument, 0, 'R'}, {"workers", required_argument, 0, 'w'},
         {"shards", required_argument, 0, 's'},  {"store-mb", required_argument, 0, 'm'},
-        {"detach", no_argument, 0, 'D'},        {0}};
+        {"detach", no_argument, 0, 'D'},        {"record-puts", optional_argument, 0, 'P'},
+        {0}};
     /* in order: the options after MODULE.so are the module's */
     lux_opt_t p = {.cmd = "run", .usage = s_run_usage, .opts = opts, .in_order = true,
                    .help = "Runs the module's LUX_MAIN entry point as the driver. Without --address "
@@ -94,6 +96,13 @@ cmd_run(int argc, char **argv)
         case 'D': /* the job's tasks outlive the driver */
             cfg.detached = 1;
             break;
+        case 'P': { /* the largest put kept for replay; alone: every one */
+            uint64_t lim = UINT64_MAX;
+            if (optarg && db_cluster_parse_size(optarg, &lim))
+                return lux_opt_usage(&p, "--record-puts: %s", lux_errmsg());
+            cfg.record_puts = lim == 0 ? -1 : lim > INT64_MAX ? INT64_MAX : (int64_t) lim;
+            break;
+        }
         case 'a':
             cfg.address = optarg;
             break;
@@ -101,6 +110,8 @@ cmd_run(int argc, char **argv)
             cfg.dir = optarg;
             break;
         case 'R':
+            if (!lux_opt_resources(&p, "--resources"))
+                return 2;
             cfg.resources = optarg;
             break;
         case 'w':

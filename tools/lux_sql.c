@@ -56,11 +56,81 @@ s_csv(const char *s)
     putchar('"');
 }
 
+/* One row as a JSON object, written by SQLite's json_object() (its
+   quoting of strings, its numbers): a statement "SELECT json_object(?1,
+   ?2, ...)" prepared at the first row, binding each column's name and
+   value; a BLOB, which JSON cannot hold, as its hex (sodium_bin2hex). A row wider than
+   what one SQL function call takes is one json_object() per 60 columns,
+   joined here. SQLITE_ROW, or a LUX_E* code with the message set. */
+#define S_JSON_COLS 60
+/* a value; an infinite REAL as 9e999, which JSON parsers read as infinity
+   (the json_object() of SQLite before 3.45 writes Inf, which they do not) */
+#define S_JSON_VAL "CASE WHEN ?%d IN (9e999, -9e999) THEN json(iif(?%d > 0, '9e999', '-9e999')) ELSE ?%d END"
+static int
+s_json_row(db_query_t *q, sqlite3_stmt *st, int ncol, sqlite3_stmt **js, bool *first)
+{
+    sqlite3 *db = db_query_db(q);
+    int nchunks = ncol ? (ncol + S_JSON_COLS - 1) / S_JSON_COLS : 1;
+    if (!*js) {
+        size_t cap = 64 + (size_t) ncol * (sizeof S_JSON_VAL + 32) + (size_t) nchunks * 16, len = 0;
+        char *sql = malloc(cap);
+        if (!sql)
+            return util_err(LUX_ENOMEM, "out of memory");
+        len += (size_t) snprintf(sql + len, cap - len, "SELECT ");
+        for (int k = 0; k < nchunks; k++) {
+            len += (size_t) snprintf(sql + len, cap - len, "%sjson_object(", k ? "," : "");
+            for (int c = k * S_JSON_COLS; c < ncol && c < (k + 1) * S_JSON_COLS; c++)
+                len += (size_t) snprintf(sql + len, cap - len, "%s?%d," S_JSON_VAL,
+                                         c > k * S_JSON_COLS ? "," : "", 2 * c + 1, 2 * c + 2,
+                                         2 * c + 2, 2 * c + 2);
+            len += (size_t) snprintf(sql + len, cap - len, ")");
+        }
+        int rc = sqlite3_prepare_v2(db, sql, -1, js, NULL);
+        free(sql);
+        if (rc != SQLITE_OK)
+            return util_err(LUX_ESQL, "--json: %s", sqlite3_errmsg(db));
+    }
+    sqlite3_reset(*js);
+    sqlite3_clear_bindings(*js);
+    for (int c = 0; c < ncol; c++) {
+        sqlite3_bind_text(*js, 2 * c + 1, sqlite3_column_name(st, c), -1, SQLITE_STATIC);
+        if (sqlite3_column_type(st, c) == SQLITE_BLOB) {
+            char *hex = s_text(st, c);
+            if (!hex)
+                return util_err(LUX_ENOMEM, "out of memory");
+            sqlite3_bind_text(*js, 2 * c + 2, hex, -1, free);
+        } else {
+            sqlite3_bind_value(*js, 2 * c + 2, sqlite3_column_value(st, c));
+        }
+    }
+    if (sqlite3_step(*js) != SQLITE_ROW)
+        return util_err(LUX_ESQL, "--json: %s", sqlite3_errmsg(db));
+    printf("%s\n  ", *first ? "" : ",");
+    *first = false;
+    if (nchunks == 1) {
+        printf("%s", (const char *) sqlite3_column_text(*js, 0));
+        return SQLITE_ROW;
+    }
+    /* {a},{b} -> {a,b}: each chunk's members without its braces */
+    putchar('{');
+    for (int k = 0, any = 0; k < nchunks; k++) {
+        const char *o = (const char *) sqlite3_column_text(*js, k);
+        int n = o ? (int) strlen(o) : 0;
+        if (n > 2) {
+            printf("%s%.*s", any ? "," : "", n - 2, o + 1);
+            any = 1;
+        }
+    }
+    putchar('}');
+    return SQLITE_ROW;
+}
+
 /* Run one statement and print its rows. */
 static int
 s_run(db_query_t *q, sqlite3_stmt *st, int mode, bool *first_json)
 {
     int ncol = sqlite3_column_count(st), rc;
+    sqlite3_stmt *js = NULL; /* SELECT json_object(...) for --json */
     char ***rows = NULL;
     size_t nrows = 0, cap = 0;
     size_t *width = calloc((size_t) ncol + 1, sizeof *width);
@@ -86,26 +156,8 @@ s_run(db_query_t *q, sqlite3_stmt *st, int mode, bool *first_json)
             }
             putchar('\n');
         } else if (mode == OUT_JSON) {
-            printf("%s\n  {", *first_json ? "" : ",");
-            *first_json = false;
-            for (int c = 0; c < ncol; c++) {
-                printf("%s", c ? ", " : "");
-                lux_json_str(stdout, sqlite3_column_name(st, c));
-                printf(": ");
-                int t = sqlite3_column_type(st, c);
-                if (t == SQLITE_NULL)
-                    printf("null");
-                else if (t == SQLITE_INTEGER)
-                    printf("%lld", (long long) sqlite3_column_int64(st, c));
-                else if (t == SQLITE_FLOAT)
-                    printf("%.17g", sqlite3_column_double(st, c));
-                else {
-                    char *v = s_text(st, c);
-                    lux_json_str(stdout, v);
-                    free(v);
-                }
-            }
-            printf("}");
+            if ((rc = s_json_row(q, st, ncol, &js, first_json)) != SQLITE_ROW)
+                break;
         } else {
             if (nrows == cap) {
                 cap = cap ? 2 * cap : 64;
@@ -149,6 +201,9 @@ s_run(db_query_t *q, sqlite3_stmt *st, int mode, bool *first_json)
     }
     free(rows);
     free(width);
+    sqlite3_finalize(js);
+    if (rc < 0) /* a LUX_E* code from s_json_row, its message set */
+        return rc;
     if (rc != SQLITE_DONE)
         return util_err(LUX_ESQL, "%s", sqlite3_errmsg(db_query_db(q)));
     return 0;
@@ -267,7 +322,7 @@ cmd_audit(int argc, char **argv)
 {
     static const char usage[] =
         "lux audit --dir DIR [--public-key FILE] [--witness FILE] [--window N]\n"
-        "       lux audit OUT.db";
+        "       lux audit OUT.db [--public-key FILE]";
     const char *dir = NULL, *file = NULL, *pkfile = NULL, *witness = NULL;
     unsigned long window = 0;
     char pkpath[PATH_MAX], wpath[PATH_MAX];
@@ -296,8 +351,10 @@ cmd_audit(int argc, char **argv)
         return 2;
     if (!dir)
         file = argv[optind];
+    if (file && pkfile && db_ckpt_load_public(pkfile, pk))
+        return lux_fail("audit", "%s", lux_errmsg());
     if (file)
-        return lux_pull_audit(file);
+        return lux_pull_audit(file, pkfile ? pk : NULL);
     if (db_cluster_load(&c, dir))
         return lux_fail("audit", "%s", lux_errmsg());
     /* the public key and the witness: given, or the cluster's own */

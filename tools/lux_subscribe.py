@@ -67,7 +67,7 @@ KINDS = {
     4: "task_submitted", 5: "task_finished", 6: "task_failed", 7: "task_retried",
     8: "object_put", 9: "object_lost", 10: "object_spilled",
     11: "actor_created", 12: "actor_call", 13: "actor_checkpoint",
-    14: "actor_restarted", 15: "actor_died", 16: "node_joined", 17: "node_died",
+    14: "actor_restarted", 15: "actor_died", 16: "node_joined", 17: "node_died", 24: "node_left",
     18: "note",
 }
 # Optional fields: (bit, name, how it is encoded), in encoding order.

@@ -9,6 +9,7 @@
     Checkpoints come from the witness file, each verified with the public
     key before it is believed. */
 #include "db_audit.h"
+#include "db_archive.h"
 #include "db_chain.h"
 #include "db_store.h"
 #include "../util/util_err.h"
@@ -157,6 +158,16 @@ s_shard(s_audit_t *a, uint32_t s, const db_chain_t *chain, db_audit_shard_t *out
         if (!f[i].ok)
             s_say(a, true, "shard %u: %s: seq %llu: %s", s, f[i].path, (unsigned long long) bad,
                   lux_errmsg());
+        /* its archive, when its events start after one (db_archive.h) */
+        uint64_t archived = 0;
+        if (f[i].ok && !a->o->quick && db_archive_verify(c, s, f[i].path, &bad, &archived)) {
+            f[i].ok = false;
+            s_say(a, true, "shard %u: %s: archive: seq %llu: %s", s, f[i].path,
+                  (unsigned long long) bad, lux_errmsg());
+        } else if (f[i].ok && archived && !a->o->quick) {
+            s_say(a, false, "shard %u: %s: its archive's %llu events verified from the genesis,"
+                  " and the file continues its chain", s, f[i].path, (unsigned long long) archived);
+        }
         if (f[i].ok && (ref < 0 || f[i].last > f[ref].last ||
                         (f[i].last == f[ref].last && (int) i == tail)))
             ref = (int) i;

@@ -11,6 +11,9 @@
         master.state          the chain master's configuration (epochs and
                               chain order of every shard)
         shard-S/replica-I.db  the SQLite file of replica I of shard S
+        blobs/                the puts recorded for replay, one LZ4 frame
+                              each, named by the fingerprint of its bytes
+                              (exec_node_blob.c)
     Every path of a cluster is computed here and nowhere else.
 */
 #ifndef DB_CLUSTER_H_INCLUDED
@@ -39,7 +42,17 @@ typedef struct {
     char listen[DB_EP_MAX];  /* "ipc", or "tcp://HOST" for CURVE tcp */
     int master_port;         /* tcp port of the master (tcp only) */
     char sock_dir[PATH_MAX]; /* where ipc sockets live */
+    bool node;               /* a node's directory (`lux start --address`): no log here;
+                                listen and master_port are the head's */
+    uint64_t record_puts;    /* the largest put recorded in blobs/ for replay, in
+                                bytes (0: none; UINT64_MAX: every one) */
 } db_cluster_t;
+
+/* What `lux replay` needs of a put (its bytes) is recorded up to this size
+   by default: 256 MiB holds ES's 64 MiB noise table with room, and bounds
+   the node's one-off write of a put to about half a second (doc/DESIGN.md
+   section 9). */
+#define DB_RECORD_PUTS_DEFAULT ((uint64_t) 256 << 20)
 
 /* Settings for a new cluster: defaults, then overrides. */
 void db_cluster_defaults(db_cluster_t *c);
@@ -47,6 +60,17 @@ void db_cluster_defaults(db_cluster_t *c);
 /* Create the directory tree, key pair and cluster.conf of a new cluster
    at c->dir (which must not hold one already). */
 int db_cluster_create(db_cluster_t *c);
+
+/* Parse a --record-puts LIMIT: a size in bytes with an optional K, M, G
+   or T suffix (powers of 1024), "none" (0) or "all" (UINT64_MAX). 0, or
+   LUX_EINVAL. */
+int db_cluster_parse_size(const char *s, uint64_t *out);
+
+/* Create the directory of a node that joins the head whose master is at
+   c->listen (tcp://HOST) and c->master_port: cluster.conf ("role node"),
+   log/, run/ and its own sock/. The keys are the caller's (net_sec_import
+   into DIR/keys). 0 or a code with the message. */
+int db_cluster_create_node(db_cluster_t *c);
 
 /* Read DIR/cluster.conf; 0, or LUX_ENOTFOUND / LUX_ECORRUPT. */
 int db_cluster_load(db_cluster_t *c, const char *dir);
@@ -67,5 +91,9 @@ char *db_cluster_master_pub(const db_cluster_t *c, char *out, size_t n);
 /* The master's ROUTER (pub false) or PUB, to bind: the listen host as it is. */
 char *db_cluster_master_bind(const db_cluster_t *c, bool pub, char *out, size_t n);
 bool db_cluster_tcp(const db_cluster_t *c);
+/* The membership endpoint of the head (exec_members: nodes' heartbeats,
+   `lux status`): tcp on master_port + 2, else ipc SOCKDIR/members. bind:
+   the listen host as it is, else the address to connect to. */
+char *db_cluster_members_ep(const db_cluster_t *c, bool bind, char *out, size_t n);
 
 #endif

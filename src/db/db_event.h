@@ -21,7 +21,9 @@
 /* Event kinds: X(name, code, key field). The key field picks the ID whose
    hash chooses the shard (DESIGN section 4). Codes are stored in the log:
    never renumber, only add. Codes below 4 and above 13 must stay rare:
-   the partial index event_rare (sql/schema.sql) holds them. */
+   the partial index event_rare (sql/schema.sql) holds them. Codes 20-23
+   are other work's (issues 26, 29), 24-27 the cluster's (issue 28): a
+   code with no kind is a gap, with no name. */
 #define DB_KINDS(X)                                                           \
     X(job_started, 1, job)                                                    \
     X(job_finished, 2, job)                                                   \
@@ -41,7 +43,8 @@
     X(node_joined, 16, node)                                                  \
     X(node_died, 17, node)                                                    \
     X(note, 18, job)                                                          \
-    X(task_cancelled, 19, task)
+    X(task_cancelled, 19, task)                                               \
+    X(node_left, 24, node)
 
 enum db_kind {
 #define X(name, code, key) DB_K_##name = code,

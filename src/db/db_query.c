@@ -12,6 +12,7 @@
     its dependencies. Each task appears once, at its shortest depth.
 */
 #include "db_query.h"
+#include "db_archive.h"
 #include "db_chain.h"
 #include "db_event.h"
 #include "db_store.h"
@@ -352,6 +353,49 @@ s_exec(db_query_t *self, const char *sql)
     return 0;
 }
 
+/* Shard s's archive beside its tail's file `path`, attached as a<s>, and
+   the view s<s>_event: the archive's events up to the file's base, then
+   the file's after it (rows at or below the base that a compaction cut
+   short left in the file are the archive's). A shard without an archive
+   is its file alone. */
+static int
+s_attach_archive(db_query_t *self, uint32_t s, const char *path)
+{
+    char apath[PATH_MAX], sql[512];
+    long long base = 0;
+    sqlite3_stmt *st;
+    snprintf(sql, sizeof sql, "SELECT CAST(value AS INTEGER) FROM s%u.meta WHERE key = 'base_seq'",
+             s);
+    if (sqlite3_prepare_v2(self->db, sql, -1, &st, NULL) == SQLITE_OK) {
+        if (sqlite3_step(st) == SQLITE_ROW)
+            base = sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+    }
+    if (!util_exists(db_archive_path_of(path, apath, sizeof apath))) {
+        if (base)
+            return util_err(LUX_ENOTFOUND, "shard %u: %s starts after seq %lld, archived in %s,"
+                            " which is missing", s, path, base, apath);
+        snprintf(sql, sizeof sql, "CREATE TEMP VIEW s%u_event AS SELECT * FROM s%u.event", s, s);
+        return s_exec(self, sql);
+    }
+    char *uri = sqlite3_mprintf("file:%s?mode=ro", apath);
+    snprintf(sql, sizeof sql, "ATTACH ?1 AS a%u", s);
+    int rc = sqlite3_prepare_v2(self->db, sql, -1, &st, NULL);
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, uri, -1, sqlite3_free);
+        rc = sqlite3_step(st);
+        sqlite3_finalize(st);
+    } else {
+        sqlite3_free(uri);
+    }
+    if (rc != SQLITE_DONE)
+        return util_err(LUX_EIO, "shard %u: cannot open %s: %s", s, apath,
+                        sqlite3_errmsg(self->db));
+    snprintf(sql, sizeof sql, "CREATE TEMP VIEW s%u_event AS SELECT * FROM a%u.event WHERE seq <="
+             " %lld UNION ALL SELECT * FROM s%u.event WHERE seq > %lld", s, s, base, s, base);
+    return s_exec(self, sql);
+}
+
 db_query_t *
 db_query_open(const db_cluster_t *c)
 {
@@ -373,8 +417,15 @@ db_query_open(const db_cluster_t *c)
         goto fail;
     }
     sqlite3_busy_timeout(self->db, 5000);
-    sqlite3_limit(self->db, SQLITE_LIMIT_ATTACHED, (int) c->shards + 2);
-    if (c->shards + 2 > (uint32_t) sqlite3_limit(self->db, SQLITE_LIMIT_ATTACHED, -1)) {
+    /* an archive per shard at most, beside the tail's file */
+    uint32_t narch = 0;
+    for (uint32_t s = 0; s < c->shards; s++) {
+        char path[PATH_MAX], apath[PATH_MAX];
+        db_cluster_replica_db(c, s, tail[s], path, sizeof path);
+        narch += util_exists(db_archive_path_of(path, apath, sizeof apath));
+    }
+    sqlite3_limit(self->db, SQLITE_LIMIT_ATTACHED, (int) (c->shards + narch) + 2);
+    if (c->shards + narch + 2 > (uint32_t) sqlite3_limit(self->db, SQLITE_LIMIT_ATTACHED, -1)) {
         util_err(LUX_ENOSYS, "%u shards: this SQLite attaches at most %d databases", c->shards,
                  sqlite3_limit(self->db, SQLITE_LIMIT_ATTACHED, -1));
         goto fail;
@@ -402,6 +453,12 @@ db_query_open(const db_cluster_t *c)
             util_err(LUX_EIO, "shard %u: cannot open %s: %s", s, path, sqlite3_errmsg(self->db));
             goto fail;
         }
+        if (narch && s_attach_archive(self, s, path))
+            goto fail;
+        if (narch)
+            snprintf(stmt, sizeof stmt, "SELECT name, deps, seq FROM s%u_event WHERE task = ?1"
+                     " AND kind = %d ORDER BY seq LIMIT 1", s, DB_K_task_submitted);
+        else
         snprintf(stmt, sizeof stmt, "SELECT name, deps, seq FROM s%u.event WHERE task = ?1 AND kind = %d"
                  " ORDER BY seq LIMIT 1", s, DB_K_task_submitted);
         if (sqlite3_prepare_v3(self->db, stmt, -1, SQLITE_PREPARE_PERSISTENT, &self->lookup[s],
@@ -413,6 +470,25 @@ db_query_open(const db_cluster_t *c)
     }
     /* spanning views */
     f = open_memstream(&sql, &cap);
+    if (narch) {
+        /* archive and live as one log: `event` over every shard's
+           s<S>_event, and the views of views.sql over it */
+        char *views = db_query_shardify(true);
+        if (!views) {
+            util_err(LUX_ENOMEM, "out of memory");
+            goto fail;
+        }
+        fprintf(f, "CREATE TEMP VIEW event AS ");
+        for (uint32_t s = 0; s < c->shards; s++)
+            fprintf(f, "%sSELECT %u AS shard, * FROM s%u_event", s ? " UNION ALL " : "", s, s);
+        fprintf(f, ";\nCREATE TEMP VIEW event_kind AS SELECT * FROM s0.event_kind;\n%s", views);
+        free(views);
+        fclose(f);
+        f = NULL;
+        if (s_exec(self, sql))
+            goto fail;
+        goto made;
+    }
     for (size_t v = 0; v < sizeof s_views / sizeof s_views[0]; v++) {
         fprintf(f, "CREATE TEMP VIEW %s AS ", s_views[v]);
         for (uint32_t s = 0; s < c->shards; s++)
@@ -425,6 +501,7 @@ db_query_open(const db_cluster_t *c)
     f = NULL;
     if (s_exec(self, sql) || s_exec(self, db_sql_span))
         goto fail;
+made:
     if (sqlite3_create_module(self->db, "lineage", &s_lineage, self) != SQLITE_OK) {
         util_err(LUX_ESQL, "cannot register lineage(): %s", sqlite3_errmsg(self->db));
         goto fail;
@@ -503,6 +580,57 @@ const char *
 db_query_file(db_query_t *self, uint32_t shard)
 {
     return shard < self->shards ? self->files[shard] : NULL;
+}
+
+/* --- the views over an event table with a shard column ---------------------------------- */
+
+char *
+db_query_shardify(bool temp)
+{
+    char *out = NULL;
+    size_t cap = 0;
+    FILE *f = open_memstream(&out, &cap);
+    if (!f)
+        return NULL;
+    for (const char *p = db_sql_views; *p;) {
+        char a[32], b[32];
+        int n = 0;
+        if (strncmp(p, "/*shard,", 8) == 0 && sscanf(p, "/*shard,%31[a-z]*/%n", a, &n) == 1 &&
+            n) {
+            fprintf(f, "%s.shard, ", a);
+            p += n;
+        } else if (strncmp(p, "/*shard,*/", 10) == 0) {
+            fputs("shard, ", f);
+            p += 10;
+        } else if (strncmp(p, "/*same shard ", 13) == 0 &&
+                   sscanf(p, "/*same shard %31[a-z] %31[a-z]*/%n", a, b, &n) == 2 && n) {
+            fprintf(f, "%s.shard = %s.shard AND ", a, b);
+            p += n;
+        } else if (temp && strncmp(p, "CREATE VIEW ", 12) == 0) {
+            fputs("CREATE TEMP VIEW ", f);
+            p += 12;
+        } else if (temp && strncmp(p, "DROP VIEW IF EXISTS ", 20) == 0) {
+            fputs("DROP VIEW IF EXISTS temp.", f); /* never an attached file's */
+            p += 20;
+        } else {
+            fputc(*p++, f);
+        }
+    }
+    /* span.sql's `events` replaces views.sql's, which has no shard */
+    fputs(temp ? "\nDROP VIEW IF EXISTS temp.events;\n" : "\nDROP VIEW IF EXISTS events;\n", f);
+    for (const char *p = db_sql_span; *p;) {
+        if (!temp && strncmp(p, "CREATE TEMP VIEW", 16) == 0) {
+            fputs("CREATE VIEW", f);
+            p += 16;
+        } else {
+            fputc(*p++, f);
+        }
+    }
+    if (fclose(f) != 0) {
+        free(out);
+        return NULL;
+    }
+    return out;
 }
 
 /* --- a pulled file ------------------------------------------------------------------------ */

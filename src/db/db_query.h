@@ -20,6 +20,7 @@
 #include "db_cluster.h"
 
 #include <sqlite3.h>
+#include <stdbool.h>
 
 typedef struct db_query_t db_query_t;
 
@@ -31,6 +32,13 @@ void db_query_close(db_query_t **self_p);
    views (the same names and columns, `shard` in front) and lineage(). NULL
    with the message set when it is missing or not such a file. */
 db_query_t *db_query_open_pulled(const char *path);
+
+/* The views of sql/views.sql for an `event` table (or view) with a
+   `shard` column: views.sql's text with its shard markers expanded (see
+   its header), then sql/span.sql's `events`; `temp` keeps CREATE TEMP
+   VIEW, else the views are made in the file. A malloc'd string, or NULL
+   (out of memory). */
+char *db_query_shardify(bool temp);
 
 /* Prepare one statement; refuses anything that would write (LUX_EREADONLY)
    and reports SQL errors with SQLite's message (LUX_ESQL). *tail is set

@@ -18,6 +18,7 @@
 */
 #include "db_store.h"
 #include "db_vfs.h"
+#include "db_archive.h"
 #include "../util/util_err.h"
 #include "../util/util_hash.h"
 #include "../util/util_idmap.h"
@@ -76,6 +77,8 @@ struct db_store_t {
     size_t nstage, capstage;
     uint64_t seen_seq;               /* client_seen in the file is exact up to here */
     int64_t seen_ms;                 /* when it was last written */
+    uint64_t base_seq;               /* events up to here are in the archive (db_archive.c) */
+    uint8_t base_hash[DB_HASH_LEN];  /* the hash at base_seq */
 };
 
 static pthread_once_t s_once = PTHREAD_ONCE_INIT;
@@ -189,6 +192,8 @@ s_setup(db_store_t *self, const db_store_opts_t *o)
             goto fail;
         for (int k = 1; k < DB_K_MAX; k++) {
             char sql[128];
+            if (!db_kind_name(k))
+                continue; /* a gap in the codes */
             snprintf(sql, sizeof sql, "INSERT OR REPLACE INTO event_kind VALUES (%d, '%s')", k,
                      db_kind_name(k));
             if ((rc = s_exec(self, sql)))
@@ -219,6 +224,7 @@ s_setup(db_store_t *self, const db_store_opts_t *o)
         return util_err(LUX_EINVAL, "%s: holds shard %u, not %u", self->path, self->shard,
                         o->shard);
     db_event_genesis(self->genesis, &self->cluster, self->shard);
+    memcpy(self->base_hash, self->genesis, DB_HASH_LEN);
     return 0;
 fail:
     s_exec(self, "ROLLBACK");
@@ -340,16 +346,43 @@ db_store_close(db_store_t **self_p)
     *self_p = NULL;
 }
 
+/* meta base_seq and base_hash: where the archive ends (db_archive.c) */
+static int
+s_load_base(db_store_t *self)
+{
+    char val[64];
+    self->base_seq = 0;
+    memcpy(self->base_hash, self->genesis, DB_HASH_LEN);
+    if (s_meta_get(self, "base_seq", val, sizeof val) != 0)
+        return 0;
+    self->base_seq = strtoull(val, NULL, 10);
+    if (s_meta_get(self, "base_hash", val, sizeof val) != 0 || strlen(val) != 2 * DB_HASH_LEN ||
+        util_unhex(self->base_hash, DB_HASH_LEN, val) != 0)
+        return util_err(LUX_ECORRUPT, "%s: meta base_seq %llu without a valid base_hash",
+                        self->path, (unsigned long long) self->base_seq);
+    return 0;
+}
+
+uint64_t
+db_store_base(db_store_t *self, uint8_t hash[DB_HASH_LEN])
+{
+    if (hash)
+        memcpy(hash, self->base_hash, DB_HASH_LEN);
+    return self->base_seq;
+}
+
 int
 db_store_refresh(db_store_t *self)
 {
     sqlite3_stmt *st;
-    int rc = 0;
+    int rc = s_load_base(self);
+    if (rc)
+        return rc;
     if (sqlite3_prepare_v2(self->db, "SELECT seq, hash FROM event ORDER BY seq DESC LIMIT 1", -1,
                            &st, NULL) != SQLITE_OK)
         return s_sqlerr(self, "last event");
-    self->last_seq = 0;
-    memcpy(self->last_hash, self->genesis, DB_HASH_LEN);
+    self->last_seq = self->base_seq; /* every event archived: the archive's last */
+    memcpy(self->last_hash, self->base_hash, DB_HASH_LEN);
     switch (sqlite3_step(st)) {
     case SQLITE_ROW:
         self->last_seq = (uint64_t) sqlite3_column_int64(st, 0);
@@ -755,6 +788,9 @@ db_store_read(db_store_t *self, uint64_t from, uint32_t max, size_t max_bytes, u
     *count = 0;
     if (from == 0)
         from = 1;
+    if (from <= self->base_seq) /* archived: read there, up to the base */
+        return db_archive_read(self->path, &self->cluster, self->shard, from, self->base_seq,
+                               max, max_bytes, out, count);
     sqlite3_bind_int64(st, 1, (int64_t) from);
     sqlite3_bind_int64(st, 2, max);
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {
@@ -851,6 +887,12 @@ db_store_hash_at(db_store_t *self, uint64_t seq, uint8_t out[DB_HASH_LEN])
         memcpy(out, self->genesis, DB_HASH_LEN);
         return 0;
     }
+    if (seq == self->base_seq && seq) {
+        memcpy(out, self->base_hash, DB_HASH_LEN);
+        return 0;
+    }
+    if (seq < self->base_seq)
+        return db_archive_hash_at(self->path, &self->cluster, self->shard, seq, out);
     sqlite3_bind_int64(self->hash_at, 1, (int64_t) seq);
     switch (sqlite3_step(self->hash_at)) {
     case SQLITE_ROW:
@@ -877,11 +919,32 @@ db_store_hash_at(db_store_t *self, uint64_t seq, uint8_t out[DB_HASH_LEN])
    (seqs of six digits) or "CO" (seven), so that every truncation from seq
    100000 on failed, and the replica with it, at every restart (issue 26). */
 static const char *const s_truncate_sql[] = {
+    /* the clients whose events are cut, the oldest event ID cut of each,
+       and the seq of the event before it (found below) */
+    "CREATE TEMP TABLE IF NOT EXISTS cut (client BLOB PRIMARY KEY, cseq INTEGER, seq INTEGER)"
+    " WITHOUT ROWID",
+    "DELETE FROM temp.cut",
+    "INSERT INTO temp.cut SELECT client, min(cseq), NULL FROM event WHERE seq > ?1"
+    " AND client IS NOT NULL GROUP BY client",
+    /* Event IDs are dense per client and taken in order (db_replica.c,
+       IDEMPOTENCE), so a cut client's newest remaining event is the one
+       before its oldest cut. Its seq is in client_seen when that was last
+       written before the cut (the usual case: what is cut is recent);
+       otherwise a scan back from the cut finds it, stopping at the first
+       match. Other clients' rows are untouched: they hold events before
+       the cut, and s_load_clients reads back those after seen_seq. */
+    "UPDATE temp.cut SET seq = (SELECT s.seq FROM client_seen s WHERE s.client = cut.client"
+    " AND s.cseq = cut.cseq - 1 AND s.seq <= ?1) WHERE cseq > 1",
+    "UPDATE temp.cut SET seq = (SELECT e.seq FROM event e WHERE e.seq <= ?1"
+    " AND e.client = cut.client AND e.cseq = cut.cseq - 1 ORDER BY e.seq DESC LIMIT 1)"
+    " WHERE cseq > 1 AND seq IS NULL",
     "DELETE FROM event WHERE seq > ?1",
-    "DELETE FROM client_seen",
-    "INSERT INTO client_seen SELECT client, max(cseq), max(seq) FROM event"
-    " WHERE client IS NOT NULL GROUP BY client",
-    "INSERT OR REPLACE INTO meta VALUES ('seen_seq', CAST(?1 AS TEXT))",
+    "DELETE FROM client_seen WHERE client IN (SELECT client FROM temp.cut)",
+    "INSERT INTO client_seen SELECT client, cseq - 1, seq FROM temp.cut"
+    " WHERE cseq > 1 AND seq IS NOT NULL",
+    /* client_seen is exact up to the older of the cut and what it held */
+    "UPDATE meta SET value = CAST(min(CAST(value AS INTEGER), ?1) AS TEXT) WHERE key = 'seen_seq'",
+    "DELETE FROM temp.cut",
 };
 
 int
@@ -950,19 +1013,22 @@ db_store_verify(db_store_t *self, uint64_t *bad_seq)
 {
     sqlite3_stmt *st;
     uint8_t prev[DB_HASH_LEN], h[DB_HASH_LEN];
-    uint64_t want = 1;
+    uint64_t want = self->base_seq + 1;
     util_buf_t b;
     db_event_t e;
     int rc = 0, step;
 
+    /* from the archive's end (rows at or below it may remain from a
+       compaction cut short: they are the archive's) */
     *bad_seq = 0;
     if (sqlite3_prepare_v2(self->db,
                            "SELECT seq, ts, kind, client, cseq, job, task, parent, actor, node,"
                            " idx, worker, attempt, status, t_start, t_end, size, name, info, fp,"
-                           " deps, body, hash FROM event ORDER BY seq",
+                           " deps, body, hash FROM event WHERE seq > ?1 ORDER BY seq",
                            -1, &st, NULL) != SQLITE_OK)
         return s_sqlerr(self, "verify");
-    memcpy(prev, self->genesis, DB_HASH_LEN);
+    sqlite3_bind_int64(st, 1, (int64_t) self->base_seq);
+    memcpy(prev, self->base_hash, DB_HASH_LEN);
     util_buf_init(&b);
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {
         if ((rc = s_row(self, st, &e))) {

@@ -46,6 +46,12 @@ uint64_t db_store_last_seq(db_store_t *self);
 const uint8_t *db_store_last_hash(db_store_t *self);
 int db_store_refresh(db_store_t *self);
 
+/* Where this file's events start: the events up to the returned seq were
+   moved into the shard's archive (db_archive.h; 0: none), and hash (may be
+   NULL) gets the chain hash at that seq (the genesis when 0). Reads and
+   hash_at below it go to the archive; verify starts after it. */
+uint64_t db_store_base(db_store_t *self, uint8_t hash[DB_HASH_LEN]);
+
 /* The genesis hash of this store's shard. */
 const uint8_t *db_store_genesis(db_store_t *self);
 

@@ -75,6 +75,8 @@ exec_head_start(const lux_config_t *cfg)
     c->shards = cfg->shards > 0 ? (uint32_t) cfg->shards
                                 : (sysconf(_SC_NPROCESSORS_ONLN) >= 4 ? 2 : 1);
     c->replicas = 1;
+    if (cfg->record_puts)
+        c->record_puts = cfg->record_puts < 0 ? 0 : (uint64_t) cfg->record_puts;
     if (db_cluster_create(c))
         goto fail;
     db_master_opts_t mo = {.cluster = c};

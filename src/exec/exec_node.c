@@ -10,8 +10,13 @@
     Garbage from a client is logged (at most once a second) and dropped;
     it never stops the node manager.
 */
+#include "exec_node.h"
 #include "exec_node_int.h"
+#include "exec_pool.h"
+#include "exec_store.h"
 #include "exec_module.h"
+#include "exec_gpu.h"
+#include "../net/net_raw.h"
 #include "../util/util_err.h"
 #include "../util/util_fs.h"
 #include "../util/util_hash.h"
@@ -28,17 +33,6 @@
 #include <sys/sysinfo.h>
 #include <unistd.h>
 
-static int64_t s_complain_ms;
-
-static void
-s_complain(const char *what)
-{
-    int64_t now = util_mono_ms();
-    if (now - s_complain_ms >= 1000) {
-        log_error("node: dropped a bad message: %s", what);
-        s_complain_ms = now;
-    }
-}
 
 char *
 exec_node_endpoint(const db_cluster_t *c, char *out, size_t n)
@@ -107,9 +101,6 @@ s_unpin_all(void *arg, const void *key, void *value)
 
 /* A client leaves: drop its pins, disown its objects. Objects it owned
    that nothing else uses are deleted as they become free. */
-static void s_alloc_waits_drop(nm_t *nm, nm_client_t *c);
-static void s_restore_waits_drop(nm_t *nm, nm_client_t *c);
-static void s_restore_retry(nm_t *nm, bool changed);
 
 void
 nm_client_gone(nm_t *nm, nm_client_t *c)
@@ -127,8 +118,8 @@ nm_client_gone(nm_t *nm, nm_client_t *c)
     }
     util_idmap_each(c->pins, s_unpin_all, arg);
     nm_client_drop_grants(nm, c);
-    s_alloc_waits_drop(nm, c);
-    s_restore_waits_drop(nm, c);
+    nm_store_alloc_waits_drop(nm, c);
+    nm_store_restore_waits_drop(nm, c);
     /* its objects: collected first, deleted after (not during the walk) */
     s_ptrs_t all = {0};
     util_idmap_each(nm->objects, s_collect, &all);
@@ -222,7 +213,7 @@ s_on_hello(nm_t *nm, nm_conn_t *conn, zframe_t *body)
 {
     util_rd_t r;
     if (!body) {
-        s_complain("NODE_HELLO without a body");
+        nm_complain(nm, "NODE_HELLO without a body");
         return;
     }
     util_rd_init(&r, zframe_data(body), zframe_size(body));
@@ -237,7 +228,7 @@ s_on_hello(nm_t *nm, nm_conn_t *conn, zframe_t *body)
     uint8_t flags = !r.bad && r.p < r.end ? util_rd_u8(&r) : 0;
     if (r.bad || !cid ||
         (kind != EXEC_HELLO_DRIVER && kind != EXEC_HELLO_WORKER && kind != 3)) {
-        s_complain("malformed NODE_HELLO");
+        nm_complain(nm, "malformed NODE_HELLO");
         return;
     }
     if ((pid_t) pid != net_link_peer_pid(conn->link)) {
@@ -247,7 +238,7 @@ s_on_hello(nm_t *nm, nm_conn_t *conn, zframe_t *body)
     }
     nm_client_t *c = conn->client;
     if (c && memcmp(c->id.b, cid, 16) != 0) {
-        s_complain("NODE_HELLO naming another client than its connection's");
+        nm_complain(nm, "NODE_HELLO naming another client than its connection's");
         return;
     }
     if (kind == 3) { /* goodbye: a driver's job ends */
@@ -275,7 +266,7 @@ s_on_hello(nm_t *nm, nm_conn_t *conn, zframe_t *body)
     if (!c) {
         nm_client_t **old = util_idmap_get(nm->clients, cid);
         if (old) {
-            s_complain("NODE_HELLO from a client ID already connected");
+            nm_complain(nm, "NODE_HELLO from a client ID already connected");
             return;
         }
         c = calloc(1, sizeof *c);
@@ -330,12 +321,12 @@ s_on_module(nm_t *nm, nm_client_t *c, zframe_t *body, zframe_t *bytes)
     uint8_t hash[16];
     char path[PATH_MAX + 64];
     if (!body || zframe_size(body) != 16 || !bytes) {
-        s_complain("malformed MODULE");
+        nm_complain(nm, "malformed MODULE");
         return;
     }
     util_blake(hash, 16, zframe_data(bytes), zframe_size(bytes));
     if (memcmp(hash, zframe_data(body), 16) != 0) {
-        s_complain("MODULE bytes do not match their hash");
+        nm_complain(nm, "MODULE bytes do not match their hash");
         return;
     }
     if (exec_module_store(nm->cluster.dir, hash, zframe_data(bytes), zframe_size(bytes), path,
@@ -354,7 +345,7 @@ s_on_submit(nm_t *nm, nm_client_t *c, zframe_t *body)
 {
     util_rd_t r;
     if (!body) {
-        s_complain("SUBMIT without tasks");
+        nm_complain(nm, "SUBMIT without tasks");
         return;
     }
     util_rd_init(&r, zframe_data(body), zframe_size(body));
@@ -362,375 +353,11 @@ s_on_submit(nm_t *nm, nm_client_t *c, zframe_t *body)
     for (uint32_t i = 0; i < count && !r.bad; i++) {
         exec_spec_t s;
         if (exec_spec_decode(&r, &s)) {
-            s_complain(lux_errmsg());
+            nm_complain(nm, lux_errmsg());
             return;
         }
         if (nm_submit(nm, c, &s))
             log_error("submit: %s", lux_errmsg());
-    }
-}
-
-static void
-s_on_put(nm_t *nm, nm_client_t *c, zframe_t *body)
-{
-    util_rd_t r;
-    if (!body) {
-        s_complain("PUT without objects");
-        return;
-    }
-    util_rd_init(&r, zframe_data(body), zframe_size(body));
-    uint32_t count = util_rd_u32(&r);
-    for (uint32_t i = 0; i < count; i++) {
-        exec_obj_t d;
-        const uint8_t *fp;
-        if (exec_obj_decode(&r, &d) || (d.where != EXEC_W_INLINE && d.where != EXEC_W_ARENA) ||
-            !(fp = util_rd_take(&r, 16))) {
-            s_complain("malformed PUT");
-            return;
-        }
-        nm_obj_t *had = nm_obj_get(nm, &d.id);
-        if (had) {
-            /* put before (a resend, or the retry of a task whose worker
-               died: same ID, same bytes): the room granted for it is not
-               needed. One that lost its owner is the retry's now, as if
-               it had made it: it lives until the retry frees it, not only
-               while the tasks queued for it hold it */
-            if (d.where == EXEC_W_ARENA && util_idmap_del(c->allocs, &d.off))
-                nm_store_free(nm, d.off);
-            if (!had->owner && had->is_put) {
-                had->owner = c;
-                had->owned = true;
-                had->freed = false;
-            }
-            continue;
-        }
-        if (d.where == EXEC_W_ARENA) {
-            uint64_t *granted = util_idmap_get(c->allocs, &d.off);
-            if (!granted || *granted < d.size) {
-                s_complain("PUT of room that was not granted");
-                continue;
-            }
-            util_idmap_del(c->allocs, &d.off);
-        }
-        nm_obj_t *o = nm_obj_new(nm, &d.id);
-        if (!o) {
-            log_error("out of memory for an object");
-            if (d.where == EXEC_W_ARENA)
-                nm_store_free(nm, d.off);
-            continue;
-        }
-        o->owner = c;
-        o->is_put = true;
-        if (d.where == EXEC_W_ARENA)
-            nm_obj_set_arena(nm, o, d.off, d.size);
-        else
-            nm_obj_set_inline(nm, o, d.bytes, d.size);
-        memcpy(o->fp, fp, 16); /* the client's: hashing is not the node's work */
-        nm_log_put(nm, o);
-        if (o->nwaiters)
-            nm_obj_ready(nm, o);
-    }
-}
-
-static void
-s_alloc_reply(nm_t *nm, nm_client_t *c, uint64_t req, int rc, uint64_t off, uint64_t size)
-{
-    uint8_t rep[20];
-    if (!rc) {
-        uint64_t *granted = util_idmap_put(c->allocs, &off, NULL);
-        if (granted)
-            *granted = size;
-    }
-    util_le64(rep, req);
-    util_le32(rep + 8, (uint32_t) rc);
-    util_le64(rep + 12, off);
-    zmsg_t *m = zmsg_new();
-    zmsg_append(m, &(zframe_t *) {net_hdr_frame(NET_ALLOC_REP, NET_NO_SHARD, 0)});
-    zmsg_addmem(m, rep, sizeof rep);
-    if (rc)
-        zmsg_addstr(m, lux_errmsg());
-    nm_send(nm, c, &m);
-}
-
-/* UNALLOC: room granted to the client that it could not write (its
-   pages could not be had: /dev/shm is full), given back. */
-static void
-s_on_unalloc(nm_t *nm, nm_client_t *c, zframe_t *body)
-{
-    if (!body || zframe_size(body) != 8) {
-        s_complain("malformed UNALLOC");
-        return;
-    }
-    uint64_t off = util_rd64(zframe_data(body));
-    if (util_idmap_del(c->allocs, &off))
-        nm_store_free(nm, off);
-    else
-        s_complain("UNALLOC of room that was not granted");
-}
-
-/* ALLOC: room in the store for a value the client writes in place. When
-   the store is full of objects in use, the request waits (see
-   nm_alloc_waits) rather than failing at once: tasks finishing unpin their
-   arguments. */
-static void
-s_on_alloc(nm_t *nm, nm_client_t *c, zframe_t *body)
-{
-    if (!body || zframe_size(body) != 16) {
-        s_complain("malformed ALLOC");
-        return;
-    }
-    uint64_t req = util_rd64(zframe_data(body)), size = util_rd64(zframe_data(body) + 8), off = 0;
-    int rc;
-    if (size == 0) {
-        rc = util_err(LUX_EINVAL, "ALLOC of 0 bytes");
-    } else if ((rc = nm_store_try(nm, size, &off)) == LUX_EFULL && size <= nm->store_bytes &&
-               nm->store_wait_ms > 0) {
-        nm_alloc_wait_t *w = calloc(1, sizeof *w), **p = &nm->alloc_waits;
-        if (w) {
-            w->c = c;
-            w->req = req;
-            w->size = size;
-            w->deadline_ms = util_mono_ms() + nm->store_wait_ms;
-            while (*p)
-                p = &(*p)->next;
-            *p = w;
-            return;
-        }
-    }
-    if (rc == LUX_EFULL)
-        rc = nm_store_alloc(nm, size, &off); /* for the message */
-    s_alloc_reply(nm, c, req, rc, off, size);
-}
-
-/* Try the waiting ALLOCs again when room may have appeared, in arrival
-   order but each on its own (a large one does not hold up smaller ones
-   that fit); answer the ones past their deadline with the store's state. */
-static void
-s_alloc_retry(nm_t *nm)
-{
-    if (nm->restore_waits)
-        s_restore_retry(nm, nm->store_gen != nm->waits_gen);
-    if (!nm->alloc_waits) {
-        nm->waits_gen = nm->store_gen;
-        return;
-    }
-    bool changed = nm->store_gen != nm->waits_gen;
-    int64_t now = util_mono_ms();
-    nm->waits_gen = nm->store_gen;
-    for (nm_alloc_wait_t **p = &nm->alloc_waits; *p;) {
-        nm_alloc_wait_t *w = *p;
-        uint64_t off = 0;
-        int rc = changed ? nm_store_try(nm, w->size, &off) : LUX_EFULL;
-        if (rc == LUX_EFULL && now < w->deadline_ms) {
-            p = &w->next;
-            continue;
-        }
-        if (rc == LUX_EFULL) { /* its wait is over: beyond the store's size, if need be */
-            nm->store_over = true;
-            rc = nm_store_try(nm, w->size, &off);
-            nm->store_over = false;
-        }
-        if (rc == LUX_EFULL) {
-            nm_store_alloc(nm, w->size, &off);
-            util_err_ctx(LUX_EFULL, "waited %lld ms", (long long) nm->store_wait_ms);
-        }
-        s_alloc_reply(nm, w->c, w->req, rc, off, w->size);
-        *p = w->next;
-        free(w);
-    }
-    nm->waits_gen = nm->store_gen;
-}
-
-static void
-s_alloc_waits_drop(nm_t *nm, nm_client_t *c)
-{
-    for (nm_alloc_wait_t **p = &nm->alloc_waits; *p;) {
-        nm_alloc_wait_t *w = *p;
-        if (c && w->c != c) {
-            p = &w->next;
-            continue;
-        }
-        *p = w->next;
-        free(w);
-    }
-}
-
-/* Answer a GET of one object: now (pinned when in the arena), or when it
-   exists. A spilled object the store has no room for yet waits for room
-   until deadline_ms (0: a new wait), as an ALLOC does. */
-static void
-s_get_one(nm_t *nm, nm_client_t *c, const lux_ref_t *idp, int64_t deadline_ms)
-{
-    lux_ref_t id = *idp;
-    nm_obj_t *o = nm_obj_get(nm, &id);
-    if (o && o->state == OBJ_SPILLED) {
-        int64_t now = util_mono_ms();
-        nm->store_over = deadline_ms && now >= deadline_ms; /* its wait is over */
-        int rc = nm_obj_restore(nm, o);
-        nm->store_over = false;
-        if (rc == LUX_EFULL && nm->store_wait_ms > 0 && (!deadline_ms || now < deadline_ms)) {
-            nm_restore_wait_t *w = calloc(1, sizeof *w), **p = &nm->restore_waits;
-            if (w) {
-                w->c = c;
-                w->id = id;
-                w->deadline_ms = deadline_ms ? deadline_ms : now + nm->store_wait_ms;
-                while (*p)
-                    p = &(*p)->next;
-                *p = w;
-                return;
-            }
-        }
-        if (rc && o->state == OBJ_SPILLED) {
-            /* not brought back (no room in time, a read error): this
-               reader gets the error; the object stays spilled for later */
-            nm_obj_t err = {.id = id, .state = OBJ_ERROR};
-            char msg[UTIL_ERRMSG_MAX];
-            if (rc == LUX_EFULL)
-                snprintf(msg, sizeof msg, "waited %lld ms for room to bring it back: %s",
-                         (long long) nm->store_wait_ms, lux_errmsg());
-            else
-                snprintf(msg, sizeof msg, "%s", lux_errmsg());
-            err.bytes = (uint8_t *) msg;
-            err.size = strlen(msg);
-            nm_client_send_obj(nm, c, &err, false);
-            return;
-        }
-    }
-    if (o && (o->state == OBJ_READY || o->state == OBJ_ERROR)) {
-        bool pin = o->state == OBJ_READY && o->where == EXEC_W_ARENA;
-        if (pin)
-            nm_client_pin(nm, c, o);
-        nm_client_send_obj(nm, c, o, pin);
-        return;
-    }
-    /* not here yet: wait for its task, rebuilding it if it was lost */
-    util_id_t tid;
-    exec_ref_task(&id, &tid);
-    nm_task_t *t = nm_task_find(nm, &tid);
-    int brc = 0;
-    if (!t && (brc = nm_rebuild(nm, &id)) == 0)
-        t = nm_task_find(nm, &tid);
-    if (t && exec_ref_idx(&id) >= t->nret)
-        t = NULL; /* a return its task does not have: it would never come */
-    if (!t) {
-        /* an object the log does not know (LUX_ENOTFOUND at the
-           client), or one whose rebuild failed (LUX_ETASK): the
-           rebuild's message names the cause */
-        nm_obj_t err = {.id = id};
-        char hex[LUX_REF_LEN * 2 + 1], msg[UTIL_ERRMSG_MAX + 16];
-        util_hex(hex, id.b, LUX_REF_LEN);
-        if (brc)
-            snprintf(msg, sizeof msg, "object %s", lux_errmsg());
-        else
-            snprintf(msg, sizeof msg, "object %s was never created, or was freed and has "
-                     "no lineage in the log", hex);
-        err.state = brc == LUX_ETASK ? OBJ_ERROR : OBJ_MISSING;
-        err.bytes = (uint8_t *) msg;
-        err.size = strlen(msg);
-        nm_client_send_obj(nm, c, &err, false);
-        return;
-    }
-    if (t->nwaiters == t->capwaiters) {
-        uint16_t cap = t->capwaiters ? (uint16_t) (2 * t->capwaiters) : 4;
-        nm_client_t **w = realloc(t->waiters, cap * sizeof *w);
-        if (!w)
-            return;
-        t->waiters = w;
-        t->capwaiters = cap;
-    }
-    t->waiters[t->nwaiters++] = c;
-}
-
-/* GET: each object now, or when it exists. */
-static void
-s_on_get(nm_t *nm, nm_client_t *c, zframe_t *body)
-{
-    util_rd_t r;
-    if (!body) {
-        s_complain("GET without IDs");
-        return;
-    }
-    util_rd_init(&r, zframe_data(body), zframe_size(body));
-    uint32_t count = util_rd_u32(&r);
-    for (uint32_t i = 0; i < count; i++) {
-        const uint8_t *p = util_rd_take(&r, LUX_REF_LEN);
-        lux_ref_t id;
-        if (!p) {
-            s_complain("malformed GET");
-            return;
-        }
-        memcpy(id.b, p, LUX_REF_LEN);
-        s_get_one(nm, c, &id, 0);
-    }
-}
-
-/* Try the GETs waiting for room to restore a spilled object again, when
-   room may have appeared or one's deadline passed. */
-static void
-s_restore_retry(nm_t *nm, bool changed)
-{
-    int64_t now = util_mono_ms();
-    nm_restore_wait_t *list = nm->restore_waits;
-    nm->restore_waits = NULL;
-    while (list) {
-        nm_restore_wait_t *w = list;
-        list = w->next;
-        if (!changed && now < w->deadline_ms) {
-            w->next = nm->restore_waits; /* order matters little: a few at most */
-            nm->restore_waits = w;
-            continue;
-        }
-        s_get_one(nm, w->c, &w->id, w->deadline_ms); /* may wait again */
-        free(w);
-    }
-}
-
-static void
-s_restore_waits_drop(nm_t *nm, nm_client_t *c)
-{
-    for (nm_restore_wait_t **p = &nm->restore_waits; *p;) {
-        nm_restore_wait_t *w = *p;
-        if (c && w->c != c) {
-            p = &w->next;
-            continue;
-        }
-        *p = w->next;
-        free(w);
-    }
-}
-
-static void
-s_on_free(nm_t *nm, nm_client_t *c, zframe_t *body)
-{
-    util_rd_t r;
-    if (!body)
-        return;
-    util_rd_init(&r, zframe_data(body), zframe_size(body));
-    uint32_t count = util_rd_u32(&r);
-    for (uint32_t i = 0; i < count; i++) {
-        const uint8_t *p = util_rd_take(&r, LUX_REF_LEN);
-        lux_ref_t id;
-        if (!p)
-            return;
-        memcpy(id.b, p, LUX_REF_LEN);
-        nm_client_unpin(nm, c, &id);
-        nm_obj_t *o = nm_obj_get(nm, &id);
-        if (o && o->owner == c) {
-            o->owned = false;
-            o->owner = NULL;
-            o->freed = o->is_put;
-            if (!o->pins && !o->uses && !o->nwaiters)
-                nm_obj_delete(nm, o);
-        } else if (!o) {
-            /* an output of a task not finished yet: made unowned, so it
-               goes once made and handed to whoever waits for it */
-            util_id_t tid;
-            exec_ref_task(&id, &tid);
-            nm_task_t *t = nm_task_find(nm, &tid);
-            uint32_t idx = exec_ref_idx(&id);
-            if (t && t->owner == c && idx < t->nret)
-                t->freed |= (uint64_t) 1 << idx;
-        }
     }
 }
 
@@ -744,7 +371,7 @@ s_on_msg(nm_t *nm, nm_conn_t *conn, zmsg_t *msg)
     net_hdr_t h;
     nm_client_t *c = conn->client;
     if (net_hdr_decode(&h, hf)) {
-        s_complain(lux_errmsg());
+        nm_complain(nm, lux_errmsg());
         return;
     }
     if (h.type == NET_NODE_HELLO) {
@@ -756,7 +383,7 @@ s_on_msg(nm_t *nm, nm_conn_t *conn, zmsg_t *msg)
         return;
     }
     if (!c) {
-        s_complain("a message from a client that did not say hello");
+        nm_complain(nm, "a message from a client that did not say hello");
         return;
     }
     switch (h.type) {
@@ -767,19 +394,19 @@ s_on_msg(nm_t *nm, nm_conn_t *conn, zmsg_t *msg)
         s_on_submit(nm, c, body);
         break;
     case NET_PUT:
-        s_on_put(nm, c, body);
+        nm_store_on_put(nm, c, body);
         break;
     case NET_ALLOC:
-        s_on_alloc(nm, c, body);
+        nm_store_on_alloc(nm, c, body);
         break;
     case NET_UNALLOC:
-        s_on_unalloc(nm, c, body);
+        nm_store_on_unalloc(nm, c, body);
         break;
     case NET_GET:
-        s_on_get(nm, c, body);
+        nm_store_on_get(nm, c, body);
         break;
     case NET_FREE:
-        s_on_free(nm, c, body);
+        nm_store_on_free(nm, c, body);
         break;
     case NET_RESULTS:
         if (body)
@@ -793,16 +420,16 @@ s_on_msg(nm_t *nm, nm_conn_t *conn, zmsg_t *msg)
         if (body)
             nm_cancel_op(nm, c, zframe_data(body), zframe_size(body));
         else
-            s_complain("CANCEL without a body");
+            nm_complain(nm, "CANCEL without a body");
         break;
     case NET_ACTOR:
         if (body)
             nm_actor_op(nm, c, zframe_data(body), zframe_size(body));
         else
-            s_complain("ACTOR without a body");
+            nm_complain(nm, "ACTOR without a body");
         break;
     default:
-        s_complain("a message type the node manager does not take");
+        nm_complain(nm, "a message type the node manager does not take");
     }
 }
 
@@ -810,7 +437,7 @@ s_on_msg(nm_t *nm, nm_conn_t *conn, zmsg_t *msg)
 static void
 s_after(nm_t *nm)
 {
-    s_alloc_retry(nm);
+    nm_store_retry(nm);
     nm_dispatch(nm);
     nm_actor_pump(nm);    /* numbers calls: their events go in this tick */
     nm_log_tick(nm);
@@ -976,6 +603,23 @@ s_wait(nm_t *nm, zmq_pollitem_t *items, size_t k, struct pollfd *pfds, int64_t w
     return fired;
 }
 
+/* One message of the command pipe (a net_raw handler): -1 on $TERM (or a
+   pipe that cannot be read), STATS answered with the node's state
+   (exec_node_stats.c), anything else ignored. */
+static int
+s_on_pipe(zloop_t *loop, zsock_t *pipe, void *arg)
+{
+    (void) loop;
+    zmsg_t *m = zmsg_recv(pipe);
+    char *cmd = m ? zmsg_popstr(m) : NULL;
+    int rc = !cmd || strcmp(cmd, "$TERM") == 0 ? -1 : 0;
+    if (cmd && strcmp(cmd, "STATS") == 0)
+        nm_stats_send(arg);
+    free(cmd);
+    zmsg_destroy(&m);
+    return rc;
+}
+
 /* The loop: the command pipe, the listening socket, the connections and
    the log's sockets, so an acknowledgement wakes it (an actor call's
    result waits for one). Not a zloop: the log's sockets change with its
@@ -994,13 +638,19 @@ s_loop(nm_t *nm)
     struct epoll_event evs[EP_MAX];
     int64_t tick = S_TICK_MS, next_tick = util_mono_ms() + tick;
     int64_t active_ms = util_mono_ms(); /* when the poll last saw something */
-    /* The pipe is polled by its descriptor, which ZeroMQ makes readable
-       when the socket's state changes; its events are read when it is,
-       and once at the start (the signal sent before the loop may have
-       taken a change's notice), all its messages then: nothing else is
-       sent or read on it, so nothing else takes a notice. Checking its
-       events on every turn cost two system calls a turn. */
-    bool pipe_check = true;
+    /* The pipe is polled by its descriptor (net_raw.h): its events are
+       read when that fires, and once at the start (the signal sent before
+       the loop may have taken a change's notice, so a new set is dirty),
+       all its messages then: nothing else is sent or read on it, so
+       nothing else takes a notice. Checking its events on every turn
+       cost two system calls a turn. */
+    net_raw_t *raw = net_raw_new(NULL, nm);
+    if (!raw || net_raw_add(raw, nm->pipe, s_on_pipe) != 0) {
+        log_error("node: cannot poll its command pipe: %s", raw ? lux_errmsg() : "out of memory");
+        net_raw_destroy(&raw);
+        return;
+    }
+    int pipe_fd = net_raw_fd(raw, 0);
     for (;;) {
         /* writable too while bytes wait for the peer */
         for (nm_conn_t *c = nm->conns; c; c = c->next) {
@@ -1012,7 +662,7 @@ s_loop(nm_t *nm)
             }
         }
         size_t k = 0;
-        items[k++] = (zmq_pollitem_t) {NULL, zsock_fd(nm->pipe), ZMQ_POLLIN, 0};
+        items[k++] = (zmq_pollitem_t) {NULL, pipe_fd, ZMQ_POLLIN, 0};
         items[k++] = (zmq_pollitem_t) {NULL, nm->listen_fd, ZMQ_POLLIN, 0};
         items[k++] = (zmq_pollitem_t) {NULL, nm->epfd, ZMQ_POLLIN, 0};
         size_t log_at = k;
@@ -1022,6 +672,7 @@ s_loop(nm_t *nm)
         int64_t wait = next_tick - util_mono_ms(), due = nm->log ? nm_log_due_ms(nm) : -1;
         if (due >= 0 && due < wait)
             wait = due;
+        bool pipe_check = net_raw_dirty(raw);
         int fired = pipe_check || wait <= 0 ? net_poll(items, (int) k, pfds, 0)
                                             : s_wait(nm, items, k, pfds, wait);
         if (fired < 0 && zmq_errno() != EINTR)
@@ -1034,19 +685,8 @@ s_loop(nm_t *nm)
                     next_tick = util_mono_ms() + tick;
             }
         }
-        bool stop = false;
-        if (pipe_check || (items[0].revents & ZMQ_POLLIN)) {
-            pipe_check = false;
-            while (!stop && (zsock_events(nm->pipe) & ZMQ_POLLIN)) {
-                zmsg_t *m = zmsg_recv(nm->pipe);
-                char *cmd = m ? zmsg_popstr(m) : NULL;
-                stop = !cmd || strcmp(cmd, "$TERM") == 0;
-                free(cmd);
-                zmsg_destroy(&m);
-            }
-        }
-        if (stop)
-            break;
+        if ((pipe_check || (items[0].revents & ZMQ_POLLIN)) && net_raw_fired(raw, pipe_fd) == -1)
+            break; /* $TERM */
         if (items[1].revents)
             s_accept(nm);
         if (items[2].revents) {
@@ -1078,6 +718,7 @@ s_loop(nm_t *nm)
         s_after(nm);
         nm->log_quiet = false;
     }
+    net_raw_destroy(&raw);
 }
 
 /* --- start and stop ----------------------------------------------------------------------- */
@@ -1114,6 +755,7 @@ s_setup(nm_t *nm, const exec_node_opts_t *o)
     int rc;
     util_id_random(&nm->node);
     util_buf_init(&nm->scratch);
+    util_complain_init(&nm->complain, UTIL_COMPLAIN_MS);
     util_spin_init(&nm->spin, util_spin_max_env("LUX_SPIN_US", UTIL_SPIN_DEFAULT_NS));
     if ((rc = nm_parse_resources(nm, o->resources)) || (rc = s_find_lux(nm)))
         return rc;
@@ -1178,8 +820,8 @@ s_teardown(nm_t *nm)
     }
     nm_log_close(nm);
     nm_actor_close(nm);
-    s_alloc_waits_drop(nm, NULL);
-    s_restore_waits_drop(nm, NULL);
+    nm_store_alloc_waits_drop(nm, NULL);
+    nm_store_restore_waits_drop(nm, NULL);
     if (nm->tasks) {
         util_idmap_each(nm->tasks, s_collect, &all);
         for (size_t i = 0; i < all.n; i++)
@@ -1225,6 +867,7 @@ s_teardown(nm_t *nm)
 typedef struct {
     exec_node_opts_t opts;
     char res[256];
+    char address[DB_EP_MAX];
     char err[UTIL_ERRMSG_MAX];
 } s_start_t;
 
@@ -1243,6 +886,7 @@ s_actor(zsock_t *pipe, void *arg)
     nm->listen_fd = -1;
     nm->epfd = -1;
     nm->cluster = *st->opts.cluster;
+    snprintf(nm->address, sizeof nm->address, "%s", st->address);
     if (s_setup(nm, &st->opts)) {
         snprintf(st->err, sizeof st->err, "%s", lux_errmsg());
         s_teardown(nm);
@@ -1264,10 +908,19 @@ exec_node_new(const exec_node_opts_t *o)
     s_start_t st;
     memset(&st, 0, sizeof st);
     st.opts = *o;
-    if (o->resources) {
+    if (o->resources)
         snprintf(st.res, sizeof st.res, "%s", o->resources);
-        st.opts.resources = st.res;
+    /* GPUs: what the user said, else what this machine has (exec_gpu.h) */
+    int gpus[EXEC_GPU_MAX], ngpu;
+    if (!(o->resources && strstr(o->resources, "GPU=")) &&
+        (ngpu = exec_gpu_detect(gpus, EXEC_GPU_MAX)) > 0) {
+        size_t k = strlen(st.res);
+        snprintf(st.res + k, sizeof st.res - k, "%sGPU=%d", k ? "," : "", ngpu);
     }
+    if (st.res[0])
+        st.opts.resources = st.res;
+    if (o->address)
+        snprintf(st.address, sizeof st.address, "%s", o->address);
     /* zactor_new waits for the actor's signal: st lives until then */
     zactor_t *a = zactor_new(s_actor, &st);
     if (a && st.err[0]) {

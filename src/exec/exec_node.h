@@ -24,10 +24,16 @@ typedef struct {
     const db_cluster_t *cluster; /* the cluster (copied) */
     int workers;                 /* worker processes to keep (0: one per core) */
     uint64_t store_bytes;        /* object store size (0: default) */
-    const char *resources;       /* "CPU=2,GPU=1" (NULL: CPU = cores) */
+    const char *resources;       /* "CPU=2,GPU=1" (NULL: CPU = cores; GPU, when not
+                                    given, is what exec_gpu_detect finds) */
+    const char *address;         /* the node's address in node_joined (NULL: its
+                                    socket's path) */
 } exec_node_opts_t;
 
-/* Start a node manager; NULL with the message set. */
+/* Start a node manager; NULL with the message set. Its pipe takes
+   "STATS", answered with one string: its state as "key value" lines
+   (node ID, pid, resources total and free, store used and size, workers,
+   queue: exec_node_stats.c), what its daemon's heartbeat carries. */
 zactor_t *exec_node_new(const exec_node_opts_t *opts);
 
 /* The endpoint clients connect to (ipc), into out[n]. */

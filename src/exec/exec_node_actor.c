@@ -33,6 +33,7 @@
     reason, naming the actor and the call.
 */
 #include "exec_node_int.h"
+#include "exec_pool.h"
 #include "../util/util_err.h"
 #include "../util/util_hash.h"
 #include "../util/util_log.h"

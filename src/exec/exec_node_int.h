@@ -1,22 +1,32 @@
-/*  exec_node_int - the node manager's state, shared by its files:
-        exec_node.c        the actor, its sockets and the messages
+/*  exec_node_int - the node manager's state: the types its parts share.
+    The parts, each with the header of what it offers to the others:
+        exec_node.c        the actor: its loop, connections, routing of messages
+        exec_store.c       the object store's requests (ALLOC, PUT, GET, FREE)   exec_store.h
         exec_node_obj.c    objects, the store, pins, eviction, spilling
-        exec_node_sched.c  tasks, dependencies, workers, dispatch, results
+        exec_node_sched.c  tasks, dependencies, dispatch, results, failures
+        exec_pool.c        worker processes and resources                       exec_pool.h
+        exec_node_cpu.c    CPU placement of workers
+        exec_node_actor.c  actors: creation, calls, restarts, checkpoints
+        exec_node_cancel.c cancelling tasks, timeouts
         exec_node_log.c    events to the log, write-ahead lineage, lookups
-    Nothing here is used outside src/exec/exec_node*.c.
+        exec_node_blob.c   puts kept for replay
+    The functions declared below are those of the parts that have no
+    header of their own yet (issue 27 goes on splitting them).
+    Nothing here is used outside src/exec/exec_node*.c and the parts above.
 */
 #ifndef EXEC_NODE_INT_H_INCLUDED
 #define EXEC_NODE_INT_H_INCLUDED
 
 #include "exec_arena.h"
 #include "../net/net_link.h"
-#include "exec_node.h"
+#include "../db/db_cluster.h"
 #include "exec_proto.h"
 #include "../db/db_client.h"
 #include "../db/db_store.h"
 #include "../net/net_ep.h"
 #include "../net/net_wire.h"
 #include "../util/util_buf.h"
+#include "../util/util_complain.h"
 #include "../util/util_idmap.h"
 #include "../util/util_spin.h"
 
@@ -271,6 +281,9 @@ typedef struct {
     int64_t total, free;      /* in thousandths */
 } nm_res_t;
 
+/* Log a dropped bad message, at most once a second per node. */
+#define nm_complain(nm, what) util_complain(&(nm)->complain, "node: dropped a bad message: %s", (what))
+
 struct nm {
     db_cluster_t cluster;
     util_id_t node;
@@ -278,6 +291,7 @@ struct nm {
     int listen_fd;            /* clients connect here (net_link) */
     int epfd;                 /* an epoll set of the connections */
     util_spin_t spin;         /* how long the loop polls before it sleeps (LUX_SPIN_US) */
+    util_complain_t complain; /* this node's rate limit on garbage logs (nm_complain) */
     int64_t work_ended_ns;    /* when a task or call last finished or failed (util_mono_ns) */
     cpu_set_t pin_cpus;       /* the CPUs the pool's workers are bound to, one each... */
     bool pin;                 /* ...when they are (exec_node_cpu.c) */
@@ -285,6 +299,7 @@ struct nm {
     nm_conn_t *conns;
     size_t nconns;
     char endpoint[DB_EP_MAX]; /* the socket's path */
+    char address[DB_EP_MAX];  /* the node's address for other machines ("" : none) */
     char lux_bin[PATH_MAX];   /* the `lux` executable, for workers */
 
     /* the object store */
@@ -396,9 +411,6 @@ int nm_submit(nm_t *nm, nm_client_t *c, const exec_spec_t *s);
 void nm_dispatch(nm_t *nm);
 void nm_results(nm_t *nm, nm_client_t *c, const uint8_t *p, size_t n);
 void nm_blocked(nm_t *nm, nm_client_t *c, const uint8_t *p, size_t n);
-void nm_reap_workers(nm_t *nm);
-/* A worker of kind NM_SPAWN_*, first in nm->workers. */
-int nm_spawn_worker(nm_t *nm, int kind);
 void nm_worker_gone(nm_t *nm, nm_worker_t *w, const char *why);
 nm_task_t *nm_task_find(nm_t *nm, const util_id_t *id);
 /* A task from a spec, in nm->tasks when insert (a replayed call is not:
@@ -427,10 +439,6 @@ nm_obj_t *nm_task_output(nm_t *nm, nm_task_t *t, uint8_t i);
    LUX_EPROTO. */
 int nm_result_outputs(nm_t *nm, nm_client_t *c, nm_task_t *t, const exec_result_t *r,
                       exec_obj_t *outs, const uint8_t **fps);
-bool nm_res_needs(nm_t *nm, const nm_task_t *t, int64_t *needs, char *why, size_t n);
-bool nm_res_fits(nm_t *nm, const int64_t *needs);
-void nm_res_take(nm_t *nm, const int64_t *needs, int sign);
-int nm_spawn_actor_worker(nm_t *nm, nm_actor_t *a);
 
 /* exec_node_actor.c */
 int nm_actor_submit(nm_t *nm, nm_client_t *c, const exec_spec_t *s);
@@ -454,7 +462,6 @@ bool nm_actor_failing(nm_t *nm, nm_task_t *t, int status, const char *text);
    message that starts with the object's hex ID and names the cause. */
 int nm_rebuild(nm_t *nm, const lux_ref_t *id);
 void nm_task_free(nm_task_t *t);
-int nm_parse_resources(nm_t *nm, const char *spec);
 
 /* exec_node_cancel.c */
 /* CANCEL from client c: cancel a task (lux_cancel), and answer. */
@@ -482,6 +489,9 @@ void nm_log_finished(nm_t *nm, nm_task_t *t, nm_worker_t *w, const exec_result_t
                      uint64_t out_bytes, const uint8_t fp[16]);
 void nm_log_retried(nm_t *nm, nm_task_t *t, const char *why);
 void nm_log_put(nm_t *nm, nm_obj_t *o);
+/* exec_node_blob.c: keep put o's bytes for replay, under the cluster's
+   record_puts; what was done into info[n] (for its object_put event). */
+void nm_blob_record(nm_t *nm, nm_obj_t *o, char *info, size_t n);
 void nm_log_object(nm_t *nm, nm_obj_t *o, int kind, const char *info);
 void nm_log_job(nm_t *nm, nm_client_t *c, int kind, const char *name, const char *info,
                 int status);
@@ -495,6 +505,8 @@ void nm_log_flush_urgent(nm_t *nm); /* an actor call's event now, unless a batch
    NULL: whether any shard's head failed. */
 const char *nm_log_failed(nm_t *nm, const util_id_t *task);
 bool nm_log_busy(nm_t *nm);                      /* events not yet acknowledged or held */
+/* exec_node_stats.c: answer STATS on the pipe with the node's state. */
+void nm_stats_send(nm_t *nm);
 int64_t nm_log_due_ms(nm_t *nm); /* ms to the next timed flush of queued events; -1: none */
 /* Whether the lineage event of task (its submission, or an actor's call)
    is not committed yet. */

@@ -529,6 +529,9 @@ nm_log_put(nm_t *nm, nm_obj_t *o)
     DB_SET_INT(&e, size, DB_F_SIZE, (int64_t) o->size);
     memcpy(e.fp, o->fp, 16);
     e.mask |= DB_F_FP;
+    char info[300];
+    nm_blob_record(nm, o, info, sizeof info); /* the bytes, for lux replay */
+    db_event_set_info(&e, info);
     s_emit(nm, &e, &task, NULL, 0);
 }
 
@@ -591,7 +594,7 @@ nm_log_node(nm_t *nm)
         k += (size_t) snprintf(info + k, sizeof info - k, "%s%s=%g", i ? "," : "",
                                nm->res[i].name, nm->res[i].total / 1000.0);
     s_base(nm, &e, DB_K_node_joined);
-    db_event_set_name(&e, nm->endpoint);
+    db_event_set_name(&e, nm->address[0] ? nm->address : nm->endpoint);
     db_event_set_info(&e, info);
     DB_SET_INT(&e, size, DB_F_SIZE, (int64_t) nm->store_bytes);
     s_emit(nm, &e, NULL, NULL, 0);

@@ -26,6 +26,7 @@
     task_submitted event in the log, recursively for lost arguments.
 */
 #include "exec_node_int.h"
+#include "exec_pool.h"
 #include "../util/util_err.h"
 #include "../util/util_hash.h"
 #include "../util/util_log.h"
@@ -40,89 +41,6 @@
 #include <unistd.h>
 
 #define S_BATCH_MAX 256
-#define S_EXTRA_IDLE_MS 500 /* an extra worker idle this long leaves */
-
-/* --- resources ----------------------------------------------------------------------- */
-
-/* Parse "CPU=2,GPU=1" into nm->res; CPU first. 0 or LUX_EINVAL. */
-int
-nm_parse_resources(nm_t *nm, const char *spec)
-{
-    char buf[512], *save = NULL;
-    snprintf(nm->res[0].name, sizeof nm->res[0].name, "CPU");
-    nm->res[0].total = nm->res[0].free = 1000L * sysconf(_SC_NPROCESSORS_ONLN);
-    nm->nres = 1;
-    if (!spec || !*spec)
-        return 0;
-    snprintf(buf, sizeof buf, "%s", spec);
-    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        char *eq = strchr(tok, '=');
-        char *end;
-        double v = eq ? strtod(eq + 1, &end) : -1;
-        if (!eq || eq == tok || end == eq + 1 || *end || v < 0 || eq - tok >= 31)
-            return util_err(LUX_EINVAL, "resources: '%s' is not NAME=AMOUNT", tok);
-        *eq = '\0';
-        nm_res_t *r = NULL;
-        for (int i = 0; i < nm->nres; i++)
-            if (strcmp(nm->res[i].name, tok) == 0)
-                r = &nm->res[i];
-        if (!r) {
-            if (nm->nres == 16)
-                return util_err(LUX_EINVAL, "resources: at most 16 kinds");
-            r = &nm->res[nm->nres++];
-            snprintf(r->name, sizeof r->name, "%s", tok);
-        }
-        r->total = r->free = (int64_t) (v * 1000 + 0.5);
-    }
-    return 0;
-}
-
-/* Custom resources a task asks for, into needs (per nm->res); false when
-   the node has none of one of them (the task can never run here). */
-static bool
-s_needs(nm_t *nm, const nm_task_t *t, int64_t *needs, char *why, size_t n)
-{
-    char buf[256], *save = NULL;
-    memset(needs, 0, sizeof(int64_t) * 16);
-    needs[0] = t->cpus_milli;
-    if (!t->res)
-        return true;
-    snprintf(buf, sizeof buf, "%s", t->res);
-    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        char *eq = strchr(tok, '=');
-        if (!eq)
-            continue;
-        *eq = '\0';
-        int k = -1;
-        for (int i = 0; i < nm->nres; i++)
-            if (strcmp(nm->res[i].name, tok) == 0)
-                k = i;
-        double v = strtod(eq + 1, NULL);
-        if (k < 0 || (int64_t) (v * 1000 + 0.5) > nm->res[k].total) {
-            snprintf(why, n, "it asks for %s=%s and this node has %s", tok, eq + 1,
-                     k < 0 ? "none" : "less");
-            return false;
-        }
-        needs[k] += (int64_t) (v * 1000 + 0.5);
-    }
-    return true;
-}
-
-static bool
-s_fits(nm_t *nm, const int64_t *needs)
-{
-    for (int i = 0; i < nm->nres; i++)
-        if (needs[i] > nm->res[i].free)
-            return false;
-    return true;
-}
-
-static void
-s_take(nm_t *nm, const int64_t *needs, int sign)
-{
-    for (int i = 0; i < nm->nres; i++)
-        nm->res[i].free -= sign * needs[i];
-}
 
 /* --- tasks ------------------------------------------------------------------------------ */
 
@@ -215,7 +133,6 @@ s_fn(const nm_task_t *t)
     return t->fn ? t->fn : "?";
 }
 
-static void s_finish_failed(nm_t *nm, nm_task_t *t, int status, const char *msg);
 static bool s_reserve(nm_t *nm, nm_task_t *t);
 
 /* Count argument i (object o) as a use of o by t. */
@@ -231,8 +148,8 @@ s_count(nm_task_t *t, int i, nm_obj_t *o)
 /* Walk the arguments of t at submission: count those that exist, wait for
    those still to come (rebuilding lost ones). 0, or a code with why: an
    argument that failed, or one never made. */
-static int
-s_resolve(nm_t *nm, nm_task_t *t, char *why, size_t n)
+int
+nm_task_resolve(nm_t *nm, nm_task_t *t, char *why, size_t n)
 {
     util_rd_t r;
     exec_arg_t a;
@@ -301,8 +218,8 @@ s_dup_name(const char *s, size_t n)
     return d;
 }
 
-static nm_task_t *
-s_task_make(nm_t *nm, nm_client_t *owner, const exec_spec_t *s, bool insert)
+nm_task_t *
+nm_task_new(nm_t *nm, nm_client_t *owner, const exec_spec_t *s, bool insert)
 {
     nm_task_t *t = calloc(1, sizeof *t);
     if (!t)
@@ -349,7 +266,7 @@ s_task_make(nm_t *nm, nm_client_t *owner, const exec_spec_t *s, bool insert)
 static nm_task_t *
 s_task_new(nm_t *nm, nm_client_t *owner, const exec_spec_t *s)
 {
-    return s_task_make(nm, owner, s, true);
+    return nm_task_new(nm, owner, s, true);
 }
 
 int
@@ -366,15 +283,15 @@ nm_submit(nm_t *nm, nm_client_t *c, const exec_spec_t *s)
     if (!t)
         return util_err(LUX_ENOMEM, "out of memory holding a task");
     nm->n_submitted++;
-    int rc = s_resolve(nm, t, why, sizeof why);
+    int rc = nm_task_resolve(nm, t, why, sizeof why);
     nm_log_submitted(nm, t);
     if (!rc) {
         int64_t needs[16];
-        if (!s_needs(nm, t, needs, why, sizeof why))
+        if (!nm_res_needs(nm, t, needs, why, sizeof why))
             rc = LUX_EINVAL;
     }
     if (rc) {
-        s_finish_failed(nm, t, rc, why);
+        nm_task_fail(nm, t, rc, why);
         return 0;
     }
     if (t->waiting == 0)
@@ -425,11 +342,11 @@ nm_rebuild(nm_t *nm, const lux_ref_t *id)
     char info[128];
     snprintf(info, sizeof info, "rebuild: object %s was lost", hex);
     nm_log_retried(nm, t, info);
-    if ((rc = s_resolve(nm, t, why, sizeof why))) {
+    if ((rc = nm_task_resolve(nm, t, why, sizeof why))) {
         char th[UTIL_ID_HEX], fn[EXEC_NAME_MAX + 1];
         util_id_hex(&t->id, th);
         snprintf(fn, sizeof fn, "%s", s_fn(t));
-        s_finish_failed(nm, t, rc, why);
+        nm_task_fail(nm, t, rc, why);
         return util_err(LUX_ETASK, "%s was lost and its rebuild failed: task %s (%s) failed: %s",
                         hex, th, fn, why);
     }
@@ -443,7 +360,7 @@ nm_rebuild(nm_t *nm, const lux_ref_t *id)
 /* --- reserving arguments ------------------------------------------------------------------ */
 
 /* t left the ready queue: its arguments are no longer counted as
-   reserved (their pins stay while it runs, or go with s_release_args). */
+   reserved (their pins stay while it runs, or go with nm_task_release_args). */
 static void
 s_unreserve_count(nm_t *nm, nm_task_t *t)
 {
@@ -507,7 +424,6 @@ s_reserve(nm_t *nm, nm_task_t *t)
     return true;
 }
 
-static void s_release_args(nm_t *nm, nm_task_t *t, bool uses);
 
 bool
 nm_unreserve_all(nm_t *nm)
@@ -517,7 +433,7 @@ nm_unreserve_all(nm_t *nm)
         return false;
     for (nm_task_t *t = nm->ready; t; t = t->next) {
         if (t->reserved) {
-            s_release_args(nm, t, false); /* its uses stay: nothing is deleted */
+            nm_task_release_args(nm, t, false); /* its uses stay: nothing is deleted */
             any = true;
         }
     }
@@ -528,8 +444,8 @@ nm_unreserve_all(nm_t *nm)
 
 /* Let go of a task's arguments: unpin them if it was handed to a worker,
    and drop its uses; an object nobody owns or uses any more goes. */
-static void
-s_release_args(nm_t *nm, nm_task_t *t, bool uses)
+void
+nm_task_release_args(nm_t *nm, nm_task_t *t, bool uses)
 {
     util_rd_t r;
     exec_arg_t a;
@@ -618,7 +534,7 @@ s_done(nm_t *nm, nm_task_t *t)
             nm_task_wake(nm, d);
     }
     s_answer_waiters(nm, t);
-    s_release_args(nm, t, true);
+    nm_task_release_args(nm, t, true);
     if (!t->ndeps) /* its dependents keep them */
         s_drop_unneeded(nm, t);
     util_idmap_del(nm->tasks, t->id.b);
@@ -626,8 +542,8 @@ s_done(nm_t *nm, nm_task_t *t)
 }
 
 /* Make an output object of t (or take the lost one being rebuilt). */
-static nm_obj_t *
-s_output(nm_t *nm, nm_task_t *t, uint8_t i)
+nm_obj_t *
+nm_task_output(nm_t *nm, nm_task_t *t, uint8_t i)
 {
     lux_ref_t id;
     exec_ref_make(&id, &t->id, i);
@@ -660,7 +576,7 @@ s_fail_one(nm_t *nm, nm_task_t *t, int status, const char *msg, const char *text
     r.t_start = r.t_end = util_now_ns();
     nm_log_finished(nm, t, t->worker, &r, 0, NULL);
     for (uint8_t i = 0; i < t->nret; i++) {
-        nm_obj_t *o = s_output(nm, t, i);
+        nm_obj_t *o = nm_task_output(nm, t, i);
         if (!o)
             continue;
         nm_obj_set_error(nm, o, text);
@@ -668,7 +584,7 @@ s_fail_one(nm_t *nm, nm_task_t *t, int status, const char *msg, const char *text
         nm_obj_ready(nm, o);
     }
     s_answer_waiters(nm, t);
-    s_release_args(nm, t, true);
+    nm_task_release_args(nm, t, true);
     s_drop_unneeded(nm, t);
     util_idmap_del(nm->tasks, t->id.b);
     nm_task_free(t);
@@ -678,8 +594,8 @@ s_fail_one(nm_t *nm, nm_task_t *t, int status, const char *msg, const char *text
    outputs: all are found first (marked doomed), then failed one by one,
    so no list is walked after what it points to is freed. Each dependent's
    error names t. */
-static void
-s_finish_failed(nm_t *nm, nm_task_t *t, int status, const char *msg)
+void
+nm_task_fail(nm_t *nm, nm_task_t *t, int status, const char *msg)
 {
     char hex[UTIL_ID_HEX], text[1024], why[1200];
     nm_task_t **all = malloc(16 * sizeof *all);
@@ -739,75 +655,12 @@ s_finish_failed(nm_t *nm, nm_task_t *t, int status, const char *msg)
 
 /* --- workers ---------------------------------------------------------------------------- */
 
-/* Workers of the pool (not extra ones, not actors'). */
-static int
-s_pool_size(nm_t *nm)
-{
-    int n = 0;
-    for (nm_worker_t *w = nm->workers; w; w = w->next)
-        n += !w->extra && !w->actor;
-    return n;
-}
-
-int
-nm_spawn_worker(nm_t *nm, int kind)
-{
-    bool extra = kind == NM_SPAWN_EXTRA;
-    char *argv[] = {nm->lux_bin, "worker", "--dir", nm->cluster.dir, "--node", nm->endpoint,
-                    NULL};
-    char log[PATH_MAX + 32];
-    snprintf(log, sizeof log, "%s/log/workers.log", nm->cluster.dir);
-    pid_t pid = util_spawn(argv, log);
-    if (pid < 0)
-        return (int) pid;
-    nm_worker_t *w = calloc(1, sizeof *w);
-    if (!w) {
-        kill(pid, SIGKILL);
-        return util_err(LUX_ENOMEM, "out of memory");
-    }
-    w->pid = pid;
-    w->state = W_STARTING;
-    w->started_ms = w->idle_ms = util_mono_ms();
-    w->extra = extra;
-    w->next = nm->workers;
-    nm->workers = w;
-    nm->nworkers++;
-    nm_cpu_place(nm, w, kind);
-    log_info("started worker %d%s", (int) pid, extra ? " (extra: a worker is blocked)" : "");
-    return 0;
-}
-
-static void
-s_worker_unlink(nm_t *nm, nm_worker_t *w)
-{
-    for (nm_worker_t **p = &nm->workers; *p; p = &(*p)->next)
-        if (*p == w) {
-            *p = w->next;
-            nm->nworkers--;
-            return;
-        }
-}
-
-/* The end of a worker gone: its connection goes too, then the worker. */
-static void
-s_worker_free(nm_t *nm, nm_worker_t *w)
-{
-    if (w->client) {
-        nm_client_t *c = w->client;
-        c->worker = NULL;
-        w->client = NULL;
-        nm_client_gone(nm, c);
-    }
-    s_worker_unlink(nm, w);
-    free(w);
-}
-
 void
 nm_worker_gone(nm_t *nm, nm_worker_t *w, const char *why)
 {
     if (w->actor) {
         nm_actor_worker_gone(nm, w, why);
-        s_worker_free(nm, w);
+        nm_pool_worker_free(nm, w);
         return;
     }
     nm_cancel_worker_gone(nm, w); /* the tasks it was stopped for fail, not retried */
@@ -817,7 +670,7 @@ nm_worker_gone(nm_t *nm, nm_worker_t *w, const char *why)
     else
         log_warn("worker %d %s", (int) w->pid, why);
     /* give back what it held */
-    s_take(nm, w->held, -1);
+    nm_res_take(nm, w->held, -1);
     memset(w->held, 0, sizeof w->held);
     /* The running task is known only when it was alone in the worker's
        queue: a worker reports results in batches, so the first unreported
@@ -837,7 +690,7 @@ nm_worker_gone(nm_t *nm, nm_worker_t *w, const char *why)
         stack[n++] = t;
     for (int i = n - 1; i >= 0; i--) {
         stack[i]->worker = NULL;
-        s_release_args(nm, stack[i], false);
+        nm_task_release_args(nm, stack[i], false);
         if (!running) {
             char msg[300];
             stack[i]->suspect = true;
@@ -850,12 +703,12 @@ nm_worker_gone(nm_t *nm, nm_worker_t *w, const char *why)
     }
     if (running) {
         running->worker = NULL;
-        s_release_args(nm, running, false);
+        nm_task_release_args(nm, running, false);
         if (running->attempt >= running->max_attempts) {
             char msg[300];
             snprintf(msg, sizeof msg, "its worker died on each of %u attempts (the last %s)",
                      running->attempt, why);
-            s_finish_failed(nm, running, LUX_EDEAD, msg);
+            nm_task_fail(nm, running, LUX_EDEAD, msg);
         } else {
             running->attempt++;
             nm->n_retried++;
@@ -866,71 +719,10 @@ nm_worker_gone(nm_t *nm, nm_worker_t *w, const char *why)
             s_ready_push(nm, running, true);
         }
     }
-    s_worker_free(nm, w);
-}
-
-void
-nm_reap_workers(nm_t *nm)
-{
-    /* One waitid for the common case, that no child has ended, instead
-       of a waitpid per worker every tick (8 system calls per actor call
-       in 1_1_actor_calls_sync). Not when it cannot say (no children, or
-       SIGCHLD ignored), and once a second all the same: a worker that is
-       not our child is found gone only by the loop below. */
-    siginfo_t si;
-    memset(&si, 0, sizeof si);
-    int64_t now = util_mono_ms();
-    bool all = now - nm->reaped_all_ms >= 1000;
-    if (!all && waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == 0)
-        return;
-    if (all)
-        nm->reaped_all_ms = now;
-    nm_worker_t *w = nm->workers;
-    while (w) {
-        nm_worker_t *next = w->next;
-        int status;
-        pid_t r = waitpid(w->pid, &status, WNOHANG);
-        if (r == w->pid || (r < 0 && !util_proc_alive(w->pid))) {
-            char why[96];
-            if (r == w->pid && WIFSIGNALED(status))
-                snprintf(why, sizeof why, "died (signal %d)", WTERMSIG(status));
-            else if (r == w->pid && WIFEXITED(status))
-                snprintf(why, sizeof why, "exited with status %d", WEXITSTATUS(status));
-            else
-                snprintf(why, sizeof why, "is gone");
-            bool pool = !w->extra && !w->actor;
-            if (w->client && w->client->conn) {
-                /* its last results (a task's, an actor's checkpoint) may
-                   still wait in its socket: they count */
-                w->reaped = true;
-                nm_conn_drain(nm, w->client->conn);
-            }
-            nm_worker_gone(nm, w, why);
-            /* a pool worker is replaced whatever extra ones are running:
-               they leave when idle, and counting them here let the pool
-               shrink to nothing (extras alive when pool workers died, then
-               gone) */
-            if (pool && s_pool_size(nm) < nm->target_workers &&
-                nm_spawn_worker(nm, NM_SPAWN_POOL))
-                log_error("cannot restart a worker: %s", lux_errmsg());
-        } else if (w->state == W_STARTING && util_mono_ms() - w->started_ms > 30000) {
-            log_error("worker %d did not say hello within 30 s; killing it", (int) w->pid);
-            kill(w->pid, SIGKILL);
-        }
-        w = next;
-    }
+    nm_pool_worker_free(nm, w);
 }
 
 /* --- dispatch --------------------------------------------------------------------------- */
-
-static nm_worker_t *
-s_idle_worker(nm_t *nm)
-{
-    for (nm_worker_t *w = nm->workers; w; w = w->next)
-        if (w->state == W_IDLE && w->client && !w->actor)
-            return w;
-    return NULL;
-}
 
 
 /* Resolve t's arguments into descriptors for the worker and pin the
@@ -938,8 +730,8 @@ s_idle_worker(nm_t *nm)
    was evicted since t was queued (t now waits for its rebuild); 2 when a
    spilled argument has no room to come back yet (t waits in the queue);
    or a code (an argument that cannot be brought back). */
-static int
-s_run_args(nm_t *nm, nm_task_t *t, exec_obj_t *objs)
+int
+nm_task_run_args(nm_t *nm, nm_task_t *t, exec_obj_t *objs)
 {
     util_rd_t r;
     exec_arg_t a;
@@ -1028,27 +820,8 @@ s_run_args(nm_t *nm, nm_task_t *t, exec_obj_t *objs)
                 nm_obj_unpin(nm, o);
         }
     }
-    t->pinned = rc == 0; /* every argument is pinned: s_release_args unpins */
+    t->pinned = rc == 0; /* every argument is pinned: nm_task_release_args unpins */
     return rc;
-}
-
-/* Nothing waits and no worker is blocked: the extra workers started for
-   blocked ones go, once idle for S_EXTRA_IDLE_MS (not at once: nested
-   work tends to come back, and a worker takes tens of ms to start). */
-static void
-s_retire_extras(nm_t *nm)
-{
-    int64_t now = util_mono_ms();
-    for (nm_worker_t *x = nm->workers; x; x = x->next)
-        if (x->state == W_BLOCKED)
-            return;
-    for (nm_worker_t *x = nm->workers; x; x = x->next) {
-        if (x->extra && x->state == W_IDLE && !x->reaped && now - x->idle_ms >= S_EXTRA_IDLE_MS) {
-            log_info("extra worker %d is not needed any more", (int) x->pid);
-            kill(x->pid, SIGTERM);
-            x->state = W_LEAVING; /* give it nothing; reaped when it exits */
-        }
-    }
 }
 
 /* t has a spilled argument the store has no room to bring back: whether
@@ -1078,21 +851,21 @@ nm_dispatch(nm_t *nm)
     bool no_room = false;
     nm->room_waits = false;
     while (nm->ready && !no_room) {
-        nm_worker_t *w = s_idle_worker(nm);
+        nm_worker_t *w = nm_pool_idle(nm);
         if (!w)
             break;
         int64_t needs[16];
         char why[256];
         nm_task_t *first = nm->ready;
-        if (!s_needs(nm, first, needs, why, sizeof why)) {
+        if (!nm_res_needs(nm, first, needs, why, sizeof why)) {
             nm->ready = first->next;
             if (!nm->ready)
                 nm->ready_last = NULL;
             nm->nready--;
-            s_finish_failed(nm, first, LUX_EINVAL, why);
+            nm_task_fail(nm, first, LUX_EINVAL, why);
             continue;
         }
-        if (!s_fits(nm, needs))
+        if (!nm_res_fits(nm, needs))
             break; /* wait for resources to come back */
         int idle = 0;
         for (nm_worker_t *x = nm->workers; x; x = x->next)
@@ -1125,7 +898,7 @@ nm_dispatch(nm_t *nm)
                 cap = t->argc * 2;
                 objs = realloc(objs, cap * sizeof *objs);
             }
-            int rc = s_run_args(nm, t, objs);
+            int rc = nm_task_run_args(nm, t, objs);
             if (rc == 1) {
                 t->state = TASK_WAITING; /* for the rebuild of an argument */
                 continue;
@@ -1146,7 +919,7 @@ nm_dispatch(nm_t *nm)
                 continue;
             }
             if (rc) {
-                s_finish_failed(nm, t, rc, lux_errmsg());
+                nm_task_fail(nm, t, rc, lux_errmsg());
                 continue;
             }
             t->room_since_ms = 0;
@@ -1174,7 +947,7 @@ nm_dispatch(nm_t *nm)
         if (count == 0)
             continue;
         util_le32(b->data, count);
-        s_take(nm, needs, 1);
+        nm_res_take(nm, needs, 1);
         memcpy(w->held, needs, sizeof w->held);
         w->state = W_BUSY;
         zmsg_t *m = zmsg_new();
@@ -1187,7 +960,7 @@ nm_dispatch(nm_t *nm)
        cap when none is busy or starting, for then every one is blocked
        and they would wait for ever. Actors' workers run only their calls:
        they count for neither. */
-    if (nm->ready && !s_idle_worker(nm)) {
+    if (nm->ready && !nm_pool_idle(nm)) {
         int blocked = 0, starting = 0, busy = 0, n = 0;
         for (nm_worker_t *x = nm->workers; x; x = x->next) {
             if (x->actor)
@@ -1202,7 +975,7 @@ nm_dispatch(nm_t *nm)
             nm_spawn_worker(nm, NM_SPAWN_EXTRA);
     }
     if (!nm->ready)
-        s_retire_extras(nm);
+        nm_pool_retire_extras(nm);
 }
 
 /* --- results ---------------------------------------------------------------------------- */
@@ -1226,7 +999,7 @@ s_worker_pop(nm_t *nm, nm_worker_t *w, nm_task_t *t)
     t->next = NULL;
     t->worker = NULL;
     if (!w->queue) {
-        s_take(nm, w->held, -1);
+        nm_res_take(nm, w->held, -1);
         memset(w->held, 0, sizeof w->held);
         if (w->state == W_BUSY) {
             w->state = W_IDLE;
@@ -1278,7 +1051,7 @@ s_result(nm_t *nm, nm_worker_t *w, const exec_result_t *r)
         snprintf(msg, sizeof msg, "%.*s", (int) r->msg_len, r->msg ? r->msg : "");
         if (!msg[0])
             snprintf(msg, sizeof msg, "it returned %s", lux_strerror(r->status));
-        s_finish_failed(nm, t, r->status, msg);
+        nm_task_fail(nm, t, r->status, msg);
         return;
     }
     /* the outputs */
@@ -1286,14 +1059,14 @@ s_result(nm_t *nm, nm_worker_t *w, const exec_result_t *r)
     const uint8_t *fps;
     uint64_t total = 0;
     if (nm_result_outputs(nm, c, t, r, outs, &fps)) {
-        s_finish_failed(nm, t, LUX_EPROTO, "its worker reported malformed outputs");
+        nm_task_fail(nm, t, LUX_EPROTO, "its worker reported malformed outputs");
         return;
     }
     uint8_t fp[16] = {0};
     util_blake_t h;
     util_blake_init(&h, 16);
     for (uint8_t i = 0; i < r->nret; i++) {
-        nm_obj_t *o = s_output(nm, t, i);
+        nm_obj_t *o = nm_task_output(nm, t, i);
         if (!o)
             continue;
         if (outs[i].where == EXEC_W_ARENA) {
@@ -1381,7 +1154,7 @@ nm_blocked(nm_t *nm, nm_client_t *c, const uint8_t *p, size_t n)
     }
     if (blocked && w->state == W_BUSY) {
         /* give the CPUs back, and the tasks it has not started */
-        s_take(nm, w->held, -1);
+        nm_res_take(nm, w->held, -1);
         memcpy(w->lent, w->held, sizeof w->lent);
         memset(w->held, 0, sizeof w->held);
         w->state = W_BLOCKED;
@@ -1396,32 +1169,20 @@ nm_blocked(nm_t *nm, nm_client_t *c, const uint8_t *p, size_t n)
             nm_task_t *t = nm_task_find(nm, &tid);
             if (t && t->worker == w && t != w->queue) {
                 s_worker_pop(nm, w, t);
-                s_release_args(nm, t, false);
+                nm_task_release_args(nm, t, false);
                 s_ready_push(nm, t, false);
             }
         }
     } else if (!blocked && w->state == W_BLOCKED) {
         memcpy(w->held, w->lent, sizeof w->held);
         memset(w->lent, 0, sizeof w->lent);
-        s_take(nm, w->held, 1); /* may go below zero for a while: that is fine */
+        nm_res_take(nm, w->held, 1); /* may go below zero for a while: that is fine */
         w->state = w->queue ? W_BUSY : W_IDLE;
         w->idle_ms = util_mono_ms();
     }
 }
 
-/* --- for exec_node_actor.c ------------------------------------------------------------------ */
-
-nm_task_t *
-nm_task_new(nm_t *nm, nm_client_t *owner, const exec_spec_t *s, bool insert)
-{
-    return s_task_make(nm, owner, s, insert);
-}
-
-int
-nm_task_resolve(nm_t *nm, nm_task_t *t, char *why, size_t n)
-{
-    return s_resolve(nm, t, why, n);
-}
+/* --- what the actors use ------------------------------------------------------------------ */
 
 void
 nm_task_wake(nm_t *nm, nm_task_t *t)
@@ -1434,63 +1195,10 @@ nm_task_wake(nm_t *nm, nm_task_t *t)
     }
 }
 
-int
-nm_task_run_args(nm_t *nm, nm_task_t *t, exec_obj_t *objs)
-{
-    return s_run_args(nm, t, objs);
-}
-
-void
-nm_task_release_args(nm_t *nm, nm_task_t *t, bool uses)
-{
-    s_release_args(nm, t, uses);
-}
-
 void
 nm_task_discard(nm_t *nm, nm_task_t *t)
 {
     s_forget_dependent(nm, t);
-    s_release_args(nm, t, true);
+    nm_task_release_args(nm, t, true);
     nm_task_free(t);
-}
-
-void
-nm_task_fail(nm_t *nm, nm_task_t *t, int status, const char *msg)
-{
-    s_finish_failed(nm, t, status, msg);
-}
-
-nm_obj_t *
-nm_task_output(nm_t *nm, nm_task_t *t, uint8_t i)
-{
-    return s_output(nm, t, i);
-}
-
-bool
-nm_res_needs(nm_t *nm, const nm_task_t *t, int64_t *needs, char *why, size_t n)
-{
-    return s_needs(nm, t, needs, why, n);
-}
-
-bool
-nm_res_fits(nm_t *nm, const int64_t *needs)
-{
-    return s_fits(nm, needs);
-}
-
-void
-nm_res_take(nm_t *nm, const int64_t *needs, int sign)
-{
-    s_take(nm, needs, sign);
-}
-
-int
-nm_spawn_actor_worker(nm_t *nm, nm_actor_t *a)
-{
-    int rc = nm_spawn_worker(nm, NM_SPAWN_ACTOR);
-    if (rc)
-        return rc;
-    nm->workers->actor = a; /* nm_spawn_worker puts the new one first */
-    a->worker = nm->workers;
-    return 0;
 }

@@ -105,6 +105,60 @@ net_sec_public(const net_sec_t *self)
     return zcert_public_txt(self->cert);
 }
 
+const char *
+net_sec_secret(const net_sec_t *self)
+{
+    return zcert_secret_txt(self->cert);
+}
+
+int
+net_sec_import(const char *keydir, const char *public_z85, const char *secret_z85)
+{
+    char path[PATH_MAX], allow[PATH_MAX];
+    uint8_t pub[32], sec[32], derived[32];
+    int rc;
+    if (!public_z85 || !secret_z85 || strlen(public_z85) != 40 || strlen(secret_z85) != 40 ||
+        !zmq_z85_decode(pub, public_z85) || !zmq_z85_decode(sec, secret_z85))
+        return util_err(LUX_EINVAL, "not a CURVE key pair (two 40-character Z85 keys)");
+    /* the public key must be the secret's: a token edited by hand, or the
+       halves of two clusters, would otherwise fail later and in silence */
+    char derived_z85[41];
+    if (zmq_curve_public(derived_z85, secret_z85) != 0 || !zmq_z85_decode(derived, derived_z85))
+        return util_err(LUX_EINVAL, "the secret key is not a CURVE key");
+    (void) sec;
+    if (memcmp(derived, pub, 32) != 0)
+        return util_err(LUX_EINVAL, "the public key is not the secret key's");
+    if ((rc = util_private_dir(keydir)))
+        return rc;
+    snprintf(path, sizeof path, "%s/cluster.cert", keydir);
+    if (util_exists(path)) {
+        net_sec_t *old = net_sec_load(keydir);
+        bool same = old && strcmp(net_sec_public(old), public_z85) == 0 &&
+                    strcmp(net_sec_secret(old), secret_z85) == 0;
+        net_sec_destroy(&old);
+        return same ? 0
+                    : util_err(LUX_EEXIST, "%s holds another cluster's key pair", keydir);
+    }
+    snprintf(allow, sizeof allow, "%s/allowed", keydir);
+    if ((rc = util_private_dir(allow)))
+        return rc;
+    zcert_t *cert = zcert_new_from(pub, sec);
+    if (!cert)
+        return util_err(LUX_ENOMEM, "cannot make a CURVE certificate");
+    zcert_set_meta(cert, "role", "lux cluster");
+    rc = zcert_save(cert, path);
+    if (rc == 0) {
+        snprintf(allow, sizeof allow, "%s/allowed/cluster.cert", keydir);
+        rc = zcert_save_public(cert, allow);
+    }
+    zcert_destroy(&cert);
+    if (rc != 0)
+        return util_err(LUX_EIO, "%s: cannot save the cluster key", path);
+    snprintf(path, sizeof path, "%s/cluster.cert_secret", keydir);
+    chmod(path, 0600);
+    return 0;
+}
+
 static int
 s_auth_start(net_sec_t *sec)
 {

@@ -29,6 +29,15 @@ void net_sec_destroy(net_sec_t **self_p);
 
 /* The cluster's public key (Z85, 40 characters). */
 const char *net_sec_public(const net_sec_t *self);
+/* Its secret key (Z85, 40 characters): for the token file a head writes
+   for the machines that join it (never sent over a network by Lux). */
+const char *net_sec_secret(const net_sec_t *self);
+
+/* Make keydir (private) hold a cluster key pair given as Z85 text, as
+   net_sec_create would have: how a joining node takes the keys of the
+   token file. 0, or LUX_EINVAL (not a key pair) / LUX_EEXIST (keydir
+   holds another pair) / LUX_EIO. */
+int net_sec_import(const char *keydir, const char *public_z85, const char *secret_z85);
 
 /* Bind a new socket of type (ZMQ_ROUTER...) to ep. The endpoint peers
    should connect to is written to bound (which may be NULL when not

@@ -77,38 +77,18 @@ util_hash64(const void *p, size_t n)
 void
 util_hex(char *out, const void *p, size_t n)
 {
-    static const char d[] = "0123456789abcdef";
-    const uint8_t *s = p;
-    for (size_t i = 0; i < n; i++) {
-        out[2 * i] = d[s[i] >> 4];
-        out[2 * i + 1] = d[s[i] & 15];
-    }
-    out[2 * n] = '\0';
-}
-
-static int
-s_nibble(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
+    sodium_bin2hex(out, 2 * n + 1, p, n);
 }
 
 int
 util_unhex(void *out, size_t n, const char *hex)
 {
-    uint8_t *o = out;
-    if (strlen(hex) != 2 * n)
-        return util_err(LUX_EINVAL, "expected %zu hex digits, got %zu", 2 * n, strlen(hex));
-    for (size_t i = 0; i < n; i++) {
-        int hi = s_nibble(hex[2 * i]), lo = s_nibble(hex[2 * i + 1]);
-        if (hi < 0 || lo < 0)
-            return util_err(LUX_EINVAL, "not a hex digit at position %zu", 2 * i + (hi < 0 ? 0 : 1));
-        o[i] = (uint8_t) (hi << 4 | lo);
-    }
+    size_t len = strlen(hex), got = 0;
+    const char *end = NULL;
+    if (len != 2 * n)
+        return util_err(LUX_EINVAL, "expected %zu hex digits, got %zu", 2 * n, len);
+    if (sodium_hex2bin(out, n, hex, len, NULL, &got, &end) != 0 || got != n)
+        return util_err(LUX_EINVAL, "not a hex digit at position %zu",
+                        end && end > hex ? (size_t) (end - hex) : (size_t) 0);
     return 0;
 }

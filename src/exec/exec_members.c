@@ -1,0 +1,430 @@
+/*  exec_members - the head's membership monitor: the nodes' heartbeats,
+    their deaths and departures, and the table `lux status` reads
+    (exec_members.h says what and why).
+*/
+#include "exec_members.h"
+#include "../db/db_client.h"
+#include "../db/db_event.h"
+#include "../db/db_query.h"
+#include "../util/util_err.h"
+#include "../util/util_log.h"
+#include "../util/util_time.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    util_id_t node;
+    char *beat;         /* its last BEAT's text */
+    int64_t seen_ms;    /* when (util_mono_ms) */
+    enum { M_ALIVE, M_DEAD, M_LEFT } state;
+    char why[160];      /* for dead and left */
+} s_node_t;
+
+typedef struct {
+    zsock_t *pipe;
+    db_cluster_t cluster;
+    net_sec_t *sec;
+    zsock_t *router;
+    db_client_t *log;   /* made when there is something to append */
+    int dead_ms;
+    s_node_t *nodes;
+    size_t n;
+} s_mon_t;
+
+char *
+exec_members_get(const char *text, const char *key, char *out, size_t n)
+{
+    size_t k = strlen(key);
+    for (const char *p = text; p && *p;) {
+        const char *end = strchr(p, '\n');
+        size_t len = end ? (size_t) (end - p) : strlen(p);
+        if (len > k && strncmp(p, key, k) == 0 && p[k] == ' ') {
+            size_t v = len - k - 1;
+            if (v >= n)
+                v = n - 1;
+            memcpy(out, p + k + 1, v);
+            out[v] = '\0';
+            return out;
+        }
+        p = end ? end + 1 : NULL;
+    }
+    return NULL;
+}
+
+static s_node_t *
+s_find(s_mon_t *m, const util_id_t *id)
+{
+    for (size_t i = 0; i < m->n; i++)
+        if (util_id_eq(&m->nodes[i].node, id))
+            return &m->nodes[i];
+    return NULL;
+}
+
+/* Append a node event (node_died, node_left) and wait a little for it:
+   a departure is answered once it is in the log. */
+/* The log client, made at the first beat: a node beats once the chains
+   serve, and the client must have its configuration before a stop, when
+   the chain master (which stops at the signal) no longer answers. */
+static int
+s_log_open(s_mon_t *m)
+{
+    if (!m->log) {
+        db_client_opts_t o = {.cluster = &m->cluster, .sec = m->sec, .timeout_ms = 10000};
+        if (!(m->log = db_client_new(&o)))
+            return util_err_ctx(LUX_EIO, "the membership monitor's log client");
+    }
+    return 0;
+}
+
+static int
+s_append(s_mon_t *m, int kind, const s_node_t *nd, const char *info, int wait_ms)
+{
+    int rc = s_log_open(m);
+    if (rc)
+        return rc;
+    char addr[128] = "";
+    db_event_t e;
+    memset(&e, 0, sizeof e);
+    e.kind = (uint16_t) kind;
+    DB_SET_ID(&e, node, DB_F_NODE, &nd->node);
+    if (exec_members_get(nd->beat, "address", addr, sizeof addr))
+        db_event_set_name(&e, addr);
+    db_event_set_info(&e, info);
+    rc = db_client_append(m->log, &e);
+    if (!rc && wait_ms > 0)
+        rc = db_client_sync(m->log, wait_ms);
+    else if (!rc)
+        db_client_flush(m->log);
+    return rc;
+}
+
+static void
+s_reply(s_mon_t *m, zframe_t *who, const char *what, const char *text)
+{
+    zmsg_t *r = zmsg_new();
+    zmsg_append(r, &who);
+    zmsg_addstr(r, what);
+    if (text)
+        zmsg_addstr(r, text);
+    zmsg_send(&r, m->router);
+}
+
+static void
+s_beat(s_mon_t *m, zframe_t *who, const char *text)
+{
+    char hex[64];
+    util_id_t id;
+    if (!exec_members_get(text, "node", hex, sizeof hex) || util_id_parse(&id, hex)) {
+        s_reply(m, who, "ERR", "a BEAT without a valid node line");
+        return;
+    }
+    s_node_t *nd = s_find(m, &id);
+    if (nd && nd->state != M_ALIVE) {
+        s_reply(m, who, "DEAD", nd->why);
+        return;
+    }
+    if (!nd) {
+        if (m->n == EXEC_MEMBERS_MAX) {
+            s_reply(m, who, "ERR", "the head keeps no more nodes");
+            return;
+        }
+        s_node_t *v = realloc(m->nodes, (m->n + 1) * sizeof *v);
+        if (!v) {
+            s_reply(m, who, "ERR", "out of memory");
+            return;
+        }
+        m->nodes = v;
+        nd = &m->nodes[m->n++];
+        memset(nd, 0, sizeof *nd);
+        nd->node = id;
+        char addr[128] = "?";
+        exec_members_get(text, "address", addr, sizeof addr);
+        log_info("node %.12s at %s beats", hex, addr);
+    }
+    free(nd->beat);
+    nd->beat = strdup(text);
+    nd->seen_ms = util_mono_ms();
+    s_reply(m, who, "OK", NULL);
+    if (!m->log && s_log_open(m))
+        log_error("%s", lux_errmsg());
+}
+
+static void
+s_leave(s_mon_t *m, zframe_t *who, const char *hex)
+{
+    util_id_t id;
+    s_node_t *nd = hex && util_id_parse(&id, hex) == 0 ? s_find(m, &id) : NULL;
+    if (!nd) {
+        s_reply(m, who, "ERR", "no such node (it never beat here)");
+        return;
+    }
+    if (nd->state == M_ALIVE) {
+        nd->state = M_LEFT;
+        snprintf(nd->why, sizeof nd->why, "it left (lux stop)");
+        log_info("node %.12s left", hex);
+        if (s_append(m, DB_K_node_left, nd, nd->why, 5000)) {
+            s_reply(m, who, "ERR", lux_errmsg());
+            return;
+        }
+    }
+    s_reply(m, who, "OK", NULL);
+}
+
+static void
+s_status(s_mon_t *m, zframe_t *who)
+{
+    size_t cap = 1024, len = 0;
+    char *text = malloc(cap);
+    int64_t now = util_mono_ms();
+    if (!text)
+        return;
+    text[0] = '\0';
+    for (size_t i = 0; i < m->n; i++) {
+        const s_node_t *nd = &m->nodes[i];
+        size_t need = strlen(nd->beat) + strlen(nd->why) + 128;
+        if (len + need >= cap) {
+            char *t = realloc(text, cap = (len + need) * 2);
+            if (!t)
+                break;
+            text = t;
+        }
+        len += (size_t) snprintf(text + len, cap - len, "%s%s%sstate %s\nage_ms %lld\n%s%s%s",
+                                 i ? "\n" : "", nd->beat,
+                                 nd->beat[0] && nd->beat[strlen(nd->beat) - 1] != '\n' ? "\n" : "",
+                                 nd->state == M_ALIVE  ? "alive"
+                                 : nd->state == M_DEAD ? "dead"
+                                                       : "left",
+                                 (long long) (now - nd->seen_ms), nd->why[0] ? "why " : "",
+                                 nd->why, nd->why[0] ? "\n" : "");
+    }
+    s_reply(m, who, "NODES", text);
+    free(text);
+}
+
+/* The nodes the log says are alive (joined, neither dead nor left),
+   taken into the table as if they had just beaten: one that does not beat
+   within dead_ms is declared dead, so a node that died while the head was
+   down (or the head's own node of an earlier run, killed with it) gets
+   its node_died. The head's files are on this machine: the tails are
+   read as `lux sql` reads them. */
+static void
+s_rebuild(s_mon_t *m)
+{
+    db_query_t *q = db_query_open(&m->cluster);
+    sqlite3_stmt *st = NULL;
+    if (!q || db_query_prepare(q, "SELECT node_id, address FROM nodes WHERE state = 'alive'",
+                               &st, NULL)) {
+        log_info("no nodes from the log (%s)", lux_errmsg()); /* a new cluster's files */
+        db_query_close(&q);
+        return;
+    }
+    int64_t now = util_mono_ms();
+    int n = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        const char *hex = (const char *) sqlite3_column_text(st, 0);
+        const char *addr = (const char *) sqlite3_column_text(st, 1);
+        util_id_t id;
+        if (!hex || util_id_parse(&id, hex) || s_find(m, &id))
+            continue;
+        s_node_t *v = realloc(m->nodes, (m->n + 1) * sizeof *v);
+        if (!v)
+            break;
+        m->nodes = v;
+        s_node_t *nd = &m->nodes[m->n++];
+        memset(nd, 0, sizeof *nd);
+        nd->node = id;
+        nd->seen_ms = now;
+        char text[256];
+        snprintf(text, sizeof text, "node %s\naddress %s\nrole from-log\n", hex,
+                 addr ? addr : "?");
+        nd->beat = strdup(text);
+        n++;
+    }
+    sqlite3_finalize(st);
+    db_query_close(&q);
+    if (n)
+        log_info("%d nodes the log says are alive: each is dead unless it beats within %d ms", n,
+                 m->dead_ms);
+}
+
+/* Nodes silent for dead_ms are dead: said in the log once. */
+static void
+s_tick(s_mon_t *m)
+{
+    int64_t now = util_mono_ms();
+    for (size_t i = 0; i < m->n; i++) {
+        s_node_t *nd = &m->nodes[i];
+        if (nd->state != M_ALIVE || now - nd->seen_ms < m->dead_ms)
+            continue;
+        nd->state = M_DEAD;
+        snprintf(nd->why, sizeof nd->why,
+                 "no heartbeat for %lld ms (the head's membership monitor declares a node dead "
+                 "after %d ms of silence)",
+                 (long long) (now - nd->seen_ms), m->dead_ms);
+        char hex[UTIL_ID_HEX];
+        log_warn("node %.12s died: %s", util_id_hex(&nd->node, hex), nd->why);
+        if (s_append(m, DB_K_node_died, nd, nd->why, 0))
+            log_error("node %.12s: node_died not appended: %s", hex, lux_errmsg());
+    }
+    if (m->log)
+        db_client_poll(m->log, 0);
+}
+
+typedef struct {
+    s_mon_t *m;
+    char err[UTIL_ERRMSG_MAX]; /* set before the signal when the bind failed */
+} s_start_t;
+
+static void
+s_actor(zsock_t *pipe, void *arg)
+{
+    s_start_t *st = arg;
+    s_mon_t *m = st->m;
+    char ep[DB_EP_MAX];
+    util_log_name("members");
+    m->pipe = pipe;
+    db_cluster_members_ep(&m->cluster, true, ep, sizeof ep);
+    if (!(m->router = net_bind(ZMQ_ROUTER, ep, m->sec, NULL, 0))) {
+        snprintf(st->err, sizeof st->err, "%s", lux_errmsg());
+        zsock_signal(pipe, 1);
+        return;
+    }
+    zsock_signal(pipe, 0);
+    s_rebuild(m);
+    log_info("membership monitor at %s (a node is dead after %d ms of silence)", ep, m->dead_ms);
+    zpoller_t *p = zpoller_new(pipe, m->router, NULL);
+    zpoller_set_nonstop(p, true); /* it ends on $TERM, after its process's last LEAVE */
+    int64_t next = util_mono_ms() + EXEC_MEMBERS_BEAT_MS / 2;
+    while (true) {
+        int64_t wait = next - util_mono_ms();
+        void *which = zpoller_wait(p, wait > 0 ? (int) wait : 0);
+        if (which == pipe) {
+            char *cmd = zstr_recv(pipe);
+            bool stop = !cmd || strcmp(cmd, "$TERM") == 0;
+            free(cmd);
+            if (stop)
+                break;
+        } else if (which == m->router) {
+            zmsg_t *msg = zmsg_recv(m->router);
+            zframe_t *who = msg ? zmsg_pop(msg) : NULL;
+            char *what = msg ? zmsg_popstr(msg) : NULL;
+            char *text = msg ? zmsg_popstr(msg) : NULL;
+            if (who && what) {
+                if (strcmp(what, "BEAT") == 0 && text)
+                    s_beat(m, who, text);
+                else if (strcmp(what, "LEAVE") == 0)
+                    s_leave(m, who, text);
+                else if (strcmp(what, "STATUS") == 0)
+                    s_status(m, who);
+                else
+                    s_reply(m, who, "ERR", "unknown request");
+                who = NULL; /* s_reply took it */
+            }
+            zframe_destroy(&who);
+            free(what);
+            free(text);
+            zmsg_destroy(&msg);
+        } else if (zpoller_terminated(p)) {
+            break;
+        }
+        if (util_mono_ms() >= next) {
+            s_tick(m);
+            next = util_mono_ms() + EXEC_MEMBERS_BEAT_MS / 2;
+        }
+    }
+    zpoller_destroy(&p);
+    if (m->log)
+        db_client_sync(m->log, 2000);
+    db_client_destroy(&m->log);
+    net_forget(ep);
+    zsock_destroy(&m->router);
+}
+
+static void
+s_mon_free(s_mon_t *m)
+{
+    for (size_t i = 0; i < m->n; i++)
+        free(m->nodes[i].beat);
+    free(m->nodes);
+    free(m);
+}
+
+/* The thread owns m from its start, and frees it at its end. */
+static void
+s_run(zsock_t *pipe, void *arg)
+{
+    s_mon_t *m = ((s_start_t *) arg)->m;
+    s_actor(pipe, arg);
+    s_mon_free(m);
+}
+
+zactor_t *
+exec_members_new(const exec_members_opts_t *o)
+{
+    s_start_t st = {.m = calloc(1, sizeof(s_mon_t))};
+    s_mon_t *m = st.m;
+    if (!m) {
+        util_err(LUX_ENOMEM, "out of memory");
+        return NULL;
+    }
+    m->cluster = *o->cluster;
+    m->sec = o->sec;
+    const char *env = getenv("LUX_NODE_DEAD_MS");
+    m->dead_ms = o->dead_ms > 0 ? o->dead_ms
+                 : env && atoi(env) > 0 ? atoi(env)
+                                        : EXEC_MEMBERS_DEAD_MS;
+    /* zactor_new waits for the thread's signal: st lives until then */
+    zactor_t *a = zactor_new(s_run, &st);
+    if (!a) {
+        util_err(LUX_EIO, "cannot start the membership monitor");
+    } else if (st.err[0]) {
+        util_err(LUX_EIO, "the membership monitor: %s", st.err);
+        zactor_destroy(&a);
+    }
+    return a;
+}
+int
+exec_members_ask(const db_cluster_t *c, net_sec_t *sec, const char *what, const char *text,
+                 int timeout_ms, char **reply)
+{
+    char ep[DB_EP_MAX];
+    *reply = NULL;
+    db_cluster_members_ep(c, false, ep, sizeof ep);
+    zsock_t *s = net_connect(ZMQ_DEALER, ep, sec);
+    if (!s)
+        return util_err_ctx(LUX_EIO, "the membership endpoint %s", ep);
+    zsock_set_linger(s, 0);
+    zmsg_t *m = zmsg_new();
+    zmsg_addstr(m, what);
+    if (text)
+        zmsg_addstr(m, text);
+    zmsg_send(&m, s);
+    zpoller_t *p = zpoller_new(s, NULL);
+    zpoller_set_nonstop(p, true); /* a daemon stopping by a signal still leaves */
+    int rc;
+    if (zpoller_wait(p, timeout_ms) != s) {
+        rc = util_err(LUX_ETIMEDOUT,
+                      "the head's membership endpoint %s did not answer within %d ms (is the "
+                      "head running there, do this machine's keys match the cluster's, does a "
+                      "firewall let port %s through?)",
+                      ep, timeout_ms, strrchr(ep, ':') ? strrchr(ep, ':') + 1 : ep);
+    } else {
+        zmsg_t *r = zmsg_recv(s);
+        char *head = r ? zmsg_popstr(r) : NULL;
+        char *body = r ? zmsg_popstr(r) : NULL;
+        *reply = body ? body : strdup("");
+        if (head && (strcmp(head, "OK") == 0 || strcmp(head, "NODES") == 0))
+            rc = 0;
+        else if (head && strcmp(head, "DEAD") == 0)
+            rc = util_err(LUX_EDEAD, "the head declared this node dead: %s", *reply);
+        else
+            rc = util_err(LUX_EIO, "the head's membership monitor refused %s: %s", what,
+                          *reply);
+        free(head);
+        zmsg_destroy(&r);
+    }
+    zpoller_destroy(&p);
+    zsock_destroy(&s);
+    return rc;
+}

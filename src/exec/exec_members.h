@@ -1,0 +1,62 @@
+/*  exec_members - who is in the cluster: the head's membership monitor,
+    and what nodes say to it (DESIGN section 2, "Nodes joining, beating
+    and dying").
+
+    The monitor runs in the head's supervisor. It binds the cluster's
+    membership endpoint (db_cluster_members_ep: tcp with CURVE on
+    --port + 2 for a tcp cluster, ipc otherwise) and keeps a table of the
+    nodes from their heartbeats: every node's daemon sends a BEAT every
+    EXEC_MEMBERS_BEAT_MS with its state as "key value" lines (node ID,
+    address, resources total and free, store used and capacity, workers,
+    queue length). A node silent for dead_ms is declared dead: the
+    monitor appends `node_died` (the node, its address, and why) to the
+    log and answers that node's next BEAT with DEAD, so a node cut off
+    for longer than that stops rather than coming back under an ID the log
+    says is dead. A node that leaves (`lux stop`) says LEAVE and the
+    monitor appends `node_left`. `lux status` asks STATUS.
+
+    The messages (doc/protocol.md, "Membership"), DEALER to ROUTER:
+        BEAT text          -> OK | DEAD why
+        LEAVE node-hex     -> OK (after node_left is in the log) | ERR why
+        STATUS             -> NODES text   (one block per node, blank lines
+                                            between; each block the node's
+                                            last BEAT plus "state" and
+                                            "age_ms" lines)
+*/
+#ifndef EXEC_MEMBERS_H_INCLUDED
+#define EXEC_MEMBERS_H_INCLUDED
+
+#include "../db/db_cluster.h"
+#include "../net/net_ep.h"
+
+#include <czmq.h>
+
+#define EXEC_MEMBERS_BEAT_MS 500     /* a node's heartbeat period */
+#define EXEC_MEMBERS_DEAD_MS 5000    /* silence after which a node is dead */
+#define EXEC_MEMBERS_MAX 4096        /* nodes a monitor keeps */
+
+typedef struct {
+    const db_cluster_t *cluster; /* the head's cluster (copied) */
+    net_sec_t *sec;              /* the cluster key, for a tcp cluster (kept: the
+                                    caller destroys it after the monitor) */
+    int dead_ms;                 /* 0: EXEC_MEMBERS_DEAD_MS, or LUX_NODE_DEAD_MS */
+} exec_members_opts_t;
+
+/* Start the monitor; NULL with the message set (the endpoint cannot be
+   bound). */
+zactor_t *exec_members_new(const exec_members_opts_t *opts);
+
+/* One request to the monitor of cluster c: send what (and text, when
+   not NULL), wait up to timeout_ms for the answer. *reply gets the
+   answer's text (the second frame, or "" when none; free it) and the
+   return value is 0 when the answer's first frame is OK or NODES,
+   LUX_EDEAD after DEAD, LUX_EIO after ERR (the message says why), and
+   LUX_ETIMEDOUT with a message naming the endpoint when nothing came. */
+int exec_members_ask(const db_cluster_t *c, net_sec_t *sec, const char *what, const char *text,
+                     int timeout_ms, char **reply);
+
+/* The value of key in a block of "key value" lines, into out[n]; out,
+   or NULL when the key is not there. */
+char *exec_members_get(const char *text, const char *key, char *out, size_t n);
+
+#endif

@@ -1,0 +1,51 @@
+/*  util_complain - a rate-limited complaint (see util_complain.h). */
+#include "util_complain.h"
+#include "util_log.h"
+#include "util_time.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+void
+util_complain_init(util_complain_t *c, int64_t every_ms)
+{
+    c->every_ms = every_ms > 0 ? every_ms : 0;
+    c->last_ms = INT64_MIN;
+    c->dropped = 0;
+}
+
+static bool
+s_vcomplain(util_complain_t *c, int64_t now_ms, const char *fmt, va_list ap)
+{
+    if (c->last_ms != INT64_MIN && now_ms - c->last_ms < c->every_ms) {
+        c->dropped++;
+        return false;
+    }
+    c->last_ms = now_ms;
+    if (UTIL_LOG_ERROR <= util_log_level) {
+        char line[1024];
+        vsnprintf(line, sizeof line, fmt, ap);
+        util_log_write(UTIL_LOG_ERROR, "%s", line);
+    }
+    return true;
+}
+
+bool
+util_complain(util_complain_t *c, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    bool logged = s_vcomplain(c, util_mono_ms(), fmt, ap);
+    va_end(ap);
+    return logged;
+}
+
+bool
+util_complain_at(util_complain_t *c, int64_t now_ms, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    bool logged = s_vcomplain(c, now_ms, fmt, ap);
+    va_end(ap);
+    return logged;
+}

@@ -1,0 +1,272 @@
+/* 1050-pull-checkpoint: `lux pull` verifies the signed checkpoints of the
+   witness against the events it copies, and its file's views are those of
+   sql/views.sql (not copies that drift from them).
+
+   A 2-shard, 2-replica cluster takes events (notes, and tasks: one
+   finished, one cancelled) and stops, which signs a checkpoint of each
+   shard into DIR/witness. Then:
+     - a pull of the untouched log verifies both checkpoints and keeps them
+       in the file, and `lux audit OUT.db --public-key K` checks them;
+     - every view of the file gives what `lux sql --dir` gives on the
+       cluster, the cancelled task's status included;
+     - every replica forged alike (an event edited, every hash after it
+       recomputed, so that the hash chain alone verifies): the pull fails,
+       naming the shard and the checkpoint's seq;
+     - a witness line edited (its signature fails): the pull fails, naming
+       the line, shard and seq;
+     - the last event of shard 0 cut from every replica: the pull fails,
+       saying the log ends before the signed checkpoint;
+     - a checkpoint row altered in a pulled file: lux audit OUT.db fails. */
+#include "tap.h"
+#include "lib/fx.h"
+#include "db/db_ckpt.h"
+#include "db/db_client.h"
+#include "db/db_store.h"
+#include "util/util_err.h"
+#include "util/util_fs.h"
+
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static db_cluster_t s_c;
+static char s_out[65536], s_err[65536];
+
+static void
+s_append(int n)
+{
+    db_client_opts_t co = {.cluster = &s_c, .batch = 64, .max_inflight = 1024};
+    db_client_t *cl = db_client_new(&co);
+    if (!cl)
+        bail("client: %s", lux_errmsg());
+    util_id_t job;
+    util_id_random(&job);
+    for (int i = 0; i < n; i++) {
+        util_id_t j; /* a job each: notes in both shards */
+        util_id_random(&j);
+        db_event_t e = {.kind = DB_K_note};
+        DB_SET_ID(&e, job, DB_F_JOB, &j);
+        DB_SET_INT(&e, idx, DB_F_IDX, i);
+        db_event_set_info(&e, "an event to pull");
+        if (db_client_append(cl, &e))
+            bail("append: %s", lux_errmsg());
+    }
+    /* two tasks: one finishes, one is cancelled */
+    for (int k = 0; k < 2; k++) {
+        util_id_t task;
+        util_id_random(&task);
+        db_event_t s = {.kind = DB_K_task_submitted};
+        DB_SET_ID(&s, job, DB_F_JOB, &job);
+        DB_SET_ID(&s, task, DB_F_TASK, &task);
+        DB_SET_INT(&s, idx, DB_F_IDX, 1);
+        s.name = k ? "cancelled_fn" : "finished_fn";
+        s.name_len = (uint32_t) strlen(s.name);
+        s.mask |= DB_F_NAME;
+        db_event_t f = {.kind = k ? DB_K_task_cancelled : DB_K_task_finished};
+        DB_SET_ID(&f, job, DB_F_JOB, &job);
+        DB_SET_ID(&f, task, DB_F_TASK, &task);
+        DB_SET_INT(&f, attempt, DB_F_ATTEMPT, 1);
+        if (db_client_append(cl, &s) || db_client_append(cl, &f))
+            bail("append: %s", lux_errmsg());
+    }
+    if (db_client_sync(cl, 60000))
+        bail("sync: %s", lux_errmsg());
+    db_client_destroy(&cl);
+}
+
+static void
+s_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void
+s_sh(const char *fmt, ...)
+{
+    char cmd[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    if (system(cmd) != 0)
+        bail("%s: failed", cmd);
+}
+
+static void
+s_copy(const char *name, char *out, size_t n)
+{
+    snprintf(out, n, "%s/%s", tap_tmpdir(), name);
+    s_sh("rm -rf '%s' && cp -a '%s' '%s'", out, s_c.dir, out);
+}
+
+static char *
+s_db(const char *dir, uint32_t shard, uint32_t index, char *out, size_t n)
+{
+    snprintf(out, n, "%s/shard-%u/replica-%u.db", dir, shard, index);
+    return out;
+}
+
+static void
+s_exec(const char *path, const char *fmt, ...)
+{
+    char sql[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(sql, sizeof sql, fmt, ap);
+    va_end(ap);
+    sqlite3 *db;
+    char *err = NULL;
+    if (sqlite3_open(path, &db) != SQLITE_OK || sqlite3_exec(db, sql, NULL, NULL, &err))
+        bail("%s: %s: %s", path, sql, err ? err : sqlite3_errmsg(db));
+    sqlite3_close(db);
+}
+
+static uint64_t
+s_last(const char *path)
+{
+    db_store_opts_t o = {.path = path, .readonly = true};
+    db_store_t *st = db_store_open(&o);
+    uint64_t last = st ? db_store_last_seq(st) : 0;
+    db_store_close(&st);
+    return last;
+}
+
+/* Edit event `seq` of the file (its ts, one nanosecond later) and recompute
+   every hash from there: a file whose chain verifies on its own. */
+static void
+s_forge(const char *path, uint32_t shard, uint64_t seq)
+{
+    db_store_opts_t o = {.path = path, .cluster = s_c.id, .shard = shard, .readonly = true};
+    db_store_t *st = db_store_open(&o);
+    util_buf_t all;
+    uint32_t got = 0;
+    util_buf_init(&all);
+    if (!st || db_store_read(st, 1, UINT32_MAX, SIZE_MAX, &all, &got) || all.oom)
+        bail("read %s: %s", path, lux_errmsg());
+    db_store_close(&st);
+    char side[PATH_MAX + 16];
+    snprintf(side, sizeof side, "%s.forged", path);
+    unlink(side);
+    o.path = side;
+    o.readonly = false;
+    if (!(st = db_store_open(&o)) || db_store_begin(st))
+        bail("create %s: %s", side, lux_errmsg());
+    uint8_t prev[DB_HASH_LEN];
+    memcpy(prev, db_store_genesis(st), DB_HASH_LEN);
+    size_t off = 0;
+    for (uint64_t s = 1; s <= got; s++) {
+        uint32_t n = util_rd32(all.data + off);
+        uint8_t *rec = all.data + off + 4;
+        if (s == seq)
+            util_le64(rec + DB_REC_TS_OFF, util_rd64(rec + DB_REC_TS_OFF) + 1);
+        db_event_chain(rec + n - DB_HASH_LEN, prev, s, rec, n);
+        memcpy(prev, rec + n - DB_HASH_LEN, DB_HASH_LEN);
+        if (db_store_put(st, s, rec, n))
+            bail("put %s: %s", side, lux_errmsg());
+        off += 4 + n;
+    }
+    if (db_store_commit(st))
+        bail("commit %s: %s", side, lux_errmsg());
+    db_store_close(&st);
+    util_buf_free(&all);
+    s_sh("rm -f '%s-wal' '%s-shm' && mv '%s' '%s'", path, path, side, path);
+}
+
+/* lux pull --dir dir into a new file; its exit status */
+static int
+s_pull(const char *dir, const char *name, char *file, size_t n)
+{
+    snprintf(file, n, "%s/%s.db", tap_tmpdir(), name);
+    unlink(file);
+    return fx_lux(s_out, sizeof s_out, s_err, sizeof s_err, "pull --dir %s %s", dir, file);
+}
+
+int
+main(void)
+{
+    char dir[PATH_MAX], path[PATH_MAX], file[PATH_MAX], frag[PATH_MAX + 128], pub[PATH_MAX];
+    fx_start(&s_c, 2, 2, "--log-only");
+    s_append(300);
+    fx_stop(&s_c);
+    db_ckpt_public_path(&s_c, pub, sizeof pub);
+
+    db_chain_t chain[2];
+    db_chain_load_state(&s_c, chain);
+    uint32_t tail = chain[0].m[chain[0].n - 1].index;
+    uint64_t last = s_last(s_db(s_c.dir, 0, tail, path, sizeof path));
+    ok(last > 10, "shard 0 holds %llu events", (unsigned long long) last);
+
+    /* the untouched log */
+    int rc = s_pull(s_c.dir, "good", file, sizeof file);
+    ok(rc == 0 && strstr(s_out, "2 signed checkpoints verified"),
+       "the untouched log: pulled, its 2 signed checkpoints verified (%d)", rc);
+    if (rc || !strstr(s_out, "2 signed checkpoints verified"))
+        diag("%s%s", s_out, s_err);
+    rc = fx_lux(s_out, sizeof s_out, NULL, 0, "audit %s --public-key %s", file, pub);
+    ok(rc == 0 && strstr(s_out, "2 signed checkpoints match the events, every signature"),
+       "lux audit OUT.db --public-key K checks the checkpoints the file keeps (%d)", rc);
+    if (rc)
+        diag("%s", s_out);
+
+    /* the file's views are views.sql's */
+    const char *views[] = {"events", "tasks",       "retries",        "objects", "task_deps",
+                           "actors", "actor_calls", "actor_restarts", "nodes",   "jobs"};
+    for (size_t v = 0; v < sizeof views / sizeof *views; v++) {
+        char a[65536], b[65536];
+        fx_lux(a, sizeof a, NULL, 0, "sql --dir %s --csv \"SELECT * FROM %s ORDER BY shard, seq\"",
+               s_c.dir, views[v]);
+        fx_lux(b, sizeof b, NULL, 0, "sql %s --csv \"SELECT * FROM %s ORDER BY shard, seq\"", file,
+               views[v]);
+        ok(strcmp(a, b) == 0 && *a, "view %s: the file answers as the cluster does", views[v]);
+        if (strcmp(a, b) != 0)
+            diag("cluster:\n%.400s\nfile:\n%.400s", a, b);
+    }
+    fx_lux(s_out, sizeof s_out, NULL, 0,
+           "sql %s --csv \"SELECT status FROM tasks WHERE function = 'cancelled_fn'\"", file);
+    ok(strstr(s_out, "cancelled") != NULL, "the file's tasks view says 'cancelled' (%s)", s_out);
+
+    /* every replica forged alike: only the checkpoint tells */
+    uint64_t at = last / 2;
+    s_copy("forged", dir, sizeof dir);
+    for (uint32_t r = 0; r < 2; r++)
+        s_forge(s_db(dir, 0, r, path, sizeof path), 0, at);
+    rc = s_pull(dir, "forged", file, sizeof file);
+    snprintf(frag, sizeof frag, "shard 0 seq %llu: the log's hash there is",
+             (unsigned long long) last);
+    ok(rc == 1 && strstr(s_err, frag) && strstr(s_err, "the one signed"),
+       "every replica forged alike (hashes recomputed): the pull fails naming shard 0 seq %llu "
+       "(%d)", (unsigned long long) last, rc);
+    if (rc != 1 || !strstr(s_err, frag))
+        diag("%s%s", s_out, s_err);
+
+    /* a witness line edited: its signature fails */
+    s_copy("witness", dir, sizeof dir);
+    s_sh("sed -i '1s/ 0 \\([0-9]*\\) / 0 1\\1 /' '%s/witness'", dir);
+    rc = s_pull(dir, "witness", file, sizeof file);
+    ok(rc == 1 && strstr(s_err, "line 1: shard 0 seq 1") && strstr(s_err, "bad signature"),
+       "a witness line edited: the pull refuses it, naming line, shard and seq (%d)", rc);
+    if (rc != 1)
+        diag("%s%s", s_out, s_err);
+    ok(!util_exists(file), "...before creating OUT.db");
+
+    /* the last event cut from every replica of shard 0 */
+    s_copy("cut", dir, sizeof dir);
+    for (uint32_t r = 0; r < 2; r++)
+        s_exec(s_db(dir, 0, r, path, sizeof path), "DELETE FROM event WHERE seq > %llu",
+               (unsigned long long) last - 1);
+    rc = s_pull(dir, "cut", file, sizeof file);
+    snprintf(frag, sizeof frag, "shard 0: the log ends at seq %llu, before the signed checkpoint"
+             " at seq %llu", (unsigned long long) last - 1, (unsigned long long) last);
+    ok(rc == 1 && strstr(s_err, frag), "the last event cut: the pull fails: %s", s_err);
+
+    /* a checkpoint altered in a pulled file */
+    snprintf(path, sizeof path, "%s/good.db", tap_tmpdir());
+    snprintf(file, sizeof file, "%s/altered.db", tap_tmpdir());
+    s_sh("cp '%s' '%s'", path, file);
+    s_exec(file, "UPDATE checkpoint SET ts = ts + 1 WHERE shard = 1");
+    rc = fx_lux(s_out, sizeof s_out, NULL, 0, "audit %s --public-key %s", file, pub);
+    ok(rc == 1 && strstr(s_out, "shard 1: BROKEN at seq") && strstr(s_out, "signature fails"),
+       "a checkpoint altered in the file: lux audit OUT.db --public-key fails (%d)", rc);
+    if (rc != 1)
+        diag("%s", s_out);
+    return done_testing();
+}
