@@ -277,12 +277,7 @@ int
 main(void)
 {
     char path[PATH_MAX], dir[PATH_MAX];
-    lux_config_t cfg = {.module = graph_module(), .dir = tap_tmpdir(), .store_bytes = STORE,
-                        .workers = 2};
-    lux_t *lx = lux_init(&cfg);
-    ok(lx != NULL, "start the embedded default (2 workers, 8 MB store)");
-    if (!lx)
-        bail("lux_init: %s", lux_errmsg());
+    lux_t *lx = graph_embedded(2, STORE, "start the embedded default (2 workers, 8 MB store)");
 
     s_crashes(lx);
     s_bad_calls(lx);

@@ -28,12 +28,7 @@ s_says(const char *what, int arg)
 int
 main(void)
 {
-    lux_config_t cfg = {.module = graph_module(), .dir = tap_tmpdir(), .store_bytes = 64 << 20,
-                        .workers = 2};
-    lux_t *lx = lux_init(&cfg);
-    ok(lx != NULL, "start the embedded default");
-    if (!lx)
-        bail("lux_init: %s", lux_errmsg());
+    lux_t *lx = graph_embedded(2, 64 << 20, "start the embedded default");
     is_int(LUX_VAL_MAX, 65536, "LUX_VAL_MAX is 64 KiB");
     size_t n = LUX_VAL_MAX + 1;
     uint8_t *big = malloc(n);

@@ -30,12 +30,7 @@ s_has(const char *m, const char *what, const lux_ref_t *r, const char *say)
 int
 main(void)
 {
-    lux_config_t cfg = {.module = graph_module(), .dir = tap_tmpdir(), .store_bytes = 64 << 20,
-                        .workers = 2};
-    lux_t *lx = lux_init(&cfg);
-    ok(lx != NULL, "start the embedded default");
-    if (!lx)
-        bail("lux_init: %s", lux_errmsg());
+    lux_t *lx = graph_embedded(2, 64 << 20, "start the embedded default");
     int64_t five = 5;
     lux_ref_t y, x, x2, z, z2;
     lux_val_t v;

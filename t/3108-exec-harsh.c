@@ -27,6 +27,7 @@
 #include "tap.h"
 #include "lib/fx.h"
 #include "lib/graph.h"
+#include "lib/hx.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -37,49 +38,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-/* --- the values (as in t/lib/testmod.c) --------------------------------------------------- */
-
-static uint64_t
-hx_mix(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
-
-static void
-hx_fill(uint8_t *p, size_t n, uint64_t h)
-{
-    size_t i = 0;
-    for (uint64_t k = 0; i + 8 <= n; i += 8, k++) {
-        uint64_t w = hx_mix(h ^ (k * 0x2545f4914f6cdd1dULL));
-        memcpy(p + i, &w, 8);
-    }
-    if (i < n) {
-        uint64_t w = hx_mix(h ^ ((uint64_t) (i / 8) * 0x2545f4914f6cdd1dULL));
-        memcpy(p + i, &w, n - i);
-    }
-}
-
-static uint64_t
-hx_digest(const void *data, size_t n)
-{
-    const uint8_t *p = data;
-    uint64_t d = hx_mix(n), w;
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        memcpy(&w, p + i, 8);
-        d = (d ^ w) * 0x100000001b3ULL + (d >> 29);
-    }
-    if (i < n) {
-        w = 0;
-        memcpy(&w, p + i, n - i);
-        d = (d ^ w) * 0x100000001b3ULL + (d >> 29);
-    }
-    return hx_mix(d);
-}
 
 static uint8_t *s_scratch;
 
@@ -114,25 +72,19 @@ typedef struct {
     int ckpts, ckpt_dead;
 } hgraph_t;
 
-static uint64_t
-s_rand(hgraph_t *g)
-{
-    g->rng = g->rng * 6364136223846793005ULL + 1442695040888963407ULL;
-    return g->rng >> 33;
-}
 
 /* A size: mostly small, some up to 64 KiB, a few up to 1 MiB and 8 MiB. */
 static size_t
 s_size(hgraph_t *g, int big)
 {
-    int r = (int) (s_rand(g) % 100);
+    int r = (int) (graph_rand(&g->rng) % 100);
     if (r < 55 - big)
-        return 8 + s_rand(g) % 256;
+        return 8 + graph_rand(&g->rng) % 256;
     if (r < 85 - big)
-        return 256 + s_rand(g) % (64 * 1024);
+        return 256 + graph_rand(&g->rng) % (64 * 1024);
     if (r < 97 - big)
-        return 64 * 1024 + s_rand(g) % MB;
-    return MB + s_rand(g) % (MAX_OUT - MB);
+        return 64 * 1024 + graph_rand(&g->rng) % MB;
+    return MB + graph_rand(&g->rng) % (MAX_OUT - MB);
 }
 
 /* An earlier output: node index and output (lean to recent ones); -1 when
@@ -142,12 +94,12 @@ static int
 s_pick(hgraph_t *g, int upto, bool calls_ok, int *k)
 {
     for (int tries = 0; tries < 8 && upto > 0; tries++) {
-        int i = (int) (s_rand(g) % (uint64_t) upto);
-        if (s_rand(g) % 2)
-            i = upto - 1 - (int) (s_rand(g) % (uint64_t) (upto < 16 ? upto : 16));
+        int i = (int) (graph_rand(&g->rng) % (uint64_t) upto);
+        if (graph_rand(&g->rng) % 2)
+            i = upto - 1 - (int) (graph_rand(&g->rng) % (uint64_t) (upto < 16 ? upto : 16));
         if (!calls_ok && g->nodes[i].kind == K_CALL)
             continue;
-        *k = (int) (s_rand(g) % (uint64_t) g->nodes[i].nout);
+        *k = (int) (graph_rand(&g->rng) % (uint64_t) g->nodes[i].nout);
         return i;
     }
     return -1;
@@ -166,16 +118,16 @@ s_args(hgraph_t *g, int i, int n, hargs_t *A)
 {
     A->n = 0;
     for (int j = 0; j < n; j++) {
-        int k, x = (s_rand(g) % 4) ? s_pick(g, i, true, &k) : -1;
+        int k, x = (graph_rand(&g->rng) % 4) ? s_pick(g, i, true, &k) : -1;
         A->own[A->n] = NULL;
         if (x >= 0) {
             A->a[A->n] = LUX_REF(g->nodes[x].ref[k]);
             A->dig[A->n] = g->nodes[x].dig[k];
         } else {
-            int r = (int) (s_rand(g) % 100);
-            size_t sz = r < 70 ? 8 : r < 95 ? 1 + s_rand(g) % LUX_VAL_MAX : LUX_VAL_MAX;
+            int r = (int) (graph_rand(&g->rng) % 100);
+            size_t sz = r < 70 ? 8 : r < 95 ? 1 + graph_rand(&g->rng) % LUX_VAL_MAX : LUX_VAL_MAX;
             uint8_t *p = malloc(sz);
-            hx_fill(p, sz, s_rand(g));
+            hx_fill(p, sz, graph_rand(&g->rng));
             A->own[A->n] = p;
             A->a[A->n] = LUX_VAL(p, sz);
             A->dig[A->n] = hx_digest(p, sz);
@@ -208,7 +160,7 @@ s_submit(lux_t *lx, hgraph_t *g, int n, const lux_opts_t *opts, lux_actor_t act[
     g->nodes = calloc((size_t) n, sizeof *g->nodes);
     for (int i = 0; i < n; i++) {
         hnode_t *x = &g->nodes[i];
-        int r = (int) (s_rand(g) % 100), rc = 0;
+        int r = (int) (graph_rand(&g->rng) % 100), rc = 0;
         x->kind = i == 0 || r < 12 ? K_PUT : r < 18 ? K_NEST : r < 23 ? K_CALL : K_TASK;
         g->counts[x->kind]++;
         hargs_t A;
@@ -216,18 +168,18 @@ s_submit(lux_t *lx, hgraph_t *g, int n, const lux_opts_t *opts, lux_actor_t act[
         case K_PUT: {
             x->nout = 1;
             x->size[0] = s_size(g, 4);
-            uint64_t seed = s_rand(g) << 20 | (uint64_t) i;
+            uint64_t seed = graph_rand(&g->rng) << 20 | (uint64_t) i;
             hx_fill(s_scratch, x->size[0], seed);
             x->dig[0] = hx_digest(s_scratch, x->size[0]);
             rc = lux_put(lx, s_scratch, x->size[0], &x->ref[0]);
             break;
         }
         case K_TASK: {
-            x->nout = 1 + (int) (s_rand(g) % 3);
-            int64_t ctl[4] = {(int64_t) s_rand(g), 0, 0, 0};
+            x->nout = 1 + (int) (graph_rand(&g->rng) % 3);
+            int64_t ctl[4] = {(int64_t) graph_rand(&g->rng), 0, 0, 0};
             for (int k = 0; k < x->nout; k++)
                 ctl[1 + k] = (int64_t) (x->size[k] = s_size(g, 0));
-            s_args(g, i, (int) (s_rand(g) % 5), &A);
+            s_args(g, i, (int) (graph_rand(&g->rng) % 5), &A);
             uint64_t h = s_take(hx_mix((uint64_t) ctl[0]), 1, &A);
             for (int k = 0; k < x->nout; k++)
                 x->dig[k] = s_filled_digest(hx_mix(h + (uint64_t) k + 1), x->size[k]);
@@ -246,9 +198,9 @@ s_submit(lux_t *lx, hgraph_t *g, int n, const lux_opts_t *opts, lux_actor_t act[
             x->nout = 1;
             x->size[0] = s_size(g, 0);
             size_t pn = s_size(g, 0), sn = s_size(g, 0);
-            int64_t ctl[4] = {(int64_t) s_rand(g), (int64_t) x->size[0], (int64_t) pn,
+            int64_t ctl[4] = {(int64_t) graph_rand(&g->rng), (int64_t) x->size[0], (int64_t) pn,
                               (int64_t) sn};
-            s_args(g, i, (int) (s_rand(g) % 3), &A);
+            s_args(g, i, (int) (graph_rand(&g->rng) % 3), &A);
             uint64_t h = s_take(hx_mix((uint64_t) ctl[0]), 2, &A);
             uint64_t dv = g->nodes[p].dig[k];
             h = hx_mix(h ^ (dv + 101));
@@ -265,15 +217,15 @@ s_submit(lux_t *lx, hgraph_t *g, int n, const lux_opts_t *opts, lux_actor_t act[
             break;
         }
         case K_CALL: {
-            int w = (int) (s_rand(g) % 2);
+            int w = (int) (graph_rand(&g->rng) % 2);
             x->nout = 1;
             x->size[0] = 8;
-            s_args(g, i, 1 + (int) (s_rand(g) % 2), &A);
+            s_args(g, i, 1 + (int) (graph_rand(&g->rng) % 2), &A);
             acc_h[w] = s_take(acc_h[w], 0, &A);
             x->dig[0] = hx_digest(&acc_h[w], 8);
             rc = lux_actor_call(lx, &act[w], "step", A.n, A.a, 1, x->ref);
             s_args_free(&A);
-            if (!rc && w == 0 && s_rand(g) % 8 == 0) {
+            if (!rc && w == 0 && graph_rand(&g->rng) % 8 == 0) {
                 int c = lux_actor_checkpoint(lx, &act[0]);
                 g->ckpts++;
                 if (c == LUX_EDEAD && chaos)
@@ -328,23 +280,6 @@ static atomic_int s_kills;
 static uint64_t s_krng = 3108;
 static int s_kill_min = 10, s_kill_max = 100; /* ms between kills */
 
-static bool
-s_is_worker(pid_t pid)
-{
-    char path[64], buf[4096];
-    snprintf(path, sizeof path, "/proc/%d/cmdline", (int) pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return false;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    for (size_t i = 0; i < n; i += strlen(buf + i) + 1)
-        if (strcmp(buf + i, "worker") == 0)
-            return true;
-    return false;
-}
-
 static void *
 s_killer(void *arg)
 {
@@ -358,7 +293,7 @@ s_killer(void *arg)
         if (n == 0 || atomic_load(&s_stop))
             continue;
         pid_t victim = kids[(s_krng >> 40) % (uint64_t) n];
-        if (s_is_worker(victim) && kill(victim, SIGKILL) == 0)
+        if (fx_is_worker(victim) && kill(victim, SIGKILL) == 0)
             atomic_fetch_add(&s_kills, 1);
     }
     return NULL;

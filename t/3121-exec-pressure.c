@@ -32,7 +32,6 @@
 #include <string.h>
 #include <time.h>
 
-#define S_M 1000003        /* testmod.c's modulus */
 #define S_CHECK_MS 180000  /* a whole graph is read back within this */
 
 enum { P_BIG, P_BIGPUT, P_CHECK, P_GETREF, P_MIX, P_SPLIT, P_NESTED };
@@ -53,31 +52,15 @@ typedef struct {
     int *ints, nints;
 } p_graph_t;
 
-static uint64_t
-s_rand(p_graph_t *g)
-{
-    g->rng = g->rng * 6364136223846793005ULL + 1442695040888963407ULL;
-    return g->rng >> 33;
-}
-
-static int64_t
-s_mix(const int64_t *v, int n)
-{
-    int64_t s = 0;
-    for (int i = 0; i < n; i++)
-        s = (s + v[i]) % S_M;
-    return (s * 3 + 1) % S_M;
-}
-
 /* An earlier node, leaning towards recent ones (deeper graphs). */
 static int
 s_pick(p_graph_t *g, const int *from, int n)
 {
     if (n == 0)
         return -1;
-    if (s_rand(g) % 2)
-        return from[n - 1 - (int) (s_rand(g) % (uint64_t) (n < 6 ? n : 6))];
-    return from[s_rand(g) % (uint64_t) n];
+    if (graph_rand(&g->rng) % 2)
+        return from[n - 1 - (int) (graph_rand(&g->rng) % (uint64_t) (n < 6 ? n : 6))];
+    return from[graph_rand(&g->rng) % (uint64_t) n];
 }
 
 static void
@@ -100,7 +83,7 @@ s_submit(lux_t *lx, p_graph_t *g, int n, uint64_t seed, int64_t max_blob)
     int rc = 0;
     for (int i = 0; i < n && !rc; i++) {
         p_node_t *x = &g->nodes[i];
-        int r = (int) (s_rand(g) % 100);
+        int r = (int) (graph_rand(&g->rng) % 100);
         int kind = r < 14 ? P_BIG : r < 18 ? P_BIGPUT : r < 36 ? P_CHECK : r < 44 ? P_GETREF
                    : r < 82 ? P_MIX : r < 92 ? P_SPLIT : P_NESTED;
         if ((kind == P_CHECK || kind == P_GETREF) && g->nblobs == 0)
@@ -114,8 +97,8 @@ s_submit(lux_t *lx, p_graph_t *g, int n, uint64_t seed, int64_t max_blob)
         case P_BIG:
         case P_BIGPUT:
             x->blob = true;
-            x->seed = (int64_t) (s_rand(g) % S_M);
-            x->size = 70000 + (int64_t) (s_rand(g) % (uint64_t) max_blob);
+            x->seed = (int64_t) (graph_rand(&g->rng) % GRAPH_M);
+            x->size = 70000 + (int64_t) (graph_rand(&g->rng) % (uint64_t) max_blob);
             if (kind == P_BIG) {
                 rc = lux_call(lx, "t_big", 2,
                               (lux_arg_t[]) {LUX_VAL(&x->seed, 8), LUX_VAL(&x->size, 8)}, 1,
@@ -129,7 +112,7 @@ s_submit(lux_t *lx, p_graph_t *g, int n, uint64_t seed, int64_t max_blob)
             break;
         case P_CHECK: {
             p_node_t *b = &g->nodes[s_pick(g, g->blobs, g->nblobs)];
-            x->want[0] = (b->seed + b->size) % S_M;
+            x->want[0] = (b->seed + b->size) % GRAPH_M;
             rc = lux_call(lx, "t_check", 1, (lux_arg_t[]) {LUX_REF(b->ref[0])}, 1, x->ref);
             break;
         }
@@ -137,44 +120,44 @@ s_submit(lux_t *lx, p_graph_t *g, int n, uint64_t seed, int64_t max_blob)
             /* the ref travels as a value: the node cannot see it as an
                argument, so the task waits for it in lux_get (nested) */
             p_node_t *b = &g->nodes[s_pick(g, g->blobs, g->nblobs)];
-            x->want[0] = (b->seed + b->size) % S_M;
+            x->want[0] = (b->seed + b->size) % GRAPH_M;
             rc = lux_call(lx, "t_getcheck", 1,
                           (lux_arg_t[]) {LUX_VAL(b->ref[0].b, LUX_REF_LEN)}, 1, x->ref);
             break;
         }
         default: {
-            int want = kind == P_SPLIT ? 2 : (int) (s_rand(g) % 5) + (kind == P_NESTED);
+            int want = kind == P_SPLIT ? 2 : (int) (graph_rand(&g->rng) % 5) + (kind == P_NESTED);
             for (na = 0; na < want; na++) {
-                int roll = (int) (s_rand(g) % 8), j;
+                int roll = (int) (graph_rand(&g->rng) % 8), j;
                 if (kind != P_NESTED && roll < 3 && (j = s_pick(g, g->blobs, g->nblobs)) >= 0) {
                     /* a blob as an argument: t_mix reads it as 0 */
                     vals[na] = 0;
                     args[na] = LUX_REF(g->nodes[j].ref[0]);
                 } else if (roll < 7 && (j = s_pick(g, g->ints, g->nints)) >= 0) {
-                    int k = (int) (s_rand(g) % (uint64_t) g->nodes[j].nout);
+                    int k = (int) (graph_rand(&g->rng) % (uint64_t) g->nodes[j].nout);
                     vals[na] = g->nodes[j].want[k];
                     args[na] = LUX_REF(g->nodes[j].ref[k]);
                 } else {
-                    lits[na] = (int64_t) (s_rand(g) % S_M);
+                    lits[na] = (int64_t) (graph_rand(&g->rng) % GRAPH_M);
                     vals[na] = lits[na];
                     args[na] = LUX_VAL(&lits[na], 8);
                 }
             }
             if (kind == P_MIX) {
-                x->want[0] = s_mix(vals, na);
+                x->want[0] = graph_mix(vals, na);
                 rc = lux_call(lx, "t_mix", na, args, 1, x->ref);
             } else if (kind == P_SPLIT) {
-                x->want[0] = (vals[0] + vals[1]) % S_M;
-                x->want[1] = ((vals[0] - vals[1]) % S_M + S_M) % S_M;
+                x->want[0] = (vals[0] + vals[1]) % GRAPH_M;
+                x->want[1] = ((vals[0] - vals[1]) % GRAPH_M + GRAPH_M) % GRAPH_M;
                 rc = lux_call(lx, "t_split", 2, args, 2, x->ref);
             } else {
                 int64_t m[8], s = 0;
                 for (int k = 0; k < na; k++) {
-                    m[k] = s_mix(&vals[k], 1);
-                    s = (s + m[k]) % S_M;
+                    m[k] = graph_mix(&vals[k], 1);
+                    s = (s + m[k]) % GRAPH_M;
                 }
                 for (int k = 0; k + 1 < na; k++)
-                    s = (s + s_mix(&m[k], 2)) % S_M;
+                    s = (s + graph_mix(&m[k], 2)) % GRAPH_M;
                 x->want[0] = s;
                 rc = lux_call(lx, "t_nested", na, args, 1, x->ref);
             }
@@ -210,7 +193,7 @@ s_check(lux_t *lx, p_graph_t *g, char *why, size_t wn)
     for (int i = 0; i < g->n; i++)
         order[i] = i;
     for (int i = g->n - 1; i > 0; i--) {
-        int j = (int) (s_rand(g) % (uint64_t) (i + 1)), t = order[i];
+        int j = (int) (graph_rand(&g->rng) % (uint64_t) (i + 1)), t = order[i];
         order[i] = order[j];
         order[j] = t;
     }

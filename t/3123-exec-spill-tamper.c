@@ -43,12 +43,7 @@ s_wait_file(const char *path)
 int
 main(void)
 {
-    lux_config_t cfg = {.module = graph_module(), .dir = tap_tmpdir(), .store_bytes = 16 << 20,
-                        .workers = 2};
-    lux_t *lx = lux_init(&cfg);
-    ok(lx != NULL, "start the embedded default with a 16 MB object store");
-    if (!lx)
-        bail("lux_init: %s", lux_errmsg());
+    lux_t *lx = graph_embedded(2, 16 << 20, "start the embedded default with a 16 MB object store");
     uint8_t *buf = malloc(S_SIZE);
     lux_ref_t refs[S_PUTS];
     int bad = 0;

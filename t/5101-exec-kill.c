@@ -33,31 +33,6 @@ static atomic_int s_stop;
 static atomic_int s_kills;
 static uint64_t s_rng = 5101;
 
-static uint64_t
-s_rand(void)
-{
-    s_rng = s_rng * 6364136223846793005ULL + 1442695040888963407ULL;
-    return s_rng >> 33;
-}
-
-/* Whether pid runs `lux worker` (one of its arguments is "worker"). */
-static bool
-s_is_worker(pid_t pid)
-{
-    char path[64], buf[4096];
-    snprintf(path, sizeof path, "/proc/%d/cmdline", (int) pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return false;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    for (size_t i = 0; i < n; i += strlen(buf + i) + 1)
-        if (strcmp(buf + i, "worker") == 0)
-            return true;
-    return false;
-}
-
 /* Every 30 to 250 ms, SIGKILL one of this process's workers, at random.
    Not faster: a nested task waits for its children, which need a worker
    too (an extra one is started for them, ~20 ms), so its runs last tens
@@ -67,13 +42,13 @@ s_killer(void *arg)
 {
     (void) arg;
     while (!atomic_load(&s_stop)) {
-        usleep((useconds_t) (30000 + s_rand() % 220000));
+        usleep((useconds_t) (30000 + graph_rand(&s_rng) % 220000));
         pid_t kids[256];
         int n = fx_children(kids, 256);
         if (n == 0 || atomic_load(&s_stop))
             continue;
-        pid_t victim = kids[s_rand() % (uint64_t) n];
-        if (s_is_worker(victim) && kill(victim, SIGKILL) == 0)
+        pid_t victim = kids[graph_rand(&s_rng) % (uint64_t) n];
+        if (fx_is_worker(victim) && kill(victim, SIGKILL) == 0)
             atomic_fetch_add(&s_kills, 1);
     }
     return NULL;

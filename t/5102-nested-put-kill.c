@@ -83,12 +83,7 @@ s_is_child(pid_t pid)
 int
 main(void)
 {
-    lux_config_t cfg = {.module = graph_module(), .dir = tap_tmpdir(), .store_bytes = 64 << 20,
-                        .workers = 2};
-    lux_t *lx = lux_init(&cfg);
-    ok(lx != NULL, "start the embedded default: 2 workers, a 64 MB object store");
-    if (!lx)
-        bail("lux_init: %s", lux_errmsg());
+    lux_t *lx = graph_embedded(2, 64 << 20, "start the embedded default: 2 workers, a 64 MB object store");
     for (int round = 0; round < ROUNDS; round++) {
         char dir[512], buf[128];
         int64_t x = 1000 + round, n = PUT_BYTES;

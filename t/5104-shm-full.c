@@ -70,12 +70,7 @@ main(void)
         mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "size=96m,mode=1777") != 0)
         skip_all("cannot mount a small tmpfs on /dev/shm here");
 
-    lux_config_t cfg = {.module = graph_module(), .dir = tap_tmpdir(), .store_bytes = 64 << 20,
-                        .workers = 2};
-    lux_t *lx = lux_init(&cfg);
-    ok(lx != NULL, "start the embedded default with a 64 MB store on a 96 MB /dev/shm");
-    if (!lx)
-        bail("lux_init: %s", lux_errmsg());
+    lux_t *lx = graph_embedded(2, 64 << 20, "start the embedded default with a 64 MB store on a 96 MB /dev/shm");
 
     /* stored before: 4 MB put, and a task's 4 MB output */
     size_t n = 4 * S_MB;

@@ -54,24 +54,6 @@ s_fds(pid_t pid, ino_t ino, bool *has)
     return n;
 }
 
-/* Whether pid runs `lux worker`. */
-static bool
-s_is_worker(pid_t pid)
-{
-    char path[64], buf[4096];
-    snprintf(path, sizeof path, "/proc/%d/cmdline", (int) pid);
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return false;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    for (size_t i = 0; i < n; i += strlen(buf + i) + 1)
-        if (strcmp(buf + i, "worker") == 0)
-            return true;
-    return false;
-}
-
 /* The workers among our children now (up to max). */
 static int
 s_workers(pid_t *w, int max)
@@ -79,7 +61,7 @@ s_workers(pid_t *w, int max)
     pid_t kids[64];
     int n = fx_children(kids, 64), k = 0;
     for (int i = 0; i < n && k < max; i++)
-        if (s_is_worker(kids[i]))
+        if (fx_is_worker(kids[i]))
             w[k++] = kids[i];
     return k;
 }

@@ -17,13 +17,6 @@ D=$tmp/c
 hold=
 trap '[ -n "$hold" ] && kill -9 "$hold" 2>/dev/null; "$LUX" stop --dir "$D" >/dev/null 2>&1; tap_cleanup' EXIT
 
-run() { # run CMD...: status in $rc, stdout in $out, stderr in $err
-    "$@" >"$tmp/out" 2>"$tmp/err"
-    rc=$?
-    out=$(cat "$tmp/out")
-    err=$(cat "$tmp/err")
-}
-
 # a query's single value, from the tasks view
 q() { "$LUX" sql --dir "$D" --csv "$1" 2>/dev/null | tail -n 1; }
 

@@ -11,13 +11,6 @@ tmp=$TAP_TMP
 D=$tmp/c
 trap '"$LUX" stop --dir "$D" >/dev/null 2>&1; tap_cleanup' EXIT
 
-run() { # run CMD...: status in $rc, stdout in $out, stderr in $err
-    "$@" >"$tmp/out" 2>"$tmp/err"
-    rc=$?
-    out=$(cat "$tmp/out")
-    err=$(cat "$tmp/err")
-}
-
 run "$LUX"
 is "$rc" 2 "lux with no command exits 2"
 like "$err" "usage: lux COMMAND" "and prints the usage"

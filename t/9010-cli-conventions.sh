@@ -12,13 +12,6 @@ tap_tmpdir
 tmp=$TAP_TMP
 trap 'tap_cleanup' EXIT
 
-run() { # run CMD...: status in $rc, stdout in $out, stderr in $err
-    "$@" >"$tmp/out" 2>"$tmp/err"
-    rc=$?
-    out=$(cat "$tmp/out")
-    err=$(cat "$tmp/err")
-}
-
 # every command, the internal ones (run by lux itself) included
 for c in start stop status sql audit pull timeline replay lineage run bench \
     supervise replica worker; do

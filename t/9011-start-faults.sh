@@ -16,13 +16,6 @@ D=$tmp/c
 holder=
 trap '[ -n "$holder" ] && kill "$holder" 2>/dev/null; "$LUX" stop --dir "$D" >/dev/null 2>&1; tap_cleanup' EXIT
 
-run() { # run CMD...: status in $rc, stdout in $out, stderr in $err
-    "$@" >"$tmp/out" 2>"$tmp/err"
-    rc=$?
-    out=$(cat "$tmp/out")
-    err=$(cat "$tmp/err")
-}
-
 hold() { # hold PORT|0 FILE: a process listening on 127.0.0.1:PORT (0: any
     # free port) until killed; its port in FILE; its pid in $holder
     rm -f "$2"

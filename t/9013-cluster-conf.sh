@@ -12,13 +12,6 @@ tmp=$TAP_TMP
 D=$tmp/c
 trap '"$LUX" stop --dir "$D" >/dev/null 2>&1; tap_cleanup' EXIT
 
-run() { # run CMD...: status in $rc, stdout in $out, stderr in $err
-    "$@" >"$tmp/out" 2>"$tmp/err"
-    rc=$?
-    out=$(cat "$tmp/out")
-    err=$(cat "$tmp/err")
-}
-
 run "$LUX" start --head --dir "$D" --shards 1 --log-only
 is "$rc" 0 "a cluster to spoil ($err)"
 run "$LUX" stop --dir "$D"

@@ -18,12 +18,6 @@ tap_tmpdir
 tmp=$TAP_TMP
 trap 'tap_cleanup' EXIT
 
-run() { # run CMD...: status in $rc, stdout in $out, stderr in $err
-    "$@" >"$tmp/out" 2>"$tmp/err"
-    rc=$?
-    out=$(cat "$tmp/out")
-    err=$(cat "$tmp/err")
-}
 # json_check PYTHON-EXPR: evaluated with d = the JSON document on stdin
 # (or l = the list of JSON lines with -l); prints "ok" or what was wrong
 json_check() {

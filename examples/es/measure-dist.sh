@@ -1,5 +1,5 @@
 #!/bin/sh
-# measure-dist.sh - the figures of es.so (ES on Lux) in examples/es/README:
+# measure-dist.sh - the figures of es.so (ES on Lux) in doc/notes/*-es.md and doc/benchmarks.md:
 #
 #   solve     wall time of `lux run es.so` to solved, CartPole-v1 and
 #             Pendulum-v1, seeds 1-3, and of ./quickstart (CartPole seed 1)

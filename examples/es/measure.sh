@@ -1,5 +1,5 @@
 #!/bin/sh
-# measure.sh - the figures in examples/es/README: time to solve for seeds
+# measure.sh - the figures of es_local in doc/notes/2026-11-22-es.md: time to solve for seeds
 # 1, 2 and 3 (median), and the determinism check (each seed run again, and
 # once more on 2 threads, must end with the same weights_hash).
 #

@@ -38,6 +38,10 @@ int fx_pids(const db_cluster_t *c, pid_t *pids, int max);
    Zombies are left out. */
 int fx_children(pid_t *pids, int max);
 
+/* Whether pid runs `lux worker` (one of its arguments is "worker"): a
+   worker of a node manager, safe for a test to kill. */
+bool fx_is_worker(pid_t pid);
+
 /* The log of the cluster in dir, opened for queries; bails out on failure. */
 db_query_t *fx_query_open(const char *dir);
 

@@ -17,15 +17,15 @@ s_now_ms(void)
     return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static uint64_t
-s_rand(graph_t *g)
+uint64_t
+graph_rand(uint64_t *rng)
 {
-    g->rng = g->rng * 6364136223846793005ULL + 1442695040888963407ULL;
-    return g->rng >> 33;
+    *rng = *rng * 6364136223846793005ULL + 1442695040888963407ULL;
+    return *rng >> 33;
 }
 
-static int64_t
-s_mix(const int64_t *v, int n)
+int64_t
+graph_mix(const int64_t *v, int n)
 {
     int64_t s = 0;
     for (int i = 0; i < n; i++)
@@ -38,12 +38,12 @@ static int
 s_pick(graph_t *g, int upto, int *out)
 {
     for (int tries = 0; tries < 8 && upto > 0; tries++) {
-        int i = (int) (s_rand(g) % (uint64_t) upto);
+        int i = (int) (graph_rand(&g->rng) % (uint64_t) upto);
         /* lean towards recent nodes: deeper graphs */
-        if (s_rand(g) % 2)
-            i = upto - 1 - (int) (s_rand(g) % (uint64_t) (upto < 8 ? upto : 8));
+        if (graph_rand(&g->rng) % 2)
+            i = upto - 1 - (int) (graph_rand(&g->rng) % (uint64_t) (upto < 8 ? upto : 8));
         if (!g->nodes[i].blob) {
-            *out = (int) (s_rand(g) % (uint64_t) g->nodes[i].nout);
+            *out = (int) (graph_rand(&g->rng) % (uint64_t) g->nodes[i].nout);
             return i;
         }
     }
@@ -102,7 +102,7 @@ graph_submit_opts(lux_t *lx, graph_t *g, int n, uint64_t seed, int64_t max_blob,
     int blobs[4096], nblobs = 0;
     for (int i = 0; i < n && !rc; i++) {
         graph_node_t *x = &g->nodes[i];
-        int kind = (int) (s_rand(g) % 100);
+        int kind = (int) (graph_rand(&g->rng) % 100);
         kind = kind < 10 ? G_PUT : kind < 14 ? G_BIGPUT : kind < 55 ? G_MIX : kind < 70 ? G_SPLIT
                : kind < 80 ? G_BIG : kind < 92 ? G_CHECK : G_NESTED;
         if (kind == G_CHECK && nblobs == 0)
@@ -115,15 +115,15 @@ graph_submit_opts(lux_t *lx, graph_t *g, int n, uint64_t seed, int64_t max_blob,
         int na = 0;
         switch (kind) {
         case G_PUT: {
-            int64_t v = (int64_t) (s_rand(g) % GRAPH_M);
+            int64_t v = (int64_t) (graph_rand(&g->rng) % GRAPH_M);
             x->want[0] = v;
             rc = lux_put(lx, &v, 8, &x->ref[0]);
             break;
         }
         case G_BIGPUT:
         case G_BIG: {
-            x->seed = (int64_t) (s_rand(g) % GRAPH_M);
-            x->size = 70000 + (int64_t) (s_rand(g) % (uint64_t) max_blob);
+            x->seed = (int64_t) (graph_rand(&g->rng) % GRAPH_M);
+            x->size = 70000 + (int64_t) (graph_rand(&g->rng) % (uint64_t) max_blob);
             x->want[0] = (x->seed + x->size) % GRAPH_M;
             x->blob = true;
             if (nblobs < 4096)
@@ -141,7 +141,7 @@ graph_submit_opts(lux_t *lx, graph_t *g, int n, uint64_t seed, int64_t max_blob,
             break;
         }
         case G_CHECK: {
-            graph_node_t *b = &g->nodes[blobs[s_rand(g) % (uint64_t) nblobs]];
+            graph_node_t *b = &g->nodes[blobs[graph_rand(&g->rng) % (uint64_t) nblobs]];
             x->want[0] = b->want[0];
             x->in[x->nin++] = (int) (b - g->nodes);
             rc = lux_call_opts(lx, opts, "t_check", 1, (lux_arg_t[]) {LUX_REF(b->ref[0])}, 1,
@@ -151,12 +151,12 @@ graph_submit_opts(lux_t *lx, graph_t *g, int n, uint64_t seed, int64_t max_blob,
         case G_MIX:
         case G_SPLIT:
         case G_NESTED: {
-            int want_args = kind == G_SPLIT ? 2 : (int) (s_rand(g) % 5) + (kind == G_NESTED);
+            int want_args = kind == G_SPLIT ? 2 : (int) (graph_rand(&g->rng) % 5) + (kind == G_NESTED);
             for (na = 0; na < want_args; na++) {
                 int k, j = s_pick(g, i, &k);
                 x->in[x->nin++] = -1;
-                if (j < 0 || s_rand(g) % 4 == 0) { /* a value */
-                    lits[na] = (int64_t) (s_rand(g) % GRAPH_M);
+                if (j < 0 || graph_rand(&g->rng) % 4 == 0) { /* a value */
+                    lits[na] = (int64_t) (graph_rand(&g->rng) % GRAPH_M);
                     vals[na] = lits[na];
                     args[na] = LUX_VAL(&lits[na], 8);
                 } else { /* a ref */
@@ -166,7 +166,7 @@ graph_submit_opts(lux_t *lx, graph_t *g, int n, uint64_t seed, int64_t max_blob,
                 }
             }
             if (kind == G_MIX) {
-                x->want[0] = s_mix(vals, na);
+                x->want[0] = graph_mix(vals, na);
                 rc = lux_call_opts(lx, opts, "t_mix", na, args, 1, x->ref);
             } else if (kind == G_SPLIT) {
                 x->want[0] = (vals[0] + vals[1]) % GRAPH_M;
@@ -175,11 +175,11 @@ graph_submit_opts(lux_t *lx, graph_t *g, int n, uint64_t seed, int64_t max_blob,
             } else {
                 int64_t m[8], s = 0;
                 for (int k = 0; k < na; k++) {
-                    m[k] = s_mix(&vals[k], 1);
+                    m[k] = graph_mix(&vals[k], 1);
                     s = (s + m[k]) % GRAPH_M;
                 }
                 for (int k = 0; k + 1 < na; k++)
-                    s = (s + s_mix(&m[k], 2)) % GRAPH_M;
+                    s = (s + graph_mix(&m[k], 2)) % GRAPH_M;
                 x->want[0] = s;
                 rc = lux_call_opts(lx, opts, "t_nested", na, args, 1, x->ref);
             }
@@ -202,7 +202,7 @@ graph_check(lux_t *lx, graph_t *g, char *why, size_t wn)
     for (int i = 0; i < g->n; i++)
         order[i] = i;
     for (int i = g->n - 1; i > 0; i--) {
-        int j = (int) (s_rand(g) % (uint64_t) (i + 1)), t = order[i];
+        int j = (int) (graph_rand(&g->rng) % (uint64_t) (i + 1)), t = order[i];
         order[i] = order[j];
         order[j] = t;
     }
@@ -270,4 +270,16 @@ graph_module(void)
     const char *b = getenv("LUX_BUILDDIR");
     snprintf(path, sizeof path, "%s/t/lib/.libs/testmod.so", b && *b ? b : ".");
     return path;
+}
+
+lux_t *
+graph_embedded(int workers, uint64_t store_bytes, const char *what)
+{
+    lux_config_t cfg = {.module = graph_module(), .dir = tap_tmpdir(),
+                        .store_bytes = store_bytes, .workers = workers};
+    lux_t *lx = lux_init(&cfg);
+    ok(lx != NULL, "%s", what);
+    if (!lx)
+        bail("lux_init: %s", lux_errmsg());
+    return lx;
 }

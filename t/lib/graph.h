@@ -51,4 +51,14 @@ bool graph_big_ok(const lux_val_t *v, int64_t seed, int64_t n);
 /* The path of t/lib's test module, built by make check. */
 const char *graph_module(void);
 
+/* The embedded default with the test module, workers worker processes and
+   an object store of store_bytes, in the test's scratch directory; checks
+   that it started (ok, described by what) and bails out if it did not. */
+lux_t *graph_embedded(int workers, uint64_t store_bytes, const char *what);
+
+/* The tests' random numbers: the next of a 64-bit LCG (31 bits). */
+uint64_t graph_rand(uint64_t *rng);
+/* testmod.c's t_mix over n values: their sum, times 3 plus 1, mod GRAPH_M. */
+int64_t graph_mix(const int64_t *v, int n);
+
 #endif

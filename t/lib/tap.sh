@@ -1,7 +1,8 @@
 # tap.sh - TAP for shell tests (t/*.sh). Source it; call ok/is/like (and
 # skip for a check that cannot run here); end with done_testing. tap_tmpdir
 # makes a private scratch directory, removed by tap_cleanup unless a check
-# failed or LUX_KEEP is set; its path is in TAP_TMP after tap_tmpdir.
+# failed or LUX_KEEP is set; its path is in TAP_TMP after tap_tmpdir. run
+# runs a command and keeps its status and output for the checks.
 _tap_n=0
 _tap_failed=0
 _tap_tmp=
@@ -46,6 +47,14 @@ tap_tmpdir() { # sets TAP_TMP (call it directly, not in $(...): a subshell
         _tap_tmp=$(mktemp -d "${TMPDIR:-/tmp}/lux-test-XXXXXX")
     fi
     TAP_TMP=$_tap_tmp
+}
+
+run() { # run CMD...: its status in $rc, its stdout in $out and stderr in
+    # $err (kept in $TAP_TMP/out and $TAP_TMP/err); after tap_tmpdir
+    "$@" >"$TAP_TMP/out" 2>"$TAP_TMP/err"
+    rc=$?
+    out=$(cat "$TAP_TMP/out")
+    err=$(cat "$TAP_TMP/err")
 }
 
 tap_cleanup() {

@@ -3,6 +3,7 @@
     function is deterministic, as the contract asks, so a rebuilt or
     retried task gives the same bytes. */
 #include "lux.h"
+#include "hx.h"
 
 #include <signal.h>
 #include <stdint.h>
@@ -549,47 +550,6 @@ LUX_FUNCTION(t_putsub, 3, 1)
    also gets the ref passed as a value (a ref the node does not see), puts
    an object, calls t_h1 on the put and that ref, and takes in what it
    returns. HAcc is an actor holding a running hash. */
-
-static uint64_t
-hx_mix(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
-
-static void
-hx_fill(uint8_t *p, size_t n, uint64_t h)
-{
-    size_t i = 0;
-    for (uint64_t k = 0; i + 8 <= n; i += 8, k++) {
-        uint64_t w = hx_mix(h ^ (k * 0x2545f4914f6cdd1dULL));
-        memcpy(p + i, &w, 8);
-    }
-    if (i < n) {
-        uint64_t w = hx_mix(h ^ ((uint64_t) (i / 8) * 0x2545f4914f6cdd1dULL));
-        memcpy(p + i, &w, n - i);
-    }
-}
-
-static uint64_t
-hx_digest(const void *data, size_t n)
-{
-    const uint8_t *p = data;
-    uint64_t d = hx_mix(n), w;
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        memcpy(&w, p + i, 8);
-        d = (d ^ w) * 0x100000001b3ULL + (d >> 29);
-    }
-    if (i < n) {
-        w = 0;
-        memcpy(&w, p + i, n - i);
-        d = (d ^ w) * 0x100000001b3ULL + (d >> 29);
-    }
-    return hx_mix(d);
-}
 
 /* ctl's int64 i (0 when it is too short). */
 static int64_t
