@@ -16,9 +16,14 @@
     is the replayed output of the task or call that made it, or a put: its
     bytes come from the blob store beside the log (exec_blob.h), their
     fingerprint checked against the one its object_put event recorded, and
-    are put once on the replay's cluster. A value argument of 16 bytes that
-    is the ID of a re-created actor (a handle passed to a task) is given the
-    new actor's ID. What tasks and methods submitted themselves (nested
+    are put once on the replay's cluster. The recording's object and actor
+    IDs inside a value argument (a handle, a struct holding a ref) are
+    replaced by the replay's. Every call of an actor the driver created,
+    its tasks' calls too, is made by the replay's driver in the recorded
+    order; the tasks given its handle get a twin of it, which the driver's
+    calls reach too, and before each submission the replay's driver waits
+    for what the recorded driver had seen end (t_end before the
+    submission's time), so that the twin is in the state the tasks found. What tasks and methods submitted themselves (nested
     tasks and calls) they submit again; the replay finds each under the ID
     its replayed parent gives it (IDs are derived from the parent's ID and
     a counter, util_id_child), and compares it too.
