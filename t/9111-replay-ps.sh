@@ -13,7 +13,10 @@
 #     halfway and restarted from its checkpoint: every call matches (the
 #     ones after the restart too), the pid call and the workers (whose pulls
 #     race with the other's pushes) are reported as not deterministic:
-#     exit 1, no call mismatched.
+#     exit 1, no call mismatched;
+#   - ES --ps (the policy in an actor the rollout tasks pull from and push
+#     to, the driver updating it after each iteration): exit 0, every task
+#     and call matched.
 . "${LUX_SRCDIR:-.}/t/lib/tap.sh"
 LUX=${LUX_BIN:-./lux}
 B=${LUX_BUILDDIR:-.}
@@ -83,5 +86,22 @@ is "$(grep -c 'CHECKPOINT MISMATCH' "$tmp/out")" 0 "...every one matched"
 like "$(sed -n '/NOT DETERMINISTIC/p' "$tmp/out")" " pid (call): the same inputs gave" \
     "...the pid call reported as not deterministic"
 like "$(cat "$tmp/out")" "1 recorded actor restarts not re-enacted" "...the restart counted"
+
+# ES with its policy in a parameter-server actor: the driver updates it
+# after each iteration's rollout tasks have pushed to it; the replay's
+# driver waits as the recorded one did, so the tasks' twin of the actor
+# sees the same updates
+rm -rf "$tmp/runs"
+timeout -s KILL 180 "$LUX" run --dir "$tmp/runs" "$B/examples/es/es.so" --env CartPole-v1 \
+    --seed 1 --ps --json --no-report >"$tmp/run.out" 2>"$tmp/run.err"
+case $? in 0|1) ok 0 "es.so --ps ran" ;; *) ok 1 "es.so --ps: exit $?" ;; esac
+run=$(ls -d "$tmp"/runs/*/ | sed -n 1p)
+run=${run%/}
+"$LUX" pull --dir "$run" "$tmp/es.db" >/dev/null
+n=$(sqlv "$tmp/es.db" "SELECT (SELECT count(*) FROM tasks) + (SELECT count(*) FROM actor_calls)")
+timeout -s KILL 300 "$LUX" replay "$run" --verify >"$tmp/out" 2>"$tmp/err"
+is $? 0 "lux replay of the ES --ps run --verify: exit 0"
+like "$(cat "$tmp/out")" "replayed $n tasks of job" "...its $n tasks and calls replayed"
+like "$(cat "$tmp/out")" "$n matched, 0 mismatched, 0 not deterministic, 0 not replayable" "...every one matched"
 
 done_testing

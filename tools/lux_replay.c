@@ -16,9 +16,14 @@
     is the replayed output of the task or call that made it, or a put: its
     bytes come from the blob store beside the log (exec_blob.h), their
     fingerprint checked against the one its object_put event recorded, and
-    are put once on the replay's cluster. A value argument of 16 bytes that
-    is the ID of a re-created actor (a handle passed to a task) is given the
-    new actor's ID. What tasks and methods submitted themselves (nested
+    are put once on the replay's cluster. The recording's object and actor
+    IDs inside a value argument (a handle, a struct holding a ref) are
+    replaced by the replay's. Every call of an actor the driver created,
+    its tasks' calls too, is made by the replay's driver in the recorded
+    order; the tasks given its handle get a twin of it, which the driver's
+    calls reach too, and before each submission the replay's driver waits
+    for what the recorded driver had seen end (t_end before the
+    submission's time), so that the twin is in the state the tasks found. What tasks and methods submitted themselves (nested
     tasks and calls) they submit again; the replay finds each under the ID
     its replayed parent gives it (IDs are derived from the parent's ID and
     a counter, util_id_child), and compares it too.
@@ -92,6 +97,11 @@ typedef struct {
     bool want;           /* to replay (all, or --task's closure) */
     int scope;           /* 0 unknown, 1 in scope, -1 not (nested under an unwanted item) */
     int64_t attempt;     /* recorded: the last attempt */
+    int64_t ts, done_ts; /* recorded: when it was submitted, when it ended (t_end) */
+    bool waited;         /* this round: its outputs were waited for */
+    bool mirrored;       /* this round: a driver's call made on the tasks' twin too */
+    lux_ref_t mirror[S_MAX_RET]; /* ...its refs there */
+    bool task_calls;     /* actor_created: its tasks called it (it gets a twin) */
     int outcome;         /* recorded: task_finished, task_failed, 0 */
     uint8_t fp[16];      /* recorded fp of task_finished */
     /* a replay (two rounds at most) */
@@ -135,6 +145,7 @@ typedef struct {
     sqlite3_stmt *put_st;    /* a put's object_put event */
     util_idmap_t *bad_puts;  /* object ID -> char * why it could not be read (once each) */
     util_idmap_t *objs;      /* old object ID -> new ref, this round */
+    util_idmap_t *put_ids;   /* the job's puts' IDs (16 bytes) -> 1 */
     char mod[PATH_MAX + 16], runs[PATH_MAX + 16];
     char newdir[2][PATH_MAX];
     int workers;
@@ -169,7 +180,7 @@ static int
 s_load(s_replay_t *r)
 {
     sqlite3_stmt *st = lux_hist_prepare(
-        r->h, "SELECT kind, task, parent, name, idx, body, actor, info FROM event WHERE kind IN"
+        r->h, "SELECT kind, task, parent, name, idx, body, actor, info, ts FROM event WHERE kind IN"
               " (4, 11, 12) AND job = ?1 ORDER BY ts, shard, seq");
     if (!st)
         return LUX_ESQL;
@@ -200,6 +211,7 @@ s_load(s_replay_t *r)
         const char *fn = (const char *) sqlite3_column_text(st, 3);
         t->fn = strdup(fn ? fn : "");
         t->idx = sqlite3_column_int64(st, 4);
+        t->ts = sqlite3_column_int64(st, 8);
         t->nret = t->kind == DB_K_task_submitted ? (uint8_t) t->idx : 0;
         t->body_len = (uint32_t) sqlite3_column_bytes(st, 5);
         if (t->body_len && (t->body = malloc(t->body_len)))
@@ -216,6 +228,15 @@ s_load(s_replay_t *r)
     sqlite3_finalize(st);
     if (rc)
         return rc;
+    /* the job's puts, to find their IDs inside values */
+    st = lux_hist_prepare(r->h, "SELECT task FROM event WHERE kind = 8 AND job = ?1");
+    if (!st)
+        return LUX_ESQL;
+    sqlite3_bind_blob(st, 1, r->job.b, UTIL_ID_LEN, SQLITE_STATIC);
+    while (sqlite3_step(st) == SQLITE_ROW)
+        if (sqlite3_column_bytes(st, 0) == UTIL_ID_LEN)
+            util_idmap_put(r->put_ids, sqlite3_column_blob(st, 0), NULL);
+    sqlite3_finalize(st);
     /* submitted by the driver: its parent is no task of this job */
     for (size_t i = 0; i < r->n; i++)
         r->t[i].top = !util_idmap_get(r->by_task, r->t[i].parent.b);
@@ -223,9 +244,11 @@ s_load(s_replay_t *r)
         s_item_t *t = &r->t[i];
         uint32_t *ix = t->kind == DB_K_actor_call ? util_idmap_get(r->by_actor, t->actor.b) : NULL;
         t->drive = t->top || (ix && r->t[*ix - 1].top);
+        if (ix && !t->top)
+            r->t[*ix - 1].task_calls = true;
     }
     /* recorded outcomes: the last one of each */
-    st = lux_hist_prepare(r->h, "SELECT kind, attempt, fp FROM event WHERE task = ?1 AND"
+    st = lux_hist_prepare(r->h, "SELECT kind, attempt, fp, coalesce(t_end, ts) FROM event WHERE task = ?1 AND"
                                 " kind IN (5, 6) ORDER BY shard, seq");
     if (!st)
         return LUX_ESQL;
@@ -236,6 +259,7 @@ s_load(s_replay_t *r)
         while (sqlite3_step(st) == SQLITE_ROW) {
             r->t[i].outcome = sqlite3_column_int(st, 0);
             r->t[i].attempt = sqlite3_column_int64(st, 1);
+            r->t[i].done_ts = sqlite3_column_int64(st, 3);
             if (sqlite3_column_bytes(st, 2) == 16)
                 memcpy(r->t[i].fp, sqlite3_column_blob(st, 2), 16);
         }
@@ -405,7 +429,55 @@ s_put(s_replay_t *r, lux_t *lx, const uint8_t *obj, lux_ref_t *out, char *why, s
 }
 
 static int s_args(s_replay_t *r, lux_t *lx, s_item_t *t, const exec_spec_t *s, lux_arg_t *args,
-                  lux_ref_t *refs, char *why, size_t n);
+                  lux_ref_t *refs, void **own, char *why, size_t n);
+static int s_create(s_replay_t *r, lux_t *lx, s_item_t *c, bool twin, char *why, size_t n);
+
+/* A value of the recording with the IDs it holds of the recording's
+   objects and actors (a struct holding a ref or a handle, as ES's
+   EsServer's settings hold the noise table's ref) replaced by the
+   replay's: an object made by a replayed task, a put (read from the blob
+   store), or an actor's twin. A copy (free()) when anything was replaced,
+   else NULL. IDs are 16 random bytes: a match by chance is not a worry. */
+static uint8_t *
+s_rewrite(s_replay_t *r, lux_t *lx, const uint8_t *p, size_t n)
+{
+    uint8_t *out = NULL;
+    for (size_t off = 0; off + UTIL_ID_LEN <= n; off++) {
+        const uint8_t *q = p + off;
+        const uint8_t *with = NULL;
+        size_t len = 0;
+        uint32_t *ix = util_idmap_get(r->by_actor, q);
+        if (ix && r->t[*ix - 1].created) {
+            s_item_t *c = &r->t[*ix - 1];
+            char cw[512];
+            if (!c->task_created && s_create(r, lx, c, true, cw, sizeof cw))
+                fprintf(stderr, "lux replay: a twin of actor %s for the tasks: %s\n", c->fn, cw);
+            if (c->task_created)
+                with = c->task_actor.b, len = UTIL_ID_LEN;
+        } else if (off + LUX_REF_LEN <= n) {
+            lux_ref_t *nr = util_idmap_get(r->objs, q);
+            if (!nr && util_idmap_get(r->put_ids, q)) {
+                char pw[512];
+                lux_ref_t pr;
+                if (s_put(r, lx, q, &pr, pw, sizeof pw) == 0 &&
+                    (nr = util_idmap_put(r->objs, q, NULL)))
+                    *nr = pr;
+            }
+            if (nr)
+                with = nr->b, len = LUX_REF_LEN;
+        }
+        if (!with)
+            continue;
+        if (!out) {
+            if (!(out = malloc(n)))
+                return NULL;
+            memcpy(out, p, n);
+        }
+        memcpy(out + off, with, len);
+        off += len - 1;
+    }
+    return out;
+}
 
 /* Create the actor of item c (actor_created) on lx: the calls' one (no
    name: the tasks may look it up by name, and their calls must not mix
@@ -422,9 +494,10 @@ s_create(s_replay_t *r, lux_t *lx, s_item_t *c, bool twin, char *why, size_t n)
     }
     lux_arg_t *args = calloc(s.argc + 1u, sizeof *args);
     lux_ref_t *refs = calloc(s.argc + 1u, sizeof *refs);
+    void **own = calloc(s.argc + 1u, sizeof *own);
     int rc = LUX_ENOMEM;
     snprintf(why, n, "out of memory");
-    if (args && refs && (rc = s_args(r, lx, c, &s, args, refs, why, n)) == 0) {
+    if (args && refs && own && (rc = s_args(r, lx, c, &s, args, refs, own, why, n)) == 0) {
         snprintf(res, sizeof res, "%.*s", (int) s.res_len, s.res ? s.res : "");
         snprintf(name, sizeof name, "%s", c->name ? c->name : "");
         lux_actor_opts_t ao = {.name = twin && name[0] ? name : NULL,
@@ -439,16 +512,19 @@ s_create(s_replay_t *r, lux_t *lx, s_item_t *c, bool twin, char *why, size_t n)
         else
             c->created = true;
     }
+    for (int i = 0; own && i < s.argc; i++)
+        free(own[i]);
+    free(own);
     free(args);
     free(refs);
     return rc;
 }
 
 /* The arguments of t (spec s) on the replay's cluster, into args (argc of
-   them), refs and handles (storage for args). 0, or nonzero with why[n]. */
+   them), refs and own (storage for args: free() each). 0, or nonzero with why[n]. */
 static int
 s_args(s_replay_t *r, lux_t *lx, s_item_t *t, const exec_spec_t *s, lux_arg_t *args,
-       lux_ref_t *refs, char *why, size_t n)
+       lux_ref_t *refs, void **own, char *why, size_t n)
 {
     char hex[2 * LUX_REF_LEN + 1];
     util_rd_t rd;
@@ -485,17 +561,9 @@ s_args(s_replay_t *r, lux_t *lx, s_item_t *t, const exec_spec_t *s, lux_arg_t *a
             refs[k] = *nr;
             args[k] = LUX_REF(refs[k]);
         } else {
-            args[k] = LUX_VAL(a.data, a.size);
-            uint32_t *ix = a.size == UTIL_ID_LEN ? util_idmap_get(r->by_actor, a.data) : NULL;
-            if (ix && r->t[*ix - 1].created) { /* a handle: the re-created actor's twin */
-                s_item_t *c = &r->t[*ix - 1];
-                char cw[512];
-                if (!c->task_created && s_create(r, lx, c, true, cw, sizeof cw))
-                    fprintf(stderr, "lux replay: a twin of actor %s for the tasks: %s\n", c->fn,
-                            cw);
-                if (c->task_created)
-                    args[k] = LUX_VAL(c->task_actor.b, UTIL_ID_LEN);
-            }
+            /* IDs inside it (an actor's handle, a ref in a struct): the replay's */
+            own[k] = s_rewrite(r, lx, a.data, a.size);
+            args[k] = own[k] ? LUX_VAL(own[k], a.size) : LUX_VAL(a.data, a.size);
         }
         k++;
     }
@@ -527,13 +595,18 @@ s_submit(s_replay_t *r, lux_t *lx, s_item_t *t)
     if (t->kind == DB_K_actor_created) {
         if (s_create(r, lx, t, false, why, sizeof why) == 0)
             t->sent = true;
+        /* its tasks' twin, at once: the driver's calls go to it too */
+        if (t->sent && t->task_calls && s_create(r, lx, t, true, why, sizeof why))
+            fprintf(stderr, "lux replay: a twin of actor %s for the tasks: %s\n", t->fn, why);
+        why[0] = 0;
         goto out;
     }
     lux_arg_t *args = calloc(s.argc + 1u, sizeof *args);
     lux_ref_t *refs = calloc(s.argc + 1u, sizeof *refs);
-    if (!args || !refs)
+    void **own = calloc(s.argc + 1u, sizeof *own);
+    if (!args || !refs || !own)
         snprintf(why, sizeof why, "out of memory");
-    else if (s_args(r, lx, t, &s, args, refs, why, sizeof why) == 0) {
+    else if (s_args(r, lx, t, &s, args, refs, own, why, sizeof why) == 0) {
         char res[256];
         snprintf(res, sizeof res, "%.*s", (int) s.res_len, s.res ? s.res : "");
         int rc;
@@ -543,9 +616,16 @@ s_submit(s_replay_t *r, lux_t *lx, s_item_t *t)
                 snprintf(why, sizeof why, "its actor %s was not re-created",
                          util_id_hex(&t->actor, res));
                 rc = 0;
-            } else
+            } else {
                 rc = lux_actor_call(lx, &r->t[*ix - 1].new_actor, t->fn, s.argc, args, t->nret,
                                     t->refs);
+                /* the driver's calls reach the tasks' twin too, as they reached
+                   the actor its tasks called (their outputs are not compared) */
+                if (!rc && t->top && r->t[*ix - 1].task_created &&
+                    lux_actor_call(lx, &r->t[*ix - 1].task_actor, t->fn, s.argc, args, t->nret,
+                                   t->mirror) == 0)
+                    t->mirrored = true;
+            }
         } else {
             lux_opts_t o = {.cpus = s.cpus_milli / 1000.0, .resources = res[0] ? res : NULL,
                             .max_attempts = s.max_attempts, .timeout_ms = (int) s.timeout_ms};
@@ -570,6 +650,9 @@ s_submit(s_replay_t *r, lux_t *lx, s_item_t *t)
             }
         }
     }
+    for (int i = 0; own && i < s.argc; i++)
+        free(own[i]);
+    free(own);
     free(args);
     free(refs);
 out:
@@ -650,6 +733,9 @@ s_foreground(s_replay_t *r, lux_t *lx, s_item_t *t)
     while (k < s.argc && exec_arg_next(&rd, &a)) {
         const void *data = a.data;
         size_t size = a.size;
+        uint8_t *rw = a.kind == EXEC_ARG_REF ? NULL : s_rewrite(r, lx, a.data, a.size);
+        if (rw)
+            data = rw; /* the IDs it holds: the replay's */
         if (a.kind == EXEC_ARG_REF) {
             lux_ref_t *nr = util_idmap_get(r->objs, a.ref.b);
             lux_val_t v;
@@ -670,11 +756,13 @@ s_foreground(s_replay_t *r, lux_t *lx, s_item_t *t)
                a.kind == EXEC_ARG_REF ? hex : "a value", size, ahex);
         /* in place, 16-aligned, as a worker gives them */
         if (!(own[k] = aligned_alloc(16, (size + 16) & ~(size_t) 15))) {
+            free(rw);
             rc = util_err(LUX_ENOMEM, "out of memory");
             goto out;
         }
         if (size)
             memcpy(own[k], data, size);
+        free(rw);
         args[k].data = own[k];
         args[k].size = size;
         k++;
@@ -741,9 +829,28 @@ s_round(s_replay_t *r, int round)
     r->put_bytes = 0;
     for (size_t i = 0; i < r->n; i++) {
         s_item_t *t = &r->t[i];
-        t->sent = t->mapped = t->created = t->task_created = false;
-        if (t->drive && t->want)
-            s_submit(r, lx, t);
+        t->sent = t->mapped = t->created = t->task_created = t->waited = t->mirrored = false;
+    }
+    for (size_t i = 0; i < r->n; i++) {
+        s_item_t *t = &r->t[i];
+        if (!t->drive || !t->want)
+            continue;
+        /* what the recorded driver had seen done before it submitted this, the
+           replay's waits for too: a call that the recorded driver made after
+           its tasks had pushed to the actor finds the twin in that state */
+        for (size_t k = 0; k < i; k++) {
+            s_item_t *y = &r->t[k];
+            if (!y->sent || y->waited || !y->done_ts || y->done_ts >= t->ts)
+                continue;
+            lux_val_t v;
+            for (uint8_t j = 0; j < y->nret; j++) {
+                lux_get(lx, &y->refs[j], &v, S_WAIT_MS); /* a failure is an outcome too */
+                if (y->mirrored) /* and the twin had it too */
+                    lux_get(lx, &y->mirror[j], &v, S_WAIT_MS);
+            }
+            y->waited = true;
+        }
+        s_submit(r, lx, t);
     }
     for (size_t i = 0; i < r->n; i++) {
         lux_val_t v;
@@ -863,6 +970,7 @@ s_destroy(s_replay_t *r)
     util_idmap_destroy(&r->by_task);
     util_idmap_destroy(&r->by_actor);
     util_idmap_destroy(&r->objs);
+    util_idmap_destroy(&r->put_ids);
     if (r->bad_puts)
         util_idmap_each(r->bad_puts, s_free_why, NULL);
     util_idmap_destroy(&r->bad_puts);
@@ -949,6 +1057,7 @@ cmd_replay(int argc, char **argv)
     if (!(r.by_task = util_idmap_new(sizeof(uint32_t))) ||
         !(r.by_actor = util_idmap_new(sizeof(uint32_t))) ||
         !(r.objs = util_idmap_new_keyed(LUX_REF_LEN, sizeof(lux_ref_t))) ||
+        !(r.put_ids = util_idmap_new(1)) ||
         !(r.bad_puts = util_idmap_new_keyed(LUX_REF_LEN, sizeof(char *)))) {
         rc = util_err(LUX_ENOMEM, "out of memory");
         goto out;
