@@ -5,6 +5,8 @@
 # log):
 #   - lux replay --verify exits 0, every task of the run counted as matched,
 #     and the puts read back with their hashes checked;
+#   - a rollout's recorded output fingerprint altered (in a file lux pull
+#     wrote): exit 1, that task named; a module byte altered: refused;
 #   - a byte of the recorded noise table's blob altered: exit 1, the put and
 #     the tasks that read it named as not replayable;
 #   - the blob replaced by a well-formed frame of other bytes: refused by
@@ -33,9 +35,24 @@ like "$(cat "$run/cluster.conf")" "record_puts 268435456" "...with the default p
 timeout -s KILL 300 "$LUX" replay "$run" --verify >"$tmp/rep" 2>"$tmp/rep.err"
 is $? 0 "lux replay RUN --verify of the ES run: exit 0"
 like "$(cat "$tmp/rep")" "replayed $ntasks tasks" "...every one of its $ntasks tasks replayed"
-like "$(cat "$tmp/rep")" "$ntasks matched, 0 mismatched, 0 not replayable" "...and matched"
+like "$(cat "$tmp/rep")" "$ntasks matched, 0 mismatched, 0 not deterministic, 0 not replayable" "...and matched"
 match "$(cat "$tmp/rep")" "recorded puts \\([0-9]+ bytes\\) read from $run/blobs, their hashes verified" \
     "...the puts read from the blob store"
+
+"$LUX" pull --dir "$run" "$tmp/run.db" >/dev/null
+roll=$(sql "$run" "SELECT task_id FROM tasks WHERE function = 'es_rollouts' ORDER BY seq LIMIT 1 OFFSET 3")
+cp "$tmp/run.db" "$tmp/fp.db"
+sqlite3 "$tmp/fp.db" "UPDATE event SET fp = zeroblob(16) WHERE kind = 5 AND lower(hex(task)) = '$roll'"
+timeout -s KILL 300 "$LUX" replay "$tmp/fp.db" --blobs "$run/blobs" --verify >"$tmp/rep" 2>"$tmp/rep.err"
+is $? 1 "a rollout task's recorded output altered: exit 1"
+like "$(cat "$tmp/rep")" "MISMATCH      $roll es_rollouts (attempt" "...that task named"
+like "$(cat "$tmp/rep")" "$((ntasks - 1)) matched, 1 mismatched, 0 not deterministic" "...and only it"
+cp "$tmp/run.db" "$tmp/mod.db"
+sqlite3 "$tmp/mod.db" "UPDATE event SET body = substr(body, 1, 5000) ||
+    CASE WHEN substr(body, 5001, 1) = X'00' THEN X'01' ELSE X'00' END || substr(body, 5002) WHERE kind = 3"
+timeout -s KILL 300 "$LUX" replay "$tmp/mod.db" --blobs "$run/blobs" --verify >"$tmp/rep" 2>"$tmp/rep.err"
+is $? 1 "a module byte of es.so altered: exit 1"
+like "$(cat "$tmp/rep.err")" "they were altered" "...the module's hash refused"
 
 # the noise table: the largest blob
 table=$(ls -S "$run/blobs" | sed -n 1p)
@@ -47,7 +64,7 @@ timeout -s KILL 300 "$LUX" replay "$run" --verify >"$tmp/rep" 2>"$tmp/rep.err"
 is $? 1 "a byte of the noise table's blob altered: exit 1"
 match "$(cat "$tmp/rep")" "not replayed  [0-9a-f]{32} es_[a-z_]+: argument [0-9]: put [0-9a-f]{40} \\(67108864 bytes\\): recorded put .*$fp.lz4" \
     "...the tasks that read it named, with the put and its blob"
-match "$(cat "$tmp/rep")" "0 mismatched, [1-9][0-9]* not replayable" "...counted as not replayable"
+match "$(cat "$tmp/rep")" "0 mismatched, 0 not deterministic, [1-9][0-9]* not replayable" "...counted as not replayable"
 
 head -c 67108864 /dev/zero | lz4 -q -z -c --content-size >"$run/blobs/$table"
 timeout -s KILL 300 "$LUX" replay "$run" --verify >"$tmp/rep" 2>"$tmp/rep.err"

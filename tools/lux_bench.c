@@ -122,6 +122,8 @@ s_collect(void)
         s_all[s_nall++] = &bench_exec[i];
     for (int i = 0; i < bench_log_n && s_nall < S_MAX_BENCH; i++)
         s_all[s_nall++] = &bench_log[i];
+    for (int i = 0; i < bench_replay_n && s_nall < S_MAX_BENCH; i++)
+        s_all[s_nall++] = &bench_replay[i];
 }
 
 int

@@ -58,5 +58,7 @@ extern const bench_t bench_log[];
 extern const int bench_log_n;
 extern const bench_t bench_exec[];
 extern const int bench_exec_n;
+extern const bench_t bench_replay[];
+extern const int bench_replay_n;
 
 #endif

@@ -1,41 +1,58 @@
-/*  lux_replay - `lux replay RUN|OUT.db [--job ID] [--task ID] [--verify]`:
-    run a recorded job's tasks again and compare what they make with what
-    the log says they made.
+/*  lux_replay - `lux replay RUN|OUT.db [--job ID] [--task ID] [--verify]
+    [--foreground]`: run a recorded job again and compare what it makes with
+    what the log says it made.
 
     What it takes from the log: the job's module bytes (its
     module_registered event, whose hash is checked against the one the
-    log recorded before anything runs), and each task's submission (its
-    function, returns and the body of arguments: values inline, refs by
-    object ID). It starts a fresh embedded cluster on that module (in a
-    private directory, kept and named at the end) and submits, in log
-    order, the tasks the driver submitted (nested tasks are submitted again
-    by their replayed parents, and are not compared); a ref argument is the
-    replayed output of the task that made it, or a put: its bytes come from
-    the blob store beside the log (exec_blob.h), their fingerprint checked
-    against the one its object_put event recorded, and are put once on the
-    replay's cluster. A task whose put was not recorded (over the cluster's
-    record_puts), whose blob is missing or altered, or whose argument is
-    the output of a task not replayed, cannot run: it is reported with the
-    reason, never skipped in silence. Actor calls are not replayed
-    (counted).
+    log recorded before anything runs), and every submission of the job,
+    in log order: tasks (task_submitted: function, returns, arguments:
+    values inline, refs by object ID), actors (actor_created: class,
+    constructor arguments, max_restarts, checkpoint_every) and actor calls
+    (actor_call: method, returns, arguments, in the actor's order). It
+    starts a fresh embedded cluster on that module (in a private directory,
+    kept and named at the end) and submits again what the driver submitted:
+    each task with its recorded arguments, each actor re-created with its
+    recorded options, each call made in the recorded order. A ref argument
+    is the replayed output of the task or call that made it, or a put: its
+    bytes come from the blob store beside the log (exec_blob.h), their
+    fingerprint checked against the one its object_put event recorded, and
+    are put once on the replay's cluster. A value argument of 16 bytes that
+    is the ID of a re-created actor (a handle passed to a task) is given the
+    new actor's ID. What tasks and methods submitted themselves (nested
+    tasks and calls) they submit again; the replay finds each under the ID
+    its replayed parent gives it (IDs are derived from the parent's ID and
+    a counter, util_id_child), and compares it too.
 
-    --verify compares each replayed task's outcome in the new log with the
-    recorded one: finished with the same fingerprint of its outputs (the
-    task_finished event's fp: a hash of every output's fingerprint), or
-    failed both times. A mismatch names the task, its function and
-    attempt, and the first argument that came from a mismatched task when
-    there is one. Exit status 0 only when every task of the job was
-    replayed and, with --verify, matched.
+    --verify compares each task's and call's outcome with the recorded one:
+    finished with the same fingerprint of its outputs (task_finished's fp),
+    or failed both times; and each checkpoint of a re-created actor (its
+    state's fingerprint at the same call) with the recorded one. A recorded
+    restart of an actor is not re-enacted (no process is killed): the calls
+    after it are compared with a run that did not restart, which is what a
+    correct restart must give. When something does not match, the job is
+    replayed a second time: a task whose two replays differ from each other
+    as well is reported as not deterministic, the others as mismatched
+    (naming the task, its function and attempt, and the first argument that
+    came from a task that differs). What could not run (a put not recorded,
+    a blob missing or altered, an argument from a task that could not run,
+    a nested task its parent did not submit again) is reported with the
+    reason, never skipped in silence. Exit status 0 only when everything of
+    the job was replayed and, with --verify, matched.
 
-    --task ID replays that task and the driver's tasks it depends on.
+    --task ID replays that task and what it depends on (the driver's tasks
+    that made its arguments; for a call, its actor and the calls before
+    it). With --foreground it then runs that task once more in this
+    process, through the module's function itself (a breakpoint in it
+    stops there under gdb), with the bytes of its arguments from the
+    replay, and prints each output's fingerprint against the recorded one.
 */
 #include "lux_cmd.h"
 #include "lux_hist.h"
 #include "lux_opt.h"
 #include "lux.h"
 #include "db/db_event.h"
-#include "db/db_query.h"
 #include "exec/exec_blob.h"
+#include "exec/exec_client.h"
 #include "exec/exec_module.h"
 #include "exec/exec_proto.h"
 #include "util/util_err.h"
@@ -50,45 +67,79 @@
 #include <unistd.h>
 
 static const char s_usage[] =
-    "lux replay RUN|OUT.db [--job ID] [--task ID] [--verify] [--workers N] [--blobs DIR]";
+    "lux replay RUN|OUT.db [--job ID] [--task ID [--foreground]] [--verify] [--workers N]\n"
+    "                  [--blobs DIR]";
 
 #define S_WAIT_MS 120000
+#define S_MAX_RET 8
+
+enum { V_NONE = 0, V_MATCH, V_MISMATCH, V_NONDET, V_NOT_RUN };
 
 typedef struct {
-    util_id_t task;
-    char *fn;
+    int kind;            /* DB_K_task_submitted, actor_created, actor_call */
+    util_id_t task;      /* the task's, call's or creation's ID */
+    util_id_t parent;
+    util_id_t actor;     /* actor_created, actor_call */
+    char *fn;            /* function, class or method */
+    char *name;          /* actor_created: the name it was created with, or NULL */
     uint8_t *body;
     uint32_t body_len;
     uint8_t nret;
+    int64_t idx;         /* a call's index in its actor's order */
     bool top;            /* submitted by the driver */
+    bool drive;          /* submitted by the replay's driver: the driver's, and every
+                            call of an actor the driver created, in the actor's order */
     bool want;           /* to replay (all, or --task's closure) */
+    int scope;           /* 0 unknown, 1 in scope, -1 not (nested under an unwanted item) */
     int64_t attempt;     /* recorded: the last attempt */
     int outcome;         /* recorded: task_finished, task_failed, 0 */
     uint8_t fp[16];      /* recorded fp of task_finished */
-    /* the replay */
-    bool ran;
-    char *why_not;       /* not replayed: why */
-    lux_ref_t refs[8];   /* its new refs (up to 8 returns) */
-    int new_outcome;
-    uint8_t new_fp[16];
-    bool mismatch;
-    char *first_bad;     /* the first argument from a mismatched task */
+    /* a replay (two rounds at most) */
+    char *why_not;       /* could not be replayed: why */
+    bool sent;           /* the driver's: submitted in this round */
+    bool mapped;         /* new_id is known */
+    util_id_t new_id;
+    lux_actor_t new_actor; /* actor_created: the re-created actor, for the calls */
+    bool created;
+    lux_actor_t task_actor; /* ...and its twin, for the tasks given its handle */
+    bool task_created;
+    lux_ref_t refs[S_MAX_RET];
+    int new_outcome[2];
+    uint8_t new_fp[2][16];
+    int verdict;
     uint8_t *ref_args;   /* the object IDs of its ref arguments, 20 each */
     uint32_t nref_args;
-} s_task_t;
+} s_item_t;
+
+typedef struct {
+    util_id_t actor;
+    int64_t idx;
+    uint8_t fp[16];
+    bool found;
+    uint8_t new_fp[16];
+} s_ckpt_t;
 
 typedef struct {
     lux_hist_t *h;
     util_id_t job;
-    s_task_t *t;
+    s_item_t *t;
     size_t n;
-    util_idmap_t *by_task; /* task -> index + 1 */
-    int64_t calls;         /* actor calls of the job, not replayed */
-    char blobs[PATH_MAX];  /* the recorded puts (exec_blob.h) */
-    size_t puts;           /* recorded puts read back, their hash checked */
+    util_idmap_t *by_task;   /* task ID -> index + 1 */
+    util_idmap_t *by_actor;  /* actor ID -> index + 1 of its actor_created */
+    s_ckpt_t *ck;
+    size_t nck;
+    int64_t restarts;        /* recorded actor restarts */
+    char blobs[PATH_MAX];    /* the recorded puts (exec_blob.h) */
+    size_t puts;             /* recorded puts read back, their hash checked */
     uint64_t put_bytes;
-    sqlite3_stmt *put_st;  /* a put's object_put event */
-    util_idmap_t *bad_puts; /* object ID -> char * why it could not be read (once each) */
+    sqlite3_stmt *put_st;    /* a put's object_put event */
+    util_idmap_t *bad_puts;  /* object ID -> char * why it could not be read (once each) */
+    util_idmap_t *objs;      /* old object ID -> new ref, this round */
+    char mod[PATH_MAX + 16], runs[PATH_MAX + 16];
+    char newdir[2][PATH_MAX];
+    int workers;
+    size_t fg;               /* --foreground: the task's index + 1 */
+    int fg_status;           /* its outcome: 0 same as recorded, 1 not, < 0 an error */
 } s_replay_t;
 
 static int
@@ -99,6 +150,207 @@ s_free_why(void *arg, const void *key, void *value)
     return 0;
 }
 
+/* --- the recorded job ------------------------------------------------------------------ */
+
+static int
+s_grow(s_replay_t *r, size_t *cap)
+{
+    if (r->n < *cap)
+        return 0;
+    *cap = *cap ? 2 * *cap : 64;
+    s_item_t *p = realloc(r->t, *cap * sizeof *p);
+    if (!p)
+        return util_err(LUX_ENOMEM, "out of memory");
+    r->t = p;
+    return 0;
+}
+
+static int
+s_load(s_replay_t *r)
+{
+    sqlite3_stmt *st = lux_hist_prepare(
+        r->h, "SELECT kind, task, parent, name, idx, body, actor, info FROM event WHERE kind IN"
+              " (4, 11, 12) AND job = ?1 ORDER BY ts, shard, seq");
+    if (!st)
+        return LUX_ESQL;
+    sqlite3_bind_blob(st, 1, r->job.b, UTIL_ID_LEN, SQLITE_STATIC);
+    size_t cap = 0;
+    int rc = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        if (sqlite3_column_bytes(st, 1) != UTIL_ID_LEN)
+            continue;
+        int fresh = 0;
+        uint32_t *ix = util_idmap_put(r->by_task, sqlite3_column_blob(st, 1), &fresh);
+        if (!ix) {
+            rc = util_err(LUX_ENOMEM, "out of memory");
+            break;
+        }
+        if (!fresh)
+            continue; /* submitted again by a retried parent: the same task */
+        if ((rc = s_grow(r, &cap)))
+            break;
+        s_item_t *t = &r->t[r->n];
+        memset(t, 0, sizeof *t);
+        t->kind = sqlite3_column_int(st, 0);
+        memcpy(t->task.b, sqlite3_column_blob(st, 1), UTIL_ID_LEN);
+        if (sqlite3_column_bytes(st, 2) == UTIL_ID_LEN)
+            memcpy(t->parent.b, sqlite3_column_blob(st, 2), UTIL_ID_LEN);
+        if (sqlite3_column_bytes(st, 6) == UTIL_ID_LEN)
+            memcpy(t->actor.b, sqlite3_column_blob(st, 6), UTIL_ID_LEN);
+        const char *fn = (const char *) sqlite3_column_text(st, 3);
+        t->fn = strdup(fn ? fn : "");
+        t->idx = sqlite3_column_int64(st, 4);
+        t->nret = t->kind == DB_K_task_submitted ? (uint8_t) t->idx : 0;
+        t->body_len = (uint32_t) sqlite3_column_bytes(st, 5);
+        if (t->body_len && (t->body = malloc(t->body_len)))
+            memcpy(t->body, sqlite3_column_blob(st, 5), t->body_len);
+        const char *info = (const char *) sqlite3_column_text(st, 7);
+        if (t->kind == DB_K_actor_created && info && strncmp(info, "name=", 5) == 0)
+            t->name = strndup(info + 5, strcspn(info + 5, " "));
+        if (t->kind == DB_K_actor_call && t->body_len)
+            t->nret = t->body[0]; /* exec_call_body: nret u8 first */
+        *ix = (uint32_t) ++r->n;
+        if (t->kind == DB_K_actor_created && (ix = util_idmap_put(r->by_actor, t->actor.b, NULL)))
+            *ix = (uint32_t) r->n;
+    }
+    sqlite3_finalize(st);
+    if (rc)
+        return rc;
+    /* submitted by the driver: its parent is no task of this job */
+    for (size_t i = 0; i < r->n; i++)
+        r->t[i].top = !util_idmap_get(r->by_task, r->t[i].parent.b);
+    for (size_t i = 0; i < r->n; i++) {
+        s_item_t *t = &r->t[i];
+        uint32_t *ix = t->kind == DB_K_actor_call ? util_idmap_get(r->by_actor, t->actor.b) : NULL;
+        t->drive = t->top || (ix && r->t[*ix - 1].top);
+    }
+    /* recorded outcomes: the last one of each */
+    st = lux_hist_prepare(r->h, "SELECT kind, attempt, fp FROM event WHERE task = ?1 AND"
+                                " kind IN (5, 6) ORDER BY shard, seq");
+    if (!st)
+        return LUX_ESQL;
+    for (size_t i = 0; i < r->n; i++) {
+        if (r->t[i].kind == DB_K_actor_created)
+            continue;
+        sqlite3_bind_blob(st, 1, r->t[i].task.b, UTIL_ID_LEN, SQLITE_STATIC);
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            r->t[i].outcome = sqlite3_column_int(st, 0);
+            r->t[i].attempt = sqlite3_column_int64(st, 1);
+            if (sqlite3_column_bytes(st, 2) == 16)
+                memcpy(r->t[i].fp, sqlite3_column_blob(st, 2), 16);
+        }
+        sqlite3_reset(st);
+    }
+    sqlite3_finalize(st);
+    /* recorded checkpoints and restarts */
+    st = lux_hist_prepare(r->h, "SELECT kind, actor, idx, fp FROM event WHERE kind IN (13, 14)"
+                                " AND job = ?1 ORDER BY shard, seq");
+    if (!st)
+        return LUX_ESQL;
+    sqlite3_bind_blob(st, 1, r->job.b, UTIL_ID_LEN, SQLITE_STATIC);
+    size_t ckcap = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        if (sqlite3_column_int(st, 0) == DB_K_actor_restarted) {
+            r->restarts++;
+            continue;
+        }
+        if (sqlite3_column_bytes(st, 1) != UTIL_ID_LEN || sqlite3_column_bytes(st, 3) != 16)
+            continue;
+        if (r->nck == ckcap) {
+            ckcap = ckcap ? 2 * ckcap : 16;
+            s_ckpt_t *p = realloc(r->ck, ckcap * sizeof *p);
+            if (!p) {
+                rc = util_err(LUX_ENOMEM, "out of memory");
+                break;
+            }
+            r->ck = p;
+        }
+        s_ckpt_t *c = &r->ck[r->nck];
+        memset(c, 0, sizeof *c);
+        memcpy(c->actor.b, sqlite3_column_blob(st, 1), UTIL_ID_LEN);
+        c->idx = sqlite3_column_int64(st, 2);
+        memcpy(c->fp, sqlite3_column_blob(st, 3), 16);
+        /* a restart's replayed calls may checkpoint the same call again */
+        bool dup = false;
+        for (size_t k = 0; k < r->nck && !dup; k++)
+            dup = r->ck[k].idx == c->idx && util_id_eq(&r->ck[k].actor, &c->actor);
+        r->nck += !dup;
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* The decoded submission of t (its spec), or nonzero when it does not decode. */
+static int
+s_spec(const s_item_t *t, exec_spec_t *s)
+{
+    memset(s, 0, sizeof *s);
+    if (!t->body)
+        return LUX_ECORRUPT;
+    switch (t->kind) {
+    case DB_K_actor_created:
+        return exec_actor_from_body(s, t->body, t->body_len);
+    case DB_K_actor_call:
+        return exec_call_from_body(s, t->body, t->body_len);
+    default:
+        return exec_spec_from_body(s, t->body, t->body_len);
+    }
+}
+
+/* Mark item i, the driver's items its arguments come from, and for a call
+   its actor and the driver's calls before it, as wanted. */
+static void
+s_want(s_replay_t *r, size_t i)
+{
+    s_item_t *t = &r->t[i];
+    if (t->want)
+        return;
+    t->want = true;
+    exec_spec_t s;
+    if (!s_spec(t, &s)) {
+        util_rd_t rd;
+        exec_arg_t a;
+        util_rd_init(&rd, s.args, s.args_len);
+        while (exec_arg_next(&rd, &a)) {
+            uint32_t *ix = NULL;
+            if (a.kind == EXEC_ARG_REF)
+                ix = util_idmap_get(r->by_task, a.ref.b);
+            else if (a.size == UTIL_ID_LEN)
+                ix = util_idmap_get(r->by_actor, a.data); /* an actor's handle */
+            if (ix && r->t[*ix - 1].drive)
+                s_want(r, *ix - 1);
+        }
+    }
+    if (t->kind == DB_K_actor_call) {
+        uint32_t *ix = util_idmap_get(r->by_actor, t->actor.b);
+        if (ix && r->t[*ix - 1].top)
+            s_want(r, *ix - 1);
+        for (size_t k = 0; k < r->n; k++)
+            if (r->t[k].kind == DB_K_actor_call && r->t[k].drive && r->t[k].idx < t->idx &&
+                util_id_eq(&r->t[k].actor, &t->actor))
+                s_want(r, k);
+    }
+}
+
+/* Whether item i is part of this replay: wanted, or nested under one that is. */
+static bool
+s_in_scope(s_replay_t *r, size_t i)
+{
+    s_item_t *t = &r->t[i];
+    if (!t->scope) {
+        t->scope = -1; /* a cycle would be damage: out */
+        if (t->drive)
+            t->scope = t->want ? 1 : -1;
+        else {
+            uint32_t *ix = util_idmap_get(r->by_task, t->parent.b);
+            t->scope = ix && s_in_scope(r, *ix - 1) ? 1 : -1;
+        }
+    }
+    return t->scope > 0;
+}
+
+/* --- a replay ------------------------------------------------------------------------ */
+
 /* The replay's copy of put obj (an object ID of the log), from the blob
    store: its object_put event gives its size and fingerprint, the blob its
    bytes (their hash checked). 0 with *out set, or an error with why[n]
@@ -107,7 +359,7 @@ static int
 s_put(s_replay_t *r, lux_t *lx, const uint8_t *obj, lux_ref_t *out, char *why, size_t n)
 {
     char hex[2 * LUX_REF_LEN + 1];
-    char **known = r->bad_puts ? util_idmap_get(r->bad_puts, obj) : NULL;
+    char **known = util_idmap_get(r->bad_puts, obj);
     if (known) { /* tried before, for another task */
         snprintf(why, n, "%s", *known);
         return LUX_ENOTFOUND;
@@ -123,257 +375,524 @@ s_put(s_replay_t *r, lux_t *lx, const uint8_t *obj, lux_ref_t *out, char *why, s
     sqlite3_reset(st);
     sqlite3_bind_blob(st, 1, obj, UTIL_ID_LEN, SQLITE_STATIC);
     sqlite3_bind_int64(st, 2, (int64_t) obj[16] << 24 | obj[17] << 16 | obj[18] << 8 | obj[19]);
+    int rc;
+    uint8_t *bytes = NULL;
     if (sqlite3_step(st) != SQLITE_ROW || sqlite3_column_bytes(st, 1) != 16) {
         snprintf(why, n, "object %s is neither a put nor a task's output in this log (another "
                  "job's?)", hex);
-        return LUX_ENOTFOUND;
-    }
-    int64_t size = sqlite3_column_int64(st, 0);
-    uint8_t fp[16];
-    memcpy(fp, sqlite3_column_blob(st, 1), 16);
-    const char *info = (const char *) sqlite3_column_text(st, 2);
-    uint8_t *bytes = NULL;
-    int rc = exec_blob_read(r->blobs, fp, (size_t) size, &bytes);
-    if (rc == LUX_ENOTFOUND && info && strncmp(info, "not recorded", 12) == 0)
-        snprintf(why, n, "put %s (%" PRId64 " bytes): %s", hex, size, info);
-    else if (rc == LUX_ENOTFOUND)
-        snprintf(why, n, "put %s (%" PRId64 " bytes): %s", hex, size, lux_errmsg());
-    else if (rc)
-        snprintf(why, n, "put %s (%" PRId64 " bytes): %s", hex, size, lux_errmsg());
-    else if ((rc = lux_put(lx, bytes, (size_t) size, out)))
-        snprintf(why, n, "put %s (%" PRId64 " bytes): lux_put: %s", hex, size, lux_errmsg());
-    else {
-        r->puts++;
-        r->put_bytes += (uint64_t) size;
+        rc = LUX_ENOTFOUND;
+    } else {
+        int64_t size = sqlite3_column_int64(st, 0);
+        uint8_t fp[16];
+        memcpy(fp, sqlite3_column_blob(st, 1), 16);
+        const char *info = (const char *) sqlite3_column_text(st, 2);
+        rc = exec_blob_read(r->blobs, fp, (size_t) size, &bytes);
+        if (rc == LUX_ENOTFOUND && info && strncmp(info, "not recorded", 12) == 0)
+            snprintf(why, n, "put %s (%" PRId64 " bytes): %s", hex, size, info);
+        else if (rc)
+            snprintf(why, n, "put %s (%" PRId64 " bytes): %s", hex, size, lux_errmsg());
+        else if ((rc = lux_put(lx, bytes, (size_t) size, out)))
+            snprintf(why, n, "put %s (%" PRId64 " bytes): lux_put: %s", hex, size, lux_errmsg());
+        else {
+            r->puts++;
+            r->put_bytes += (uint64_t) size;
+        }
     }
     free(bytes);
-    if (rc && r->bad_puts && (known = util_idmap_put(r->bad_puts, obj, NULL)))
+    if (rc && (known = util_idmap_put(r->bad_puts, obj, NULL)))
         *known = strdup(why);
     return rc;
 }
 
+static int s_args(s_replay_t *r, lux_t *lx, s_item_t *t, const exec_spec_t *s, lux_arg_t *args,
+                  lux_ref_t *refs, char *why, size_t n);
+
+/* Create the actor of item c (actor_created) on lx: the calls' one (no
+   name: the tasks may look it up by name, and their calls must not mix
+   with the recorded order), or the twin the tasks are given. 0, or the
+   error with why[n]. */
 static int
-s_load(s_replay_t *r)
-{
-    sqlite3_stmt *st = lux_hist_prepare(
-        r->h, "SELECT task, parent, name, idx, body FROM event WHERE kind = 4 AND job = ?1"
-              " ORDER BY ts, shard, seq");
-    if (!st)
-        return LUX_ESQL;
-    sqlite3_bind_blob(st, 1, r->job.b, UTIL_ID_LEN, SQLITE_STATIC);
-    size_t cap = 0;
-    int rc = 0;
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        if (sqlite3_column_bytes(st, 0) != UTIL_ID_LEN)
-            continue;
-        if (r->n == cap) {
-            cap = cap ? 2 * cap : 64;
-            s_task_t *p = realloc(r->t, cap * sizeof *p);
-            if (!p) {
-                rc = util_err(LUX_ENOMEM, "out of memory");
-                break;
-            }
-            r->t = p;
-        }
-        s_task_t *t = &r->t[r->n];
-        memset(t, 0, sizeof *t);
-        memcpy(t->task.b, sqlite3_column_blob(st, 0), UTIL_ID_LEN);
-        const char *fn = (const char *) sqlite3_column_text(st, 2);
-        t->fn = strdup(fn ? fn : "");
-        t->nret = (uint8_t) sqlite3_column_int(st, 3);
-        t->body_len = (uint32_t) sqlite3_column_bytes(st, 4);
-        if (t->body_len && (t->body = malloc(t->body_len)))
-            memcpy(t->body, sqlite3_column_blob(st, 4), t->body_len);
-        /* parent: a task of this job, or the driver */
-        t->top = true;
-        if (sqlite3_column_bytes(st, 1) == UTIL_ID_LEN &&
-            util_idmap_get(r->by_task, sqlite3_column_blob(st, 1)))
-            t->top = false;
-        uint32_t *ix = util_idmap_put(r->by_task, t->task.b, NULL);
-        if (ix)
-            *ix = (uint32_t) ++r->n;
-    }
-    sqlite3_finalize(st);
-    if (rc)
-        return rc;
-    /* recorded outcomes */
-    st = lux_hist_prepare(r->h, "SELECT kind, attempt, fp FROM event WHERE task = ?1 AND"
-                                " kind IN (5, 6) ORDER BY shard, seq");
-    if (!st)
-        return LUX_ESQL;
-    for (size_t i = 0; i < r->n; i++) {
-        sqlite3_bind_blob(st, 1, r->t[i].task.b, UTIL_ID_LEN, SQLITE_STATIC);
-        while (sqlite3_step(st) == SQLITE_ROW) {
-            r->t[i].outcome = sqlite3_column_int(st, 0);
-            r->t[i].attempt = sqlite3_column_int64(st, 1);
-            if (sqlite3_column_bytes(st, 2) == 16)
-                memcpy(r->t[i].fp, sqlite3_column_blob(st, 2), 16);
-        }
-        sqlite3_reset(st);
-    }
-    sqlite3_finalize(st);
-    st = lux_hist_prepare(r->h, "SELECT count(*) FROM event WHERE kind = 12 AND job = ?1");
-    if (st) {
-        sqlite3_bind_blob(st, 1, r->job.b, UTIL_ID_LEN, SQLITE_STATIC);
-        if (sqlite3_step(st) == SQLITE_ROW)
-            r->calls = sqlite3_column_int64(st, 0);
-        sqlite3_finalize(st);
-    }
-    return 0;
-}
-
-/* Mark task i and the driver's tasks it depends on as wanted. */
-static void
-s_want(s_replay_t *r, size_t i)
-{
-    s_task_t *t = &r->t[i];
-    if (t->want)
-        return;
-    t->want = true;
-    exec_spec_t s;
-    if (!t->body || exec_spec_from_body(&s, t->body, t->body_len))
-        return;
-    util_rd_t rd;
-    exec_arg_t a;
-    util_rd_init(&rd, s.args, s.args_len);
-    while (exec_arg_next(&rd, &a)) {
-        if (a.kind != EXEC_ARG_REF)
-            continue;
-        uint32_t *ix = util_idmap_get(r->by_task, a.ref.b);
-        if (ix && r->t[*ix - 1].top)
-            s_want(r, *ix - 1);
-    }
-}
-
-/* Submit task t on lx; outputs of replayed tasks by old object ID in objs. */
-static void
-s_submit(s_replay_t *r, lux_t *lx, s_task_t *t, util_idmap_t *objs)
+s_create(s_replay_t *r, lux_t *lx, s_item_t *c, bool twin, char *why, size_t n)
 {
     exec_spec_t s;
-    char why[300], hex[2 * LUX_REF_LEN + 1];
-    if (!t->body || exec_spec_from_body(&s, t->body, t->body_len)) {
-        t->why_not = strdup("its recorded submission does not decode");
-        return;
-    }
-    if (t->nret > 8) {
-        t->why_not = strdup("more than 8 returns");
-        return;
+    char res[256], name[256];
+    if (s_spec(c, &s)) {
+        snprintf(why, n, "the recorded creation of actor %s does not decode", c->fn);
+        return LUX_ECORRUPT;
     }
     lux_arg_t *args = calloc(s.argc + 1u, sizeof *args);
     lux_ref_t *refs = calloc(s.argc + 1u, sizeof *refs);
-    t->ref_args = malloc((size_t) (s.argc + 1u) * LUX_REF_LEN);
+    int rc = LUX_ENOMEM;
+    snprintf(why, n, "out of memory");
+    if (args && refs && (rc = s_args(r, lx, c, &s, args, refs, why, n)) == 0) {
+        snprintf(res, sizeof res, "%.*s", (int) s.res_len, s.res ? s.res : "");
+        snprintf(name, sizeof name, "%s", c->name ? c->name : "");
+        lux_actor_opts_t ao = {.name = twin && name[0] ? name : NULL,
+                               .cpus = s.cpus_milli / 1000.0, .resources = res[0] ? res : NULL,
+                               .max_restarts = s.max_restarts,
+                               .checkpoint_every = (int) s.ckpt_every};
+        rc = lux_actor_create(lx, c->fn, s.argc, args, &ao, twin ? &c->task_actor : &c->new_actor);
+        if (rc)
+            snprintf(why, n, "refused on submission: %s", lux_errmsg());
+        else if (twin)
+            c->task_created = true;
+        else
+            c->created = true;
+    }
+    free(args);
+    free(refs);
+    return rc;
+}
+
+/* The arguments of t (spec s) on the replay's cluster, into args (argc of
+   them), refs and handles (storage for args). 0, or nonzero with why[n]. */
+static int
+s_args(s_replay_t *r, lux_t *lx, s_item_t *t, const exec_spec_t *s, lux_arg_t *args,
+       lux_ref_t *refs, char *why, size_t n)
+{
+    char hex[2 * LUX_REF_LEN + 1];
     util_rd_t rd;
     exec_arg_t a;
-    int n = 0;
-    util_rd_init(&rd, s.args, s.args_len);
-    why[0] = 0;
-    while (args && refs && t->ref_args && n < s.argc && exec_arg_next(&rd, &a)) {
+    int k = 0;
+    if (!t->ref_args && !(t->ref_args = malloc((size_t) (s->argc + 1u) * LUX_REF_LEN))) {
+        snprintf(why, n, "out of memory");
+        return LUX_ENOMEM;
+    }
+    t->nref_args = 0;
+    util_rd_init(&rd, s->args, s->args_len);
+    while (k < s->argc && exec_arg_next(&rd, &a)) {
         if (a.kind == EXEC_ARG_REF) {
-            lux_ref_t *nr = util_idmap_get(objs, a.ref.b);
+            lux_ref_t *nr = util_idmap_get(r->objs, a.ref.b);
             memcpy(t->ref_args + (size_t) t->nref_args++ * LUX_REF_LEN, a.ref.b, LUX_REF_LEN);
             if (!nr && !util_idmap_get(r->by_task, a.ref.b)) {
                 /* a put: its recorded bytes, put once for every task that reads it */
                 char pw[512] = "out of memory";
                 lux_ref_t pr;
                 if (s_put(r, lx, a.ref.b, &pr, pw, sizeof pw) == 0 &&
-                    (nr = util_idmap_put(objs, a.ref.b, NULL)))
+                    (nr = util_idmap_put(r->objs, a.ref.b, NULL)))
                     *nr = pr;
                 else if (!nr) {
-                    snprintf(why, sizeof why, "argument %d: %s", n, pw);
-                    break;
+                    snprintf(why, n, "argument %d: %s", k, pw);
+                    return LUX_ENOTFOUND;
                 }
             }
             if (!nr) {
                 util_hex(hex, a.ref.b, LUX_REF_LEN);
-                snprintf(why, sizeof why, "argument %d is object %s, from a task that was "
-                         "not replayed", n, hex);
-                break;
+                snprintf(why, n, "argument %d is object %s, from a task that was not "
+                         "replayed", k, hex);
+                return LUX_ENOTFOUND;
             }
-            refs[n] = *nr;
-            args[n] = LUX_REF(refs[n]);
+            refs[k] = *nr;
+            args[k] = LUX_REF(refs[k]);
         } else {
-            args[n] = LUX_VAL(a.data, a.size);
+            args[k] = LUX_VAL(a.data, a.size);
+            uint32_t *ix = a.size == UTIL_ID_LEN ? util_idmap_get(r->by_actor, a.data) : NULL;
+            if (ix && r->t[*ix - 1].created) { /* a handle: the re-created actor's twin */
+                s_item_t *c = &r->t[*ix - 1];
+                char cw[512];
+                if (!c->task_created && s_create(r, lx, c, true, cw, sizeof cw))
+                    fprintf(stderr, "lux replay: a twin of actor %s for the tasks: %s\n", c->fn,
+                            cw);
+                if (c->task_created)
+                    args[k] = LUX_VAL(c->task_actor.b, UTIL_ID_LEN);
+            }
         }
-        n++;
+        k++;
     }
-    if (!why[0] && n != s.argc)
-        snprintf(why, sizeof why, "its recorded arguments do not decode");
-    if (!why[0]) {
+    if (k != s->argc) {
+        snprintf(why, n, "its recorded arguments do not decode");
+        return LUX_ECORRUPT;
+    }
+    return 0;
+}
+
+/* Submit the driver's item t on lx, as recorded. */
+static void
+s_submit(s_replay_t *r, lux_t *lx, s_item_t *t)
+{
+    exec_spec_t s;
+    char why[700] = "";
+    if (s_spec(t, &s)) {
+        snprintf(why, sizeof why, "its recorded submission does not decode");
+        goto out;
+    }
+    if (t->nret > S_MAX_RET) {
+        snprintf(why, sizeof why, "more than %d returns", S_MAX_RET);
+        goto out;
+    }
+    if (t->kind != DB_K_actor_created && t->nret == 0) {
+        snprintf(why, sizeof why, "no returns: nothing to follow it by");
+        goto out;
+    }
+    if (t->kind == DB_K_actor_created) {
+        if (s_create(r, lx, t, false, why, sizeof why) == 0)
+            t->sent = true;
+        goto out;
+    }
+    lux_arg_t *args = calloc(s.argc + 1u, sizeof *args);
+    lux_ref_t *refs = calloc(s.argc + 1u, sizeof *refs);
+    if (!args || !refs)
+        snprintf(why, sizeof why, "out of memory");
+    else if (s_args(r, lx, t, &s, args, refs, why, sizeof why) == 0) {
         char res[256];
         snprintf(res, sizeof res, "%.*s", (int) s.res_len, s.res ? s.res : "");
-        lux_opts_t o = {.cpus = s.cpus_milli / 1000.0, .resources = res[0] ? res : NULL,
-                        .max_attempts = s.max_attempts};
-        if (lux_call_opts(lx, &o, t->fn, n, args, t->nret, t->refs))
-            snprintf(why, sizeof why, "lux_call refused it: %s", lux_errmsg());
-        else {
-            t->ran = true;
+        int rc;
+        if (t->kind == DB_K_actor_call) {
+            uint32_t *ix = util_idmap_get(r->by_actor, t->actor.b);
+            if (!ix || !r->t[*ix - 1].created) {
+                snprintf(why, sizeof why, "its actor %s was not re-created",
+                         util_id_hex(&t->actor, res));
+                rc = 0;
+            } else
+                rc = lux_actor_call(lx, &r->t[*ix - 1].new_actor, t->fn, s.argc, args, t->nret,
+                                    t->refs);
+        } else {
+            lux_opts_t o = {.cpus = s.cpus_milli / 1000.0, .resources = res[0] ? res : NULL,
+                            .max_attempts = s.max_attempts, .timeout_ms = (int) s.timeout_ms};
+            rc = lux_call_opts(lx, &o, t->fn, s.argc, args, t->nret, t->refs);
+        }
+        if (rc)
+            snprintf(why, sizeof why, "refused on submission: %s", lux_errmsg());
+        else if (!why[0]) {
+            t->sent = true;
             for (uint8_t i = 0; i < t->nret; i++) {
                 uint8_t obj[LUX_REF_LEN];
                 memcpy(obj, t->task.b, UTIL_ID_LEN);
                 obj[16] = obj[17] = obj[18] = 0;
                 obj[19] = i;
-                lux_ref_t *slot = util_idmap_put(objs, obj, NULL);
+                lux_ref_t *slot = util_idmap_put(r->objs, obj, NULL);
                 if (slot)
                     *slot = t->refs[i];
             }
+            if (t->nret) {
+                exec_ref_task(&t->refs[0], &t->new_id);
+                t->mapped = true;
+            }
         }
     }
-    if (why[0])
-        t->why_not = strdup(why);
     free(args);
     free(refs);
+out:
+    if (why[0] && !t->why_not)
+        t->why_not = strdup(why);
 }
 
-/* The replayed outcomes, from the new run's log. */
-static int
-s_outcomes(s_replay_t *r, const char *dir)
+/* The new ID of item i, when known: the driver's from its submission, a
+   nested one's from its replayed parent's (util_id_child of the job and
+   the parent, with the counter of its recorded ID). */
+static bool
+s_map(s_replay_t *r, size_t i, const util_id_t *newjob)
 {
-    db_cluster_t c;
-    db_query_t *q;
-    sqlite3_stmt *st;
-    if (db_cluster_load(&c, dir) || !(q = db_query_open(&c)))
-        return util_err_ctx(LUX_EIO, "the replay's log in %s", dir);
-    if (db_query_prepare(q, "SELECT kind, fp FROM event WHERE task = ?1 AND kind IN (5, 6)"
-                            " ORDER BY shard, seq", &st, NULL)) {
-        db_query_close(&q);
-        return LUX_ESQL;
+    s_item_t *t = &r->t[i];
+    if (t->mapped || t->drive)
+        return t->mapped;
+    uint32_t *ix = util_idmap_get(r->by_task, t->parent.b);
+    if (!ix || *ix - 1 == i || !s_map(r, *ix - 1, newjob))
+        return false;
+    uint64_t counter = 0;
+    for (int k = 8; k < 16; k++)
+        counter = counter << 8 | t->task.b[k];
+    util_id_child(&t->new_id, newjob, &r->t[*ix - 1].new_id, counter);
+    t->mapped = true;
+    return true;
+}
+
+static bool
+s_same(int oa, const uint8_t *fa, int ob, const uint8_t *fb)
+{
+    return oa == ob && (oa != DB_K_task_finished || memcmp(fa, fb, 16) == 0);
+}
+
+static const char *
+s_outcome_name(int o)
+{
+    return o == DB_K_task_finished ? "finished" : o == DB_K_task_failed ? "failed" : "no outcome";
+}
+
+/* --foreground: run task t once more in this process, on the replay's
+   cluster lx (its arguments' bytes from there), through the module's
+   function itself, and print what it compares. 0 when it gives what was
+   recorded, 1 when not, or an error. */
+static int
+s_foreground(s_replay_t *r, lux_t *lx, s_item_t *t)
+{
+    exec_spec_t s;
+    uint8_t *bytes, hash[16], fps[S_MAX_RET][16], fp[16];
+    size_t nb;
+    char hex[2 * LUX_REF_LEN + 1];
+    int rc;
+    if (s_spec(t, &s))
+        return util_err(LUX_ECORRUPT, "task %s: its recorded submission does not decode",
+                        util_id_hex(&t->task, hex));
+    if ((rc = exec_module_read(r->mod, &bytes, &nb, hash)))
+        return rc;
+    free(bytes);
+    exec_module_t *m = exec_module_load(r->mod, hash);
+    const exec_fn_t *f = m ? exec_module_fn(m, t->fn, strlen(t->fn)) : NULL;
+    if (!f || f->kind != EXEC_FN_TASK)
+        return util_err(LUX_ENOTFOUND, "--foreground: the module has no function %s", t->fn);
+    lux_val_t *args = calloc(s.argc + 1u, sizeof *args);
+    void **own = calloc(s.argc + 1u, sizeof *own);
+    exec_obj_t outs[S_MAX_RET];
+    uint8_t set[S_MAX_RET] = {0}, *outs_own[S_MAX_RET] = {0};
+    if (!args || !own) {
+        free(args);
+        free(own);
+        return util_err(LUX_ENOMEM, "out of memory");
+    }
+    printf("--foreground: task %s, %s of %d arguments, attempt %" PRId64 " recorded, in this "
+           "process (pid %d; under gdb: break %s)\n",
+           util_id_hex(&t->task, hex), t->fn, s.argc, t->attempt, (int) getpid(), t->fn);
+    util_rd_t rd;
+    exec_arg_t a;
+    int k = 0;
+    util_rd_init(&rd, s.args, s.args_len);
+    while (k < s.argc && exec_arg_next(&rd, &a)) {
+        const void *data = a.data;
+        size_t size = a.size;
+        if (a.kind == EXEC_ARG_REF) {
+            lux_ref_t *nr = util_idmap_get(r->objs, a.ref.b);
+            lux_val_t v;
+            util_hex(hex, a.ref.b, LUX_REF_LEN);
+            if (!nr || (rc = lux_get(lx, nr, &v, S_WAIT_MS))) {
+                rc = util_err(LUX_ENOTFOUND, "--foreground: argument %d, object %s: %s", k, hex,
+                              nr ? lux_errmsg() : "not made by the replay");
+                goto out;
+            }
+            data = v.data;
+            size = v.size;
+        }
+        uint8_t afp[16];
+        char ahex[33];
+        exec_fingerprint(afp, data, size);
+        util_hex(ahex, afp, 16);
+        printf("  argument %d: %s, %zu bytes, fingerprint %s\n", k,
+               a.kind == EXEC_ARG_REF ? hex : "a value", size, ahex);
+        /* in place, 16-aligned, as a worker gives them */
+        if (!(own[k] = aligned_alloc(16, (size + 16) & ~(size_t) 15))) {
+            rc = util_err(LUX_ENOMEM, "out of memory");
+            goto out;
+        }
+        if (size)
+            memcpy(own[k], data, size);
+        args[k].data = own[k];
+        args[k].size = size;
+        k++;
+    }
+    exec_task_ctx_t ctx = {.task = t->new_id, .attempt = 1, .argc = s.argc, .argv = args,
+                           .nret = t->nret, .outs = outs, .outs_set = set,
+                           .outs_own = outs_own};
+    memset(outs, 0, sizeof outs);
+    lx->task = &ctx;
+    rc = f->fn(lx, s.argc, args); /* the function itself */
+    exec_client_flush(lx);
+    lx->task = NULL;
+    int outcome = rc || ctx.status ? DB_K_task_failed : DB_K_task_finished;
+    if (outcome == DB_K_task_failed)
+        printf("  it failed: %s\n",
+               ctx.err[0] ? ctx.err : lux_strerror(ctx.status ? ctx.status : rc));
+    else {
+        util_blake_t h;
+        util_blake_init(&h, 16);
+        for (int i = 0; i < t->nret; i++) {
+            const void *p = !set[i] ? (const void *) ""
+                            : outs[i].where == EXEC_W_ARENA
+                                ? (const void *) (exec_arena_base(lx->arena) + outs[i].off)
+                                : (const void *) outs[i].bytes;
+            size_t n = set[i] ? (size_t) outs[i].size : 0;
+            exec_fingerprint(fps[i], p, n);
+            util_blake_update(&h, fps[i], 16);
+            util_hex(hex, fps[i], 16);
+            printf("  output %d: %zu bytes, fingerprint %s\n", i, n, hex);
+        }
+        util_blake_final(&h, fp, 16);
+    }
+    char rf[33] = "-", nf[33] = "-";
+    if (t->outcome == DB_K_task_finished)
+        util_hex(rf, t->fp, 16);
+    if (outcome == DB_K_task_finished)
+        util_hex(nf, fp, 16);
+    bool same = s_same(t->outcome, t->fp, outcome, fp);
+    printf("--foreground: recorded %s %s, this process %s %s: %s\n", s_outcome_name(t->outcome),
+           rf, s_outcome_name(outcome), nf, same ? "the same" : "DIFFERENT");
+    rc = same ? 0 : 1;
+out:
+    for (int i = 0; i < S_MAX_RET; i++)
+        free(outs_own[i]);
+    for (int i = 0; i < s.argc; i++)
+        free(own[i]);
+    free(own);
+    free(args);
+    return rc;
+}
+
+/* One replay: a fresh cluster, the driver's items submitted in order, every
+   output waited for; then the outcomes read from its log into round. */
+static int
+s_round(s_replay_t *r, int round)
+{
+    lux_config_t cfg = {.module = r->mod, .dir = r->runs, .workers = r->workers,
+                        .record_puts = -1};
+    lux_t *lx = lux_init(&cfg);
+    if (!lx)
+        return LUX_EIO;
+    util_idmap_clear(r->objs);
+    r->puts = 0;
+    r->put_bytes = 0;
+    for (size_t i = 0; i < r->n; i++) {
+        s_item_t *t = &r->t[i];
+        t->sent = t->mapped = t->created = t->task_created = false;
+        if (t->drive && t->want)
+            s_submit(r, lx, t);
     }
     for (size_t i = 0; i < r->n; i++) {
-        s_task_t *t = &r->t[i];
-        if (!t->ran)
+        lux_val_t v;
+        for (uint8_t k = 0; r->t[i].sent && k < r->t[i].nret; k++)
+            lux_get(lx, &r->t[i].refs[k], &v, S_WAIT_MS); /* a failure is an outcome too */
+    }
+    if (r->fg && round == 0) {
+        fflush(stdout);
+        r->fg_status = s_foreground(r, lx, &r->t[r->fg - 1]);
+        fflush(stdout);
+    }
+    char hex[UTIL_ID_HEX];
+    util_id_t newjob;
+    util_id_parse(&newjob, lux_job_id(lx, hex));
+    snprintf(r->newdir[round], sizeof r->newdir[round], "%s", lux_dir(lx));
+    lux_shutdown(&lx);
+
+    lux_hist_t *h = lux_hist_open(r->newdir[round]);
+    if (!h)
+        return util_err_ctx(LUX_EIO, "the replay's log in %s", r->newdir[round]);
+    sqlite3_stmt *cr = lux_hist_prepare(h, "SELECT task FROM event WHERE kind = 11 AND actor = ?1");
+    sqlite3_stmt *sub = lux_hist_prepare(h, "SELECT 1 FROM event WHERE kind IN (4, 12) AND"
+                                            " task = ?1 LIMIT 1");
+    sqlite3_stmt *st = lux_hist_prepare(h, "SELECT kind, fp FROM event WHERE task = ?1 AND"
+                                           " kind IN (5, 6) ORDER BY shard, seq");
+    sqlite3_stmt *ck = lux_hist_prepare(h, "SELECT fp FROM event WHERE kind = 13 AND"
+                                           " actor = ?1 AND idx = ?2 LIMIT 1");
+    if (!cr || !sub || !st || !ck) {
+        sqlite3_finalize(cr);
+        sqlite3_finalize(sub);
+        sqlite3_finalize(st);
+        sqlite3_finalize(ck);
+        lux_hist_close(&h);
+        return LUX_ESQL;
+    }
+    /* a re-created actor's creation task: the parent of what its constructor submits */
+    for (size_t i = 0; i < r->n; i++) {
+        s_item_t *t = &r->t[i];
+        if (t->kind != DB_K_actor_created || !t->created)
             continue;
-        sqlite3_bind_blob(st, 1, t->refs[0].b, UTIL_ID_LEN, SQLITE_STATIC);
+        sqlite3_bind_blob(cr, 1, t->new_actor.b, UTIL_ID_LEN, SQLITE_STATIC);
+        if (sqlite3_step(cr) == SQLITE_ROW && sqlite3_column_bytes(cr, 0) == UTIL_ID_LEN) {
+            memcpy(t->new_id.b, sqlite3_column_blob(cr, 0), UTIL_ID_LEN);
+            t->mapped = true;
+        }
+        sqlite3_reset(cr);
+    }
+    for (size_t i = 0; i < r->n; i++) {
+        s_item_t *t = &r->t[i];
+        t->new_outcome[round] = 0;
+        if (t->kind == DB_K_actor_created || !s_in_scope(r, i) || t->why_not)
+            continue;
+        if (!s_map(r, i, &newjob)) {
+            uint32_t *ix = util_idmap_get(r->by_task, t->parent.b);
+            char why[200];
+            snprintf(why, sizeof why, "its parent %s (%s) was not replayed",
+                     util_id_hex(&t->parent, hex), ix ? r->t[*ix - 1].fn : "?");
+            t->why_not = strdup(why);
+            continue;
+        }
+        sqlite3_bind_blob(st, 1, t->new_id.b, UTIL_ID_LEN, SQLITE_STATIC);
         while (sqlite3_step(st) == SQLITE_ROW) {
-            t->new_outcome = sqlite3_column_int(st, 0);
+            t->new_outcome[round] = sqlite3_column_int(st, 0);
             if (sqlite3_column_bytes(st, 1) == 16)
-                memcpy(t->new_fp, sqlite3_column_blob(st, 1), 16);
+                memcpy(t->new_fp[round], sqlite3_column_blob(st, 1), 16);
         }
         sqlite3_reset(st);
+        if (t->new_outcome[round] || round > 0)
+            continue;
+        /* no outcome: not submitted again, or never finished */
+        sqlite3_bind_blob(sub, 1, t->new_id.b, UTIL_ID_LEN, SQLITE_STATIC);
+        bool submitted = sqlite3_step(sub) == SQLITE_ROW;
+        sqlite3_reset(sub);
+        if (!submitted && !t->drive) {
+            uint32_t *ix = util_idmap_get(r->by_task, t->parent.b);
+            char why[200];
+            snprintf(why, sizeof why, "its replayed parent %s (%s) did not submit it again",
+                     util_id_hex(&t->parent, hex), ix ? r->t[*ix - 1].fn : "?");
+            t->why_not = strdup(why);
+        }
     }
+    /* checkpoints, by actor and call */
+    for (size_t c = 0; c < r->nck; c++) {
+        s_ckpt_t *k = &r->ck[c];
+        uint32_t *ix = util_idmap_get(r->by_actor, k->actor.b);
+        if (!ix || !r->t[*ix - 1].created)
+            continue;
+        sqlite3_bind_blob(ck, 1, r->t[*ix - 1].new_actor.b, UTIL_ID_LEN, SQLITE_STATIC);
+        sqlite3_bind_int64(ck, 2, k->idx);
+        if (round == 0 && sqlite3_step(ck) == SQLITE_ROW && sqlite3_column_bytes(ck, 0) == 16) {
+            k->found = true;
+            memcpy(k->new_fp, sqlite3_column_blob(ck, 0), 16);
+        }
+        sqlite3_reset(ck);
+    }
+    sqlite3_finalize(cr);
+    sqlite3_finalize(sub);
     sqlite3_finalize(st);
-    db_query_close(&q);
+    sqlite3_finalize(ck);
+    lux_hist_close(&h);
     return 0;
+}
+
+static void
+s_destroy(s_replay_t *r)
+{
+    for (size_t i = 0; i < r->n; i++) {
+        free(r->t[i].fn);
+        free(r->t[i].name);
+        free(r->t[i].body);
+        free(r->t[i].why_not);
+        free(r->t[i].ref_args);
+    }
+    free(r->t);
+    free(r->ck);
+    sqlite3_finalize(r->put_st);
+    util_idmap_destroy(&r->by_task);
+    util_idmap_destroy(&r->by_actor);
+    util_idmap_destroy(&r->objs);
+    if (r->bad_puts)
+        util_idmap_each(r->bad_puts, s_free_why, NULL);
+    util_idmap_destroy(&r->bad_puts);
+    lux_hist_close(&r->h);
 }
 
 int
 cmd_replay(int argc, char **argv)
 {
     const char *src = NULL, *job = NULL, *task = NULL, *blobs = NULL;
-    bool verify = false;
+    bool verify = false, foreground = false;
     unsigned long workers = 2;
     static const struct option opts[] = {
         {"job", required_argument, 0, 'j'},   {"task", required_argument, 0, 't'},
         {"verify", no_argument, 0, 'v'},      {"workers", required_argument, 0, 'w'},
-        {"blobs", required_argument, 0, 'b'}, {0}};
+        {"blobs", required_argument, 0, 'b'}, {"foreground", no_argument, 0, 'f'},
+        {0}};
     lux_opt_t p = {
         .cmd = "replay", .usage = s_usage, .opts = opts,
-        .help = "Runs a recorded job's tasks again on a fresh embedded cluster, with the module\n"
-                "bytes, arguments and puts the log and its blob store hold; --verify compares\n"
-                "each task's outputs' fingerprint with the recorded one. A task whose inputs\n"
-                "were not recorded (a put over record_puts) is reported as not replayable.\n"
-                "--blobs DIR: the recorded puts (default: RUN/blobs, or blobs/ beside OUT.db).\n"
-                "Exit status 0 only when every task was replayed and, with --verify, matched.\n"
-                "See lux(1).\n"};
+        .help = "Runs a recorded job again on a fresh embedded cluster, with the module bytes,\n"
+                "arguments and puts the log and its blob store hold: its tasks, its actors\n"
+                "(re-created, their calls made in the recorded order) and what they submitted.\n"
+                "--verify compares each task's and call's outputs' fingerprint, and each\n"
+                "checkpoint's, with the recorded one; a mismatch is replayed twice to tell a\n"
+                "function that is not deterministic. What could not run (a put over\n"
+                "record_puts, a blob missing or altered) is reported as not replayable.\n"
+                "--task ID replays one task and what it depends on; --foreground then runs it\n"
+                "again in this process (gdb-friendly). --blobs DIR: the recorded puts\n"
+                "(default: RUN/blobs, or blobs/ beside OUT.db). Exit status 0 only when\n"
+                "everything was replayed and, with --verify, matched. See lux(1).\n"};
     int o;
     while ((o = lux_opt_next(&p, argc, argv)) != -1) {
         switch (o) {
@@ -385,6 +904,9 @@ cmd_replay(int argc, char **argv)
             break;
         case 'v':
             verify = true;
+            break;
+        case 'f':
+            foreground = true;
             break;
         case 'b':
             blobs = optarg;
@@ -400,14 +922,14 @@ cmd_replay(int argc, char **argv)
     if (!lux_opt_args(&p, argc, argv, 1, 1, "RUN or OUT.db"))
         return p.status;
     src = argv[optind];
-    s_replay_t r = {0};
+    s_replay_t r = {.workers = (int) workers};
     util_id_t tid;
     if (job && (strlen(job) != 32 || util_id_parse(&r.job, job)))
-        return lux_opt_usage(&p, "--job takes a job ID of 32 hex digits, not '%s'",
-                         job);
+        return lux_opt_usage(&p, "--job takes a job ID of 32 hex digits, not '%s'", job);
     if (task && (strlen(task) != 32 || util_id_parse(&tid, task)))
-        return lux_opt_usage(&p, "--task takes a task ID of 32 hex digits, not '%s'",
-                         task);
+        return lux_opt_usage(&p, "--task takes a task ID of 32 hex digits, not '%s'", task);
+    if (foreground && !task)
+        return lux_opt_usage(&p, "--foreground runs one task: name it with --task ID");
     if (!(r.h = lux_hist_open(src)))
         return lux_fail("replay", "%s", lux_errmsg());
     struct stat sb;
@@ -420,14 +942,13 @@ cmd_replay(int argc, char **argv)
         snprintf(r.blobs, sizeof r.blobs, "%.*sblobs", slash ? (int) (slash - src + 1) : 0, src);
     }
     int rc = 0, status = 1;
-    char tmp[PATH_MAX] = "", mod[PATH_MAX + 16], runs[PATH_MAX + 16], newdir[PATH_MAX] = "";
-    lux_t *lx = NULL;
-    util_idmap_t *objs = NULL;
+    char tmp[PATH_MAX] = "";
     sqlite3_stmt *st = NULL;
     char hex[UTIL_ID_HEX], hex2[UTIL_ID_HEX];
 
     if (!(r.by_task = util_idmap_new(sizeof(uint32_t))) ||
-        !(objs = util_idmap_new_keyed(LUX_REF_LEN, sizeof(lux_ref_t))) ||
+        !(r.by_actor = util_idmap_new(sizeof(uint32_t))) ||
+        !(r.objs = util_idmap_new_keyed(LUX_REF_LEN, sizeof(lux_ref_t))) ||
         !(r.bad_puts = util_idmap_new_keyed(LUX_REF_LEN, sizeof(char *)))) {
         rc = util_err(LUX_ENOMEM, "out of memory");
         goto out;
@@ -473,14 +994,14 @@ cmd_replay(int argc, char **argv)
         tmp[0] = 0;
         goto out;
     }
-    snprintf(mod, sizeof mod, "%s/module.so", tmp);
-    snprintf(runs, sizeof runs, "%s/runs", tmp);
-    if ((rc = util_write_file(mod, sqlite3_column_blob(st, 0),
+    snprintf(r.mod, sizeof r.mod, "%s/module.so", tmp);
+    snprintf(r.runs, sizeof r.runs, "%s/runs", tmp);
+    if ((rc = util_write_file(r.mod, sqlite3_column_blob(st, 0),
                               (size_t) sqlite3_column_bytes(st, 0), 0700)))
         goto out;
     uint8_t *bytes, hash[16];
     size_t nb;
-    if ((rc = exec_module_read(mod, &bytes, &nb, hash)))
+    if ((rc = exec_module_read(r.mod, &bytes, &nb, hash)))
         goto out;
     free(bytes);
     if (memcmp(hash, sqlite3_column_blob(st, 1), 16) != 0) {
@@ -496,79 +1017,116 @@ cmd_replay(int argc, char **argv)
     st = NULL;
     if ((rc = s_load(&r)))
         goto out;
+    size_t focus = 0;
     if (task) {
         uint32_t *ix = util_idmap_get(r.by_task, tid.b);
-        if (!ix) {
-            rc = util_err(LUX_ENOTFOUND, "task %s is not a task of job %s", task, hex);
+        if (!ix || r.t[*ix - 1].kind == DB_K_actor_created) {
+            rc = util_err(LUX_ENOTFOUND, "task %s is not a task or actor call of job %s", task,
+                          hex);
             goto out;
         }
-        s_want(&r, *ix - 1);
-        r.t[*ix - 1].top = true;
+        focus = *ix - 1;
+        if (!r.t[focus].drive) {
+            rc = util_err(LUX_EINVAL, "task %s (%s) was submitted by task %s, not by the "
+                          "driver: replay its parent with --task", task, r.t[focus].fn,
+                          util_id_hex(&r.t[focus].parent, hex2));
+            goto out;
+        }
+        if (foreground && r.t[focus].kind != DB_K_task_submitted) {
+            rc = util_err(LUX_EINVAL, "--foreground runs a task, and %s is an actor call (%s): "
+                          "its actor's state lives in its own process", task, r.t[focus].fn);
+            goto out;
+        }
+        s_want(&r, focus);
+        if (foreground)
+            r.fg = focus + 1;
     } else {
         for (size_t i = 0; i < r.n; i++)
-            if (r.t[i].top)
+            if (r.t[i].drive)
                 r.t[i].want = true;
     }
-    /* run */
-    lux_config_t cfg = {.module = mod, .dir = runs, .workers = (int) workers};
-    if (!(lx = lux_init(&cfg))) {
-        rc = LUX_EIO;
+    /* run; once more when something does not match, to tell the undeterministic */
+    if ((rc = s_round(&r, 0)))
         goto out;
-    }
-    size_t ran = 0, skipped = 0, nested = 0;
+    size_t matched = 0, mismatched = 0, nondet = 0, skipped = 0, ran = 0, calls = 0,
+           nested = 0, actors = 0, ck_match = 0, ck_bad = 0;
     for (size_t i = 0; i < r.n; i++) {
-        if (!r.t[i].want) {
-            nested += !r.t[i].top;
+        s_item_t *x = &r.t[i];
+        x->verdict = V_NONE;
+        if (!s_in_scope(&r, i))
+            continue;
+        if (x->kind == DB_K_actor_created) {
+            actors += x->created;
+            if (x->top && !x->created && x->why_not)
+                skipped++, x->verdict = V_NOT_RUN;
             continue;
         }
-        s_submit(&r, lx, &r.t[i], objs);
-        ran += r.t[i].ran;
-        skipped += !r.t[i].ran;
-    }
-    for (size_t i = 0; i < r.n; i++) {
-        lux_val_t v;
-        for (uint8_t k = 0; r.t[i].ran && k < r.t[i].nret; k++)
-            lux_get(lx, &r.t[i].refs[k], &v, S_WAIT_MS); /* a failure is an outcome too */
-    }
-    snprintf(newdir, sizeof newdir, "%s", lux_dir(lx));
-    lux_shutdown(&lx);
-    if ((rc = s_outcomes(&r, newdir)))
-        goto out;
-    /* compare */
-    size_t matched = 0, mismatched = 0;
-    for (size_t i = 0; i < r.n; i++) {
-        s_task_t *x = &r.t[i];
-        if (!x->ran)
-            continue;
-        bool same = x->outcome == x->new_outcome &&
-                    (x->outcome != DB_K_task_finished || memcmp(x->fp, x->new_fp, 16) == 0);
-        if (same) {
-            matched++;
-            continue;
-        }
-        x->mismatch = true;
-        mismatched++;
-    }
-    for (size_t i = 0; i < r.n; i++) {
-        s_task_t *x = &r.t[i];
         if (x->why_not) {
-            printf("  not replayed  %s %s: %s\n", util_id_hex(&x->task, hex), x->fn, x->why_not);
+            x->verdict = V_NOT_RUN;
+            skipped++;
             continue;
         }
-        if (!verify || !x->mismatch)
+        ran++;
+        calls += x->kind == DB_K_actor_call;
+        nested += !x->top;
+        x->verdict = s_same(x->outcome, x->fp, x->new_outcome[0], x->new_fp[0]) ? V_MATCH
+                                                                                : V_MISMATCH;
+    }
+    for (size_t c = 0; c < r.nck; c++) {
+        uint32_t *ix = util_idmap_get(r.by_actor, r.ck[c].actor.b);
+        if (!ix || !s_in_scope(&r, *ix - 1) || !r.t[*ix - 1].created)
             continue;
-        char rf[33] = "-", nf[33] = "-";
+        if (r.ck[c].found && memcmp(r.ck[c].fp, r.ck[c].new_fp, 16) == 0)
+            ck_match++;
+        else
+            ck_bad++;
+    }
+    bool any_bad = false;
+    for (size_t i = 0; i < r.n; i++)
+        any_bad |= r.t[i].verdict == V_MISMATCH;
+    if (verify && any_bad) {
+        if ((rc = s_round(&r, 1)))
+            goto out;
+        for (size_t i = 0; i < r.n; i++) {
+            s_item_t *x = &r.t[i];
+            if (x->verdict == V_MISMATCH &&
+                !s_same(x->new_outcome[0], x->new_fp[0], x->new_outcome[1], x->new_fp[1]))
+                x->verdict = V_NONDET;
+        }
+    }
+    for (size_t i = 0; i < r.n; i++) {
+        s_item_t *x = &r.t[i];
+        matched += x->verdict == V_MATCH;
+        mismatched += x->verdict == V_MISMATCH;
+        nondet += x->verdict == V_NONDET;
+        if (x->verdict == V_NOT_RUN) {
+            printf("  not replayed  %s %s: %s\n", util_id_hex(&x->task, hex), x->fn,
+                   x->why_not ? x->why_not : "?");
+            continue;
+        }
+        if (!verify || (x->verdict != V_MISMATCH && x->verdict != V_NONDET))
+            continue;
+        char rf[33] = "-", nf[33] = "-", nf2[33] = "-";
         if (x->outcome == DB_K_task_finished)
             util_hex(rf, x->fp, 16);
-        if (x->new_outcome == DB_K_task_finished)
-            util_hex(nf, x->new_fp, 16);
-        printf("  MISMATCH      %s %s (attempt %" PRId64 "): recorded %s %s, replayed %s %s",
-               util_id_hex(&x->task, hex), x->fn, x->attempt,
-               x->outcome == DB_K_task_finished ? "finished" : x->outcome ? "failed" : "pending",
-               rf, x->new_outcome == DB_K_task_finished ? "finished" : "failed", nf);
+        if (x->new_outcome[0] == DB_K_task_finished)
+            util_hex(nf, x->new_fp[0], 16);
+        if (x->new_outcome[1] == DB_K_task_finished)
+            util_hex(nf2, x->new_fp[1], 16);
+        if (x->verdict == V_NONDET) {
+            printf("  NOT DETERMINISTIC %s %s%s: the same inputs gave %s %s and %s %s on two "
+                   "replays (recorded %s %s)\n",
+                   util_id_hex(&x->task, hex), x->fn, x->kind == DB_K_actor_call ? " (call)" : "",
+                   s_outcome_name(x->new_outcome[0]), nf, s_outcome_name(x->new_outcome[1]),
+                   nf2, s_outcome_name(x->outcome), rf);
+            continue;
+        }
+        printf("  MISMATCH      %s %s%s (attempt %" PRId64 "): recorded %s %s, replayed %s %s",
+               util_id_hex(&x->task, hex), x->fn, x->kind == DB_K_actor_call ? " (call)" : "",
+               x->attempt, s_outcome_name(x->outcome), rf, s_outcome_name(x->new_outcome[0]), nf);
         for (uint32_t k = 0; k < x->nref_args; k++) {
             uint32_t *ix = util_idmap_get(r.by_task, x->ref_args + (size_t) k * LUX_REF_LEN);
-            if (ix && r.t[*ix - 1].mismatch) {
+            if (ix && (r.t[*ix - 1].verdict == V_MISMATCH || r.t[*ix - 1].verdict == V_NONDET)) {
                 util_hex(rf, x->ref_args + (size_t) k * LUX_REF_LEN, 16);
                 printf("; its input from task %s (%s) differs", rf, r.t[*ix - 1].fn);
                 break;
@@ -576,35 +1134,47 @@ cmd_replay(int argc, char **argv)
         }
         printf("\n");
     }
-    printf("replayed %zu task%s of job %s%s: ", ran, ran == 1 ? "" : "s",
-           util_id_hex(&r.job, hex2), task ? " (--task)" : "");
+    for (size_t c = 0; verify && c < r.nck; c++) {
+        uint32_t *ix = util_idmap_get(r.by_actor, r.ck[c].actor.b);
+        if (!ix || !s_in_scope(&r, *ix - 1) || !r.t[*ix - 1].created ||
+            (r.ck[c].found && memcmp(r.ck[c].fp, r.ck[c].new_fp, 16) == 0))
+            continue;
+        char rf[33], nf[33] = "none";
+        util_hex(rf, r.ck[c].fp, 16);
+        if (r.ck[c].found)
+            util_hex(nf, r.ck[c].new_fp, 16);
+        printf("  CHECKPOINT MISMATCH actor %s (%s) after call %" PRId64 ": recorded state %s, "
+               "replayed %s\n", util_id_hex(&r.ck[c].actor, hex), r.t[*ix - 1].fn, r.ck[c].idx,
+               rf, nf);
+    }
+    printf("replayed %zu tasks of job %s%s (%zu actor calls, %zu nested): ", ran,
+           util_id_hex(&r.job, hex2), task ? " (--task)" : "", calls, nested);
     if (verify)
-        printf("%zu matched, %zu mismatched, ", matched, mismatched);
-    printf("%zu not replayable; %zu recorded puts (%" PRIu64 " bytes) read from %s, "
-           "their hashes verified; %zu nested tasks ran again under their parents, not compared; "
-           "%" PRId64 " actor calls not replayed\nthe replay's log: %s\n",
-           skipped, r.puts, r.put_bytes, r.blobs, nested, r.calls, newdir);
-    status = (ran > 0 && skipped == 0 && (!verify || mismatched == 0)) ? 0 : 1;
+        printf("%zu matched, %zu mismatched, %zu not deterministic, ", matched, mismatched,
+               nondet);
+    printf("%zu not replayable; %zu actors re-created", skipped, actors);
+    if (verify)
+        printf(", %zu of %zu checkpoints matched", ck_match, ck_match + ck_bad);
+    printf("; %" PRId64 " recorded actor restarts not re-enacted (the calls after them compared "
+           "with a run without them); %zu recorded puts (%" PRIu64 " bytes) read from %s, their "
+           "hashes verified\nthe replay's log: %s\n",
+           r.restarts, r.puts, r.put_bytes, r.blobs, r.newdir[0]);
+    if (r.newdir[1][0])
+        printf("the second replay's log: %s\n", r.newdir[1]);
+    status = (ran > 0 && skipped == 0 &&
+              (!verify || (mismatched == 0 && nondet == 0 && ck_bad == 0)))
+                 ? 0
+                 : 1;
+    if (r.fg && r.fg_status < 0) {
+        rc = r.fg_status;
+        goto out;
+    }
+    if (r.fg && r.fg_status)
+        status = 1;
 out:
     sqlite3_finalize(st);
-    sqlite3_finalize(r.put_st);
-    if (lx)
-        lux_shutdown(&lx);
-    for (size_t i = 0; i < r.n; i++) {
-        free(r.t[i].fn);
-        free(r.t[i].body);
-        free(r.t[i].why_not);
-        free(r.t[i].first_bad);
-        free(r.t[i].ref_args);
-    }
-    free(r.t);
-    util_idmap_destroy(&r.by_task);
-    util_idmap_destroy(&objs);
-    if (r.bad_puts)
-        util_idmap_each(r.bad_puts, s_free_why, NULL);
-    util_idmap_destroy(&r.bad_puts);
-    lux_hist_close(&r.h);
     if (tmp[0])
-        unlink(mod);
+        unlink(r.mod);
+    s_destroy(&r);
     return rc ? lux_fail("replay", "%s", lux_errmsg()) : status;
 }

@@ -6,6 +6,7 @@
 #include "../util/util_err.h"
 #include "../util/util_fs.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -143,10 +144,83 @@ db_beat_decode(db_beat_t *beat, const uint8_t *p, size_t n)
     return 0;
 }
 
+/* Parse one line of master.state into chains; 0, or LUX_ECORRUPT with
+   what is wrong in why. seen marks the shards already read. */
+static int
+s_state_line(const db_cluster_t *c, const char *line, db_chain_t *chains, bool *seen, char *why,
+             size_t n)
+{
+    unsigned s, v;
+    unsigned long long epoch;
+    char digits[32], *end;
+    int off = 0, used;
+    uint32_t idx[DB_MAX_REPLICAS], k = 0;
+    if (sscanf(line, "shard %u epoch %31[0-9] chain%n", &s, digits, &off) != 2 || off == 0) {
+        snprintf(why, n, "expected \"shard S epoch E chain I...\", got \"%.60s\"", line);
+        return LUX_ECORRUPT;
+    }
+    errno = 0;
+    epoch = strtoull(digits, &end, 10);
+    if (errno || *end) {
+        snprintf(why, n, "epoch %s is out of range", digits);
+        return LUX_ECORRUPT;
+    }
+    if (s >= c->shards) {
+        snprintf(why, n, "shard %u, but the cluster has %u", s, c->shards);
+        return LUX_ECORRUPT;
+    }
+    if (seen[s]) {
+        snprintf(why, n, "a second line for shard %u", s);
+        return LUX_ECORRUPT;
+    }
+    if (epoch == 0) {
+        snprintf(why, n, "shard %u: epoch 0 (epochs start at 1)", s);
+        return LUX_ECORRUPT;
+    }
+    const char *p = line + off;
+    while (*p) {
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (!*p)
+            break;
+        if (sscanf(p, "%u%n", &v, &used) != 1 || (p[used] && p[used] != ' ' && p[used] != '\t')) {
+            snprintf(why, n, "shard %u: \"%.20s\" is not a replica index", s, p);
+            return LUX_ECORRUPT;
+        }
+        if (v >= c->replicas) {
+            snprintf(why, n, "shard %u: replica %u, but the cluster has %u per shard", s, v,
+                     c->replicas);
+            return LUX_ECORRUPT;
+        }
+        for (uint32_t j = 0; j < k; j++)
+            if (idx[j] == v) {
+                snprintf(why, n, "shard %u: replica %u twice in one chain", s, v);
+                return LUX_ECORRUPT;
+            }
+        if (k == DB_MAX_REPLICAS) {
+            snprintf(why, n, "shard %u: more than %d members", s, DB_MAX_REPLICAS);
+            return LUX_ECORRUPT;
+        }
+        idx[k++] = v;
+        p += used;
+    }
+    if (k == 0) {
+        snprintf(why, n, "shard %u: a chain with no member", s);
+        return LUX_ECORRUPT;
+    }
+    seen[s] = true;
+    chains[s].epoch = epoch;
+    chains[s].n = k;
+    for (uint32_t j = 0; j < k; j++)
+        chains[s].m[j].index = idx[j];
+    return 0;
+}
+
 int
 db_chain_load_state(const db_cluster_t *c, db_chain_t *chains)
 {
-    char path[PATH_MAX + 32], *text, *line, *save = NULL;
+    char path[PATH_MAX + 32], why[200];
+    int rc = 0, lineno = 0;
     for (uint32_t s = 0; s < c->shards; s++) {
         memset(&chains[s], 0, sizeof chains[s]);
         chains[s].shard = s;
@@ -155,31 +229,34 @@ db_chain_load_state(const db_cluster_t *c, db_chain_t *chains)
         for (uint32_t k = 0; k < c->replicas; k++)
             chains[s].m[k].index = k;
     }
-    text = util_read_file(db_cluster_path(c, path, sizeof path, "master.state"), NULL);
+    char *text = util_read_file(db_cluster_path(c, path, sizeof path, "master.state"), NULL);
     if (!text)
         return 0;
-    for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-        unsigned s, idx[DB_MAX_REPLICAS], v;
-        unsigned long long epoch;
-        int off = 0, n = 0, used;
-        if (line[0] == '#' || sscanf(line, "shard %u epoch %llu chain%n", &s, &epoch, &off) != 2 ||
-            s >= c->shards)
-            continue;
-        for (char *p = line + off; n < DB_MAX_REPLICAS && sscanf(p, " %u%n", &v, &used) == 1;
-             p += used) {
-            if (v >= c->replicas)
-                break;
-            idx[n++] = v;
-        }
-        if (n == 0)
-            continue;
-        chains[s].epoch = epoch;
-        chains[s].n = (uint32_t) n;
-        for (int k = 0; k < n; k++)
-            chains[s].m[k].index = idx[k];
+    bool *seen = calloc(c->shards, sizeof *seen);
+    if (!seen) {
+        free(text);
+        return util_err(LUX_ENOMEM, "out of memory");
     }
+    for (char *line = text, *next; line && !rc; line = next) {
+        next = strchr(line, '\n');
+        if (next)
+            *next++ = '\0';
+        lineno++;
+        size_t len = strlen(line);
+        while (len && (line[len - 1] == ' ' || line[len - 1] == '\r'))
+            line[--len] = '\0';
+        if (line[0] == '#' || line[0] == '\0')
+            continue;
+        if ((rc = s_state_line(c, line, chains, seen, why, sizeof why)))
+            util_err(rc, "%s line %d: %s", path, lineno, why);
+    }
+    for (uint32_t s = 0; s < c->shards && !rc; s++)
+        if (!seen[s])
+            rc = util_err(LUX_ECORRUPT, "%s: no line for shard %u (a shard's chain is never "
+                          "guessed: it would restart at epoch 1 with every replica)", path, s);
+    free(seen);
     free(text);
-    return 0;
+    return rc;
 }
 
 int

@@ -58,8 +58,13 @@ void db_beat_encode(util_buf_t *b, const db_beat_t *beat);
 int db_beat_decode(db_beat_t *beat, const uint8_t *p, size_t n);
 
 /* master.state: one line per shard, "shard S epoch E chain I J K", head
-   first. Load fills every shard's chain (0..R-1 at epoch 1 where the file
-   or a line is missing); save writes atomically. 0 or a LUX_E* code. */
+   first; lines starting with # and blank lines are skipped. Load fills
+   every shard's chain (0..R-1 at epoch 1 when there is no file); a line
+   that does not parse, names a shard or replica the cluster does not
+   have, repeats a shard or a member, or a shard without a line, is
+   LUX_ECORRUPT naming the file, the line and what is wrong: guessing
+   would restart that shard at epoch 1. Save writes atomically. 0 or a
+   LUX_E* code. */
 int db_chain_load_state(const db_cluster_t *c, db_chain_t *chains);
 int db_chain_save_state(const db_cluster_t *c, const db_chain_t *chains);
 

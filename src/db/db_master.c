@@ -27,6 +27,10 @@ typedef struct {
     zsock_t *router, *pub;
     db_chain_t *chains; /* one per shard */
     s_slot_t *slots;    /* shards x replicas */
+    struct {            /* per shard: the seq its tail holds at for a joiner */
+        uint64_t epoch; /* ...at this epoch (0: none known) */
+        uint64_t seq;
+    } *held;
     int64_t start_ms;
     int64_t complain_ms;
     util_buf_t buf;
@@ -159,6 +163,15 @@ s_on_heartbeat(s_master_t *self, zframe_t *rid, zframe_t *body)
     db_chain_t *c = &self->chains[beat.shard];
     int pos = db_chain_find(c, beat.index);
     bool eps_changed = sl->heard && memcmp(sl->beat.ep, beat.ep, sizeof beat.ep) != 0;
+    /* A member that restarted lost what was in flight: it leaves and
+       rejoins at the tail. We know it restarted when its pid changed; a
+       replica we have not heard from since we started is one that is
+       starting with us (a whole cluster's start, slow under load), unless
+       we have run for longer than a silent replica is given (s_on_timer). */
+    int64_t grace = self->cluster.dead_ms * 5 > 5000 ? self->cluster.dead_ms * 5 : 5000;
+    bool restarted = beat.state == DB_RS_STARTING && beat.epoch == 0 &&
+                     (sl->heard ? sl->beat.pid != beat.pid
+                                : util_mono_ms() - self->start_ms > grace);
     if (!sl->heard)
         log_info("shard %u replica %u is up (pid %u, %s)", beat.shard, beat.index, beat.pid,
                  db_replica_state_name(beat.state));
@@ -169,9 +182,7 @@ s_on_heartbeat(s_master_t *self, zframe_t *rid, zframe_t *body)
         zframe_destroy(&sl->rid);
         sl->rid = zframe_dup(rid);
     }
-    if (pos >= 0 && c->n > 1 && (beat.state == DB_RS_FAILED ||
-                                 (beat.state == DB_RS_STARTING && beat.epoch == 0 &&
-                                  util_mono_ms() - self->start_ms > self->cluster.dead_ms))) {
+    if (pos >= 0 && c->n > 1 && (beat.state == DB_RS_FAILED || restarted)) {
         /* it restarted (or failed): it rejoins at the tail once caught up */
         s_remove(self, c, pos, beat.state == DB_RS_FAILED ? "it failed" : "it restarted");
         return;
@@ -205,19 +216,21 @@ s_on_join(s_master_t *self, zframe_t *rid, const net_hdr_t *h, zframe_t *body)
     }
     if (db_chain_find(c, index) < 0 && c->n < self->cluster.replicas && c->n > 0) {
         /* A joiner becomes the tail, whose log is by definition the
-           committed one: it must hold everything the tail has committed,
-           as far as we know it (the tail's last heartbeat; what the tail
-           commits after that reaches the joiner over the new link, see
-           the recovery window in doc/protocol.md 8.3). */
+           committed one. A first check against the tail's last heartbeat
+           sends a joiner that is plainly behind back to fetch; the join
+           seq itself is fixed by the tail (s_on_join_seq). */
         const db_member_t *tail = &c->m[c->n - 1];
         const s_slot_t *ts = s_slot(self, h->shard, tail->index);
-        if (!ts->heard || last < ts->beat.last) {
+        /* a tail that holds serves reads up to the held seq only: that is
+           the target then, not its last commit */
+        uint64_t want = self->held[h->shard].epoch == c->epoch ? self->held[h->shard].seq
+                                                                : ts->beat.last;
+        if (!ts->heard || !ts->rid || last < want) {
             char text[200];
             if (ts->heard)
                 snprintf(text, sizeof text, "shard %u: replica %u asked to join at seq %llu, but "
                          "the tail (replica %u) has seq %llu: catch up first", h->shard, index,
-                         (unsigned long long) last, tail->index,
-                         (unsigned long long) ts->beat.last);
+                         (unsigned long long) last, tail->index, (unsigned long long) want);
             else
                 snprintf(text, sizeof text, "shard %u: replica %u asked to join at seq %llu, but "
                          "the tail (replica %u) has not reported its last seq yet", h->shard,
@@ -228,15 +241,120 @@ s_on_join(s_master_t *self, zframe_t *rid, const net_hdr_t *h, zframe_t *body)
             zmsg_send(&e, self->router);
             return;
         }
-        char why[96];
-        snprintf(why, sizeof why, "replica %u joined at the tail at seq %llu", index,
-                 (unsigned long long) last);
-        c->m[c->n].index = index;
-        c->n++;
-        s_changed(self, c, why);
+        /* Ask the tail to hold its acknowledgements and say at which seq:
+           it answers JOIN_SEQ, and only that seq decides (doc/protocol.md
+           8.4). The tail goes on acknowledging after its last heartbeat,
+           so a join at the heartbeat's seq could lose acknowledged events
+           if the old tail died before forwarding them. */
+        uint8_t b[12];
+        util_le32(b, index);
+        util_le64(b + 4, last);
+        zmsg_t *m = zmsg_new();
+        zmsg_append(m, &(zframe_t *) {zframe_dup(ts->rid)});
+        zmsg_append(m, &(zframe_t *) {net_hdr_frame(NET_JOIN_HOLD, h->shard, c->epoch)});
+        zmsg_addmem(m, b, sizeof b);
+        zmsg_send(&m, self->router);
     } else {
         s_send_config(self, self->router, rid, c, 1);
     }
+}
+
+/* Test hook: LUX_TEST_JOIN_GATE=DIR makes the master, about to admit a
+   joiner for the first time after DIR/armed exists, create DIR/held and
+   wait (up to 120 s) until DIR/go exists, so that a test can act at that
+   moment (t/5010). */
+static void
+s_join_gate(uint32_t shard, uint32_t index, uint64_t at)
+{
+    const char *dir = getenv("LUX_TEST_JOIN_GATE");
+    char path[PATH_MAX];
+    static bool once;
+    if (!dir || !*dir || once)
+        return;
+    snprintf(path, sizeof path, "%s/armed", dir);
+    if (!util_exists(path))
+        return;
+    once = true;
+    snprintf(path, sizeof path, "%s/held", dir);
+    FILE *f = fopen(path, "w");
+    if (f) {
+        fprintf(f, "shard %u replica %u seq %llu\n", shard, index, (unsigned long long) at);
+        fclose(f);
+    }
+    snprintf(path, sizeof path, "%s/go", dir);
+    for (int64_t t0 = util_mono_ms(); util_mono_ms() - t0 < 120000 && !util_exists(path);)
+        usleep(10000);
+    unlink(path);
+}
+
+/* JOIN_SEQ from a tail holding for a joiner: admit the joiner when it has
+   everything up to the held seq; send it back to fetch when it has not;
+   release the tail (ERROR naming its token) when the joiner cannot join
+   at this epoch. An answer at another epoch, or to a replica that is not
+   the tail, is the current configuration. */
+static void
+s_on_join_seq(s_master_t *self, zframe_t *rid, const net_hdr_t *h, zframe_t *body)
+{
+    char text[300];
+    if (!body || zframe_size(body) != 32 || h->shard >= self->cluster.shards) {
+        snprintf(text, sizeof text, "malformed JOIN_SEQ: %s",
+                 h->shard >= self->cluster.shards ? "no such shard"
+                                                  : "a body of 32 bytes expected");
+        s_complain(self, text);
+        s_refuse(self, rid, NET_NO_SHARD, LUX_EPROTO, text);
+        return;
+    }
+    const uint8_t *p = zframe_data(body);
+    uint32_t tail_index = util_rd32(p), index = util_rd32(p + 4);
+    uint64_t last = util_rd64(p + 8), held = util_rd64(p + 16), token = util_rd64(p + 24);
+    db_chain_t *c = &self->chains[h->shard];
+    if (h->epoch != c->epoch || c->n == 0 || c->m[c->n - 1].index != tail_index) {
+        s_send_config(self, self->router, rid, c, 1);
+        return;
+    }
+    self->held[h->shard].epoch = c->epoch;
+    self->held[h->shard].seq = held;
+    s_slot_t *js = index < self->cluster.replicas ? s_slot(self, h->shard, index) : NULL;
+    const char *no = NULL;
+    if (!js || !js->heard)
+        no = "it is unknown to the master";
+    else if (util_mono_ms() - js->seen_ms > self->cluster.dead_ms)
+        no = "it fell silent";
+    else if (db_chain_find(c, index) >= 0)
+        no = "it is a member already";
+    else if (c->n >= self->cluster.replicas)
+        no = "the chain is whole";
+    if (no) {
+        snprintf(text, sizeof text, "shard %u: replica %u cannot join at epoch %llu: %s; the "
+                 "tail (replica %u) stops holding at seq %llu", h->shard, index,
+                 (unsigned long long) c->epoch, no, tail_index, (unsigned long long) held);
+        log_info("%s", text);
+        zmsg_t *e = net_error_msg(h->shard, c->epoch, LUX_ESTATE, "%s", text);
+        net_error_req(e, token);
+        self->held[h->shard].epoch = 0; /* the tail stops holding */
+        zmsg_prepend(e, &(zframe_t *) {zframe_dup(rid)});
+        zmsg_send(&e, self->router);
+        return;
+    }
+    if (last < held) {
+        snprintf(text, sizeof text, "shard %u: replica %u asked to join at seq %llu, but the "
+                 "tail (replica %u) holds at seq %llu: fetch up to it and ask again", h->shard,
+                 index, (unsigned long long) last, tail_index, (unsigned long long) held);
+        log_info("%s", text);
+        if (js->rid) {
+            zmsg_t *e = net_error_msg(h->shard, c->epoch, LUX_EGAP, "%s", text);
+            zmsg_prepend(e, &(zframe_t *) {zframe_dup(js->rid)});
+            zmsg_send(&e, self->router);
+        }
+        return;
+    }
+    s_join_gate(h->shard, index, last);
+    char why[128];
+    snprintf(why, sizeof why, "replica %u joined at the tail at seq %llu (the tail held at %llu)",
+             index, (unsigned long long) last, (unsigned long long) held);
+    c->m[c->n].index = index;
+    c->n++;
+    s_changed(self, c, why);
 }
 
 static void
@@ -293,6 +411,8 @@ s_on_router(zloop_t *loop, zsock_t *sock, void *arg)
         s_on_heartbeat(self, rid, body);
     } else if (h.type == NET_JOIN) {
         s_on_join(self, rid, &h, body);
+    } else if (h.type == NET_JOIN_SEQ) {
+        s_on_join_seq(self, rid, &h, body);
     } else if (h.type == NET_CONFIG_REQ) {
         if (h.shard < self->cluster.shards)
             s_send_config(self, sock, rid, &self->chains[h.shard], 1);
@@ -369,7 +489,8 @@ s_actor(zsock_t *pipe, void *arg)
     self->start_ms = util_mono_ms();
     self->chains = calloc(self->cluster.shards, sizeof *self->chains);
     self->slots = calloc(self->cluster.shards * self->cluster.replicas, sizeof *self->slots);
-    if (!self->chains || !self->slots || s_load(self) ||
+    self->held = calloc(self->cluster.shards, sizeof *self->held);
+    if (!self->chains || !self->slots || !self->held || s_load(self) ||
         !(self->router = net_bind(ZMQ_ROUTER,
                                   db_cluster_master_bind(&self->cluster, false, ep, sizeof ep),
                                   self->sec, NULL, 0)) ||
@@ -394,6 +515,7 @@ s_actor(zsock_t *pipe, void *arg)
     zsock_destroy(&self->pub);
     free(self->chains);
     free(self->slots);
+    free(self->held);
     util_buf_free(&self->buf);
     free(self);
     return;
@@ -402,8 +524,10 @@ out:
     zsock_destroy(&self->pub);
     free(self->chains);
     free(self->slots);
+    free(self->held);
     self->chains = NULL;
     self->slots = NULL;
+    self->held = NULL;
     util_buf_free(&self->buf);
 }
 

@@ -31,6 +31,7 @@ typedef struct s_job {
     int rc;          /* set by the worker */
     char err[256];
     uint64_t last;   /* the tail's last seq, set by the worker */
+    uint64_t upto;   /* served up to this seq at most (db_reader_state_t) */
     util_buf_t buf;  /* the batch, filled by the worker */
 } s_job_t;
 
@@ -73,6 +74,10 @@ s_worker(zsock_t *pipe, void *arg)
         uint32_t count = 0;
         job->rc = db_store_refresh(store);
         job->last = db_store_last_seq(store);
+        if (job->last > job->upto)
+            job->last = job->upto; /* a tail holding for a joiner */
+        if (job->from <= job->last && job->last - job->from + 1 < job->max)
+            job->max = (uint32_t) (job->last - job->from + 1);
         net_batch_begin(&job->buf, job->from);
         if (!job->rc && job->from <= job->last)
             job->rc = db_store_read(store, job->from, job->max, job->max_bytes, &job->buf, &count);
@@ -216,6 +221,7 @@ s_on_read(zloop_t *loop, zsock_t *sock, void *arg)
     job->max = util_rd32(p + 16);
     job->max_bytes = util_rd32(p + 20);
     job->epoch = epoch;
+    job->upto = atomic_load(&self->state->upto);
     /* 0 in either limit asks for the tail's own limit */
     if (job->max > DB_READ_MAX || job->max == 0)
         job->max = DB_READ_MAX;

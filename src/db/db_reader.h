@@ -56,6 +56,8 @@
 typedef struct {
     _Atomic uint64_t epoch;     /* current epoch of the chain */
     _Atomic int is_tail;        /* reads are served only by the tail */
+    _Atomic uint64_t upto;      /* ...up to this seq (a tail holding for a joiner);
+                                   UINT64_MAX: all it has */
     _Atomic uint64_t wal_pages; /* the writer's WAL size after its last commit */
 } db_reader_state_t;
 

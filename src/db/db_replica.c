@@ -48,7 +48,9 @@
     while it was alive) catches up from the tail by READ: first it finds the
     newest seq where its hash chain agrees with the tail's and truncates the
     unacknowledged suffix after it, then it fetches until it reaches the
-    tail's last seq, then asks the master to JOIN at the tail.
+    tail's last seq, then asks the master to JOIN at the tail. The tail
+    fixes the join seq: asked by the master, it holds its acknowledgements
+    until the joiner is its successor (see the tail's side of a join).
 
     ERRORS. Garbage on any socket is dropped with an ERROR reply where the
     socket can reply, logged at most once a second per socket, and changes
@@ -157,6 +159,14 @@ typedef struct {
     size_t nwait, capwait;
     bool append_paused;            /* admission control */
 
+    struct {                       /* tail: holding acknowledgements for a joiner */
+        bool on;
+        uint32_t index;            /* the joiner */
+        uint64_t last;             /* what it said it has */
+        uint64_t seq;              /* nothing past this is acknowledged or published */
+        uint64_t token;            /* of our latest JOIN_SEQ */
+        int64_t ms;                /* when we last heard of the join or asked */
+    } hold;
     int join;                      /* joining phase */
     uint64_t join_req;             /* id of the outstanding READ */
     int64_t join_ms;               /* when it was sent */
@@ -185,6 +195,8 @@ static void s_admission(s_rep_t *self);
 static int s_on_append(zloop_t *loop, zsock_t *sock, void *arg);
 static void s_append_msg(s_rep_t *self, zmsg_t *msg);
 static void s_complain(s_rep_t *self, const char *sock, const char *what);
+static void s_on_join_hold(s_rep_t *self, const net_hdr_t *h, zframe_t *body);
+static void s_hold_end(s_rep_t *self, const char *why);
 
 /* --- sockets polled by descriptor ------------------------------------------------------ */
 
@@ -695,6 +707,22 @@ s_acked(s_rep_t *self)
     s_tell_acked(self);
 }
 
+/* As the tail: what is committed here is the chain's (unless we hold
+   for a joiner): acknowledge, publish, release. The waiting client (or
+   predecessor) is the latency that counts, so it hears first, and
+   subscribers a few microseconds later; batches are released once
+   published. */
+static void
+s_tail_ack(s_rep_t *self)
+{
+    if (self->hold.on)
+        return;
+    self->ack_seq = self->commit_seq;
+    s_tell_acked(self);
+    s_publish(self);
+    s_release(self, self->ack_seq);
+}
+
 static void
 s_after_commit(s_rep_t *self)
 {
@@ -710,13 +738,7 @@ s_after_commit(s_rep_t *self)
     if (self->state != DB_RS_CHAIN)
         return;
     if (s_is_tail(self)) {
-        /* acknowledge first: the waiting client (or predecessor) is the
-           latency that counts, and subscribers get the events a few
-           microseconds later; release only once they are published */
-        self->ack_seq = self->commit_seq;
-        s_tell_acked(self);
-        s_publish(self);
-        s_release(self, self->ack_seq);
+        s_tail_ack(self);
     } else if (self->succ_synced) {
         s_forward(self);
     }
@@ -1362,6 +1384,14 @@ s_apply_config(s_rep_t *self, const db_chain_t *c)
         return;
     log_info("shard %u: epoch %llu -> %llu, position %d of %u", self->shard,
              (unsigned long long) self->cfg.epoch, (unsigned long long) c->epoch, pos, c->n);
+    bool was_tail = s_is_tail(self);
+    if (self->hold.on) {
+        /* the epoch changed: the master decided (or something else did) */
+        self->hold.on = false;
+        atomic_store(&self->rstate.upto, UINT64_MAX);
+        log_info("shard %u: no longer holding acknowledgements at seq %llu: epoch %llu",
+                 self->shard, (unsigned long long) self->hold.seq, (unsigned long long) c->epoch);
+    }
     self->cfg = *c;
     self->pos = pos;
     if (pos < 0) {
@@ -1415,13 +1445,12 @@ s_apply_config(s_rep_t *self, const db_chain_t *c)
             zsock_destroy(&self->sk_succ);
         }
         self->succ_synced = false;
-        /* as the tail, everything committed here is committed */
-        self->pub_seq = self->commit_seq;
+        /* as the tail, everything committed here is committed; a tail
+           that stays the tail publishes what it held back */
+        if (!was_tail)
+            self->pub_seq = self->commit_seq;
         atomic_store(&self->rstate.is_tail, 1);
-        if (self->ack_seq < self->commit_seq) {
-            self->ack_seq = self->commit_seq;
-            s_acked(self);
-        }
+        s_tail_ack(self);
     }
     atomic_store(&self->rstate.epoch, c->epoch);
     if (pos == 0)
@@ -1457,11 +1486,19 @@ s_on_master(zloop_t *loop, zsock_t *sock, void *arg)
             s_complain(self, "master", "bad CONFIG");
         }
         free(all);
+    } else if (h.type == NET_JOIN_HOLD) {
+        s_on_join_hold(self, &h, body);
     } else if (h.type == NET_ERROR) {
         int code;
         char text[256];
+        zframe_t *req = zmsg_first(msg);
         net_error_decode(body, &code, text, sizeof text);
-        if (code == LUX_EGAP && self->state == DB_RS_JOINING && self->join == J_WAIT) {
+        if (self->hold.on && req && zframe_size(req) == 8 &&
+            util_rd64(zframe_data(req)) == self->hold.token && h.epoch == self->cfg.epoch) {
+            /* the master's answer to our latest JOIN_SEQ: no join at this
+               epoch (an admission would have changed the epoch) */
+            s_hold_end(self, text);
+        } else if (code == LUX_EGAP && self->state == DB_RS_JOINING && self->join == J_WAIT) {
             /* the tail had more than we fetched: fetch again, then ask */
             log_info("chain master: %s", text);
             self->join = J_FETCH;
@@ -1474,6 +1511,75 @@ s_on_master(zloop_t *loop, zsock_t *sock, void *arg)
     zframe_destroy(&body);
     zmsg_destroy(&msg);
     return 0;
+}
+
+/* --- the tail's side of a join ------------------------------------------------------- */
+
+/* A replica that joins becomes the tail, so it must hold every event the
+   tail has acknowledged. The master asks the tail (JOIN_HOLD); the tail
+   stops acknowledging and publishing at its ack_seq, the held seq, and
+   says so (JOIN_SEQ). The master admits the joiner only if it has that
+   seq, and until the tail hears the outcome it acknowledges nothing past
+   it: once admitted, the joiner is our successor and its CHAIN_ACKs carry
+   the acknowledgements on. So whatever happens to us after, every event
+   a client was told of is on the joiner (doc/protocol.md 8.4). Reads
+   stop at the held seq too, so no reader sees an event that could still
+   be cut. The hold ends with a new epoch, or with the master's ERROR
+   answering our latest JOIN_SEQ (the joiner cannot join at this epoch);
+   while neither comes, JOIN_SEQ is asked again every dead_ms, so a lost
+   message or a restarted master costs time, never safety. */
+
+static void
+s_hold_ask(s_rep_t *self)
+{
+    uint8_t b[32];
+    util_le32(b, self->index);
+    util_le32(b + 4, self->hold.index);
+    util_le64(b + 8, self->hold.last);
+    util_le64(b + 16, self->hold.seq);
+    util_le64(b + 24, ++self->hold.token);
+    s_send(self, self->sk_master, NULL, NET_JOIN_SEQ, self->cfg.epoch, b, sizeof b, NULL, 0);
+    self->hold.ms = util_mono_ms();
+}
+
+static void
+s_hold_end(s_rep_t *self, const char *why)
+{
+    if (!self->hold.on)
+        return;
+    log_info("shard %u: no longer holding acknowledgements at seq %llu: %s", self->shard,
+             (unsigned long long) self->hold.seq, why);
+    self->hold.on = false;
+    atomic_store(&self->rstate.upto, UINT64_MAX);
+    if (s_is_tail(self))
+        s_tail_ack(self);
+}
+
+static void
+s_on_join_hold(s_rep_t *self, const net_hdr_t *h, zframe_t *body)
+{
+    if (!body || zframe_size(body) != 12) {
+        s_complain(self, "master", "JOIN_HOLD of the wrong size");
+        return;
+    }
+    if (h->epoch != self->cfg.epoch || !s_is_tail(self)) {
+        /* a configuration we have not heard of, or left: ask */
+        s_send(self, self->sk_master, NULL, NET_CONFIG_REQ, 0, NULL, 0, NULL, 0);
+        return;
+    }
+    uint32_t index = util_rd32(zframe_data(body));
+    uint64_t last = util_rd64(zframe_data(body) + 4);
+    if (!self->hold.on) {
+        self->hold.on = true;
+        self->hold.seq = self->ack_seq;
+        atomic_store(&self->rstate.upto, self->hold.seq);
+        log_info("shard %u: replica %u asks to join at seq %llu; holding acknowledgements at "
+                 "seq %llu", self->shard, index, (unsigned long long) last,
+                 (unsigned long long) self->hold.seq);
+    }
+    self->hold.index = index;
+    self->hold.last = last;
+    s_hold_ask(self);
 }
 
 /* --- joining: catch up from the tail, then join at its end ------------------------------ */
@@ -1678,7 +1784,9 @@ s_on_beat(zloop_t *loop, int timer_id, void *arg)
             s_join_request(self);
         }
     }
-    if (s_is_tail(self) && now - self->pub_beat_ms >= S_PUB_BEAT_MS) {
+    if (self->hold.on && now - self->hold.ms >= self->cluster.dead_ms)
+        s_hold_ask(self); /* no answer yet: ask again (see the tail's side of a join) */
+    if (s_is_tail(self) && !self->hold.on && now - self->pub_beat_ms >= S_PUB_BEAT_MS) {
         uint8_t b[NET_BATCH_HDR];
         util_le64(b, self->commit_seq + 1);
         util_le32(b + 8, 0);
@@ -1846,6 +1954,7 @@ s_actor(zsock_t *pipe, void *arg)
     util_buf_init(&self->buf);
     self->pos = -1;
     self->link_fd = -1;
+    atomic_store(&self->rstate.upto, UINT64_MAX);
     if (s_setup(self)) {
         snprintf(self->db_path, sizeof self->db_path, "!%s", lux_errmsg());
         s_teardown(self);

@@ -61,7 +61,9 @@
     X(ACTOR_REP, 33, "the node manager answers ACTOR")                        \
     X(UNALLOC, 34, "a client gives back room it could not write")            \
     X(CANCEL, 35, "a client cancels a task")                                  \
-    X(CANCEL_REP, 36, "the node manager answers CANCEL")
+    X(CANCEL_REP, 36, "the node manager answers CANCEL")                      \
+    X(JOIN_HOLD, 37, "the chain master asks the tail to hold for a joiner")   \
+    X(JOIN_SEQ, 38, "the tail says the seq it holds acknowledgements at")
 
 enum net_type {
 #define X(name, code, what) NET_##name = code,

@@ -1,0 +1,91 @@
+#!/bin/sh
+# 9112-replay-graph: lux replay --verify of a random task graph with
+# nested tasks, puts small and large, failures and retries (t/9112-graph-run:
+# t_crash kills its own worker on both attempts, t_fail raises, and a worker
+# of the run is killed with SIGKILL by its pid while the graph runs):
+#   - the untouched run replays with every task verified, the nested ones
+#     (found under their replayed parents) among them, and the puts read
+#     from the blob store: exit 0;
+#   - a nested task's recorded output fingerprint altered (in a file lux
+#     pull wrote): exit 1, that task named as the one mismatch;
+#   - a driver's task's recorded fingerprint altered: exit 1, named;
+#   - a module byte altered: exit 1, refused before anything runs;
+#   - the recorded puts' blobs altered: exit 1, the tasks that read them
+#     named as not replayable, with the blob.
+. "${LUX_SRCDIR:-.}/t/lib/tap.sh"
+LUX=${LUX_BIN:-./lux}
+B=${LUX_BUILDDIR:-.}
+tap_tmpdir
+tmp=$TAP_TMP
+trap 'tap_cleanup' EXIT
+TMPDIR=$tmp # the replays' clusters go here, and with it
+export TMPDIR
+match() { # match GOT REGEX DESCRIPTION (extended regex, any line)
+    printf '%s\n' "$1" | grep -Eq -- "$2"
+    ok $? "$3"
+    printf '%s\n' "$1" | grep -Eq -- "$2" || printf '#   got: %s\n#   expected to match: %s\n' "$1" "$2"
+}
+sqlv() { # sqlv WHERE QUERY: one value
+    "$LUX" sql "$1" --csv "$2" | sed -n 2p
+}
+
+LUX_BUILDDIR=$B timeout -s KILL 300 "$B/t/9112-graph-run" "$tmp/runs" 7 150 \
+    >"$tmp/run.out" 2>"$tmp/run.err"
+ok $? "a random graph of 150 nodes ran with a worker killed, a crash and a failure"
+run=$(sed -n 1p "$tmp/run.out")
+killed=$(sed -n 2p "$tmp/run.out")
+ok "$([ "${killed:-0}" -gt 0 ]; echo $?)" "...a worker of the run killed by its pid ($killed)"
+"$LUX" pull --dir "$run" "$tmp/run.db" >/dev/null
+ntasks=$(sqlv "$tmp/run.db" "SELECT count(*) FROM tasks")
+nested=$(sqlv "$tmp/run.db" "SELECT count(*) FROM tasks WHERE parent_id IN (SELECT task_id FROM tasks)")
+retries=$(sqlv "$tmp/run.db" "SELECT count(*) FROM retries")
+ok "$([ "${nested:-0}" -gt 0 ]; echo $?)" "...with nested tasks ($nested of $ntasks)"
+ok "$([ "${retries:-0}" -gt 0 ]; echo $?)" "...and retries ($retries)"
+
+timeout -s KILL 300 "$LUX" replay "$run" --verify >"$tmp/out" 2>"$tmp/err"
+is $? 0 "lux replay RUN --verify: exit 0"
+like "$(cat "$tmp/out")" "replayed $ntasks tasks of job" "...every one of its $ntasks tasks replayed"
+like "$(cat "$tmp/out")" "(0 actor calls, $nested nested): $ntasks matched, 0 mismatched, 0 not deterministic, 0 not replayable" \
+    "...the nested ones under their replayed parents, and every one matched"
+match "$(cat "$tmp/out")" "[1-9][0-9]* recorded puts \\([0-9]+ bytes\\) read from $run/blobs" \
+    "...the puts read from the blob store"
+
+cp -r "$run/blobs" "$tmp/blobs"
+set -- $("$LUX" sql "$tmp/run.db" --csv "SELECT task_id, function FROM tasks WHERE status =
+    'finished' AND parent_id IN (SELECT task_id FROM tasks) ORDER BY seq LIMIT 1" | sed -n 2p | tr , ' ')
+ntask=$1 nfn=$2
+cp "$tmp/run.db" "$tmp/n.db"
+sqlite3 "$tmp/n.db" "UPDATE event SET fp = zeroblob(16) WHERE kind = 5 AND lower(hex(task)) = '$ntask'"
+timeout -s KILL 300 "$LUX" replay "$tmp/n.db" --verify >"$tmp/out" 2>"$tmp/err"
+is $? 1 "a nested task's recorded output altered: exit 1"
+like "$(cat "$tmp/out")" "MISMATCH      $ntask $nfn (attempt" "...naming it ($nfn)"
+like "$(cat "$tmp/out")" "$((ntasks - 1)) matched, 1 mismatched, 0 not deterministic" "...and only it"
+
+set -- $("$LUX" sql "$tmp/run.db" --csv "SELECT task_id, function FROM tasks WHERE status =
+    'finished' AND parent_id NOT IN (SELECT task_id FROM tasks) ORDER BY seq DESC LIMIT 1" |
+    sed -n 2p | tr , ' ')
+ttask=$1 tfn=$2
+cp "$tmp/run.db" "$tmp/t.db"
+sqlite3 "$tmp/t.db" "UPDATE event SET fp = zeroblob(16) WHERE kind = 5 AND lower(hex(task)) = '$ttask'"
+timeout -s KILL 300 "$LUX" replay "$tmp/t.db" --verify >"$tmp/out" 2>"$tmp/err"
+is $? 1 "a driver's task's recorded output altered: exit 1"
+like "$(cat "$tmp/out")" "MISMATCH      $ttask $tfn (attempt" "...naming it ($tfn)"
+
+cp "$tmp/run.db" "$tmp/mod.db"
+sqlite3 "$tmp/mod.db" "UPDATE event SET body = substr(body, 1, 3000) ||
+    CASE WHEN substr(body, 3001, 1) = X'00' THEN X'01' ELSE X'00' END || substr(body, 3002) WHERE kind = 3"
+timeout -s KILL 300 "$LUX" replay "$tmp/mod.db" --verify >"$tmp/out" 2>"$tmp/err"
+is $? 1 "a module byte altered: exit 1"
+like "$(cat "$tmp/err")" "they were altered" "...the module's hash refused"
+
+for f in "$tmp"/blobs/*.lz4; do
+    size=$(stat -c %s "$f")
+    printf '\377' | dd of="$f" bs=1 seek=$((size - 5)) conv=notrunc 2>/dev/null
+done
+timeout -s KILL 300 "$LUX" replay "$tmp/run.db" --blobs "$tmp/blobs" --verify >"$tmp/out" 2>"$tmp/err"
+is $? 1 "every recorded put's blob altered: exit 1"
+match "$(cat "$tmp/out")" "not replayed  [0-9a-f]{32} t_[a-z]+: argument [0-9]: put [0-9a-f]{40} \\([0-9]+ bytes\\): recorded put $tmp/blobs/[0-9a-f]{32}.lz4" \
+    "...the tasks that read them named, with the blob"
+match "$(cat "$tmp/out")" "0 mismatched, 0 not deterministic, [1-9][0-9]* not replayable" "...and counted"
+
+done_testing
