@@ -268,9 +268,11 @@ typedef struct {
 } lux_actor_opts_t;
 
 /* Create an actor of class cls (in the driver's module); opts may be NULL.
-   LUX_ENOTFOUND for an unknown class. Creation goes on in the background:
-   a constructor that fails, or a name another live actor has, makes every
-   call fail with that message. The actor lives until it is killed or its
+   LUX_ENOTFOUND for an unknown class; LUX_EEXIST, with no actor made,
+   when opts->name is the name of another live actor (checked with the
+   node before it returns: one round trip for a named actor). Creation goes
+   on in the background: a constructor that fails makes every call fail
+   with its message. The actor lives until it is killed or its
    creator (this driver, or the worker whose task created it) goes away. */
 int lux_actor_create(lux_t *lx, const char *cls, int argc, const lux_arg_t *argv,
                      const lux_actor_opts_t *opts, lux_actor_t *actor);

@@ -1074,6 +1074,9 @@ s_submit(lux_t *lx, const char *what, const exec_spec_t *s)
     return 0;
 }
 
+static int s_actor_op(lux_t *lx, int op, const lux_actor_t *actor, const char *name,
+                      int timeout_ms, lux_actor_t *found);
+
 int
 lux_actor_create(lux_t *lx, const char *cls, int argc, const lux_arg_t *argv,
                  const lux_actor_opts_t *opts, lux_actor_t *actor)
@@ -1124,7 +1127,25 @@ lux_actor_create(lux_t *lx, const char *cls, int argc, const lux_arg_t *argv,
     s_next_id(lx, &s.task);
     s.actor = s.task;
     memcpy(actor->b, s.task.b, 16);
-    return s_submit(lx, "lux_actor_create", &s);
+    if ((rc = s_submit(lx, "lux_actor_create", &s)) || !*name)
+        return rc;
+    /* a name is the node's to give: ask it who has the name now, right
+       after the creation (sent first). Another live actor: this one was
+       refused (the node killed it at once), so say so here rather than in
+       every call. No one (it died already, of its arguments, say): its
+       calls will tell why, as for an unnamed actor. */
+    lux_actor_t holder;
+    char mine[UTIL_ID_HEX], theirs[UTIL_ID_HEX];
+    rc = s_actor_op(lx, 2, NULL, name, 0, &holder);
+    if (rc == LUX_ENOTFOUND)
+        return 0;
+    if (rc)
+        return rc;
+    if (memcmp(holder.b, actor->b, 16) != 0)
+        return util_err(LUX_EEXIST, "lux_actor_create: the name '%s' is taken by actor %s "
+                        "(this one, %s, was not created)", name, lux_actor_hex(&holder, theirs),
+                        lux_actor_hex(actor, mine));
+    return 0;
 }
 
 int
