@@ -5,7 +5,9 @@
     without it, every chain starts as 0..R-1 at epoch 1.
 */
 #include "db_master.h"
+#include "../net/net_pipe.h"
 #include "../net/net_wire.h"
+#include "../util/util_complain.h"
 #include "../util/util_err.h"
 #include "../util/util_fs.h"
 #include "../util/util_log.h"
@@ -32,7 +34,7 @@ typedef struct {
         uint64_t seq;
     } *held;
     int64_t start_ms;
-    int64_t complain_ms;
+    util_complain_t complain; /* garbage logs, at most once a second */
     util_buf_t buf;
     char err[UTIL_ERRMSG_MAX]; /* why setup failed, for db_master_new */
 } s_master_t;
@@ -46,11 +48,7 @@ s_slot(s_master_t *self, uint32_t shard, uint32_t index)
 static void
 s_complain(s_master_t *self, const char *what)
 {
-    int64_t now = util_mono_ms();
-    if (now - self->complain_ms >= 1000) {
-        log_error("dropped a bad message: %s", what);
-        self->complain_ms = now;
-    }
+    util_complain(&self->complain, "dropped a bad message: %s", what);
 }
 
 static int
@@ -465,17 +463,6 @@ s_on_timer(zloop_t *loop, int timer_id, void *arg)
     return 0;
 }
 
-static int
-s_on_pipe(zloop_t *loop, zsock_t *pipe, void *arg)
-{
-    zmsg_t *m = zmsg_recv(pipe);
-    char *cmd = m ? zmsg_popstr(m) : NULL;
-    int stop = !cmd || strcmp(cmd, "$TERM") == 0;
-    free(cmd);
-    zmsg_destroy(&m);
-    return stop ? -1 : 0;
-}
-
 static void
 s_actor(zsock_t *pipe, void *arg)
 {
@@ -486,6 +473,7 @@ s_actor(zsock_t *pipe, void *arg)
     self->pipe = pipe;
     util_log_name("master");
     util_buf_init(&self->buf);
+    util_complain_init(&self->complain, UTIL_COMPLAIN_MS);
     self->start_ms = util_mono_ms();
     self->chains = calloc(self->cluster.shards, sizeof *self->chains);
     self->slots = calloc(self->cluster.shards * self->cluster.replicas, sizeof *self->slots);
@@ -504,7 +492,7 @@ s_actor(zsock_t *pipe, void *arg)
         s_fill_eps(self, &self->chains[s]);
     zsock_signal(pipe, 0);
     loop = zloop_new();
-    zloop_reader(loop, pipe, s_on_pipe, self);
+    zloop_reader(loop, pipe, net_pipe_on_term, self);
     zloop_reader(loop, self->router, s_on_router, self);
     zloop_timer(loop, (size_t) self->cluster.heartbeat_ms, 0, s_on_timer, self);
     zloop_start(loop);

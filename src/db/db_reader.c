@@ -14,6 +14,7 @@
     once a second; it never stops the thread.
 */
 #include "db_reader.h"
+#include "../net/net_pipe.h"
 #include "../net/net_wire.h"
 #include "../util/util_err.h"
 #include "../util/util_log.h"
@@ -319,17 +320,6 @@ s_on_timer(zloop_t *loop, int timer_id, void *arg)
     return 0;
 }
 
-static int
-s_on_pipe(zloop_t *loop, zsock_t *pipe, void *arg)
-{
-    zmsg_t *m = zmsg_recv(pipe);
-    char *cmd = m ? zmsg_popstr(m) : NULL;
-    int stop = !cmd || strcmp(cmd, "$TERM") == 0;
-    free(cmd);
-    zmsg_destroy(&m);
-    return stop ? -1 : 0;
-}
-
 static void
 s_actor(zsock_t *pipe, void *arg)
 {
@@ -367,7 +357,7 @@ s_actor(zsock_t *pipe, void *arg)
        ROUTER drops them: that peer asks again (db_sub does after a wait) */
     zsock_signal(pipe, 0);
     loop = zloop_new();
-    zloop_reader(loop, pipe, s_on_pipe, &self);
+    zloop_reader(loop, pipe, net_pipe_on_term, &self);
     zloop_reader(loop, self.sock, s_on_read, &self);
     for (int w = 0; w < DB_READ_WORKERS; w++)
         zloop_reader(loop, (zsock_t *) self.workers[w].actor, s_on_worker, &self);

@@ -62,6 +62,7 @@
 #include "db_store.h"
 #include "db_writer.h"
 #include "../net/net_link.h"
+#include "../net/net_pipe.h"
 #include "../net/net_wire.h"
 #include "../util/util_err.h"
 #include "../util/util_idmap.h"
@@ -1849,16 +1850,6 @@ s_on_beat(zloop_t *loop, int timer_id, void *arg)
     return 0;
 }
 
-static int
-s_on_pipe(zloop_t *loop, zsock_t *pipe, void *arg)
-{
-    zmsg_t *m = zmsg_recv(pipe);
-    char *cmd = m ? zmsg_popstr(m) : NULL;
-    int stop = !cmd || strcmp(cmd, "$TERM") == 0;
-    free(cmd);
-    zmsg_destroy(&m);
-    return stop ? -1 : 0;
-}
 
 /* --- the handlers as the loop calls them ----------------------------------------------- */
 
@@ -2016,7 +2007,7 @@ s_actor(zsock_t *pipe, void *arg)
     }
     zsock_signal(pipe, 0);
     self->loop = zloop_new();
-    s_raw_init(self, R_PIPE, pipe, s_on_pipe);
+    s_raw_init(self, R_PIPE, pipe, net_pipe_on_term);
     s_raw_init(self, R_APPEND, self->sk_append, s_on_append);
     char path[DB_EP_MAX];
     if (net_link_path(self->ep[DB_EP_APPEND], path, sizeof path) == 0) {
