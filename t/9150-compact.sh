@@ -104,6 +104,11 @@ like "$out" "pulled $n2 new events" "...every event ($n2): the tails read their 
 [ "$rc" -ne 0 ] && echo "# $err"
 run "$LUX" audit "$tmp/out.db"
 is "$rc" 0 "...and the pulled file audits"
+n3=$(one "$D" "SELECT count(*) FROM event")
+run "$LUX" compact --dir "$D" --before 1000000
+is "$rc" 1 "compact of a running cluster: refused (status 1)"
+like "$err" "is running" "...saying the head is running"
+is "$(one "$D" "SELECT count(*) FROM event")" "$n3" "...and it moved nothing"
 "$LUX" stop --dir "$D" >/dev/null
 
 # an archived event altered
