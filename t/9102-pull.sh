@@ -131,6 +131,8 @@ like "$out" "seq 5 is missing" "...naming it"
 
 # the stopped cluster's files; --job; --since
 "$LUX" stop --dir "$D" >/dev/null
+# a clean stop appends the head's node_left: count after it
+n3=$(one "$D" "SELECT count(*) FROM event")
 run "$LUX" pull --dir "$D" "$tmp/files.db"
 like "$err" "shard 0 seq $seq" "pull --dir of the stopped cluster reads its files and finds the change too"
 sqlite3 "$D/shard-0/replica-$tail0.db" "UPDATE event SET info = $orig WHERE seq = $seq"
