@@ -34,22 +34,22 @@ static zactor_t *s_auth;
 static int s_auth_refs;
 static pthread_mutex_t s_auth_lock = PTHREAD_MUTEX_INITIALIZER;
 
-int
-net_sec_create(const char *keydir)
+/* Save cert (taken, NULL when it could not be made) as the cluster's key
+   pair in keydir: the pair (secret 0600) and its public half under
+   allowed/, the one key a peer must hold. */
+static int
+s_save(const char *keydir, zcert_t *cert)
 {
     char path[PATH_MAX], allow[PATH_MAX];
     int rc;
-    if ((rc = util_private_dir(keydir)))
-        return rc;
-    snprintf(path, sizeof path, "%s/cluster.cert", keydir);
-    snprintf(allow, sizeof allow, "%s/allowed", keydir);
-    if (util_exists(path))
-        return util_err(LUX_EEXIST, "%s: a cluster key already exists", path);
-    if ((rc = util_private_dir(allow)))
-        return rc;
-    zcert_t *cert = zcert_new();
     if (!cert)
         return util_err(LUX_ENOMEM, "cannot make a CURVE key pair");
+    snprintf(allow, sizeof allow, "%s/allowed", keydir);
+    if ((rc = util_private_dir(allow))) {
+        zcert_destroy(&cert);
+        return rc;
+    }
+    snprintf(path, sizeof path, "%s/cluster.cert", keydir);
     zcert_set_meta(cert, "role", "lux cluster");
     rc = zcert_save(cert, path);
     if (rc == 0) {
@@ -62,6 +62,19 @@ net_sec_create(const char *keydir)
     snprintf(path, sizeof path, "%s/cluster.cert_secret", keydir);
     chmod(path, 0600);
     return 0;
+}
+
+int
+net_sec_create(const char *keydir)
+{
+    char path[PATH_MAX];
+    int rc;
+    if ((rc = util_private_dir(keydir)))
+        return rc;
+    snprintf(path, sizeof path, "%s/cluster.cert", keydir);
+    if (util_exists(path))
+        return util_err(LUX_EEXIST, "%s: a cluster key already exists", path);
+    return s_save(keydir, zcert_new());
 }
 
 net_sec_t *
@@ -114,7 +127,7 @@ net_sec_secret(const net_sec_t *self)
 int
 net_sec_import(const char *keydir, const char *public_z85, const char *secret_z85)
 {
-    char path[PATH_MAX], allow[PATH_MAX];
+    char path[PATH_MAX];
     uint8_t pub[32], sec[32], derived[32];
     int rc;
     if (!public_z85 || !secret_z85 || strlen(public_z85) != 40 || strlen(secret_z85) != 40 ||
@@ -125,7 +138,6 @@ net_sec_import(const char *keydir, const char *public_z85, const char *secret_z8
     char derived_z85[41];
     if (zmq_curve_public(derived_z85, secret_z85) != 0 || !zmq_z85_decode(derived, derived_z85))
         return util_err(LUX_EINVAL, "the secret key is not a CURVE key");
-    (void) sec;
     if (memcmp(derived, pub, 32) != 0)
         return util_err(LUX_EINVAL, "the public key is not the secret key's");
     if ((rc = util_private_dir(keydir)))
@@ -139,24 +151,7 @@ net_sec_import(const char *keydir, const char *public_z85, const char *secret_z8
         return same ? 0
                     : util_err(LUX_EEXIST, "%s holds another cluster's key pair", keydir);
     }
-    snprintf(allow, sizeof allow, "%s/allowed", keydir);
-    if ((rc = util_private_dir(allow)))
-        return rc;
-    zcert_t *cert = zcert_new_from(pub, sec);
-    if (!cert)
-        return util_err(LUX_ENOMEM, "cannot make a CURVE certificate");
-    zcert_set_meta(cert, "role", "lux cluster");
-    rc = zcert_save(cert, path);
-    if (rc == 0) {
-        snprintf(allow, sizeof allow, "%s/allowed/cluster.cert", keydir);
-        rc = zcert_save_public(cert, allow);
-    }
-    zcert_destroy(&cert);
-    if (rc != 0)
-        return util_err(LUX_EIO, "%s: cannot save the cluster key", path);
-    snprintf(path, sizeof path, "%s/cluster.cert_secret", keydir);
-    chmod(path, 0600);
-    return 0;
+    return s_save(keydir, zcert_new_from(pub, sec));
 }
 
 static int
