@@ -182,6 +182,16 @@ lux_beat_destroy(lux_beat_t **p)
     }
 }
 
+void
+lux_beat_wait(lux_beat_t *self)
+{
+    int64_t left = self->next_ms - util_mono_ms();
+    if (left <= 0)
+        return;
+    zmq_pollitem_t item = {zsock_resolve(self->dealer), 0, ZMQ_POLLIN, 0};
+    zmq_poll(&item, 1, (long) left); /* a signal ends it too (EINTR) */
+}
+
 const char *
 lux_beat_node(const lux_beat_t *b)
 {
@@ -318,7 +328,7 @@ cmd_node(int argc, char **argv)
             rc = 1;
             break;
         }
-        zclock_sleep(20);
+        lux_beat_wait(beat);
     }
     log_info("stopping");
     char id[UTIL_ID_HEX] = "";

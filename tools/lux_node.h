@@ -57,6 +57,8 @@ void lux_beat_destroy(lux_beat_t **self_p);
    the node dead (the daemon stops). */
 int lux_beat_tick(lux_beat_t *self, zactor_t *node, const char *joined_file);
 /* The node's ID (hex), once known. */
+/* Sleep until the next beat is due or the head answers (or a signal). */
+void lux_beat_wait(lux_beat_t *self);
 const char *lux_beat_node(const lux_beat_t *self);
 
 int cmd_node(int argc, char **argv); /* internal: a joined node's daemon */
