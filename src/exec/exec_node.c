@@ -16,6 +16,7 @@
 #include "exec_store.h"
 #include "exec_module.h"
 #include "exec_gpu.h"
+#include "exec_node_gpu.h"
 #include "../net/net_raw.h"
 #include "../util/util_err.h"
 #include "../util/util_fs.h"
@@ -757,7 +758,8 @@ s_setup(nm_t *nm, const exec_node_opts_t *o)
     util_buf_init(&nm->scratch);
     util_complain_init(&nm->complain, UTIL_COMPLAIN_MS);
     util_spin_init(&nm->spin, util_spin_max_env("LUX_SPIN_US", UTIL_SPIN_DEFAULT_NS));
-    if ((rc = nm_parse_resources(nm, o->resources)) || (rc = s_find_lux(nm)))
+    if ((rc = nm_parse_resources(nm, o->resources)) || (rc = nm_gpu_setup(nm)) ||
+        (rc = s_find_lux(nm)))
         return rc;
     nm->target_workers = o->workers > 0 ? o->workers : (int) (nm->res[0].total / 1000);
     if (nm->target_workers < 1)

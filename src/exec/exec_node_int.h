@@ -9,6 +9,7 @@
         exec_node_actor.c  actors: creation, calls, restarts, checkpoints
         exec_node_cancel.c cancelling tasks, timeouts
         exec_node_log.c    events to the log, write-ahead lineage, lookups
+        exec_node_gpu.c    which GPUs a task or actor holds                     exec_node_gpu.h
         exec_node_blob.c   puts kept for replay
     The functions declared below are those of the parts that have no
     header of their own yet (issue 27 goes on splitting them).
@@ -187,6 +188,7 @@ struct nm_actor {
     nm_worker_t *worker;      /* its process */
     int64_t needs[16];        /* resources it holds while it lives */
     bool holds;               /* holds them now */
+    uint64_t gpus;            /* its GPUs while it holds them (bits of nm->gpu_ids) */
     uint32_t max_restarts, restarts;
     uint32_t ckpt_every;      /* calls between checkpoints (0: on demand only) */
     uint64_t next_idx;        /* calls numbered (sent) so far */
@@ -253,6 +255,7 @@ struct nm_worker {
     uint32_t queued;
     int64_t held[16];         /* resources its batch holds (per nm->res), in thousandths */
     int64_t lent[16];         /* what it gave back while blocked, to take again */
+    uint64_t gpus;            /* the GPUs its task holds (bits of nm->gpu_ids) */
     int64_t started_ms;
     int64_t idle_ms;          /* when it last ran out of work (or started) */
     bool extra;               /* started for a blocked one; leaves when idle */
@@ -331,6 +334,10 @@ struct nm {
     int nworkers, target_workers;
     nm_res_t res[16];
     int nres;                 /* res[0] is CPU */
+    int gpu_res;              /* the GPU resource's index in res, or -1 (exec_node_gpu.c) */
+    int ngpu;                 /* its GPUs, ... */
+    uint16_t gpu_ids[64];     /* ... their ids (CUDA_VISIBLE_DEVICES) ... */
+    uint64_t gpu_busy;        /* ... and which are held (bit i: gpu_ids[i]) */
     nm_client_t *dirty;       /* clients with OBJECTS to send */
     util_idmap_t *actors;     /* actor ID -> nm_actor_t * (the dead too: calls to them fail) */
     int actors_waiting;       /* in A_WAITING */
