@@ -10,12 +10,18 @@
 
 #include <string.h>
 
+static uint64_t
+s_window(const db_join_t *j)
+{
+    return j->window ? j->window : DB_JOIN_PROBE;
+}
+
 void
 db_join_begin(db_join_t *j, uint64_t have)
 {
     j->phase = have ? DB_J_PROBE : DB_J_FETCH;
     j->req = 0;
-    j->probe_from = have > DB_JOIN_PROBE ? have - DB_JOIN_PROBE + 1 : 1;
+    j->probe_from = have > s_window(j) ? have - s_window(j) + 1 : 1;
 }
 
 bool
@@ -23,7 +29,7 @@ db_join_read(const db_join_t *j, uint64_t have, uint64_t *from, uint32_t *count)
 {
     if (j->phase == DB_J_PROBE) {
         *from = j->probe_from;
-        *count = DB_JOIN_PROBE;
+        *count = (uint32_t) s_window(j);
         return true;
     }
     if (j->phase == DB_J_FETCH) {
@@ -59,12 +65,12 @@ db_join_probe(db_join_t *j, const net_batch_t *in, uint64_t tail_last, uint64_t 
     }
     if (!found && in->count && in->first > 1 && top >= in->first) {
         /* nothing agrees in this window: look further back */
-        j->probe_from = in->first > DB_JOIN_PROBE ? in->first - DB_JOIN_PROBE : 1;
+        j->probe_from = in->first > s_window(j) ? in->first - s_window(j) : 1;
         return DB_JOIN_READ;
     }
     if (!found && in->count == 0 && tail_last > 0 && j->probe_from > tail_last) {
         /* the tail is shorter than our window */
-        j->probe_from = tail_last > DB_JOIN_PROBE ? tail_last - DB_JOIN_PROBE + 1 : 1;
+        j->probe_from = tail_last > s_window(j) ? tail_last - s_window(j) + 1 : 1;
         return DB_JOIN_READ;
     }
     if (*agree == have) {
@@ -82,7 +88,7 @@ db_join_fetched(db_join_t *j, bool bad, uint64_t have, uint64_t tail_last)
     if (bad) {
         /* start over, carefully */
         j->phase = DB_J_PROBE;
-        j->probe_from = have > DB_JOIN_PROBE ? have - DB_JOIN_PROBE + 1 : 1;
+        j->probe_from = have > s_window(j) ? have - s_window(j) + 1 : 1;
         return DB_JOIN_READ;
     }
     if (have >= tail_last) {

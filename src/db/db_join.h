@@ -42,6 +42,8 @@ typedef struct {
     uint64_t req;        /* id of the outstanding READ, 0 when none */
     int64_t ms;          /* when it was sent, or JOIN asked */
     uint64_t probe_from; /* the probe window's first seq */
+    uint32_t window;     /* events per probe window; 0: DB_JOIN_PROBE (a test
+                            sets fewer, to reach the reads further back) */
 } db_join_t;
 
 /* Begin (again) with `have` events: probe when there are some, else fetch. */
