@@ -11,6 +11,8 @@
         exec_node_log.c    events to the log, write-ahead lineage, lookups
         exec_node_gpu.c    which GPUs a task or actor holds                     exec_node_gpu.h
         exec_node_blob.c   puts kept for replay
+        exec_peer.c        the node's tcp endpoint, to other nodes           exec_peer.h
+        exec_xfer.c        objects pulled from other nodes                    exec_xfer.h
     The functions declared below are those of the parts that have no
     header of their own yet (issue 27 goes on splitting them).
     Nothing here is used outside src/exec/exec_node*.c and the parts above.
@@ -352,6 +354,10 @@ struct nm {
     struct nm_log *lg;        /* write-ahead lineage state, lookups */
     bool log_urgent;          /* an actor call waits for its event: send now */
     bool log_quiet;           /* the loop saw nothing on the log's sockets this turn */
+
+    /* other nodes (issue 28) */
+    struct nm_peer *peer;     /* the node's tcp endpoint and its connections (exec_peer.c) */
+    struct nm_xfer *xfer;     /* objects pulled from other nodes (exec_xfer.c) */
 
     /* counters, for tests and `lux status` */
     uint64_t n_submitted, n_finished, n_failed, n_retried, n_rebuilt, n_evicted, n_spilled;
