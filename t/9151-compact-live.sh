@@ -9,6 +9,8 @@
 #     same answers about the recorded events;
 #   - a whole compaction while the jobs go on: the replica files lose
 #     their old rows, the answers are the same, and no job failed;
+#   - lux pull through the protocol reads the archives (the tails' readers
+#     opened before the compaction see the rows gone and read the base again);
 #   - a second lux compact while one runs is refused;
 #   - the head restarted with --compact-after 1s compacts on its own;
 #     restarted, the log audits and answers the same.
@@ -114,6 +116,16 @@ is "$(sqlite3 "$D/shard-0/replica-$tail0.db" "SELECT count(*) FROM event WHERE s
     "...shard 0's tail file holds no event below $L0"
 is "$(sqlite3 "$D/shard-0/archive.db" "SELECT min(seq) || '..' || max(seq) FROM event")" \
     "1..$((L0 - 1))" "...its archive holds 1..$((L0 - 1))"
+
+# the tails' readers opened before the compaction read the archive now
+n=$(one "SELECT count(*) FROM events WHERE $w")
+run "$LUX" pull --address "$D" "$tmp/pulled.db"
+is "$rc" 0 "lux pull of the running, compacted cluster, from seq 1"
+[ "$rc" -ne 0 ] && echo "# $err"
+is "$(sqlite3 "$tmp/pulled.db" "SELECT count(*) FROM event WHERE $w")" "$n" \
+    "...every recorded event ($n) is in the file"
+run "$LUX" audit "$tmp/pulled.db"
+is "$rc" 0 "...and the file audits"
 
 # one at a time
 : >"$tmp/cerr"
