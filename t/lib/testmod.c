@@ -613,6 +613,7 @@ hx_outputs(lux_t *lx, const lux_val_t *ctl, int nret, uint64_t h)
             return lux_raise(lx, "t_h: no room for %zu bytes: %s", n, lux_errmsg());
         hx_fill(p, n, hx_mix(h + (uint64_t) k + 1));
     }
+    s_tick();
     return 0;
 }
 
