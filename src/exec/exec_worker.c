@@ -19,6 +19,13 @@
     return LUX_ECANCELLED. Tokens are also kept, so a task of the batch not
     started yet is skipped and reported cancelled. The node fails a task
     it cancelled whatever the worker reports.
+
+    A worker lives no longer than its node manager: the kernel kills it
+    (SIGKILL, PR_SET_PDEATHSIG) when the thread that started it ends,
+    however that happens, since no result of its can reach anyone then. A
+    worker whose node went before it could ask for that finds no node to
+    connect to, and ends. An idle worker would see its connection close
+    anyway; one busy in a task would not, and lived on (t/3131).
 */
 #include "exec_worker.h"
 #include "exec_client.h"
@@ -34,6 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 
 #define S_RESULTS 64
 
@@ -463,6 +471,9 @@ exec_worker_main(const char *dir, const char *endpoint)
         log_warn("worker: cannot take the cancel signal: %s", strerror(errno));
     util_buf_init(&w.results);
     util_buf_init(&w.outs);
+    /* before the connection: a node gone before this finds none */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
+        log_warn("worker: cannot ask to die with the node manager: %s", strerror(errno));
     w.lx = exec_client_connect(endpoint, EXEC_HELLO_WORKER, NULL, NULL);
     if (!w.lx) {
         log_error("worker: %s", lux_errmsg());

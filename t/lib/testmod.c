@@ -492,6 +492,24 @@ t_gate(lux_t *lx, int argc, const lux_val_t *argv)
 }
 LUX_FUNCTION(t_gate, 1, 1)
 
+/* Signs dir/held-PID (dir is argument 0, PID this worker's), then waits
+   for dir/release (600 s at most): a task that keeps its worker busy in
+   user code until the test lets it go. Returns 1. */
+static int
+t_hold(lux_t *lx, int argc, const lux_val_t *argv)
+{
+    char dir[512], name[64], path[600];
+    int64_t one = 1;
+    s_path(&argv[0], dir, sizeof dir);
+    snprintf(name, sizeof name, "held-%d", (int) getpid());
+    s_sign(dir, name, "held");
+    snprintf(path, sizeof path, "%s/release", dir);
+    for (int i = 0; i < 120000 && access(path, F_OK) != 0; i++)
+        usleep(5000);
+    return lux_set(lx, 0, &one, 8);
+}
+LUX_FUNCTION(t_hold, 1, 1)
+
 /* t_check of argument 0 (a t_big pattern), once the file named by
    argument 1 exists (120 s at most): a subtask that stays unfinished
    until a test lets it go. */
@@ -595,6 +613,7 @@ hx_outputs(lux_t *lx, const lux_val_t *ctl, int nret, uint64_t h)
             return lux_raise(lx, "t_h: no room for %zu bytes: %s", n, lux_errmsg());
         hx_fill(p, n, hx_mix(h + (uint64_t) k + 1));
     }
+    s_tick();
     return 0;
 }
 
