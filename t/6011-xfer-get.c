@@ -150,6 +150,15 @@ s_log_lines(const char *a, const char *b)
     return n;
 }
 
+/* The nodes go at exit, however the test ends (fx stops the head). */
+static void
+s_stop_nodes(void)
+{
+    for (int i = 1; i <= 2; i++)
+        if (s_node[i][0])
+            fx_lux(NULL, 0, NULL, 0, "stop --dir %s", s_node[i]);
+}
+
 int
 main(void)
 {
@@ -159,6 +168,7 @@ main(void)
     snprintf(extra, sizeof extra, "--listen tcp://127.0.0.1 --port %d --workers 1 --store-mb 16",
              port);
     fx_start(&c, 1, 1, extra);
+    tap_atexit(s_stop_nodes); /* after fx's own, so run before it: the nodes leave first */
     snprintf(s_node[0], sizeof s_node[0], "%s", c.dir);
     for (int i = 1; i <= 2; i++) {
         snprintf(s_node[i], sizeof s_node[i], "%s/n%d", tap_tmpdir(), i);
@@ -283,8 +293,6 @@ main(void)
     if (write(to_a[1], "x", 1) < 0)
         diag("node A's driver is gone already");
     waitpid(pa, NULL, 0);
-    fx_lux(NULL, 0, err, sizeof err, "stop --dir %s", s_node[2]);
-    fx_lux(NULL, 0, err, sizeof err, "stop --dir %s", s_node[1]);
     fx_stop(&c);
     done_testing();
 }
