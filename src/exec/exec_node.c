@@ -18,6 +18,8 @@
 #include "exec_xfer.h"
 #include "exec_module.h"
 #include "exec_gpu.h"
+#include "exec_node_gpu.h"
+#include "exec_remote.h"
 #include "../net/net_raw.h"
 #include "../util/util_err.h"
 #include "../util/util_fs.h"
@@ -167,6 +169,8 @@ nm_send(nm_t *nm, nm_client_t *c, zmsg_t **m)
 {
     if (c && c->conn)
         s_conn_send(nm, c->conn, m);
+    else if (c && c->peer)
+        nm_remote_send(nm, c, m); /* another node, for the tasks it spilled here */
     else
         zmsg_destroy(m);
 }
@@ -765,7 +769,8 @@ s_setup(nm_t *nm, const exec_node_opts_t *o)
     util_buf_init(&nm->scratch);
     util_complain_init(&nm->complain, UTIL_COMPLAIN_MS);
     util_spin_init(&nm->spin, util_spin_max_env("LUX_SPIN_US", UTIL_SPIN_DEFAULT_NS));
-    if ((rc = nm_parse_resources(nm, o->resources)) || (rc = s_find_lux(nm)))
+    if ((rc = nm_parse_resources(nm, o->resources)) || (rc = nm_gpu_setup(nm)) ||
+        (rc = s_find_lux(nm)))
         return rc;
     nm->target_workers = o->workers > 0 ? o->workers : (int) (nm->res[0].total / 1000);
     if (nm->target_workers < 1)
@@ -802,7 +807,8 @@ s_setup(nm_t *nm, const exec_node_opts_t *o)
         return util_err(LUX_EIO, "epoll_create1: %s", strerror(errno));
     if ((nm->listen_fd = net_link_listen(nm->endpoint)) < 0)
         return nm->listen_fd;
-    if ((rc = nm_peer_open(nm)) || (rc = nm_xfer_open(nm)) || (rc = nm_log_open(nm)))
+    if ((rc = nm_peer_open(nm)) || (rc = nm_xfer_open(nm)) || (rc = nm_remote_open(nm)) ||
+        (rc = nm_log_open(nm)))
         return rc;
     nm_log_node(nm); /* with the endpoint's port */
     nm_cpu_setup(nm);
@@ -869,6 +875,7 @@ s_teardown(nm_t *nm)
     }
     if (nm->epfd >= 0)
         close(nm->epfd);
+    nm_remote_close(nm);
     nm_peer_close(nm);
     exec_arena_destroy(&nm->arena);
     util_buf_free(&nm->scratch);

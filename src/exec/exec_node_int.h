@@ -9,6 +9,7 @@
         exec_node_actor.c  actors: creation, calls, restarts, checkpoints
         exec_node_cancel.c cancelling tasks, timeouts
         exec_node_log.c    events to the log, write-ahead lineage, lookups
+        exec_node_gpu.c    which GPUs a task or actor holds                     exec_node_gpu.h
         exec_node_blob.c   puts kept for replay
         exec_peer.c        the node's tcp endpoint, to other nodes           exec_peer.h
         exec_xfer.c        objects pulled from other nodes                    exec_xfer.h
@@ -160,6 +161,12 @@ struct nm_task {
     int64_t deadline_ms;      /* running with a timeout: when it ends (0: none) */
     bool cancel_req;          /* cancelled while on a worker: fails so when it reports */
     char *cancel_why;         /* ... with this message (owned) */
+    /* spilled to another node (exec_remote.c) */
+    bool remote;              /* sent away: its outputs come back, its events are the
+                                 other node's */
+    bool spilled;             /* it was offered to the global scheduler once */
+    util_id_t rnode;          /* the node it runs on (zero while being placed) */
+    uint8_t rgot;             /* outputs back so far */
 };
 
 /* --- actors ---------------------------------------------------------------------------- */
@@ -189,6 +196,7 @@ struct nm_actor {
     nm_worker_t *worker;      /* its process */
     int64_t needs[16];        /* resources it holds while it lives */
     bool holds;               /* holds them now */
+    uint64_t gpus;            /* its GPUs while it holds them (bits of nm->gpu_ids) */
     uint32_t max_restarts, restarts;
     uint32_t ckpt_every;      /* calls between checkpoints (0: on demand only) */
     uint64_t next_idx;        /* calls numbered (sent) so far */
@@ -238,6 +246,10 @@ struct nm_client {
     nm_client_t *next_dirty;  /* clients with something to send */
     bool dirty;
     bool detached;            /* a driver whose job's tasks run on after it leaves */
+    bool peer;                /* another node, for the tasks it spilled here
+                                 (exec_remote.c): what it is told goes back to it */
+    uint8_t peer_rid[64];     /* ... its routing ID at our endpoint */
+    size_t peer_rid_len;
 };
 
 /* Why a worker is started: the pool's (one per CPU), an extra one (for
@@ -255,6 +267,7 @@ struct nm_worker {
     uint32_t queued;
     int64_t held[16];         /* resources its batch holds (per nm->res), in thousandths */
     int64_t lent[16];         /* what it gave back while blocked, to take again */
+    uint64_t gpus;            /* the GPUs its task holds (bits of nm->gpu_ids) */
     int64_t started_ms;
     int64_t idle_ms;          /* when it last ran out of work (or started) */
     bool extra;               /* started for a blocked one; leaves when idle */
@@ -333,6 +346,10 @@ struct nm {
     int nworkers, target_workers;
     nm_res_t res[16];
     int nres;                 /* res[0] is CPU */
+    int gpu_res;              /* the GPU resource's index in res, or -1 (exec_node_gpu.c) */
+    int ngpu;                 /* its GPUs, ... */
+    uint16_t gpu_ids[64];     /* ... their ids (CUDA_VISIBLE_DEVICES) ... */
+    uint64_t gpu_busy;        /* ... and which are held (bit i: gpu_ids[i]) */
     nm_client_t *dirty;       /* clients with OBJECTS to send */
     util_idmap_t *actors;     /* actor ID -> nm_actor_t * (the dead too: calls to them fail) */
     int actors_waiting;       /* in A_WAITING */
@@ -351,6 +368,8 @@ struct nm {
     /* other nodes (issue 28) */
     struct nm_peer *peer;     /* the node's tcp endpoint and its connections (exec_peer.c) */
     struct nm_xfer *xfer;     /* objects pulled from other nodes (exec_xfer.c) */
+    struct nm_remote *remote; /* tasks spilled to other nodes, the global scheduler on the
+                                 head (exec_remote.c) */
 
     /* counters, for tests and `lux status` */
     uint64_t n_submitted, n_finished, n_failed, n_retried, n_rebuilt, n_evicted, n_spilled;

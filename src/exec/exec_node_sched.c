@@ -27,6 +27,8 @@
 */
 #include "exec_node_int.h"
 #include "exec_pool.h"
+#include "exec_node_gpu.h"
+#include "exec_remote.h"
 #include "../util/util_err.h"
 #include "../util/util_hash.h"
 #include "../util/util_log.h"
@@ -284,11 +286,12 @@ nm_submit(nm_t *nm, nm_client_t *c, const exec_spec_t *s)
         return util_err(LUX_ENOMEM, "out of memory holding a task");
     nm->n_submitted++;
     int rc = nm_task_resolve(nm, t, why, sizeof why);
-    nm_log_submitted(nm, t);
+    if (!c || !c->peer) /* a task another node spilled here: its submission is that node's */
+        nm_log_submitted(nm, t);
     if (!rc) {
         int64_t needs[16];
-        if (!nm_res_needs(nm, t, needs, why, sizeof why))
-            rc = LUX_EINVAL;
+        if (!nm_res_needs(nm, t, needs, why, sizeof why) && !nm_remote_on(nm))
+            rc = LUX_EINVAL; /* else another node may have it: dispatch spills it */
     }
     if (rc) {
         nm_task_fail(nm, t, rc, why);
@@ -574,7 +577,8 @@ s_fail_one(nm_t *nm, nm_task_t *t, int status, const char *msg, const char *text
     exec_result_t r = {.task = t->id, .attempt = t->attempt, .status = status, .msg = msg,
                        .msg_len = (uint16_t) strlen(msg)};
     r.t_start = r.t_end = util_now_ns();
-    nm_log_finished(nm, t, t->worker, &r, 0, NULL);
+    if (!t->remote) /* one spilled elsewhere failed there: the event is that node's */
+        nm_log_finished(nm, t, t->worker, &r, 0, NULL);
     for (uint8_t i = 0; i < t->nret; i++) {
         nm_obj_t *o = nm_task_output(nm, t, i);
         if (!o)
@@ -672,6 +676,8 @@ nm_worker_gone(nm_t *nm, nm_worker_t *w, const char *why)
     /* give back what it held */
     nm_res_take(nm, w->held, -1);
     memset(w->held, 0, sizeof w->held);
+    nm_gpu_give(nm, w->gpus);
+    w->gpus = 0;
     /* The running task is known only when it was alone in the worker's
        queue: a worker reports results in batches, so the first unreported
        task of a longer queue may have finished long before the death.
@@ -851,9 +857,6 @@ nm_dispatch(nm_t *nm)
     bool no_room = false;
     nm->room_waits = false;
     while (nm->ready && !no_room) {
-        nm_worker_t *w = nm_pool_idle(nm);
-        if (!w)
-            break;
         int64_t needs[16];
         char why[256];
         nm_task_t *first = nm->ready;
@@ -862,11 +865,17 @@ nm_dispatch(nm_t *nm)
             if (!nm->ready)
                 nm->ready_last = NULL;
             nm->nready--;
-            nm_task_fail(nm, first, LUX_EINVAL, why);
+            first->next = NULL;
+            if (!nm_remote_spill(nm, first)) /* another node may have it (exec_remote.c) */
+                nm_task_fail(nm, first, LUX_EINVAL, why);
             continue;
         }
+        nm_worker_t *w = nm_pool_idle(nm);
+        if (!w)
+            break;
         if (!nm_res_fits(nm, needs))
             break; /* wait for resources to come back */
+        uint64_t gpus = nm_gpu_take(nm, needs); /* which GPUs (a batch of one) */
         int idle = 0;
         for (nm_worker_t *x = nm->workers; x; x = x->next)
             idle += x->state == W_IDLE && x->client != NULL;
@@ -928,6 +937,7 @@ nm_dispatch(nm_t *nm)
                               .fn_len = (uint16_t) strlen(t->fn),
                               .nret = t->nret, .attempt = t->attempt, .argc = t->argc};
             memcpy(run.module, t->module, 16);
+            nm_gpu_run(nm, gpus, &run);
             exec_run_encode(b, &run, objs);
             for (uint16_t k = 0; k < t->argc; k++)
                 if (objs[k].where == EXEC_W_ARENA)
@@ -944,11 +954,14 @@ nm_dispatch(nm_t *nm)
             w->queued++;
             count++;
         }
-        if (count == 0)
+        if (count == 0) {
+            nm_gpu_give(nm, gpus);
             continue;
+        }
         util_le32(b->data, count);
         nm_res_take(nm, needs, 1);
         memcpy(w->held, needs, sizeof w->held);
+        w->gpus = gpus;
         w->state = W_BUSY;
         zmsg_t *m = zmsg_new();
         zmsg_append(m, &(zframe_t *) {net_hdr_frame(NET_TASKS, NET_NO_SHARD, 0)});
@@ -1005,6 +1018,7 @@ s_worker_pop(nm_t *nm, nm_worker_t *w, nm_task_t *t)
             w->state = W_IDLE;
             w->idle_ms = util_mono_ms();
         }
+        nm_gpu_done(nm, w);
     }
 }
 
@@ -1153,10 +1167,14 @@ nm_blocked(nm_t *nm, nm_client_t *c, const uint8_t *p, size_t n)
         return;
     }
     if (blocked && w->state == W_BUSY) {
-        /* give the CPUs back, and the tasks it has not started */
-        nm_res_take(nm, w->held, -1);
+        /* give the CPUs back, and the tasks it has not started; not its
+           GPUs, whose memory its task keeps (exec_node_gpu.c) */
         memcpy(w->lent, w->held, sizeof w->lent);
-        memset(w->held, 0, sizeof w->held);
+        if (nm->gpu_res >= 0)
+            w->lent[nm->gpu_res] = 0;
+        nm_res_take(nm, w->lent, -1);
+        for (int i = 0; i < 16; i++)
+            w->held[i] -= w->lent[i];
         w->state = W_BLOCKED;
         /* behind what is queued: the tasks it waits for are there, and
            these may block too */
@@ -1174,9 +1192,10 @@ nm_blocked(nm_t *nm, nm_client_t *c, const uint8_t *p, size_t n)
             }
         }
     } else if (!blocked && w->state == W_BLOCKED) {
-        memcpy(w->held, w->lent, sizeof w->held);
+        nm_res_take(nm, w->lent, 1); /* may go below zero for a while: that is fine */
+        for (int i = 0; i < 16; i++)
+            w->held[i] += w->lent[i];
         memset(w->lent, 0, sizeof w->lent);
-        nm_res_take(nm, w->held, 1); /* may go below zero for a while: that is fine */
         w->state = w->queue ? W_BUSY : W_IDLE;
         w->idle_ms = util_mono_ms();
     }
