@@ -1,13 +1,14 @@
 /* 6011-xfer-get: objects between nodes (exec_xfer.c). A head on
    127.0.0.1 and two nodes: A (127.0.0.2) puts objects, a driver on B
    (127.0.0.3) reads them with lux_get, byte for byte: a small one (inline),
-   40 MiB of noise, 24 MiB that lz4 shrinks. The object_locations view
-   then has A's put and B's copy. Two drivers on B asking at once for the
+   24 MiB of noise, 16 MiB that lz4 shrinks. The object_locations view
+   then has A's put and B's copy. An object larger than B's store is
+   refused after B's LUX_STORE_WAIT_MS, before any chunk moves. Two drivers on B asking at once for the
    same object make one transfer. A ref no node holds is LUX_ENOTFOUND.
    A's node daemon killed (kill -9 by its pid) in the middle of a
    transfer: B's lux_get ends with an error that names A, within B's
-   LUX_XFER_TIMEOUT_MS, not a hang. B pulls in small chunks, one or two in
-   flight, so that transfers last long enough to be caught in the middle. */
+   LUX_XFER_TIMEOUT_MS (5 s here), not a hang. B pulls in small chunks, one
+   in flight, so that transfers last long enough to be caught in the middle. */
 #include "tap.h"
 #include "lib/fx.h"
 #include "lux.h"
@@ -26,8 +27,8 @@
 
 #define MIB (1u << 20)
 
-enum { O_SMALL, O_NOISE, O_TEXT, O_TWICE, O_KILL, O_N };
-static const size_t s_size[O_N] = {1000, 40 * MIB, 24 * MIB, 32 * MIB, 128 * MIB};
+enum { O_SMALL, O_NOISE, O_TEXT, O_TWICE, O_KILL, O_HUGE, O_N };
+static const size_t s_size[O_N] = {1000, 24 * MIB, 16 * MIB, 16 * MIB, 48 * MIB, 80 * MIB};
 
 /* The bytes of object k: noise (xorshift) or text, the same every time. */
 static void
@@ -149,6 +150,15 @@ s_log_lines(const char *a, const char *b)
     return n;
 }
 
+/* The nodes go at exit, however the test ends (fx stops the head). */
+static void
+s_stop_nodes(void)
+{
+    for (int i = 1; i <= 2; i++)
+        if (s_node[i][0])
+            fx_lux(NULL, 0, NULL, 0, "stop --dir %s", s_node[i]);
+}
+
 int
 main(void)
 {
@@ -158,24 +168,27 @@ main(void)
     snprintf(extra, sizeof extra, "--listen tcp://127.0.0.1 --port %d --workers 1 --store-mb 16",
              port);
     fx_start(&c, 1, 1, extra);
+    tap_atexit(s_stop_nodes); /* after fx's own, so run before it: the nodes leave first */
     snprintf(s_node[0], sizeof s_node[0], "%s", c.dir);
     for (int i = 1; i <= 2; i++) {
         snprintf(s_node[i], sizeof s_node[i], "%s/n%d", tap_tmpdir(), i);
         if (i == 2) { /* B pulls slowly: transfers can be caught in the middle */
             setenv("LUX_XFER_CHUNK", "16384", 1);
-            setenv("LUX_XFER_WINDOW", "2", 1);
-            setenv("LUX_XFER_TIMEOUT_MS", "3000", 1);
+            setenv("LUX_XFER_WINDOW", "1", 1);
+            setenv("LUX_XFER_TIMEOUT_MS", "5000", 1);
+            setenv("LUX_STORE_WAIT_MS", "2000", 1);
         }
         int rc = fx_lux(NULL, 0, err, sizeof err,
                         "start --address 127.0.0.1:%d --dir %s --token-file %s/token "
-                        "--node-ip 127.0.0.%d --workers 1 --store-mb 256",
-                        port, s_node[i], c.dir, i + 1);
+                        "--node-ip 127.0.0.%d --workers 1 --store-mb %d",
+                        port, s_node[i], c.dir, i + 1, i == 1 ? 256 : 64);
         if (!is_int(rc, 0, "node %c joins on 127.0.0.%d", 'A' + i - 1, i + 1))
             bail("%s", err);
     }
     unsetenv("LUX_XFER_CHUNK");
     unsetenv("LUX_XFER_WINDOW");
     unsetenv("LUX_XFER_TIMEOUT_MS");
+    unsetenv("LUX_STORE_WAIT_MS");
     char a_node[64] = "", path[700];
     snprintf(path, sizeof path, "%s/run/node.joined", s_node[1]);
     char *id = util_read_file(path, NULL);
@@ -226,7 +239,7 @@ main(void)
              "(l.how = 'copy' AND n.address = '127.0.0.3' AND l.fp IS NOT NULL))",
              s_hex[O_NOISE]);
     is_int(s_wait_count(c.dir, 2, sql), 2,
-           "object_locations: the 40 MiB object on A (put) and on B (copy)");
+           "object_locations: the 24 MiB object on A (put) and on B (copy)");
     is_int(s_log_lines("pulled object", s_hex[O_TEXT]), 1, "B pulled the text object once");
     lux_val_t v;
     is_int(lux_get(lx, &refs[O_TEXT], &v, 60000), 0, "a second get on B...");
@@ -247,6 +260,14 @@ main(void)
     is_int(rc, LUX_ENOTFOUND, "a ref no node holds: LUX_ENOTFOUND");
     ok(strstr(lux_errmsg(), "no live node holds it"), "which says so: %s", lux_errmsg());
 
+    lux_free(lx, 3, refs); /* B's copies are B's to drop now */
+
+    /* more than B's store holds: refused after B's store wait, not taken */
+    rc = lux_get(lx, &refs[O_HUGE], &v, 120000);
+    ok(rc != 0 && strstr(lux_errmsg(), "room"),
+       "an object larger than B's store (80 of 64 MiB) is not pulled: %s", lux_errmsg());
+    is_int(s_log_lines("pulling object", s_hex[O_HUGE]), 0, "no chunk of it moved");
+
     /* A dies in the middle of a transfer */
     int fk;
     pid_t bk = s_spawn_b(&refs[O_KILL], &fk);
@@ -255,7 +276,7 @@ main(void)
         usleep(20000);
     pid_t a_pid = util_pidfile_read(strcat(strcpy(path, s_node[1]), "/run/node.pid"));
     ok(a_pid > 0 && s_log_lines("pulling object", s_hex[O_KILL]) == 1,
-       "B is pulling the 128 MiB object from A (pid %d)", (int) a_pid);
+       "B is pulling the 48 MiB object from A (pid %d)", (int) a_pid);
     ok(a_pid > 0 && kill(a_pid, SIGSTOP) == 0, "A stopped in the middle");
     ok(s_log_lines("pulled object", s_hex[O_KILL]) == 0, "before the transfer ended");
     ok(kill(a_pid, SIGKILL) == 0, "A killed (kill -9 %d)", (int) a_pid);
@@ -266,14 +287,12 @@ main(void)
        rc, (long long) (util_mono_ms() - t0));
     ok(strstr(mk, s_hex[O_KILL]) && strstr(mk, "127.0.0.2"),
        "which names the object and node A: %s", mk);
-    is_int(lux_get(lx, &refs[O_SMALL], &v, 60000), 0, "B still serves its copies");
+    is_int(lux_get(lx, &refs[O_SMALL], &v, 60000), 0, "B still serves its own copy after A died");
 
     lux_shutdown(&lx);
     if (write(to_a[1], "x", 1) < 0)
         diag("node A's driver is gone already");
     waitpid(pa, NULL, 0);
-    fx_lux(NULL, 0, err, sizeof err, "stop --dir %s", s_node[2]);
-    fx_lux(NULL, 0, err, sizeof err, "stop --dir %s", s_node[1]);
     fx_stop(&c);
     done_testing();
 }

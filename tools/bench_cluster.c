@@ -15,9 +15,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-/* A tcp head on 127.0.0.1 with a token, under ctx->tmp. */
-static int
-s_head(bench_ctx_t *ctx, db_cluster_t *c)
+int
+bench_tcp_head(bench_ctx_t *ctx, db_cluster_t *c)
 {
     lux_node_args_t node = {.workers = 1, .store_mb = 64};
     util_id_t id;
@@ -43,7 +42,7 @@ s_join(bench_ctx_t *ctx, const char *name)
     db_cluster_t c;
     char token[PATH_MAX + 32], address[64], ndir[PATH_MAX + 32], ip[32], cmd[PATH_MAX + 32];
     int rc = bench_own_cluster(ctx, "it starts a head and nodes of its own");
-    if (rc || (rc = s_head(ctx, &c)))
+    if (rc || (rc = bench_tcp_head(ctx, &c)))
         return rc;
     lux_token_path(&c, token, sizeof token);
     snprintf(address, sizeof address, "127.0.0.1:%d", c.master_port);

@@ -50,6 +50,11 @@ void bench_cluster_stop(bench_ctx_t *ctx, db_cluster_t *c);
    measures): LUX_ENOSYS with a message when --dir was given, else 0. */
 int bench_own_cluster(const bench_ctx_t *ctx, const char *why);
 
+/* A tcp head on 127.0.0.1 (its node manager: 1 worker, 64 MiB) with its
+   join token, under ctx->tmp, on a free port; nodes join it at
+   127.0.0.1:c->master_port (bench_cluster.c). 0 or a code. */
+int bench_tcp_head(bench_ctx_t *ctx, db_cluster_t *c);
+
 /* Median of n doubles (sorts them). */
 double bench_median(double *v, int n);
 
@@ -62,5 +67,7 @@ extern const bench_t bench_cluster[];
 extern const int bench_cluster_n;
 extern const bench_t bench_replay[];
 extern const int bench_replay_n;
+extern const bench_t bench_xfer[];
+extern const int bench_xfer_n;
 
 #endif
