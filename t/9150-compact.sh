@@ -109,10 +109,14 @@ ok "$([ "${pulled:-0}" -ge "$n2" ] &&
 [ "$rc" -ne 0 ] && echo "# $err"
 run "$LUX" audit "$tmp/out.db"
 is "$rc" 0 "...and the pulled file audits"
-n3=$(one "$D" "SELECT count(*) FROM event")
+# the events so far (the head's node may append more meanwhile: node_died
+# of the nodes of earlier runs, its own beats' events)
+upto="(shard = 0 AND seq <= $(one "$D" "SELECT max(seq) FROM event WHERE shard = 0")) OR
+      (shard = 1 AND seq <= $(one "$D" "SELECT max(seq) FROM event WHERE shard = 1"))"
+n3=$(one "$D" "SELECT count(*) FROM event WHERE $upto")
 run "$LUX" compact --dir "$D" --before 1000000
 is "$rc" 0 "compact of the running cluster, every event (t/9151 tests it under appends)"
-is "$(one "$D" "SELECT count(*) FROM event")" "$n3" "...every event still there"
+is "$(one "$D" "SELECT count(*) FROM event WHERE $upto")" "$n3" "...every event still there"
 "$LUX" stop --dir "$D" >/dev/null
 
 # an archived event altered
