@@ -6,6 +6,9 @@
 #   - the untouched run replays with every task verified, the nested ones
 #     (found under their replayed parents) among them, and the puts read
 #     from the blob store: exit 0;
+#   - lux pull copies the recorded puts beside the file, which then replays
+#     on its own; compacted (lux compact), the run replays the same, and a
+#     pull of the compacted run audits and replays;
 #   - a nested task's recorded output fingerprint altered (in a file lux
 #     pull wrote): exit 1, that task named as the one mismatch;
 #   - a driver's task's recorded fingerprint altered: exit 1, named;
@@ -35,7 +38,9 @@ ok $? "a random graph of 150 nodes ran with a worker killed, a crash and a failu
 run=$(sed -n 1p "$tmp/run.out")
 killed=$(sed -n 2p "$tmp/run.out")
 ok "$([ "${killed:-0}" -gt 0 ]; echo $?)" "...a worker of the run killed by its pid ($killed)"
-"$LUX" pull --dir "$run" "$tmp/run.db" >/dev/null
+"$LUX" pull --dir "$run" "$tmp/run.db" >"$tmp/out"
+match "$(cat "$tmp/out")" "; [1-9][0-9]* recorded puts copied into blobs/ \\([0-9]+ bytes\\)$" \
+    "lux pull copies the recorded puts into blobs/ beside the file"
 ntasks=$(sqlv "$tmp/run.db" "SELECT count(*) FROM tasks")
 nested=$(sqlv "$tmp/run.db" "SELECT count(*) FROM tasks WHERE parent_id IN (SELECT task_id FROM tasks)")
 retries=$(sqlv "$tmp/run.db" "SELECT count(*) FROM retries")
@@ -50,7 +55,29 @@ like "$(cat "$tmp/out")" "(0 actor calls, $nested nested): $ntasks matched, 0 mi
 match "$(cat "$tmp/out")" "[1-9][0-9]* recorded puts \\([0-9]+ bytes\\) read from $run/blobs" \
     "...the puts read from the blob store"
 
-cp -r "$run/blobs" "$tmp/blobs"
+# the pulled file replays on its own: its puts from blobs/ beside it
+timeout -s KILL 300 "$LUX" replay "$tmp/run.db" --verify >"$tmp/out" 2>"$tmp/err"
+is $? 0 "lux replay of the pulled file --verify: exit 0"
+match "$(cat "$tmp/out")" "$ntasks matched, 0 mismatched, 0 not deterministic, 0 not replayable; .* recorded puts \\([0-9]+ bytes\\) read from $tmp/blobs" \
+    "...every task matched, the puts read from the blobs lux pull copied"
+
+# compacted: the run's events moved into its archive, it replays the same,
+# and a pull of it (through its files, reading the archive) too
+"$LUX" compact --dir "$run" --before 1000000000 >"$tmp/out" 2>&1
+ok $? "lux compact of the run: $(cat "$tmp/out")"
+timeout -s KILL 300 "$LUX" replay "$run" --verify >"$tmp/out" 2>"$tmp/err"
+is $? 0 "lux replay of the compacted run --verify: exit 0"
+like "$(cat "$tmp/out")" "(0 actor calls, $nested nested): $ntasks matched, 0 mismatched, 0 not deterministic, 0 not replayable" \
+    "...every one of its $ntasks tasks matched"
+mkdir "$tmp/c"
+"$LUX" pull --dir "$run" "$tmp/c/run.db" >"$tmp/out" 2>"$tmp/err"
+ok $? "lux pull of the compacted run"
+"$LUX" audit "$tmp/c/run.db" >"$tmp/out" 2>&1
+ok $? "...the file audits"
+timeout -s KILL 300 "$LUX" replay "$tmp/c/run.db" --verify >"$tmp/out" 2>"$tmp/err"
+is $? 0 "...and replays with every task verified"
+like "$(cat "$tmp/out")" "$ntasks matched, 0 mismatched" "...all $ntasks"
+
 set -- $("$LUX" sql "$tmp/run.db" --csv "SELECT task_id, function FROM tasks WHERE status =
     'finished' AND parent_id IN (SELECT task_id FROM tasks) ORDER BY seq LIMIT 1" | sed -n 2p | tr , ' ')
 ntask=$1 nfn=$2

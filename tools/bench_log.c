@@ -14,9 +14,17 @@
     pull_events            events/s that `lux pull` copies from a running
                            4-shard cluster through the protocol into a new
                            local file, every hash verified (1M events)
+    compact_events         events/s that `lux compact` moves from the replica
+                           files of a stopped 4-shard cluster into its
+                           archives (1M events), with the bytes per event
+                           live and archived, and what lz4 of each 4 KiB
+                           page (or 64 KiB block) of the archives would be
+    sql_scan_archived      sql_scan's group-by over the same 1M events once
+                           archived, beside the same query before (live)
 */
 #include "lux_bench.h"
 #include "lux_cmd.h"
+#include "db/db_archive.h"
 #include "db/db_client.h"
 #include "db/db_query.h"
 #include "db/db_sub.h"
@@ -25,6 +33,9 @@
 #include "util/util_proc.h"
 #include "util/util_time.h"
 
+#include <errno.h>
+#include <lz4.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -439,6 +450,157 @@ out:
     return rc;
 }
 
+/* --- compaction --------------------------------------------------------------------------- */
+
+/* Sum of the sizes of DIR/shard-S/NAME over the shards (and their -wal) */
+static int64_t
+s_files_bytes(const db_cluster_t *c, const char *name)
+{
+    int64_t total = 0;
+    for (uint32_t s = 0; s < c->shards; s++) {
+        char path[PATH_MAX + 64];
+        struct stat sb;
+        snprintf(path, sizeof path, "%s/shard-%u/%s", c->dir, s, name);
+        if (stat(path, &sb) == 0)
+            total += sb.st_size;
+        snprintf(path, sizeof path, "%s/shard-%u/%s-wal", c->dir, s, name);
+        if (stat(path, &sb) == 0)
+            total += sb.st_size;
+    }
+    return total;
+}
+
+/* What lz4 would make of the archives if a page-compressing layer under
+   SQLite compressed each block of `block` bytes on its own: the bytes
+   written, and the ms to decompress them all again (what a full scan
+   would add). */
+static int
+s_lz4_blocks(const db_cluster_t *c, size_t block, int64_t *out_bytes, double *decomp_ms)
+{
+    char *in = malloc(block), *z = malloc((size_t) LZ4_compressBound((int) block)),
+         *back = malloc(block);
+    int rc = 0;
+    double ns = 0;
+    *out_bytes = 0;
+    if (!in || !z || !back)
+        rc = util_err(LUX_ENOMEM, "out of memory");
+    for (uint32_t s = 0; s < c->shards && !rc; s++) {
+        char path[PATH_MAX + 64];
+        snprintf(path, sizeof path, "%s/shard-%u/archive.db", c->dir, s);
+        FILE *f = fopen(path, "rb");
+        if (!f) {
+            rc = util_err(LUX_EIO, "%s: %s", path, strerror(errno));
+            break;
+        }
+        size_t n;
+        while ((n = fread(in, 1, block, f)) > 0) {
+            int zn = LZ4_compress_default(in, z, (int) n, LZ4_compressBound((int) block));
+            if (zn <= 0) {
+                rc = util_err(LUX_EIO, "lz4 failed on a block of %s", path);
+                break;
+            }
+            *out_bytes += zn < (int) n ? zn : (int) n; /* stored raw when it does not pay */
+            int64_t t0 = util_mono_ns();
+            if (LZ4_decompress_safe(z, back, zn, (int) block) != (int) n)
+                rc = util_err(LUX_EIO, "lz4 did not give a block of %s back", path);
+            ns += (double) (util_mono_ns() - t0);
+        }
+        fclose(f);
+    }
+    free(in);
+    free(z);
+    free(back);
+    *decomp_ms = ns / 1e6;
+    return rc;
+}
+
+static int
+s_bench_compact(bench_ctx_t *ctx, const char *name)
+{
+    db_cluster_t c;
+    s_gen_t g;
+    util_id_t last;
+    long rows;
+    int rc;
+    uint32_t layers = 100, width = (uint32_t) (5000 * ctx->scale) + 1;
+    db_query_t *q = NULL;
+
+    if ((rc = bench_own_cluster(ctx, "it builds and compacts a log of its own")))
+        return rc;
+    if ((rc = bench_cluster_start(ctx, &c, 4, 1, NULL)))
+        return rc;
+    db_client_opts_t co = {.cluster = &c};
+    db_client_t *cl = db_client_new(&co);
+    if (!cl) {
+        rc = LUX_EIO;
+        goto out;
+    }
+    s_gen_init(&g, 7);
+    rc = s_fill_layers(cl, &g, layers, width, &last);
+    db_client_destroy(&cl);
+    /* stopped: the files are whole (WAL copied back), their sizes final */
+    if (rc || (rc = lux_head_stop(c.dir, 60000)))
+        goto out;
+    uint64_t events = 2ULL * layers * width;
+    int64_t live = s_files_bytes(&c, "replica-0.db");
+    const char *scan_sql = "SELECT kind, count(*) FROM events GROUP BY kind";
+    if (!(q = db_query_open(&c))) {
+        rc = LUX_EIO;
+        goto out;
+    }
+    double scan_live = s_time_query(q, scan_sql, 5, &rows);
+    db_query_close(&q);
+    db_archive_opts_t ao = {.before_seq = UINT64_MAX};
+    db_archive_stats_t st;
+    if ((rc = db_archive_compact(&c, &ao, &st)))
+        goto out;
+    if (st.moved != events) {
+        rc = util_err(LUX_EPROTO, "lux compact moved %llu events of %llu",
+                      (unsigned long long) st.moved, (unsigned long long) events);
+        goto out;
+    }
+    int64_t arch = s_files_bytes(&c, "archive.db"), left = s_files_bytes(&c, "replica-0.db");
+    if (!(q = db_query_open(&c))) {
+        rc = LUX_EIO;
+        goto out;
+    }
+    double scan_arch = s_time_query(q, scan_sql, 5, &rows);
+    db_query_close(&q);
+    int64_t z4k = 0, z64k = 0;
+    double d4k = 0, d64k = 0;
+    if ((rc = s_lz4_blocks(&c, 4096, &z4k, &d4k)) || (rc = s_lz4_blocks(&c, 65536, &z64k, &d64k)))
+        goto out;
+    if (scan_live < 0 || scan_arch < 0) {
+        rc = LUX_ESQL;
+        goto out;
+    }
+    double ev = (double) events;
+    bench_report(ctx, "compact_events", (double) st.moved / st.seconds, "events/s",
+                 ", \"events\": %llu, \"shards\": 4, \"seconds\": %.3f, \"rows_deleted\": %llu,"
+                 " \"live_bytes_per_event\": %.1f, \"archive_bytes_per_event\": %.1f,"
+                 " \"live_file_bytes_after_per_event\": %.1f,"
+                 " \"lz4_4k_pages_bytes_per_event\": %.1f, \"lz4_4k_decompress_ms\": %.1f,"
+                 " \"lz4_64k_blocks_bytes_per_event\": %.1f, \"lz4_64k_decompress_ms\": %.1f",
+                 (unsigned long long) st.moved, st.seconds, (unsigned long long) st.deleted,
+                 (double) live / ev, (double) arch / ev, (double) left / ev, (double) z4k / ev,
+                 d4k, (double) z64k / ev, d64k);
+    bench_report(ctx, "sql_scan_archived", scan_arch, "ms",
+                 ", \"events\": %llu, \"shards\": 4, \"sql_scan_live_ms\": %.1f,"
+                 " \"query\": \"%s\"",
+                 (unsigned long long) events, scan_live, scan_sql);
+out:
+    db_query_close(&q);
+    db_client_destroy(&cl);
+    if (!ctx->dir) { /* stopped already: only the directory to remove */
+        char cmd[PATH_MAX + 32];
+        lux_head_stop(c.dir, 30000);
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", c.dir);
+        if (system(cmd) != 0)
+            fprintf(stderr, "lux bench: could not remove %s\n", c.dir);
+    }
+    return rc;
+}
+
 const bench_t bench_log[] = {
     {"log_append", s_bench_append, "events/s into one shard, R=1"},
     {"log_append_chain", s_bench_append, "the same with R=3, and the ratio to R=1"},
@@ -447,5 +609,7 @@ const bench_t bench_log[] = {
     {"sql_lineage", s_bench_sql, "ms for lineage(object) on a 1M-event log"},
     {"sql_scan", s_bench_sql, "ms for a group-by over a 1M-event log"},
     {"pull_events", s_bench_pull, "events/s lux pull copies and verifies into a local file"},
+    {"compact_events", s_bench_compact, "events/s lux compact moves into the archives (1M)"},
+    {"sql_scan_archived", s_bench_compact, "ms for the sql_scan group-by over 1M archived events"},
 };
 const int bench_log_n = sizeof bench_log / sizeof bench_log[0];

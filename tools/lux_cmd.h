@@ -37,6 +37,8 @@ typedef struct {
     double seconds;
     char dir[PATH_MAX];
     char lasts[512];         /* each shard's last seq, ", " between */
+    uint64_t blobs, blob_bytes; /* recorded puts copied into blobs/ beside the file */
+    uint64_t blobs_missing;  /* puts the log says were recorded, not in DIR/blobs */
 } lux_pull_stats_t;
 int lux_pull_run(const lux_pull_opts_t *o, lux_pull_stats_t *stats);
 

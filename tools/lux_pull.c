@@ -57,6 +57,7 @@
 #include "db/db_query.h"
 #include "db/db_event.h"
 #include "db/db_store.h"
+#include "exec/exec_blob.h"
 #include "net/net_ep.h"
 #include "net/net_wire.h"
 #include "util/util_err.h"
@@ -885,12 +886,24 @@ cmd_pull(int argc, char **argv)
     else
         snprintf(cks, sizeof cks, ", %" PRIu64 " signed checkpoint%s verified", st.checkpoints,
                  st.checkpoints == 1 ? "" : "s");
+    char blobs[160] = "";
+    if (st.blobs || st.blobs_missing)
+        snprintf(blobs, sizeof blobs, "; %" PRIu64 " recorded put%s copied into blobs/ (%" PRIu64
+                 " bytes)%s", st.blobs, st.blobs == 1 ? "" : "s", st.blob_bytes,
+                 st.blobs_missing ? ", some recorded puts missing from the cluster's blobs/" : "");
     printf("pulled %" PRIu64 " new events from %u shards of %s (%s), every hash verified%s; "
-           "kept %" PRIu64 "%s; %s holds the log up to seq %s (%.2f s)\n",
+           "kept %" PRIu64 "%s; %s holds the log up to seq %s (%.2f s)%s\n",
            st.verified, st.shards, st.dir, st.net ? "through the protocol" : "its files", cks,
-           st.kept, job ? " of the job" : "", out, st.lasts, st.seconds);
+           st.kept, job ? " of the job" : "", out, st.lasts, st.seconds, blobs);
+    if (st.blobs_missing)
+        fprintf(stderr, "lux pull: %" PRIu64 " put%s the log says were recorded %s not in %s/blobs:"
+                " lux replay of the file will name the tasks that read them\n",
+                st.blobs_missing, st.blobs_missing == 1 ? "" : "s",
+                st.blobs_missing == 1 ? "is" : "are", st.dir);
     return 0;
 }
+
+static int s_copy_blobs(const char *dir, const char *out, lux_pull_stats_t *stats);
 
 int
 lux_pull_run(const lux_pull_opts_t *o, lux_pull_stats_t *stats)
@@ -940,6 +953,16 @@ lux_pull_run(const lux_pull_opts_t *o, lux_pull_stats_t *stats)
         rc = p.net ? s_pull_net(&p) : s_pull_files(&p);
     if (!rc)
         rc = s_ck_ends(&p);
+    if (p.db) { /* the file complete before its blobs are read from it */
+        sqlite3_finalize(p.ins);
+        sqlite3_finalize(p.state);
+        sqlite3_finalize(p.ck_ins);
+        sqlite3_close(p.db);
+        p.ins = p.state = p.ck_ins = NULL;
+        p.db = NULL;
+    }
+    if (!rc)
+        rc = s_copy_blobs(p.c.dir, out, stats);
     stats->checkpoints = p.checked;
     stats->seconds = (double) (util_mono_ns() - t0) / 1e9;
     stats->verified = p.verified;
@@ -965,6 +988,64 @@ lux_pull_run(const lux_pull_opts_t *o, lux_pull_stats_t *stats)
     free(p.ck_at);
     util_idmap_destroy(&p.tasks);
     util_idmap_destroy(&p.actors);
+    return rc;
+}
+
+/* --- recorded puts ---------------------------------------------------------------------- */
+
+/* The recorded puts (exec_blob.h) of the file's object_put events, from
+   the cluster's DIR/blobs into blobs/ beside the file, where lux replay
+   looks by default: each one not there yet, checked (frame and
+   fingerprint) before it is written. A put the log says was recorded but
+   DIR/blobs lacks is counted, not an error: replay names it. */
+static int
+s_copy_blobs(const char *dir, const char *out, lux_pull_stats_t *stats)
+{
+    char src[PATH_MAX], dst[PATH_MAX], from[PATH_MAX + 64], to[PATH_MAX + 64];
+    const char *slash = strrchr(out, '/');
+    snprintf(src, sizeof src, "%s/blobs", dir);
+    snprintf(dst, sizeof dst, "%.*sblobs", slash ? (int) (slash - out + 1) : 0, out);
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    int rc = 0;
+    char sql[200];
+    snprintf(sql, sizeof sql, "SELECT DISTINCT fp, size FROM event WHERE kind = %d AND"
+             " length(fp) = 16 AND coalesce(info, '') NOT LIKE 'not recorded%%'", DB_K_object_put);
+    if (sqlite3_open_v2(out, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+        rc = util_err(LUX_ESQL, "%s: the puts to copy: %s", out, sqlite3_errmsg(db));
+        goto out;
+    }
+    while (!rc && sqlite3_step(st) == SQLITE_ROW) {
+        uint8_t fp[16], *bytes = NULL;
+        memcpy(fp, sqlite3_column_blob(st, 0), 16);
+        int64_t size = sqlite3_column_int64(st, 1);
+        exec_blob_path(dst, fp, to, sizeof to);
+        if (util_exists(to))
+            continue;
+        exec_blob_path(src, fp, from, sizeof from);
+        if (!util_exists(from)) {
+            stats->blobs_missing++;
+            continue;
+        }
+        if ((rc = exec_blob_read(src, fp, (size_t) size, &bytes)))
+            break; /* altered or damaged: not copied (the message names it) */
+        free(bytes);
+        size_t n = 0;
+        char *frame = util_read_file(from, &n);
+        if (!frame) {
+            rc = LUX_EIO;
+            break;
+        }
+        if (!(rc = util_mkdirs(dst, 0755)) && !(rc = util_write_file(to, frame, n, 0644))) {
+            stats->blobs++;
+            stats->blob_bytes += n;
+        }
+        free(frame);
+    }
+out:
+    sqlite3_finalize(st);
+    sqlite3_close(db);
     return rc;
 }
 

@@ -1,0 +1,69 @@
+#!/bin/sh
+# 9153-timeline-chromium: a trace lux timeline wrote, opened in Chromium's
+# own trace engine (the DevTools Performance panel's, models/trace of the
+# DevTools frontend Chromium serves; t/9153-trace-devtools.py drives a
+# headless chromium through the DevTools protocol). Skipped where chromium
+# is not installed. Of a random task graph's run (t/9112-graph-run, with a
+# crash, a failure and retries):
+#   - the engine parses the trace without an error;
+#   - it makes a complete slice of every task attempt (ph X) in the file,
+#     named by function, with the task's args;
+#   - a thread for every worker, named "worker PID", and the node's process
+#     named.
+# Flows: that engine binds a flow event only to an event of the same ts,
+# pid, tid and cat, where the Trace Event Format binds it to the enclosing
+# slice (t/9101 checks that rule); how many it bound is printed, not
+# checked (see doc/DESIGN.md section 9).
+. "${LUX_SRCDIR:-.}/t/lib/tap.sh"
+LUX=${LUX_BIN:-./lux}
+B=${LUX_BUILDDIR:-.}
+S=${LUX_SRCDIR:-.}
+CHROMIUM=$(command -v chromium || command -v chromium-browser)
+[ -n "$CHROMIUM" ] || skip_all "chromium is not installed"
+command -v python3 >/dev/null 2>&1 || skip_all "python3 is not installed"
+tap_tmpdir
+tmp=$TAP_TMP
+trap 'tap_cleanup' EXIT
+
+LUX_BUILDDIR=$B timeout -s KILL 300 "$B/t/9112-graph-run" "$tmp/runs" 3 40 \
+    >"$tmp/run.out" 2>"$tmp/run.err"
+ok $? "a random graph of 40 nodes ran, with a crash and a failure"
+run=$(sed -n 1p "$tmp/run.out")
+"$LUX" timeline "$run" -o "$tmp/trace.json" 2>"$tmp/err"
+ok $? "lux timeline: $(cat "$tmp/err")"
+mkdir "$tmp/chromium"
+timeout -s KILL 240 python3 "$S/t/9153-trace-devtools.py" "$CHROMIUM" "$tmp/trace.json" \
+    "$tmp/chromium" >"$tmp/engine.json" 2>"$tmp/err"
+ok $? "chromium's DevTools trace engine parsed it"
+[ -s "$tmp/err" ] && head -5 "$tmp/err" | sed 's/^/#   /'
+python3 - "$tmp/trace.json" "$tmp/engine.json" >"$tmp/checks" <<'PY'
+import json, sys
+trace = json.load(open(sys.argv[1]))
+ev = trace["traceEvents"] if isinstance(trace, dict) else trace
+try:
+    got = json.load(open(sys.argv[2]))
+except ValueError:
+    got = {}
+def ok(cond, what):
+    print("%d|%s" % (0 if cond else 1, what))
+xs = [e for e in ev if e["ph"] == "X"]
+ok(got.get("complete_slices") == len(xs),
+   "a slice for every task attempt: %s of %d" % (got.get("complete_slices"), len(xs)))
+names = set(e["name"] for e in xs)
+ok(set(got.get("slice_names", [])) == names, "...named by function: %s" % sorted(names))
+ok(all("task_id" in (a or {}) for a in got.get("slice_args", [None])),
+   "...with the task's args")
+tids = set(e["tid"] for e in xs)
+threads = dict((t["tid"], t["name"]) for t in got.get("threads", []))
+ok(all(threads.get(t) == "worker %d" % t for t in tids if t > 0),
+   "a thread per worker (%d), named by its pid" % len([t for t in tids if t > 0]))
+ok(any((p or "").startswith("node ") for p in got.get("process_names", [])),
+   "the node's process named: %s" % got.get("process_names"))
+flows = len([e for e in ev if e["ph"] == "s"])
+print("#|flows bound by the DevTools engine: %s of %d (it binds by equal ts, pid, tid and cat)"
+      % (got.get("flows"), flows))
+PY
+while IFS='|' read -r st what; do
+    if [ "$st" = "#" ]; then echo "# $what"; else ok "$st" "$what"; fi
+done <"$tmp/checks"
+done_testing
