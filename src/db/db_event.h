@@ -44,7 +44,8 @@
     X(node_died, 17, node)                                                    \
     X(note, 18, job)                                                          \
     X(task_cancelled, 19, task)                                               \
-    X(node_left, 24, node)
+    X(node_left, 24, node)                                                    \
+    X(object_copied, 25, task)
 
 enum db_kind {
 #define X(name, code, key) DB_K_##name = code,

@@ -29,7 +29,8 @@
 
 /* Unions of the per-shard views; `events` comes from sql/span.sql. */
 static const char *s_views[] = {"event",  "tasks",       "retries", "objects",
-                                "task_deps", "actors", "actor_calls", "actor_restarts", "nodes", "jobs"};
+                                "task_deps", "actors", "actor_calls", "actor_restarts", "nodes", "jobs",
+                                "object_locations"};
 
 struct db_query_t {
     sqlite3 *db;

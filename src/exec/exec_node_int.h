@@ -518,6 +518,9 @@ void nm_log_put(nm_t *nm, nm_obj_t *o);
    record_puts; what was done into info[n] (for its object_put event). */
 void nm_blob_record(nm_t *nm, nm_obj_t *o, char *info, size_t n);
 void nm_log_object(nm_t *nm, nm_obj_t *o, int kind, const char *info);
+/* o is a copy of an object pulled from node `from` (exec_xfer.c):
+   object_copied, with its size and fingerprint. */
+void nm_log_copied(nm_t *nm, nm_obj_t *o, const util_id_t *from);
 void nm_log_job(nm_t *nm, nm_client_t *c, int kind, const char *name, const char *info,
                 int status);
 void nm_log_module(nm_t *nm, const util_id_t *job, const uint8_t hash[16], const uint8_t *bytes,
