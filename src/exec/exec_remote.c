@@ -46,6 +46,7 @@
 #define S_TABLE_MS 100   /* the head refreshes its table of nodes this often, at most */
 #define S_NODES_MAX 1024
 #define S_SENT_MAX 256   /* (node, module) pairs remembered as sent */
+#define S_WATCH_MS 1000  /* how often a node with tasks elsewhere asks who is alive */
 
 struct nm_remote {
     /* the head: the global scheduler */
@@ -62,6 +63,7 @@ struct nm_remote {
         uint8_t module[16];
     } sent[S_SENT_MAX];
     size_t nsent, sent_next;
+    int64_t watch_ms;     /* when who is alive was last asked */
 };
 
 /* Whether the module of t went to node already (and note that it goes now). */
@@ -587,6 +589,105 @@ nm_remote_send(nm_t *nm, nm_client_t *c, zmsg_t **mp)
         }
     }
     free(done);
+}
+
+/* --- the nodes tasks were sent to dying ------------------------------------------------------ */
+
+typedef struct {
+    nm_task_t **v;
+    size_t n, cap;
+} s_list_t;
+
+static int
+s_collect_remote(void *arg, const void *key, void *value)
+{
+    (void) key;
+    s_list_t *l = arg;
+    nm_task_t *t = *(nm_task_t **) value;
+    if (!t->remote || util_id_is_zero(&t->rnode))
+        return 0;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 16;
+        nm_task_t **p = realloc(l->v, cap * sizeof *p);
+        if (!p)
+            return 0;
+        l->v = p;
+        l->cap = cap;
+    }
+    l->v[l->n++] = t;
+    return 0;
+}
+
+/* Whether the monitor's table says node is alive (absent: not). */
+static bool
+s_alive(const char *table, const util_id_t *node)
+{
+    char hex[UTIL_ID_HEX], v[64];
+    util_id_hex(node, hex);
+    for (const char *blk = table; blk && *blk;) {
+        const char *end = strstr(blk, "\n\n");
+        if (exec_members_get(blk, "node", v, sizeof v) && strcmp(v, hex) == 0) {
+            /* exec_members_get reads to the block's end only when it is cut */
+            char state[32] = "alive";
+            const char *st = strstr(blk, "\nstate ");
+            if (st && (!end || st < end))
+                sscanf(st + 7, "%31s", state);
+            return strcmp(state, "alive") == 0;
+        }
+        blk = end ? end + 2 : NULL;
+    }
+    return false;
+}
+
+void
+nm_remote_tick(nm_t *nm)
+{
+    struct nm_remote *r = nm->remote;
+    int64_t now = util_mono_ms();
+    if (!r || now - r->watch_ms < S_WATCH_MS)
+        return;
+    r->watch_ms = now;
+    s_list_t l = {0};
+    util_idmap_each(nm->tasks, s_collect_remote, &l);
+    if (!l.n) {
+        free(l.v);
+        return;
+    }
+    if (!r->sec) {
+        char keys[PATH_MAX + 32];
+        r->sec = net_sec_load(db_cluster_path(&nm->cluster, keys, sizeof keys, "keys"));
+    }
+    char *table = NULL;
+    if (!r->sec || exec_members_ask(&nm->cluster, r->sec, "STATUS", NULL, 2000, &table)) {
+        free(table);
+        free(l.v);
+        return; /* asked again next time */
+    }
+    for (size_t i = 0; i < l.n; i++) {
+        nm_task_t *t = l.v[i];
+        if (s_alive(table, &t->rnode))
+            continue;
+        char hex[UTIL_ID_HEX], nh[UTIL_ID_HEX], why[300];
+        util_id_hex(&t->id, hex);
+        util_id_hex(&t->rnode, nh);
+        t->remote = false;
+        memset(&t->rnode, 0, sizeof t->rnode);
+        t->rgot = 0;
+        if (t->attempt >= t->max_attempts) {
+            snprintf(why, sizeof why, "node %s, where it was sent, died, and it has had its %u "
+                     "attempts", nh, t->attempt);
+            nm_task_fail(nm, t, LUX_EDEAD, why);
+            continue;
+        }
+        log_warn("task %s: node %s, where it ran, is dead: placing it again (attempt %u of %u)",
+                 hex, nh, t->attempt + 1, t->max_attempts);
+        t->attempt++;
+        t->spilled = false; /* placed once per attempt */
+        nm->n_retried++;
+        nm_task_wake(nm, t);
+    }
+    free(table);
+    free(l.v);
 }
 
 /* --- setup ------------------------------------------------------------------------------------ */
