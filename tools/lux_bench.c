@@ -126,6 +126,8 @@ s_collect(void)
         s_all[s_nall++] = &bench_cluster[i];
     for (int i = 0; i < bench_replay_n && s_nall < S_MAX_BENCH; i++)
         s_all[s_nall++] = &bench_replay[i];
+    for (int i = 0; i < bench_sched_n && s_nall < S_MAX_BENCH; i++)
+        s_all[s_nall++] = &bench_sched[i];
 }
 
 int

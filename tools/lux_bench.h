@@ -62,5 +62,7 @@ extern const bench_t bench_cluster[];
 extern const int bench_cluster_n;
 extern const bench_t bench_replay[];
 extern const int bench_replay_n;
+extern const bench_t bench_sched[];
+extern const int bench_sched_n;
 
 #endif

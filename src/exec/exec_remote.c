@@ -187,30 +187,26 @@ s_table(nm_t *nm)
 /* NODE_PLACE: frame 1 the task's ID (16), frame 2 "from HEX\nneeds
    RES\n" and "arg HEX BYTES" lines. Answer NODE_PLACE_REP: the task's ID,
    then "node HEX\nendpoint EP\n", "local\n" or "infeasible WHY\n". */
+/* The scheduler's answer to a request (text as in NODE_PLACE) into
+   answer[n]: "node HEX\nendpoint EP\n", "local\n" or "infeasible WHY\n". */
 static void
-s_on_place(nm_t *nm, nm_peer_msg_t *m)
+s_decide(nm_t *nm, const char *text, char *answer, size_t n)
 {
     struct nm_remote *r = nm->remote;
-    zframe_t *idf = zmsg_pop(m->msg);
-    char *text = zmsg_popstr(m->msg);
-    char answer[700], v[512];
+    char v[512];
     util_id_t from;
     gs_res_t needs;
     memset(&from, 0, sizeof from);
-    if (!idf || zframe_size(idf) != 16 || !text) {
-        snprintf(answer, sizeof answer, "infeasible the request to place it was malformed\n");
-        goto reply;
-    }
     if (exec_members_get(text, "from", v, sizeof v))
         util_id_parse(&from, v);
     if (!exec_members_get(text, "needs", v, sizeof v) || gs_res_parse(&needs, v, false)) {
-        snprintf(answer, sizeof answer, "infeasible its resources do not parse\n");
-        goto reply;
+        snprintf(answer, n, "infeasible its resources do not parse\n");
+        return;
     }
     if (s_table(nm)) {
-        snprintf(answer, sizeof answer, "infeasible the global scheduler cannot read the "
-                 "table of nodes: %s\n", lux_errmsg());
-        goto reply;
+        snprintf(answer, n, "infeasible the global scheduler cannot read the table of nodes: "
+                 "%s\n", lux_errmsg());
+        return;
     }
     gs_arg_t args[64];
     size_t nargs = 0;
@@ -231,30 +227,35 @@ s_on_place(nm_t *nm, nm_peer_msg_t *m)
             int rc = gs_place(r->nodes, r->nnodes, &needs, args, nargs, &pick, why, sizeof why);
             r->nodes[i].alive = true;
             was = rc == GS_PLACED;
-            if (!was)
-                pick = i;
             break;
         }
-    if (!was) {
-        int rc = gs_place(r->nodes, r->nnodes, &needs, args, nargs, &pick, why, sizeof why);
-        if (rc != GS_PLACED) {
-            snprintf(answer, sizeof answer, "infeasible %s\n", why);
-            goto reply;
-        }
+    if (!was && gs_place(r->nodes, r->nnodes, &needs, args, nargs, &pick, why, sizeof why)) {
+        snprintf(answer, n, "infeasible %s\n", why);
+        return;
     }
     gs_node_t *x = &r->nodes[pick];
-    if (util_id_eq(&x->id, &from)) {
-        snprintf(answer, sizeof answer, "local\n");
-    } else {
-        char ep[DB_EP_MAX], hex[UTIL_ID_HEX];
-        if (!db_cluster_node_ep(&nm->cluster, x->address, ep, sizeof ep))
-            snprintf(answer, sizeof answer, "infeasible node %s has no endpoint\n",
-                     util_id_hex(&x->id, hex));
-        else
-            snprintf(answer, sizeof answer, "node %s\nendpoint %s\n", util_id_hex(&x->id, hex),
-                     ep);
-    }
-reply:;
+    char ep[DB_EP_MAX], hex[UTIL_ID_HEX];
+    if (util_id_eq(&x->id, &from))
+        snprintf(answer, n, "local\n");
+    else if (!db_cluster_node_ep(&nm->cluster, x->address, ep, sizeof ep))
+        snprintf(answer, n, "infeasible node %s has no endpoint\n", util_id_hex(&x->id, hex));
+    else
+        snprintf(answer, n, "node %s\nendpoint %s\n", util_id_hex(&x->id, hex), ep);
+}
+
+/* NODE_PLACE: frame 1 the task's ID (16), frame 2 "from HEX\nneeds
+   RES\n" and "arg HEX BYTES" lines. Answer NODE_PLACE_REP: the task's ID,
+   then s_decide's answer. */
+static void
+s_on_place(nm_t *nm, nm_peer_msg_t *m)
+{
+    zframe_t *idf = zmsg_pop(m->msg);
+    char *text = zmsg_popstr(m->msg);
+    char answer[700];
+    if (!idf || zframe_size(idf) != 16 || !text)
+        snprintf(answer, sizeof answer, "infeasible the request to place it was malformed\n");
+    else
+        s_decide(nm, text, answer, sizeof answer);
     zmsg_t *rep = zmsg_new();
     if (idf)
         zmsg_append(rep, &idf);
@@ -265,6 +266,8 @@ reply:;
     zframe_destroy(&idf);
     free(text);
 }
+
+static void s_placed(nm_t *nm, nm_task_t *t, char *text);
 
 /* --- the submitting node: spilling, and the outputs coming back -------------------------------- */
 
@@ -292,6 +295,16 @@ nm_remote_spill(nm_t *nm, nm_task_t *t)
         }
     if (here && k < sizeof text)
         snprintf(text + k, sizeof text - k, "arg %s %llu\n", hex, (unsigned long long) here);
+    if (nm_peer_is_head(nm)) { /* the scheduler is here: no round trip */
+        char answer[700];
+        t->remote = true;
+        t->state = TASK_RUNNING;
+        t->worker = NULL;
+        r->n_spilled++;
+        s_decide(nm, text, answer, sizeof answer);
+        s_placed(nm, t, answer);
+        return true;
+    }
     zmsg_t *m = zmsg_new();
     zmsg_addmem(m, t->id.b, 16);
     zmsg_addstr(m, text);
@@ -348,23 +361,10 @@ s_fail(nm_t *nm, nm_task_t *t, int status, const char *msg)
     nm_task_fail(nm, t, status, msg);
 }
 
-/* NODE_PLACE_REP: send the task where it was placed, or fail it. */
+/* The scheduler's answer for t: send it where it was placed, or fail it. */
 static void
-s_on_placed(nm_t *nm, nm_peer_msg_t *m)
+s_placed(nm_t *nm, nm_task_t *t, char *text)
 {
-    zframe_t *idf = zmsg_pop(m->msg);
-    char *text = zmsg_popstr(m->msg);
-    util_id_t id;
-    nm_task_t *t = NULL;
-    if (idf && zframe_size(idf) == 16) {
-        memcpy(id.b, zframe_data(idf), 16);
-        t = nm_task_find(nm, &id);
-    }
-    if (!t || !t->remote || !text) {
-        zframe_destroy(&idf);
-        free(text);
-        return;
-    }
     char v[512], ep[DB_EP_MAX];
     if (strncmp(text, "infeasible ", 11) == 0) {
         char *nl = strchr(text, '\n');
@@ -410,6 +410,22 @@ s_on_placed(nm_t *nm, nm_peer_msg_t *m)
         t->remote = false;
         nm_task_fail(nm, t, LUX_EPROTO, "the global scheduler's answer was malformed");
     }
+}
+
+/* NODE_PLACE_REP: the task's ID, the scheduler's answer. */
+static void
+s_on_placed(nm_t *nm, nm_peer_msg_t *m)
+{
+    zframe_t *idf = zmsg_pop(m->msg);
+    char *text = zmsg_popstr(m->msg);
+    util_id_t id;
+    nm_task_t *t = NULL;
+    if (idf && zframe_size(idf) == 16) {
+        memcpy(id.b, zframe_data(idf), 16);
+        t = nm_task_find(nm, &id);
+    }
+    if (t && t->remote && text && util_id_is_zero(&t->rnode))
+        s_placed(nm, t, text);
     zframe_destroy(&idf);
     free(text);
 }
