@@ -47,6 +47,7 @@
 #define S_NODES_MAX 1024
 #define S_SENT_MAX 256   /* (node, module) pairs remembered as sent */
 #define S_WATCH_MS 1000  /* how often a node with tasks elsewhere asks who is alive */
+#define S_PEND_MAX 16    /* nodes with a NODE_TASK being filled at once */
 
 struct nm_remote {
     /* the head: the global scheduler */
@@ -64,6 +65,13 @@ struct nm_remote {
     } sent[S_SENT_MAX];
     size_t nsent, sent_next;
     int64_t watch_ms;     /* when who is alive was last asked */
+    /* the submitting node: placed tasks, one NODE_TASK per node, sent at the
+       end of the dispatch or handler that placed them (nm_remote_flush) */
+    struct {
+        char ep[DB_EP_MAX];
+        zmsg_t *m;
+    } pend[S_PEND_MAX];
+    int npend;
 };
 
 /* Whether the module of t went to node already (and note that it goes now). */
@@ -269,6 +277,76 @@ s_on_place(nm_t *nm, nm_peer_msg_t *m)
 
 static void s_placed(nm_t *nm, nm_task_t *t, char *text);
 
+static uint32_t
+s_le32(const uint8_t *p)
+{
+    return (uint32_t) p[0] | (uint32_t) p[1] << 8 | (uint32_t) p[2] << 16 | (uint32_t) p[3] << 24;
+}
+
+/* Add the frames of *m (taken) to what goes to ep this turn. 0 or a code. */
+static int
+s_pend(nm_t *nm, const char *ep, zmsg_t **m)
+{
+    struct nm_remote *r = nm->remote;
+    int k = -1;
+    for (int i = 0; i < r->npend; i++)
+        if (strcmp(r->pend[i].ep, ep) == 0)
+            k = i;
+    if (k < 0) {
+        if (r->npend == S_PEND_MAX)
+            nm_remote_flush(nm);
+        k = r->npend++;
+        snprintf(r->pend[k].ep, sizeof r->pend[k].ep, "%s", ep);
+        r->pend[k].m = zmsg_new();
+    }
+    zframe_t *f;
+    while ((f = zmsg_pop(*m)))
+        zmsg_append(r->pend[k].m, &f);
+    zmsg_destroy(m);
+    return 0;
+}
+
+void
+nm_remote_flush(nm_t *nm)
+{
+    struct nm_remote *r = nm->remote;
+    if (!r)
+        return;
+    while (r->npend > 0) {
+        int k = --r->npend;
+        zmsg_t *m = r->pend[k].m;
+        r->pend[k].m = NULL;
+        /* the tasks' IDs, to fail them if it cannot go */
+        size_t cap = zmsg_size(m), n = 0;
+        util_id_t *ids = calloc(cap ? cap : 1, sizeof *ids);
+        for (zframe_t *f = zmsg_first(m); f && ids;) {
+            util_rd_t rd;
+            exec_spec_t s;
+            util_rd_init(&rd, zframe_data(f), zframe_size(f));
+            if (exec_spec_decode(&rd, &s))
+                break;
+            ids[n++] = s.task;
+            zframe_t *c = (zmsg_next(m), zmsg_next(m));
+            uint32_t objs = c && zframe_size(c) == 4 ? s_le32(zframe_data(c)) : 0;
+            for (uint32_t i = 0; i < 2 * objs; i++)
+                zmsg_next(m);
+            f = zmsg_next(m);
+        }
+        if (nm_peer_send(nm, r->pend[k].ep, NET_NODE_TASK, &m)) {
+            char why[600];
+            snprintf(why, sizeof why, "%s", lux_errmsg());
+            for (size_t i = 0; i < n; i++) {
+                nm_task_t *t = nm_task_find(nm, &ids[i]);
+                if (t && t->remote) {
+                    t->remote = false;
+                    nm_task_fail(nm, t, LUX_EIO, why);
+                }
+            }
+        }
+        free(ids);
+    }
+}
+
 /* --- the submitting node: spilling, and the outputs coming back -------------------------------- */
 
 bool
@@ -378,7 +456,8 @@ s_placed(nm_t *nm, nm_task_t *t, char *text)
     } else if (exec_members_get(text, "node", v, sizeof v) && !util_id_parse(&t->rnode, v) &&
                exec_members_get(text, "endpoint", ep, sizeof ep)) {
         /* frames: the spec, the module's bytes the first time this node
-           sends it there (else empty), then the arguments' objects */
+           sends it there (else empty), how many objects (u32), then the
+           arguments' objects; added to what goes to that node this turn */
         util_buf_t *b = &nm->remote->scratch;
         b->len = 0;
         zmsg_t *objs = zmsg_new();
@@ -395,12 +474,15 @@ s_placed(nm_t *nm, nm_task_t *t, char *text)
         }
         zmsg_addmem(out, bytes, bytes ? len : 0);
         free(bytes);
+        uint8_t cnt[4];
+        util_le32(cnt, (uint32_t) (zmsg_size(objs) / 2));
+        zmsg_addmem(out, cnt, 4);
         zframe_t *f;
         while ((f = zmsg_pop(objs)))
             zmsg_append(out, &f);
         zmsg_destroy(&objs);
         if (!rc)
-            rc = nm_peer_send(nm, ep, NET_NODE_TASK, &out);
+            rc = s_pend(nm, ep, &out);
         zmsg_destroy(&out);
         if (rc) {
             t->remote = false;
@@ -424,8 +506,10 @@ s_on_placed(nm_t *nm, nm_peer_msg_t *m)
         memcpy(id.b, zframe_data(idf), 16);
         t = nm_task_find(nm, &id);
     }
-    if (t && t->remote && text && util_id_is_zero(&t->rnode))
+    if (t && t->remote && text && util_id_is_zero(&t->rnode)) {
         s_placed(nm, t, text);
+        nm_remote_flush(nm);
+    }
     zframe_destroy(&idf);
     free(text);
 }
@@ -510,55 +594,63 @@ s_peer_client(nm_t *nm, const nm_peer_msg_t *m)
     return c;
 }
 
-/* NODE_TASK: a spilled task to run here, for the node that sent it. */
+/* NODE_TASK: spilled tasks to run here, for the node that sent them: per
+   task its spec, its module (or an empty frame), a count of objects and
+   the objects (s_placed). */
 static void
 s_on_task(nm_t *nm, nm_peer_msg_t *m)
 {
-    zframe_t *f = zmsg_first(m->msg);
-    exec_spec_t s;
-    util_rd_t rd;
-    if (!m->rid || !f)
+    if (!m->rid)
         return;
-    util_rd_init(&rd, zframe_data(f), zframe_size(f));
-    if (exec_spec_decode(&rd, &s) || s.kind != EXEC_SPEC_TASK) {
-        nm_complain(nm, "NODE_TASK: a malformed task");
-        return;
-    }
-    zframe_t *mod = zmsg_next(m->msg);
-    if (mod && zframe_size(mod)) { /* the module, first time: kept as a MODULE from a driver is */
-        uint8_t hash[16];
-        char path[PATH_MAX + 64];
-        util_blake(hash, 16, zframe_data(mod), zframe_size(mod));
-        if (memcmp(hash, s.module, 16) != 0)
-            nm_complain(nm, "NODE_TASK: the module's bytes do not match its hash");
-        else if (exec_module_store(nm->cluster.dir, hash, zframe_data(mod), zframe_size(mod),
-                                   path, sizeof path))
-            log_error("cannot keep another node's module: %s", lux_errmsg());
-    }
     nm_client_t *c = s_peer_client(nm, m);
     if (!c) {
         log_error("out of memory for another node's tasks");
         return;
     }
-    /* the arguments' objects the sender held: here as they are, for as
-       long as the task needs them */
-    lux_ref_t id;
-    uint8_t where;
-    zframe_t *bytes;
-    while (s_obj_next(m->msg, &id, &where, &bytes)) {
-        nm_obj_t *o = nm_obj_get(nm, &id);
-        if (o || where != EXEC_W_INLINE)
-            continue; /* held here already */
-        if (!(o = nm_obj_new(nm, &id)))
-            break;
-        if (s_obj_fill(nm, o, zframe_data(bytes), zframe_size(bytes))) {
-            nm_obj_set_error(nm, o, lux_errmsg()); /* the task fails naming it */
+    for (zframe_t *f = zmsg_first(m->msg); f; f = zmsg_next(m->msg)) {
+        exec_spec_t s;
+        util_rd_t rd;
+        util_rd_init(&rd, zframe_data(f), zframe_size(f));
+        zframe_t *mod = zmsg_next(m->msg), *cnt = mod ? zmsg_next(m->msg) : NULL;
+        if (exec_spec_decode(&rd, &s) || s.kind != EXEC_SPEC_TASK || !cnt ||
+            zframe_size(cnt) != 4) {
+            nm_complain(nm, "NODE_TASK: a malformed task");
+            return;
         }
-        o->is_put = true; /* no lineage here: spilled, not dropped, if room is short */
+        if (zframe_size(mod)) { /* the module, first time: kept as a driver's MODULE is */
+            uint8_t hash[16];
+            char path[PATH_MAX + 64];
+            util_blake(hash, 16, zframe_data(mod), zframe_size(mod));
+            if (memcmp(hash, s.module, 16) != 0)
+                nm_complain(nm, "NODE_TASK: the module's bytes do not match its hash");
+            else if (exec_module_store(nm->cluster.dir, hash, zframe_data(mod),
+                                       zframe_size(mod), path, sizeof path))
+                log_error("cannot keep another node's module: %s", lux_errmsg());
+        }
+        /* the arguments' objects the sender held: here as they are, for
+           as long as the task needs them */
+        uint32_t nobj = s_le32(zframe_data(cnt));
+        for (uint32_t i = 0; i < nobj; i++) {
+            lux_ref_t id;
+            uint8_t where;
+            zframe_t *bytes;
+            if (!s_obj_next(m->msg, &id, &where, &bytes)) {
+                nm_complain(nm, "NODE_TASK: a malformed object");
+                return;
+            }
+            nm_obj_t *o = nm_obj_get(nm, &id);
+            if (o || where != EXEC_W_INLINE)
+                continue; /* held here already */
+            if (!(o = nm_obj_new(nm, &id)))
+                break;
+            if (s_obj_fill(nm, o, zframe_data(bytes), zframe_size(bytes)))
+                nm_obj_set_error(nm, o, lux_errmsg()); /* the task fails naming it */
+            o->is_put = true; /* no lineage here: spilled, not dropped, if room is short */
+        }
+        nm->remote->n_taken++;
+        if (nm_submit(nm, c, &s))
+            log_error("a task from another node: %s", lux_errmsg());
     }
-    nm->remote->n_taken++;
-    if (nm_submit(nm, c, &s))
-        log_error("a task from another node: %s", lux_errmsg());
 }
 
 void
@@ -660,6 +752,8 @@ nm_remote_tick(nm_t *nm)
 {
     struct nm_remote *r = nm->remote;
     int64_t now = util_mono_ms();
+    if (r)
+        nm_remote_flush(nm);
     if (!r || now - r->watch_ms < S_WATCH_MS)
         return;
     r->watch_ms = now;
@@ -737,6 +831,8 @@ nm_remote_close(nm_t *nm)
     struct nm_remote *r = nm->remote;
     if (!r)
         return;
+    for (int i = 0; i < r->npend; i++)
+        zmsg_destroy(&r->pend[i].m);
     net_sec_destroy(&r->sec);
     free(r->nodes);
     util_buf_free(&r->scratch);
