@@ -17,16 +17,28 @@ net_req_refuse(zsock_t *sock, const zframe_t *rid, uint32_t shard, uint64_t epoc
 }
 
 int
-net_req_recv(net_req_t *r, zsock_t *sock, util_complain_t *c, const char *where, uint32_t shard,
-             uint64_t epoch)
+net_req_take(net_req_t *r, zmsg_t **msg_p)
 {
     *r = (net_req_t) {0};
-    if (!(r->msg = zmsg_recv(sock)))
-        return LUX_EINTR;
+    if (!msg_p || !(r->msg = *msg_p))
+        return util_err(LUX_EINTR, "no message");
+    *msg_p = NULL;
     r->rid = zmsg_pop(r->msg);
     r->hf = zmsg_pop(r->msg);
     r->body = zmsg_pop(r->msg);
-    int rc = net_hdr_decode(&r->h, r->hf);
+    return net_hdr_decode(&r->h, r->hf);
+}
+
+int
+net_req_recv(net_req_t *r, zsock_t *sock, util_complain_t *c, const char *where, uint32_t shard,
+             uint64_t epoch)
+{
+    zmsg_t *msg = zmsg_recv(sock);
+    if (!msg) {
+        *r = (net_req_t) {0};
+        return LUX_EINTR;
+    }
+    int rc = net_req_take(r, &msg);
     if (rc) {
         char text[256];
         snprintf(text, sizeof text, "%s", lux_errmsg());

@@ -37,6 +37,12 @@ typedef struct {
 int net_req_recv(net_req_t *r, zsock_t *sock, util_complain_t *c, const char *where,
                  uint32_t shard, uint64_t epoch);
 
+/* The same for a message received already (*msg_p taken), without the
+   complaint and the ERROR: for a caller that answers through another
+   path than the socket (db_replica's local links). 0, or the header's
+   error with its message set. */
+int net_req_take(net_req_t *r, zmsg_t **msg_p);
+
 /* Answer an ERROR (code, text; req as net_error_req) to rid on the
    ROUTER sock; rid is borrowed. */
 void net_req_refuse(zsock_t *sock, const zframe_t *rid, uint32_t shard, uint64_t epoch, int code,
