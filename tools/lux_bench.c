@@ -128,6 +128,8 @@ s_collect(void)
         s_all[s_nall++] = &bench_replay[i];
     for (int i = 0; i < bench_xfer_n && s_nall < S_MAX_BENCH; i++)
         s_all[s_nall++] = &bench_xfer[i];
+    for (int i = 0; i < bench_sched_n && s_nall < S_MAX_BENCH; i++)
+        s_all[s_nall++] = &bench_sched[i];
 }
 
 int

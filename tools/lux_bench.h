@@ -69,5 +69,7 @@ extern const bench_t bench_replay[];
 extern const int bench_replay_n;
 extern const bench_t bench_xfer[];
 extern const int bench_xfer_n;
+extern const bench_t bench_sched[];
+extern const int bench_sched_n;
 
 #endif

@@ -541,6 +541,7 @@ s_tick(nm_t *nm)
     nm_cancel_tick(nm); /* tasks past their timeout */
     nm_peer_tick(nm);
     nm_xfer_tick(nm);   /* pulls waiting for room or past their time */
+    nm_remote_tick(nm); /* tasks sent to nodes that died */
 }
 
 #define S_TICK_MS 2

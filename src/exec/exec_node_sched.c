@@ -989,6 +989,7 @@ nm_dispatch(nm_t *nm)
     }
     if (!nm->ready)
         nm_pool_retire_extras(nm);
+    nm_remote_flush(nm); /* the tasks spilled in this pass, one message per node */
 }
 
 /* --- results ---------------------------------------------------------------------------- */

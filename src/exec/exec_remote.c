@@ -46,6 +46,8 @@
 #define S_TABLE_MS 100   /* the head refreshes its table of nodes this often, at most */
 #define S_NODES_MAX 1024
 #define S_SENT_MAX 256   /* (node, module) pairs remembered as sent */
+#define S_WATCH_MS 1000  /* how often a node with tasks elsewhere asks who is alive */
+#define S_PEND_MAX 16    /* nodes with a NODE_TASK being filled at once */
 
 struct nm_remote {
     /* the head: the global scheduler */
@@ -62,6 +64,14 @@ struct nm_remote {
         uint8_t module[16];
     } sent[S_SENT_MAX];
     size_t nsent, sent_next;
+    int64_t watch_ms;     /* when who is alive was last asked */
+    /* the submitting node: placed tasks, one NODE_TASK per node, sent at the
+       end of the dispatch or handler that placed them (nm_remote_flush) */
+    struct {
+        char ep[DB_EP_MAX];
+        zmsg_t *m;
+    } pend[S_PEND_MAX];
+    int npend;
 };
 
 /* Whether the module of t went to node already (and note that it goes now). */
@@ -185,30 +195,26 @@ s_table(nm_t *nm)
 /* NODE_PLACE: frame 1 the task's ID (16), frame 2 "from HEX\nneeds
    RES\n" and "arg HEX BYTES" lines. Answer NODE_PLACE_REP: the task's ID,
    then "node HEX\nendpoint EP\n", "local\n" or "infeasible WHY\n". */
+/* The scheduler's answer to a request (text as in NODE_PLACE) into
+   answer[n]: "node HEX\nendpoint EP\n", "local\n" or "infeasible WHY\n". */
 static void
-s_on_place(nm_t *nm, nm_peer_msg_t *m)
+s_decide(nm_t *nm, const char *text, char *answer, size_t n)
 {
     struct nm_remote *r = nm->remote;
-    zframe_t *idf = zmsg_pop(m->msg);
-    char *text = zmsg_popstr(m->msg);
-    char answer[700], v[512];
+    char v[512];
     util_id_t from;
     gs_res_t needs;
     memset(&from, 0, sizeof from);
-    if (!idf || zframe_size(idf) != 16 || !text) {
-        snprintf(answer, sizeof answer, "infeasible the request to place it was malformed\n");
-        goto reply;
-    }
     if (exec_members_get(text, "from", v, sizeof v))
         util_id_parse(&from, v);
     if (!exec_members_get(text, "needs", v, sizeof v) || gs_res_parse(&needs, v, false)) {
-        snprintf(answer, sizeof answer, "infeasible its resources do not parse\n");
-        goto reply;
+        snprintf(answer, n, "infeasible its resources do not parse\n");
+        return;
     }
     if (s_table(nm)) {
-        snprintf(answer, sizeof answer, "infeasible the global scheduler cannot read the "
-                 "table of nodes: %s\n", lux_errmsg());
-        goto reply;
+        snprintf(answer, n, "infeasible the global scheduler cannot read the table of nodes: "
+                 "%s\n", lux_errmsg());
+        return;
     }
     gs_arg_t args[64];
     size_t nargs = 0;
@@ -229,30 +235,35 @@ s_on_place(nm_t *nm, nm_peer_msg_t *m)
             int rc = gs_place(r->nodes, r->nnodes, &needs, args, nargs, &pick, why, sizeof why);
             r->nodes[i].alive = true;
             was = rc == GS_PLACED;
-            if (!was)
-                pick = i;
             break;
         }
-    if (!was) {
-        int rc = gs_place(r->nodes, r->nnodes, &needs, args, nargs, &pick, why, sizeof why);
-        if (rc != GS_PLACED) {
-            snprintf(answer, sizeof answer, "infeasible %s\n", why);
-            goto reply;
-        }
+    if (!was && gs_place(r->nodes, r->nnodes, &needs, args, nargs, &pick, why, sizeof why)) {
+        snprintf(answer, n, "infeasible %s\n", why);
+        return;
     }
     gs_node_t *x = &r->nodes[pick];
-    if (util_id_eq(&x->id, &from)) {
-        snprintf(answer, sizeof answer, "local\n");
-    } else {
-        char ep[DB_EP_MAX], hex[UTIL_ID_HEX];
-        if (!db_cluster_node_ep(&nm->cluster, x->address, ep, sizeof ep))
-            snprintf(answer, sizeof answer, "infeasible node %s has no endpoint\n",
-                     util_id_hex(&x->id, hex));
-        else
-            snprintf(answer, sizeof answer, "node %s\nendpoint %s\n", util_id_hex(&x->id, hex),
-                     ep);
-    }
-reply:;
+    char ep[DB_EP_MAX], hex[UTIL_ID_HEX];
+    if (util_id_eq(&x->id, &from))
+        snprintf(answer, n, "local\n");
+    else if (!db_cluster_node_ep(&nm->cluster, x->address, ep, sizeof ep))
+        snprintf(answer, n, "infeasible node %s has no endpoint\n", util_id_hex(&x->id, hex));
+    else
+        snprintf(answer, n, "node %s\nendpoint %s\n", util_id_hex(&x->id, hex), ep);
+}
+
+/* NODE_PLACE: frame 1 the task's ID (16), frame 2 "from HEX\nneeds
+   RES\n" and "arg HEX BYTES" lines. Answer NODE_PLACE_REP: the task's ID,
+   then s_decide's answer. */
+static void
+s_on_place(nm_t *nm, nm_peer_msg_t *m)
+{
+    zframe_t *idf = zmsg_pop(m->msg);
+    char *text = zmsg_popstr(m->msg);
+    char answer[700];
+    if (!idf || zframe_size(idf) != 16 || !text)
+        snprintf(answer, sizeof answer, "infeasible the request to place it was malformed\n");
+    else
+        s_decide(nm, text, answer, sizeof answer);
     zmsg_t *rep = zmsg_new();
     if (idf)
         zmsg_append(rep, &idf);
@@ -262,6 +273,78 @@ reply:;
     nm_peer_reply(nm, m, NET_NODE_PLACE_REP, &rep);
     zframe_destroy(&idf);
     free(text);
+}
+
+static void s_placed(nm_t *nm, nm_task_t *t, char *text);
+
+static uint32_t
+s_le32(const uint8_t *p)
+{
+    return (uint32_t) p[0] | (uint32_t) p[1] << 8 | (uint32_t) p[2] << 16 | (uint32_t) p[3] << 24;
+}
+
+/* Add the frames of *m (taken) to what goes to ep this turn. 0 or a code. */
+static int
+s_pend(nm_t *nm, const char *ep, zmsg_t **m)
+{
+    struct nm_remote *r = nm->remote;
+    int k = -1;
+    for (int i = 0; i < r->npend; i++)
+        if (strcmp(r->pend[i].ep, ep) == 0)
+            k = i;
+    if (k < 0) {
+        if (r->npend == S_PEND_MAX)
+            nm_remote_flush(nm);
+        k = r->npend++;
+        snprintf(r->pend[k].ep, sizeof r->pend[k].ep, "%s", ep);
+        r->pend[k].m = zmsg_new();
+    }
+    zframe_t *f;
+    while ((f = zmsg_pop(*m)))
+        zmsg_append(r->pend[k].m, &f);
+    zmsg_destroy(m);
+    return 0;
+}
+
+void
+nm_remote_flush(nm_t *nm)
+{
+    struct nm_remote *r = nm->remote;
+    if (!r)
+        return;
+    while (r->npend > 0) {
+        int k = --r->npend;
+        zmsg_t *m = r->pend[k].m;
+        r->pend[k].m = NULL;
+        /* the tasks' IDs, to fail them if it cannot go */
+        size_t cap = zmsg_size(m), n = 0;
+        util_id_t *ids = calloc(cap ? cap : 1, sizeof *ids);
+        for (zframe_t *f = zmsg_first(m); f && ids;) {
+            util_rd_t rd;
+            exec_spec_t s;
+            util_rd_init(&rd, zframe_data(f), zframe_size(f));
+            if (exec_spec_decode(&rd, &s))
+                break;
+            ids[n++] = s.task;
+            zframe_t *c = (zmsg_next(m), zmsg_next(m));
+            uint32_t objs = c && zframe_size(c) == 4 ? s_le32(zframe_data(c)) : 0;
+            for (uint32_t i = 0; i < 2 * objs; i++)
+                zmsg_next(m);
+            f = zmsg_next(m);
+        }
+        if (nm_peer_send(nm, r->pend[k].ep, NET_NODE_TASK, &m)) {
+            char why[600];
+            snprintf(why, sizeof why, "%s", lux_errmsg());
+            for (size_t i = 0; i < n; i++) {
+                nm_task_t *t = nm_task_find(nm, &ids[i]);
+                if (t && t->remote) {
+                    t->remote = false;
+                    nm_task_fail(nm, t, LUX_EIO, why);
+                }
+            }
+        }
+        free(ids);
+    }
 }
 
 /* --- the submitting node: spilling, and the outputs coming back -------------------------------- */
@@ -290,6 +373,16 @@ nm_remote_spill(nm_t *nm, nm_task_t *t)
         }
     if (here && k < sizeof text)
         snprintf(text + k, sizeof text - k, "arg %s %llu\n", hex, (unsigned long long) here);
+    if (nm_peer_is_head(nm)) { /* the scheduler is here: no round trip */
+        char answer[700];
+        t->remote = true;
+        t->state = TASK_RUNNING;
+        t->worker = NULL;
+        r->n_spilled++;
+        s_decide(nm, text, answer, sizeof answer);
+        s_placed(nm, t, answer);
+        return true;
+    }
     zmsg_t *m = zmsg_new();
     zmsg_addmem(m, t->id.b, 16);
     zmsg_addstr(m, text);
@@ -346,23 +439,10 @@ s_fail(nm_t *nm, nm_task_t *t, int status, const char *msg)
     nm_task_fail(nm, t, status, msg);
 }
 
-/* NODE_PLACE_REP: send the task where it was placed, or fail it. */
+/* The scheduler's answer for t: send it where it was placed, or fail it. */
 static void
-s_on_placed(nm_t *nm, nm_peer_msg_t *m)
+s_placed(nm_t *nm, nm_task_t *t, char *text)
 {
-    zframe_t *idf = zmsg_pop(m->msg);
-    char *text = zmsg_popstr(m->msg);
-    util_id_t id;
-    nm_task_t *t = NULL;
-    if (idf && zframe_size(idf) == 16) {
-        memcpy(id.b, zframe_data(idf), 16);
-        t = nm_task_find(nm, &id);
-    }
-    if (!t || !t->remote || !text) {
-        zframe_destroy(&idf);
-        free(text);
-        return;
-    }
     char v[512], ep[DB_EP_MAX];
     if (strncmp(text, "infeasible ", 11) == 0) {
         char *nl = strchr(text, '\n');
@@ -376,7 +456,8 @@ s_on_placed(nm_t *nm, nm_peer_msg_t *m)
     } else if (exec_members_get(text, "node", v, sizeof v) && !util_id_parse(&t->rnode, v) &&
                exec_members_get(text, "endpoint", ep, sizeof ep)) {
         /* frames: the spec, the module's bytes the first time this node
-           sends it there (else empty), then the arguments' objects */
+           sends it there (else empty), how many objects (u32), then the
+           arguments' objects; added to what goes to that node this turn */
         util_buf_t *b = &nm->remote->scratch;
         b->len = 0;
         zmsg_t *objs = zmsg_new();
@@ -393,12 +474,15 @@ s_on_placed(nm_t *nm, nm_peer_msg_t *m)
         }
         zmsg_addmem(out, bytes, bytes ? len : 0);
         free(bytes);
+        uint8_t cnt[4];
+        util_le32(cnt, (uint32_t) (zmsg_size(objs) / 2));
+        zmsg_addmem(out, cnt, 4);
         zframe_t *f;
         while ((f = zmsg_pop(objs)))
             zmsg_append(out, &f);
         zmsg_destroy(&objs);
         if (!rc)
-            rc = nm_peer_send(nm, ep, NET_NODE_TASK, &out);
+            rc = s_pend(nm, ep, &out);
         zmsg_destroy(&out);
         if (rc) {
             t->remote = false;
@@ -407,6 +491,24 @@ s_on_placed(nm_t *nm, nm_peer_msg_t *m)
     } else {
         t->remote = false;
         nm_task_fail(nm, t, LUX_EPROTO, "the global scheduler's answer was malformed");
+    }
+}
+
+/* NODE_PLACE_REP: the task's ID, the scheduler's answer. */
+static void
+s_on_placed(nm_t *nm, nm_peer_msg_t *m)
+{
+    zframe_t *idf = zmsg_pop(m->msg);
+    char *text = zmsg_popstr(m->msg);
+    util_id_t id;
+    nm_task_t *t = NULL;
+    if (idf && zframe_size(idf) == 16) {
+        memcpy(id.b, zframe_data(idf), 16);
+        t = nm_task_find(nm, &id);
+    }
+    if (t && t->remote && text && util_id_is_zero(&t->rnode)) {
+        s_placed(nm, t, text);
+        nm_remote_flush(nm);
     }
     zframe_destroy(&idf);
     free(text);
@@ -492,55 +594,63 @@ s_peer_client(nm_t *nm, const nm_peer_msg_t *m)
     return c;
 }
 
-/* NODE_TASK: a spilled task to run here, for the node that sent it. */
+/* NODE_TASK: spilled tasks to run here, for the node that sent them: per
+   task its spec, its module (or an empty frame), a count of objects and
+   the objects (s_placed). */
 static void
 s_on_task(nm_t *nm, nm_peer_msg_t *m)
 {
-    zframe_t *f = zmsg_first(m->msg);
-    exec_spec_t s;
-    util_rd_t rd;
-    if (!m->rid || !f)
+    if (!m->rid)
         return;
-    util_rd_init(&rd, zframe_data(f), zframe_size(f));
-    if (exec_spec_decode(&rd, &s) || s.kind != EXEC_SPEC_TASK) {
-        nm_complain(nm, "NODE_TASK: a malformed task");
-        return;
-    }
-    zframe_t *mod = zmsg_next(m->msg);
-    if (mod && zframe_size(mod)) { /* the module, first time: kept as a MODULE from a driver is */
-        uint8_t hash[16];
-        char path[PATH_MAX + 64];
-        util_blake(hash, 16, zframe_data(mod), zframe_size(mod));
-        if (memcmp(hash, s.module, 16) != 0)
-            nm_complain(nm, "NODE_TASK: the module's bytes do not match its hash");
-        else if (exec_module_store(nm->cluster.dir, hash, zframe_data(mod), zframe_size(mod),
-                                   path, sizeof path))
-            log_error("cannot keep another node's module: %s", lux_errmsg());
-    }
     nm_client_t *c = s_peer_client(nm, m);
     if (!c) {
         log_error("out of memory for another node's tasks");
         return;
     }
-    /* the arguments' objects the sender held: here as they are, for as
-       long as the task needs them */
-    lux_ref_t id;
-    uint8_t where;
-    zframe_t *bytes;
-    while (s_obj_next(m->msg, &id, &where, &bytes)) {
-        nm_obj_t *o = nm_obj_get(nm, &id);
-        if (o || where != EXEC_W_INLINE)
-            continue; /* held here already */
-        if (!(o = nm_obj_new(nm, &id)))
-            break;
-        if (s_obj_fill(nm, o, zframe_data(bytes), zframe_size(bytes))) {
-            nm_obj_set_error(nm, o, lux_errmsg()); /* the task fails naming it */
+    for (zframe_t *f = zmsg_first(m->msg); f; f = zmsg_next(m->msg)) {
+        exec_spec_t s;
+        util_rd_t rd;
+        util_rd_init(&rd, zframe_data(f), zframe_size(f));
+        zframe_t *mod = zmsg_next(m->msg), *cnt = mod ? zmsg_next(m->msg) : NULL;
+        if (exec_spec_decode(&rd, &s) || s.kind != EXEC_SPEC_TASK || !cnt ||
+            zframe_size(cnt) != 4) {
+            nm_complain(nm, "NODE_TASK: a malformed task");
+            return;
         }
-        o->is_put = true; /* no lineage here: spilled, not dropped, if room is short */
+        if (zframe_size(mod)) { /* the module, first time: kept as a driver's MODULE is */
+            uint8_t hash[16];
+            char path[PATH_MAX + 64];
+            util_blake(hash, 16, zframe_data(mod), zframe_size(mod));
+            if (memcmp(hash, s.module, 16) != 0)
+                nm_complain(nm, "NODE_TASK: the module's bytes do not match its hash");
+            else if (exec_module_store(nm->cluster.dir, hash, zframe_data(mod),
+                                       zframe_size(mod), path, sizeof path))
+                log_error("cannot keep another node's module: %s", lux_errmsg());
+        }
+        /* the arguments' objects the sender held: here as they are, for
+           as long as the task needs them */
+        uint32_t nobj = s_le32(zframe_data(cnt));
+        for (uint32_t i = 0; i < nobj; i++) {
+            lux_ref_t id;
+            uint8_t where;
+            zframe_t *bytes;
+            if (!s_obj_next(m->msg, &id, &where, &bytes)) {
+                nm_complain(nm, "NODE_TASK: a malformed object");
+                return;
+            }
+            nm_obj_t *o = nm_obj_get(nm, &id);
+            if (o || where != EXEC_W_INLINE)
+                continue; /* held here already */
+            if (!(o = nm_obj_new(nm, &id)))
+                break;
+            if (s_obj_fill(nm, o, zframe_data(bytes), zframe_size(bytes)))
+                nm_obj_set_error(nm, o, lux_errmsg()); /* the task fails naming it */
+            o->is_put = true; /* no lineage here: spilled, not dropped, if room is short */
+        }
+        nm->remote->n_taken++;
+        if (nm_submit(nm, c, &s))
+            log_error("a task from another node: %s", lux_errmsg());
     }
-    nm->remote->n_taken++;
-    if (nm_submit(nm, c, &s))
-        log_error("a task from another node: %s", lux_errmsg());
 }
 
 void
@@ -589,6 +699,107 @@ nm_remote_send(nm_t *nm, nm_client_t *c, zmsg_t **mp)
     free(done);
 }
 
+/* --- the nodes tasks were sent to dying ------------------------------------------------------ */
+
+typedef struct {
+    nm_task_t **v;
+    size_t n, cap;
+} s_list_t;
+
+static int
+s_collect_remote(void *arg, const void *key, void *value)
+{
+    (void) key;
+    s_list_t *l = arg;
+    nm_task_t *t = *(nm_task_t **) value;
+    if (!t->remote || util_id_is_zero(&t->rnode))
+        return 0;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 16;
+        nm_task_t **p = realloc(l->v, cap * sizeof *p);
+        if (!p)
+            return 0;
+        l->v = p;
+        l->cap = cap;
+    }
+    l->v[l->n++] = t;
+    return 0;
+}
+
+/* Whether the monitor's table says node is alive (absent: not). */
+static bool
+s_alive(const char *table, const util_id_t *node)
+{
+    char hex[UTIL_ID_HEX], v[64];
+    util_id_hex(node, hex);
+    for (const char *blk = table; blk && *blk;) {
+        const char *end = strstr(blk, "\n\n");
+        if (exec_members_get(blk, "node", v, sizeof v) && strcmp(v, hex) == 0) {
+            /* exec_members_get reads to the block's end only when it is cut */
+            char state[32] = "alive";
+            const char *st = strstr(blk, "\nstate ");
+            if (st && (!end || st < end))
+                sscanf(st + 7, "%31s", state);
+            return strcmp(state, "alive") == 0;
+        }
+        blk = end ? end + 2 : NULL;
+    }
+    return false;
+}
+
+void
+nm_remote_tick(nm_t *nm)
+{
+    struct nm_remote *r = nm->remote;
+    int64_t now = util_mono_ms();
+    if (r)
+        nm_remote_flush(nm);
+    if (!r || now - r->watch_ms < S_WATCH_MS)
+        return;
+    r->watch_ms = now;
+    s_list_t l = {0};
+    util_idmap_each(nm->tasks, s_collect_remote, &l);
+    if (!l.n) {
+        free(l.v);
+        return;
+    }
+    if (!r->sec) {
+        char keys[PATH_MAX + 32];
+        r->sec = net_sec_load(db_cluster_path(&nm->cluster, keys, sizeof keys, "keys"));
+    }
+    char *table = NULL;
+    if (!r->sec || exec_members_ask(&nm->cluster, r->sec, "STATUS", NULL, 2000, &table)) {
+        free(table);
+        free(l.v);
+        return; /* asked again next time */
+    }
+    for (size_t i = 0; i < l.n; i++) {
+        nm_task_t *t = l.v[i];
+        if (s_alive(table, &t->rnode))
+            continue;
+        char hex[UTIL_ID_HEX], nh[UTIL_ID_HEX], why[300];
+        util_id_hex(&t->id, hex);
+        util_id_hex(&t->rnode, nh);
+        t->remote = false;
+        memset(&t->rnode, 0, sizeof t->rnode);
+        t->rgot = 0;
+        if (t->attempt >= t->max_attempts) {
+            snprintf(why, sizeof why, "node %s, where it was sent, died, and it has had its %u "
+                     "attempts", nh, t->attempt);
+            nm_task_fail(nm, t, LUX_EDEAD, why);
+            continue;
+        }
+        log_warn("task %s: node %s, where it ran, is dead: placing it again (attempt %u of %u)",
+                 hex, nh, t->attempt + 1, t->max_attempts);
+        t->attempt++;
+        t->spilled = false; /* placed once per attempt */
+        nm->n_retried++;
+        nm_task_wake(nm, t);
+    }
+    free(table);
+    free(l.v);
+}
+
 /* --- setup ------------------------------------------------------------------------------------ */
 
 int
@@ -620,6 +831,8 @@ nm_remote_close(nm_t *nm)
     struct nm_remote *r = nm->remote;
     if (!r)
         return;
+    for (int i = 0; i < r->npend; i++)
+        zmsg_destroy(&r->pend[i].m);
     net_sec_destroy(&r->sec);
     free(r->nodes);
     util_buf_free(&r->scratch);

@@ -22,6 +22,15 @@ bool nm_remote_spill(nm_t *nm, nm_task_t *t);
 /* Whether this node can spill at all (a cluster of nodes with endpoints). */
 bool nm_remote_on(nm_t *nm);
 
+/* Send the tasks placed this turn, one NODE_TASK per node (the end of a
+   dispatch). */
+void nm_remote_flush(nm_t *nm);
+
+/* Each tick: tasks sent to a node the membership monitor says is dead
+   are placed again (a new attempt), or fail when they have had their
+   attempts. Asked at most once a second, and only while tasks are away. */
+void nm_remote_tick(nm_t *nm);
+
 /* What nm_send sends to a peer client (another node, owner of tasks it
    spilled here): OBJECTS go back to it as NODE_TASK_DONE, with the bytes
    of objects in the store copied in. Takes *m. */

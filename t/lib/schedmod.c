@@ -9,6 +9,9 @@
                          s_sum(ref) with RES; prints "sum S want W"
         big BYTES RES    call s_big(BYTES) with RES; prints "big ok" when
                          every byte is right
+        nap MS RES       call s_nap(MS) with RES: it makes DIR/napping (DIR
+                         its node's directory), sleeps MS ms and returns DIR;
+                         prints DIR
     A failed get prints "error: MESSAGE" and exits 1.
 */
 #include "lux.h"
@@ -17,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static int
 s_where(lux_t *lx, int argc, const lux_val_t *argv)
@@ -52,6 +56,24 @@ s_big(lux_t *lx, int argc, const lux_val_t *argv)
     return 0;
 }
 LUX_FUNCTION(s_big, 1, 1)
+
+static int
+s_nap(lux_t *lx, int argc, const lux_val_t *argv)
+{
+    (void) argc;
+    int64_t ms;
+    memcpy(&ms, argv[0].data, 8);
+    const char *d = lux_dir(lx);
+    char path[1200];
+    snprintf(path, sizeof path, "%s/napping", d);
+    FILE *f = fopen(path, "w");
+    if (f)
+        fclose(f);
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+    return lux_set(lx, 0, d, strlen(d) + 1);
+}
+LUX_FUNCTION(s_nap, 1, 1)
 
 static int
 s_get(lux_t *lx, const lux_ref_t *r, lux_val_t *v)
@@ -98,6 +120,16 @@ s_main(lux_t *lx, int argc, char **argv)
         printf("sum %llu want %llu\n", (unsigned long long) *(const uint64_t *) v.data,
                (unsigned long long) want);
         free(p);
+        return 0;
+    }
+    if (strcmp(argv[1], "nap") == 0) {
+        int64_t ms = n;
+        lux_ref_t out;
+        if (lux_call_opts(lx, &o, "s_nap", 1, (lux_arg_t[]) {LUX_VAL(&ms, 8)}, 1, &out))
+            return printf("error: %s\n", lux_errmsg()), 1;
+        if (s_get(lx, &out, &v))
+            return 1;
+        printf("%.*s\n", (int) v.size, (const char *) v.data);
         return 0;
     }
     if (strcmp(argv[1], "big") == 0) {
