@@ -124,8 +124,11 @@ SELECT /*shard,r*/nullif(lower(hex(r.actor)), '') AS actor_id, r.seq, r.ts, r.at
        nullif(lower(hex(r.task)), '') AS checkpoint_task_id, r.info
 FROM event r WHERE r.kind = 14;
 
+-- Every node that joined: its address and the port of its node manager's
+-- tcp endpoint (objects and tasks between nodes; NULL on an ipc cluster).
 CREATE VIEW nodes AS
-SELECT /*shard,n*/nullif(lower(hex(n.node)), '') AS node_id, n.name AS address, n.info AS resources,
+SELECT /*shard,n*/nullif(lower(hex(n.node)), '') AS node_id, n.name AS address,
+       n.idx AS port, n.info AS resources,
        n.ts AS joined,
        n.size AS store_bytes,
        (SELECT max(d.ts) FROM event d WHERE d.kind IN (17, 24) AND d.node = n.node) AS ended,

@@ -314,6 +314,10 @@ int lux_raise(lux_t *lx, const char *fmt, ...) __attribute__((format(printf, 2, 
 /* The ID of the running task, and its attempt (1 for the first). */
 const lux_ref_t *lux_task_ref(lux_t *lx);
 int lux_attempt(lux_t *lx);
+/* The GPUs the running task (or actor) holds: their ids (as in
+   CUDA_VISIBLE_DEVICES, which is set to them) into ids[max]; returns how
+   many it holds, 0 without GPUs or outside a task. */
+int lux_gpu_ids(lux_t *lx, int *ids, int max);
 
 /* Register an actor class and its methods (LUX_ACTOR, LUX_METHOD). */
 void lux_register_class(const char *name, int nargs, lux_actor_new_t create,

@@ -4,8 +4,7 @@
 # /proc/driver/nvidia/gpus and nvidia-smi: two fake GPUs give GPU=2 in
 # node_joined and `lux status` (their indexes in --json), "none" gives no
 # GPU resource, and --resources GPU=N overrides what was found. (Handing a
-# task the GPUs it holds, CUDA_VISIBLE_DEVICES and lux_gpu_ids, is not
-# built yet.)
+# task the GPUs it holds, CUDA_VISIBLE_DEVICES and lux_gpu_ids: t/6050.)
 . "${LUX_SRCDIR:-.}/t/lib/tap.sh"
 tap_tmpdir
 . "${LUX_SRCDIR:-.}/t/lib/cluster.sh"

@@ -271,9 +271,11 @@ s_ports_free(const db_cluster_t *c)
 {
     if (!db_cluster_tcp(c))
         return 0;
-    for (int pub = 0; pub < 3; pub++) {
+    for (int pub = 0; pub < 4; pub++) {
         char ep[DB_EP_MAX];
-        if (pub == 2) /* the membership monitor's (exec_members.h) */
+        if (pub == 3) /* the head's node manager's (exec_peer.h) */
+            db_cluster_node_ep(c, c->listen + 6, ep, sizeof ep);
+        else if (pub == 2) /* the membership monitor's (exec_members.h) */
             db_cluster_members_ep(c, true, ep, sizeof ep);
         else
             db_cluster_master_bind(c, pub, ep, sizeof ep);
@@ -285,11 +287,12 @@ s_ports_free(const db_cluster_t *c)
         int err = errno;
         zsock_destroy(&s);
         if (port < 0 && err == EADDRINUSE)
-            return util_err(LUX_EEXIST, "port %d is in use (%s, for the chain master's %s)",
+            return util_err(LUX_EEXIST, "port %d is in use (%s, for the %s)",
                             c->master_port + pub, ep,
-                            pub == 2 ? "membership endpoint, which takes --port + 2"
-                            : pub    ? "PUB, which takes --port + 1"
-                                     : "ROUTER");
+                            pub == 3 ? "node manager's endpoint, which takes --port + 3"
+                            : pub == 2 ? "membership endpoint, which takes --port + 2"
+                            : pub    ? "chain master's PUB, which takes --port + 1"
+                                     : "chain master's ROUTER");
         if (port < 0)
             return util_err(LUX_EINVAL, "cannot listen on %s: %s", ep, zmq_strerror(err));
     }

@@ -141,6 +141,23 @@ db_cluster_members_ep(const db_cluster_t *c, bool bind, char *out, size_t n)
     return out;
 }
 
+char *
+db_cluster_node_ep(const db_cluster_t *c, const char *host, char *out, size_t n)
+{
+    if (!db_cluster_tcp(c) || !host || !*host)
+        return NULL;
+    snprintf(out, n, "tcp://%s:%d", host, c->master_port + DB_NODE_PORT_OFFSET);
+    return out;
+}
+
+char *
+db_cluster_head_node_ep(const db_cluster_t *c, char *out, size_t n)
+{
+    if (!db_cluster_tcp(c))
+        return NULL;
+    return s_master_tcp(c, c->master_port + DB_NODE_PORT_OFFSET, false, out, n);
+}
+
 /* Pick the socket directory: DIR/sock when ipc paths fit in a sockaddr_un
    (108 bytes, with room for the longest name), else a private /tmp one. */
 static int

@@ -96,4 +96,16 @@ bool db_cluster_tcp(const db_cluster_t *c);
    the listen host as it is, else the address to connect to. */
 char *db_cluster_members_ep(const db_cluster_t *c, bool bind, char *out, size_t n);
 
+/* A node manager's own tcp endpoint (exec_peer.h: objects and tasks
+   between nodes) is on its node's address at the head's --port plus this,
+   on every node: one port for a firewall to open on each machine. */
+#define DB_NODE_PORT_OFFSET 3
+/* That endpoint for the node at host (its address): tcp://HOST:PORT, or
+   NULL when the cluster is not tcp or host is empty. */
+char *db_cluster_node_ep(const db_cluster_t *c, const char *host, char *out, size_t n);
+/* The head's node manager's endpoint, to connect to (as
+   db_cluster_master_ep: a wildcard listen host becomes this machine's
+   address); NULL when the cluster is not tcp. */
+char *db_cluster_head_node_ep(const db_cluster_t *c, char *out, size_t n);
+
 #endif

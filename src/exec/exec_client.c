@@ -1024,6 +1024,16 @@ lux_attempt(lux_t *lx)
     return lx && lx->task ? lx->task->attempt : 0;
 }
 
+int
+lux_gpu_ids(lux_t *lx, int *ids, int max)
+{
+    if (!lx || !lx->task)
+        return 0;
+    for (int i = 0; i < lx->ngpus && i < max; i++)
+        ids[i] = lx->gpus[i];
+    return lx->ngpus;
+}
+
 const char *
 lux_dir(lux_t *lx)
 {

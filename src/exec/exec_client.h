@@ -74,6 +74,8 @@ struct lux_t {
     void (*on_blocked)(lux_t *lx); /* worker: the node was just told we wait */
     bool (*cancelled)(lux_t *lx); /* worker: the running task was cancelled (lux_cancel) */
     void *worker;              /* the worker's state */
+    uint16_t gpus[EXEC_RUN_GPUS]; /* a worker: the GPU ids its run holds (lux_gpu_ids) */
+    int ngpus;
     util_id_t self_actor;      /* in a worker: the actor it hosts (zero: none) */
     lux_ref_t *self_refs;      /* refs of calls the running call made to its own actor */
     uint32_t nself, capself;

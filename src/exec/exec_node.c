@@ -14,8 +14,11 @@
 #include "exec_node_int.h"
 #include "exec_pool.h"
 #include "exec_store.h"
+#include "exec_peer.h"
+#include "exec_xfer.h"
 #include "exec_module.h"
 #include "exec_gpu.h"
+#include "exec_node_gpu.h"
 #include "../net/net_raw.h"
 #include "../util/util_err.h"
 #include "../util/util_fs.h"
@@ -533,6 +536,8 @@ s_tick(nm_t *nm)
     }
     nm_actor_tick(nm);
     nm_cancel_tick(nm); /* tasks past their timeout */
+    nm_peer_tick(nm);
+    nm_xfer_tick(nm);   /* pulls waiting for room or past their time */
 }
 
 #define S_TICK_MS 2
@@ -633,8 +638,9 @@ static void
 s_loop(nm_t *nm)
 {
     enum { EP_MAX = 64 };
-    zmq_pollitem_t items[3 + 2 + DB_MAX_SHARDS];
-    struct pollfd pfds[3 + 2 + DB_MAX_SHARDS];
+    enum { PEER_MAX = 33 }; /* the node's endpoint and its connections (exec_peer.c) */
+    zmq_pollitem_t items[3 + 2 + DB_MAX_SHARDS + PEER_MAX];
+    struct pollfd pfds[3 + 2 + DB_MAX_SHARDS + PEER_MAX];
     struct epoll_event evs[EP_MAX];
     int64_t tick = S_TICK_MS, next_tick = util_mono_ms() + tick;
     int64_t active_ms = util_mono_ms(); /* when the poll last saw something */
@@ -668,7 +674,9 @@ s_loop(nm_t *nm)
         size_t log_at = k;
         if (nm->log)
             k += (size_t) db_client_ack_items(nm->log, items + k,
-                                              (int) (sizeof items / sizeof items[0] - k));
+                                              (int) (sizeof items / sizeof items[0] - k - PEER_MAX));
+        size_t peer_at = k;
+        k += nm_peer_items(nm, items + k, PEER_MAX);
         int64_t wait = next_tick - util_mono_ms(), due = nm->log ? nm_log_due_ms(nm) : -1;
         if (due >= 0 && due < wait)
             wait = due;
@@ -704,9 +712,10 @@ s_loop(nm_t *nm)
            each tick (configurations, resends): not on every turn, which
            cost as many system calls again as the poll itself */
         nm->log_quiet = true;
-        for (size_t i = log_at; i < k; i++)
+        for (size_t i = log_at; i < peer_at; i++)
             if (items[i].revents)
                 nm->log_quiet = false;
+        nm_peer_fired(nm, items + peer_at, k - peer_at); /* other nodes' messages */
         if (util_mono_ms() >= next_tick) {
             s_tick(nm);
             nm->log_quiet = false;
@@ -757,7 +766,8 @@ s_setup(nm_t *nm, const exec_node_opts_t *o)
     util_buf_init(&nm->scratch);
     util_complain_init(&nm->complain, UTIL_COMPLAIN_MS);
     util_spin_init(&nm->spin, util_spin_max_env("LUX_SPIN_US", UTIL_SPIN_DEFAULT_NS));
-    if ((rc = nm_parse_resources(nm, o->resources)) || (rc = s_find_lux(nm)))
+    if ((rc = nm_parse_resources(nm, o->resources)) || (rc = nm_gpu_setup(nm)) ||
+        (rc = s_find_lux(nm)))
         return rc;
     nm->target_workers = o->workers > 0 ? o->workers : (int) (nm->res[0].total / 1000);
     if (nm->target_workers < 1)
@@ -794,9 +804,9 @@ s_setup(nm_t *nm, const exec_node_opts_t *o)
         return util_err(LUX_EIO, "epoll_create1: %s", strerror(errno));
     if ((nm->listen_fd = net_link_listen(nm->endpoint)) < 0)
         return nm->listen_fd;
-    if ((rc = nm_log_open(nm)))
+    if ((rc = nm_peer_open(nm)) || (rc = nm_xfer_open(nm)) || (rc = nm_log_open(nm)))
         return rc;
-    nm_log_node(nm);
+    nm_log_node(nm); /* with the endpoint's port */
     nm_cpu_setup(nm);
     for (int i = 0; i < nm->target_workers; i++)
         if ((rc = nm_spawn_worker(nm, NM_SPAWN_POOL)))
@@ -818,6 +828,7 @@ s_teardown(nm_t *nm)
         nm->workers = w->next;
         free(w);
     }
+    nm_xfer_close(nm);
     nm_log_close(nm);
     nm_actor_close(nm);
     nm_store_alloc_waits_drop(nm, NULL);
@@ -860,6 +871,7 @@ s_teardown(nm_t *nm)
     }
     if (nm->epfd >= 0)
         close(nm->epfd);
+    nm_peer_close(nm);
     exec_arena_destroy(&nm->arena);
     util_buf_free(&nm->scratch);
 }

@@ -34,6 +34,7 @@
 */
 #include "exec_node_int.h"
 #include "exec_pool.h"
+#include "exec_node_gpu.h"
 #include "../util/util_err.h"
 #include "../util/util_hash.h"
 #include "../util/util_log.h"
@@ -180,6 +181,8 @@ s_give_back(nm_t *nm, nm_actor_t *a)
 {
     if (a->holds) {
         nm_res_take(nm, a->needs, -1);
+        nm_gpu_give(nm, a->gpus);
+        a->gpus = 0;
         a->holds = false;
     }
 }
@@ -477,6 +480,7 @@ s_run_kind(const nm_task_t *t)
 }
 
 typedef struct {
+    nm_t *nm;
     util_buf_t *b;
     uint32_t count;
     exec_obj_t *objs;
@@ -514,6 +518,7 @@ s_add(nm_actor_t *a, nm_task_t *t, s_batch_t *bt)
                       .attempt = t->attempt, .argc = t->argc, .kind = (uint8_t) s_run_kind(t),
                       .actor = a->id, .idx = t->idx};
     memcpy(run.module, a->module, 16);
+    nm_gpu_run(bt->nm, a->gpus, &run);
     exec_run_encode(bt->b, &run, bt->objs);
     t->state = TASK_RUNNING;
     s_append(&a->sent, &a->sent_last, t);
@@ -652,6 +657,7 @@ s_start(nm_t *nm, nm_actor_t *a)
     if (!nm_res_fits(nm, a->needs))
         return;
     nm_res_take(nm, a->needs, 1);
+    a->gpus = nm_gpu_take(nm, a->needs);
     a->holds = true;
     if (nm_spawn_actor_worker(nm, a)) {
         s_die(nm, a, LUX_EIO, "cannot start its process: %s", lux_errmsg());
@@ -664,7 +670,7 @@ s_start(nm_t *nm, nm_actor_t *a)
 static void
 s_boot(nm_t *nm, nm_actor_t *a)
 {
-    s_batch_t bt = {.b = &nm->scratch};
+    s_batch_t bt = {.nm = nm, .b = &nm->scratch};
     if (!a->worker || !a->worker->client)
         return;
     if (!a->boot) {
@@ -700,7 +706,7 @@ s_boot(nm_t *nm, nm_actor_t *a)
 static void
 s_calls(nm_t *nm, nm_actor_t *a)
 {
-    s_batch_t bt = {.b = &nm->scratch};
+    s_batch_t bt = {.nm = nm, .b = &nm->scratch};
     while (a->queue && a->nsent < S_WINDOW && a->state == A_ALIVE && !a->killed) {
         nm_task_t *t = a->queue;
         if (t->waiting)

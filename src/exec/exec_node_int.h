@@ -9,7 +9,10 @@
         exec_node_actor.c  actors: creation, calls, restarts, checkpoints
         exec_node_cancel.c cancelling tasks, timeouts
         exec_node_log.c    events to the log, write-ahead lineage, lookups
+        exec_node_gpu.c    which GPUs a task or actor holds                     exec_node_gpu.h
         exec_node_blob.c   puts kept for replay
+        exec_peer.c        the node's tcp endpoint, to other nodes           exec_peer.h
+        exec_xfer.c        objects pulled from other nodes                    exec_xfer.h
     The functions declared below are those of the parts that have no
     header of their own yet (issue 27 goes on splitting them).
     Nothing here is used outside src/exec/exec_node*.c and the parts above.
@@ -187,6 +190,7 @@ struct nm_actor {
     nm_worker_t *worker;      /* its process */
     int64_t needs[16];        /* resources it holds while it lives */
     bool holds;               /* holds them now */
+    uint64_t gpus;            /* its GPUs while it holds them (bits of nm->gpu_ids) */
     uint32_t max_restarts, restarts;
     uint32_t ckpt_every;      /* calls between checkpoints (0: on demand only) */
     uint64_t next_idx;        /* calls numbered (sent) so far */
@@ -253,6 +257,7 @@ struct nm_worker {
     uint32_t queued;
     int64_t held[16];         /* resources its batch holds (per nm->res), in thousandths */
     int64_t lent[16];         /* what it gave back while blocked, to take again */
+    uint64_t gpus;            /* the GPUs its task holds (bits of nm->gpu_ids) */
     int64_t started_ms;
     int64_t idle_ms;          /* when it last ran out of work (or started) */
     bool extra;               /* started for a blocked one; leaves when idle */
@@ -331,6 +336,10 @@ struct nm {
     int nworkers, target_workers;
     nm_res_t res[16];
     int nres;                 /* res[0] is CPU */
+    int gpu_res;              /* the GPU resource's index in res, or -1 (exec_node_gpu.c) */
+    int ngpu;                 /* its GPUs, ... */
+    uint16_t gpu_ids[64];     /* ... their ids (CUDA_VISIBLE_DEVICES) ... */
+    uint64_t gpu_busy;        /* ... and which are held (bit i: gpu_ids[i]) */
     nm_client_t *dirty;       /* clients with OBJECTS to send */
     util_idmap_t *actors;     /* actor ID -> nm_actor_t * (the dead too: calls to them fail) */
     int actors_waiting;       /* in A_WAITING */
@@ -345,6 +354,10 @@ struct nm {
     struct nm_log *lg;        /* write-ahead lineage state, lookups */
     bool log_urgent;          /* an actor call waits for its event: send now */
     bool log_quiet;           /* the loop saw nothing on the log's sockets this turn */
+
+    /* other nodes (issue 28) */
+    struct nm_peer *peer;     /* the node's tcp endpoint and its connections (exec_peer.c) */
+    struct nm_xfer *xfer;     /* objects pulled from other nodes (exec_xfer.c) */
 
     /* counters, for tests and `lux status` */
     uint64_t n_submitted, n_finished, n_failed, n_retried, n_rebuilt, n_evicted, n_spilled;

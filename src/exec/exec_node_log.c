@@ -28,6 +28,7 @@
     the head's machine).
 */
 #include "exec_node_int.h"
+#include "exec_peer.h"
 #include "../db/db_chain.h"
 #include "../net/net_ep.h"
 #include "../util/util_err.h"
@@ -597,6 +598,8 @@ nm_log_node(nm_t *nm)
     db_event_set_name(&e, nm->address[0] ? nm->address : nm->endpoint);
     db_event_set_info(&e, info);
     DB_SET_INT(&e, size, DB_F_SIZE, (int64_t) nm->store_bytes);
+    if (nm_peer_port(nm)) /* where other nodes reach it (exec_peer.h) */
+        DB_SET_INT(&e, idx, DB_F_IDX, nm_peer_port(nm));
     s_emit(nm, &e, NULL, NULL, 0);
 }
 

@@ -27,6 +27,7 @@
 */
 #include "exec_node_int.h"
 #include "exec_pool.h"
+#include "exec_node_gpu.h"
 #include "../util/util_err.h"
 #include "../util/util_hash.h"
 #include "../util/util_log.h"
@@ -672,6 +673,8 @@ nm_worker_gone(nm_t *nm, nm_worker_t *w, const char *why)
     /* give back what it held */
     nm_res_take(nm, w->held, -1);
     memset(w->held, 0, sizeof w->held);
+    nm_gpu_give(nm, w->gpus);
+    w->gpus = 0;
     /* The running task is known only when it was alone in the worker's
        queue: a worker reports results in batches, so the first unreported
        task of a longer queue may have finished long before the death.
@@ -867,6 +870,7 @@ nm_dispatch(nm_t *nm)
         }
         if (!nm_res_fits(nm, needs))
             break; /* wait for resources to come back */
+        uint64_t gpus = nm_gpu_take(nm, needs); /* which GPUs (a batch of one) */
         int idle = 0;
         for (nm_worker_t *x = nm->workers; x; x = x->next)
             idle += x->state == W_IDLE && x->client != NULL;
@@ -928,6 +932,7 @@ nm_dispatch(nm_t *nm)
                               .fn_len = (uint16_t) strlen(t->fn),
                               .nret = t->nret, .attempt = t->attempt, .argc = t->argc};
             memcpy(run.module, t->module, 16);
+            nm_gpu_run(nm, gpus, &run);
             exec_run_encode(b, &run, objs);
             for (uint16_t k = 0; k < t->argc; k++)
                 if (objs[k].where == EXEC_W_ARENA)
@@ -944,11 +949,14 @@ nm_dispatch(nm_t *nm)
             w->queued++;
             count++;
         }
-        if (count == 0)
+        if (count == 0) {
+            nm_gpu_give(nm, gpus);
             continue;
+        }
         util_le32(b->data, count);
         nm_res_take(nm, needs, 1);
         memcpy(w->held, needs, sizeof w->held);
+        w->gpus = gpus;
         w->state = W_BUSY;
         zmsg_t *m = zmsg_new();
         zmsg_append(m, &(zframe_t *) {net_hdr_frame(NET_TASKS, NET_NO_SHARD, 0)});
@@ -1005,6 +1013,7 @@ s_worker_pop(nm_t *nm, nm_worker_t *w, nm_task_t *t)
             w->state = W_IDLE;
             w->idle_ms = util_mono_ms();
         }
+        nm_gpu_done(nm, w);
     }
 }
 
@@ -1153,10 +1162,14 @@ nm_blocked(nm_t *nm, nm_client_t *c, const uint8_t *p, size_t n)
         return;
     }
     if (blocked && w->state == W_BUSY) {
-        /* give the CPUs back, and the tasks it has not started */
-        nm_res_take(nm, w->held, -1);
+        /* give the CPUs back, and the tasks it has not started; not its
+           GPUs, whose memory its task keeps (exec_node_gpu.c) */
         memcpy(w->lent, w->held, sizeof w->lent);
-        memset(w->held, 0, sizeof w->held);
+        if (nm->gpu_res >= 0)
+            w->lent[nm->gpu_res] = 0;
+        nm_res_take(nm, w->lent, -1);
+        for (int i = 0; i < 16; i++)
+            w->held[i] -= w->lent[i];
         w->state = W_BLOCKED;
         /* behind what is queued: the tasks it waits for are there, and
            these may block too */
@@ -1174,9 +1187,10 @@ nm_blocked(nm_t *nm, nm_client_t *c, const uint8_t *p, size_t n)
             }
         }
     } else if (!blocked && w->state == W_BLOCKED) {
-        memcpy(w->held, w->lent, sizeof w->held);
+        nm_res_take(nm, w->lent, 1); /* may go below zero for a while: that is fine */
+        for (int i = 0; i < 16; i++)
+            w->held[i] += w->lent[i];
         memset(w->lent, 0, sizeof w->lent);
-        nm_res_take(nm, w->held, 1); /* may go below zero for a while: that is fine */
         w->state = w->queue ? W_BUSY : W_IDLE;
         w->idle_ms = util_mono_ms();
     }

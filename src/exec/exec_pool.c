@@ -84,12 +84,15 @@ nm_res_needs(nm_t *nm, const nm_task_t *t, int64_t *needs, char *why, size_t n)
             if (strcmp(nm->res[i].name, tok) == 0)
                 k = i;
         double v = strtod(eq + 1, NULL);
-        if (k < 0 || (int64_t) (v * 1000 + 0.5) > nm->res[k].total) {
+        int64_t amount = (int64_t) (v * 1000 + 0.5);
+        if (k >= 0 && k == nm->gpu_res) /* GPUs are whole (exec_node_gpu.c) */
+            amount = (amount + 999) / 1000 * 1000;
+        if (k < 0 || amount > nm->res[k].total) {
             snprintf(why, n, "it asks for %s=%s and this node has %s", tok, eq + 1,
                      k < 0 ? "none" : "less");
             return false;
         }
-        needs[k] += (int64_t) (v * 1000 + 0.5);
+        needs[k] += amount;
     }
     return true;
 }

@@ -25,7 +25,8 @@
     RUN (a task handed to a worker):
         task 16, job 16, module 16, fn (u16 + bytes), nret u8, attempt u8, argc u16,
         objs_len u32, argc OBJECTs in objs_len bytes, kind u8 (EXEC_RUN_*),
-        then for kinds other than 0: actor 16, idx u64
+        then for kinds other than 0: actor 16, idx u64; then ngpus u8 (255:
+        the node has no GPUs) and ngpus GPU ids u16 (CUDA_VISIBLE_DEVICES)
 
     RESULT (a worker's report):
         task 16, attempt u8, status i32, msg (u16 + bytes), t_start i64,
@@ -372,6 +373,9 @@ exec_run_encode(util_buf_t *b, const exec_run_t *t, const exec_obj_t *args)
         util_buf_put(b, t->actor.b, 16);
         util_buf_put_u64(b, t->idx);
     }
+    util_buf_put_u8(b, t->ngpus);
+    for (int i = 0; t->ngpus != EXEC_GPUS_NONE && i < t->ngpus && i < EXEC_RUN_GPUS; i++)
+        util_buf_put_u16(b, t->gpus[i]);
 }
 
 int
@@ -398,6 +402,11 @@ exec_run_decode(util_rd_t *r, exec_run_t *t)
             memcpy(t->actor.b, p, 16);
         t->idx = util_rd_u64(r);
     }
+    t->ngpus = util_rd_u8(r);
+    if (t->ngpus != EXEC_GPUS_NONE && t->ngpus > EXEC_RUN_GPUS)
+        return util_err(LUX_EPROTO, "malformed task to run: %u GPUs", t->ngpus);
+    for (int i = 0; t->ngpus != EXEC_GPUS_NONE && i < t->ngpus; i++)
+        t->gpus[i] = util_rd_u16(r);
     if (r->bad || t->nret > EXEC_MAX_RETURNS || t->argc > EXEC_MAX_ARGS ||
         t->kind > EXEC_RUN_LOAD)
         return util_err(LUX_EPROTO, "malformed task to run");

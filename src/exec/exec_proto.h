@@ -120,6 +120,9 @@ enum {
     EXEC_RUN_LOAD = 4    /* become actor `actor` of class fn from saved state (argument 0) */
 };
 
+#define EXEC_RUN_GPUS 64   /* GPU ids a run can hold */
+#define EXEC_GPUS_NONE 255 /* ngpus of a run on a node without GPUs */
+
 /* A task handed to a worker: what it needs to run it. Arguments are
    resolved objects (INLINE or ARENA). */
 typedef struct {
@@ -136,6 +139,9 @@ typedef struct {
     uint8_t kind;        /* EXEC_RUN_* */
     util_id_t actor;     /* actor kinds */
     uint64_t idx;        /* CALL: the call's number; SAVE: calls the checkpoint covers */
+    uint8_t ngpus;       /* GPUs it holds (their ids in gpus), or EXEC_GPUS_NONE: the
+                            node has no GPU resource, leave CUDA_VISIBLE_DEVICES alone */
+    uint16_t gpus[EXEC_RUN_GPUS];
 } exec_run_t;
 
 void exec_run_encode(util_buf_t *b, const exec_run_t *t, const exec_obj_t *args);

@@ -163,6 +163,26 @@ s_module(lux_t *lx, const uint8_t hash[16], char *why, size_t n)
     return m;
 }
 
+/* The GPUs run holds: CUDA_VISIBLE_DEVICES before its code runs ("" for
+   none, on a node with GPUs), and what lux_gpu_ids answers. */
+static void
+s_gpus(lux_t *lx, const exec_run_t *run)
+{
+    lx->ngpus = 0;
+    if (run->ngpus == EXEC_GPUS_NONE)
+        return; /* the node has no GPU: the environment stays as it was */
+    char list[EXEC_RUN_GPUS * 6 + 1];
+    size_t k = 0;
+    list[0] = '\0';
+    for (int i = 0; i < run->ngpus; i++) {
+        lx->gpus[lx->ngpus++] = run->gpus[i];
+        k += (size_t) snprintf(list + k, sizeof list - k, "%s%u", i ? "," : "",
+                               (unsigned) run->gpus[i]);
+    }
+    if (setenv("CUDA_VISIBLE_DEVICES", list, 1) != 0)
+        log_warn("worker: cannot set CUDA_VISIBLE_DEVICES: %s", strerror(errno));
+}
+
 /* Run one task and report it. */
 static void
 s_run(s_worker_t *w, const exec_run_t *run)
@@ -179,6 +199,7 @@ s_run(s_worker_t *w, const exec_run_t *run)
     char fn[EXEC_NAME_MAX + 1];
 
     snprintf(fn, sizeof fn, "%.*s", (int) run->fn_len, run->fn);
+    s_gpus(lx, run);
     r.t_start = util_now_ns();
     if (run->argc > 256 && !(args = calloc(run->argc, sizeof *args))) {
         r.status = LUX_ENOMEM;

@@ -41,7 +41,7 @@ static const char *s_names[NET_TYPE_MAX] = {
 const char *
 net_type_name(int type)
 {
-    if (type <= 0 || type >= NET_TYPE_MAX)
+    if (type <= 0 || type >= NET_TYPE_MAX || !s_names[type]) /* a gap: no such type */
         return "UNKNOWN";
     return s_names[type];
 }
@@ -78,7 +78,7 @@ net_hdr_decode(net_hdr_t *h, zframe_t *f)
     h->flags = p[3];
     h->shard = util_rd32(p + 4);
     h->epoch = util_rd64(p + 8);
-    if (h->type == 0 || h->type >= NET_TYPE_MAX)
+    if (h->type == 0 || h->type >= NET_TYPE_MAX || !s_names[h->type])
         return util_err(LUX_EPROTO, "unknown message type %u", h->type);
     return 0;
 }

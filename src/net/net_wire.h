@@ -63,7 +63,13 @@
     X(CANCEL, 35, "a client cancels a task")                                  \
     X(CANCEL_REP, 36, "the node manager answers CANCEL")                      \
     X(JOIN_HOLD, 37, "the chain master asks the tail to hold for a joiner")   \
-    X(JOIN_SEQ, 38, "the tail says the seq it holds acknowledgements at")
+    X(JOIN_SEQ, 38, "the tail says the seq it holds acknowledgements at") \
+    /* 40-47: objects between nodes (src/exec/exec_xfer.c); 48-63: scheduling \
+       across nodes; both at a node manager's tcp endpoint (exec_peer.h) */ \
+    X(NODE_LOCATE, 40, "a node asks the head's node where an object lives")  \
+    X(NODE_LOCATE_REP, 41, "the nodes that hold an object, from the log")     \
+    X(NODE_PULL, 42, "a node asks another for an object or a chunk of it")    \
+    X(NODE_PULL_REP, 43, "an object's size and fingerprint, or a chunk")
 
 enum net_type {
 #define X(name, code, what) NET_##name = code,

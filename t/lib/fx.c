@@ -1,6 +1,7 @@
 /*  fx - cluster fixtures for tests (see fx.h). */
 #include "fx.h"
 #include "../tap.h"
+#include "net/net_ep.h"
 #include "util/util_err.h"
 #include "util/util_fs.h"
 #include "util/util_proc.h"
@@ -226,4 +227,54 @@ fx_count(db_query_t *q, const char *fmt, ...)
         diag("query failed: %s: %s", sql, lux_errmsg());
     sqlite3_finalize(st);
     return n;
+}
+
+int
+fx_curve_handshake(const char *ep, bool pub, net_sec_t *server, net_sec_t *client)
+{
+    static int n;
+    char mon[64];
+    zsock_t *s = zsock_new(pub ? ZMQ_SUB : ZMQ_DEALER);
+    zsock_set_linger(s, 0);
+    if (pub)
+        zsock_set_subscribe(s, "");
+    if (client) {
+        zsock_set_curve_serverkey(s, net_sec_public(server));
+        zsock_set_curve_publickey(s, net_sec_public(client));
+        zsock_set_curve_secretkey(s, net_sec_secret(client));
+    }
+    snprintf(mon, sizeof mon, "inproc://fx-mon-%d", n++);
+    zmq_socket_monitor(zsock_resolve(s), mon,
+                       ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH |
+                           ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                           ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL);
+    zsock_t *m = zsock_new(ZMQ_PAIR);
+    zsock_connect(m, "%s", mon);
+    zsock_connect(s, "%s", ep);
+    if (!pub)
+        zstr_send(s, "hello");
+    int got = 0;
+    int64_t end = util_mono_ms() + 3000;
+    zpoller_t *p = zpoller_new(m, NULL);
+    while (util_mono_ms() < end) {
+        if (zpoller_wait(p, 100) != m)
+            continue;
+        zmsg_t *e = zmsg_recv(m);
+        zframe_t *f = zmsg_first(e);
+        uint16_t ev = 0;
+        if (f && zframe_size(f) >= 2)
+            memcpy(&ev, zframe_data(f), 2);
+        zmsg_destroy(&e);
+        if (ev == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
+            got = 1;
+            break;
+        }
+        if (ev) /* a failure: the server may retry, the answer is no */
+            break;
+    }
+    zpoller_destroy(&p);
+    zmq_socket_monitor(zsock_resolve(s), NULL, 0);
+    zsock_destroy(&m);
+    zsock_destroy(&s);
+    return got;
 }

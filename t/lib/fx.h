@@ -49,4 +49,13 @@ db_query_t *fx_query_open(const char *dir);
    as an integer; -1 (and a diag) when the query fails or gives no row. */
 int64_t fx_count(db_query_t *q, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* 1 when a CURVE handshake with the tcp endpoint ep (whose server key is
+   server's: the cluster's) completes for a client holding client's key
+   pair (NULL: no key at all), 0 when it fails or does not happen within
+   3 s (watched with ZeroMQ's socket monitor). pub: ep is a PUB (a SUB
+   connects), else a ROUTER (a DEALER connects and sends). */
+struct net_sec_t;
+int fx_curve_handshake(const char *ep, bool pub, struct net_sec_t *server,
+                       struct net_sec_t *client);
+
 #endif
