@@ -15,6 +15,7 @@
 #include "lux_opt.h"
 #include "db/db_chain.h"
 #include "db/db_ckpt.h"
+#include "db/db_client.h"
 #include "db/db_master.h"
 #include "db/db_replica.h"
 #include "db/db_store.h"
@@ -793,6 +794,8 @@ typedef struct {
     uint64_t *seq;         /* per shard: the newest seq signed */
     int64_t *ms;           /* per shard: when */
     int64_t complain_ms;
+    net_sec_t *sec;        /* borrowed: for the log client */
+    db_client_t *log;      /* each checkpoint as an event too (db_ckpt_log) */
 } s_ckpt_t;
 
 static int
@@ -821,6 +824,8 @@ s_ckpt_init(s_ckpt_t *ck, const db_cluster_t *c)
 static void
 s_ckpt_tick(s_ckpt_t *ck, const db_cluster_t *c, int64_t now, bool stopping)
 {
+    if (ck->log)
+        db_client_poll(ck->log, 0); /* acknowledgements, resends to a new head */
     for (uint32_t s = 0; s < c->shards && ck->seq; s++) {
         bool due = stopping || (ck->every_ms && now - ck->ms[s] >= ck->every_ms);
         uint64_t after = ck->seq[s];
@@ -831,7 +836,8 @@ s_ckpt_tick(s_ckpt_t *ck, const db_cluster_t *c, int64_t now, bool stopping)
             continue;
         }
         uint64_t got;
-        if (db_ckpt_take(c, ck->sk, ck->witness, s, after, &got)) {
+        db_ckpt_t made;
+        if (db_ckpt_take(c, ck->sk, ck->witness, s, after, &got, &made)) {
             if (stopping || now - ck->complain_ms >= 60000) {
                 log_error("checkpoint of shard %u: %s", s, lux_errmsg());
                 ck->complain_ms = now;
@@ -842,6 +848,14 @@ s_ckpt_tick(s_ckpt_t *ck, const db_cluster_t *c, int64_t now, bool stopping)
             ck->seq[s] = got;
             ck->ms[s] = now;
             log_info("shard %u: signed checkpoint at seq %llu", s, (unsigned long long) got);
+            if (!stopping) { /* at a stop the replicas are gone: the witness only */
+                db_client_opts_t o = {.cluster = c, .sec = ck->sec, .timeout_ms = 10000};
+                if ((!ck->log && !(ck->log = db_client_new(&o))) ||
+                    db_ckpt_log(ck->log, &made, c->shards))
+                    log_error("shard %u: checkpoint %llu not in the log: %s", s,
+                              (unsigned long long) got, lux_errmsg());
+                ck->seq[s] = got + 1; /* the event itself asks for no checkpoint */
+            }
         } else if (due) {
             ck->ms[s] = now; /* nothing new */
         }
@@ -852,6 +866,7 @@ static void
 s_ckpt_free(s_ckpt_t *ck)
 {
     sodium_memzero(ck->sk, sizeof ck->sk);
+    db_client_destroy(&ck->log);
     free(ck->seq);
     free(ck->ms);
     ck->seq = NULL;
@@ -939,6 +954,7 @@ cmd_supervise(int argc, char **argv)
     net_sec_t *sec = s_sec(&c);
     if (db_cluster_tcp(&c) && !sec)
         return lux_fail("supervise", "%s", lux_errmsg());
+    ck.sec = sec;
     db_master_opts_t mo = {.cluster = &c, .sec = sec};
     zactor_t *master = db_master_new(&mo);
     if (!master) {
