@@ -24,6 +24,7 @@ DROP VIEW IF EXISTS actor_calls;
 DROP VIEW IF EXISTS actor_restarts;
 DROP VIEW IF EXISTS nodes;
 DROP VIEW IF EXISTS jobs;
+DROP VIEW IF EXISTS object_locations;
 
 -- Every event, with names instead of codes and hex instead of bytes. A kind
 -- this version does not know (appended by a newer one) shows as 'kind#N'.
@@ -151,3 +152,32 @@ SELECT /*shard,j*/nullif(lower(hex(j.job)), '') AS job_id, j.name AS entry, j.in
 FROM event j
 LEFT JOIN event f ON f.kind = 2 AND f.job = j.job
 WHERE j.kind = 1;
+
+-- Where every object lives: one row per copy of an object on a node, as
+-- the log records them: the node that made it (a task's output, one row
+-- per return), put it, or pulled a copy of it from another node
+-- (object_copied, issue 28), unless that node lost it since (evicted and
+-- dropped: object_lost). An object's events are all on its task's shard.
+-- Join `nodes` for whether the node is alive:
+--   SELECT * FROM object_locations JOIN nodes USING (node_id) WHERE state = 'alive'
+-- (a node forgets a freed object without an event, so a row can outlive
+-- its copy; a node asked for one it no longer has says so).
+CREATE VIEW object_locations AS
+WITH RECURSIVE r(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM r WHERE i < 255),
+made(/*shard,*/task, idx, node, how, size, fp, ts, seq) AS (
+    SELECT /*shard,*/e.task, e.idx, e.node,
+           CASE e.kind WHEN 8 THEN 'put' ELSE 'copy' END, e.size, e.fp, e.ts, e.seq
+    FROM event e WHERE e.kind IN (8, 25)
+    UNION ALL
+    SELECT /*shard,f*/f.task, r.i, f.node, 'made', CASE WHEN s.idx = 1 THEN f.size END,
+           NULL, f.ts, f.seq
+    FROM event f JOIN event s ON /*same shard s f*/s.task = f.task AND s.kind = 4
+    JOIN r ON r.i < s.idx
+    WHERE f.kind = 5
+)
+SELECT /*shard,m*/lower(hex(m.task)) || printf('%08x', m.idx) AS object_id,
+       nullif(lower(hex(m.node)), '') AS node_id, m.how, m.size,
+       nullif(lower(hex(m.fp)), '') AS fp, m.ts, m.seq
+FROM made m
+WHERE NOT EXISTS (SELECT 1 FROM event l WHERE /*same shard l m*/l.kind = 9 AND l.task = m.task
+                  AND l.idx = m.idx AND l.node = m.node AND l.seq > m.seq);

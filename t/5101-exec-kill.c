@@ -9,7 +9,10 @@
    show the retries the kills caused. Each round also runs a task that
    always kills its own worker (t_crash, the default 3 attempts) ahead of
    the graph, so batched with its tasks, and one downstream of it: both
-   fail with a clear error naming t_crash, and nothing else fails. */
+   fail with a clear error naming t_crash, and nothing else fails.
+   Nothing here waits on a clock that a slow machine could miss: kills
+   come per tasks done, the graph's gets wait while it makes progress
+   (graph_check), and the other waits are bounds for a hang only. */
 #include "tap.h"
 #include "lib/fx.h"
 #include "lib/graph.h"
@@ -33,16 +36,25 @@ static atomic_int s_stop;
 static atomic_int s_kills;
 static uint64_t s_rng = 5101;
 
-/* Every 30 to 250 ms, SIGKILL one of this process's workers, at random.
-   Not faster: a nested task waits for its children, which need a worker
-   too (an extra one is started for them, ~20 ms), so its runs last tens
-   of milliseconds, and a kill every few of those would starve it. */
+/* After every 1 to 8 tasks of the graph that finish (graph_ticks), and
+   a random 0-40 ms more, SIGKILL one of this process's workers, at
+   random. Paced by the work done, not by a clock: on a loaded machine,
+   where a worker takes ten times as long to start, kills every 30-250 ms
+   (as this test first did) left no worker alive long enough to finish a
+   nested task, which waits for its children and so for an extra worker
+   to start, and a round needed 700 kills instead of 50 and missed its
+   deadline. A kill per few tasks done keeps each round's work and kills
+   the same on any machine, and a kill still lands at any moment of a
+   task: while it runs, waits for its children, or starts. */
 static void *
 s_killer(void *arg)
 {
     (void) arg;
     while (!atomic_load(&s_stop)) {
-        usleep((useconds_t) (30000 + graph_rand(&s_rng) % 220000));
+        int64_t due = graph_ticks() + 1 + (int64_t) (graph_rand(&s_rng) % 8);
+        while (!atomic_load(&s_stop) && graph_ticks() < due)
+            usleep(5000);
+        usleep((useconds_t) (graph_rand(&s_rng) % 40000));
         pid_t kids[256];
         int n = fx_children(kids, 256);
         if (n == 0 || atomic_load(&s_stop))
@@ -76,7 +88,7 @@ static bool
 s_fails_with(lux_t *lx, const lux_ref_t *ref, const char *pat1, const char *pat2)
 {
     lux_val_t v;
-    int rc = lux_get(lx, ref, &v, 60000);
+    int rc = lux_get(lx, ref, &v, 300000); /* only a hang takes this long */
     if (rc != LUX_ETASK) {
         diag("lux_get returned %d (%s), not LUX_ETASK", rc, rc ? lux_errmsg() : "a value");
         return false;
@@ -97,6 +109,8 @@ main(void)
     pthread_t killer;
     graph_t g;
 
+    graph_ticks_start();  /* the killer's pace */
+    fx_lux_unwrapped();   /* workers start in 0.06 s, not 0.5 s, at load 11 */
     lux_t *lx = lux_init(&cfg);
     ok(lx != NULL, "start the embedded default: 2 workers, a 16 MB object store");
     if (!lx)
@@ -144,13 +158,13 @@ main(void)
     lux_val_t v;
     int64_t got = -1;
     int rc = lux_call(lx, "t_mix", 1, (lux_arg_t[]) {LUX_VAL(&x, 8)}, 1, &r);
-    if (!rc && !(rc = lux_get(lx, &r, &v, 60000)) && v.size == 8)
+    if (!rc && !(rc = lux_get(lx, &r, &v, 300000)) && v.size == 8)
         memcpy(&got, v.data, 8);
     is_int(got, 124, "after the kills a task still runs (%s)", rc ? lux_errmsg() : "ok");
     pid_t kids[256];
     int n = -1;
-    for (int i = 0; i < 200 && (n = fx_children(kids, 256)) != 2; i++)
-        usleep(50000); /* the extra workers leave when idle */
+    for (int i = 0; i < 2400 && (n = fx_children(kids, 256)) != 2; i++)
+        usleep(50000); /* the extra workers leave when idle; 2 min: a hang */
     is_int(n, 2, "the pool is whole again: 2 workers, none extra");
     snprintf(dir, sizeof dir, "%s", lux_dir(lx));
     lux_shutdown(&lx);

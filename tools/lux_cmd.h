@@ -73,7 +73,12 @@ typedef struct {
                                 -1: only at a clean stop) */
     long checkpoint_events;  /* ...and every so many events (0: the default, 100000;
                                 -1: not by count) */
+    const char *compact_after; /* lux compact --before this AGE, run in the background
+                                  (NULL: never) */
 } lux_node_args_t;
+
+/* "30s", "10m", "1h", "2d" -> ns; false when not an age (lux_compact.c) */
+bool lux_parse_age(const char *v, int64_t *ns);
 
 /* Start a head in dir (created if new with the settings in c, else the
    existing one), wait until every chain serves; 0 or a LUX_E* code. Used

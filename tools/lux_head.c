@@ -147,6 +147,10 @@ lux_head_start(db_cluster_t *c, bool create, int timeout_ms, const lux_node_args
         argv[argc++] = "--checkpoint-events";
         argv[argc++] = cke;
     }
+    if (node->compact_after) {
+        argv[argc++] = "--compact-after";
+        argv[argc++] = (char *) node->compact_after;
+    }
     argv[argc] = NULL;
     pid_t child = util_spawn(argv, log);
     if (child < 0)
@@ -305,7 +309,7 @@ static const char s_start_usage[] =
     "                 [--listen ipc|tcp://HOST] [--port N] [--heartbeat-ms N] [--dead-ms N]\n"
     "                 [--workers N] [--store-mb N] [--resources CPU=N,NAME=N] [--log-only]\n"
     "                 [--witness FILE] [--checkpoint-s N] [--checkpoint-events N]\n"
-    "                 [--record-puts[=LIMIT]]\n"
+    "                 [--record-puts[=LIMIT]] [--compact-after AGE]\n"
     "       lux start --address HOST:PORT --dir DIR --token-file FILE [--node-ip IP]\n"
     "                 [--workers N] [--store-mb N] [--resources CPU=N,NAME=N]";
 
@@ -324,9 +328,10 @@ cmd_start(int argc, char **argv)
         {"checkpoint-events", required_argument, 0, 'N'},
         {"record-puts", optional_argument, 0, 'P'},
         {"address", required_argument, 0, 'A'}, {"token-file", required_argument, 0, 'K'},
-        {"node-ip", required_argument, 0, 'I'},
+        {"node-ip", required_argument, 0, 'I'}, {"compact-after", required_argument, 0, 'C'},
         {0, 0, 0, 0}};
     const char *address = NULL, *token = NULL, *node_ip = NULL;
+    int64_t age;
     lux_node_args_t node = {0};
     char witness[PATH_MAX];
     db_cluster_t c, old;
@@ -419,6 +424,12 @@ cmd_start(int argc, char **argv)
             else
                 node.checkpoint_events = v ? (long) v : -1;
             break;
+        case 'C':
+            if (!lux_parse_age(optarg, &age) || age == 0)
+                return lux_opt_usage(&p, "--compact-after takes an age (30s, 10m, 1h, 2d), not "
+                                     "'%s'", optarg);
+            node.compact_after = optarg;
+            break;
         case 'A':
             address = optarg;
             break;
@@ -440,7 +451,8 @@ cmd_start(int argc, char **argv)
         return lux_opt_usage(&p, "give --head (start a cluster's head) or --address HOST:PORT "
                              "(start a node that joins the head there)");
     if (address) {
-        if (set || node.log_only || node.witness || node.checkpoint_s || node.checkpoint_events)
+        if (set || node.log_only || node.witness || node.checkpoint_s || node.checkpoint_events ||
+            node.compact_after)
             return lux_opt_usage(&p, "a node takes only --dir, --token-file, --node-ip, --workers, "
                                  "--store-mb and --resources: the cluster's settings are the "
                                  "head's");
@@ -862,6 +874,43 @@ s_ckpt_tick(s_ckpt_t *ck, const db_cluster_t *c, int64_t now, bool stopping)
     }
 }
 
+/* Retention (lux start --compact-after AGE): the supervisor runs `lux
+   compact --before AGE` as a child process every quarter of AGE (1 s to
+   10 min), one at a time, its output in DIR/log/compact.log. Appends go on
+   meanwhile (db_archive.h); a compaction still running at stop is
+   stopped: killed midway it loses nothing, the next one finishes it. */
+typedef struct {
+    const char *age;   /* NULL: off */
+    int64_t every_ms;
+    int64_t next_ms;   /* monotonic ms of the next run */
+    pid_t pid;         /* the running one, 0: none */
+} s_retain_t;
+
+static void
+s_retain_tick(s_retain_t *r, const db_cluster_t *c, const char *exe, int64_t now)
+{
+    int status;
+    if (r->pid && waitpid(r->pid, &status, WNOHANG) == r->pid) {
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+            log_info("compaction (pid %d) done; see log/compact.log", (int) r->pid);
+        else
+            log_error("compaction (pid %d) failed (status 0x%x); see log/compact.log",
+                      (int) r->pid, status);
+        r->pid = 0;
+    }
+    if (!r->age || r->pid || now < r->next_ms)
+        return;
+    char log[PATH_MAX + 32];
+    char *argv[] = {(char *) exe, "compact", "--dir", (char *) c->dir, "--before",
+                    (char *) r->age, NULL};
+    pid_t pid = util_spawn(argv, db_cluster_path(c, log, sizeof log, "log/compact.log"));
+    if (pid < 0)
+        log_error("cannot start a compaction: %s", lux_errmsg());
+    else
+        r->pid = pid;
+    r->next_ms = now + r->every_ms;
+}
+
 static void
 s_ckpt_free(s_ckpt_t *ck)
 {
@@ -879,7 +928,7 @@ cmd_supervise(int argc, char **argv)
     db_cluster_t c;
     char path[PATH_MAX + 32], exe[PATH_MAX];
     static const char usage[] = "lux supervise --dir DIR [--log-only] [--workers N] "
-                                "[--store-mb N] [--resources R]";
+                                "[--store-mb N] [--resources R] [--compact-after AGE]";
     exec_node_opts_t no = {.cluster = &c};
     s_ckpt_t ck = {.every_ms = 10000, .every_events = 100000};
     bool log_only = false;
@@ -888,7 +937,10 @@ cmd_supervise(int argc, char **argv)
         {"workers", required_argument, 0, 'w'},      {"store-mb", required_argument, 0, 'm'},
         {"resources", required_argument, 0, 'R'},    {"witness", required_argument, 0, 'W'},
         {"checkpoint-s", required_argument, 0, 'T'}, {"checkpoint-events", required_argument, 0, 'N'},
+        {"compact-after", required_argument, 0, 'C'},
         {0}};
+    s_retain_t retain = {0};
+    int64_t age;
     lux_opt_t p = {.cmd = "supervise", .usage = usage, .opts = opts};
     const char *dir = NULL;
     unsigned long v;
@@ -916,6 +968,15 @@ cmd_supervise(int argc, char **argv)
             break;
         case 'W':
             ck.witness = optarg;
+            break;
+        case 'C':
+            if (!lux_parse_age(optarg, &age) || age == 0)
+                return lux_opt_usage(&p, "--compact-after takes an age, not '%s'", optarg);
+            retain.age = optarg;
+            retain.every_ms = age / 4000000;
+            retain.every_ms = retain.every_ms < 1000     ? 1000
+                              : retain.every_ms > 600000 ? 600000
+                                                         : retain.every_ms;
             break;
         case 'T':
         case 'N':
@@ -988,6 +1049,10 @@ cmd_supervise(int argc, char **argv)
     }
     log_info("supervising %u shards x %u replicas in %s", c.shards, c.replicas, c.dir);
     int64_t checked = util_mono_ms(), start_ms = checked;
+    retain.next_ms = checked + retain.every_ms;
+    if (retain.age)
+        log_info("compacting events older than %s every %lld ms", retain.age,
+                 (long long) retain.every_ms);
     while (!zsys_interrupted) {
         int64_t now = util_mono_ms();
         if (now - checked >= 1000) {
@@ -995,6 +1060,7 @@ cmd_supervise(int argc, char **argv)
                to serve any more: stop rather than run on as an orphan */
             checked = now;
             s_ckpt_tick(&ck, &c, now, false);
+            s_retain_tick(&retain, &c, exe, now);
             if (util_pidfile_read(path) != getpid()) {
                 log_error("%s no longer names this supervisor (pid %d): stopping", path,
                           (int) getpid());
@@ -1067,6 +1133,8 @@ cmd_supervise(int argc, char **argv)
         zclock_sleep(20);
     }
     log_info("stopping");
+    if (retain.pid && !util_proc_stop(retain.pid, SIGTERM, 5000))
+        log_error("compaction (pid %d) would not stop, even with SIGKILL", (int) retain.pid);
     char own[UTIL_ID_HEX] = "";
     if (beat && lux_beat_node(beat))
         snprintf(own, sizeof own, "%s", lux_beat_node(beat));

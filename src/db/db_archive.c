@@ -84,6 +84,33 @@ db_archive_hash_at(const char *replica_path, const util_id_t *cluster, uint32_t 
     return rc;
 }
 
+int
+db_archive_find(const char *replica_path, const util_id_t *cluster, uint32_t shard,
+                const util_id_t *task, int kind, util_buf_t *out, uint64_t *seq)
+{
+    char path[PATH_MAX];
+    db_store_t *a = s_open(replica_path, cluster, shard, false, path, sizeof path);
+    if (!a)
+        return util_exists(path) ? LUX_EIO : LUX_ENOTFOUND;
+    int rc = db_store_find(a, task, kind, out, seq);
+    db_store_close(&a);
+    return rc;
+}
+
+int
+db_archive_actor_events(const char *replica_path, const util_id_t *cluster, uint32_t shard,
+                        const util_id_t *actor, int kind, uint64_t after,
+                        int (*cb)(void *arg, const db_event_t *e), void *arg)
+{
+    char path[PATH_MAX];
+    db_store_t *a = s_open(replica_path, cluster, shard, false, path, sizeof path);
+    if (!a)
+        return util_exists(path) ? LUX_EIO : LUX_ENOTFOUND;
+    int rc = db_store_actor_events(a, actor, kind, after, cb, arg);
+    db_store_close(&a);
+    return rc;
+}
+
 /* --- compaction ------------------------------------------------------------------------ */
 
 static int
@@ -149,9 +176,10 @@ s_archive(db_store_t *tail, db_store_t *arch, uint64_t n, uint64_t *moved)
 /* Steps 2 and 3 on one replica file: its base up to n (hash h), then its
    rows at or below the base deleted, batch rows per transaction. */
 static int
-s_trim(const char *path, uint64_t n, const uint8_t h[DB_HASH_LEN], uint32_t batch,
+s_trim(const char *path, uint64_t n, const uint8_t h[DB_HASH_LEN], const db_archive_opts_t *o,
        uint64_t *deleted)
 {
+    uint32_t batch = o->batch ? o->batch : 4096;
     sqlite3 *db = NULL;
     sqlite3_stmt *st = NULL;
     char sql[256], hex[2 * DB_HASH_LEN + 1];
@@ -163,12 +191,13 @@ s_trim(const char *path, uint64_t n, const uint8_t h[DB_HASH_LEN], uint32_t batc
     }
     sqlite3_busy_timeout(db, 10000);
     util_hex(hex, h, DB_HASH_LEN);
-    /* the base only moves up */
+    /* the base only moves up, and only over events the file holds (a
+       member that joined since may be catching up from below n) */
     snprintf(sql, sizeof sql,
              "BEGIN IMMEDIATE; INSERT OR REPLACE INTO meta SELECT 'base_seq', '%llu' WHERE"
              " %llu > coalesce((SELECT CAST(value AS INTEGER) FROM meta WHERE key ="
-             " 'base_seq'), 0);",
-             (unsigned long long) n, (unsigned long long) n);
+             " 'base_seq'), 0) AND %llu <= coalesce((SELECT max(seq) FROM event), 0);",
+             (unsigned long long) n, (unsigned long long) n, (unsigned long long) n);
     if ((rc = s_sql(db, path, sql)))
         goto out;
     if (sqlite3_changes(db) > 0) {
@@ -180,9 +209,17 @@ s_trim(const char *path, uint64_t n, const uint8_t h[DB_HASH_LEN], uint32_t batc
     }
     if ((rc = s_sql(db, path, "COMMIT")))
         goto out;
+    if (o->hold)
+        o->hold("base");
+    /* Rows at or below the base, and at or below seen_seq: the client
+       table in the file is exact up to there, and a writer that restarts
+       rebuilds it from the rows after it (db_store.c s_load_clients), so
+       those stay until a later compaction, after the writer moved on. */
     if (sqlite3_prepare_v2(db, "DELETE FROM event WHERE seq IN (SELECT seq FROM event WHERE seq"
-                               " <= (SELECT CAST(value AS INTEGER) FROM meta WHERE key ="
-                               " 'base_seq') ORDER BY seq LIMIT ?1)", -1, &st, NULL) != SQLITE_OK) {
+                               " <= min((SELECT CAST(value AS INTEGER) FROM meta WHERE key ="
+                               " 'base_seq'), coalesce((SELECT CAST(value AS INTEGER) FROM meta"
+                               " WHERE key = 'seen_seq'), 0)) ORDER BY seq LIMIT ?1)", -1, &st,
+                           NULL) != SQLITE_OK) {
         rc = util_err(LUX_ESQL, "%s: %s", path, sqlite3_errmsg(db));
         goto out;
     }
@@ -198,6 +235,8 @@ s_trim(const char *path, uint64_t n, const uint8_t h[DB_HASH_LEN], uint32_t batc
         *deleted += (uint64_t) k;
         if (k < (int) batch)
             break;
+        if (o->hold)
+            o->hold("delete");
     }
 out:
     sqlite3_finalize(st);
@@ -269,11 +308,13 @@ s_shard(const db_cluster_t *c, uint32_t s, const db_chain_t *chain, const db_arc
     db_store_close(&a);
     if (rc || n == 0 || o->stop_after_archive)
         return rc;
+    if (o->hold)
+        o->hold("archive");
     for (uint32_t i = 0; i < c->replicas && !rc; i++) {
         char p[PATH_MAX];
         db_cluster_replica_db(c, s, i, p, sizeof p);
         if (util_exists(p))
-            rc = s_trim(p, n, h, o->batch ? o->batch : 4096, &stats->deleted);
+            rc = s_trim(p, n, h, o, &stats->deleted);
     }
     return rc;
 }

@@ -16,6 +16,13 @@
     are deleted in small transactions. Killed between any two, the log
     reads the same (rows at or below the base are ignored), and a second
     run finishes the job.
+
+    It runs beside a running cluster: the replicas keep appending (each
+    step takes the file's write lock for one short transaction), and a
+    db_store handle that misses rows a compaction deleted under it reads
+    the base again and goes to the archive (db_store.c s_base_moved). Rows
+    above the file's seen_seq stay until a later run (see s_trim). One
+    compaction at a time per cluster: lux compact holds DIR/run/compact.lock.
 */
 #ifndef DB_ARCHIVE_H_INCLUDED
 #define DB_ARCHIVE_H_INCLUDED
@@ -41,11 +48,22 @@ int db_archive_read(const char *replica_path, const util_id_t *cluster, uint32_t
 int db_archive_hash_at(const char *replica_path, const util_id_t *cluster, uint32_t shard,
                        uint64_t seq, uint8_t out[DB_HASH_LEN]);
 
+/* db_store_find and db_store_actor_events in the archive beside
+   replica_path (LUX_ENOTFOUND when there is none). */
+int db_archive_find(const char *replica_path, const util_id_t *cluster, uint32_t shard,
+                    const util_id_t *task, int kind, util_buf_t *out, uint64_t *seq);
+int db_archive_actor_events(const char *replica_path, const util_id_t *cluster, uint32_t shard,
+                            const util_id_t *actor, int kind, uint64_t after,
+                            int (*cb)(void *arg, const db_event_t *e), void *arg);
+
 typedef struct {
     uint64_t before_seq;  /* move events with seq < this (0: not by seq) */
     int64_t before_ns;    /* ...or with ts < this, ns since the epoch (0: not by time) */
     uint32_t batch;       /* rows deleted per transaction (0: 4096) */
     bool stop_after_archive; /* for tests: stop after step 1 (a cut-short compaction) */
+    void (*hold)(const char *step); /* for tests: called after "archive" (step 1 of a shard),
+                                       "base" (step 2 of a file) and "delete" (each full
+                                       batch of step 3), where a test kills the process */
 } db_archive_opts_t;
 
 typedef struct {

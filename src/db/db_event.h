@@ -45,7 +45,8 @@
     X(note, 18, job)                                                          \
     X(task_cancelled, 19, task)                                               \
     X(checkpoint, 20, job)                                                    \
-    X(node_left, 24, node)
+    X(node_left, 24, node)                                                    \
+    X(object_copied, 25, task)
 
 enum db_kind {
 #define X(name, code, key) DB_K_##name = code,

@@ -29,7 +29,8 @@
 
 /* Unions of the per-shard views; `events` comes from sql/span.sql. */
 static const char *s_views[] = {"event",  "tasks",       "retries", "objects",
-                                "task_deps", "actors", "actor_calls", "actor_restarts", "nodes", "jobs"};
+                                "task_deps", "actors", "actor_calls", "actor_restarts", "nodes", "jobs",
+                                "object_locations"};
 
 struct db_query_t {
     sqlite3 *db;
@@ -391,8 +392,16 @@ s_attach_archive(db_query_t *self, uint32_t s, const char *path)
     if (rc != SQLITE_DONE)
         return util_err(LUX_EIO, "shard %u: cannot open %s: %s", s, apath,
                         sqlite3_errmsg(self->db));
+    /* The base is read in the query's own snapshot, not once here: a
+       compaction running beside (db_archive.h) moves it up and deletes the
+       rows below it. The file is attached before its archive, so a
+       statement's snapshot of the file is never newer than that of the
+       archive, which holds every event up to any base the file shows. */
     snprintf(sql, sizeof sql, "CREATE TEMP VIEW s%u_event AS SELECT * FROM a%u.event WHERE seq <="
-             " %lld UNION ALL SELECT * FROM s%u.event WHERE seq > %lld", s, s, base, s, base);
+             " (SELECT coalesce(max(CAST(value AS INTEGER)), 0) FROM s%u.meta WHERE key ="
+             " 'base_seq') UNION ALL SELECT * FROM s%u.event WHERE seq > (SELECT"
+             " coalesce(max(CAST(value AS INTEGER)), 0) FROM s%u.meta WHERE key = 'base_seq')",
+             s, s, s, s, s);
     return s_exec(self, sql);
 }
 

@@ -775,6 +775,22 @@ db_store_row_event(sqlite3_stmt *st, db_event_t *e, const char *where)
     return 0;
 }
 
+/* Whether a compaction (db_archive.c, another process) has moved the base
+   up to `from` or past it since this handle read it: rows this handle
+   looks for at or below the new base are gone from the file, into the
+   archive. Called when a lookup misses, after the miss: the file's rows
+   are deleted only after its base moved and the archive holds them. */
+static bool
+s_base_moved(db_store_t *self, uint64_t from)
+{
+    uint64_t old = self->base_seq;
+    if (s_load_base(self)) {
+        self->base_seq = old;
+        return false;
+    }
+    return self->base_seq > old && from <= self->base_seq;
+}
+
 int
 db_store_read(db_store_t *self, uint64_t from, uint32_t max, size_t max_bytes, util_buf_t *out,
               uint32_t *count)
@@ -788,6 +804,7 @@ db_store_read(db_store_t *self, uint64_t from, uint32_t max, size_t max_bytes, u
     *count = 0;
     if (from == 0)
         from = 1;
+again:
     if (from <= self->base_seq) /* archived: read there, up to the base */
         return db_archive_read(self->path, &self->cluster, self->shard, from, self->base_seq,
                                max, max_bytes, out, count);
@@ -796,6 +813,13 @@ db_store_read(db_store_t *self, uint64_t from, uint32_t max, size_t max_bytes, u
     while ((step = sqlite3_step(st)) == SQLITE_ROW) {
         if ((rc = s_row(self, st, &e)))
             break;
+        if (got == 0 && e.seq != from && s_base_moved(self, from)) {
+            /* a compaction beside us moved the rows from `from` on into
+               the archive since this handle last read its base */
+            sqlite3_reset(st);
+            out->len = start;
+            goto again;
+        }
         if (e.seq != from + got) {
             rc = util_err(LUX_ECORRUPT, "%s: seq %llu missing (next row is %llu)", self->path,
                           (unsigned long long) (from + got), (unsigned long long) e.seq);
@@ -817,6 +841,8 @@ db_store_read(db_store_t *self, uint64_t from, uint32_t max, size_t max_bytes, u
     if (!rc && step != SQLITE_ROW && step != SQLITE_DONE)
         rc = s_sqlerr(self, "read");
     sqlite3_reset(st);
+    if (!rc && got == 0 && step == SQLITE_DONE && s_base_moved(self, from))
+        goto again; /* every row from `from` on archived since */
     *count = got;
     return rc;
 }
@@ -844,13 +870,46 @@ db_store_find(db_store_t *self, const util_id_t *task, int kind, util_buf_t *out
                 rc = util_err(LUX_ENOMEM, "out of memory");
         }
     } else if (step == SQLITE_DONE) {
-        rc = util_err(LUX_ENOTFOUND, "%s: no event of kind %s for that task", self->path,
-                      db_kind_name(kind));
+        rc = LUX_ENOTFOUND;
     } else {
         rc = s_sqlerr(self, "find");
     }
     sqlite3_reset(self->find);
+    if (rc == LUX_ENOTFOUND) {
+        /* not in the file: in the archive, when the base (read after the
+           miss, so that rows a compaction deleted meanwhile are there) says
+           some events went there */
+        uint64_t old = self->base_seq;
+        if (s_load_base(self))
+            self->base_seq = old;
+        if (self->base_seq > 0)
+            rc = db_archive_find(self->path, &self->cluster, self->shard, task, kind, out, seq);
+        if (rc == LUX_ENOTFOUND)
+            util_err(LUX_ENOTFOUND, "%s: no event of kind %s for that task", self->path,
+                     db_kind_name(kind));
+    }
     return rc;
+}
+
+/* The events up to the base, in the archive, for db_store_actor_events */
+typedef struct {
+    uint64_t upto;
+    int (*cb)(void *arg, const db_event_t *e);
+    void *arg;
+    bool stopped;
+} s_upto_t;
+
+static int
+s_upto(void *arg, const db_event_t *e)
+{
+    s_upto_t *u = arg;
+    if (e->seq > u->upto)
+        return 0;
+    if (u->cb(u->arg, e)) {
+        u->stopped = true;
+        return 1;
+    }
+    return 0;
 }
 
 int
@@ -864,18 +923,36 @@ db_store_actor_events(db_store_t *self, const util_id_t *actor, int kind, uint64
                         "SELECT seq, ts, kind, client, cseq, job, task, parent, actor, node, idx,"
                         " worker, attempt, status, t_start, t_end, size, name, info, fp, deps,"
                         " body, hash FROM event WHERE actor = ?1 AND kind = ?2 AND idx > ?3"
-                        " ORDER BY seq")))
+                        " AND seq > ?4 ORDER BY seq")))
         return rc;
-    sqlite3_bind_blob(self->actor_ev, 1, actor->b, UTIL_ID_LEN, SQLITE_STATIC);
-    sqlite3_bind_int(self->actor_ev, 2, kind);
-    sqlite3_bind_int64(self->actor_ev, 3, (int64_t) after);
-    while ((step = sqlite3_step(self->actor_ev)) == SQLITE_ROW) {
-        if ((rc = s_row(self, self->actor_ev, &e)) || cb(arg, &e))
-            break;
+    /* One read transaction: the base read in it says where the file's
+       events start in the same snapshot the query sees; the archive holds
+       every event up to that base (it is written before the base moves). */
+    bool txn = !self->in_txn && sqlite3_get_autocommit(self->db);
+    if (txn && (rc = s_exec(self, "BEGIN")))
+        return rc;
+    uint64_t old = self->base_seq;
+    if (s_load_base(self))
+        self->base_seq = old;
+    s_upto_t u = {.upto = self->base_seq, .cb = cb, .arg = arg};
+    if (self->base_seq > 0)
+        rc = db_archive_actor_events(self->path, &self->cluster, self->shard, actor, kind, after,
+                                     s_upto, &u);
+    if (!rc && !u.stopped) {
+        sqlite3_bind_blob(self->actor_ev, 1, actor->b, UTIL_ID_LEN, SQLITE_STATIC);
+        sqlite3_bind_int(self->actor_ev, 2, kind);
+        sqlite3_bind_int64(self->actor_ev, 3, (int64_t) after);
+        sqlite3_bind_int64(self->actor_ev, 4, (int64_t) self->base_seq);
+        while ((step = sqlite3_step(self->actor_ev)) == SQLITE_ROW) {
+            if ((rc = s_row(self, self->actor_ev, &e)) || cb(arg, &e))
+                break;
+        }
+        if (step != SQLITE_ROW && step != SQLITE_DONE)
+            rc = s_sqlerr(self, "actor events");
+        sqlite3_reset(self->actor_ev);
     }
-    if (step != SQLITE_ROW && step != SQLITE_DONE)
-        rc = s_sqlerr(self, "actor events");
-    sqlite3_reset(self->actor_ev);
+    if (txn)
+        sqlite3_exec(self->db, "COMMIT", NULL, NULL, NULL);
     return rc;
 }
 
@@ -905,6 +982,14 @@ db_store_hash_at(db_store_t *self, uint64_t seq, uint8_t out[DB_HASH_LEN])
         }
         break;
     case SQLITE_DONE:
+        sqlite3_reset(self->hash_at);
+        if (s_base_moved(self, seq)) { /* archived since this handle read its base */
+            if (seq == self->base_seq) {
+                memcpy(out, self->base_hash, DB_HASH_LEN);
+                return 0;
+            }
+            return db_archive_hash_at(self->path, &self->cluster, self->shard, seq, out);
+        }
         util_err(LUX_ENOTFOUND, "%s: no seq %llu", self->path, (unsigned long long) seq);
         break;
     default:

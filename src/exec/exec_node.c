@@ -19,6 +19,7 @@
 #include "exec_module.h"
 #include "exec_gpu.h"
 #include "exec_node_gpu.h"
+#include "exec_remote.h"
 #include "../net/net_raw.h"
 #include "../util/util_err.h"
 #include "../util/util_fs.h"
@@ -168,6 +169,8 @@ nm_send(nm_t *nm, nm_client_t *c, zmsg_t **m)
 {
     if (c && c->conn)
         s_conn_send(nm, c->conn, m);
+    else if (c && c->peer)
+        nm_remote_send(nm, c, m); /* another node, for the tasks it spilled here */
     else
         zmsg_destroy(m);
 }
@@ -804,7 +807,8 @@ s_setup(nm_t *nm, const exec_node_opts_t *o)
         return util_err(LUX_EIO, "epoll_create1: %s", strerror(errno));
     if ((nm->listen_fd = net_link_listen(nm->endpoint)) < 0)
         return nm->listen_fd;
-    if ((rc = nm_peer_open(nm)) || (rc = nm_xfer_open(nm)) || (rc = nm_log_open(nm)))
+    if ((rc = nm_peer_open(nm)) || (rc = nm_xfer_open(nm)) || (rc = nm_remote_open(nm)) ||
+        (rc = nm_log_open(nm)))
         return rc;
     nm_log_node(nm); /* with the endpoint's port */
     nm_cpu_setup(nm);
@@ -871,6 +875,7 @@ s_teardown(nm_t *nm)
     }
     if (nm->epfd >= 0)
         close(nm->epfd);
+    nm_remote_close(nm);
     nm_peer_close(nm);
     exec_arena_destroy(&nm->arena);
     util_buf_free(&nm->scratch);

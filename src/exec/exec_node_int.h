@@ -161,6 +161,12 @@ struct nm_task {
     int64_t deadline_ms;      /* running with a timeout: when it ends (0: none) */
     bool cancel_req;          /* cancelled while on a worker: fails so when it reports */
     char *cancel_why;         /* ... with this message (owned) */
+    /* spilled to another node (exec_remote.c) */
+    bool remote;              /* sent away: its outputs come back, its events are the
+                                 other node's */
+    bool spilled;             /* it was offered to the global scheduler once */
+    util_id_t rnode;          /* the node it runs on (zero while being placed) */
+    uint8_t rgot;             /* outputs back so far */
 };
 
 /* --- actors ---------------------------------------------------------------------------- */
@@ -240,6 +246,10 @@ struct nm_client {
     nm_client_t *next_dirty;  /* clients with something to send */
     bool dirty;
     bool detached;            /* a driver whose job's tasks run on after it leaves */
+    bool peer;                /* another node, for the tasks it spilled here
+                                 (exec_remote.c): what it is told goes back to it */
+    uint8_t peer_rid[64];     /* ... its routing ID at our endpoint */
+    size_t peer_rid_len;
 };
 
 /* Why a worker is started: the pool's (one per CPU), an extra one (for
@@ -358,6 +368,8 @@ struct nm {
     /* other nodes (issue 28) */
     struct nm_peer *peer;     /* the node's tcp endpoint and its connections (exec_peer.c) */
     struct nm_xfer *xfer;     /* objects pulled from other nodes (exec_xfer.c) */
+    struct nm_remote *remote; /* tasks spilled to other nodes, the global scheduler on the
+                                 head (exec_remote.c) */
 
     /* counters, for tests and `lux status` */
     uint64_t n_submitted, n_finished, n_failed, n_retried, n_rebuilt, n_evicted, n_spilled;
@@ -506,6 +518,9 @@ void nm_log_put(nm_t *nm, nm_obj_t *o);
    record_puts; what was done into info[n] (for its object_put event). */
 void nm_blob_record(nm_t *nm, nm_obj_t *o, char *info, size_t n);
 void nm_log_object(nm_t *nm, nm_obj_t *o, int kind, const char *info);
+/* o is a copy of an object pulled from node `from` (exec_xfer.c):
+   object_copied, with its size and fingerprint. */
+void nm_log_copied(nm_t *nm, nm_obj_t *o, const util_id_t *from);
 void nm_log_job(nm_t *nm, nm_client_t *c, int kind, const char *name, const char *info,
                 int status);
 void nm_log_module(nm_t *nm, const util_id_t *job, const uint8_t hash[16], const uint8_t *bytes,

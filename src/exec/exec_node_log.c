@@ -552,6 +552,24 @@ nm_log_object(nm_t *nm, nm_obj_t *o, int kind, const char *info)
 }
 
 void
+nm_log_copied(nm_t *nm, nm_obj_t *o, const util_id_t *from)
+{
+    db_event_t e;
+    util_id_t task;
+    char info[80], hex[UTIL_ID_HEX];
+    exec_ref_task(&o->id, &task);
+    s_base(nm, &e, DB_K_object_copied);
+    DB_SET_ID(&e, task, DB_F_TASK, &task);
+    DB_SET_INT(&e, idx, DB_F_IDX, exec_ref_idx(&o->id));
+    DB_SET_INT(&e, size, DB_F_SIZE, (int64_t) o->size);
+    memcpy(e.fp, o->fp, 16);
+    e.mask |= DB_F_FP;
+    snprintf(info, sizeof info, "from %s", util_id_hex(from, hex));
+    db_event_set_info(&e, info);
+    s_emit(nm, &e, NULL, NULL, 0);
+}
+
+void
 nm_log_job(nm_t *nm, nm_client_t *c, int kind, const char *name, const char *info, int status)
 {
     db_event_t e;

@@ -28,6 +28,7 @@
 #include "exec_node_int.h"
 #include "exec_pool.h"
 #include "exec_node_gpu.h"
+#include "exec_remote.h"
 #include "../util/util_err.h"
 #include "../util/util_hash.h"
 #include "../util/util_log.h"
@@ -285,11 +286,12 @@ nm_submit(nm_t *nm, nm_client_t *c, const exec_spec_t *s)
         return util_err(LUX_ENOMEM, "out of memory holding a task");
     nm->n_submitted++;
     int rc = nm_task_resolve(nm, t, why, sizeof why);
-    nm_log_submitted(nm, t);
+    if (!c || !c->peer) /* a task another node spilled here: its submission is that node's */
+        nm_log_submitted(nm, t);
     if (!rc) {
         int64_t needs[16];
-        if (!nm_res_needs(nm, t, needs, why, sizeof why))
-            rc = LUX_EINVAL;
+        if (!nm_res_needs(nm, t, needs, why, sizeof why) && !nm_remote_on(nm))
+            rc = LUX_EINVAL; /* else another node may have it: dispatch spills it */
     }
     if (rc) {
         nm_task_fail(nm, t, rc, why);
@@ -575,7 +577,8 @@ s_fail_one(nm_t *nm, nm_task_t *t, int status, const char *msg, const char *text
     exec_result_t r = {.task = t->id, .attempt = t->attempt, .status = status, .msg = msg,
                        .msg_len = (uint16_t) strlen(msg)};
     r.t_start = r.t_end = util_now_ns();
-    nm_log_finished(nm, t, t->worker, &r, 0, NULL);
+    if (!t->remote) /* one spilled elsewhere failed there: the event is that node's */
+        nm_log_finished(nm, t, t->worker, &r, 0, NULL);
     for (uint8_t i = 0; i < t->nret; i++) {
         nm_obj_t *o = nm_task_output(nm, t, i);
         if (!o)
@@ -854,9 +857,6 @@ nm_dispatch(nm_t *nm)
     bool no_room = false;
     nm->room_waits = false;
     while (nm->ready && !no_room) {
-        nm_worker_t *w = nm_pool_idle(nm);
-        if (!w)
-            break;
         int64_t needs[16];
         char why[256];
         nm_task_t *first = nm->ready;
@@ -865,9 +865,14 @@ nm_dispatch(nm_t *nm)
             if (!nm->ready)
                 nm->ready_last = NULL;
             nm->nready--;
-            nm_task_fail(nm, first, LUX_EINVAL, why);
+            first->next = NULL;
+            if (!nm_remote_spill(nm, first)) /* another node may have it (exec_remote.c) */
+                nm_task_fail(nm, first, LUX_EINVAL, why);
             continue;
         }
+        nm_worker_t *w = nm_pool_idle(nm);
+        if (!w)
+            break;
         if (!nm_res_fits(nm, needs))
             break; /* wait for resources to come back */
         uint64_t gpus = nm_gpu_take(nm, needs); /* which GPUs (a batch of one) */

@@ -17,6 +17,8 @@
     each round of messages.
 */
 #include "exec_store.h"
+#include "exec_peer.h"
+#include "exec_xfer.h"
 #include "../util/util_err.h"
 #include "../util/util_hash.h"
 #include "../util/util_log.h"
@@ -216,9 +218,35 @@ nm_store_alloc_waits_drop(nm_t *nm, nm_client_t *c)
 /* Answer a GET of one object: now (pinned when in the arena), or when it
    exists. A spilled object the store has no room for yet waits for room
    until deadline_ms (0: a new wait), as an ALLOC does. */
+static void s_get_one(nm_t *nm, nm_client_t *c, const lux_ref_t *idp, int64_t deadline_ms);
+
+/* A pull for client c's GET ended (exec_xfer.h): the object is here, or
+   no node has it (then it is looked for here, as before), or the pull
+   failed (c learns why). */
+static void
+s_pulled(nm_t *nm, void *arg, const lux_ref_t *id, int rc)
+{
+    nm_client_t *c = arg;
+    /* no node has it: the head's node may rebuild it from the log (a
+       node's cannot read the log's files: DESIGN 7.2) */
+    if (rc == 0 || (rc == LUX_ENOTFOUND && nm_peer_is_head(nm))) {
+        s_get_one(nm, c, id, -1); /* -1: not pulled again */
+        return;
+    }
+    nm_obj_t err = {.id = *id, .state = rc == LUX_ENOTFOUND ? OBJ_MISSING : OBJ_ERROR};
+    char msg[UTIL_ERRMSG_MAX];
+    snprintf(msg, sizeof msg, "%s", lux_errmsg());
+    err.bytes = (uint8_t *) msg;
+    err.size = strlen(msg);
+    nm_client_send_obj(nm, c, &err, false);
+}
+
 static void
 s_get_one(nm_t *nm, nm_client_t *c, const lux_ref_t *idp, int64_t deadline_ms)
 {
+    bool pulled = deadline_ms < 0; /* s_pulled's: looked for on other nodes already */
+    if (pulled)
+        deadline_ms = 0;
     lux_ref_t id = *idp;
     nm_obj_t *o = nm_obj_get(nm, &id);
     if (o && o->state == OBJ_SPILLED) {
@@ -266,6 +294,9 @@ s_get_one(nm_t *nm, nm_client_t *c, const lux_ref_t *idp, int64_t deadline_ms)
     exec_ref_task(&id, &tid);
     nm_task_t *t = nm_task_find(nm, &tid);
     int brc = 0;
+    /* on a cluster, another node may hold it: pulled here (exec_xfer.c) */
+    if (!t && !pulled && nm_xfer_on(nm) && nm_xfer_pull(nm, &id, NM_XFER_GET, s_pulled, c) == 0)
+        return;
     if (!t && (brc = nm_rebuild(nm, &id)) == 0)
         t = nm_task_find(nm, &tid);
     if (t && exec_ref_idx(&id) >= t->nret)
@@ -346,6 +377,7 @@ s_restore_retry(nm_t *nm, bool changed)
 void
 nm_store_restore_waits_drop(nm_t *nm, nm_client_t *c)
 {
+    nm_xfer_forget(nm, s_pulled, c); /* its GETs of objects on their way here */
     for (nm_restore_wait_t **p = &nm->restore_waits; *p;) {
         nm_restore_wait_t *w = *p;
         if (c && w->c != c) {

@@ -1,28 +1,858 @@
-/*  exec_xfer - objects between nodes (see exec_xfer.h). */
+/*  exec_xfer - objects between nodes (see exec_xfer.h): the puller's side
+    (pulls, their sources, admission, chunks in flight, the check, the
+    copy's event), the source's side (OPEN pins the object, CHUNK reads
+    it, CLOSE or silence unpins it) and the head's locator (NODE_LOCATE
+    answered from the log).
+
+    Messages (doc/protocol.md section 17), little-endian:
+        NODE_LOCATE      req u64, id[20]
+        NODE_LOCATE_REP  req u64, rc i32, id[20], fpkind u8, fp[16], n u8,
+                         n x (node[16], endpoint str); text str when rc
+        NODE_PULL        req u64, id[20], op u8 (1 OPEN, 2 CHUNK, 3 CLOSE),
+                         off u64, len u32
+        NODE_PULL_REP    req u64, rc i32, id[20], op u8, then
+                         OPEN: size u64, fp[16], and a frame of the bytes
+                         when size <= EXEC_INLINE_MAX;
+                         CHUNK: off u64, len u32, codec u8 (0 raw, 1 lz4),
+                         and a frame of the (compressed) bytes;
+                         rc != 0: text str
+    req is the puller's token for one attempt at one source: an answer
+    whose token is not the pull's current one is stale and dropped.
+*/
 #include "exec_xfer.h"
 #include "exec_peer.h"
+#include "../db/db_query.h"
 #include "../util/util_err.h"
+#include "../util/util_fp.h"
+#include "../util/util_hash.h"
+#include "../util/util_log.h"
+#include "../util/util_time.h"
 
+#include <lz4.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#define XFER_ACTIVE_MAX 4          /* pulls moving chunks at once */
+#define XFER_SRC_MAX 8             /* sources tried per pull */
+#define S_CHUNK_DEFAULT (1u << 20) /* bytes per chunk (LUX_XFER_CHUNK) */
+#define S_WINDOW_DEFAULT 8         /* chunks in flight per pull (LUX_XFER_WINDOW) */
+#define S_TIMEOUT_DEFAULT 10000    /* ms without an answer from a source (LUX_XFER_TIMEOUT_MS) */
+#define S_LOCATE_MS 2000           /* how long a location the log lacks is asked again */
+#define S_OPEN_IDLE_MS 30000       /* a source unpins an object nobody read for this long */
+#define S_PROBE 65536              /* bytes of a chunk lz4 tries first */
+
+enum { OP_OPEN = 1, OP_CHUNK = 2, OP_CLOSE = 3 };
+enum { P_LOCATE = 1, P_OPEN, P_QUEUED, P_MOVING, P_DONE };
+enum { FP_NONE = 0, FP_EXACT, FP_OF_ONE }; /* what the log's fingerprint is of */
+
+typedef struct s_req {
+    nm_xfer_done_fn *done;
+    void *arg;
+    struct s_req *next;
+} s_req_t;
+
+typedef struct {
+    util_id_t node;
+    char ep[DB_EP_MAX];
+} s_src_t;
+
+typedef struct s_pull {
+    lux_ref_t id;
+    int prio;
+    int state;               /* P_* */
+    s_req_t *reqs;
+    uint64_t token;          /* of the current attempt */
+    s_src_t src[XFER_SRC_MAX];
+    int nsrc, cur;           /* sources, and the one being tried */
+    int fpkind;              /* FP_*: what log_fp is */
+    uint8_t log_fp[16];
+    uint64_t size;           /* the source's answer to OPEN */
+    uint8_t fp[16];
+    uint8_t *ibytes;         /* an inline object's bytes */
+    bool have_block;         /* off is ours, allocated in the store */
+    uint64_t off;
+    uint64_t next_off, got;  /* chunks asked from next_off; bytes written */
+    int inflight;
+    int64_t last_ms;         /* when the source last answered (or was asked) */
+    int64_t start_ms;        /* when its chunks began to move */
+    int64_t wait_until_ms;   /* P_QUEUED: the end of its wait for room; P_LOCATE: of asking */
+    int64_t locate_at_ms;    /* P_LOCATE: when to ask again (0: asked) */
+    int rc;                  /* P_DONE: the outcome ... */
+    char *why;               /* ... and its message */
+    struct s_pull *next;
+} s_pull_t;
+
+/* An object this node serves to a puller (between OPEN and CLOSE). */
+typedef struct s_open {
+    lux_ref_t id;
+    uint64_t token;
+    int64_t last_ms;
+    struct s_open *next;
+} s_open_t;
 
 struct nm_xfer {
-    uint64_t n_done, n_failed, bytes;
+    s_pull_t *pulls;
+    s_open_t *opens;
+    uint64_t next_token;
+    uint32_t chunk;
+    int window;
+    int64_t timeout_ms;
+    db_query_t *q;           /* the head: the log, for NODE_LOCATE */
+    util_buf_t buf;
+    uint8_t *zbuf;           /* scratch for a compressed chunk */
+    size_t zcap;
+    uint64_t n_done, n_failed, bytes, n_lz4;
 };
+
+static int64_t
+s_env(const char *name, int64_t dflt, int64_t lo, int64_t hi)
+{
+    const char *v = getenv(name);
+    int64_t x = v && *v ? strtoll(v, NULL, 10) : dflt;
+    return x < lo ? lo : x > hi ? hi : x;
+}
+
+static char *
+s_hex(const lux_ref_t *id, char out[2 * LUX_REF_LEN + 1])
+{
+    util_hex(out, id->b, LUX_REF_LEN);
+    return out;
+}
+
+/* --- the head: where objects live ------------------------------------------------------- */
+
+static const char s_locate_sql[] =
+    "SELECT e.kind, e.node, e.fp, n.name, n.idx, "
+    "       (SELECT s.idx FROM event s WHERE s.shard = e.shard AND s.task = e.task AND s.kind = 4) "
+    "FROM event e JOIN event n ON n.kind = 16 AND n.node = e.node "
+    "WHERE e.task = ?1 AND (e.kind = 5 OR (e.kind IN (8, 25) AND e.idx = ?2)) AND n.idx > 0 "
+    "  AND NOT EXISTS (SELECT 1 FROM event d WHERE d.kind IN (17, 24) AND d.node = e.node) "
+    "  AND NOT EXISTS (SELECT 1 FROM event l WHERE l.shard = e.shard AND l.task = e.task "
+    "                  AND l.kind = 9 AND l.idx = ?2 AND l.node = e.node AND l.seq > e.seq) "
+    "ORDER BY e.kind = 25, e.seq";
+
+/* The live nodes the log says hold id, into p (origin first). 0, or
+   LUX_ENOTFOUND, or a code with the message. */
+static int
+s_locate(nm_t *nm, s_pull_t *p)
+{
+    struct nm_xfer *x = nm->xfer;
+    if (!x->q && !(x->q = db_query_open(&nm->cluster)))
+        return util_err_ctx(LUX_EIO, "reading the log for where objects live");
+    sqlite3_stmt *st;
+    int rc = db_query_prepare(x->q, s_locate_sql, &st, NULL);
+    if (rc) {
+        db_query_close(&x->q); /* the tails may have changed: open again next time */
+        return rc;
+    }
+    util_id_t task;
+    exec_ref_task(&p->id, &task);
+    sqlite3_bind_blob(st, 1, task.b, 16, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, exec_ref_idx(&p->id));
+    p->nsrc = 0;
+    p->fpkind = FP_NONE;
+    int step;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW && p->nsrc < XFER_SRC_MAX) {
+        int kind = sqlite3_column_int(st, 0);
+        const void *node = sqlite3_column_blob(st, 1), *fp = sqlite3_column_blob(st, 2);
+        const char *addr = (const char *) sqlite3_column_text(st, 3);
+        int port = sqlite3_column_int(st, 4), nret = sqlite3_column_int(st, 5);
+        if (!node || sqlite3_column_bytes(st, 1) != 16 || !addr || port <= 0)
+            continue;
+        if (kind == 5 && (uint32_t) nret <= exec_ref_idx(&p->id))
+            continue; /* a return its task does not have */
+        if (fp && sqlite3_column_bytes(st, 2) == 16 && p->fpkind != FP_EXACT &&
+            (kind != 5 || nret == 1)) {
+            memcpy(p->log_fp, fp, 16);
+            p->fpkind = kind == 5 ? FP_OF_ONE : FP_EXACT;
+        }
+        if (memcmp(node, nm->node.b, 16) == 0)
+            continue; /* this node: it is not here (or it would not be pulled) */
+        bool seen = false;
+        for (int i = 0; i < p->nsrc; i++)
+            seen |= memcmp(p->src[i].node.b, node, 16) == 0;
+        if (seen)
+            continue;
+        memcpy(p->src[p->nsrc].node.b, node, 16);
+        snprintf(p->src[p->nsrc].ep, sizeof p->src[p->nsrc].ep, "tcp://%s:%d", addr, port);
+        p->nsrc++;
+    }
+    if (step != SQLITE_ROW && step != SQLITE_DONE)
+        rc = util_err(LUX_ESQL, "reading where objects live: %s",
+                      sqlite3_errmsg(db_query_db(x->q)));
+    sqlite3_finalize(st);
+    if (rc) {
+        db_query_close(&x->q);
+        return rc;
+    }
+    return p->nsrc ? 0 : LUX_ENOTFOUND;
+}
+
+static void
+s_on_locate(nm_t *nm, nm_peer_msg_t *m)
+{
+    util_rd_t r;
+    zframe_t *f = zmsg_first(m->msg);
+    if (!f) {
+        nm_complain(nm, "NODE_LOCATE without a body");
+        return;
+    }
+    util_rd_init(&r, zframe_data(f), zframe_size(f));
+    uint64_t req = util_rd_u64(&r);
+    const uint8_t *id = util_rd_take(&r, LUX_REF_LEN);
+    if (r.bad || !id) {
+        nm_complain(nm, "malformed NODE_LOCATE");
+        return;
+    }
+    s_pull_t p = {0};
+    memcpy(p.id.b, id, LUX_REF_LEN);
+    int rc = nm_peer_is_head(nm) ? s_locate(nm, &p)
+                                 : util_err(LUX_EINVAL, "only the head's node locates objects");
+    util_buf_t *b = &nm->xfer->buf;
+    b->len = 0;
+    util_buf_put_u64(b, req);
+    util_buf_put_u32(b, (uint32_t) rc);
+    util_buf_put(b, id, LUX_REF_LEN);
+    util_buf_put_u8(b, (uint8_t) p.fpkind);
+    util_buf_put(b, p.log_fp, 16);
+    util_buf_put_u8(b, (uint8_t) (rc ? 0 : p.nsrc));
+    for (int i = 0; !rc && i < p.nsrc; i++) {
+        util_buf_put(b, p.src[i].node.b, 16);
+        util_buf_put_str(b, p.src[i].ep, strlen(p.src[i].ep));
+    }
+    if (rc && rc != LUX_ENOTFOUND)
+        util_buf_put_str(b, lux_errmsg(), strlen(lux_errmsg()));
+    zmsg_t *out = zmsg_new();
+    zmsg_addmem(out, b->data, b->len);
+    nm_peer_reply(nm, m, NET_NODE_LOCATE_REP, &out);
+}
+
+/* --- the puller ----------------------------------------------------------------------------- */
+
+static s_pull_t *
+s_find(nm_t *nm, const lux_ref_t *id)
+{
+    for (s_pull_t *p = nm->xfer->pulls; p; p = p->next)
+        if (memcmp(p->id.b, id->b, LUX_REF_LEN) == 0 && p->state != P_DONE)
+            return p;
+    return NULL;
+}
+
+static s_pull_t *
+s_by_token(nm_t *nm, uint64_t token)
+{
+    for (s_pull_t *p = nm->xfer->pulls; p; p = p->next)
+        if (p->token == token && p->state != P_DONE)
+            return p;
+    return NULL;
+}
+
+static int
+s_send_pull(nm_t *nm, s_pull_t *p, int op, uint64_t off, uint32_t len)
+{
+    util_buf_t *b = &nm->xfer->buf;
+    b->len = 0;
+    util_buf_put_u64(b, p->token);
+    util_buf_put(b, p->id.b, LUX_REF_LEN);
+    util_buf_put_u8(b, (uint8_t) op);
+    util_buf_put_u64(b, off);
+    util_buf_put_u32(b, len);
+    zmsg_t *m = zmsg_new();
+    zmsg_addmem(m, b->data, b->len);
+    return nm_peer_send(nm, p->src[p->cur].ep, NET_NODE_PULL, &m);
+}
+
+/* Give back the block of an attempt that did not finish. */
+static void
+s_drop_block(nm_t *nm, s_pull_t *p)
+{
+    if (p->have_block) {
+        nm_store_free(nm, p->off);
+        p->have_block = false;
+        nm->store_gen++;
+    }
+    free(p->ibytes);
+    p->ibytes = NULL;
+}
+
+/* The pull ends with rc (its message in lux_errmsg() when rc): the
+   requesters are told on the next tick (never from inside nm_xfer_pull). */
+static void
+s_finish(nm_t *nm, s_pull_t *p, int rc)
+{
+    s_drop_block(nm, p);
+    if (p->state >= P_OPEN && p->cur < p->nsrc && p->state != P_DONE)
+        s_send_pull(nm, p, OP_CLOSE, 0, 0); /* the source unpins (or forgets by itself) */
+    p->state = P_DONE;
+    p->rc = rc;
+    free(p->why);
+    p->why = rc ? strdup(lux_errmsg()) : NULL;
+    if (rc)
+        nm->xfer->n_failed++;
+}
+
+/* Try the next source, or end the pull with rc (the message set). */
+static void
+s_next_source(nm_t *nm, s_pull_t *p, int rc)
+{
+    char hex[2 * LUX_REF_LEN + 1], why[UTIL_ERRMSG_MAX];
+    snprintf(why, sizeof why, "%s", lux_errmsg());
+    s_drop_block(nm, p);
+    if (p->cur < p->nsrc)
+        s_send_pull(nm, p, OP_CLOSE, 0, 0);
+    if (p->cur + 1 < p->nsrc) {
+        log_warn("object %s: its source %s failed (%s); trying %s", s_hex(&p->id, hex),
+                 p->src[p->cur].ep, why, p->src[p->cur + 1].ep);
+        p->cur++;
+        p->token = ++nm->xfer->next_token;
+        p->state = P_OPEN;
+        p->inflight = 0;
+        p->got = p->next_off = 0;
+        p->last_ms = util_mono_ms();
+        if (s_send_pull(nm, p, OP_OPEN, 0, 0))
+            s_next_source(nm, p, LUX_EIO);
+        return;
+    }
+    util_err(rc, "object %s: pulling it from node %s failed: %s", s_hex(&p->id, hex),
+             p->cur < p->nsrc ? p->src[p->cur].ep : "?", why);
+    s_finish(nm, p, rc);
+}
+
+static void
+s_start_sources(nm_t *nm, s_pull_t *p)
+{
+    p->cur = 0;
+    p->token = ++nm->xfer->next_token;
+    p->state = P_OPEN;
+    p->last_ms = p->start_ms = util_mono_ms();
+    if (s_send_pull(nm, p, OP_OPEN, 0, 0))
+        s_next_source(nm, p, LUX_EIO);
+}
+
+/* Ask the head where p lives (or look, on the head). */
+static void
+s_ask_location(nm_t *nm, s_pull_t *p)
+{
+    char hex[2 * LUX_REF_LEN + 1];
+    p->locate_at_ms = 0;
+    p->token = ++nm->xfer->next_token;
+    p->last_ms = util_mono_ms();
+    if (nm_peer_is_head(nm)) {
+        int rc = s_locate(nm, p);
+        if (rc == 0) {
+            s_start_sources(nm, p);
+        } else if (rc == LUX_ENOTFOUND && util_mono_ms() < p->wait_until_ms) {
+            p->locate_at_ms = util_mono_ms() + 100; /* its event may be on its way */
+        } else {
+            if (rc == LUX_ENOTFOUND)
+                util_err(rc, "object %s: no live node holds it, as far as the log says",
+                         s_hex(&p->id, hex));
+            s_finish(nm, p, rc);
+        }
+        return;
+    }
+    char ep[DB_EP_MAX];
+    util_buf_t *b = &nm->xfer->buf;
+    b->len = 0;
+    util_buf_put_u64(b, p->token);
+    util_buf_put(b, p->id.b, LUX_REF_LEN);
+    zmsg_t *m = zmsg_new();
+    zmsg_addmem(m, b->data, b->len);
+    if (nm_peer_send(nm, nm_peer_head_ep(nm, ep, sizeof ep), NET_NODE_LOCATE, &m))
+        s_finish(nm, p, LUX_EIO);
+}
+
+static void
+s_on_locate_rep(nm_t *nm, nm_peer_msg_t *m)
+{
+    util_rd_t r;
+    zframe_t *f = zmsg_first(m->msg);
+    if (!f)
+        return;
+    util_rd_init(&r, zframe_data(f), zframe_size(f));
+    uint64_t token = util_rd_u64(&r);
+    int rc = (int) util_rd_u32(&r);
+    util_rd_take(&r, LUX_REF_LEN);
+    uint8_t fpkind = util_rd_u8(&r);
+    const uint8_t *fp = util_rd_take(&r, 16);
+    uint8_t n = util_rd_u8(&r);
+    s_pull_t *p = s_by_token(nm, token);
+    if (r.bad || !fp || !p || p->state != P_LOCATE)
+        return; /* stale, or garbage */
+    char hex[2 * LUX_REF_LEN + 1];
+    p->nsrc = 0;
+    for (uint8_t i = 0; i < n && p->nsrc < XFER_SRC_MAX; i++) {
+        const uint8_t *node = util_rd_take(&r, 16);
+        size_t len;
+        const char *ep = util_rd_str(&r, &len);
+        if (r.bad || !node || !ep || len >= DB_EP_MAX)
+            break;
+        memcpy(p->src[p->nsrc].node.b, node, 16);
+        snprintf(p->src[p->nsrc].ep, DB_EP_MAX, "%.*s", (int) len, ep);
+        p->nsrc++;
+    }
+    p->fpkind = fpkind <= FP_OF_ONE ? fpkind : FP_NONE;
+    memcpy(p->log_fp, fp, 16);
+    if (rc == 0 && p->nsrc) {
+        s_start_sources(nm, p);
+    } else if ((rc == 0 || rc == LUX_ENOTFOUND) && util_mono_ms() < p->wait_until_ms) {
+        p->locate_at_ms = util_mono_ms() + 100; /* its event may be on its way */
+    } else {
+        size_t len = 0;
+        const char *text = rc && rc != LUX_ENOTFOUND ? util_rd_str(&r, &len) : NULL;
+        if (text)
+            util_err(rc, "object %s: the head could not say where it lives: %.*s",
+                     s_hex(&p->id, hex), (int) len, text);
+        else
+            util_err(LUX_ENOTFOUND, "object %s: no live node holds it, as far as the log says",
+                     s_hex(&p->id, hex));
+        s_finish(nm, p, text ? rc : LUX_ENOTFOUND);
+    }
+}
+
+/* Ask for chunks until the window is full. */
+static void
+s_pump(nm_t *nm, s_pull_t *p)
+{
+    struct nm_xfer *x = nm->xfer;
+    while (p->state == P_MOVING && p->inflight < x->window && p->next_off < p->size) {
+        uint64_t len = p->size - p->next_off < x->chunk ? p->size - p->next_off : x->chunk;
+        if (s_send_pull(nm, p, OP_CHUNK, p->next_off, (uint32_t) len)) {
+            s_next_source(nm, p, LUX_EIO);
+            return;
+        }
+        p->next_off += len;
+        p->inflight++;
+    }
+}
+
+/* The bytes are all here: check them, make the object, log the copy. */
+static void
+s_complete(nm_t *nm, s_pull_t *p)
+{
+    char hex[2 * LUX_REF_LEN + 1];
+    uint8_t fp[16], one[16];
+    const uint8_t *bytes = p->ibytes ? p->ibytes : exec_arena_base(nm->arena) + p->off;
+    util_fp(fp, bytes, p->size);
+    util_blake(one, 16, fp, 16);
+    if (memcmp(fp, p->fp, 16) != 0 ||
+        (p->fpkind == FP_EXACT && memcmp(fp, p->log_fp, 16) != 0) ||
+        (p->fpkind == FP_OF_ONE && memcmp(one, p->log_fp, 16) != 0)) {
+        util_err(LUX_ECORRUPT, "the %llu bytes that came are not the object%s (their "
+                 "fingerprint differs)", (unsigned long long) p->size,
+                 memcmp(fp, p->fp, 16) ? " the source announced" : " the log records");
+        log_error("object %s from %s: %s", s_hex(&p->id, hex), p->src[p->cur].ep,
+                  lux_errmsg());
+        s_next_source(nm, p, LUX_ECORRUPT);
+        return;
+    }
+    nm_obj_t *o = nm_obj_get(nm, &p->id);
+    if (o && (o->state == OBJ_READY || o->state == OBJ_ERROR)) {
+        s_finish(nm, p, 0); /* it came here meanwhile (made again by a rebuild) */
+        return;
+    }
+    if (!o && !(o = nm_obj_new(nm, &p->id))) {
+        s_finish(nm, p, util_err(LUX_ENOMEM, "out of memory"));
+        return;
+    }
+    o->owned = false; /* a copy: nobody's; it stays while the store has room */
+    o->owner = NULL;
+    o->is_put = false; /* dropped, not spilled, when room is needed: it can be pulled again */
+    if (p->ibytes) {
+        nm_obj_set_inline(nm, o, p->ibytes, p->size);
+    } else {
+        nm_obj_set_arena(nm, o, p->off, p->size);
+        p->have_block = false; /* the object's now */
+    }
+    memcpy(o->fp, fp, 16);
+    nm_log_copied(nm, o, &p->src[p->cur].node);
+    int64_t ms = util_mono_ms() - p->start_ms;
+    log_info("pulled object %s (%llu bytes) from %s in %lld ms", s_hex(&p->id, hex),
+             (unsigned long long) p->size, p->src[p->cur].ep, (long long) ms);
+    nm->xfer->n_done++;
+    nm->xfer->bytes += p->size;
+    s_send_pull(nm, p, OP_CLOSE, 0, 0);
+    p->cur = p->nsrc; /* nothing more to close */
+    s_finish(nm, p, 0);
+}
+
+/* Room for p in the store: 0 (the block is p's), LUX_EFULL (not now). */
+static int
+s_admit_one(nm_t *nm, s_pull_t *p)
+{
+    if (p->size <= EXEC_INLINE_MAX)
+        return 0; /* its bytes came with the OPEN */
+    int rc = nm_store_try(nm, p->size, &p->off);
+    if (rc)
+        return rc;
+    p->have_block = true;
+    return 0;
+}
+
+/* Start the queued pulls that fit, by priority, while fewer than
+   XFER_ACTIVE_MAX move. */
+static void
+s_admit(nm_t *nm)
+{
+    struct nm_xfer *x = nm->xfer;
+    int moving = 0;
+    for (s_pull_t *p = x->pulls; p; p = p->next)
+        moving += p->state == P_MOVING;
+    for (int prio = NM_XFER_GET; prio <= NM_XFER_ARG && moving < XFER_ACTIVE_MAX; prio++)
+        for (s_pull_t *p = x->pulls; p && moving < XFER_ACTIVE_MAX; p = p->next) {
+            if (p->state != P_QUEUED || p->prio != prio)
+                continue;
+            int rc = s_admit_one(nm, p);
+            if (rc == LUX_EFULL) {
+                if (util_mono_ms() < p->wait_until_ms)
+                    return; /* a lower priority does not pass it */
+                char hex[2 * LUX_REF_LEN + 1];
+                util_err(LUX_EFULL, "object %s: waited %lld ms for room for its %llu bytes "
+                         "in this node's store", s_hex(&p->id, hex),
+                         (long long) nm->store_wait_ms, (unsigned long long) p->size);
+                s_finish(nm, p, LUX_EFULL);
+                continue;
+            }
+            if (rc) {
+                s_finish(nm, p, rc);
+                continue;
+            }
+            if (p->size <= EXEC_INLINE_MAX) {
+                s_complete(nm, p);
+                continue;
+            }
+            p->state = P_MOVING;
+            p->last_ms = p->start_ms = util_mono_ms();
+            moving++;
+            char hex[2 * LUX_REF_LEN + 1];
+            log_info("pulling object %s (%llu bytes) from %s", s_hex(&p->id, hex),
+                     (unsigned long long) p->size, p->src[p->cur].ep);
+            s_pump(nm, p);
+        }
+}
+
+static void
+s_on_pull_rep(nm_t *nm, nm_peer_msg_t *m)
+{
+    struct nm_xfer *x = nm->xfer;
+    util_rd_t r;
+    zframe_t *f = zmsg_first(m->msg), *data = zmsg_next(m->msg);
+    if (!f)
+        return;
+    util_rd_init(&r, zframe_data(f), zframe_size(f));
+    uint64_t token = util_rd_u64(&r);
+    int rc = (int) util_rd_u32(&r);
+    util_rd_take(&r, LUX_REF_LEN);
+    uint8_t op = util_rd_u8(&r);
+    s_pull_t *p = s_by_token(nm, token);
+    if (r.bad || !p)
+        return; /* stale: an attempt given up, or garbage */
+    p->last_ms = util_mono_ms();
+    if (rc) {
+        size_t len = 0;
+        const char *text = util_rd_str(&r, &len);
+        util_err(rc, "%.*s", (int) len, text ? text : "it refused");
+        s_next_source(nm, p, rc);
+        return;
+    }
+    if (op == OP_OPEN && p->state == P_OPEN) {
+        p->size = util_rd_u64(&r);
+        const uint8_t *fp = util_rd_take(&r, 16);
+        if (r.bad || !fp || (p->size <= EXEC_INLINE_MAX && (!data || zframe_size(data) != p->size))) {
+            util_err(LUX_EPROTO, "its answer to OPEN is malformed");
+            s_next_source(nm, p, LUX_EPROTO);
+            return;
+        }
+        memcpy(p->fp, fp, 16);
+        if (p->size <= EXEC_INLINE_MAX) {
+            free(p->ibytes);
+            if (!(p->ibytes = malloc(p->size ? p->size : 1))) {
+                s_finish(nm, p, util_err(LUX_ENOMEM, "out of memory"));
+                return;
+            }
+            memcpy(p->ibytes, zframe_data(data), p->size);
+        }
+        p->state = P_QUEUED;
+        p->wait_until_ms = util_mono_ms() + nm->store_wait_ms;
+        s_admit(nm);
+        return;
+    }
+    if (op != OP_CHUNK || p->state != P_MOVING)
+        return;
+    uint64_t off = util_rd_u64(&r);
+    uint32_t len = util_rd_u32(&r);
+    uint8_t codec = util_rd_u8(&r);
+    p->inflight--;
+    if (r.bad || !data || off + len > p->size || len == 0) {
+        util_err(LUX_EPROTO, "a chunk that does not fit the object");
+        s_next_source(nm, p, LUX_EPROTO);
+        return;
+    }
+    uint8_t *dst = exec_arena_base(nm->arena) + p->off + off;
+    if (codec == 1) {
+        int n = LZ4_decompress_safe((const char *) zframe_data(data), (char *) dst,
+                                    (int) zframe_size(data), (int) len);
+        if (n != (int) len) {
+            util_err(LUX_ECORRUPT, "a compressed chunk at %llu does not decompress",
+                     (unsigned long long) off);
+            s_next_source(nm, p, LUX_ECORRUPT);
+            return;
+        }
+        x->n_lz4++;
+    } else if (codec == 0 && zframe_size(data) == len) {
+        memcpy(dst, zframe_data(data), len);
+    } else {
+        util_err(LUX_EPROTO, "a chunk of a codec it does not know (%u)", codec);
+        s_next_source(nm, p, LUX_EPROTO);
+        return;
+    }
+    p->got += len;
+    if (p->got == p->size)
+        s_complete(nm, p);
+    else
+        s_pump(nm, p);
+}
+
+/* --- the source ------------------------------------------------------------------------------ */
+
+static void
+s_pull_reply(nm_t *nm, nm_peer_msg_t *m, uint64_t token, const uint8_t *id, int op, int rc,
+             zmsg_t *extra)
+{
+    util_buf_t *b = &nm->xfer->buf;
+    zmsg_t *out = zmsg_new();
+    b->len = 0;
+    util_buf_put_u64(b, token);
+    util_buf_put_u32(b, (uint32_t) rc);
+    util_buf_put(b, id, LUX_REF_LEN);
+    util_buf_put_u8(b, (uint8_t) op);
+    if (rc)
+        util_buf_put_str(b, lux_errmsg(), strlen(lux_errmsg()));
+    zmsg_addmem(out, b->data, b->len);
+    zframe_t *fr;
+    while (extra && (fr = zmsg_pop(extra)))
+        zmsg_append(out, &fr);
+    nm_peer_reply(nm, m, NET_NODE_PULL_REP, &out);
+}
+
+static s_open_t *
+s_open_find(nm_t *nm, const uint8_t *id, uint64_t token, s_open_t ***prev)
+{
+    for (s_open_t **q = &nm->xfer->opens; *q; q = &(*q)->next)
+        if ((*q)->token == token && memcmp((*q)->id.b, id, LUX_REF_LEN) == 0) {
+            if (prev)
+                *prev = q;
+            return *q;
+        }
+    return NULL;
+}
+
+static void
+s_close_open(nm_t *nm, s_open_t **q)
+{
+    s_open_t *o = *q;
+    nm_obj_t *obj = nm_obj_get(nm, &o->id);
+    if (obj)
+        nm_obj_unpin(nm, obj);
+    *q = o->next;
+    free(o);
+}
+
+/* OPEN: the object's size and fingerprint, pinned until CLOSE. */
+static void
+s_serve_open(nm_t *nm, nm_peer_msg_t *m, uint64_t token, const uint8_t *id)
+{
+    char hex[2 * LUX_REF_LEN + 1];
+    lux_ref_t ref;
+    memcpy(ref.b, id, LUX_REF_LEN);
+    nm_obj_t *o = nm_obj_get(nm, &ref);
+    int rc = 0;
+    if (o && o->state == OBJ_SPILLED && (rc = nm_obj_restore(nm, o)))
+        util_err(rc, "node %s: object %s is spilled and could not be brought back: %s",
+                 nm->address, s_hex(&ref, hex), lux_errmsg());
+    else if (!o || o->state != OBJ_READY)
+        rc = util_err(LUX_ENOTFOUND, "node %s does not hold object %s (%s)", nm->address,
+                      s_hex(&ref, hex),
+                      !o ? "freed or never here" : o->state == OBJ_ERROR ? "it is an error"
+                                                                         : "evicted");
+    if (rc) {
+        s_pull_reply(nm, m, token, id, OP_OPEN, rc, NULL);
+        return;
+    }
+    s_open_t *op = calloc(1, sizeof *op);
+    if (!op) {
+        s_pull_reply(nm, m, token, id, OP_OPEN, util_err(LUX_ENOMEM, "out of memory"), NULL);
+        return;
+    }
+    op->id = ref;
+    op->token = token;
+    op->last_ms = util_mono_ms();
+    op->next = nm->xfer->opens;
+    nm->xfer->opens = op;
+    nm_obj_pin(nm, o);
+    util_buf_t *hb = &nm->xfer->buf;
+    zmsg_t *out = zmsg_new();
+    hb->len = 0;
+    util_buf_put_u64(hb, token);
+    util_buf_put_u32(hb, 0);
+    util_buf_put(hb, id, LUX_REF_LEN);
+    util_buf_put_u8(hb, OP_OPEN);
+    util_buf_put_u64(hb, o->size);
+    util_buf_put(hb, o->fp, 16);
+    zmsg_addmem(out, hb->data, hb->len);
+    if (o->size <= EXEC_INLINE_MAX)
+        zmsg_addmem(out, o->where == EXEC_W_ARENA ? exec_arena_base(nm->arena) + o->off
+                                                  : o->bytes,
+                    o->size);
+    nm_peer_reply(nm, m, NET_NODE_PULL_REP, &out);
+}
+
+/* CHUNK: len bytes at off, lz4-compressed when a probe says it pays. */
+static void
+s_serve_chunk(nm_t *nm, nm_peer_msg_t *m, uint64_t token, const uint8_t *id, uint64_t off,
+              uint32_t len)
+{
+    struct nm_xfer *x = nm->xfer;
+    char hex[2 * LUX_REF_LEN + 1];
+    lux_ref_t ref;
+    memcpy(ref.b, id, LUX_REF_LEN);
+    s_open_t *op = s_open_find(nm, id, token, NULL);
+    nm_obj_t *o = op ? nm_obj_get(nm, &ref) : NULL;
+    if (!o || o->state != OBJ_READY || o->where != EXEC_W_ARENA || off + len > o->size ||
+        len == 0) {
+        int rc = util_err(op ? LUX_EINVAL : LUX_ENOTFOUND,
+                          "node %s: object %s %s", nm->address, s_hex(&ref, hex),
+                          op ? "has no such chunk" : "was not opened (or was closed, "
+                          "after 30 s without a request)");
+        s_pull_reply(nm, m, token, id, OP_CHUNK, rc, NULL);
+        return;
+    }
+    op->last_ms = util_mono_ms();
+    const uint8_t *src = exec_arena_base(nm->arena) + o->off + off;
+    uint8_t codec = 0;
+    int zn = 0;
+    /* the probe: lz4 of the chunk's first S_PROBE bytes; only a clear
+       gain (under 3/4) pays for compressing the rest */
+    size_t probe = len < S_PROBE ? len : S_PROBE;
+    size_t bound = (size_t) LZ4_compressBound((int) len);
+    if (x->zcap < bound) {
+        uint8_t *z = realloc(x->zbuf, bound);
+        if (z) {
+            x->zbuf = z;
+            x->zcap = bound;
+        }
+    }
+    if (x->zcap >= bound && len >= 4096) {
+        int pn = LZ4_compress_default((const char *) src, (char *) x->zbuf, (int) probe,
+                                      (int) x->zcap);
+        if (pn > 0 && (size_t) pn < probe * 3 / 4) {
+            zn = LZ4_compress_default((const char *) src, (char *) x->zbuf, (int) len,
+                                      (int) x->zcap);
+            if (zn > 0 && (size_t) zn < (size_t) len * 7 / 8)
+                codec = 1;
+        }
+    }
+    util_buf_t *b = &x->buf;
+    zmsg_t *out = zmsg_new();
+    b->len = 0;
+    util_buf_put_u64(b, token);
+    util_buf_put_u32(b, 0);
+    util_buf_put(b, id, LUX_REF_LEN);
+    util_buf_put_u8(b, OP_CHUNK);
+    util_buf_put_u64(b, off);
+    util_buf_put_u32(b, len);
+    util_buf_put_u8(b, codec);
+    zmsg_addmem(out, b->data, b->len);
+    zmsg_addmem(out, codec ? x->zbuf : src, codec ? (size_t) zn : len);
+    nm_peer_reply(nm, m, NET_NODE_PULL_REP, &out);
+}
+
+static void
+s_on_pull(nm_t *nm, nm_peer_msg_t *m)
+{
+    util_rd_t r;
+    zframe_t *f = zmsg_first(m->msg);
+    if (!f) {
+        nm_complain(nm, "NODE_PULL without a body");
+        return;
+    }
+    util_rd_init(&r, zframe_data(f), zframe_size(f));
+    uint64_t token = util_rd_u64(&r);
+    const uint8_t *id = util_rd_take(&r, LUX_REF_LEN);
+    uint8_t op = util_rd_u8(&r);
+    uint64_t off = util_rd_u64(&r);
+    uint32_t len = util_rd_u32(&r);
+    if (r.bad || !id || op < OP_OPEN || op > OP_CLOSE) {
+        nm_complain(nm, "malformed NODE_PULL");
+        return;
+    }
+    if (op == OP_OPEN) {
+        s_serve_open(nm, m, token, id);
+    } else if (op == OP_CHUNK) {
+        s_serve_chunk(nm, m, token, id, off, len);
+    } else {
+        s_open_t **q;
+        if (s_open_find(nm, id, token, &q))
+            s_close_open(nm, q);
+    }
+}
+
+/* --- the node's side ------------------------------------------------------------------------- */
 
 int
 nm_xfer_open(nm_t *nm)
 {
     if (!nm_peer_up(nm))
         return 0;
-    if (!(nm->xfer = calloc(1, sizeof *nm->xfer)))
+    struct nm_xfer *x = calloc(1, sizeof *x);
+    if (!x)
         return util_err(LUX_ENOMEM, "out of memory");
+    nm->xfer = x;
+    util_buf_init(&x->buf);
+    x->chunk = (uint32_t) s_env("LUX_XFER_CHUNK", S_CHUNK_DEFAULT, 4096, 64 << 20);
+    x->window = (int) s_env("LUX_XFER_WINDOW", S_WINDOW_DEFAULT, 1, 256);
+    x->timeout_ms = s_env("LUX_XFER_TIMEOUT_MS", S_TIMEOUT_DEFAULT, 100, 3600000);
+    int rc;
+    if ((rc = nm_peer_on(nm, NET_NODE_LOCATE, s_on_locate)) ||
+        (rc = nm_peer_on(nm, NET_NODE_LOCATE_REP, s_on_locate_rep)) ||
+        (rc = nm_peer_on(nm, NET_NODE_PULL, s_on_pull)) ||
+        (rc = nm_peer_on(nm, NET_NODE_PULL_REP, s_on_pull_rep)))
+        return rc;
     return 0;
+}
+
+static void
+s_pull_free(s_pull_t *p)
+{
+    while (p->reqs) {
+        s_req_t *q = p->reqs;
+        p->reqs = q->next;
+        free(q);
+    }
+    free(p->ibytes);
+    free(p->why);
+    free(p);
 }
 
 void
 nm_xfer_close(nm_t *nm)
 {
-    free(nm->xfer);
+    struct nm_xfer *x = nm->xfer;
+    if (!x)
+        return;
+    while (x->pulls) {
+        s_pull_t *p = x->pulls;
+        x->pulls = p->next;
+        s_drop_block(nm, p);
+        s_pull_free(p); /* its requesters go with the node */
+    }
+    while (x->opens)
+        s_close_open(nm, &x->opens);
+    db_query_close(&x->q);
+    util_buf_free(&x->buf);
+    free(x->zbuf);
+    free(x);
     nm->xfer = NULL;
 }
 
@@ -35,23 +865,102 @@ nm_xfer_on(nm_t *nm)
 int
 nm_xfer_pull(nm_t *nm, const lux_ref_t *id, int prio, nm_xfer_done_fn *done, void *arg)
 {
-    (void) id, (void) prio, (void) done, (void) arg;
-    if (!nm_xfer_on(nm))
+    struct nm_xfer *x = nm->xfer;
+    if (!x)
         return util_err(LUX_EINVAL, "this node has no tcp endpoint: objects do not move "
                         "between the nodes of an ipc cluster");
-    return util_err(LUX_ENOSYS, "pulling objects from other nodes is not built yet");
+    s_req_t *q = calloc(1, sizeof *q);
+    if (!q)
+        return util_err(LUX_ENOMEM, "out of memory");
+    q->done = done;
+    q->arg = arg;
+    s_pull_t *p = s_find(nm, id);
+    if (p) { /* already on its way: wait for that transfer */
+        q->next = p->reqs;
+        p->reqs = q;
+        if (prio < p->prio)
+            p->prio = prio;
+        return 0;
+    }
+    if (!(p = calloc(1, sizeof *p))) {
+        free(q);
+        return util_err(LUX_ENOMEM, "out of memory");
+    }
+    p->id = *id;
+    p->prio = prio;
+    p->reqs = q;
+    p->state = P_LOCATE;
+    p->wait_until_ms = util_mono_ms() + S_LOCATE_MS;
+    p->locate_at_ms = util_mono_ms(); /* asked on the next tick: done never runs in here */
+    p->next = x->pulls;
+    x->pulls = p;
+    return 0;
 }
 
 void
 nm_xfer_forget(nm_t *nm, nm_xfer_done_fn *done, void *arg)
 {
-    (void) nm, (void) done, (void) arg;
+    if (!nm->xfer)
+        return;
+    for (s_pull_t *p = nm->xfer->pulls; p; p = p->next)
+        for (s_req_t **q = &p->reqs; *q;) {
+            if ((*q)->done == done && (!arg || (*q)->arg == arg)) {
+                s_req_t *d = *q;
+                *q = d->next;
+                free(d);
+            } else {
+                q = &(*q)->next;
+            }
+        }
 }
 
 void
 nm_xfer_tick(nm_t *nm)
 {
-    (void) nm;
+    struct nm_xfer *x = nm->xfer;
+    if (!x)
+        return;
+    int64_t now = util_mono_ms();
+    char hex[2 * LUX_REF_LEN + 1];
+    for (s_pull_t *p = x->pulls; p; p = p->next) {
+        if (p->state == P_LOCATE && p->locate_at_ms && now >= p->locate_at_ms)
+            s_ask_location(nm, p);
+        else if (p->state == P_LOCATE && !p->locate_at_ms && now - p->last_ms > x->timeout_ms)
+            s_finish(nm, p, util_err(LUX_ETIMEDOUT, "object %s: the head's node did not say "
+                                     "where it lives within %lld ms", s_hex(&p->id, hex),
+                                     (long long) x->timeout_ms));
+        else if ((p->state == P_OPEN || p->state == P_MOVING) && now - p->last_ms > x->timeout_ms) {
+            util_err(LUX_EDEAD, "it sent nothing for %lld ms (dead, or cut off)",
+                     (long long) (now - p->last_ms));
+            s_next_source(nm, p, LUX_EDEAD);
+        }
+    }
+    s_admit(nm);
+    /* the finished: each requester told once, then the pull goes */
+    for (s_pull_t **pp = &x->pulls; *pp;) {
+        s_pull_t *p = *pp;
+        if (p->state != P_DONE) {
+            pp = &p->next;
+            continue;
+        }
+        *pp = p->next;
+        while (p->reqs) {
+            s_req_t *q = p->reqs;
+            p->reqs = q->next;
+            if (p->rc)
+                util_err(p->rc, "%s", p->why ? p->why : "the pull failed");
+            q->done(nm, q->arg, &p->id, p->rc);
+            free(q);
+        }
+        s_pull_free(p);
+    }
+    /* objects served to pullers that went silent */
+    for (s_open_t **q = &x->opens; *q;) {
+        if (now - (*q)->last_ms > S_OPEN_IDLE_MS)
+            s_close_open(nm, q);
+        else
+            q = &(*q)->next;
+    }
 }
 
 void

@@ -69,7 +69,11 @@
     X(NODE_LOCATE, 40, "a node asks the head's node where an object lives")  \
     X(NODE_LOCATE_REP, 41, "the nodes that hold an object, from the log")     \
     X(NODE_PULL, 42, "a node asks another for an object or a chunk of it")    \
-    X(NODE_PULL_REP, 43, "an object's size and fingerprint, or a chunk")
+    X(NODE_PULL_REP, 43, "an object's size and fingerprint, or a chunk")    \
+    X(NODE_PLACE, 48, "a node asks the global scheduler where a task goes")  \
+    X(NODE_PLACE_REP, 49, "the node a spilled task goes to, or why none")   \
+    X(NODE_TASK, 50, "a node hands a spilled task to the node placed")       \
+    X(NODE_TASK_DONE, 51, "the outputs of spilled tasks, to their node")
 
 enum net_type {
 #define X(name, code, what) NET_##name = code,

@@ -24,6 +24,19 @@ s_bin(void)
     return b && *b ? b : "./lux";
 }
 
+void
+fx_lux_unwrapped(void)
+{
+    const char *b = getenv("LUX_BIN");
+    char real[1100];
+    const char *slash = b ? strrchr(b, '/') : NULL;
+    if (!slash || !getenv("LD_LIBRARY_PATH"))
+        return;
+    snprintf(real, sizeof real, "%.*s/.libs/%s", (int) (slash - b), b, slash + 1);
+    if (access(real, X_OK) == 0)
+        setenv("LUX_BIN", real, 1);
+}
+
 static void
 s_stop_all(void)
 {

@@ -5,9 +5,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
-#define S_CHECK_MS 120000 /* graph_check gives the whole graph this long */
+static char s_ticks[1100]; /* the file the test module's tasks tick in */
+
+#define S_CHECK_MS 120000 /* graph_check fails after this long with no progress */
+#define S_SLICE_MS 1000    /* how often a waiting get looks for progress */
 
 static int64_t
 s_now_ms(void)
@@ -191,11 +195,54 @@ graph_submit_opts(lux_t *lx, graph_t *g, int n, uint64_t seed, int64_t max_blob,
     return rc;
 }
 
+void
+graph_ticks_start(void)
+{
+    snprintf(s_ticks, sizeof s_ticks, "%s/ticks", tap_tmpdir());
+    setenv("LUX_T_TICKS", s_ticks, 1);
+}
+
+int64_t
+graph_ticks(void)
+{
+    struct stat st;
+    return s_ticks[0] && stat(s_ticks, &st) == 0 ? (int64_t) st.st_size : 0;
+}
+
+/* lux_get of ref, waiting as long as the graph makes progress: until
+   *last (the last progress seen, moved here) is S_CHECK_MS ago. Progress
+   is a task of the graph finishing (graph_ticks) or a get succeeding, so
+   that a slow machine makes a round slower, not failed, while a hang
+   still ends it. Once a get has timed out, *last is -1: the gets after it
+   do not wait (a hang is one stall, not one after another). */
+static int
+s_get(lux_t *lx, const lux_ref_t *ref, lux_val_t *v, int64_t *last, int64_t *ticks)
+{
+    for (;;) {
+        int64_t left = *last < 0 ? 0 : *last + S_CHECK_MS - s_now_ms();
+        int rc = lux_get(lx, ref, v, left <= 0 ? 0 : left < S_SLICE_MS ? (int) left : S_SLICE_MS);
+        if (rc != LUX_ETIMEDOUT) {
+            if (*last >= 0)
+                *last = s_now_ms();
+            return rc;
+        }
+        if (left <= 0) {
+            *last = -1;
+            return rc;
+        }
+        int64_t t = graph_ticks();
+        if (t != *ticks) {
+            *ticks = t;
+            *last = s_now_ms();
+        }
+    }
+}
+
 int
 graph_check(lux_t *lx, graph_t *g, char *why, size_t wn)
 {
     int bad = 0;
-    int64_t deadline = s_now_ms() + S_CHECK_MS;
+    int64_t last = s_now_ms(), ticks = graph_ticks();
     why[0] = '\0';
     /* in a random order, so gets interleave with evictions */
     int *order = malloc((size_t) g->n * sizeof *order);
@@ -210,10 +257,7 @@ graph_check(lux_t *lx, graph_t *g, char *why, size_t wn)
         graph_node_t *x = &g->nodes[order[oi]];
         for (int k = 0; k < x->nout; k++) {
             lux_val_t v;
-            /* one deadline for all: a hang fails the check, not one get
-               after another */
-            int64_t left = deadline - s_now_ms();
-            int rc = lux_get(lx, &x->ref[k], &v, left > 0 ? (int) left : 0);
+            int rc = s_get(lx, &x->ref[k], &v, &last, &ticks);
             int64_t got = -1;
             if (!rc && x->blob) {
                 int64_t seed = -1;
@@ -230,9 +274,12 @@ graph_check(lux_t *lx, graph_t *g, char *why, size_t wn)
             if (rc || got != x->want[k]) {
                 x->wrong = true;
                 if (!bad++)
-                    snprintf(why, wn, "node %d (kind %d) output %d: %s, got %lld, want %lld",
-                             order[oi], x->kind, k, rc ? lux_errmsg() : "wrong value",
-                             (long long) got, (long long) x->want[k]);
+                    snprintf(why, wn, "node %d (kind %d) output %d: %s%s, got %lld, want %lld",
+                             order[oi], x->kind, k,
+                             rc == LUX_ETIMEDOUT ? "no task of the graph finished and no get "
+                                                   "succeeded for 120 s: " : "",
+                             rc ? lux_errmsg() : "wrong value", (long long) got,
+                             (long long) x->want[k]);
             }
         }
         /* blobs are let go once checked, so the store can drop them */
@@ -277,6 +324,7 @@ graph_embedded(int workers, uint64_t store_bytes, const char *what)
 {
     lux_config_t cfg = {.module = graph_module(), .dir = tap_tmpdir(),
                         .store_bytes = store_bytes, .workers = workers};
+    graph_ticks_start();
     lux_t *lx = lux_init(&cfg);
     ok(lx != NULL, "%s", what);
     if (!lx)

@@ -37,8 +37,10 @@ int graph_submit(lux_t *lx, graph_t *g, int n, uint64_t seed, int64_t max_blob);
 /* The same, every call made with opts (NULL: the defaults). */
 int graph_submit_opts(lux_t *lx, graph_t *g, int n, uint64_t seed, int64_t max_blob,
                       const lux_opts_t *opts);
-/* Get every output and compare, within 2 minutes in all; returns the
-   number of mismatches (0 is success); why gets the first. */
+/* Get every output and compare; returns the number of mismatches (0 is
+   success); why gets the first. The gets wait while the graph makes
+   progress (a task of it finishes, see graph_ticks, or a get succeeds)
+   and fail after 2 minutes without any. */
 int graph_check(lux_t *lx, graph_t *g, char *why, size_t n);
 void graph_free(graph_t *g);
 
@@ -47,6 +49,15 @@ void graph_free(graph_t *g);
 int graph_call_big(lux_t *lx, int64_t seed, int64_t n, lux_ref_t *ref);
 /* Whether v is t_big's value for seed and n, every byte checked. */
 bool graph_big_ok(const lux_val_t *v, int64_t seed, int64_t n);
+
+/* Count the tasks of the test module's graph functions (t_mix, t_split,
+   t_big, t_check, t_nested) that finish from now on: their workers append
+   a byte each to a file in the test's scratch directory, named to them by
+   the environment variable LUX_T_TICKS, which this sets (call it before
+   lux_init; graph_embedded does). */
+void graph_ticks_start(void);
+/* How many finished since graph_ticks_start (0 when it was not called). */
+int64_t graph_ticks(void);
 
 /* The path of t/lib's test module, built by make check. */
 const char *graph_module(void);

@@ -1,0 +1,78 @@
+/*  exec_gsched - the global scheduler: where a task that its node spills
+    goes (doc/DESIGN.md 7.2, "The global scheduler").
+
+    A node manager keeps a task when it has the resources and its queue is
+    short; otherwise it spills the task here. The scheduler picks a node
+    by the resources that fit, then by how many bytes of the task's
+    arguments each node already holds (locality), then by load. It knows
+    the nodes from the membership monitor's table (the heartbeats: each
+    node's resources total and free, its workers and queue length, rebuilt
+    from the log when the head restarts), adds what it placed since each
+    node's last beat, and is told the arguments' holders by the node that
+    spills (which asked where they live). So its whole state comes from the
+    log and the beats: it keeps nothing that a restart would lose.
+
+    This header is the decision itself, a pure function over a table, so
+    that it is tested alone (t/6051) and usable wherever the table is.
+*/
+#ifndef EXEC_GSCHED_H_INCLUDED
+#define EXEC_GSCHED_H_INCLUDED
+
+#include "../util/util_id.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define GS_RES_MAX 16
+
+/* Amounts of named resources, in thousandths ("CPU=2,GPU=1"). */
+typedef struct {
+    char name[GS_RES_MAX][32];
+    int64_t amount[GS_RES_MAX];
+    int n;
+} gs_res_t;
+
+/* Parse "CPU=2,GPU=1" into r (adding to what is there when add). 0, or
+   -1 on garbage. */
+int gs_res_parse(gs_res_t *r, const char *text, bool add);
+/* The amount of name in r (0 when absent). */
+int64_t gs_res_get(const gs_res_t *r, const char *name);
+
+/* A node as the scheduler sees it. */
+typedef struct {
+    util_id_t id;
+    char address[64];  /* its host (for its endpoint) */
+    bool alive;
+    gs_res_t total, free;
+    uint32_t workers;
+    uint64_t queue;    /* tasks waiting there, from its last beat */
+    uint64_t placed;   /* tasks sent there since its last beat */
+    uint64_t local;    /* scratch for gs_place: argument bytes it holds */
+} gs_node_t;
+
+/* Fill n from a block of "key value" lines (a BEAT, or a block of the
+   monitor's STATUS): node, address, resources, free, workers, queue,
+   state. 0, or -1 when it has no valid node line. */
+int gs_node_from_text(gs_node_t *n, const char *text);
+
+/* An argument of the task: its bytes, and the node that holds them. */
+typedef struct {
+    util_id_t node;
+    uint64_t bytes;
+} gs_arg_t;
+
+enum { GS_PLACED = 0, GS_INFEASIBLE = -1 };
+
+/* Where a task needing `needs`, with arguments args[nargs], goes among
+   nodes[n]: GS_PLACED with *pick set, or GS_INFEASIBLE with why (no alive
+   node has that much of some resource at all). Among the nodes whose
+   totals cover the needs: those whose free resources cover them now come
+   first, then the most argument bytes held, then the lightest load
+   ((queue + placed) per worker); ties go to the lower index. A node with
+   the resources all busy is still a place: the task waits in its queue
+   (placed once, never bounced). nodes[i].placed of the pick is bumped. */
+int gs_place(gs_node_t *nodes, size_t n, const gs_res_t *needs, const gs_arg_t *args,
+             size_t nargs, size_t *pick, char *why, size_t nwhy);
+
+#endif

@@ -1,0 +1,628 @@
+/*  exec_remote - tasks between nodes (issue 28, doc/DESIGN.md 7.2).
+
+    Spilling (the submitting node, A). A task this node can never run (a
+    resource it does not have) is not failed at once when the node is
+    part of a cluster: it goes to the global scheduler (NODE_PLACE to the
+    head's node endpoint, with the resources it needs and the bytes of its
+    arguments here). The answer names the node (B) and its endpoint, or
+    says why no node can run it, and then the task fails at once with that
+    reason. A placed task is sent to B (NODE_TASK: its spec, the arguments
+    this node holds turned into values) and waits here, in nm->tasks as a
+    running task without a worker, for its outputs: B answers with
+    NODE_TASK_DONE when they are made (their bytes in the message, copied
+    out of B's store), and they become objects here like a worker's, so
+    whoever waits for them (a lux_get, a dependent task) goes on. Its
+    events (started, finished, failed) are B's, under B's node ID: the
+    `tasks` view's node_id says where it ran; task_submitted is A's.
+
+    Running spilled tasks (B). A NODE_TASK is submitted here as from a
+    client that stands for the node that sent it (nm_client_t.peer): what
+    that client would be told (its outputs, or their errors) goes back to
+    the sender instead (nm_remote_send, from nm_send). A task that came
+    from another node is never spilled again: placed once, it runs (or
+    waits for its resources) where it was placed.
+
+    The global scheduler (the head). NODE_PLACE is answered by the head's
+    node manager from the membership monitor's table (STATUS, asked again
+    when older than S_TABLE_MS) and the decision of exec_gsched.c. The
+    requester is left out unless it is the only choice.
+*/
+#include "exec_remote.h"
+#include "exec_gsched.h"
+#include "exec_members.h"
+#include "exec_peer.h"
+#include "../net/net_ep.h"
+#include "exec_module.h"
+#include "../util/util_err.h"
+#include "../util/util_fs.h"
+#include "../util/util_hash.h"
+#include "../util/util_log.h"
+#include "../util/util_time.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define S_TABLE_MS 100   /* the head refreshes its table of nodes this often, at most */
+#define S_NODES_MAX 1024
+#define S_SENT_MAX 256   /* (node, module) pairs remembered as sent */
+
+struct nm_remote {
+    /* the head: the global scheduler */
+    net_sec_t *sec;       /* to ask the membership monitor */
+    gs_node_t *nodes;
+    size_t nnodes;
+    int64_t table_ms;     /* when the table was read */
+    char head_ep[DB_EP_MAX];
+    util_buf_t scratch;
+    uint64_t n_spilled, n_taken;
+    /* the submitting node: which modules went to which node already */
+    struct {
+        util_id_t node;
+        uint8_t module[16];
+    } sent[S_SENT_MAX];
+    size_t nsent, sent_next;
+};
+
+/* Whether the module of t went to node already (and note that it goes now). */
+static bool
+s_module_sent(struct nm_remote *r, const util_id_t *node, const uint8_t *module)
+{
+    for (size_t i = 0; i < r->nsent; i++)
+        if (util_id_eq(&r->sent[i].node, node) && !memcmp(r->sent[i].module, module, 16))
+            return true;
+    size_t k = r->nsent < S_SENT_MAX ? r->nsent++ : r->sent_next++ % S_SENT_MAX;
+    r->sent[k].node = *node;
+    memcpy(r->sent[k].module, module, 16);
+    return false;
+}
+
+bool
+nm_remote_on(nm_t *nm)
+{
+    return nm->remote != NULL;
+}
+
+/* Objects travel as two frames: the ID (20) and how (an enum exec_where:
+   INLINE for a value, or the kind of error), then the bytes (the value,
+   or the error's message), however large. */
+static void
+s_obj_add(zmsg_t *m, const lux_ref_t *id, uint8_t where, const void *bytes, uint64_t size)
+{
+    uint8_t h[LUX_REF_LEN + 1];
+    memcpy(h, id->b, LUX_REF_LEN);
+    h[LUX_REF_LEN] = where;
+    zmsg_addmem(m, h, sizeof h);
+    zmsg_addmem(m, bytes, (size_t) size);
+}
+
+/* The next object of m into id, where, f (its bytes' frame); false at the
+   end or on garbage. */
+static bool
+s_obj_next(zmsg_t *m, lux_ref_t *id, uint8_t *where, zframe_t **f)
+{
+    zframe_t *h = zmsg_next(m);
+    *f = h ? zmsg_next(m) : NULL;
+    if (!h || !*f || zframe_size(h) != LUX_REF_LEN + 1)
+        return false;
+    memcpy(id->b, zframe_data(h), LUX_REF_LEN);
+    *where = zframe_data(h)[LUX_REF_LEN];
+    return true;
+}
+
+/* Make o's value from bytes: inline when small, else in the store. 0 or
+   a code (no room). */
+static int
+s_obj_fill(nm_t *nm, nm_obj_t *o, const void *bytes, size_t size)
+{
+    if (size <= EXEC_INLINE_MAX) {
+        nm_obj_set_inline(nm, o, bytes, size);
+    } else {
+        uint64_t off;
+        int rc = nm_store_alloc(nm, size, &off);
+        if (rc)
+            return rc;
+        memcpy(exec_arena_base(nm->arena) + off, bytes, size);
+        nm_obj_set_arena(nm, o, off, size);
+    }
+    exec_fingerprint(o->fp, bytes, size);
+    return 0;
+}
+
+/* --- the head: the global scheduler ---------------------------------------------------------- */
+
+/* Read the monitor's table again when it is older than S_TABLE_MS. */
+static int
+s_table(nm_t *nm)
+{
+    struct nm_remote *r = nm->remote;
+    int64_t now = util_mono_ms();
+    if (r->nodes && now - r->table_ms < S_TABLE_MS)
+        return 0;
+    if (!r->sec) {
+        char keys[PATH_MAX + 32];
+        if (!(r->sec = net_sec_load(db_cluster_path(&nm->cluster, keys, sizeof keys, "keys"))))
+            return util_err_ctx(LUX_EAUTH, "the global scheduler");
+    }
+    char *text = NULL;
+    int rc = exec_members_ask(&nm->cluster, r->sec, "STATUS", NULL, 2000, &text);
+    if (rc) {
+        free(text);
+        return rc;
+    }
+    size_t n = 0, cap = 8;
+    gs_node_t *v = calloc(cap, sizeof *v);
+    for (char *blk = text; v && blk && *blk && n < S_NODES_MAX;) {
+        char *end = strstr(blk, "\n\n");
+        if (end)
+            end[1] = '\0';
+        if (n == cap) {
+            gs_node_t *p = realloc(v, 2 * cap * sizeof *v);
+            if (!p)
+                break;
+            v = p;
+            cap *= 2;
+        }
+        if (gs_node_from_text(&v[n], blk) == 0) {
+            /* what was placed there since its beat still counts */
+            for (size_t i = 0; i < r->nnodes; i++)
+                if (util_id_eq(&r->nodes[i].id, &v[n].id))
+                    v[n].placed = r->nodes[i].placed;
+            n++;
+        }
+        blk = end ? end + 2 : NULL;
+    }
+    free(text);
+    if (!v)
+        return util_err(LUX_ENOMEM, "out of memory");
+    free(r->nodes);
+    r->nodes = v;
+    r->nnodes = n;
+    r->table_ms = now;
+    return 0;
+}
+
+/* NODE_PLACE: frame 1 the task's ID (16), frame 2 "from HEX\nneeds
+   RES\n" and "arg HEX BYTES" lines. Answer NODE_PLACE_REP: the task's ID,
+   then "node HEX\nendpoint EP\n", "local\n" or "infeasible WHY\n". */
+static void
+s_on_place(nm_t *nm, nm_peer_msg_t *m)
+{
+    struct nm_remote *r = nm->remote;
+    zframe_t *idf = zmsg_pop(m->msg);
+    char *text = zmsg_popstr(m->msg);
+    char answer[700], v[512];
+    util_id_t from;
+    gs_res_t needs;
+    memset(&from, 0, sizeof from);
+    if (!idf || zframe_size(idf) != 16 || !text) {
+        snprintf(answer, sizeof answer, "infeasible the request to place it was malformed\n");
+        goto reply;
+    }
+    if (exec_members_get(text, "from", v, sizeof v))
+        util_id_parse(&from, v);
+    if (!exec_members_get(text, "needs", v, sizeof v) || gs_res_parse(&needs, v, false)) {
+        snprintf(answer, sizeof answer, "infeasible its resources do not parse\n");
+        goto reply;
+    }
+    if (s_table(nm)) {
+        snprintf(answer, sizeof answer, "infeasible the global scheduler cannot read the "
+                 "table of nodes: %s\n", lux_errmsg());
+        goto reply;
+    }
+    gs_arg_t args[64];
+    size_t nargs = 0;
+    for (const char *p = strstr(text, "arg "); p && nargs < 64; p = strstr(p + 1, "\narg ")) {
+        const char *q = p[0] == '\n' ? p + 5 : p + 4;
+        char hex[40];
+        unsigned long long bytes;
+        if (sscanf(q, "%32s %llu", hex, &bytes) == 2 && !util_id_parse(&args[nargs].node, hex))
+            args[nargs++].bytes = bytes;
+    }
+    /* the requester only when nobody else can */
+    size_t pick = 0;
+    char why[300];
+    bool was = false;
+    for (size_t i = 0; i < r->nnodes; i++)
+        if (util_id_eq(&r->nodes[i].id, &from) && r->nodes[i].alive) {
+            r->nodes[i].alive = false;
+            int rc = gs_place(r->nodes, r->nnodes, &needs, args, nargs, &pick, why, sizeof why);
+            r->nodes[i].alive = true;
+            was = rc == GS_PLACED;
+            if (!was)
+                pick = i;
+            break;
+        }
+    if (!was) {
+        int rc = gs_place(r->nodes, r->nnodes, &needs, args, nargs, &pick, why, sizeof why);
+        if (rc != GS_PLACED) {
+            snprintf(answer, sizeof answer, "infeasible %s\n", why);
+            goto reply;
+        }
+    }
+    gs_node_t *x = &r->nodes[pick];
+    if (util_id_eq(&x->id, &from)) {
+        snprintf(answer, sizeof answer, "local\n");
+    } else {
+        char ep[DB_EP_MAX], hex[UTIL_ID_HEX];
+        if (!db_cluster_node_ep(&nm->cluster, x->address, ep, sizeof ep))
+            snprintf(answer, sizeof answer, "infeasible node %s has no endpoint\n",
+                     util_id_hex(&x->id, hex));
+        else
+            snprintf(answer, sizeof answer, "node %s\nendpoint %s\n", util_id_hex(&x->id, hex),
+                     ep);
+    }
+reply:;
+    zmsg_t *rep = zmsg_new();
+    if (idf)
+        zmsg_append(rep, &idf);
+    else
+        zmsg_addmem(rep, "", 0);
+    zmsg_addstr(rep, answer);
+    nm_peer_reply(nm, m, NET_NODE_PLACE_REP, &rep);
+    zframe_destroy(&idf);
+    free(text);
+}
+
+/* --- the submitting node: spilling, and the outputs coming back -------------------------------- */
+
+bool
+nm_remote_spill(nm_t *nm, nm_task_t *t)
+{
+    struct nm_remote *r = nm->remote;
+    if (!r || t->spilled || t->actor || (t->owner && t->owner->peer))
+        return false;
+    t->spilled = true;
+    char hex[UTIL_ID_HEX], text[2048];
+    size_t k = (size_t) snprintf(text, sizeof text, "from %s\nneeds CPU=%g%s%s\n",
+                                 util_id_hex(&nm->node, hex), t->cpus_milli / 1000.0,
+                                 t->res ? "," : "", t->res ? t->res : "");
+    /* the arguments held here: locality for the scheduler */
+    util_rd_t rd;
+    exec_arg_t a;
+    uint64_t here = 0;
+    util_rd_init(&rd, t->args, t->args_len);
+    while (exec_arg_next(&rd, &a))
+        if (a.kind == EXEC_ARG_REF) {
+            nm_obj_t *o = nm_obj_get(nm, &a.ref);
+            if (o && o->state == OBJ_READY)
+                here += o->size;
+        }
+    if (here && k < sizeof text)
+        snprintf(text + k, sizeof text - k, "arg %s %llu\n", hex, (unsigned long long) here);
+    zmsg_t *m = zmsg_new();
+    zmsg_addmem(m, t->id.b, 16);
+    zmsg_addstr(m, text);
+    if (nm_peer_send(nm, r->head_ep, NET_NODE_PLACE, &m)) {
+        log_warn("cannot ask the global scheduler to place task %s: %s",
+                 util_id_hex(&t->id, hex), lux_errmsg());
+        return false;
+    }
+    t->remote = true;
+    t->state = TASK_RUNNING;
+    t->worker = NULL;
+    r->n_spilled++;
+    return true;
+}
+
+/* The spec of t into b, and the objects of its ref arguments held here
+   added to m (the node placed takes them as they are, under their IDs). */
+static int
+s_encode(nm_t *nm, nm_task_t *t, util_buf_t *b, zmsg_t *m)
+{
+    util_rd_t rd;
+    exec_arg_t a;
+    util_rd_init(&rd, t->args, t->args_len);
+    while (exec_arg_next(&rd, &a)) {
+        if (a.kind != EXEC_ARG_REF)
+            continue;
+        nm_obj_t *o = nm_obj_get(nm, &a.ref);
+        if (o && o->state == OBJ_READY)
+            s_obj_add(m, &o->id, EXEC_W_INLINE,
+                      o->where == EXEC_W_INLINE ? o->bytes : exec_arena_base(nm->arena) + o->off,
+                      o->size);
+        /* else the node placed may hold it */
+    }
+    exec_spec_t s = {.task = t->id, .parent = t->parent, .job = t->job, .fn = t->fn,
+                     .fn_len = (uint16_t) strlen(t->fn), .nret = t->nret,
+                     .max_attempts = t->max_attempts, .cpus_milli = t->cpus_milli,
+                     .res = t->res, .res_len = (uint16_t) (t->res ? strlen(t->res) : 0),
+                     .argc = t->argc, .args = t->args, .args_len = t->args_len,
+                     .kind = EXEC_SPEC_TASK, .timeout_ms = t->timeout_ms};
+    memcpy(s.module, t->module, 16);
+    exec_spec_encode(b, &s);
+    return b->oom ? util_err(LUX_ENOMEM, "out of memory") : 0;
+}
+
+/* A failure that came back, or that happened placing: t fails here
+   without an event of its own when it ran elsewhere. */
+static void
+s_fail(nm_t *nm, nm_task_t *t, int status, const char *msg)
+{
+    /* the other node's text begins "task ID (fn) failed: ": said once */
+    const char *p = strstr(msg, ") failed: ");
+    if (strncmp(msg, "task ", 5) == 0 && p)
+        msg = p + 10;
+    nm_task_fail(nm, t, status, msg);
+}
+
+/* NODE_PLACE_REP: send the task where it was placed, or fail it. */
+static void
+s_on_placed(nm_t *nm, nm_peer_msg_t *m)
+{
+    zframe_t *idf = zmsg_pop(m->msg);
+    char *text = zmsg_popstr(m->msg);
+    util_id_t id;
+    nm_task_t *t = NULL;
+    if (idf && zframe_size(idf) == 16) {
+        memcpy(id.b, zframe_data(idf), 16);
+        t = nm_task_find(nm, &id);
+    }
+    if (!t || !t->remote || !text) {
+        zframe_destroy(&idf);
+        free(text);
+        return;
+    }
+    char v[512], ep[DB_EP_MAX];
+    if (strncmp(text, "infeasible ", 11) == 0) {
+        char *nl = strchr(text, '\n');
+        if (nl)
+            *nl = '\0';
+        t->remote = false; /* its failure is this node's event */
+        nm_task_fail(nm, t, LUX_EINVAL, text + 11);
+    } else if (strncmp(text, "local", 5) == 0) {
+        t->remote = false; /* it waits here, for resources that can come */
+        nm_task_wake(nm, t);
+    } else if (exec_members_get(text, "node", v, sizeof v) && !util_id_parse(&t->rnode, v) &&
+               exec_members_get(text, "endpoint", ep, sizeof ep)) {
+        /* frames: the spec, the module's bytes the first time this node
+           sends it there (else empty), then the arguments' objects */
+        util_buf_t *b = &nm->remote->scratch;
+        b->len = 0;
+        zmsg_t *objs = zmsg_new();
+        int rc = s_encode(nm, t, b, objs);
+        zmsg_t *out = zmsg_new();
+        zmsg_addmem(out, b->data, b->len);
+        char *bytes = NULL;
+        size_t len = 0;
+        if (!rc && !s_module_sent(nm->remote, &t->rnode, t->module)) {
+            char hex[33], path[PATH_MAX + 64];
+            util_hex(hex, t->module, 16);
+            snprintf(path, sizeof path, "%s/modules/%s.so", nm->cluster.dir, hex);
+            bytes = util_read_file(path, &len); /* none: the builtin module, on every node */
+        }
+        zmsg_addmem(out, bytes, bytes ? len : 0);
+        free(bytes);
+        zframe_t *f;
+        while ((f = zmsg_pop(objs)))
+            zmsg_append(out, &f);
+        zmsg_destroy(&objs);
+        if (!rc)
+            rc = nm_peer_send(nm, ep, NET_NODE_TASK, &out);
+        zmsg_destroy(&out);
+        if (rc) {
+            t->remote = false;
+            nm_task_fail(nm, t, LUX_EIO, lux_errmsg());
+        }
+    } else {
+        t->remote = false;
+        nm_task_fail(nm, t, LUX_EPROTO, "the global scheduler's answer was malformed");
+    }
+    zframe_destroy(&idf);
+    free(text);
+}
+
+/* NODE_TASK_DONE: outputs of tasks this node spilled (an OBJECTS body). */
+static void
+s_on_done(nm_t *nm, nm_peer_msg_t *m)
+{
+    lux_ref_t id;
+    uint8_t where;
+    zframe_t *f;
+    zmsg_t *msg = m->msg;
+    for (zframe_t *h = zmsg_first(msg); h; h = zmsg_next(msg)) {
+        if (zframe_size(h) != LUX_REF_LEN + 1)
+            break;
+        memcpy(id.b, zframe_data(h), LUX_REF_LEN);
+        where = zframe_data(h)[LUX_REF_LEN];
+        if (!(f = zmsg_next(msg)))
+            break;
+        util_id_t tid;
+        exec_ref_task(&id, &tid);
+        nm_task_t *t = nm_task_find(nm, &tid);
+        uint32_t idx = exec_ref_idx(&id);
+        if (!t || !t->remote || idx >= t->nret)
+            continue;
+        if (where != EXEC_W_INLINE) {
+            char msg_[1024];
+            snprintf(msg_, sizeof msg_, "%.*s", (int) zframe_size(f), (const char *) zframe_data(f));
+            s_fail(nm, t, where == EXEC_W_CANCELLED ? LUX_ECANCELLED : LUX_ETASK, msg_);
+            continue;
+        }
+        nm_obj_t *o = nm_task_output(nm, t, (uint8_t) idx);
+        if (!o)
+            continue;
+        if (s_obj_fill(nm, o, zframe_data(f), zframe_size(f))) {
+            char why[600];
+            snprintf(why, sizeof why, "its output %u came back from the node that ran it, and "
+                     "this node has no room for it: %s", idx, lux_errmsg());
+            s_fail(nm, t, LUX_EFULL, why);
+            continue;
+        }
+        if (++t->rgot == t->nret) {
+            nm->n_finished++;
+            nm_task_outputs_ready(nm, t);
+        }
+    }
+}
+
+/* --- the node placed: running what others spilled ---------------------------------------------- */
+
+/* The client standing for the node whose request came with rid. */
+static nm_client_t *
+s_peer_client(nm_t *nm, const nm_peer_msg_t *m)
+{
+    size_t n = zframe_size(m->rid);
+    uint8_t key[16] = {0};
+    memcpy(key, zframe_data(m->rid), n < 16 ? n : 16);
+    key[0] ^= 0xA5; /* not a client ID a process would pick */
+    nm_client_t **p = util_idmap_get(nm->clients, key);
+    if (p)
+        return *p;
+    if (n > sizeof((nm_client_t *) 0)->peer_rid)
+        return NULL;
+    nm_client_t *c = calloc(1, sizeof *c);
+    p = c ? util_idmap_put(nm->clients, key, NULL) : NULL;
+    if (!c || !p || !(c->pins = util_idmap_new_keyed(LUX_REF_LEN, 4)) ||
+        !(c->allocs = util_idmap_new_keyed(8, 8))) {
+        if (c) {
+            util_idmap_destroy(&c->pins);
+            free(c);
+        }
+        return NULL;
+    }
+    *p = c;
+    memcpy(c->id.b, key, 16);
+    util_buf_init(&c->out);
+    c->kind = EXEC_HELLO_DRIVER;
+    c->detached = true; /* its tasks run whatever happens to the sender's drivers */
+    c->peer = true;
+    memcpy(c->peer_rid, zframe_data(m->rid), n);
+    c->peer_rid_len = n;
+    return c;
+}
+
+/* NODE_TASK: a spilled task to run here, for the node that sent it. */
+static void
+s_on_task(nm_t *nm, nm_peer_msg_t *m)
+{
+    zframe_t *f = zmsg_first(m->msg);
+    exec_spec_t s;
+    util_rd_t rd;
+    if (!m->rid || !f)
+        return;
+    util_rd_init(&rd, zframe_data(f), zframe_size(f));
+    if (exec_spec_decode(&rd, &s) || s.kind != EXEC_SPEC_TASK) {
+        nm_complain(nm, "NODE_TASK: a malformed task");
+        return;
+    }
+    zframe_t *mod = zmsg_next(m->msg);
+    if (mod && zframe_size(mod)) { /* the module, first time: kept as a MODULE from a driver is */
+        uint8_t hash[16];
+        char path[PATH_MAX + 64];
+        util_blake(hash, 16, zframe_data(mod), zframe_size(mod));
+        if (memcmp(hash, s.module, 16) != 0)
+            nm_complain(nm, "NODE_TASK: the module's bytes do not match its hash");
+        else if (exec_module_store(nm->cluster.dir, hash, zframe_data(mod), zframe_size(mod),
+                                   path, sizeof path))
+            log_error("cannot keep another node's module: %s", lux_errmsg());
+    }
+    nm_client_t *c = s_peer_client(nm, m);
+    if (!c) {
+        log_error("out of memory for another node's tasks");
+        return;
+    }
+    /* the arguments' objects the sender held: here as they are, for as
+       long as the task needs them */
+    lux_ref_t id;
+    uint8_t where;
+    zframe_t *bytes;
+    while (s_obj_next(m->msg, &id, &where, &bytes)) {
+        nm_obj_t *o = nm_obj_get(nm, &id);
+        if (o || where != EXEC_W_INLINE)
+            continue; /* held here already */
+        if (!(o = nm_obj_new(nm, &id)))
+            break;
+        if (s_obj_fill(nm, o, zframe_data(bytes), zframe_size(bytes))) {
+            nm_obj_set_error(nm, o, lux_errmsg()); /* the task fails naming it */
+        }
+        o->is_put = true; /* no lineage here: spilled, not dropped, if room is short */
+    }
+    nm->remote->n_taken++;
+    if (nm_submit(nm, c, &s))
+        log_error("a task from another node: %s", lux_errmsg());
+}
+
+void
+nm_remote_send(nm_t *nm, nm_client_t *c, zmsg_t **mp)
+{
+    zmsg_t *m = *mp;
+    *mp = NULL;
+    zframe_t *hf = zmsg_first(m), *body = zmsg_next(m);
+    net_hdr_t h;
+    if (!nm->remote || net_hdr_decode(&h, hf) || h.type != NET_OBJECTS || !body) {
+        zmsg_destroy(&m);
+        return;
+    }
+    /* the objects, with the bytes of those in the store copied in */
+    util_rd_t rd;
+    util_rd_init(&rd, zframe_data(body), zframe_size(body));
+    uint32_t count = util_rd_u32(&rd);
+    uint32_t n = 0;
+    lux_ref_t *done = calloc(count ? count : 1, sizeof *done);
+    zmsg_t *out = zmsg_new();
+    for (uint32_t i = 0; i < count && done; i++) {
+        exec_obj_t d;
+        if (exec_obj_decode(&rd, &d))
+            break;
+        if (d.where == EXEC_W_ARENA)
+            s_obj_add(out, &d.id, EXEC_W_INLINE, exec_arena_base(nm->arena) + d.off, d.size);
+        else
+            s_obj_add(out, &d.id, d.where, d.bytes, d.size);
+        done[n++] = d.id;
+    }
+    zmsg_destroy(&m);
+    /* an answer to the sender's NODE_TASK, however late: its routing ID */
+    nm_peer_msg_t to = {.type = NET_NODE_TASK, .rid = zframe_new(c->peer_rid, c->peer_rid_len)};
+    nm_peer_reply(nm, &to, NET_NODE_TASK_DONE, &out);
+    zframe_destroy(&to.rid);
+    /* the sender has its copy: this node's go when nothing else holds them */
+    for (uint32_t i = 0; i < n; i++) {
+        nm_obj_t *o = nm_obj_get(nm, &done[i]);
+        if (o && o->owner == c) {
+            o->owned = false;
+            o->owner = NULL;
+            if (!o->pins && !o->uses && !o->nwaiters)
+                nm_obj_delete(nm, o);
+        }
+    }
+    free(done);
+}
+
+/* --- setup ------------------------------------------------------------------------------------ */
+
+int
+nm_remote_open(nm_t *nm)
+{
+    if (!nm_peer_up(nm))
+        return 0;
+    struct nm_remote *r = calloc(1, sizeof *r);
+    if (!r)
+        return util_err(LUX_ENOMEM, "out of memory");
+    nm->remote = r;
+    util_buf_init(&r->scratch);
+    nm_peer_head_ep(nm, r->head_ep, sizeof r->head_ep);
+    int rc = 0;
+    if (nm_peer_is_head(nm))
+        rc = nm_peer_on(nm, NET_NODE_PLACE, s_on_place);
+    if (!rc)
+        rc = nm_peer_on(nm, NET_NODE_PLACE_REP, s_on_placed);
+    if (!rc)
+        rc = nm_peer_on(nm, NET_NODE_TASK, s_on_task);
+    if (!rc)
+        rc = nm_peer_on(nm, NET_NODE_TASK_DONE, s_on_done);
+    return rc;
+}
+
+void
+nm_remote_close(nm_t *nm)
+{
+    struct nm_remote *r = nm->remote;
+    if (!r)
+        return;
+    net_sec_destroy(&r->sec);
+    free(r->nodes);
+    util_buf_free(&r->scratch);
+    free(r);
+    nm->remote = NULL;
+}

@@ -1,0 +1,30 @@
+/*  exec_remote - tasks between nodes: a node manager spills a task it
+    cannot run to the node the global scheduler picks, runs the tasks
+    other nodes spill to it, and (on the head) is the global scheduler
+    (see exec_remote.c, exec_gsched.h, doc/DESIGN.md 7.2).
+*/
+#ifndef EXEC_REMOTE_H_INCLUDED
+#define EXEC_REMOTE_H_INCLUDED
+
+#include "exec_node_int.h"
+
+/* Register the messages on the node's endpoint (after nm_peer_open);
+   nothing on a node without one. 0 or a code. */
+int nm_remote_open(nm_t *nm);
+void nm_remote_close(nm_t *nm);
+
+/* Offer t (ready: its arguments are here; off the ready queue) to the
+   global scheduler, because this node can never run it: true when taken
+   (it runs elsewhere, or fails there with the reason), false when it
+   cannot be spilled (no other nodes can be reached, it came from another
+   node, or it was offered once already). */
+bool nm_remote_spill(nm_t *nm, nm_task_t *t);
+/* Whether this node can spill at all (a cluster of nodes with endpoints). */
+bool nm_remote_on(nm_t *nm);
+
+/* What nm_send sends to a peer client (another node, owner of tasks it
+   spilled here): OBJECTS go back to it as NODE_TASK_DONE, with the bytes
+   of objects in the store copied in. Takes *m. */
+void nm_remote_send(nm_t *nm, nm_client_t *c, zmsg_t **m);
+
+#endif
