@@ -10,11 +10,13 @@
     Processes: supervisor (master inside) and S x R replicas; their pids are
     in `lux status`. Logs: DIR/log/supervisor.log, DIR/log/replica-S-I.log.
 */
+#include "lux_ckpt.h"
 #include "lux_cmd.h"
 #include "lux_node.h"
 #include "lux_opt.h"
 #include "db/db_chain.h"
 #include "db/db_ckpt.h"
+#include "db/db_client.h"
 #include "db/db_master.h"
 #include "db/db_replica.h"
 #include "db/db_store.h"
@@ -791,74 +793,6 @@ s_spawn_replica(const db_cluster_t *c, const char *exe, uint32_t s, uint32_t i)
     return util_spawn(argv, log);
 }
 
-/* --- signed checkpoints ---------------------------------------------------------------- */
-
-/* The supervisor signs each shard's committed state (db_ckpt_take) every
-   every_ms, every every_events events, and at a clean stop, into the
-   witness file. Off the append path: it reads the tail's file. */
-typedef struct {
-    const char *witness;   /* NULL: DIR/witness */
-    char witness_buf[PATH_MAX];
-    int64_t every_ms;      /* 0: not by time */
-    uint64_t every_events; /* 0: not by count */
-    uint8_t sk[DB_CKPT_SK_LEN];
-    uint64_t *seq;         /* per shard: the newest seq signed */
-    int64_t *ms;           /* per shard: when */
-    int64_t complain_ms;
-} s_ckpt_t;
-
-static int
-s_ckpt_init(s_ckpt_t *ck, const db_cluster_t *c)
-{
-    char sk[PATH_MAX], pk[PATH_MAX];
-    int rc;
-    db_ckpt_secret_path(c, sk, sizeof sk);
-    db_ckpt_public_path(c, pk, sizeof pk);
-    if ((rc = db_ckpt_keygen(sk, pk)) || (rc = db_ckpt_load_secret(sk, ck->sk)))
-        return rc;
-    if (!ck->witness)
-        ck->witness = db_ckpt_witness_path(c, ck->witness_buf, sizeof ck->witness_buf);
-    ck->seq = calloc(c->shards, sizeof *ck->seq);
-    ck->ms = calloc(c->shards, sizeof *ck->ms);
-    if (!ck->seq || !ck->ms)
-        return util_err(LUX_ENOMEM, "out of memory");
-    int64_t now = util_mono_ms();
-    for (uint32_t s = 0; s < c->shards; s++)
-        ck->ms[s] = now;
-    log_info("signing checkpoints into %s (every %lld ms, every %llu events, at stop)",
-             ck->witness, (long long) ck->every_ms, (unsigned long long) ck->every_events);
-    return 0;
-}
-
-static void
-s_ckpt_tick(s_ckpt_t *ck, const db_cluster_t *c, int64_t now, bool stopping)
-{
-    for (uint32_t s = 0; s < c->shards && ck->seq; s++) {
-        bool due = stopping || (ck->every_ms && now - ck->ms[s] >= ck->every_ms);
-        uint64_t after = ck->seq[s];
-        if (!due && ck->every_events) {
-            /* signed when the tail is every_events past the last one */
-            after = ck->seq[s] + ck->every_events - 1;
-        } else if (!due) {
-            continue;
-        }
-        uint64_t got;
-        if (db_ckpt_take(c, ck->sk, ck->witness, s, after, &got)) {
-            if (stopping || now - ck->complain_ms >= 60000) {
-                log_error("checkpoint of shard %u: %s", s, lux_errmsg());
-                ck->complain_ms = now;
-            }
-            continue;
-        }
-        if (got > after) {
-            ck->seq[s] = got;
-            ck->ms[s] = now;
-            log_info("shard %u: signed checkpoint at seq %llu", s, (unsigned long long) got);
-        } else if (due) {
-            ck->ms[s] = now; /* nothing new */
-        }
-    }
-}
 
 /* Retention (lux start --compact-after AGE): the supervisor runs `lux
    compact --before AGE` as a child process every quarter of AGE (1 s to
@@ -897,15 +831,6 @@ s_retain_tick(s_retain_t *r, const db_cluster_t *c, const char *exe, int64_t now
     r->next_ms = now + r->every_ms;
 }
 
-static void
-s_ckpt_free(s_ckpt_t *ck)
-{
-    sodium_memzero(ck->sk, sizeof ck->sk);
-    free(ck->seq);
-    free(ck->ms);
-    ck->seq = NULL;
-    ck->ms = NULL;
-}
 
 int
 cmd_supervise(int argc, char **argv)
@@ -915,7 +840,7 @@ cmd_supervise(int argc, char **argv)
     static const char usage[] = "lux supervise --dir DIR [--log-only] [--workers N] "
                                 "[--store-mb N] [--resources R] [--compact-after AGE]";
     exec_node_opts_t no = {.cluster = &c};
-    s_ckpt_t ck = {.every_ms = 10000, .every_events = 100000};
+    lux_ckpt_t ck = {.every_ms = 10000, .every_events = 100000};
     bool log_only = false;
     static const struct option opts[] = {
         {"dir", required_argument, 0, 'd'},          {"log-only", no_argument, 0, 'L'},
@@ -994,12 +919,13 @@ cmd_supervise(int argc, char **argv)
     db_cluster_path(&c, path, sizeof path, "run/supervisor.pid");
     if (util_pidfile_write(path))
         return lux_fail("supervise", "%s", lux_errmsg());
-    if (s_ckpt_init(&ck, &c))
+    if (lux_ckpt_init(&ck, &c))
         return lux_fail("supervise", "%s", lux_errmsg());
     zsys_init();
     net_sec_t *sec = s_sec(&c);
     if (db_cluster_tcp(&c) && !sec)
         return lux_fail("supervise", "%s", lux_errmsg());
+    ck.sec = sec;
     db_master_opts_t mo = {.cluster = &c, .sec = sec};
     zactor_t *master = db_master_new(&mo);
     if (!master) {
@@ -1043,7 +969,7 @@ cmd_supervise(int argc, char **argv)
             /* a directory removed or taken over by another head is not ours
                to serve any more: stop rather than run on as an orphan */
             checked = now;
-            s_ckpt_tick(&ck, &c, now, false);
+            lux_ckpt_tick(&ck, &c, now, false);
             s_retain_tick(&retain, &c, exe, now);
             if (util_pidfile_read(path) != getpid()) {
                 log_error("%s no longer names this supervisor (pid %d): stopping", path,
@@ -1144,8 +1070,8 @@ cmd_supervise(int argc, char **argv)
                       k / c.replicas, k % c.replicas, kids[k].pid);
     }
     /* every replica stopped: the tails' files hold the final committed log */
-    s_ckpt_tick(&ck, &c, util_mono_ms(), true);
-    s_ckpt_free(&ck);
+    lux_ckpt_tick(&ck, &c, util_mono_ms(), true);
+    lux_ckpt_free(&ck);
     zactor_destroy(&master);
     net_sec_destroy(&sec);
     free(kids);

@@ -68,7 +68,7 @@ KINDS = {
     8: "object_put", 9: "object_lost", 10: "object_spilled",
     11: "actor_created", 12: "actor_call", 13: "actor_checkpoint",
     14: "actor_restarted", 15: "actor_died", 16: "node_joined", 17: "node_died", 24: "node_left",
-    18: "note",
+    18: "note", 20: "checkpoint",
 }
 # Optional fields: (bit, name, how it is encoded), in encoding order.
 FIELDS = [

@@ -25,6 +25,7 @@
     others may read it, and the public key (32 bytes). */
 #include "db_ckpt.h"
 #include "db_chain.h"
+#include "db_client.h"
 #include "db_store.h"
 #include "../util/util_err.h"
 #include "../util/util_fs.h"
@@ -162,16 +163,26 @@ db_ckpt_verify(const db_ckpt_t *c, const uint8_t pk[DB_CKPT_PK_LEN])
     return crypto_sign_verify_detached(c->sig, m, sizeof m, pk) == 0;
 }
 
-int
-db_ckpt_append(const char *witness, const db_ckpt_t *c)
+/* The witness line of c, with its newline: its length, or -1 when it
+   does not fit. */
+static int
+s_line(const db_ckpt_t *c, char *line, size_t len)
 {
-    char line[512], cl[UTIL_ID_HEX], h[2 * DB_HASH_LEN + 1], sig[2 * DB_CKPT_SIG_LEN + 1];
+    char cl[UTIL_ID_HEX], h[2 * DB_HASH_LEN + 1], sig[2 * DB_CKPT_SIG_LEN + 1];
     util_hex(cl, c->cluster.b, UTIL_ID_LEN);
     util_hex(h, c->hash, DB_HASH_LEN);
     util_hex(sig, c->sig, DB_CKPT_SIG_LEN);
-    int n = snprintf(line, sizeof line, "lux-checkpoint 1 %s %u %llu %s %lld %s\n", cl, c->shard,
+    int n = snprintf(line, len, "lux-checkpoint 1 %s %u %llu %s %lld %s\n", cl, c->shard,
                      (unsigned long long) c->seq, h, (long long) c->ts, sig);
-    if (n < 0 || (size_t) n >= sizeof line)
+    return n < 0 || (size_t) n >= len ? -1 : n;
+}
+
+int
+db_ckpt_append(const char *witness, const db_ckpt_t *c)
+{
+    char line[512];
+    int n = s_line(c, line, sizeof line);
+    if (n < 0)
         return util_err(LUX_EINVAL, "witness line too long");
     int fd = open(witness, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (fd < 0)
@@ -229,7 +240,7 @@ db_ckpt_each(const char *witness, int (*fn)(void *arg, int line, const db_ckpt_t
 
 int
 db_ckpt_take(const db_cluster_t *c, const uint8_t sk[DB_CKPT_SK_LEN], const char *witness,
-             uint32_t shard, uint64_t after, uint64_t *seq)
+             uint32_t shard, uint64_t after, uint64_t *seq, db_ckpt_t *out)
 {
     char path[PATH_MAX];
     db_chain_t *chains = calloc(c->shards, sizeof *chains);
@@ -260,5 +271,58 @@ db_ckpt_take(const db_cluster_t *c, const uint8_t sk[DB_CKPT_SK_LEN], const char
     if ((rc = db_ckpt_append(witness, &ck)))
         return rc;
     *seq = ck.seq;
+    if (out)
+        *out = ck;
     return 0;
+}
+
+void
+db_ckpt_shard_key(const util_id_t *cluster, uint32_t shard, uint32_t shards, util_id_t *key)
+{
+    /* the first of a series of IDs made from (cluster, shard, k) that the
+       shard function sends to shard: about `shards` tries */
+    for (uint32_t k = 0;; k++) {
+        uint8_t in[UTIL_ID_LEN + 8];
+        memcpy(in, cluster->b, UTIL_ID_LEN);
+        memcpy(in + UTIL_ID_LEN, &shard, 4);
+        memcpy(in + UTIL_ID_LEN + 4, &k, 4);
+        crypto_generichash(key->b, UTIL_ID_LEN, in, sizeof in, (const uint8_t *) "luxckpt", 7);
+        if (util_id_shard(key, shards) == shard)
+            return;
+    }
+}
+
+int
+db_ckpt_event(const db_ckpt_t *c, uint32_t shards, db_event_t *e, char *line, size_t n)
+{
+    util_id_t key;
+    if (s_line(c, line, n) < 0)
+        return util_err(LUX_EINVAL, "witness line too long");
+    line[strcspn(line, "\n")] = '\0';
+    db_ckpt_shard_key(&c->cluster, c->shard, shards, &key);
+    memset(e, 0, sizeof *e);
+    e->kind = DB_K_checkpoint;
+    DB_SET_ID(e, job, DB_F_JOB, &key);
+    DB_SET_INT(e, idx, DB_F_IDX, (int64_t) c->seq);
+    db_event_set_info(e, line);
+    return 0;
+}
+
+int
+db_ckpt_parse(const char *line, db_ckpt_t *c)
+{
+    return s_parse(line, c) ? 0 : util_err(LUX_EINVAL, "not a checkpoint line: %.80s", line);
+}
+
+int
+db_ckpt_log(db_client_t *log, const db_ckpt_t *c, uint32_t shards)
+{
+    char line[512];
+    db_event_t e;
+    int rc = db_ckpt_event(c, shards, &e, line, sizeof line);
+    if (!rc)
+        rc = db_client_append(log, &e);
+    if (!rc)
+        rc = db_client_flush(log);
+    return rc;
 }

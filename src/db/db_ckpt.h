@@ -59,6 +59,22 @@ int db_ckpt_each(const char *witness, int (*fn)(void *arg, int line, const db_ck
    holds is committed by definition). Only when that seq is above `after`;
    *seq (OUT) is the seq signed, or `after`. 0, or a code naming the file. */
 int db_ckpt_take(const db_cluster_t *c, const uint8_t sk[DB_CKPT_SK_LEN], const char *witness,
-                 uint32_t shard, uint64_t after, uint64_t *seq);
+                 uint32_t shard, uint64_t after, uint64_t *seq, db_ckpt_t *out);
+
+/* The checkpoint as a log event (kind checkpoint), to be appended to its
+   own shard: job = db_ckpt_shard_key (the same ID for every checkpoint of
+   a shard, one the shard function sends there), idx = the seq signed,
+   info = the witness line without its newline (line, n: its buffer, which
+   e borrows). So the log carries its own signed checkpoints, checked with
+   the public key alone (db_ckpt_parse, db_ckpt_verify); the event lands
+   after the seq it signs. 0 or LUX_EINVAL. */
+int db_ckpt_event(const db_ckpt_t *c, uint32_t shards, db_event_t *e, char *line, size_t n);
+void db_ckpt_shard_key(const util_id_t *cluster, uint32_t shard, uint32_t shards, util_id_t *key);
+/* Append c's event through log and send it (not waited for: the client
+   resends it to a new head while it lives). 0 or the client's error. */
+struct db_client_t;
+int db_ckpt_log(struct db_client_t *log, const db_ckpt_t *c, uint32_t shards);
+/* A witness line (as in the file or a checkpoint event's info) into c. */
+int db_ckpt_parse(const char *line, db_ckpt_t *c);
 
 #endif

@@ -21,7 +21,7 @@
 /* Event kinds: X(name, code, key field). The key field picks the ID whose
    hash chooses the shard (DESIGN section 4). Codes are stored in the log:
    never renumber, only add. Codes below 4 and above 13 must stay rare:
-   the partial index event_rare (sql/schema.sql) holds them. Codes 20-23
+   the partial index event_rare (sql/schema.sql) holds them. Codes 21-23
    are other work's (issues 26, 29), 24-27 the cluster's (issue 28): a
    code with no kind is a gap, with no name. */
 #define DB_KINDS(X)                                                           \
@@ -44,6 +44,7 @@
     X(node_died, 17, node)                                                    \
     X(note, 18, job)                                                          \
     X(task_cancelled, 19, task)                                               \
+    X(checkpoint, 20, job)                                                    \
     X(node_left, 24, node)                                                    \
     X(object_copied, 25, task)
 

@@ -7,6 +7,7 @@
 #include "db_master.h"
 #include "db_join.h"
 #include "../net/net_pipe.h"
+#include "../net/net_req.h"
 #include "../net/net_wire.h"
 #include "../util/util_complain.h"
 #include "../util/util_err.h"
@@ -400,21 +401,13 @@ static int
 s_on_router(zloop_t *loop, zsock_t *sock, void *arg)
 {
     s_master_t *self = arg;
-    zmsg_t *msg = zmsg_recv(sock);
-    zframe_t *rid = msg ? zmsg_pop(msg) : NULL;
-    zframe_t *hf = msg ? zmsg_pop(msg) : NULL;
-    zframe_t *body = msg ? zmsg_pop(msg) : NULL;
-    net_hdr_t h;
-    int rc;
-    if (!msg)
-        return 0;
-    if ((rc = net_hdr_decode(&h, hf))) {
-        char text[256];
-        snprintf(text, sizeof text, "%s", lux_errmsg());
-        s_complain(self, text);
-        zmsg_t *e = net_error_msg(NET_NO_SHARD, 0, rc, "%s", text);
-        zmsg_prepend(e, &rid);
-        zmsg_send(&e, sock);
+    net_req_t r;
+    (void) loop;
+    int rc = net_req_recv(&r, sock, &self->complain, NULL, NET_NO_SHARD, 0);
+    zframe_t *rid = r.rid, *body = r.body;
+    net_hdr_t h = r.h;
+    if (rc) {
+        /* complained of and answered */
     } else if (h.type == NET_HEARTBEAT) {
         s_on_heartbeat(self, rid, body);
     } else if (h.type == NET_JOIN) {
@@ -430,21 +423,16 @@ s_on_router(zloop_t *loop, zsock_t *sock, void *arg)
         s_on_status(self, rid);
     } else if (h.type == NET_PING) {
         zmsg_t *p = zmsg_new();
-        zmsg_append(p, &rid);
+        zmsg_append(p, &(zframe_t *) {zframe_dup(rid)});
         zmsg_append(p, &(zframe_t *) {net_hdr_frame(NET_PONG, NET_NO_SHARD, 0)});
         zmsg_send(&p, sock);
     } else {
         char text[128];
         snprintf(text, sizeof text, "unexpected %s at the chain master", net_type_name(h.type));
         s_complain(self, text);
-        zmsg_t *e = net_error_msg(NET_NO_SHARD, 0, LUX_EPROTO, "%s", text);
-        zmsg_prepend(e, &rid);
-        zmsg_send(&e, sock);
+        net_req_refuse(sock, rid, NET_NO_SHARD, 0, LUX_EPROTO, 0, text);
     }
-    zframe_destroy(&rid);
-    zframe_destroy(&hf);
-    zframe_destroy(&body);
-    zmsg_destroy(&msg);
+    net_req_done(&r);
     return 0;
 }
 
