@@ -5,6 +5,7 @@
 #include "db/db_cluster.h"
 
 #include <stdbool.h>
+#include <sqlite3.h>
 #include <stdio.h>
 
 int cmd_start(int argc, char **argv);
@@ -46,6 +47,8 @@ int lux_pull_run(const lux_pull_opts_t *o, lux_pull_stats_t *stats);
    (with pk, DB_CKPT_PK_LEN bytes or NULL, the signatures of the
    checkpoints it holds); the exit status. */
 int lux_pull_audit(const char *path, const uint8_t *pk);
+/* A value of a pulled file's meta table (false when it has none). */
+bool lux_pull_meta_get(sqlite3 *db, const char *key, char *out, size_t n);
 int cmd_lineage(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_supervise(int argc, char **argv); /* internal: the head's daemon */

@@ -97,17 +97,41 @@ db_archive_find(const char *replica_path, const util_id_t *cluster, uint32_t sha
     return rc;
 }
 
+/* Only the archive's events up to the live file's base: rows above it,
+   left by a compaction cut short, are the live file's to give. */
+typedef struct {
+    uint64_t upto;
+    int (*cb)(void *arg, const db_event_t *e);
+    void *arg;
+    bool stopped;
+} s_upto_t;
+
+static int
+s_upto(void *arg, const db_event_t *e)
+{
+    s_upto_t *u = arg;
+    if (e->seq > u->upto)
+        return 0;
+    if (u->cb(u->arg, e)) {
+        u->stopped = true;
+        return 1;
+    }
+    return 0;
+}
+
 int
 db_archive_actor_events(const char *replica_path, const util_id_t *cluster, uint32_t shard,
-                        const util_id_t *actor, int kind, uint64_t after,
-                        int (*cb)(void *arg, const db_event_t *e), void *arg)
+                        const util_id_t *actor, int kind, uint64_t after, uint64_t upto,
+                        int (*cb)(void *arg, const db_event_t *e), void *arg, bool *stopped)
 {
     char path[PATH_MAX];
     db_store_t *a = s_open(replica_path, cluster, shard, false, path, sizeof path);
     if (!a)
         return util_exists(path) ? LUX_EIO : LUX_ENOTFOUND;
-    int rc = db_store_actor_events(a, actor, kind, after, cb, arg);
+    s_upto_t u = {.upto = upto, .cb = cb, .arg = arg};
+    int rc = db_store_actor_events(a, actor, kind, after, s_upto, &u);
     db_store_close(&a);
+    *stopped = u.stopped;
     return rc;
 }
 

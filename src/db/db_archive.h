@@ -49,12 +49,13 @@ int db_archive_hash_at(const char *replica_path, const util_id_t *cluster, uint3
                        uint64_t seq, uint8_t out[DB_HASH_LEN]);
 
 /* db_store_find and db_store_actor_events in the archive beside
-   replica_path (LUX_ENOTFOUND when there is none). */
+   replica_path (LUX_ENOTFOUND when there is none); the actor's events only
+   up to `upto` (the live file's base), *stopped when cb asked to stop. */
 int db_archive_find(const char *replica_path, const util_id_t *cluster, uint32_t shard,
                     const util_id_t *task, int kind, util_buf_t *out, uint64_t *seq);
 int db_archive_actor_events(const char *replica_path, const util_id_t *cluster, uint32_t shard,
-                            const util_id_t *actor, int kind, uint64_t after,
-                            int (*cb)(void *arg, const db_event_t *e), void *arg);
+                            const util_id_t *actor, int kind, uint64_t after, uint64_t upto,
+                            int (*cb)(void *arg, const db_event_t *e), void *arg, bool *stopped);
 
 typedef struct {
     uint64_t before_seq;  /* move events with seq < this (0: not by seq) */

@@ -891,27 +891,6 @@ db_store_find(db_store_t *self, const util_id_t *task, int kind, util_buf_t *out
     return rc;
 }
 
-/* The events up to the base, in the archive, for db_store_actor_events */
-typedef struct {
-    uint64_t upto;
-    int (*cb)(void *arg, const db_event_t *e);
-    void *arg;
-    bool stopped;
-} s_upto_t;
-
-static int
-s_upto(void *arg, const db_event_t *e)
-{
-    s_upto_t *u = arg;
-    if (e->seq > u->upto)
-        return 0;
-    if (u->cb(u->arg, e)) {
-        u->stopped = true;
-        return 1;
-    }
-    return 0;
-}
-
 int
 db_store_actor_events(db_store_t *self, const util_id_t *actor, int kind, uint64_t after,
                       int (*cb)(void *arg, const db_event_t *e), void *arg)
@@ -934,11 +913,11 @@ db_store_actor_events(db_store_t *self, const util_id_t *actor, int kind, uint64
     uint64_t old = self->base_seq;
     if (s_load_base(self))
         self->base_seq = old;
-    s_upto_t u = {.upto = self->base_seq, .cb = cb, .arg = arg};
+    bool stopped = false;
     if (self->base_seq > 0)
         rc = db_archive_actor_events(self->path, &self->cluster, self->shard, actor, kind, after,
-                                     s_upto, &u);
-    if (!rc && !u.stopped) {
+                                     self->base_seq, cb, arg, &stopped);
+    if (!rc && !stopped) {
         sqlite3_bind_blob(self->actor_ev, 1, actor->b, UTIL_ID_LEN, SQLITE_STATIC);
         sqlite3_bind_int(self->actor_ev, 2, kind);
         sqlite3_bind_int64(self->actor_ev, 3, (int64_t) after);
