@@ -164,6 +164,19 @@ nm_peer_send(nm_t *nm, const char *ep, int type, zmsg_t **body)
     return 0;
 }
 
+bool
+nm_peer_body(nm_t *nm, const nm_peer_msg_t *m, util_rd_t *r)
+{
+    zframe_t *f = zmsg_first(m->msg);
+    if (!f) {
+        util_complain(&nm->complain, "node: dropped a bad message: %s without a body%s%s",
+                      net_type_name(m->type), m->ep ? " from " : "", m->ep ? m->ep : "");
+        return false;
+    }
+    util_rd_init(r, zframe_data(f), zframe_size(f));
+    return true;
+}
+
 void
 nm_peer_reply(nm_t *nm, const nm_peer_msg_t *m, int type, zmsg_t **body)
 {

@@ -68,6 +68,10 @@ int nm_peer_send(nm_t *nm, const char *ep, int type, zmsg_t **body);
 /* Answer request m with type and the frames of *body (taken). */
 void nm_peer_reply(nm_t *nm, const nm_peer_msg_t *m, int type, zmsg_t **body);
 
+/* Opens a reader on m's first frame (its body); false, after a complaint
+   naming the message's type and its sender, when there is none. */
+bool nm_peer_body(nm_t *nm, const nm_peer_msg_t *m, util_rd_t *r);
+
 /* For the node's loop: add the sockets to poll to items (at most max),
    returning how many; after the poll, read those that fired. */
 size_t nm_peer_items(nm_t *nm, zmq_pollitem_t *items, size_t max);

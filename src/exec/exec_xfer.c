@@ -193,12 +193,8 @@ static void
 s_on_locate(nm_t *nm, nm_peer_msg_t *m)
 {
     util_rd_t r;
-    zframe_t *f = zmsg_first(m->msg);
-    if (!f) {
-        nm_complain(nm, "NODE_LOCATE without a body");
+    if (!nm_peer_body(nm, m, &r))
         return;
-    }
-    util_rd_init(&r, zframe_data(f), zframe_size(f));
     uint64_t req = util_rd_u64(&r);
     const uint8_t *id = util_rd_take(&r, LUX_REF_LEN);
     if (r.bad || !id) {
@@ -367,10 +363,8 @@ static void
 s_on_locate_rep(nm_t *nm, nm_peer_msg_t *m)
 {
     util_rd_t r;
-    zframe_t *f = zmsg_first(m->msg);
-    if (!f)
+    if (!nm_peer_body(nm, m, &r))
         return;
-    util_rd_init(&r, zframe_data(f), zframe_size(f));
     uint64_t token = util_rd_u64(&r);
     int rc = (int) util_rd_u32(&r);
     util_rd_take(&r, LUX_REF_LEN);
@@ -537,10 +531,9 @@ s_on_pull_rep(nm_t *nm, nm_peer_msg_t *m)
 {
     struct nm_xfer *x = nm->xfer;
     util_rd_t r;
-    zframe_t *f = zmsg_first(m->msg), *data = zmsg_next(m->msg);
-    if (!f)
+    if (!nm_peer_body(nm, m, &r))
         return;
-    util_rd_init(&r, zframe_data(f), zframe_size(f));
+    zframe_t *data = zmsg_next(m->msg);
     uint64_t token = util_rd_u64(&r);
     int rc = (int) util_rd_u32(&r);
     util_rd_take(&r, LUX_REF_LEN);
@@ -772,12 +765,8 @@ static void
 s_on_pull(nm_t *nm, nm_peer_msg_t *m)
 {
     util_rd_t r;
-    zframe_t *f = zmsg_first(m->msg);
-    if (!f) {
-        nm_complain(nm, "NODE_PULL without a body");
+    if (!nm_peer_body(nm, m, &r))
         return;
-    }
-    util_rd_init(&r, zframe_data(f), zframe_size(f));
     uint64_t token = util_rd_u64(&r);
     const uint8_t *id = util_rd_take(&r, LUX_REF_LEN);
     uint8_t op = util_rd_u8(&r);
