@@ -279,6 +279,12 @@ faultvfs_arm(long k)
 }
 
 bool
+faultvfs_fired(void)
+{
+    return s_dead;
+}
+
+bool
 faultvfs_disarm(void)
 {
     bool fired = s_dead;

@@ -22,6 +22,9 @@ int faultvfs_install(void);
    (k >= 1). */
 void faultvfs_arm(long k);
 
+/* Whether the armed fault has fired (the process is dead). */
+bool faultvfs_fired(void);
+
 /* Back to passing every call through. Returns whether the fault fired. */
 bool faultvfs_disarm(void);
 
