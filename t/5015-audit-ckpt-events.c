@@ -9,7 +9,7 @@
        sql warns);
      - the checkpoint event forged in every replica (its line altered,
        every hash after it recomputed), the witness deleted: its signature
-       fails;
+       fails, in the cluster and in a file lux pull made of it;
      - an event below the signed seq edited in every replica, hashes
        recomputed, the witness deleted: the checkpoint event's hash
        disagrees with the log;
@@ -238,6 +238,20 @@ main(void)
              tamper_db(dir, 0, tail, path, sizeof path), (unsigned long long) at);
     s_caught("a checkpoint event forged in every replica, the witness deleted", dir, NULL, frag,
              "signature");
+    /* the same log pulled into a file: lux audit OUT.db checks its events too */
+    char file[PATH_MAX], pub[PATH_MAX], err2[4096];
+    snprintf(file, sizeof file, "%s/forged-event.db", tap_tmpdir());
+    db_ckpt_public_path(&s_c, pub, sizeof pub);
+    rc = fx_lux(s_out, sizeof s_out, err2, sizeof err2, "pull --dir %s %s", dir, file);
+    if (rc)
+        bail("pull of the forged copy: %s%s", s_out, err2);
+    rc = fx_lux(s_out, sizeof s_out, NULL, 0, "audit %s --public-key %s", file, pub);
+    snprintf(frag, sizeof frag, "shard 0: BROKEN at seq %llu: a checkpoint event that does not"
+             " hold: its signature", (unsigned long long) at);
+    ok(rc == 1 && strstr(s_out, frag), "lux audit OUT.db of a pull of it: caught (exit %d),"
+       " naming \"%s\"", rc, frag);
+    if (rc != 1 || !strstr(s_out, frag))
+        diag("%s", s_out);
 
     /* an event below the signed seq edited in every replica */
     tamper_copy(s_c.dir, "forged-below", dir, sizeof dir);
