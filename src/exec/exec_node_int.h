@@ -232,6 +232,13 @@ struct nm_actor {
     int doom_status;
     bool dirty;               /* on nm->dirty_actors */
     nm_actor_t *next_dirty;
+    /* living on another node (exec_ractor.c) */
+    bool remote;              /* its process is another node's: calls go there */
+    bool home;                /* created here: placed again here when its node dies */
+    util_id_t rnode;          /* the node that holds it (zero: being placed or found) */
+    char rep[DB_EP_MAX];      /* that node's endpoint ("" while placed or found) */
+    int64_t lost_ms;          /* not home: since when nobody knows where it is (0) */
+    int64_t asked_ms;         /* not home: when the head was last asked where it is */
 };
 
 /* --- clients and workers ----------------------------------------------------------- */
@@ -384,6 +391,7 @@ struct nm {
     /* other nodes (issue 28) */
     struct nm_peer *peer;     /* the node's tcp endpoint and its connections (exec_peer.c) */
     struct nm_xfer *xfer;     /* objects pulled from other nodes (exec_xfer.c) */
+    struct nm_ractor *ractor; /* actors on other nodes (exec_ractor.c) */
     struct nm_remote *remote; /* tasks spilled to other nodes, the global scheduler on the
                                  head (exec_remote.c) */
 
@@ -481,6 +489,16 @@ nm_obj_t *nm_task_output(nm_t *nm, nm_task_t *t, uint8_t i);
 int nm_result_outputs(nm_t *nm, nm_client_t *c, nm_task_t *t, const exec_result_t *r,
                       exec_obj_t *outs, const uint8_t **fps);
 
+/* exec_remote.c, for exec_ractor.c (the rest in exec_remote.h) */
+/* Ask the global scheduler where t goes (t->spilled, t->remote set; the
+   answer comes to s_placed, or to nm_ractor_placed for an actor's
+   creation): false when the head cannot be asked. */
+bool nm_remote_ask(nm_t *nm, nm_task_t *t);
+/* Add t (a task, an actor's creation or call) to what goes to the node at
+   ep this turn: its spec, its module the first time, the arguments held
+   here. 0 or a code. */
+int nm_remote_push(nm_t *nm, nm_task_t *t, const char *ep);
+
 /* exec_node_actor.c */
 int nm_actor_submit(nm_t *nm, nm_client_t *c, const exec_spec_t *s);
 void nm_actor_kick(nm_t *nm, nm_actor_t *a);      /* send what can be sent */
@@ -497,6 +515,15 @@ void nm_actor_close(nm_t *nm);
    it off the actor's lists. True when it was dealt with (a re-applied call,
    discarded; the actor dies for it) and must not be failed as a task. */
 bool nm_actor_failing(nm_t *nm, nm_task_t *t, int status, const char *text);
+/* Take t off its actor's lists (a call answered from another node). */
+void nm_actor_unlink(nm_t *nm, nm_task_t *t);
+/* a dies now for why (its calls fail with it). */
+void nm_actor_die(nm_t *nm, nm_actor_t *a, int status, const char *why);
+/* A new actor record for id, not on any list yet (exec_ractor.c's stubs);
+   NULL when out of memory. */
+nm_actor_t *nm_actor_new(nm_t *nm, const util_id_t *id);
+/* Answer the lookups waiting for a's name. */
+void nm_actor_found(nm_t *nm, nm_actor_t *a);
 /* Re-run the task that made id: 0 when it is on its way; LUX_ENOTFOUND
    when the log has no task that made it (a put, or nothing), LUX_ETASK
    when the task cannot run (an argument of its own cannot be had), with a
