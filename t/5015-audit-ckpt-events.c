@@ -176,6 +176,24 @@ main(void)
         usleep(200000);
     }
     s_append(100);
+    /* wait until the supervisor has signed past these appends (its event
+       lands after them), then append fewer than 40 more, which it does
+       not sign: the newest checkpoint event is then followed by events,
+       and the checkpoint at the stop is a later witness line (on a slow
+       machine the event could otherwise be the log's last) */
+    uint64_t want = 0;
+    for (uint32_t s = 0; s < 2; s++) {
+        tamper_db(s_c.dir, s, chain[s].m[chain[s].n - 1].index, path, sizeof path);
+        want = tamper_last(path);
+        t0 = util_mono_ms();
+        while (!(s_newest(path, &at, &signs) && signs + 1 >= want)) {
+            if (util_mono_ms() - t0 > 60000)
+                bail("shard %u: no checkpoint event signing past seq %llu after 60 s", s,
+                     (unsigned long long) want - 1);
+            usleep(100000);
+        }
+    }
+    s_append(10);
     fx_stop(&s_c);
 
     db_chain_load_state(&s_c, chain);
