@@ -10,7 +10,7 @@
      - the checkpoint event forged in every replica (its line altered,
        every hash after it recomputed), the witness deleted: its signature
        fails, in the cluster and in a file lux pull made of it;
-     - an event below the signed seq edited in every replica, hashes
+     - the event at the signed seq edited in every replica, hashes
        recomputed, the witness deleted: the checkpoint event's hash
        disagrees with the log;
      - the checkpoint event re-signed with the key over another hash and
@@ -274,7 +274,7 @@ main(void)
     /* an event below the signed seq edited in every replica */
     tamper_copy(s_c.dir, "forged-below", dir, sizeof dir);
     tamper_sh("rm -f '%s/witness'", dir);
-    uint64_t edit = signs / 2;
+    uint64_t edit = signs; /* the signed seq itself: older checkpoints sign below it */
     for (uint32_t r = 0; r < 3; r++)
         tamper_forge(tamper_db(dir, 0, r, path, sizeof path), &s_c.id, 0, tamper_edit_ts, &edit);
     tamper_db(dir, 0, head, path, sizeof path);
