@@ -17,8 +17,12 @@
 #include "../net/net_pipe.h"
 #include "../net/net_wire.h"
 #include "../util/util_err.h"
+#include "../util/util_fs.h"
 #include "../util/util_log.h"
 #include "../util/util_time.h"
+
+#include <stdlib.h>
+#include <unistd.h>
 
 #define DB_READ_WORKERS 2
 
@@ -57,6 +61,36 @@ typedef struct {
 
 /* --- workers ------------------------------------------------------------------------- */
 
+/* Test hook: LUX_TEST_READ_GATE=DIR makes a worker, given a READ asking
+   for exactly N events (N written in DIR/armed), remove DIR/armed, create
+   DIR/held and wait (up to 120 s) until DIR/go exists before it reads,
+   so that a test can change the chain between a READ's arrival and its
+   reading (t/5040). */
+static void
+s_read_gate(uint32_t max)
+{
+    const char *dir = getenv("LUX_TEST_READ_GATE");
+    char path[PATH_MAX];
+    if (!dir || !*dir)
+        return;
+    snprintf(path, sizeof path, "%s/armed", dir);
+    FILE *f = fopen(path, "r");
+    unsigned long n = 0;
+    if (!f)
+        return;
+    bool match = fscanf(f, "%lu", &n) == 1 && n == max;
+    fclose(f);
+    if (!match || unlink(path))
+        return; /* not ours, or another worker took it */
+    snprintf(path, sizeof path, "%s/held", dir);
+    if ((f = fopen(path, "w")))
+        fclose(f);
+    snprintf(path, sizeof path, "%s/go", dir);
+    for (int64_t t0 = util_mono_ms(); util_mono_ms() - t0 < 120000 && !util_exists(path);)
+        usleep(10000);
+    unlink(path);
+}
+
 static void
 s_worker(zsock_t *pipe, void *arg)
 {
@@ -73,6 +107,7 @@ s_worker(zsock_t *pipe, void *arg)
         memcpy(&job, zframe_data(f), sizeof job);
         zframe_destroy(&f);
         uint32_t count = 0;
+        s_read_gate(job->max);
         job->rc = db_store_refresh(store);
         job->last = db_store_last_seq(store);
         if (job->last > job->upto)
