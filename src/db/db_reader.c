@@ -36,7 +36,8 @@ typedef struct s_job {
     int rc;          /* set by the worker */
     char err[256];
     uint64_t last;   /* the tail's last seq, set by the worker */
-    uint64_t upto;   /* served up to this seq at most (db_reader_state_t) */
+    db_reader_state_t *state; /* the replica's: the worker checks it after reading */
+    uint32_t shard;
     util_buf_t buf;  /* the batch, filled by the worker */
 } s_job_t;
 
@@ -91,6 +92,34 @@ s_read_gate(uint32_t max)
     unlink(path);
 }
 
+/* What a job may serve, checked after the worker read the file's last
+   seq, not when the READ arrived: a hold for a joiner begun in between
+   (the replica sets state->upto before it commits anything past the
+   held seq) bounds it, and a READ whose epoch ended meanwhile, or at a
+   replica that is no longer the tail, is refused. Taken at arrival, the
+   bound let a READ serve events committed during a hold that the tail
+   truncated when the master removed it: a subscriber saw a history that
+   never was (issue 26). upto is loaded first: the replica ends a hold at
+   a new epoch only after it stopped being the tail at the old one
+   (db_rep_hold_reset). */
+static int
+s_bound(s_job_t *job)
+{
+    uint64_t upto = atomic_load(&job->state->upto);
+    uint64_t epoch = atomic_load(&job->state->epoch);
+    if (epoch != job->epoch)
+        return util_err(LUX_EEPOCH, "shard %u: READ at epoch %llu refused: the epoch became "
+                        "%llu while it waited", job->shard, (unsigned long long) job->epoch,
+                        (unsigned long long) epoch);
+    if (!atomic_load(&job->state->is_tail))
+        return util_err(LUX_ESTATE, "shard %u: READ at epoch %llu refused: this replica "
+                        "stopped being the tail while it waited", job->shard,
+                        (unsigned long long) job->epoch);
+    if (job->last > upto)
+        job->last = upto; /* a tail holding for a joiner */
+    return 0;
+}
+
 static void
 s_worker(zsock_t *pipe, void *arg)
 {
@@ -110,8 +139,8 @@ s_worker(zsock_t *pipe, void *arg)
         s_read_gate(job->max);
         job->rc = db_store_refresh(store);
         job->last = db_store_last_seq(store);
-        if (job->last > job->upto)
-            job->last = job->upto; /* a tail holding for a joiner */
+        if (!job->rc)
+            job->rc = s_bound(job);
         if (job->from <= job->last && job->last - job->from + 1 < job->max)
             job->max = (uint32_t) (job->last - job->from + 1);
         net_batch_begin(&job->buf, job->from);
@@ -257,7 +286,8 @@ s_on_read(zloop_t *loop, zsock_t *sock, void *arg)
     job->max = util_rd32(p + 16);
     job->max_bytes = util_rd32(p + 20);
     job->epoch = epoch;
-    job->upto = atomic_load(&self->state->upto);
+    job->state = self->state;
+    job->shard = self->shard;
     /* 0 in either limit asks for the tail's own limit */
     if (job->max > DB_READ_MAX || job->max == 0)
         job->max = DB_READ_MAX;
@@ -294,7 +324,10 @@ s_on_worker(zloop_t *loop, zsock_t *sock, void *arg)
     if (!job)
         return 0;
     if (job->rc) {
-        log_error("READ from %llu: %s", (unsigned long long) job->from, job->err);
+        if (job->rc == LUX_EEPOCH || job->rc == LUX_ESTATE)
+            log_info("READ from %llu: %s", (unsigned long long) job->from, job->err);
+        else
+            log_error("READ from %llu: %s", (unsigned long long) job->from, job->err);
         s_error(self, &job->rid, job->rc, job->err, job->req);
     } else {
         uint8_t rep[16];

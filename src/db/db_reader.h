@@ -41,7 +41,9 @@
     READ_REP body: req u64, last u64 (the tail's last seq); frame 2: batch
     A READ whose header names another shard is refused with ESHARD, one at
     another epoch with EEPOCH, one at a replica that is not the tail with
-    ESTATE.
+    ESTATE; the epoch, the tail and the held seq of a join (upto) are
+    checked again after the worker took the file's last seq, not only
+    when the READ arrived (doc/protocol.md 9.1).
 */
 #ifndef DB_READER_H_INCLUDED
 #define DB_READER_H_INCLUDED

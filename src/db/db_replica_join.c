@@ -67,8 +67,13 @@ db_rep_hold_reset(db_rep_t *self, uint64_t epoch)
 {
     if (!self->hold.on)
         return;
-    /* the epoch changed: the master decided (or something else did) */
+    /* the epoch changed: the master decided (or something else did).
+       The reader stops serving first (s_apply_config says again whether
+       we are the tail): lifting the bound while it still served at the
+       old epoch let a READ read past the held seq what this replica
+       truncates if the new configuration left it out (db_reader s_bound) */
     self->hold.on = false;
+    atomic_store(&self->rstate.is_tail, 0);
     atomic_store(&self->rstate.upto, UINT64_MAX);
     log_info("shard %u: no longer holding acknowledgements at seq %llu: epoch %llu",
              self->shard, (unsigned long long) self->hold.seq, (unsigned long long) epoch);
