@@ -50,7 +50,7 @@ s_collect(void *arg, const void *key, void *value)
     util_rd_init(&r, t->args, t->args_len);
     while (!found && exec_arg_next(&r, &a)) {
         i++;
-        found = a.kind == EXEC_ARG_REF && !(t->counted && t->counted[i]) &&
+        found = a.kind == EXEC_ARG_REF && !(t->counted && (t->counted[i] & NM_ARG_COUNTED)) &&
                 memcmp(a.ref.b, w->id->b, LUX_REF_LEN) == 0;
     }
     if (!found)
@@ -77,9 +77,9 @@ s_count(nm_task_t *t, nm_obj_t *o)
     util_rd_init(&r, t->args, t->args_len);
     while (exec_arg_next(&r, &a)) {
         i++;
-        if (a.kind == EXEC_ARG_REF && t->counted && !t->counted[i] &&
+        if (a.kind == EXEC_ARG_REF && t->counted && !(t->counted[i] & NM_ARG_COUNTED) &&
             memcmp(a.ref.b, o->id.b, LUX_REF_LEN) == 0) {
-            t->counted[i] = 1;
+            t->counted[i] |= NM_ARG_COUNTED;
             o->uses++;
             return;
         }

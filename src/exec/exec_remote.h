@@ -24,6 +24,7 @@ bool nm_remote_spill(nm_t *nm, nm_task_t *t);
    each node holds, then load), or that it spills for its long queue
    (not self: another node unless none can). */
 bool nm_remote_place(nm_t *nm, nm_task_t *t, bool self);
+/* nm_remote_ask, nm_remote_push: in exec_node_int.h (exec_ractor.c uses them). */
 /* Whether this node can spill at all (a cluster of nodes with endpoints). */
 bool nm_remote_on(nm_t *nm);
 
