@@ -84,9 +84,20 @@ struct nm_obj {
     nm_client_t **waiters;  /* clients that asked for it (GET) before it existed */
     uint16_t nwaiters, capwaiters;
     bool cancelled;         /* ERROR: its task was cancelled (or one it needed) */
+    uint16_t unread;        /* rebuilt since a task or a reader last had it: at
+                               NM_REBUILD_UNREAD_MAX, nm_rebuild gives up on it */
 };
 
+/* How many times in a row an object may be rebuilt without any task or
+   reader having it in between (each rebuilt copy evicted again first):
+   past it, what needs the object fails with a message naming it, rather
+   than the node rebuilding it for ever (issue 24: 13,590 times in 21
+   minutes, before rebuilt outputs were held for their tasks). */
+#define NM_REBUILD_UNREAD_MAX 16
+
 /* --- tasks ---------------------------------------------------------------------------- */
+
+enum { NM_ARG_COUNTED = 1, NM_ARG_HELD = 2 }; /* nm_task_t.counted[i] */
 
 /* What an nm_task_t is: a task, or one of an actor's runs. */
 enum nm_task_kind {
@@ -118,7 +129,9 @@ struct nm_task {
     uint8_t *args;            /* owned copy of the encoded arguments */
     uint32_t args_len;
     uint16_t argc;
-    uint8_t *counted;         /* per argument: counted in its object's uses (refs only) */
+    uint8_t *counted;         /* per argument (refs only): NM_ARG_COUNTED, counted in its
+                                 object's uses; NM_ARG_HELD, a rebuilt object pinned for
+                                 this task until it is handed to a worker */
     uint8_t nret;
     uint8_t state;            /* enum nm_task_state */
     uint8_t attempt;          /* 1 for the first run */
@@ -339,6 +352,8 @@ struct nm {
     uint32_t nresv;           /* ... for this many tasks */
     struct nm_restore_wait *restore_waits; /* GETs of spilled objects waiting for room */
     bool room_waits;          /* a ready task waits for room to restore an argument */
+    bool test_unheld;         /* LUX_TEST_REBUILD_UNHELD=1 (t/3132 only): rebuilt outputs
+                                 are not held for the tasks waiting for them */
 
     /* tables */
     util_idmap_t *objects;    /* object ID (20) -> nm_obj_t * */
