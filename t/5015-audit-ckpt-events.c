@@ -9,8 +9,8 @@
        sql warns);
      - the checkpoint event forged in every replica (its line altered,
        every hash after it recomputed), the witness deleted: its signature
-       fails;
-     - an event below the signed seq edited in every replica, hashes
+       fails, in the cluster and in a file lux pull made of it;
+     - the event at the signed seq edited in every replica, hashes
        recomputed, the witness deleted: the checkpoint event's hash
        disagrees with the log;
      - the checkpoint event re-signed with the key over another hash and
@@ -176,6 +176,24 @@ main(void)
         usleep(200000);
     }
     s_append(100);
+    /* wait until the supervisor has signed past these appends (its event
+       lands after them), then append fewer than 40 more, which it does
+       not sign: the newest checkpoint event is then followed by events,
+       and the checkpoint at the stop is a later witness line (on a slow
+       machine the event could otherwise be the log's last) */
+    uint64_t want = 0;
+    for (uint32_t s = 0; s < 2; s++) {
+        tamper_db(s_c.dir, s, chain[s].m[chain[s].n - 1].index, path, sizeof path);
+        want = tamper_last(path);
+        t0 = util_mono_ms();
+        while (!(s_newest(path, &at, &signs) && signs + 1 >= want)) {
+            if (util_mono_ms() - t0 > 60000)
+                bail("shard %u: no checkpoint event signing past seq %llu after 60 s", s,
+                     (unsigned long long) want - 1);
+            usleep(100000);
+        }
+    }
+    s_append(10);
     fx_stop(&s_c);
 
     db_chain_load_state(&s_c, chain);
@@ -238,11 +256,25 @@ main(void)
              tamper_db(dir, 0, tail, path, sizeof path), (unsigned long long) at);
     s_caught("a checkpoint event forged in every replica, the witness deleted", dir, NULL, frag,
              "signature");
+    /* the same log pulled into a file: lux audit OUT.db checks its events too */
+    char file[PATH_MAX], pub[PATH_MAX], err2[4096];
+    snprintf(file, sizeof file, "%s/forged-event.db", tap_tmpdir());
+    db_ckpt_public_path(&s_c, pub, sizeof pub);
+    rc = fx_lux(s_out, sizeof s_out, err2, sizeof err2, "pull --dir %s %s", dir, file);
+    if (rc)
+        bail("pull of the forged copy: %s%s", s_out, err2);
+    rc = fx_lux(s_out, sizeof s_out, NULL, 0, "audit %s --public-key %s", file, pub);
+    snprintf(frag, sizeof frag, "shard 0: BROKEN at seq %llu: a checkpoint event that does not"
+             " hold: its signature", (unsigned long long) at);
+    ok(rc == 1 && strstr(s_out, frag), "lux audit OUT.db of a pull of it: caught (exit %d),"
+       " naming \"%s\"", rc, frag);
+    if (rc != 1 || !strstr(s_out, frag))
+        diag("%s", s_out);
 
     /* an event below the signed seq edited in every replica */
     tamper_copy(s_c.dir, "forged-below", dir, sizeof dir);
     tamper_sh("rm -f '%s/witness'", dir);
-    uint64_t edit = signs / 2;
+    uint64_t edit = signs; /* the signed seq itself: older checkpoints sign below it */
     for (uint32_t r = 0; r < 3; r++)
         tamper_forge(tamper_db(dir, 0, r, path, sizeof path), &s_c.id, 0, tamper_edit_ts, &edit);
     tamper_db(dir, 0, head, path, sizeof path);

@@ -384,6 +384,7 @@ struct nm {
     /* the log (exec_node_log.c) */
     db_client_t *log;
     struct nm_log *lg;        /* write-ahead lineage state, lookups */
+    struct nm_blobw *blobw;   /* the blob writer thread (exec_node_blob.c), or NULL */
     bool log_urgent;          /* an actor call waits for its event: send now */
     bool log_quiet;           /* the loop saw nothing on the log's sockets this turn */
 
@@ -560,8 +561,21 @@ void nm_log_finished(nm_t *nm, nm_task_t *t, nm_worker_t *w, const exec_result_t
 void nm_log_retried(nm_t *nm, nm_task_t *t, const char *why);
 void nm_log_put(nm_t *nm, nm_obj_t *o);
 /* exec_node_blob.c: keep put o's bytes for replay, under the cluster's
-   record_puts; what was done into info[n] (for its object_put event). */
-void nm_blob_record(nm_t *nm, nm_obj_t *o, char *info, size_t n);
+   record_puts. NULL when nothing is to be written (info[n] says why, for
+   its object_put event); else a write for the blob writer thread, to be
+   given to nm_blob_start with the held event it completes (info is then
+   provisional). */
+typedef struct nm_blob_job nm_blob_job_t;
+nm_blob_job_t *nm_blob_record(nm_t *nm, nm_obj_t *o, char *info, size_t n);
+/* Queue job (o stays pinned until it is written); when it is, its event
+   `held` gets the final info (nm_log_put_recorded). */
+void nm_blob_start(nm_t *nm, nm_blob_job_t *job, void *held);
+/* Finish the writes that are done (from nm_log_tick). */
+void nm_blob_tick(nm_t *nm);
+/* Wait for every queued write, finish them, and stop the writer. */
+void nm_blob_close(nm_t *nm);
+/* exec_node_log.c: the held object_put event `held` may go, with info. */
+void nm_log_put_recorded(nm_t *nm, void *held, const char *info);
 void nm_log_object(nm_t *nm, nm_obj_t *o, int kind, const char *info);
 /* o is a copy of an object pulled from node `from` (exec_xfer.c):
    object_copied, with its size and fingerprint. */
