@@ -543,6 +543,9 @@ void nm_actor_die(nm_t *nm, nm_actor_t *a, int status, const char *why);
 nm_actor_t *nm_actor_new(nm_t *nm, const util_id_t *id);
 /* Answer the lookups waiting for a's name. */
 void nm_actor_found(nm_t *nm, nm_actor_t *a);
+/* The head knows no actor named name: lookups of it that do not wait are
+   answered LUX_ENOTFOUND. */
+void nm_actor_missed(nm_t *nm, const char *name);
 /* Re-run the task that made id: 0 when it is on its way; LUX_ENOTFOUND
    when the log has no task that made it (a put, or nothing), LUX_ETASK
    when the task cannot run (an argument of its own cannot be had), with a
