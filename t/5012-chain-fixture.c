@@ -11,7 +11,14 @@
     CHAIN_ACK, READ, JOIN, JOIN_HOLD, JOIN_SEQ, the master's refusal and
     EGAP, heartbeats, and the writer's truncation as a step of its own.
     Logs are arrays of (value, chain hash) that survive a crash; the rest
-    of a replica's state does not.
+    of a replica's state does not. With --real N (100 after the default
+    10,000 modelled schedules) N schedules run again with a real replica
+    file behind each log (t/lib/chainlog.h: db_store over SQLite and the
+    lux-wal VFS): every append and cut goes to the file, a planted write
+    failure is the k-th write of the SQLite files failing (a cut gets one
+    half the time, at any of its steps), and a restarted replica reads its
+    log back from its file, which must hold the log before or after the
+    failed write.
 
     FAULTS, chosen by the seed at every step: a message delivered out of
     order (across connections; one connection keeps its order), or dropped
@@ -28,75 +35,20 @@
     replica holds an event the tail does not), and every acknowledged
     event is in them.
 
-    Usage: 5012-chain-fixture.t [--seeds N] [--seed S] [--steps K] [-v]
-    (default 10000 seeds from 1; --seed S runs seed S alone, verbosely on
-    failure). Built a second time with DB_JOIN_PLANT (t/5013), where the
+    Usage: 5012-chain-fixture.t [--seeds N] [--seed S] [--steps K]
+    [--real N] [-v] (default 10000 seeds from 1; --seed S runs seed S
+    alone, verbosely on failure; --seed S --real 1 on real files). Built a second time with DB_JOIN_PLANT (t/5013), where the
     tail acknowledges past its hold: then it must find a violation.
 */
 #include "tap.h"
+#include "lib/chainfx.h"
 #include "db/db_chain.h"
-#include "db/db_join.h"
 #include "util/util_buf.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define NR 3            /* replicas */
-#define MASTER NR       /* node id of the master */
-#define CLIENT (NR + 1) /* ...and of the client */
-#define MAXQ 2048       /* messages in flight */
-#define MAXLOG 1024
-
-typedef struct {
-    uint64_t val;
-    uint8_t hash[DB_HASH_LEN];
-} ent_t;
-
-enum {
-    M_CONFIG, M_CONFIG_REQ, M_BEAT, M_DEAD, M_HELLO, M_SYNC, M_FORWARD, M_CHAIN_ACK,
-    M_CORRUPT, M_REFUSED, M_READ, M_READ_REP, M_READ_ERR, M_JOIN, M_JOIN_HOLD, M_JOIN_SEQ,
-    M_HOLD_END, M_EGAP, M_APPEND, M_TRUNC_DONE, M_N
-};
-static const char *s_mname[M_N] = {
-    "CONFIG", "CONFIG_REQ", "BEAT", "DEAD", "HELLO", "SYNC", "FORWARD", "CHAIN_ACK",
-    "CORRUPT", "REFUSED", "READ", "READ_REP", "READ_ERR", "JOIN", "JOIN_HOLD", "JOIN_SEQ",
-    "HOLD_END", "EGAP", "APPEND", "TRUNC_DONE"};
-
-typedef struct {
-    int type, from, to;
-    uint32_t to_inc;       /* the receiver's incarnation when sent */
-    uint32_t from_inc;     /* ...and the sender's: one connection each */
-    bool nodrop;           /* local: the writer's answer, the master's own timer */
-    uint64_t epoch, a, b, c, d, e;
-    uint8_t hash[DB_HASH_LEN];
-    int m[NR], n;          /* CONFIG */
-    ent_t *ents;           /* FORWARD, READ_REP: entries from a */
-    uint32_t count;
-} msg_t;
-
-typedef struct {
-    bool alive;
-    uint32_t inc;
-    int state; /* enum db_replica_state */
-    ent_t *log; /* log[0] is seq 1 (persistent) */
-    uint64_t n;
-    /* volatile */
-    uint64_t epoch;
-    int m[NR], nm, pos;
-    uint64_t fwd_seq, ack_seq;
-    bool synced, pred_linked, truncating;
-    uint32_t pred_inc; /* the predecessor's process that said HELLO */
-    int hello_age;
-    db_hold_t hold;
-    int hold_age;
-    db_join_t join;
-    int join_age;
-    uint64_t wait_seq[MAXLOG], wait_val[MAXLOG]; /* head: the client's events */
-    int nwait;
-    int fail_in; /* the n-th write from now fails (0: none) */
-} rep_t;
 
 static struct {
     uint64_t rng;
@@ -125,6 +77,7 @@ static bool s_old_master;
 /* what the schedules did, over all seeds */
 static struct {
     uint64_t cuts, cut_refused, cut_then_stop, write_fails, kills, drops, joins, probes_back;
+    uint64_t cut_io_faults; /* real files: cuts with a write of theirs set to fail */
 } S;
 
 /* --- plumbing ---------------------------------------------------------------------- */
@@ -170,27 +123,10 @@ s_violation(const char *fmt, ...)
     s_say("VIOLATION: %s", W.why);
 }
 
-static void
-s_chain_hash(uint8_t out[DB_HASH_LEN], const uint8_t prev[DB_HASH_LEN], uint64_t seq, uint64_t val)
-{
-    uint64_t a, b;
-    memcpy(&a, prev, 8);
-    memcpy(&b, prev + 8, 8);
-    a ^= seq * 0x9E3779B97F4A7C15ull + val;
-    a ^= a >> 31;
-    a *= 0xBF58476D1CE4E5B9ull;
-    b ^= a + val * 0x94D049BB133111EBull;
-    b ^= b >> 29;
-    b *= 0x9E3779B97F4A7C15ull;
-    memcpy(out, &a, 8);
-    memcpy(out + 8, &b, 8);
-}
-
 static const uint8_t *
 s_hash(const rep_t *r, uint64_t seq)
 {
-    static const uint8_t zero[DB_HASH_LEN];
-    return seq == 0 ? zero : r->log[seq - 1].hash;
+    return seq == 0 ? chainlog_genesis() : r->log[seq - 1].hash;
 }
 
 static void
@@ -258,9 +194,7 @@ s_config_fill(msg_t *m)
 static void
 s_send_config(int to)
 {
-    msg_t *m = s_master_send(M_CONFIG, to);
-    memcpy(m->m, W.ms.m, sizeof m->m);
-    m->n = W.ms.n;
+    s_config_fill(s_master_send(M_CONFIG, to));
 }
 
 /* --- a replica's writes ------------------------------------------------------------ */
@@ -274,11 +208,30 @@ s_write_ok(int i)
 {
     rep_t *r = &W.r[i];
     if (r->fail_in > 0 && --r->fail_in == 0) {
+        if (chainlog_is_real()) { /* the k-th write of the file's next sync fails */
+            r->io_fault = s_pick(2) ? 1 : 1 + s_pick(20);
+            return true;
+        }
         S.write_fails++;
         s_crash(i, "a write failed");
         return false;
     }
     return true;
+}
+
+/* Real files: replica i's file made its log (chainlog_sync); false when
+   a write failed and it died. */
+static bool
+s_sync(int i)
+{
+    rep_t *r = &W.r[i];
+    int rc = chainlog_sync(i, r->log, r->n, r->io_fault, W.why, sizeof W.why);
+    r->io_fault = 0;
+    if (rc > 0) {
+        S.write_fails++;
+        s_crash(i, "a write of its file failed");
+    }
+    return rc == 0;
 }
 
 static void
@@ -386,7 +339,7 @@ s_take(int i, uint64_t first, const ent_t *ents, uint32_t count, bool *bad)
         if (seq <= r->n)
             continue;
         uint8_t h[DB_HASH_LEN];
-        s_chain_hash(h, s_hash(r, r->n), seq, ents[k].val);
+        chainlog_hash(h, s_hash(r, r->n), seq, ents[k].val);
         if (memcmp(h, ents[k].hash, DB_HASH_LEN) != 0) {
             *bad = true;
             break;
@@ -396,7 +349,7 @@ s_take(int i, uint64_t first, const ent_t *ents, uint32_t count, bool *bad)
         s_log_add(r, ents[k].val, h);
         taken++;
     }
-    return taken;
+    return taken && !s_sync(i) ? -1 : taken;
 }
 
 static void
@@ -564,8 +517,10 @@ s_on_append(int i, const msg_t *m)
     if (!s_write_ok(i))
         return;
     uint8_t h[DB_HASH_LEN];
-    s_chain_hash(h, s_hash(r, r->n), r->n + 1, m->a);
+    chainlog_hash(h, s_hash(r, r->n), r->n + 1, m->a);
     s_log_add(r, m->a, h);
+    if (!s_sync(i))
+        return;
     r->wait_seq[r->nwait] = r->n;
     r->wait_val[r->nwait] = m->a;
     r->nwait++;
@@ -667,6 +622,11 @@ s_on_trunc_done(int i, const msg_t *m)
     if (m->a > r->n)
         bail("truncation beyond the log");
     r->n = m->a;
+    if (chainlog_is_real() && W.faults && !r->io_fault && s_pick(2))
+        r->io_fault = 1 + s_pick(20); /* any step of the cut (t/5016 counts 19) */
+    S.cut_io_faults += r->io_fault != 0;
+    if (!s_sync(i))
+        return;
     r->ack_seq = r->fwd_seq = r->n;
     if (r->fail_in < 0) {
         /* planted: the step after the cut fails */
@@ -681,6 +641,20 @@ s_on_trunc_done(int i, const msg_t *m)
     }
 }
 
+/* The tail's answer to a hold, sent again while it holds. */
+static void
+s_join_seq(int i)
+{
+    rep_t *r = &W.r[i];
+    msg_t *s = s_send(M_JOIN_SEQ, i, MASTER, r->epoch);
+    s->a = (uint64_t) i;
+    s->b = r->hold.index;
+    s->c = r->hold.last;
+    s->d = r->hold.seq;
+    s->e = ++r->hold.token;
+    r->hold_age = 0;
+}
+
 static void
 s_on_join_hold(int i, const msg_t *m)
 {
@@ -692,13 +666,7 @@ s_on_join_hold(int i, const msg_t *m)
     if (db_hold_begin(&r->hold, (uint32_t) m->a, m->b, r->ack_seq))
         s_say("replica %d: holding at seq %llu for replica %llu", i,
               (unsigned long long) r->hold.seq, (unsigned long long) m->a);
-    msg_t *s = s_send(M_JOIN_SEQ, i, MASTER, r->epoch);
-    s->a = (uint64_t) i;
-    s->b = r->hold.index;
-    s->c = r->hold.last;
-    s->d = r->hold.seq;
-    s->e = ++r->hold.token;
-    r->hold_age = 0;
+    s_join_seq(i);
 }
 
 static void
@@ -725,15 +693,8 @@ s_replica_beat(int i)
             s_join_request(i);
         }
     }
-    if (r->hold.on && ++r->hold_age >= 3) {
-        msg_t *s = s_send(M_JOIN_SEQ, i, MASTER, r->epoch);
-        s->a = (uint64_t) i;
-        s->b = r->hold.index;
-        s->c = r->hold.last;
-        s->d = r->hold.seq;
-        s->e = ++r->hold.token;
-        r->hold_age = 0;
-    }
+    if (r->hold.on && ++r->hold_age >= 3)
+        s_join_seq(i);
 }
 
 static void
@@ -905,6 +866,9 @@ s_restart(int i)
     r->alive = true;
     r->state = DB_RS_STARTING;
     r->pos = -1;
+    if (chainlog_reload(i, log, &n, W.why, sizeof W.why))
+        return;
+    r->n = n;
     r->ack_seq = r->fwd_seq = n;
     s_say("replica %d restarts with %llu events", i, (unsigned long long) n);
     s_replica_beat(i);
@@ -960,6 +924,11 @@ s_check_end(void)
         if (r->n != t->n) {
             s_violation("replica %d holds %llu events, the tail %llu", i,
                         (unsigned long long) r->n, (unsigned long long) t->n);
+            return;
+        }
+        char why[256];
+        if (chainlog_check(i, r->log, r->n, why, sizeof why)) {
+            s_violation("%s", why);
             return;
         }
         for (uint64_t s = 0; s < r->n; s++)
@@ -1076,6 +1045,8 @@ s_run(uint64_t seed, int steps)
     W.faults = true;
     W.window = 1 + (uint32_t) s_pick(8);
     for (int i = 0; i < NR; i++) {
+        if (chainlog_reset(i, W.why, sizeof W.why))
+            return 1;
         W.r[i].log = s_logs[i];
         W.r[i].n = 0;
         W.r[i].inc = 0;
@@ -1095,6 +1066,7 @@ s_run(uint64_t seed, int steps)
     W.faults = false;
     for (int i = 0; i < NR; i++) {
         W.r[i].fail_in = 0;
+        W.r[i].io_fault = 0;
         if (!W.r[i].alive)
             s_restart(i);
     }
@@ -1136,6 +1108,7 @@ main(int argc, char **argv)
     uint64_t first = 1, seeds = 10000;
     int steps = 300;
     bool verbose = false, one = false;
+    int real = -1; /* schedules on real files after the modelled ones (-1: 100 for 10000) */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--seeds") && i + 1 < argc)
             seeds = strtoull(argv[++i], NULL, 10);
@@ -1146,11 +1119,13 @@ main(int argc, char **argv)
             steps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--old-master"))
             s_old_master = true;
+        else if (!strcmp(argv[i], "--real") && i + 1 < argc)
+            real = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-v"))
             verbose = true;
         else {
-            fprintf(stderr, "usage: %s [--seeds N] [--seed S] [--steps K] [--old-master] [-v]\n",
-                    argv[0]);
+            fprintf(stderr, "usage: %s [--seeds N] [--seed S] [--steps K] [--old-master]"
+                    " [--real N] [-v]\n", argv[0]);
             return 2;
         }
     }
@@ -1158,6 +1133,13 @@ main(int argc, char **argv)
         seeds = 1;
     uint64_t bad, first_bad = 0, acked;
     char why[512] = "";
+    if (real < 0)
+        real = seeds >= 10000 && !one ? 100 : 0;
+    if (real && one) { /* --seed S --real 1: that schedule on real files */
+        if (chainlog_real(NULL, NR, why, sizeof why))
+            bail("%s", why);
+        real = 0;
+    }
     bad = s_runs(first, seeds, steps, verbose, &first_bad, why, sizeof why, &acked);
 #ifdef DB_JOIN_PLANT
     ok(bad > 0, "the planted bug (a tail acknowledging past its hold) is found: %llu of %llu "
@@ -1184,6 +1166,22 @@ main(int argc, char **argv)
            "the schedules reached every fault: truncations, refused and interrupted ones, "
            "probes further back, joins, kills, drops");
 #ifndef DB_JOIN_PLANT
+    if (real > 0) {
+        /* the same schedules on real replica files (t/lib/chainlog.h) */
+        uint64_t fails = S.write_fails, cuts = S.cuts;
+        if (chainlog_real(NULL, NR, why, sizeof why))
+            bail("%s", why);
+        bad = s_runs(first, (uint64_t) real, steps, false, &first_bad, why, sizeof why, &acked);
+        ok(bad == 0, "%d schedules on real replica files (db_store, SQLite; %llu syncs failed"
+           " at a file write, %llu cuts made, %llu with a file write set to fail) keep every invariant,"
+           " each restarted file the log before or after its failed write (%llu broken%s%s)",
+           real, (unsigned long long) (S.write_fails - fails),
+           (unsigned long long) (S.cuts - cuts), (unsigned long long) S.cut_io_faults,
+           (unsigned long long) bad, bad ? "; first: " : "", bad ? why : "");
+        if (bad)
+            diag("rerun: %s --seed %llu --real 1 -v", argv[0], (unsigned long long) first_bad);
+        chainlog_close();
+    }
     if (!one && !s_old_master && seeds >= 1000) {
         /* the master of before stop 32 kept a restarted lone replica's
            epoch: the fixture must find what that allowed */

@@ -2,7 +2,7 @@
     its own, with no cluster: each shard's hash chain from the anchor the
     pull recorded, the job file's gaps, and the signed checkpoints the pull
     kept (their signatures with --public-key, and each signed hash against
-    the event's). Apart from lux_pull.c, which makes the file, because
+    the event's), and the log's own checkpoint events the same way. Apart from lux_pull.c, which makes the file, because
     checking it needs none of the protocol. */
 
 #include "lux_cmd.h"
@@ -63,6 +63,55 @@ s_audit_checkpoints(sqlite3 *db, const util_id_t *cluster, const uint8_t *pk)
     sqlite3_finalize(st);
     if (n && !bad)
         printf("%d signed checkpoint%s match the events%s\n", n, n == 1 ? "" : "s",
+               pk ? ", every signature verified" : " (signatures not checked: give --public-key)");
+    return bad;
+}
+
+/* The log's own checkpoint events (kind 20) in the file, checked as
+   `lux audit --dir` checks them (db_ckpt_check_event: this cluster, the
+   shard it is in, a seq below its own that idx repeats, the signature
+   with pk when given) and the hash each signs against the file's event at
+   that seq, when the file holds it (a --job or --since pull may not).
+   Problems printed; their count returned. */
+static int
+s_audit_ckpt_events(sqlite3 *db, const util_id_t *cluster, const uint8_t *pk)
+{
+    sqlite3_stmt *st;
+    int bad = 0, n = 0, hashed = 0;
+    if (sqlite3_prepare_v2(db, "SELECT c.shard, c.seq, c.idx, c.info, e.hash FROM event c LEFT"
+                               " JOIN event e ON e.shard = c.shard AND e.seq = c.idx WHERE"
+                               " c.kind = ?1 ORDER BY c.shard, c.seq", -1, &st, NULL) !=
+        SQLITE_OK) {
+        printf("%s: reading its checkpoint events: %s\n", sqlite3_db_filename(db, "main"),
+               sqlite3_errmsg(db));
+        return 1;
+    }
+    sqlite3_bind_int(st, 1, DB_K_checkpoint);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        uint32_t shard = (uint32_t) sqlite3_column_int(st, 0);
+        uint64_t at = (uint64_t) sqlite3_column_int64(st, 1);
+        int64_t idx = sqlite3_column_type(st, 2) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 2);
+        db_ckpt_t c;
+        n++;
+        if (db_ckpt_check_event(cluster, shard, at, idx, (const char *) sqlite3_column_text(st, 3),
+                                pk, &c)) {
+            printf("shard %u: BROKEN at seq %llu: a checkpoint event that does not hold: %s\n",
+                   shard, (unsigned long long) at, lux_errmsg());
+            bad++;
+        } else if (sqlite3_column_bytes(st, 4) == DB_HASH_LEN) {
+            hashed++;
+            if (memcmp(sqlite3_column_blob(st, 4), c.hash, DB_HASH_LEN) != 0) {
+                printf("shard %u: BROKEN at seq %llu: the hash there is not the one the"
+                       " checkpoint event at seq %llu signs: events at or before it were"
+                       " changed\n", shard, (unsigned long long) c.seq, (unsigned long long) at);
+                bad++;
+            }
+        }
+    }
+    sqlite3_finalize(st);
+    if (n && !bad)
+        printf("%d checkpoint event%s of the log hold (%d signed hash%s matched)%s\n", n,
+               n == 1 ? "" : "s", hashed, hashed == 1 ? "" : "es",
                pk ? ", every signature verified" : " (signatures not checked: give --public-key)");
     return bad;
 }
@@ -199,9 +248,10 @@ lux_pull_audit(const char *path, const uint8_t *pk)
     sqlite3_finalize(sst);
     sqlite3_finalize(st);
     bad += s_audit_checkpoints(db, &cluster, pk);
+    bad += s_audit_ckpt_events(db, &cluster, pk);
     sqlite3_close(db);
     if (bad) {
-        printf("%d shard%s of %s failed the audit\n", bad, bad == 1 ? "" : "s", path);
+        printf("%d problem%s found: %s failed the audit\n", bad, bad == 1 ? "" : "s", path);
         return 1;
     }
     printf("every shard's hash chain in %s verified\n", path);

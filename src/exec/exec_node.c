@@ -786,6 +786,8 @@ s_setup(nm_t *nm, const exec_node_opts_t *o)
     nm->store_bytes = o->store_bytes ? o->store_bytes : exec_node_default_store();
     const char *wait = getenv("LUX_STORE_WAIT_MS");
     nm->store_wait_ms = wait && *wait ? strtoll(wait, NULL, 10) : 10000;
+    const char *unheld = getenv("LUX_TEST_REBUILD_UNHELD"); /* a test's hook: t/3132 */
+    nm->test_unheld = unheld && strcmp(unheld, "1") == 0;
     /* named with our pid, so that a store left by a node manager that was
        killed is found and removed: here, by the next one to start, and by
        `lux stop` (exec_arena_sweep) */

@@ -35,6 +35,7 @@
 #include "exec_node_int.h"
 #include "exec_pool.h"
 #include "exec_node_gpu.h"
+#include "exec_ractor.h"
 #include "../util/util_err.h"
 #include "../util/util_hash.h"
 #include "../util/util_log.h"
@@ -47,6 +48,7 @@
 #include <string.h>
 
 #define S_WINDOW 512 /* runs sent to an actor's process and not reported */
+#define S_LOOKUP_REMOTE_MS 5000 /* a lookup without waiting, in a cluster: the head's answer */
 
 /* A lux_actor_lookup waiting for a name. */
 struct nm_lookup {
@@ -315,7 +317,10 @@ s_die(nm_t *nm, nm_actor_t *a, int status, const char *fmt, ...)
     free(a->death);
     a->death = strdup(why);
     a->death_status = status ? status : LUX_EDEAD;
-    nm_log_actor_died(nm, a);
+    if (!a->remote || a->home)
+        nm_log_actor_died(nm, a);
+    if (a->remote)
+        nm_ractor_died(nm, a); /* the node that holds it lets it go */
     s_give_back(nm, a);
     if (a->worker) {
         /* its process goes, reaped as an extra worker with nothing to do */
@@ -370,16 +375,19 @@ static int
 s_create(nm_t *nm, nm_client_t *c, const exec_spec_t *s)
 {
     char why[600], hex[UTIL_ID_HEX];
-    if (s_find(nm, &s->actor))
+    nm_actor_t *stub = s_find(nm, &s->actor), *a;
+    if (stub && (!stub->remote || stub->home))
         return 0; /* resent */
-    nm_actor_t *a = calloc(1, sizeof *a);
-    nm_actor_t **p = a ? util_idmap_put(nm->actors, s->actor.b, NULL) : NULL;
-    if (!p) {
-        free(a);
+    if (stub) /* a handle of an actor thought elsewhere: it is made here now */
+        util_idmap_del(nm->actors, s->actor.b);
+    if (!(a = nm_actor_new(nm, &s->actor))) {
+        nm_actor_t **p = stub ? util_idmap_put(nm->actors, s->actor.b, NULL) : NULL;
+        if (p)
+            *p = stub;
         return util_err(LUX_ENOMEM, "out of memory holding an actor");
     }
-    *p = a;
-    a->id = s->actor;
+    if (stub)
+        nm_ractor_forget(nm, stub, a); /* its calls are a's */
     a->job = s->job;
     memcpy(a->module, s->module, 16);
     a->cls = strndup(s->fn, s->fn_len);
@@ -399,6 +407,10 @@ s_create(nm_t *nm, nm_client_t *c, const exec_spec_t *s)
     t->actor = a;
     t->nret = 0;
     a->create = t;
+    if (nm_ractor_elsewhere(nm, a, t)) {
+        s_state(nm, a, A_ALIVE); /* another node holds it: its events are that node's */
+        return 0;
+    }
     log_info("actor %s (%s%s%s) created", util_id_hex(&a->id, hex), a->cls,
              a->name ? ", named " : "", a->name ? a->name : "");
     nm_log_actor_created(nm, a);
@@ -432,6 +444,8 @@ nm_actor_submit(nm_t *nm, nm_client_t *c, const exec_spec_t *s)
     if (nm_task_find(nm, &s->task))
         return 0; /* resent */
     nm_actor_t *a = s_find(nm, &s->actor);
+    if (!a)
+        a = nm_ractor_stub(nm, &s->actor); /* another node may hold it (NULL: none) */
     exec_spec_t s2 = *s;
     if (a)
         memcpy(s2.module, a->module, 16);
@@ -770,6 +784,10 @@ nm_actor_pump(nm_t *nm)
             a->doom = NULL;
             s_die(nm, a, a->doom_status, "%s", why);
             free(why);
+        }
+        if (a->remote && a->state != A_DEAD) {
+            nm_ractor_pump(nm, a); /* its calls go to the node that holds it */
+            continue;
         }
         switch (a->state) {
         case A_WAITING:
@@ -1174,6 +1192,41 @@ nm_actor_failing(nm_t *nm, nm_task_t *t, int status, const char *text)
     return false;
 }
 
+void
+nm_actor_unlink(nm_t *nm, nm_task_t *t)
+{
+    nm_actor_t *a = t->actor;
+    (void) nm;
+    if (a && !s_unlink(&a->queue, &a->queue_last, t) && s_unlink(&a->sent, &a->sent_last, t))
+        a->nsent--;
+}
+
+void
+nm_actor_die(nm_t *nm, nm_actor_t *a, int status, const char *why)
+{
+    s_die(nm, a, status, "%s", why);
+}
+
+nm_actor_t *
+nm_actor_new(nm_t *nm, const util_id_t *id)
+{
+    nm_actor_t *a = calloc(1, sizeof *a);
+    nm_actor_t **p = a ? util_idmap_put(nm->actors, id->b, NULL) : NULL;
+    if (!p) {
+        free(a);
+        return NULL;
+    }
+    *p = a;
+    a->id = *id;
+    return a;
+}
+
+void
+nm_actor_found(nm_t *nm, nm_actor_t *a)
+{
+    s_answer_lookups(nm, a);
+}
+
 /* --- requests ------------------------------------------------------------------------------ */
 
 static void
@@ -1234,6 +1287,13 @@ nm_actor_op(nm_t *nm, nm_client_t *c, const uint8_t *p, size_t n)
         s_reply(nm, c, req, 0, &id, NULL);
         return;
     case S_OP_CHECKPOINT:
+        if (a->remote && a->state != A_DEAD) {
+            snprintf(why, sizeof why, "actor %s lives on another node: lux_actor_checkpoint "
+                     "is asked on that node (its checkpoint_every works anywhere)",
+                     util_id_hex(&id, hex));
+            s_reply(nm, c, req, LUX_EINVAL, &id, why);
+            return;
+        }
         if (a->state == A_DEAD) {
             snprintf(why, sizeof why, "actor %s (%s) is dead: %s", util_id_hex(&id, hex),
                      a->cls, a->death ? a->death : "?");
@@ -1261,6 +1321,8 @@ nm_actor_op(nm_t *nm, nm_client_t *c, const uint8_t *p, size_t n)
         s_reply(nm, c, req, 0, &a->id, NULL);
         return;
     }
+    if (timeout == 0 && nm_ractor_on(nm))
+        timeout = S_LOOKUP_REMOTE_MS; /* the head is asked: its answer is waited for */
     if (timeout == 0) {
         snprintf(why, sizeof why, "no actor is named '%.*s'", (int) nlen, name);
         s_reply(nm, c, req, LUX_ENOTFOUND, NULL, why);
@@ -1277,6 +1339,7 @@ nm_actor_op(nm_t *nm, nm_client_t *c, const uint8_t *p, size_t n)
     l->deadline_ms = timeout == UINT32_MAX ? INT64_MAX : util_mono_ms() + timeout;
     l->next = nm->lookups;
     nm->lookups = l;
+    nm_ractor_lookup(nm, l->name, l->deadline_ms); /* the head knows the other nodes' actors */
 }
 
 void

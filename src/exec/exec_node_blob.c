@@ -4,33 +4,233 @@
     is no larger than the cluster's record_puts, before its object_put
     event is appended; the event's info says what became of its bytes
     (recorded, there already, over the limit, or the error), so that
-    `lux replay` can say why a put it needs is missing. The write happens
-    on the node's loop: a put is written once, and the limit bounds how
-    long it takes (doc/DESIGN.md section 9 has the cost).
+    `lux replay` can say why a put it needs is missing.
+
+    The write (lz4, write, fsync) is done by a thread of its own, in the
+    order the puts came, never on the node's loop: a 256 MiB put took
+    seconds there under load, during which the node answered nothing, its
+    daemon's heartbeat included, and the head declared it dead. The
+    object is pinned (or its few inline bytes copied) until its write is
+    done; its object_put event waits in the log's `held` queue, and the
+    events after it wait behind it (exec_node_log.c), so the log's order
+    stays the order of what happened; the loop finishes done writes on
+    each log tick (nm_blob_tick).
 */
 #include "exec_node_int.h"
 #include "exec_blob.h"
 #include "../util/util_err.h"
+#include "../util/util_log.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
-void
+/* A test's hook (t/3133): with LUX_TEST_BLOB_GATE=PATH, a blob's write
+   first makes PATH.waiting and then waits until PATH exists (at most 120
+   s), so that a test can hold a write in progress and see what the node
+   does meanwhile. */
+static void
+s_test_gate(void)
+{
+    const char *gate = getenv("LUX_TEST_BLOB_GATE");
+    char waiting[PATH_MAX];
+    if (!gate || !*gate || snprintf(waiting, sizeof waiting, "%s.waiting", gate) >= PATH_MAX)
+        return;
+    FILE *f = fopen(waiting, "w");
+    if (f)
+        fclose(f);
+    for (int i = 0; i < 12000 && access(gate, F_OK) != 0; i++)
+        usleep(10000);
+}
+
+struct nm_blob_job {
+    struct nm_blob_job *next;
+    nm_obj_t *o;          /* pinned while its arena bytes are written, or NULL */
+    uint8_t *copy;        /* inline bytes, copied (owned), or NULL */
+    const void *data;     /* what is written: in the arena, or copy */
+    size_t n;
+    uint8_t fp[16];
+    void *held;           /* its object_put event, waiting (exec_node_log.c) */
+    int rc, fresh;        /* the writer's outcome */
+    char err[UTIL_ERRMSG_MAX];
+};
+
+/* The writer: jobs in `todo` are written in order and moved to `done`. */
+struct nm_blobw {
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    nm_blob_job_t *todo, *todo_last; /* to write, oldest first */
+    nm_blob_job_t *done, *done_last; /* written, oldest first */
+    bool stop;                       /* end once todo is empty */
+    char dir[PATH_MAX + 8];          /* the blob store */
+};
+
+static void *
+s_writer(void *arg)
+{
+    struct nm_blobw *b = arg;
+    pthread_mutex_lock(&b->mu);
+    for (;;) {
+        while (!b->todo && !b->stop)
+            pthread_cond_wait(&b->cv, &b->mu);
+        nm_blob_job_t *j = b->todo;
+        if (!j)
+            break; /* stopped, and nothing left */
+        pthread_mutex_unlock(&b->mu);
+        s_test_gate();
+        j->rc = exec_blob_write(b->dir, j->fp, j->data, j->n, &j->fresh);
+        if (j->rc)
+            snprintf(j->err, sizeof j->err, "%s", lux_errmsg());
+        pthread_mutex_lock(&b->mu);
+        b->todo = j->next;
+        if (!b->todo)
+            b->todo_last = NULL;
+        j->next = NULL;
+        if (b->done_last)
+            b->done_last->next = j;
+        else
+            b->done = j;
+        b->done_last = j;
+    }
+    pthread_mutex_unlock(&b->mu);
+    return NULL;
+}
+
+nm_blob_job_t *
 nm_blob_record(nm_t *nm, nm_obj_t *o, char *info, size_t n)
 {
     uint64_t lim = nm->cluster.record_puts;
     if (o->size > lim) {
         snprintf(info, n, "not recorded: %" PRIu64 " bytes, over record_puts %" PRIu64,
                  o->size, lim);
+        return NULL;
+    }
+    nm_blob_job_t *j = calloc(1, sizeof *j);
+    if (!j) {
+        snprintf(info, n, "not recorded: out of memory");
+        return NULL;
+    }
+    j->n = (size_t) o->size;
+    memcpy(j->fp, o->fp, 16);
+    if (o->where == EXEC_W_ARENA) {
+        j->o = o;
+        j->data = exec_arena_base(nm->arena) + o->off;
+    } else {
+        j->copy = malloc(j->n ? j->n : 1);
+        if (!j->copy) {
+            free(j);
+            snprintf(info, n, "not recorded: out of memory");
+            return NULL;
+        }
+        memcpy(j->copy, o->bytes, j->n);
+        j->data = j->copy;
+    }
+    snprintf(info, n, "being recorded"); /* until nm_log_put_recorded */
+    return j;
+}
+
+/* The writer, made on first use. */
+static struct nm_blobw *
+s_writer_get(nm_t *nm)
+{
+    if (nm->blobw)
+        return nm->blobw;
+    struct nm_blobw *b = calloc(1, sizeof *b);
+    if (!b)
+        return NULL;
+    snprintf(b->dir, sizeof b->dir, "%s/blobs", nm->cluster.dir);
+    pthread_mutex_init(&b->mu, NULL);
+    pthread_cond_init(&b->cv, NULL);
+    if (pthread_create(&b->thread, NULL, s_writer, b)) {
+        pthread_mutex_destroy(&b->mu);
+        pthread_cond_destroy(&b->cv);
+        free(b);
+        return NULL;
+    }
+    nm->blobw = b;
+    return b;
+}
+
+/* j written (or not): its event goes with what became of it. */
+static void
+s_finish(nm_t *nm, nm_blob_job_t *j)
+{
+    char info[UTIL_ERRMSG_MAX + 32];
+    if (j->rc)
+        snprintf(info, sizeof info, "not recorded: %s", j->err);
+    else
+        snprintf(info, sizeof info, j->fresh ? "recorded" : "recorded (the same bytes were before)");
+    if (j->rc)
+        log_error("a put of %zu bytes was not recorded for replay: %s", j->n, j->err);
+    nm_log_put_recorded(nm, j->held, info);
+    if (j->o)
+        nm_obj_unpin(nm, j->o); /* deleted now if its owner freed it meanwhile */
+    free(j->copy);
+    free(j);
+}
+
+void
+nm_blob_start(nm_t *nm, nm_blob_job_t *j, void *held)
+{
+    struct nm_blobw *b = s_writer_get(nm);
+    j->held = held;
+    if (j->o)
+        nm_obj_pin(nm, j->o);
+    if (!b) {
+        /* no thread: written here, as before there was one */
+        char dir[PATH_MAX + 8];
+        snprintf(dir, sizeof dir, "%s/blobs", nm->cluster.dir);
+        s_test_gate();
+        if ((j->rc = exec_blob_write(dir, j->fp, j->data, j->n, &j->fresh)))
+            snprintf(j->err, sizeof j->err, "%s", lux_errmsg());
+        s_finish(nm, j);
         return;
     }
-    char dir[PATH_MAX + 8];
-    snprintf(dir, sizeof dir, "%s/blobs", nm->cluster.dir);
-    const void *data = o->where == EXEC_W_ARENA ? (const void *) (exec_arena_base(nm->arena) + o->off)
-                                                : (const void *) o->bytes;
-    int fresh;
-    if (exec_blob_write(dir, o->fp, data, (size_t) o->size, &fresh))
-        snprintf(info, n, "not recorded: %s", lux_errmsg());
+    pthread_mutex_lock(&b->mu);
+    if (b->todo_last)
+        b->todo_last->next = j;
     else
-        snprintf(info, n, fresh ? "recorded" : "recorded (the same bytes were before)");
+        b->todo = j;
+    b->todo_last = j;
+    pthread_cond_signal(&b->cv);
+    pthread_mutex_unlock(&b->mu);
+}
+
+void
+nm_blob_tick(nm_t *nm)
+{
+    struct nm_blobw *b = nm->blobw;
+    if (!b)
+        return;
+    pthread_mutex_lock(&b->mu);
+    nm_blob_job_t *list = b->done;
+    b->done = b->done_last = NULL;
+    pthread_mutex_unlock(&b->mu);
+    while (list) {
+        nm_blob_job_t *j = list;
+        list = j->next;
+        s_finish(nm, j);
+    }
+}
+
+void
+nm_blob_close(nm_t *nm)
+{
+    struct nm_blobw *b = nm->blobw;
+    if (!b)
+        return;
+    pthread_mutex_lock(&b->mu);
+    b->stop = true;
+    pthread_cond_signal(&b->cv);
+    pthread_mutex_unlock(&b->mu);
+    pthread_join(b->thread, NULL); /* what was queued is written first */
+    nm_blob_tick(nm);
+    pthread_mutex_destroy(&b->mu);
+    pthread_cond_destroy(&b->cv);
+    free(b);
+    nm->blobw = NULL;
 }

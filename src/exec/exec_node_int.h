@@ -84,9 +84,20 @@ struct nm_obj {
     nm_client_t **waiters;  /* clients that asked for it (GET) before it existed */
     uint16_t nwaiters, capwaiters;
     bool cancelled;         /* ERROR: its task was cancelled (or one it needed) */
+    uint16_t unread;        /* rebuilt since a task or a reader last had it: at
+                               NM_REBUILD_UNREAD_MAX, nm_rebuild gives up on it */
 };
 
+/* How many times in a row an object may be rebuilt without any task or
+   reader having it in between (each rebuilt copy evicted again first):
+   past it, what needs the object fails with a message naming it, rather
+   than the node rebuilding it for ever (issue 24: 13,590 times in 21
+   minutes, before rebuilt outputs were held for their tasks). */
+#define NM_REBUILD_UNREAD_MAX 16
+
 /* --- tasks ---------------------------------------------------------------------------- */
+
+enum { NM_ARG_COUNTED = 1, NM_ARG_HELD = 2 }; /* nm_task_t.counted[i] */
 
 /* What an nm_task_t is: a task, or one of an actor's runs. */
 enum nm_task_kind {
@@ -118,7 +129,9 @@ struct nm_task {
     uint8_t *args;            /* owned copy of the encoded arguments */
     uint32_t args_len;
     uint16_t argc;
-    uint8_t *counted;         /* per argument: counted in its object's uses (refs only) */
+    uint8_t *counted;         /* per argument (refs only): NM_ARG_COUNTED, counted in its
+                                 object's uses; NM_ARG_HELD, a rebuilt object pinned for
+                                 this task until it is handed to a worker */
     uint8_t nret;
     uint8_t state;            /* enum nm_task_state */
     uint8_t attempt;          /* 1 for the first run */
@@ -219,6 +232,13 @@ struct nm_actor {
     int doom_status;
     bool dirty;               /* on nm->dirty_actors */
     nm_actor_t *next_dirty;
+    /* living on another node (exec_ractor.c) */
+    bool remote;              /* its process is another node's: calls go there */
+    bool home;                /* created here: placed again here when its node dies */
+    util_id_t rnode;          /* the node that holds it (zero: being placed or found) */
+    char rep[DB_EP_MAX];      /* that node's endpoint ("" while placed or found) */
+    int64_t lost_ms;          /* not home: since when nobody knows where it is (0) */
+    int64_t asked_ms;         /* not home: when the head was last asked where it is */
 };
 
 /* --- clients and workers ----------------------------------------------------------- */
@@ -332,6 +352,8 @@ struct nm {
     uint32_t nresv;           /* ... for this many tasks */
     struct nm_restore_wait *restore_waits; /* GETs of spilled objects waiting for room */
     bool room_waits;          /* a ready task waits for room to restore an argument */
+    bool test_unheld;         /* LUX_TEST_REBUILD_UNHELD=1 (t/3132 only): rebuilt outputs
+                                 are not held for the tasks waiting for them */
 
     /* tables */
     util_idmap_t *objects;    /* object ID (20) -> nm_obj_t * */
@@ -362,12 +384,14 @@ struct nm {
     /* the log (exec_node_log.c) */
     db_client_t *log;
     struct nm_log *lg;        /* write-ahead lineage state, lookups */
+    struct nm_blobw *blobw;   /* the blob writer thread (exec_node_blob.c), or NULL */
     bool log_urgent;          /* an actor call waits for its event: send now */
     bool log_quiet;           /* the loop saw nothing on the log's sockets this turn */
 
     /* other nodes (issue 28) */
     struct nm_peer *peer;     /* the node's tcp endpoint and its connections (exec_peer.c) */
     struct nm_xfer *xfer;     /* objects pulled from other nodes (exec_xfer.c) */
+    struct nm_ractor *ractor; /* actors on other nodes (exec_ractor.c) */
     struct nm_remote *remote; /* tasks spilled to other nodes, the global scheduler on the
                                  head (exec_remote.c) */
 
@@ -465,6 +489,16 @@ nm_obj_t *nm_task_output(nm_t *nm, nm_task_t *t, uint8_t i);
 int nm_result_outputs(nm_t *nm, nm_client_t *c, nm_task_t *t, const exec_result_t *r,
                       exec_obj_t *outs, const uint8_t **fps);
 
+/* exec_remote.c, for exec_ractor.c (the rest in exec_remote.h) */
+/* Ask the global scheduler where t goes (t->spilled, t->remote set; the
+   answer comes to s_placed, or to nm_ractor_placed for an actor's
+   creation): false when the head cannot be asked. */
+bool nm_remote_ask(nm_t *nm, nm_task_t *t);
+/* Add t (a task, an actor's creation or call) to what goes to the node at
+   ep this turn: its spec, its module the first time, the arguments held
+   here. 0 or a code. */
+int nm_remote_push(nm_t *nm, nm_task_t *t, const char *ep);
+
 /* exec_node_actor.c */
 int nm_actor_submit(nm_t *nm, nm_client_t *c, const exec_spec_t *s);
 void nm_actor_kick(nm_t *nm, nm_actor_t *a);      /* send what can be sent */
@@ -481,6 +515,15 @@ void nm_actor_close(nm_t *nm);
    it off the actor's lists. True when it was dealt with (a re-applied call,
    discarded; the actor dies for it) and must not be failed as a task. */
 bool nm_actor_failing(nm_t *nm, nm_task_t *t, int status, const char *text);
+/* Take t off its actor's lists (a call answered from another node). */
+void nm_actor_unlink(nm_t *nm, nm_task_t *t);
+/* a dies now for why (its calls fail with it). */
+void nm_actor_die(nm_t *nm, nm_actor_t *a, int status, const char *why);
+/* A new actor record for id, not on any list yet (exec_ractor.c's stubs);
+   NULL when out of memory. */
+nm_actor_t *nm_actor_new(nm_t *nm, const util_id_t *id);
+/* Answer the lookups waiting for a's name. */
+void nm_actor_found(nm_t *nm, nm_actor_t *a);
 /* Re-run the task that made id: 0 when it is on its way; LUX_ENOTFOUND
    when the log has no task that made it (a put, or nothing), LUX_ETASK
    when the task cannot run (an argument of its own cannot be had), with a
@@ -515,8 +558,21 @@ void nm_log_finished(nm_t *nm, nm_task_t *t, nm_worker_t *w, const exec_result_t
 void nm_log_retried(nm_t *nm, nm_task_t *t, const char *why);
 void nm_log_put(nm_t *nm, nm_obj_t *o);
 /* exec_node_blob.c: keep put o's bytes for replay, under the cluster's
-   record_puts; what was done into info[n] (for its object_put event). */
-void nm_blob_record(nm_t *nm, nm_obj_t *o, char *info, size_t n);
+   record_puts. NULL when nothing is to be written (info[n] says why, for
+   its object_put event); else a write for the blob writer thread, to be
+   given to nm_blob_start with the held event it completes (info is then
+   provisional). */
+typedef struct nm_blob_job nm_blob_job_t;
+nm_blob_job_t *nm_blob_record(nm_t *nm, nm_obj_t *o, char *info, size_t n);
+/* Queue job (o stays pinned until it is written); when it is, its event
+   `held` gets the final info (nm_log_put_recorded). */
+void nm_blob_start(nm_t *nm, nm_blob_job_t *job, void *held);
+/* Finish the writes that are done (from nm_log_tick). */
+void nm_blob_tick(nm_t *nm);
+/* Wait for every queued write, finish them, and stop the writer. */
+void nm_blob_close(nm_t *nm);
+/* exec_node_log.c: the held object_put event `held` may go, with info. */
+void nm_log_put_recorded(nm_t *nm, void *held, const char *info);
 void nm_log_object(nm_t *nm, nm_obj_t *o, int kind, const char *info);
 /* o is a copy of an object pulled from node `from` (exec_xfer.c):
    object_copied, with its size and fingerprint. */

@@ -71,6 +71,8 @@ typedef struct s_held {
     util_id_t *deps;
     uint8_t *rec;
     size_t len;
+    bool pending;         /* an object_put whose blob is being written (exec_node_blob.c):
+                             it and what follows wait until nm_log_put_recorded */
 } s_held_t;
 
 struct nm_log {
@@ -120,6 +122,7 @@ nm_log_close(nm_t *nm)
            if the log stops answering */
         /* one deadline for both steps: the head's stop waits for this */
         int64_t deadline = util_mono_ms() + S_CLOSE_MS;
+        nm_blob_close(nm); /* the blobs being written first: their events wait for them */
         while (L && L->held && util_mono_ms() < deadline) {
             nm->log_urgent = true; /* each level of held lineage at once... */
             nm_log_tick(nm);
@@ -237,6 +240,9 @@ s_waits(struct nm_log *L, const util_id_t *deps, uint32_t n, uint32_t shard, boo
     return false;
 }
 
+static s_held_t *s_hold(nm_t *nm, db_event_t *e, const util_id_t *task,
+                        const util_id_t *deps, uint32_t ndeps, uint32_t shard);
+
 /* Append e, or hold it while its dependencies are not committed. task: the
    lineage this event records (NULL when none). */
 static void
@@ -248,6 +254,16 @@ s_emit(nm_t *nm, db_event_t *e, const util_id_t *task, const util_id_t *deps, ui
         s_append(nm, e, task);
         return;
     }
+    (void) s_hold(nm, e, task, deps, ndeps, shard);
+}
+
+/* Put e at the back of `held`: the held event, or NULL when there was no
+   memory to hold it (then it is appended now). */
+static s_held_t *
+s_hold(nm_t *nm, db_event_t *e, const util_id_t *task, const util_id_t *deps, uint32_t ndeps,
+       uint32_t shard)
+{
+    struct nm_log *L = nm->lg;
     s_held_t *h = calloc(1, sizeof *h);
     L->rec.len = 0;
     db_event_encode(e, &L->rec);
@@ -259,7 +275,7 @@ s_emit(nm_t *nm, db_event_t *e, const util_id_t *task, const util_id_t *deps, ui
             free(h);
         }
         s_append(nm, e, task);
-        return;
+        return NULL;
     }
     memcpy(h->rec, L->rec.data, L->rec.len);
     h->len = L->rec.len;
@@ -281,6 +297,7 @@ s_emit(nm_t *nm, db_event_t *e, const util_id_t *task, const util_id_t *deps, ui
         L->held = h;
     L->held_last = h;
     L->nheld++;
+    return h;
 }
 
 void
@@ -308,7 +325,9 @@ nm_log_tick(nm_t *nm)
     }
     /* release held events from the front */
     bool released = false;
-    while (L->held && !s_waits(L, L->held->deps, L->held->ndeps, L->held->shard, true)) {
+    nm_blob_tick(nm); /* puts whose blobs are written: their events may go */
+    while (L->held && !L->held->pending &&
+           !s_waits(L, L->held->deps, L->held->ndeps, L->held->shard, true)) {
         s_held_t *h = L->held;
         db_event_t e;
         L->held = h->next;
@@ -531,9 +550,46 @@ nm_log_put(nm_t *nm, nm_obj_t *o)
     memcpy(e.fp, o->fp, 16);
     e.mask |= DB_F_FP;
     char info[300];
-    nm_blob_record(nm, o, info, sizeof info); /* the bytes, for lux replay */
+    /* the bytes, for lux replay: written here when small, else by the
+       blob writer while the event waits in `held`, and what comes after it
+       too, so that the log's order stays the order things happened */
+    nm_blob_job_t *job = nm_blob_record(nm, o, info, sizeof info);
     db_event_set_info(&e, info);
-    s_emit(nm, &e, &task, NULL, 0);
+    if (!job) {
+        s_emit(nm, &e, &task, NULL, 0);
+        return;
+    }
+    s_held_t *h = s_hold(nm, &e, &task, NULL, 0, db_client_shard(nm->log, &e));
+    if (h)
+        h->pending = true;
+    nm_blob_start(nm, job, h);
+}
+
+void
+nm_log_put_recorded(nm_t *nm, void *held, const char *info)
+{
+    struct nm_log *L = nm->lg;
+    s_held_t *h = held;
+    db_event_t e;
+    if (!h)
+        return; /* appended at once for want of memory: its info stays */
+    h->pending = false;
+    if (db_event_decode(&e, h->rec, h->len)) {
+        log_error("log: a held event does not decode: %s", lux_errmsg());
+        return;
+    }
+    db_event_set_info(&e, info);
+    L->rec.len = 0;
+    db_event_encode(&e, &L->rec); /* e points into h->rec until this is done */
+    uint8_t *rec = L->rec.oom ? NULL : malloc(L->rec.len);
+    if (!rec) {
+        log_error("log: out of memory recording what became of a put's blob (%s)", info);
+        return;
+    }
+    memcpy(rec, L->rec.data, L->rec.len);
+    free(h->rec);
+    h->rec = rec;
+    h->len = L->rec.len;
 }
 
 void

@@ -269,6 +269,7 @@ nm_client_pin(nm_t *nm, nm_client_t *c, nm_obj_t *o)
     uint32_t *n = util_idmap_put(c->pins, o->id.b, NULL);
     if (!n)
         return;
+    o->unread = 0; /* a reader has it */
     if ((*n)++ == 0)
         nm_obj_pin(nm, o);
 }

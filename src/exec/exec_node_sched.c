@@ -141,10 +141,42 @@ static bool s_reserve(nm_t *nm, nm_task_t *t);
 static void
 s_count(nm_task_t *t, int i, nm_obj_t *o)
 {
-    if (t->counted && !t->counted[i]) {
-        t->counted[i] = 1;
+    if (t->counted && !(t->counted[i] & NM_ARG_COUNTED)) {
+        t->counted[i] |= NM_ARG_COUNTED;
         o->uses++;
     }
+}
+
+/* The rebuilt objects t holds (NM_ARG_HELD) let go: t has them pinned for
+   its run now, or it is going away. */
+static void
+s_unhold(nm_t *nm, nm_task_t *t)
+{
+    util_rd_t r;
+    exec_arg_t a;
+    int i = -1;
+    if (!t->counted)
+        return;
+    util_rd_init(&r, t->args, t->args_len);
+    while (exec_arg_next(&r, &a)) {
+        i++;
+        if (!(t->counted[i] & NM_ARG_HELD))
+            continue;
+        t->counted[i] &= (uint8_t) ~NM_ARG_HELD;
+        nm_obj_t *o = nm_obj_get(nm, &a.ref);
+        if (o)
+            nm_obj_unpin(nm, o); /* its use is still counted: never deleted here */
+    }
+}
+
+/* Whether t holds a rebuilt object (it then runs before the others). */
+static bool
+s_holds(const nm_task_t *t)
+{
+    for (uint16_t i = 0; t->counted && i < t->argc; i++)
+        if (t->counted[i] & NM_ARG_HELD)
+            return true;
+    return false;
 }
 
 /* Walk the arguments of t at submission: count those that exist, wait for
@@ -318,6 +350,12 @@ nm_rebuild(nm_t *nm, const lux_ref_t *id)
     if (nm_task_find(nm, &tid))
         return 0; /* on its way */
     util_hex(hex, id->b, LUX_REF_LEN);
+    nm_obj_t *o = nm_obj_get(nm, id);
+    if (o && o->unread >= NM_REBUILD_UNREAD_MAX)
+        return util_err(LUX_ETASK, "%s was rebuilt %u times and each time evicted again before "
+                        "the task or reader that needs it could have it: the store (%llu bytes) "
+                        "is too small for what is in use at once", hex, (unsigned) o->unread,
+                        (unsigned long long) nm->store_bytes);
     util_buf_init(&buf);
     if ((rc = nm_log_lookup(nm, &tid, &spec, &buf))) {
         util_buf_free(&buf);
@@ -342,6 +380,8 @@ nm_rebuild(nm_t *nm, const lux_ref_t *id)
         return util_err(LUX_ENOMEM, "out of memory rebuilding");
     t->rebuild = true;
     nm->n_rebuilt++;
+    if (o)
+        o->unread++; /* back to 0 when a task or reader has it */
     char info[128];
     snprintf(info, sizeof info, "rebuild: object %s was lost", hex);
     nm_log_retried(nm, t, info);
@@ -454,6 +494,8 @@ nm_task_release_args(nm_t *nm, nm_task_t *t, bool uses)
     exec_arg_t a;
     int i = -1;
     s_unreserve_count(nm, t);
+    if (uses)
+        s_unhold(nm, t); /* going away: what it held for its run goes too */
     util_rd_init(&r, t->args, t->args_len);
     while (exec_arg_next(&r, &a)) {
         i++;
@@ -462,7 +504,7 @@ nm_task_release_args(nm_t *nm, nm_task_t *t, bool uses)
         nm_obj_t *o = nm_obj_get(nm, &a.ref);
         if (!o)
             continue;
-        if (uses && t->counted && t->counted[i]) {
+        if (uses && t->counted && (t->counted[i] & NM_ARG_COUNTED)) {
             t->counted[i] = 0;
             o->uses--;
         }
@@ -519,17 +561,31 @@ s_done(nm_t *nm, nm_task_t *t)
         exec_ref_make(&id, &t->id, t->dependents[i].idx);
         nm_obj_t *o = nm_obj_get(nm, &id);
         if (o) {
-            /* count the use on d's first uncounted argument naming it */
+            /* count the use on d's first uncounted argument naming it
+               (one lost at d's submission was counted then) */
             util_rd_t r;
             exec_arg_t a;
             int k = -1;
+            bool counted = false, held = false;
+            /* rebuilt for d: held (pinned) for d until d runs, so that
+               nothing evicts it first (d may still wait for another
+               argument: two needed objects evicting each other's rebuilt
+               copies was a loop without end, DESIGN 7 rule 10) */
+            bool hold = t->rebuild && !nm->test_unheld && o->state == OBJ_READY &&
+                        o->where == EXEC_W_ARENA && d->counted;
             util_rd_init(&r, d->args, d->args_len);
-            while (exec_arg_next(&r, &a)) {
+            while (exec_arg_next(&r, &a) && d->counted && !(counted && (held || !hold))) {
                 k++;
-                if (a.kind == EXEC_ARG_REF && d->counted && !d->counted[k] &&
-                    memcmp(a.ref.b, id.b, LUX_REF_LEN) == 0) {
+                if (a.kind != EXEC_ARG_REF || memcmp(a.ref.b, id.b, LUX_REF_LEN) != 0)
+                    continue;
+                if (!counted && !(d->counted[k] & NM_ARG_COUNTED)) {
                     s_count(d, k, o);
-                    break;
+                    counted = true;
+                }
+                if (hold && !held && !(d->counted[k] & NM_ARG_HELD)) {
+                    nm_obj_pin(nm, o);
+                    d->counted[k] |= NM_ARG_HELD;
+                    held = true;
                 }
             }
         }
@@ -827,6 +883,15 @@ nm_task_run_args(nm_t *nm, nm_task_t *t, exec_obj_t *objs)
         }
     }
     t->pinned = rc == 0; /* every argument is pinned: nm_task_release_args unpins */
+    if (rc == 0) {
+        s_unhold(nm, t); /* pinned for its run now */
+        util_rd_init(&r, t->args, t->args_len);
+        while (exec_arg_next(&r, &a)) {
+            nm_obj_t *o;
+            if (a.kind == EXEC_ARG_REF && (o = nm_obj_get(nm, &a.ref)))
+                o->unread = 0; /* a task has it */
+        }
+    }
     return rc;
 }
 
@@ -1211,7 +1276,8 @@ nm_task_wake(nm_t *nm, nm_task_t *t)
         nm_actor_kick(nm, t->actor);
     } else {
         bool reserved = s_reserve(nm, t);
-        s_ready_push(nm, t, t->nested || reserved);
+        /* one holding rebuilt objects runs first, to let go of them */
+        s_ready_push(nm, t, t->nested || reserved || s_holds(t));
     }
 }
 

@@ -28,6 +28,7 @@
     requester is left out unless it is the only choice.
 */
 #include "exec_remote.h"
+#include "exec_ractor.h"
 #include "exec_gsched.h"
 #include "exec_members.h"
 #include "exec_peer.h"
@@ -355,6 +356,15 @@ nm_remote_spill(nm_t *nm, nm_task_t *t)
     struct nm_remote *r = nm->remote;
     if (!r || t->spilled || t->actor || (t->owner && t->owner->peer))
         return false;
+    return nm_remote_ask(nm, t);
+}
+
+bool
+nm_remote_ask(nm_t *nm, nm_task_t *t)
+{
+    struct nm_remote *r = nm->remote;
+    if (!r)
+        return false;
     t->spilled = true;
     char hex[UTIL_ID_HEX], text[2048];
     size_t k = (size_t) snprintf(text, sizeof text, "from %s\nneeds CPU=%g%s%s\n",
@@ -423,6 +433,15 @@ s_encode(nm_t *nm, nm_task_t *t, util_buf_t *b, zmsg_t *m)
                      .argc = t->argc, .args = t->args, .args_len = t->args_len,
                      .kind = EXEC_SPEC_TASK, .timeout_ms = t->timeout_ms};
     memcpy(s.module, t->module, 16);
+    if (t->actor && (t->kind == T_CREATE || t->kind == T_CALL)) { /* exec_ractor.c */
+        nm_actor_t *ac = t->actor;
+        s.kind = t->kind == T_CREATE ? EXEC_SPEC_CREATE : EXEC_SPEC_CALL;
+        s.actor = ac->id;
+        s.max_restarts = (uint16_t) ac->max_restarts;
+        s.ckpt_every = ac->ckpt_every;
+        s.name = ac->name;
+        s.name_len = (uint16_t) (ac->name ? strlen(ac->name) : 0);
+    }
     exec_spec_encode(b, &s);
     return b->oom ? util_err(LUX_ENOMEM, "out of memory") : 0;
 }
@@ -444,6 +463,10 @@ static void
 s_placed(nm_t *nm, nm_task_t *t, char *text)
 {
     char v[512], ep[DB_EP_MAX];
+    if (t->kind == T_CREATE && t->actor) {
+        nm_ractor_placed(nm, t->actor, text); /* an actor placed elsewhere */
+        return;
+    }
     if (strncmp(text, "infeasible ", 11) == 0) {
         char *nl = strchr(text, '\n');
         if (nl)
@@ -455,6 +478,20 @@ s_placed(nm_t *nm, nm_task_t *t, char *text)
         nm_task_wake(nm, t);
     } else if (exec_members_get(text, "node", v, sizeof v) && !util_id_parse(&t->rnode, v) &&
                exec_members_get(text, "endpoint", ep, sizeof ep)) {
+        if (nm_remote_push(nm, t, ep)) {
+            t->remote = false;
+            nm_task_fail(nm, t, LUX_EIO, lux_errmsg());
+        }
+    } else {
+        t->remote = false;
+        nm_task_fail(nm, t, LUX_EPROTO, "the global scheduler's answer was malformed");
+    }
+}
+
+int
+nm_remote_push(nm_t *nm, nm_task_t *t, const char *ep)
+{
+    {
         /* frames: the spec, the module's bytes the first time this node
            sends it there (else empty), how many objects (u32), then the
            arguments' objects; added to what goes to that node this turn */
@@ -484,13 +521,7 @@ s_placed(nm_t *nm, nm_task_t *t, char *text)
         if (!rc)
             rc = s_pend(nm, ep, &out);
         zmsg_destroy(&out);
-        if (rc) {
-            t->remote = false;
-            nm_task_fail(nm, t, LUX_EIO, lux_errmsg());
-        }
-    } else {
-        t->remote = false;
-        nm_task_fail(nm, t, LUX_EPROTO, "the global scheduler's answer was malformed");
+        return rc;
     }
 }
 
@@ -553,6 +584,8 @@ s_on_done(nm_t *nm, nm_peer_msg_t *m)
         }
         if (++t->rgot == t->nret) {
             nm->n_finished++;
+            if (t->actor)
+                nm_actor_unlink(nm, t); /* a call of an actor elsewhere: answered */
             nm_task_outputs_ready(nm, t);
         }
     }
@@ -612,7 +645,7 @@ s_on_task(nm_t *nm, nm_peer_msg_t *m)
         util_rd_t rd;
         util_rd_init(&rd, zframe_data(f), zframe_size(f));
         zframe_t *mod = zmsg_next(m->msg), *cnt = mod ? zmsg_next(m->msg) : NULL;
-        if (exec_spec_decode(&rd, &s) || s.kind != EXEC_SPEC_TASK || !cnt ||
+        if (exec_spec_decode(&rd, &s) || s.kind > EXEC_SPEC_CALL || !cnt ||
             zframe_size(cnt) != 4) {
             nm_complain(nm, "NODE_TASK: a malformed task");
             return;
@@ -752,8 +785,10 @@ nm_remote_tick(nm_t *nm)
 {
     struct nm_remote *r = nm->remote;
     int64_t now = util_mono_ms();
-    if (r)
+    if (r) {
+        nm_ractor_tick(nm);
         nm_remote_flush(nm);
+    }
     if (!r || now - r->watch_ms < S_WATCH_MS)
         return;
     r->watch_ms = now;
@@ -775,8 +810,14 @@ nm_remote_tick(nm_t *nm)
     }
     for (size_t i = 0; i < l.n; i++) {
         nm_task_t *t = l.v[i];
+        if (!t->remote || util_id_is_zero(&t->rnode)) /* an actor's, taken back already */
+            continue;
         if (s_alive(table, &t->rnode))
             continue;
+        if (t->actor) { /* an actor elsewhere, or one of its calls (exec_ractor.c) */
+            nm_ractor_lost(nm, t->actor, &t->rnode);
+            continue;
+        }
         char hex[UTIL_ID_HEX], nh[UTIL_ID_HEX], why[300];
         util_id_hex(&t->id, hex);
         util_id_hex(&t->rnode, nh);
@@ -822,6 +863,8 @@ nm_remote_open(nm_t *nm)
         rc = nm_peer_on(nm, NET_NODE_TASK, s_on_task);
     if (!rc)
         rc = nm_peer_on(nm, NET_NODE_TASK_DONE, s_on_done);
+    if (!rc)
+        rc = nm_ractor_open(nm);
     return rc;
 }
 
@@ -831,6 +874,7 @@ nm_remote_close(nm_t *nm)
     struct nm_remote *r = nm->remote;
     if (!r)
         return;
+    nm_ractor_close(nm);
     for (int i = 0; i < r->npend; i++)
         zmsg_destroy(&r->pend[i].m);
     net_sec_destroy(&r->sec);

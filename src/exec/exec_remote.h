@@ -19,6 +19,7 @@ void nm_remote_close(nm_t *nm);
    cannot be spilled (no other nodes can be reached, it came from another
    node, or it was offered once already). */
 bool nm_remote_spill(nm_t *nm, nm_task_t *t);
+/* nm_remote_ask, nm_remote_push: in exec_node_int.h (exec_ractor.c uses them). */
 /* Whether this node can spill at all (a cluster of nodes with endpoints). */
 bool nm_remote_on(nm_t *nm);
 

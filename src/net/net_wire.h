@@ -73,7 +73,10 @@
     X(NODE_PLACE, 48, "a node asks the global scheduler where a task goes")  \
     X(NODE_PLACE_REP, 49, "the node a spilled task goes to, or why none")   \
     X(NODE_TASK, 50, "a node hands a spilled task to the node placed")       \
-    X(NODE_TASK_DONE, 51, "the outputs of spilled tasks, to their node")
+    X(NODE_TASK_DONE, 51, "the outputs of spilled tasks, to their node")     \
+    X(NODE_ACTOR_WHERE, 56, "a node asks the head which node holds an actor") \
+    X(NODE_ACTOR_WHERE_REP, 57, "the node that holds an actor, from the log")  \
+    X(NODE_ACTOR_KILL, 58, "an actor's home or caller lets it go where it lives")
 
 enum net_type {
 #define X(name, code, what) NET_##name = code,

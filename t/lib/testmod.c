@@ -104,6 +104,30 @@ t_check(lux_t *lx, int argc, const lux_val_t *argv)
 }
 LUX_FUNCTION(t_check, 1, 1)
 
+/* Every argument read back as a t_big value, each byte checked: the sum
+   of their seeds plus lengths (an error naming the first wrong one). A
+   task that needs all its large arguments in the store at once. */
+static int
+t_checks(lux_t *lx, int argc, const lux_val_t *argv)
+{
+    int64_t r = 0;
+    for (int a = 0; a < argc; a++) {
+        const uint8_t *p = argv[a].data;
+        int64_t seed, n = (int64_t) argv[a].size;
+        if (n < 8)
+            return lux_raise(lx, "t_checks: argument %d has %lld bytes", a, (long long) n);
+        memcpy(&seed, p, 8);
+        for (int64_t i = 8; i < n; i++)
+            if (p[i] != (uint8_t) (seed * 31 + i))
+                return lux_raise(lx, "t_checks: argument %d: byte %lld is wrong", a,
+                                 (long long) i);
+        r = (r + seed + n) % M;
+    }
+    s_tick();
+    return lux_set(lx, 0, &r, 8);
+}
+LUX_FUNCTION(t_checks, -1, 1)
+
 /* Nested: submit t_mix over each argument and over pairs, get them, and
    return the sum of their results. */
 static int

@@ -1,0 +1,634 @@
+/*  exec_ractor - actors on other nodes (issue 28, doc/DESIGN.md 8.1).
+
+    PLACING. An actor whose resources this node never has (its creation
+    asks for disk=1 and only node B declares disk) is not failed here when
+    the node is part of a cluster: its creation goes to the global
+    scheduler like a spilled task (NODE_PLACE, exec_remote.c), and then to
+    the node picked (NODE_TASK with an EXEC_SPEC_CREATE spec, the module
+    the first time). That node makes the actor as if a local client had
+    asked (its owner is the peer client, detached), and its events
+    (actor_created, actor_call, ...) are that node's. This node, its home,
+    keeps a record of it (a->remote, a->home): its creation, its node, and
+    the calls sent and not answered yet.
+
+    CALLS. A call on a remote actor waits in the actor's queue here until
+    its arguments are ready, and is sent in order (NODE_TASK, an
+    EXEC_SPEC_CALL spec) over the one connection to that node, so the
+    order in which they were submitted here is the order it applies them;
+    their outputs come back as a spilled task's do (NODE_TASK_DONE).
+
+    HANDLES ANYWHERE. A node given a call of an actor it does not know
+    makes a stub (a->remote, not home) and asks the head's node manager
+    which node holds it (NODE_ACTOR_WHERE): the head answers from the log
+    (the newest actor_created of that actor on a live node). A lookup by
+    name that finds nothing here asks the same way, by name (an actor not
+    dead, on a live node), and again every S_ASK_MS until its deadline.
+
+    A NODE DIES. The node watch of exec_remote.c (nm_remote_tick) finds
+    tasks sent to a dead node; an actor's creation or calls come here. The
+    home places the actor again (a restart: counted against max_restarts)
+    on a node that fits, sends its creation and then the calls it had in
+    flight, in order; with no restarts left, or no node that fits, the
+    actor dies with the reason. A stub asks the head again, and sends its
+    calls where the actor lives now; after S_LOST_MS without an answer its
+    calls fail. The new process starts from its constructor: its
+    checkpoint lived in the dead node's store (DESIGN 8.1 says what is
+    lost).
+*/
+#include "exec_ractor.h"
+#include "exec_members.h"
+#include "exec_peer.h"
+#include "exec_pool.h"
+#include "../db/db_query.h"
+#include "../util/util_err.h"
+#include "../util/util_log.h"
+#include "../util/util_time.h"
+
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define S_ASK_MS 250      /* unresolved handles and lookups ask the head this often */
+#define S_LOST_MS 30000   /* a handle nobody can place for this long: its calls fail */
+#define S_NAMES_MAX 64    /* names being looked up at the head at once */
+
+struct nm_ractor {
+    db_query_t *q;        /* the head: the log, for NODE_ACTOR_WHERE */
+    util_buf_t buf;
+    uint64_t req;
+    int64_t tick_ms;
+    struct {
+        char *name;
+        int64_t deadline_ms;
+    } names[S_NAMES_MAX];
+    int nnames;
+};
+
+bool
+nm_ractor_on(nm_t *nm)
+{
+    return nm->ractor != NULL;
+}
+
+/* --- small things ------------------------------------------------------------------------- */
+
+static void
+s_push_back(nm_task_t **head, nm_task_t **last, nm_task_t *t)
+{
+    t->next = NULL;
+    if (*last)
+        (*last)->next = t;
+    else
+        *head = t;
+    *last = t;
+}
+
+/* a dies at its next pump (never from inside a walk over tasks). */
+static void
+s_doom(nm_t *nm, nm_actor_t *a, int status, const char *why)
+{
+    if (a->doom || a->state == A_DEAD)
+        return;
+    a->doom = strdup(why);
+    a->doom_status = status;
+    nm_actor_kick(nm, a);
+}
+
+static nm_actor_t *
+s_find(nm_t *nm, const util_id_t *id)
+{
+    nm_actor_t **p = util_idmap_get(nm->actors, id->b);
+    return p ? *p : NULL;
+}
+
+/* --- the head: where actors live ---------------------------------------------------------- */
+
+/* The newest creation of the actor (by ID, or by name when ?1 is NULL)
+   on a node alive, of an actor not dead since. */
+static const char s_where_sql[] =
+    "SELECT e.actor, e.node, n.name, n.idx, e.name, e.info "
+    "FROM event e JOIN event n ON n.kind = 16 AND n.node = e.node "
+    "WHERE e.kind = 11 AND n.idx > 0 "
+    "  AND (e.actor = ?1 OR (?1 IS NULL AND (e.info = 'name=' || ?2 "
+    "       OR substr(e.info, 1, length(?2) + 6) = 'name=' || ?2 || ' '))) "
+    "  AND NOT EXISTS (SELECT 1 FROM event d WHERE d.kind IN (17, 24) AND d.node = e.node) "
+    "  AND NOT EXISTS (SELECT 1 FROM event x WHERE x.kind = 15 AND x.actor = e.actor "
+    "                  AND x.seq > e.seq) "
+    "ORDER BY e.ts DESC LIMIT 1";
+
+/* Answer a WHERE request (id, or name when id is zero) into b: rc, id,
+   node, endpoint, class. */
+static void
+s_where(nm_t *nm, const util_id_t *id, const char *name, util_buf_t *b)
+{
+    struct nm_ractor *r = nm->ractor;
+    util_id_t aid = {0}, node = {0};
+    char ep[DB_EP_MAX] = "", cls[256] = "";
+    int rc = 0;
+    sqlite3_stmt *st = NULL;
+    if (!r->q && !(r->q = db_query_open(&nm->cluster)))
+        rc = util_err_ctx(LUX_EIO, "reading the log for where actors live");
+    if (!rc && (rc = db_query_prepare(r->q, s_where_sql, &st, NULL)))
+        db_query_close(&r->q); /* open again next time */
+    if (!rc) {
+        if (util_id_is_zero(id))
+            sqlite3_bind_null(st, 1);
+        else
+            sqlite3_bind_blob(st, 1, id->b, 16, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
+        int step = sqlite3_step(st);
+        if (step == SQLITE_ROW && sqlite3_column_bytes(st, 0) == 16 &&
+            sqlite3_column_bytes(st, 1) == 16 && sqlite3_column_text(st, 2)) {
+            memcpy(aid.b, sqlite3_column_blob(st, 0), 16);
+            memcpy(node.b, sqlite3_column_blob(st, 1), 16);
+            snprintf(ep, sizeof ep, "tcp://%s:%d", sqlite3_column_text(st, 2),
+                     sqlite3_column_int(st, 3));
+            if (sqlite3_column_text(st, 4))
+                snprintf(cls, sizeof cls, "%s", sqlite3_column_text(st, 4));
+        } else if (step == SQLITE_ROW || step == SQLITE_DONE) {
+            rc = LUX_ENOTFOUND;
+        } else {
+            rc = util_err(LUX_ESQL, "reading where actors live: %s",
+                          sqlite3_errmsg(db_query_db(r->q)));
+        }
+        sqlite3_finalize(st);
+        if (rc && rc != LUX_ENOTFOUND)
+            db_query_close(&r->q);
+    }
+    util_buf_put_u32(b, (uint32_t) rc);
+    util_buf_put(b, aid.b, 16);
+    util_buf_put(b, node.b, 16);
+    util_buf_put_str(b, ep, strlen(ep));
+    util_buf_put_str(b, cls, strlen(cls));
+}
+
+static void s_answer(nm_t *nm, util_rd_t *rd);
+
+/* NODE_ACTOR_WHERE: req u64, id[16] (zero: by name), name str. Answer
+   NODE_ACTOR_WHERE_REP: req u64, name str, then s_where's fields. */
+static void
+s_on_where(nm_t *nm, nm_peer_msg_t *m)
+{
+    util_rd_t rd;
+    if (!nm_peer_body(nm, m, &rd))
+        return;
+    uint64_t req = util_rd_u64(&rd);
+    const uint8_t *idp = util_rd_take(&rd, 16);
+    size_t nlen = 0;
+    const char *name = util_rd_str(&rd, &nlen);
+    if (rd.bad || !idp || nlen > 255) {
+        nm_complain(nm, "malformed NODE_ACTOR_WHERE");
+        return;
+    }
+    char nm_[256];
+    util_id_t id;
+    memcpy(id.b, idp, 16);
+    snprintf(nm_, sizeof nm_, "%.*s", (int) nlen, name ? name : "");
+    util_buf_t *b = &nm->ractor->buf;
+    b->len = 0;
+    util_buf_put_u64(b, req);
+    util_buf_put_str(b, nm_, strlen(nm_));
+    if (nm_peer_is_head(nm))
+        s_where(nm, &id, nm_, b);
+    else
+        util_buf_put_u32(b, (uint32_t) util_err(LUX_EINVAL, "only the head finds actors"));
+    zmsg_t *out = zmsg_new();
+    zmsg_addmem(out, b->data, b->len);
+    nm_peer_reply(nm, m, NET_NODE_ACTOR_WHERE_REP, &out);
+}
+
+/* Ask the head where the actor id (or the one named name) lives. */
+static void
+s_ask(nm_t *nm, const util_id_t *id, const char *name)
+{
+    struct nm_ractor *r = nm->ractor;
+    util_buf_t b;
+    util_buf_init(&b);
+    util_buf_put_u64(&b, ++r->req);
+    util_buf_put(&b, id->b, 16);
+    util_buf_put_str(&b, name, strlen(name));
+    if (b.oom) {
+        util_buf_free(&b);
+        return;
+    }
+    if (nm_peer_is_head(nm)) { /* no round trip */
+        util_buf_t a;
+        util_buf_init(&a);
+        util_buf_put_u64(&a, r->req);
+        util_buf_put_str(&a, name, strlen(name));
+        s_where(nm, id, name, &a);
+        util_rd_t rd;
+        util_rd_init(&rd, a.data, a.len);
+        if (!a.oom)
+            s_answer(nm, &rd);
+        util_buf_free(&a);
+    } else {
+        char ep[DB_EP_MAX];
+        zmsg_t *m = zmsg_new();
+        zmsg_addmem(m, b.data, b.len);
+        if (nm_peer_send(nm, nm_peer_head_ep(nm, ep, sizeof ep), NET_NODE_ACTOR_WHERE, &m))
+            log_warn("cannot ask the head where an actor lives: %s", lux_errmsg());
+    }
+    util_buf_free(&b);
+}
+
+/* An answer: a stub learns its node; a lookup by name finds its actor. */
+static void
+s_answer(nm_t *nm, util_rd_t *rd)
+{
+    size_t nlen = 0, eplen = 0, clen = 0;
+    (void) util_rd_u64(rd);
+    const char *name = util_rd_str(rd, &nlen);
+    int rc = (int) util_rd_u32(rd);
+    if (rd->bad || rc)
+        return; /* not (yet) known: asked again */
+    const uint8_t *idp = util_rd_take(rd, 16), *nodep = util_rd_take(rd, 16);
+    const char *ep = util_rd_str(rd, &eplen), *cls = util_rd_str(rd, &clen);
+    if (rd->bad || !idp || !nodep || !ep || eplen >= DB_EP_MAX || memcmp(nodep, nm->node.b, 16) == 0)
+        return;
+    util_id_t id;
+    memcpy(id.b, idp, 16);
+    nm_actor_t *a = s_find(nm, &id);
+    if (!a && nlen && (a = nm_ractor_stub(nm, &id)) && !(a->name = strndup(name, nlen))) {
+        log_error("out of memory holding an actor's name");
+        return;
+    }
+    if (!a || !a->remote || a->home || a->state == A_DEAD)
+        return; /* made here, or known already */
+    if (clen && a->cls && strcmp(a->cls, "?") == 0) {
+        char *c = strndup(cls, clen);
+        if (c) {
+            free(a->cls);
+            a->cls = c;
+        }
+    }
+    if (!a->rep[0]) {
+        memcpy(a->rnode.b, nodep, 16);
+        snprintf(a->rep, sizeof a->rep, "%.*s", (int) eplen, ep);
+        a->lost_ms = 0;
+        char hex[UTIL_ID_HEX];
+        log_info("actor %s lives on %s", util_id_hex(&a->id, hex), a->rep);
+        nm_actor_kick(nm, a);
+    }
+    if (a->name) { /* the lookups waiting for it are answered */
+        struct nm_ractor *r = nm->ractor;
+        for (int i = 0; i < r->nnames; i++)
+            if (strcmp(r->names[i].name, a->name) == 0)
+                r->names[i].deadline_ms = 0; /* dropped at the next tick */
+        nm_actor_found(nm, a);
+    }
+}
+
+static void
+s_on_where_rep(nm_t *nm, nm_peer_msg_t *m)
+{
+    util_rd_t rd;
+    if (nm_peer_body(nm, m, &rd))
+        s_answer(nm, &rd);
+}
+
+/* NODE_ACTOR_KILL: id[16], why str: the actor here goes (its home or a
+   handle killed it, or its owner left). */
+static void
+s_on_kill(nm_t *nm, nm_peer_msg_t *m)
+{
+    util_rd_t rd;
+    if (!nm_peer_body(nm, m, &rd))
+        return;
+    const uint8_t *idp = util_rd_take(&rd, 16);
+    size_t n = 0;
+    const char *why = util_rd_str(&rd, &n);
+    if (rd.bad || !idp) {
+        nm_complain(nm, "malformed NODE_ACTOR_KILL");
+        return;
+    }
+    util_id_t id;
+    memcpy(id.b, idp, 16);
+    nm_actor_t *a = s_find(nm, &id);
+    if (!a || a->remote || a->state == A_DEAD)
+        return;
+    char msg[400];
+    snprintf(msg, sizeof msg, "%.*s", (int) n, why ? why : "");
+    a->killed = true;
+    if (a->worker)
+        kill(a->worker->pid, SIGKILL); /* the reaper finds it; no restart */
+    else
+        s_doom(nm, a, LUX_EDEAD, msg);
+}
+
+/* --- the home: placing, and placing again ------------------------------------------------- */
+
+bool
+nm_ractor_elsewhere(nm_t *nm, nm_actor_t *a, nm_task_t *t)
+{
+    char why[600], hex[UTIL_ID_HEX];
+    int64_t needs[16];
+    if (!nm->ractor || (t->owner && t->owner->peer) || nm_res_needs(nm, t, needs, why, sizeof why))
+        return false; /* placed here by another node: made here, or dies here */
+    a->remote = a->home = true;
+    log_info("actor %s (%s) goes to another node: %s", util_id_hex(&a->id, hex), a->cls, why);
+    int rc = nm_task_resolve(nm, t, why, sizeof why);
+    if (rc) {
+        s_doom(nm, a, rc, why);
+        return true;
+    }
+    if (!nm_remote_ask(nm, t)) {
+        snprintf(why, sizeof why, "this node has not its resources and cannot ask the global "
+                 "scheduler for another: %s", lux_errmsg());
+        s_doom(nm, a, LUX_EIO, why);
+    }
+    return true;
+}
+
+void
+nm_ractor_placed(nm_t *nm, nm_actor_t *a, char *text)
+{
+    nm_task_t *t = a->create;
+    char v[512], ep[DB_EP_MAX], why[700], hex[UTIL_ID_HEX];
+    char *nl = strchr(text, '\n');
+    if (strncmp(text, "infeasible ", 11) == 0 || strncmp(text, "local", 5) == 0) {
+        if (nl)
+            *nl = '\0';
+        if (t)
+            t->remote = false;
+        if (a->restarts == 0) { /* never made anywhere: it is made and dies here, on record */
+            a->remote = false;
+            nm_log_actor_created(nm, a);
+            snprintf(why, sizeof why, "%s", text[0] == 'i' ? text + 11 :
+                     "the global scheduler sent it back to this node, which cannot hold it");
+        } else {
+            snprintf(why, sizeof why, "node %s, which held it, died, and no other node can "
+                     "hold it: %s", util_id_hex(&a->rnode, hex), text[0] == 'i' ? text + 11 :
+                     "only this node is left, and it cannot hold it");
+        }
+        s_doom(nm, a, LUX_EINVAL, why);
+        return;
+    }
+    if (!t || !exec_members_get(text, "node", v, sizeof v) || util_id_parse(&a->rnode, v) ||
+        !exec_members_get(text, "endpoint", ep, sizeof ep)) {
+        s_doom(nm, a, LUX_EPROTO, "the global scheduler's answer was malformed");
+        return;
+    }
+    t->rnode = a->rnode; /* watched: when that node dies, it is placed again */
+    snprintf(a->rep, sizeof a->rep, "%s", ep);
+    log_info("actor %s (%s) placed on node %s (%s)", util_id_hex(&a->id, hex), a->cls, v, ep);
+    if (nm_remote_push(nm, t, ep)) {
+        snprintf(why, sizeof why, "sending its creation to node %s: %s", v, lux_errmsg());
+        s_doom(nm, a, LUX_EIO, why);
+        return;
+    }
+    nm_actor_kick(nm, a); /* the calls that waited go after it */
+}
+
+void
+nm_ractor_lost(nm_t *nm, nm_actor_t *a, const util_id_t *node)
+{
+    char hex[UTIL_ID_HEX], nh[UTIL_ID_HEX], why[400];
+    if (a->state == A_DEAD || a->doom || !a->rep[0] || !util_id_eq(&a->rnode, node))
+        return; /* moved already, or being placed again */
+    util_id_hex(node, nh);
+    a->rep[0] = '\0'; /* a->rnode stays, the node it was on, until it has another */
+    /* the calls in flight go again, first, in their order */
+    for (nm_task_t *t = a->sent; t; t = t->next) {
+        t->remote = false;
+        t->state = TASK_WAITING;
+        memset(&t->rnode, 0, sizeof t->rnode);
+        t->rgot = 0;
+    }
+    if (a->sent_last) {
+        a->sent_last->next = a->queue;
+        a->queue = a->sent;
+        if (!a->queue_last)
+            a->queue_last = a->sent_last;
+    }
+    a->sent = a->sent_last = NULL;
+    a->nsent = 0;
+    if (!a->home) {
+        a->lost_ms = util_mono_ms();
+        a->asked_ms = 0;
+        log_warn("actor %s: node %s, which held it, is dead: asking where it lives now",
+                 util_id_hex(&a->id, hex), nh);
+        nm_actor_kick(nm, a);
+        return;
+    }
+    nm_task_t *t = a->create;
+    if (a->restarts >= a->max_restarts || !t) {
+        snprintf(why, sizeof why, "node %s, which held it, died, and it has no restarts left "
+                 "(max_restarts %u)", nh, a->max_restarts);
+        s_doom(nm, a, LUX_EDEAD, why);
+        return;
+    }
+    a->restarts++;
+    log_warn("actor %s (%s): node %s, which held it, is dead: placing it again (restart %u of "
+             "%u)", util_id_hex(&a->id, hex), a->cls, nh, a->restarts, a->max_restarts);
+    t->remote = false;
+    memset(&t->rnode, 0, sizeof t->rnode);
+    if (!nm_remote_ask(nm, t)) {
+        snprintf(why, sizeof why, "node %s, which held it, died, and the global scheduler "
+                 "cannot be asked for another: %s", nh, lux_errmsg());
+        s_doom(nm, a, LUX_EIO, why);
+    }
+}
+
+void
+nm_ractor_died(nm_t *nm, nm_actor_t *a)
+{
+    if (!nm->ractor || !a->rep[0])
+        return;
+    util_buf_t b;
+    util_buf_init(&b);
+    util_buf_put(&b, a->id.b, 16);
+    util_buf_put_str(&b, a->death ? a->death : "", a->death ? strlen(a->death) : 0);
+    zmsg_t *m = zmsg_new();
+    zmsg_addmem(m, b.data, b.len);
+    util_buf_free(&b);
+    if (nm_peer_send(nm, a->rep, NET_NODE_ACTOR_KILL, &m))
+        log_warn("cannot tell %s to let an actor go: %s", a->rep, lux_errmsg());
+    a->rep[0] = '\0';
+}
+
+/* --- handles: calls, stubs ---------------------------------------------------------------- */
+
+nm_actor_t *
+nm_ractor_stub(nm_t *nm, const util_id_t *id)
+{
+    if (!nm->ractor)
+        return NULL;
+    nm_actor_t *a = nm_actor_new(nm, id);
+    if (!a || !(a->cls = strdup("?"))) {
+        if (a)
+            util_idmap_del(nm->actors, id->b);
+        free(a);
+        return NULL;
+    }
+    a->remote = true;
+    a->state = A_ALIVE;
+    a->lost_ms = util_mono_ms();
+    nm_actor_kick(nm, a); /* asks where it lives */
+    return a;
+}
+
+void
+nm_ractor_forget(nm_t *nm, nm_actor_t *stub, nm_actor_t *a)
+{
+    /* its calls, sent or not, wait in a's queue in their order */
+    for (int k = 0; k < 2; k++)
+        for (nm_task_t *t = k ? stub->queue : stub->sent, *next; t; t = next) {
+            next = t->next;
+            t->actor = a;
+            t->remote = false;
+            t->state = TASK_WAITING;
+            memset(&t->rnode, 0, sizeof t->rnode);
+            s_push_back(&a->queue, &a->queue_last, t);
+        }
+    if (stub->dirty) { /* off the dirty list */
+        for (nm_actor_t **p = &nm->dirty_actors; *p; p = &(*p)->next_dirty)
+            if (*p == stub) {
+                *p = stub->next_dirty;
+                break;
+            }
+    }
+    free(stub->cls);
+    free(stub->name);
+    free(stub->death);
+    free(stub->doom);
+    free(stub);
+}
+
+void
+nm_ractor_pump(nm_t *nm, nm_actor_t *a)
+{
+    if (!a->rep[0]) {
+        int64_t now = util_mono_ms();
+        if (!a->home && now - a->asked_ms >= S_ASK_MS) {
+            a->asked_ms = now;
+            s_ask(nm, &a->id, "");
+        }
+        return; /* its calls wait until it has a node */
+    }
+    while (a->queue && !a->queue->waiting) {
+        nm_task_t *t = a->queue;
+        a->queue = t->next;
+        if (!a->queue)
+            a->queue_last = NULL;
+        if (t->kind != T_CALL) { /* a checkpoint is asked where it lives (exec_node_actor.c) */
+            t->next = NULL;
+            nm_task_discard(nm, t);
+            continue;
+        }
+        t->remote = true;
+        t->spilled = true;
+        t->state = TASK_RUNNING;
+        t->rnode = a->rnode;
+        t->rgot = 0;
+        s_push_back(&a->sent, &a->sent_last, t);
+        a->nsent++;
+        if (nm_remote_push(nm, t, a->rep)) {
+            char why[600];
+            snprintf(why, sizeof why, "sending it to %s, where its actor lives: %s", a->rep,
+                     lux_errmsg());
+            t->remote = false;
+            nm_task_fail(nm, t, LUX_EIO, why); /* off the actor's lists */
+        }
+    }
+}
+
+void
+nm_ractor_lookup(nm_t *nm, const char *name, int64_t deadline_ms)
+{
+    struct nm_ractor *r = nm->ractor;
+    if (!r || !*name)
+        return;
+    int k = -1;
+    for (int i = 0; i < r->nnames; i++)
+        if (strcmp(r->names[i].name, name) == 0)
+            k = i;
+    if (k < 0 && r->nnames < S_NAMES_MAX && (r->names[r->nnames].name = strdup(name)))
+        k = r->nnames++;
+    if (k >= 0 && r->names[k].deadline_ms < deadline_ms)
+        r->names[k].deadline_ms = deadline_ms;
+    util_id_t zero = {0};
+    s_ask(nm, &zero, name);
+}
+
+/* --- the tick ------------------------------------------------------------------------------ */
+
+typedef struct {
+    nm_t *nm;
+    int64_t now;
+} s_tick_t;
+
+static int
+s_tick_one(void *arg, const void *key, void *value)
+{
+    (void) key;
+    s_tick_t *k = arg;
+    nm_actor_t *a = *(nm_actor_t **) value;
+    if (!a->remote || a->home || a->rep[0] || a->state == A_DEAD)
+        return 0;
+    if (a->lost_ms && k->now - a->lost_ms > S_LOST_MS) {
+        char why[300], hex[UTIL_ID_HEX];
+        snprintf(why, sizeof why, "no live node of the cluster holds actor %s (the head was "
+                 "asked for %d s)", util_id_hex(&a->id, hex), S_LOST_MS / 1000);
+        s_doom(k->nm, a, LUX_ENOTFOUND, why);
+    } else {
+        nm_actor_kick(k->nm, a); /* the pump asks again */
+    }
+    return 0;
+}
+
+void
+nm_ractor_tick(nm_t *nm)
+{
+    struct nm_ractor *r = nm->ractor;
+    int64_t now = util_mono_ms();
+    if (!r || now - r->tick_ms < S_ASK_MS)
+        return;
+    r->tick_ms = now;
+    util_id_t zero = {0};
+    for (int i = 0; i < r->nnames;) {
+        if (now >= r->names[i].deadline_ms) {
+            free(r->names[i].name);
+            r->names[i] = r->names[--r->nnames];
+            continue;
+        }
+        s_ask(nm, &zero, r->names[i].name);
+        i++;
+    }
+    s_tick_t k = {nm, now};
+    util_idmap_each(nm->actors, s_tick_one, &k);
+}
+
+/* --- setup --------------------------------------------------------------------------------- */
+
+int
+nm_ractor_open(nm_t *nm)
+{
+    struct nm_ractor *r = calloc(1, sizeof *r);
+    if (!r)
+        return util_err(LUX_ENOMEM, "out of memory");
+    util_buf_init(&r->buf);
+    nm->ractor = r;
+    int rc = nm_peer_on(nm, NET_NODE_ACTOR_WHERE, s_on_where);
+    if (!rc)
+        rc = nm_peer_on(nm, NET_NODE_ACTOR_WHERE_REP, s_on_where_rep);
+    if (!rc)
+        rc = nm_peer_on(nm, NET_NODE_ACTOR_KILL, s_on_kill);
+    return rc;
+}
+
+void
+nm_ractor_close(nm_t *nm)
+{
+    struct nm_ractor *r = nm->ractor;
+    if (!r)
+        return;
+    db_query_close(&r->q);
+    for (int i = 0; i < r->nnames; i++)
+        free(r->names[i].name);
+    util_buf_free(&r->buf);
+    free(r);
+    nm->ractor = NULL;
+}

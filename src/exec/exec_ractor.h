@@ -1,0 +1,46 @@
+/*  exec_ractor - actors on other nodes (issue 28; see exec_ractor.c and
+    doc/DESIGN.md 8.1): an actor this node cannot hold is placed by the
+    global scheduler on a node that can; its calls go there from any node
+    that has its handle; its home places it again when that node dies.
+*/
+#ifndef EXEC_RACTOR_H_INCLUDED
+#define EXEC_RACTOR_H_INCLUDED
+
+#include "exec_node_int.h"
+
+/* Register the messages (from nm_remote_open: only on a node with an
+   endpoint). 0 or a code. */
+int nm_ractor_open(nm_t *nm);
+void nm_ractor_close(nm_t *nm);
+/* Each tick (from nm_remote_tick): lookups and handles still unresolved
+   ask the head again; handles nobody can find for S_LOST_MS die. */
+void nm_ractor_tick(nm_t *nm);
+/* Whether actors can live on other nodes (a cluster with endpoints). */
+bool nm_ractor_on(nm_t *nm);
+
+/* a, being created here with creation t, needs what this node never has:
+   true when it goes to another node (placed by the global scheduler;
+   creation and calls go there); false when it is made here. */
+bool nm_ractor_elsewhere(nm_t *nm, nm_actor_t *a, nm_task_t *t);
+/* The global scheduler's answer for a's creation (exec_remote.c). */
+void nm_ractor_placed(nm_t *nm, nm_actor_t *a, char *text);
+/* A handle to an actor this node does not know: a stub whose calls wait
+   until the head says which node holds it; NULL when there is no
+   cluster. */
+nm_actor_t *nm_ractor_stub(nm_t *nm, const util_id_t *id);
+/* The actor of stub is made here after all (as a): its calls are a's,
+   and stub is freed. */
+void nm_ractor_forget(nm_t *nm, nm_actor_t *stub, nm_actor_t *a);
+/* Send a's ready calls, in order, to the node that holds it. */
+void nm_ractor_pump(nm_t *nm, nm_actor_t *a);
+/* node, which held a (or one of its calls), is dead: its calls in flight
+   are sent again, after a new creation (home) or once the head says
+   where it lives now. */
+void nm_ractor_lost(nm_t *nm, nm_actor_t *a, const util_id_t *node);
+/* a died here (killed, its owner gone): the node that holds it lets it go. */
+void nm_ractor_died(nm_t *nm, nm_actor_t *a);
+/* A lookup of name found nothing here: ask the head, and again until
+   deadline_ms or an answer. */
+void nm_ractor_lookup(nm_t *nm, const char *name, int64_t deadline_ms);
+
+#endif

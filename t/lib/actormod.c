@@ -1,0 +1,123 @@
+/*  actormod - the module of the tests of actors across nodes (t/6070,
+    t/6071): a counter that says which node holds it, and an entry point
+    (`lux run --address DIR actormod.so MODE ...`):
+
+        own NAME RES RESTARTS K GO
+                       create a counter named NAME holding resources RES
+                       ("-": none) with max_restarts RESTARTS, call add K
+                       times, print each answer, make the file GO.ready,
+                       wait (up to 300 s) for the file GO, call add K
+                       times more, print each answer, make GO.done, wait
+                       for GO.end; the actor lives while this driver does
+        use NAME K     find the counter named NAME (waiting up to 60 s),
+                       call add K times, print each answer
+    An answer is a line "DIR COUNT": the directory of the node that holds
+    the counter (lux_dir) and its count after the call. A failed call
+    prints "error: MESSAGE" and exits 1.
+*/
+#include "lux.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef struct {
+    int64_t count;
+} counter_t;
+
+static void *
+Counter_create(lux_t *lx, int argc, const lux_val_t *argv)
+{
+    (void) lx, (void) argc, (void) argv;
+    return calloc(1, sizeof(counter_t));
+}
+
+static void
+Counter_destroy(void *self)
+{
+    free(self);
+}
+LUX_ACTOR(Counter, 0, Counter_create, Counter_destroy, NULL, NULL)
+
+static int
+Counter_add(lux_t *lx, void *self, int argc, const lux_val_t *argv)
+{
+    (void) argc;
+    counter_t *c = self;
+    int64_t n;
+    memcpy(&n, argv[0].data, 8);
+    c->count += n;
+    char out[1200];
+    int k = snprintf(out, sizeof out, "%s %lld", lux_dir(lx), (long long) c->count);
+    return lux_set(lx, 0, out, (size_t) k + 1);
+}
+LUX_METHOD(Counter, add, 1, 1)
+
+/* K calls of add(1), each answer printed. 0, or 1 after printing the error. */
+static int
+s_calls(lux_t *lx, const lux_actor_t *a, long k)
+{
+    for (long i = 0; i < k; i++) {
+        int64_t one = 1;
+        lux_ref_t r;
+        lux_val_t v;
+        if (lux_actor_call(lx, a, "add", 1, (lux_arg_t[]) {LUX_VAL(&one, 8)}, 1, &r) ||
+            lux_get(lx, &r, &v, 120000)) {
+            printf("error: %s\n", lux_errmsg());
+            fflush(stdout);
+            return 1;
+        }
+        printf("%.*s\n", (int) v.size, (const char *) v.data);
+        fflush(stdout);
+        lux_free(lx, 1, &r);
+    }
+    return 0;
+}
+
+/* Wait for the file path to exist (up to 300 s). */
+static void
+s_wait(const char *path)
+{
+    for (int i = 0; i < 6000 && access(path, F_OK) != 0; i++)
+        nanosleep(&(struct timespec) {.tv_nsec = 50000000L}, NULL);
+}
+
+static int
+s_main(lux_t *lx, int argc, char **argv)
+{
+    lux_actor_t a;
+    if (argc == 7 && strcmp(argv[1], "own") == 0) {
+        lux_actor_opts_t o = {.name = argv[2],
+                              .resources = strcmp(argv[3], "-") ? argv[3] : NULL,
+                              .max_restarts = atoi(argv[4])};
+        long k = atol(argv[5]);
+        if (lux_actor_create(lx, "Counter", 0, NULL, &o, &a))
+            return printf("error: %s\n", lux_errmsg()), 1;
+        if (s_calls(lx, &a, k))
+            return 1;
+        char ready[1100];
+        snprintf(ready, sizeof ready, "%s.ready", argv[6]);
+        FILE *f = fopen(ready, "w");
+        if (f)
+            fclose(f);
+        s_wait(argv[6]);
+        if (s_calls(lx, &a, k))
+            return 1;
+        snprintf(ready, sizeof ready, "%s.done", argv[6]);
+        if ((f = fopen(ready, "w")))
+            fclose(f);
+        snprintf(ready, sizeof ready, "%s.end", argv[6]);
+        s_wait(ready);
+        return 0;
+    }
+    if (argc == 4 && strcmp(argv[1], "use") == 0) {
+        if (lux_actor_lookup(lx, argv[2], &a, 60000))
+            return printf("error: %s\n", lux_errmsg()), 1;
+        return s_calls(lx, &a, atol(argv[3]));
+    }
+    return 2;
+}
+LUX_MAIN(s_main)
