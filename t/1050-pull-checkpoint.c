@@ -19,6 +19,7 @@
      - a checkpoint row altered in a pulled file: lux audit OUT.db fails. */
 #include "tap.h"
 #include "lib/fx.h"
+#include "lib/tamper.h"
 #include "db/db_ckpt.h"
 #include "db/db_client.h"
 #include "db/db_store.h"
@@ -77,99 +78,6 @@ s_append(int n)
     db_client_destroy(&cl);
 }
 
-static void
-s_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void
-s_sh(const char *fmt, ...)
-{
-    char cmd[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    if (system(cmd) != 0)
-        bail("%s: failed", cmd);
-}
-
-static void
-s_copy(const char *name, char *out, size_t n)
-{
-    snprintf(out, n, "%s/%s", tap_tmpdir(), name);
-    s_sh("rm -rf '%s' && cp -a '%s' '%s'", out, s_c.dir, out);
-}
-
-static char *
-s_db(const char *dir, uint32_t shard, uint32_t index, char *out, size_t n)
-{
-    snprintf(out, n, "%s/shard-%u/replica-%u.db", dir, shard, index);
-    return out;
-}
-
-static void
-s_exec(const char *path, const char *fmt, ...)
-{
-    char sql[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(sql, sizeof sql, fmt, ap);
-    va_end(ap);
-    sqlite3 *db;
-    char *err = NULL;
-    if (sqlite3_open(path, &db) != SQLITE_OK || sqlite3_exec(db, sql, NULL, NULL, &err))
-        bail("%s: %s: %s", path, sql, err ? err : sqlite3_errmsg(db));
-    sqlite3_close(db);
-}
-
-static uint64_t
-s_last(const char *path)
-{
-    db_store_opts_t o = {.path = path, .readonly = true};
-    db_store_t *st = db_store_open(&o);
-    uint64_t last = st ? db_store_last_seq(st) : 0;
-    db_store_close(&st);
-    return last;
-}
-
-/* Edit event `seq` of the file (its ts, one nanosecond later) and recompute
-   every hash from there: a file whose chain verifies on its own. */
-static void
-s_forge(const char *path, uint32_t shard, uint64_t seq)
-{
-    db_store_opts_t o = {.path = path, .cluster = s_c.id, .shard = shard, .readonly = true};
-    db_store_t *st = db_store_open(&o);
-    util_buf_t all;
-    uint32_t got = 0;
-    util_buf_init(&all);
-    if (!st || db_store_read(st, 1, UINT32_MAX, SIZE_MAX, &all, &got) || all.oom)
-        bail("read %s: %s", path, lux_errmsg());
-    db_store_close(&st);
-    char side[PATH_MAX + 16];
-    snprintf(side, sizeof side, "%s.forged", path);
-    unlink(side);
-    o.path = side;
-    o.readonly = false;
-    if (!(st = db_store_open(&o)) || db_store_begin(st))
-        bail("create %s: %s", side, lux_errmsg());
-    uint8_t prev[DB_HASH_LEN];
-    memcpy(prev, db_store_genesis(st), DB_HASH_LEN);
-    size_t off = 0;
-    for (uint64_t s = 1; s <= got; s++) {
-        uint32_t n = util_rd32(all.data + off);
-        uint8_t *rec = all.data + off + 4;
-        if (s == seq)
-            util_le64(rec + DB_REC_TS_OFF, util_rd64(rec + DB_REC_TS_OFF) + 1);
-        db_event_chain(rec + n - DB_HASH_LEN, prev, s, rec, n);
-        memcpy(prev, rec + n - DB_HASH_LEN, DB_HASH_LEN);
-        if (db_store_put(st, s, rec, n))
-            bail("put %s: %s", side, lux_errmsg());
-        off += 4 + n;
-    }
-    if (db_store_commit(st))
-        bail("commit %s: %s", side, lux_errmsg());
-    db_store_close(&st);
-    util_buf_free(&all);
-    s_sh("rm -f '%s-wal' '%s-shm' && mv '%s' '%s'", path, path, side, path);
-}
 
 /* lux pull --dir dir into a new file; its exit status */
 static int
@@ -192,7 +100,7 @@ main(void)
     db_chain_t chain[2];
     db_chain_load_state(&s_c, chain);
     uint32_t tail = chain[0].m[chain[0].n - 1].index;
-    uint64_t last = s_last(s_db(s_c.dir, 0, tail, path, sizeof path));
+    uint64_t last = tamper_last(tamper_db(s_c.dir, 0, tail, path, sizeof path));
     ok(last > 10, "shard 0 holds %llu events", (unsigned long long) last);
 
     /* the untouched log */
@@ -226,9 +134,9 @@ main(void)
 
     /* every replica forged alike: only the checkpoint tells */
     uint64_t at = last / 2;
-    s_copy("forged", dir, sizeof dir);
+    tamper_copy(s_c.dir, "forged", dir, sizeof dir);
     for (uint32_t r = 0; r < 2; r++)
-        s_forge(s_db(dir, 0, r, path, sizeof path), 0, at);
+        tamper_forge(tamper_db(dir, 0, r, path, sizeof path), &s_c.id, 0, tamper_edit_ts, &at);
     rc = s_pull(dir, "forged", file, sizeof file);
     snprintf(frag, sizeof frag, "shard 0 seq %llu: the log's hash there is",
              (unsigned long long) last);
@@ -239,8 +147,8 @@ main(void)
         diag("%s%s", s_out, s_err);
 
     /* a witness line edited: its signature fails */
-    s_copy("witness", dir, sizeof dir);
-    s_sh("sed -i '1s/ 0 \\([0-9]*\\) / 0 1\\1 /' '%s/witness'", dir);
+    tamper_copy(s_c.dir, "witness", dir, sizeof dir);
+    tamper_sh("sed -i '1s/ 0 \\([0-9]*\\) / 0 1\\1 /' '%s/witness'", dir);
     rc = s_pull(dir, "witness", file, sizeof file);
     ok(rc == 1 && strstr(s_err, "line 1: shard 0 seq 1") && strstr(s_err, "bad signature"),
        "a witness line edited: the pull refuses it, naming line, shard and seq (%d)", rc);
@@ -249,9 +157,9 @@ main(void)
     ok(!util_exists(file), "...before creating OUT.db");
 
     /* the last event cut from every replica of shard 0 */
-    s_copy("cut", dir, sizeof dir);
+    tamper_copy(s_c.dir, "cut", dir, sizeof dir);
     for (uint32_t r = 0; r < 2; r++)
-        s_exec(s_db(dir, 0, r, path, sizeof path), "DELETE FROM event WHERE seq > %llu",
+        tamper_exec(tamper_db(dir, 0, r, path, sizeof path), "DELETE FROM event WHERE seq > %llu",
                (unsigned long long) last - 1);
     rc = s_pull(dir, "cut", file, sizeof file);
     snprintf(frag, sizeof frag, "shard 0: the log ends at seq %llu, before the signed checkpoint"
@@ -261,8 +169,8 @@ main(void)
     /* a checkpoint altered in a pulled file */
     snprintf(path, sizeof path, "%s/good.db", tap_tmpdir());
     snprintf(file, sizeof file, "%s/altered.db", tap_tmpdir());
-    s_sh("cp '%s' '%s'", path, file);
-    s_exec(file, "UPDATE checkpoint SET ts = ts + 1 WHERE shard = 1");
+    tamper_sh("cp '%s' '%s'", path, file);
+    tamper_exec(file, "UPDATE checkpoint SET ts = ts + 1 WHERE shard = 1");
     rc = fx_lux(s_out, sizeof s_out, NULL, 0, "audit %s --public-key %s", file, pub);
     ok(rc == 1 && strstr(s_out, "shard 1: BROKEN at seq") && strstr(s_out, "signature fails"),
        "a checkpoint altered in the file: lux audit OUT.db --public-key fails (%d)", rc);

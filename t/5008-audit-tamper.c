@@ -18,6 +18,7 @@
    copy holding no secret key (lux audit --public-key K --witness W). */
 #include "tap.h"
 #include "lib/fx.h"
+#include "lib/tamper.h"
 #include "db/db_ckpt.h"
 #include "db/db_client.h"
 #include "db/db_store.h"
@@ -55,105 +56,6 @@ s_append(int n)
     db_client_destroy(&cl);
 }
 
-static void
-s_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void
-s_sh(const char *fmt, ...)
-{
-    char cmd[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    if (system(cmd) != 0)
-        bail("%s: failed", cmd);
-}
-
-/* A fresh copy of the stopped cluster to tamper with; its path in out. */
-static void
-s_copy(const char *name, char *out, size_t n)
-{
-    snprintf(out, n, "%s/%s", tap_tmpdir(), name);
-    s_sh("rm -rf '%s' && cp -a '%s' '%s'", out, s_c.dir, out);
-    /* master.state and cluster.conf name the directory only through the
-       paths the audit builds from --dir, so a copy audits as the original */
-}
-
-static char *
-s_db(const char *dir, uint32_t shard, uint32_t index, char *out, size_t n)
-{
-    snprintf(out, n, "%s/shard-%u/replica-%u.db", dir, shard, index);
-    return out;
-}
-
-static void
-s_exec(const char *path, const char *fmt, ...)
-{
-    char sql[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(sql, sizeof sql, fmt, ap);
-    va_end(ap);
-    sqlite3 *db;
-    char *err = NULL;
-    if (sqlite3_open(path, &db) != SQLITE_OK || sqlite3_exec(db, sql, NULL, NULL, &err))
-        bail("%s: %s: %s", path, sql, err ? err : sqlite3_errmsg(db));
-    sqlite3_close(db);
-}
-
-static uint64_t
-s_last(const char *path)
-{
-    db_store_opts_t o = {.path = path, .readonly = true};
-    db_store_t *st = db_store_open(&o);
-    uint64_t last = st ? db_store_last_seq(st) : 0;
-    db_store_close(&st);
-    return last;
-}
-
-/* Edit event `seq` of the file (its ts, one nanosecond later) and recompute
-   every hash from there: a file that verifies on its own. */
-static void
-s_forge(const char *path, uint32_t shard, uint64_t seq)
-{
-    db_store_opts_t o = {.path = path, .cluster = s_c.id, .shard = shard, .readonly = true};
-    db_store_t *st = db_store_open(&o);
-    util_buf_t all;
-    uint32_t got = 0;
-    util_buf_init(&all);
-    if (!st || db_store_read(st, 1, UINT32_MAX, SIZE_MAX, &all, &got) || all.oom)
-        bail("read %s: %s", path, lux_errmsg());
-    db_store_close(&st);
-    char side[PATH_MAX];
-    snprintf(side, sizeof side, "%s.forged", path);
-    unlink(side);
-    o.path = side;
-    o.readonly = false;
-    if (!(st = db_store_open(&o)) || db_store_begin(st))
-        bail("create %s: %s", side, lux_errmsg());
-    uint8_t prev[DB_HASH_LEN];
-    memcpy(prev, db_store_genesis(st), DB_HASH_LEN);
-    size_t off = 0;
-    for (uint64_t s = 1; s <= got; s++) {
-        uint32_t n = util_rd32(all.data + off);
-        uint8_t *rec = all.data + off + 4;
-        if (s == seq)
-            util_le64(rec + DB_REC_TS_OFF, util_rd64(rec + DB_REC_TS_OFF) + 1);
-        db_event_chain(rec + n - DB_HASH_LEN, prev, s, rec, n);
-        memcpy(prev, rec + n - DB_HASH_LEN, DB_HASH_LEN);
-        if (db_store_put(st, s, rec, n))
-            bail("put %s: %s", side, lux_errmsg());
-        off += 4 + n;
-    }
-    if (db_store_commit(st))
-        bail("commit %s: %s", side, lux_errmsg());
-    uint64_t bad;
-    if (db_store_verify(st, &bad))
-        bail("the forged file does not verify at seq %llu", (unsigned long long) bad);
-    db_store_close(&st);
-    util_buf_free(&all);
-    s_sh("rm -f '%s-wal' '%s-shm' && mv '%s' '%s'", path, path, side, path);
-}
 
 /* lux audit of dir (extra options), expecting failure with every one of
    the fragments in its output. */
@@ -177,7 +79,7 @@ main(void)
     s_append(600);
     fx_stop(&s_c);
     snprintf(old, sizeof old, "%s/older", tap_tmpdir());
-    s_sh("cp -a '%s' '%s'", s_c.dir, old);
+    tamper_sh("cp -a '%s' '%s'", s_c.dir, old);
     if (fx_lux(NULL, 0, s_out, sizeof s_out, "start --head --dir %s --log-only", s_c.dir))
         bail("restart: %s", s_out);
     s_append(600);
@@ -187,7 +89,7 @@ main(void)
     db_chain_t chain[2];
     db_chain_load_state(&s_c, chain);
     uint32_t tail = chain[0].m[chain[0].n - 1].index, mid = chain[0].m[1].index;
-    uint64_t last = s_last(s_db(s_c.dir, 0, tail, path, sizeof path));
+    uint64_t last = tamper_last(tamper_db(s_c.dir, 0, tail, path, sizeof path));
     ok(last > 10, "shard 0 holds %llu events", (unsigned long long) last);
     char wit[PATH_MAX];
     char *wtext = util_read_file(db_ckpt_witness_path(&s_c, wit, sizeof wit), NULL);
@@ -209,12 +111,12 @@ main(void)
     int cuts[] = {1, 5, -1};
     for (int k = 0; k < 3; k++) {
         uint64_t keep = cuts[k] < 0 ? 0 : last - (uint64_t) cuts[k];
-        s_copy("cut", dir, sizeof dir);
+        tamper_copy(s_c.dir, "cut", dir, sizeof dir);
         for (uint32_t r = 0; r < 3; r++)
-            s_exec(s_db(dir, 0, r, path, sizeof path), "DELETE FROM event WHERE seq > %llu",
+            tamper_exec(tamper_db(dir, 0, r, path, sizeof path), "DELETE FROM event WHERE seq > %llu",
                    (unsigned long long) keep);
         snprintf(frag, sizeof frag, "shard 0: %s ends at seq %llu, before the signed checkpoint at"
-                 " seq %llu", s_db(dir, 0, tail, path, sizeof path), (unsigned long long) keep,
+                 " seq %llu", tamper_db(dir, 0, tail, path, sizeof path), (unsigned long long) keep,
                  (unsigned long long) last);
         char what[64];
         snprintf(what, sizeof what, cuts[k] < 0 ? "every event of shard 0 cut"
@@ -234,8 +136,8 @@ main(void)
     uint32_t who[2] = {tail, mid};
     for (int k = 0; k < 2; k++) {
         uint64_t keep = last - 7;
-        s_copy("short", dir, sizeof dir);
-        s_exec(s_db(dir, 0, who[k], path, sizeof path), "DELETE FROM event WHERE seq > %llu",
+        tamper_copy(s_c.dir, "short", dir, sizeof dir);
+        tamper_exec(tamper_db(dir, 0, who[k], path, sizeof path), "DELETE FROM event WHERE seq > %llu",
                (unsigned long long) keep);
         snprintf(frag, sizeof frag, "shard 0: %s", path);
         snprintf(seq, sizeof seq, "ends at seq %llu", (unsigned long long) keep);
@@ -245,43 +147,43 @@ main(void)
 
     /* a fork: one replica forged so that it verifies on its own */
     uint64_t at = last / 2;
-    s_copy("fork", dir, sizeof dir);
-    s_forge(s_db(dir, 0, mid, path, sizeof path), 0, at);
+    tamper_copy(s_c.dir, "fork", dir, sizeof dir);
+    tamper_forge(tamper_db(dir, 0, mid, path, sizeof path), &s_c.id, 0, tamper_edit_ts, &at);
     snprintf(frag, sizeof frag, "shard 0: %s forks from", path);
     snprintf(seq, sizeof seq, "at seq %llu:", (unsigned long long) at);
     s_caught("one replica forked (an event edited, every hash after it recomputed)", dir, NULL,
              frag, seq, NULL);
 
     /* the same forgery in every replica: the replicas agree, the key does not */
-    s_copy("forged", dir, sizeof dir);
+    tamper_copy(s_c.dir, "forged", dir, sizeof dir);
     for (uint32_t r = 0; r < 3; r++)
-        s_forge(s_db(dir, 0, r, path, sizeof path), 0, at);
+        tamper_forge(tamper_db(dir, 0, r, path, sizeof path), &s_c.id, 0, tamper_edit_ts, &at);
     snprintf(frag, sizeof frag, "shard 0: %s: the hash at seq",
-             s_db(dir, 0, tail, path, sizeof path));
+             tamper_db(dir, 0, tail, path, sizeof path));
     s_caught("every replica forged alike (hashes recomputed)", dir, NULL, frag,
              "is not the signed one", NULL);
 
     /* a replica file replaced by an older copy of itself */
-    s_copy("older-copy", dir, sizeof dir);
-    s_db(dir, 0, mid, path, sizeof path);
+    tamper_copy(s_c.dir, "older-copy", dir, sizeof dir);
+    tamper_db(dir, 0, mid, path, sizeof path);
     char src[PATH_MAX];
-    s_sh("rm -f '%s' '%s-wal' '%s-shm' && cp '%s' '%s'", path, path, path,
-         s_db(old, 0, mid, src, sizeof src), path);
+    tamper_sh("rm -f '%s' '%s-wal' '%s-shm' && cp '%s' '%s'", path, path, path,
+         tamper_db(old, 0, mid, src, sizeof src), path);
     snprintf(frag, sizeof frag, "shard 0: %s", path);
-    snprintf(seq, sizeof seq, "ends at seq %llu", (unsigned long long) s_last(path));
+    snprintf(seq, sizeof seq, "ends at seq %llu", (unsigned long long) tamper_last(path));
     s_caught("a replica file replaced by an older copy", dir, NULL, frag, seq, NULL);
 
     /* a witness line edited: its signature fails */
-    s_copy("witness", dir, sizeof dir);
-    s_sh("sed -i '1s/ 0 \\([0-9]*\\) / 0 1\\1 /' '%s/witness'", dir);
+    tamper_copy(s_c.dir, "witness", dir, sizeof dir);
+    tamper_sh("sed -i '1s/ 0 \\([0-9]*\\) / 0 1\\1 /' '%s/witness'", dir);
     s_caught("a witness line edited", dir, NULL, "line 1: shard 0 seq 1", "bad signature", NULL);
 
     /* a third party: the public key and the witness, no secret key */
     char pub[PATH_MAX], w2[PATH_MAX];
-    s_copy("third", dir, sizeof dir);
+    tamper_copy(s_c.dir, "third", dir, sizeof dir);
     snprintf(pub, sizeof pub, "%s/pub.key", tap_tmpdir());
     snprintf(w2, sizeof w2, "%s/witness.copy", tap_tmpdir());
-    s_sh("mv '%s/keys/checkpoint.public' '%s' && mv '%s/witness' '%s' && rm -f"
+    tamper_sh("mv '%s/keys/checkpoint.public' '%s' && mv '%s/witness' '%s' && rm -f"
          " '%s/keys/checkpoint.secret'", dir, pub, dir, w2, dir);
     char opts[2 * PATH_MAX + 64];
     snprintf(opts, sizeof opts, "--public-key %s --witness %s", pub, w2);
@@ -290,7 +192,7 @@ main(void)
        "a third party with the public key and the witness: the untouched copy passes (%d)", rc);
     if (rc)
         diag("%s", s_out);
-    s_exec(s_db(dir, 0, tail, path, sizeof path), "DELETE FROM event WHERE seq > %llu",
+    tamper_exec(tamper_db(dir, 0, tail, path, sizeof path), "DELETE FROM event WHERE seq > %llu",
            (unsigned long long) last - 1);
     snprintf(frag, sizeof frag, "shard 0: %s ends at seq %llu, before the signed checkpoint",
              path, (unsigned long long) last - 1);

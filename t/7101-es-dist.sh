@@ -84,10 +84,29 @@ es $C --workers 2 --no-board
 is "$(field weights_hash "$json")" "$want" "es.so cartpole, 2 workers, --no-board: the same weights"
 is "$(field board "$json"),$(field helped_rollouts "$json")" "false,0" \
     "--no-board: no task computed another's rollouts"
-# A worker sharing its CPU with another program: its task is sized down and
-# the weights do not change. On a 2-CPU machine the pool's workers are bound
-# one to each CPU (exec_node_cpu.c), so a busy loop bound to CPU 1 halves
-# one of them; elsewhere nothing says which CPU a worker is on.
+# A slow task (ES_TEST_SLOW_US: the task holding rollout 0 sleeps before
+# each of its rollouts, whichever worker runs it): the split gives it fewer
+# rollouts, the board lets the other task take its rollouts, and the
+# weights do not change. Exact whatever else the machine runs.
+export ES_TEST_SLOW_US=4000
+es $C --workers 2 --no-board
+split_json=$json
+es $C --workers 2 --no-balance
+unset ES_TEST_SLOW_US
+is "$(field weights_hash "$split_json")" "$want" \
+    "es.so cartpole, a slow task, --no-board: the same weights"
+ok "$([ "$(field uneven_iterations "$split_json")" -gt 0 ] 2>/dev/null; echo $?)" \
+    "...and the split followed its speed ($(field uneven_iterations "$split_json") of 12 iterations uneven)"
+is "$(field weights_hash "$json")" "$want" \
+    "the same, split evenly and sharing through the board: the same weights"
+ok "$([ "$(field helped_rollouts "$json")" -gt 0 ] 2>/dev/null; echo $?)" \
+    "...and the faster task took the slower's rollouts ($(field helped_rollouts "$json") in 12 iterations)"
+# A worker sharing its CPU with a busy loop, as on a shared machine: the
+# weights do not change. How much the split and the board then follow
+# depends on what else runs (a parallel make check loads both CPUs), so
+# it is printed, not checked. On a 2-CPU machine the pool's workers are
+# bound one to each CPU (exec_node_cpu.c), so a busy loop bound to CPU 1
+# halves one of them; elsewhere nothing says which CPU a worker is on.
 if [ "$(nproc)" = 2 ] && [ "$(nproc --all)" = 2 ] && command -v taskset >/dev/null; then
     taskset -c 1 sh -c 'while :; do :; done' &
     hog=$!
@@ -100,17 +119,12 @@ if [ "$(nproc)" = 2 ] && [ "$(nproc --all)" = 2 ] && command -v taskset >/dev/nu
     trap 'tap_cleanup' EXIT
     is "$(field weights_hash "$split_json")" "$want" \
         "es.so cartpole, a worker's CPU shared with a busy loop, --no-board: the same weights"
-    ok "$([ "$(field uneven_iterations "$split_json")" -gt 0 ] 2>/dev/null; echo $?)" \
-        "...and the split followed its speed ($(field uneven_iterations "$split_json") of 12 iterations uneven)"
     is "$(field weights_hash "$json")" "$want" \
         "the same, split evenly and sharing through the board: the same weights"
-    ok "$([ "$(field helped_rollouts "$json")" -gt 0 ] 2>/dev/null; echo $?)" \
-        "...and the faster task took the slower's rollouts ($(field helped_rollouts "$json") in 12 iterations)"
+    echo "# with the busy loop: $(field uneven_iterations "$split_json") of 12 iterations split unevenly, $(field helped_rollouts "$json") rollouts helped"
 else
     skip "a worker's CPU shared: only on a machine of 2 CPUs (this one has $(nproc))"
-    skip "a worker's CPU shared: the split"
     skip "a worker's CPU shared: the board's weights"
-    skip "a worker's CPU shared: the board"
 fi
 es $C --workers 2 --tasks 7 --eval-tasks 3
 is "$(field weights_hash "$json")" "$want" "es.so cartpole, 2 workers, 7 tasks per iteration: the same weights"

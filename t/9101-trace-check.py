@@ -75,10 +75,11 @@ for s in slices:
 
 
 def enclosing(e):
-    for s in by_track.get((e["pid"], e["tid"]), []):
-        if s["ts"] <= e["ts"] <= s["ts"] + s["dur"]:
-            return s
-    return None
+    """The one slice of e's track that encloses it (edges included), or
+    None when none or several do: the binding must be unambiguous."""
+    found = [s for s in by_track.get((e["pid"], e["tid"]), [])
+             if s["ts"] <= e["ts"] <= s["ts"] + s["dur"]]
+    return found[0] if len(found) == 1 else None
 
 
 # every attempt in the log is a slice

@@ -15,7 +15,9 @@
 #   - a run with a put and an actor (checkpoints every 2 calls, its process
 #     killed and restarted from a checkpoint, a call returning its pid): the
 #     put is read from the blob store beside the log, the actor re-created
-#     and its calls made in the recorded order, each call and checkpoint
+#     and its calls made in the recorded order, the restart re-enacted (the
+#     re-created actor's process killed after the same call), each call
+#     and checkpoint
 #     compared; the pid call is reported as not deterministic (two replays
 #     differ), every other task and call matches; exit 1;
 #   - usage errors exit 2.
@@ -101,7 +103,7 @@ timeout -s KILL 300 "$LUX" replay "$run2" --verify >"$tmp/out" 2>"$tmp/err"
 is $? 1 "a run with a put, an actor restarted and a pid call: exit 1"
 like "$(cat "$tmp/out")" "1 recorded puts (8 bytes) read from $run2/blobs" \
     "...the put read from the blob store"
-like "$(cat "$tmp/out")" "(5 actor calls, 0 nested): 11 matched, 0 mismatched, 1 not deterministic, 0 not replayable; 1 actors re-created, 2 of 2 checkpoints matched; 1 recorded actor restarts" \
+like "$(cat "$tmp/out")" "(5 actor calls, 0 nested): 11 matched, 0 mismatched, 1 not deterministic, 0 not replayable; 1 actors re-created, 2 of 2 checkpoints matched; 1 of 1 recorded actor restarts re-enacted" \
     "...every task and call replayed, the calls after the restart and the checkpoints matched"
 like "$(cat "$tmp/out")" "NOT DETERMINISTIC" "...the pid call reported as not deterministic"
 like "$(sed -n '/NOT DETERMINISTIC/p' "$tmp/out")" " pid (call): the same inputs gave finished" \

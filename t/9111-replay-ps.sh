@@ -10,8 +10,9 @@
 #   - the checkpoint's recorded state altered: exit 1, named with its call;
 #   - a module byte altered: exit 1;
 #   - two workers, 200 steps, the server's process killed with SIGKILL
-#     halfway and restarted from its checkpoint: every call matches (the
-#     ones after the restart too), the pid call and the workers (whose pulls
+#     halfway and restarted from its checkpoint: the restart re-enacted
+#     (the replay kills the re-created server's process after the same
+#     call), every call matches (the ones after the restart too), the pid call and the workers (whose pulls
 #     race with the other's pushes) are reported as not deterministic:
 #     exit 1, no call mismatched;
 #   - ES --ps (the policy in an actor the rollout tasks pull from and push
@@ -85,7 +86,7 @@ like "$(cat "$tmp/out")" "checkpoints matched" "...and the checkpoints were comp
 is "$(grep -c 'CHECKPOINT MISMATCH' "$tmp/out")" 0 "...every one matched"
 like "$(sed -n '/NOT DETERMINISTIC/p' "$tmp/out")" " pid (call): the same inputs gave" \
     "...the pid call reported as not deterministic"
-like "$(cat "$tmp/out")" "1 recorded actor restarts not re-enacted" "...the restart counted"
+like "$(cat "$tmp/out")" "1 of 1 recorded actor restarts re-enacted" "...the restart re-enacted (its process killed after the same call)"
 
 # ES with its policy in a parameter-server actor: the driver updates it
 # after each iteration's rollout tasks have pushed to it; the replay's

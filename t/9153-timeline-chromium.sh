@@ -10,10 +10,10 @@
 #     named by function, with the task's args;
 #   - a thread for every worker, named "worker PID", and the node's process
 #     named.
-# Flows: that engine binds a flow event only to an event of the same ts,
-# pid, tid and cat, where the Trace Event Format binds it to the enclosing
-# slice (t/9101 checks that rule); how many it bound is printed, not
-# checked (see doc/DESIGN.md section 9).
+#   - every flow bound: that engine binds a flow event to the event of the
+#     same ts, pid, tid and cat (the Trace Event Format to the enclosing
+#     slice, which t/9101 checks), so each dependency's arrow joins its
+#     producer's slice to its consumer's, as the file says.
 . "${LUX_SRCDIR:-.}/t/lib/tap.sh"
 LUX=${LUX_BIN:-./lux}
 B=${LUX_BUILDDIR:-.}
@@ -59,9 +59,16 @@ ok(all(threads.get(t) == "worker %d" % t for t in tids if t > 0),
    "a thread per worker (%d), named by its pid" % len([t for t in tids if t > 0]))
 ok(any((p or "").startswith("node ") for p in got.get("process_names", [])),
    "the node's process named: %s" % got.get("process_names"))
-flows = len([e for e in ev if e["ph"] == "s"])
-print("#|flows bound by the DevTools engine: %s of %d (it binds by equal ts, pid, tid and cat)"
-      % (got.get("flows"), flows))
+starts = dict((e["id"], e) for e in ev if e["ph"] == "s")
+ends = dict((e["id"], e) for e in ev if e["ph"] == "f")
+at = dict(((e["pid"], e["tid"], e["ts"]), e["args"]["task_id"]) for e in xs)
+want = sorted((at.get((s["pid"], s["tid"], s["ts"])), at.get((ends[i]["pid"], ends[i]["tid"], ends[i]["ts"])))
+              for i, s in starts.items() if i in ends)
+bound = sorted(tuple(f) for f in (got.get("flow_tasks") or []))
+ok(len(starts) > 0 and got.get("flows") == len(starts),
+   "every flow bound by the engine: %s of %d" % (got.get("flows"), len(starts)))
+ok(want and bound == want and all(None not in p for p in want),
+   "...each from its producer's slice to its consumer's (%d arrows)" % len(bound))
 PY
 while IFS='|' read -r st what; do
     if [ "$st" = "#" ]; then echo "# $what"; else ok "$st" "$what"; fi

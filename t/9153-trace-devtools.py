@@ -175,6 +175,8 @@ def main():
     slice_names: Array.from(new Set(slices.map(e => e.name))).slice(0, 50),
     flows: (d.Flows && d.Flows.flows) ? d.Flows.flows.length : null,
     flow_events: (d.Flows && d.Flows.flows) ? d.Flows.flows.reduce((n, f) => n + f.length, 0) : null,
+    flow_tasks: (d.Flows && d.Flows.flows) ?
+        d.Flows.flows.map(f => f.map(e => (e.args && e.args.task_id) || null)) : null,
     threads: threads,
     process_names: Array.from(d.Meta.processNames ? d.Meta.processNames.values() : []).map(
         e => e.args && e.args.name),

@@ -32,9 +32,13 @@
     finished with the same fingerprint of its outputs (task_finished's fp),
     or failed both times; and each checkpoint of a re-created actor (its
     state's fingerprint at the same call) with the recorded one. A recorded
-    restart of an actor is not re-enacted (no process is killed): the calls
-    after it are compared with a run that did not restart, which is what a
-    correct restart must give. When something does not match, the job is
+    restart of an actor (actor_restarted: the checkpoint loaded, the calls
+    replayed, so the last call numbered before the process died) is
+    re-enacted: once that call's outputs are back, the re-created actor's
+    process is killed with SIGKILL and the driver waits for the restart
+    before its next call (lux_replay_kill.c); the calls after it are
+    compared as any other. A restart that cannot be re-enacted is reported
+    and fails the replay. When something does not match, the job is
     replayed a second time: a task whose two replays differ from each other
     as well is reported as not deterministic, the others as mismatched
     (naming the task, its function and attempt, and the first argument that
@@ -56,6 +60,7 @@
 #include "lux_opt.h"
 #include "lux.h"
 #include "db/db_event.h"
+#include "lux_replay_kill.h"
 #include "exec/exec_blob.h"
 #include "exec/exec_client.h"
 #include "exec/exec_module.h"
@@ -129,6 +134,16 @@ typedef struct {
     uint8_t new_fp[16];
 } s_ckpt_t;
 
+/* A recorded actor restart: its process died after call `after` had been
+   numbered; it loaded the checkpoint of call ckpt (0: the constructor). */
+typedef struct {
+    util_id_t actor;
+    int64_t ckpt, after;
+    bool done;           /* this round: re-enacted */
+    pid_t pid;           /* ...by killing this process */
+    char *why_not;       /* could not be re-enacted: why */
+} s_restart_t;
+
 typedef struct {
     lux_hist_t *h;
     util_id_t job;
@@ -138,7 +153,8 @@ typedef struct {
     util_idmap_t *by_actor;  /* actor ID -> index + 1 of its actor_created */
     s_ckpt_t *ck;
     size_t nck;
-    int64_t restarts;        /* recorded actor restarts */
+    s_restart_t *rs;         /* recorded actor restarts, in log order */
+    size_t nrs;
     char blobs[PATH_MAX];    /* the recorded puts (exec_blob.h) */
     size_t puts;             /* recorded puts read back, their hash checked */
     uint64_t put_bytes;
@@ -267,7 +283,7 @@ s_load(s_replay_t *r)
     }
     sqlite3_finalize(st);
     /* recorded checkpoints and restarts */
-    st = lux_hist_prepare(r->h, "SELECT kind, actor, idx, fp FROM event WHERE kind IN (13, 14)"
+    st = lux_hist_prepare(r->h, "SELECT kind, actor, idx, fp, size FROM event WHERE kind IN (13, 14)"
                                 " AND job = ?1 ORDER BY shard, seq");
     if (!st)
         return LUX_ESQL;
@@ -275,7 +291,19 @@ s_load(s_replay_t *r)
     size_t ckcap = 0;
     while (sqlite3_step(st) == SQLITE_ROW) {
         if (sqlite3_column_int(st, 0) == DB_K_actor_restarted) {
-            r->restarts++;
+            s_restart_t *p = realloc(r->rs, (r->nrs + 1) * sizeof *p);
+            if (!p || sqlite3_column_bytes(st, 1) != UTIL_ID_LEN) {
+                rc = p ? util_err(LUX_ECORRUPT, "an actor_restarted event names no actor")
+                       : util_err(LUX_ENOMEM, "out of memory");
+                r->rs = p ? p : r->rs;
+                break;
+            }
+            r->rs = p;
+            p = &r->rs[r->nrs++];
+            memset(p, 0, sizeof *p);
+            memcpy(p->actor.b, sqlite3_column_blob(st, 1), UTIL_ID_LEN);
+            p->ckpt = sqlite3_column_int64(st, 2);
+            p->after = p->ckpt + sqlite3_column_int64(st, 4);
             continue;
         }
         if (sqlite3_column_bytes(st, 1) != UTIL_ID_LEN || sqlite3_column_bytes(st, 3) != 16)
@@ -814,6 +842,49 @@ out:
     return rc;
 }
 
+/* Re-enact the recorded restarts of actor (NULL: of every actor) whose
+   process died after a call numbered below idx (the next call the driver
+   makes to it): wait for that call's outputs, kill the re-created actor's
+   process with SIGKILL and wait for its restart (lux_replay_kill.c). */
+static void
+s_reenact(s_replay_t *r, lux_t *lx, const util_id_t *actor, int64_t idx)
+{
+    for (size_t k = 0; k < r->nrs; k++) {
+        s_restart_t *x = &r->rs[k];
+        if (x->done || x->why_not || x->after >= idx || (actor && !util_id_eq(&x->actor, actor)))
+            continue;
+        uint32_t *ix = util_idmap_get(r->by_actor, x->actor.b);
+        s_item_t *a = ix ? &r->t[*ix - 1] : NULL, *c = NULL;
+        char why[600] = "";
+        if (a && !a->want)
+            continue; /* --task: not in scope */
+        for (size_t i = 0; a && i < r->n && !c; i++)
+            if (r->t[i].kind == DB_K_actor_call && r->t[i].idx == x->after &&
+                util_id_eq(&r->t[i].actor, &x->actor))
+                c = &r->t[i];
+        if (!a || !a->top)
+            snprintf(why, sizeof why, "its actor was %s: the replay's driver cannot reach it",
+                     a ? "created by a task" : "not created by this job");
+        else if (!a->created)
+            snprintf(why, sizeof why, "its actor was not re-created");
+        else if (x->after == 0)
+            snprintf(why, sizeof why, "its process died before its first call");
+        else if (c && !c->want)
+            continue; /* --task: the calls before the restart only */
+        else if (!c || !c->sent || !c->mapped)
+            snprintf(why, sizeof why, "call %" PRId64 " was not replayed", x->after);
+        else {
+            lux_val_t v;
+            lux_get(lx, &c->refs[0], &v, S_WAIT_MS); /* a failure is an outcome too */
+            if (lux_replay_kill(lux_dir(lx), c->new_id.b, a->new_actor.b, S_WAIT_MS, &x->pid,
+                                why, sizeof why) == 0)
+                x->done = true;
+        }
+        if (!x->done)
+            x->why_not = strdup(why[0] ? why : "?");
+    }
+}
+
 /* One replay: a fresh cluster, the driver's items submitted in order, every
    output waited for; then the outcomes read from its log into round. */
 static int
@@ -831,6 +902,8 @@ s_round(s_replay_t *r, int round)
         s_item_t *t = &r->t[i];
         t->sent = t->mapped = t->created = t->task_created = t->waited = t->mirrored = false;
     }
+    for (size_t k = 0; k < r->nrs; k++)
+        r->rs[k].done = false;
     for (size_t i = 0; i < r->n; i++) {
         s_item_t *t = &r->t[i];
         if (!t->drive || !t->want)
@@ -850,8 +923,11 @@ s_round(s_replay_t *r, int round)
             }
             y->waited = true;
         }
+        if (t->kind == DB_K_actor_call)
+            s_reenact(r, lx, &t->actor, t->idx);
         s_submit(r, lx, t);
     }
+    s_reenact(r, lx, NULL, INT64_MAX);
     for (size_t i = 0; i < r->n; i++) {
         lux_val_t v;
         for (uint8_t k = 0; r->t[i].sent && k < r->t[i].nret; k++)
@@ -966,6 +1042,9 @@ s_destroy(s_replay_t *r)
     }
     free(r->t);
     free(r->ck);
+    for (size_t k = 0; k < r->nrs; k++)
+        free(r->rs[k].why_not);
+    free(r->rs);
     sqlite3_finalize(r->put_st);
     util_idmap_destroy(&r->by_task);
     util_idmap_destroy(&r->by_actor);
@@ -1256,6 +1335,22 @@ cmd_replay(int argc, char **argv)
                "replayed %s\n", util_id_hex(&r.ck[c].actor, hex), r.t[*ix - 1].fn, r.ck[c].idx,
                rf, nf);
     }
+    size_t rs_done = 0, rs_bad = 0;
+    for (size_t k = 0; k < r.nrs; k++) {
+        s_restart_t *x = &r.rs[k];
+        uint32_t *ix = util_idmap_get(r.by_actor, x->actor.b);
+        rs_done += x->done;
+        rs_bad += x->why_not != NULL;
+        if (x->done)
+            printf("  restarted     actor %s (%s): its process %d killed after call %" PRId64
+                   " (recorded: restarted from the checkpoint of call %" PRId64 ")\n",
+                   util_id_hex(&x->actor, hex), ix ? r.t[*ix - 1].fn : "?", (int) x->pid,
+                   x->after, x->ckpt);
+        else if (x->why_not)
+            printf("  restart not re-enacted  actor %s (%s) after call %" PRId64 ": %s\n",
+                   util_id_hex(&x->actor, hex), ix ? r.t[*ix - 1].fn : "?", x->after,
+                   x->why_not);
+    }
     printf("replayed %zu tasks of job %s%s (%zu actor calls, %zu nested): ", ran,
            util_id_hex(&r.job, hex2), task ? " (--task)" : "", calls, nested);
     if (verify)
@@ -1264,13 +1359,13 @@ cmd_replay(int argc, char **argv)
     printf("%zu not replayable; %zu actors re-created", skipped, actors);
     if (verify)
         printf(", %zu of %zu checkpoints matched", ck_match, ck_match + ck_bad);
-    printf("; %" PRId64 " recorded actor restarts not re-enacted (the calls after them compared "
-           "with a run without them); %zu recorded puts (%" PRIu64 " bytes) read from %s, their "
-           "hashes verified\nthe replay's log: %s\n",
-           r.restarts, r.puts, r.put_bytes, r.blobs, r.newdir[0]);
+    printf("; %zu of %zu recorded actor restarts re-enacted (the actor's process killed with "
+           "SIGKILL after the same call); %zu recorded puts (%" PRIu64 " bytes) read from %s, "
+           "their hashes verified\nthe replay's log: %s\n",
+           rs_done, rs_done + rs_bad, r.puts, r.put_bytes, r.blobs, r.newdir[0]);
     if (r.newdir[1][0])
         printf("the second replay's log: %s\n", r.newdir[1]);
-    status = (ran > 0 && skipped == 0 &&
+    status = (ran > 0 && skipped == 0 && rs_bad == 0 &&
               (!verify || (mismatched == 0 && nondet == 0 && ck_bad == 0)))
                  ? 0
                  : 1;

@@ -236,7 +236,7 @@ s_sql_warnings(const db_cluster_t *c)
                     " before the signed checkpoint at seq %llu (%s): committed events are"
                     " missing from what this query reads; run lux audit\n",
                     s, sh[s].tail, (unsigned long long) sh[s].tail_last,
-                    (unsigned long long) sh[s].ckpt_seq, wpath);
+                    (unsigned long long) sh[s].ckpt_seq, sh[s].ckpt_src);
         else if (sh[s].max_last > sh[s].tail_last + DB_AUDIT_WINDOW)
             fprintf(stderr,
                     "lux sql: warning: shard %u: the tail's file (replica %u) ends at seq %llu,"

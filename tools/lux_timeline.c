@@ -25,17 +25,27 @@
                                 the earliest (the task's submission, the
                                 worker's previous slice, the task's previous
                                 retry), marked start_inferred. Named by
-                                function ("Class.method" for actor calls);
-                                args: task_id, attempt, status, job_id,
+                                function ("Class.method" for actor calls),
+                                cat "task" (all of them, see the flows),
+                                cname "terrible" (red) when it failed;
+                                args: kind ("task" or "actor_call"),
+                                failed, task_id, attempt, status, job_id,
                                 actor_id, the arguments' sizes, output
                                 bytes, error, and the event's shard and seq
       ph s / ph f (flow)        one per dependency on another task's output:
                                 from the producer's slice that made the
                                 object (the last successful attempt ending
                                 before the consumer started) to the
-                                consumer's last attempt; id unique, cat
-                                "dependency", bp "e" on the finish so that it
-                                binds to the enclosing slice
+                                consumer's last attempt; id unique. Each end
+                                has the ts, pid, tid and cat of its slice's
+                                start, with bp "e" on the finish: the Trace
+                                Event Format binds an "s" and an "f" with
+                                bp "e" to the enclosing slice, and Chromium's
+                                DevTools engine to the event of the same ts,
+                                pid, tid and cat, so both find that slice
+                                (the slices of a worker never touch: an
+                                inferred start moves 1 ns after the previous
+                                slice's end)
       ph i (instant)            failures, retries (on the worker's track when
                                 the reason names it), actor restarts, deaths
                                 and checkpoints, objects lost and spilled,
@@ -62,6 +72,10 @@
 #include <string.h>
 
 static const char s_usage[] = "lux timeline RUN|OUT.db [--job ID] -o TRACE.json";
+
+/* The category of every task attempt's slice and of every flow: a flow
+   event binds to a slice of its own category in Chromium's engine. */
+#define S_CAT "task"
 
 typedef struct {
     util_id_t task;
@@ -531,7 +545,8 @@ s_read_events(s_tl_t *tl)
 
 /* Start each killed worker's attempt at the latest of: its task's
    submission, its task's previous slice's end, and the end of the slice
-   before it on the same worker. */
+   before it on the same worker; then part the slices of a worker that
+   touch. */
 static int
 s_cmp_track(const void *a, const void *b)
 {
@@ -565,6 +580,17 @@ s_infer_starts(s_tl_t *tl)
                 start = tl->slices[k].end;
         s->start = start < s->end ? start : s->end;
     }
+    /* No two slices of a worker touch: a flow bound at a slice's start
+       must have one enclosing slice. An inferred start (the previous
+       slice's end at the earliest) or one within a microsecond of the
+       previous end moves to 1 ns after it. */
+    for (size_t i = 1; i < tl->nslices; i++) {
+        s_slice_t *s = v[i], *prev = v[i - 1];
+        if (s->tid > 0 && prev->pid == s->pid && prev->tid == s->tid &&
+            prev->end >= s->start && prev->end + 1 < s->end &&
+            (s->inferred || prev->end - s->start < 1000))
+            s->start = prev->end + 1;
+    }
     free(v);
     return 0;
 }
@@ -575,15 +601,6 @@ static double
 s_us(s_tl_t *tl, int64_t ns)
 {
     return (double) (ns - tl->t0) / 1000.0;
-}
-
-/* A point inside a slice, for binding a flow: near its end (from) or its
-   start (to), never on its edge. */
-static int64_t
-s_inside(const s_slice_t *s, bool end)
-{
-    int64_t d = s->end - s->start, e = d / 2 < 1000 ? d / 2 : 1000;
-    return end ? s->end - e : s->start + e;
 }
 
 static void
@@ -654,15 +671,15 @@ s_write(s_tl_t *tl, FILE *f, const char *src)
         s_slice_t *s = &tl->slices[i];
         s_spec_t *sp = &tl->specs[s->spec];
         s_comma(f, &first);
-        fprintf(f, "{\"ph\": \"X\", \"name\": ");
+        /* a failed attempt red in chrome://tracing (a reserved color name) */
+        fprintf(f, "{\"ph\": \"X\", %s\"name\": ", s->ok ? "" : "\"cname\": \"terrible\", ");
         lux_json_str(f, sp->name);
-        fprintf(f, ", \"cat\": \"%s\", \"ts\": %.3f, \"dur\": %.3f, \"pid\": %" PRIu32
-                   ", \"tid\": %" PRId64 ", \"args\": {\"task_id\": \"%s\", \"attempt\": %" PRId64
-                   ", \"status\": %" PRId64,
-                sp->is_actor ? (s->ok ? "actor_call" : "actor_call,failed")
-                             : (s->ok ? "task" : "task,failed"),
+        fprintf(f, ", \"cat\": \"" S_CAT "\", \"ts\": %.3f, \"dur\": %.3f, \"pid\": %" PRIu32
+                   ", \"tid\": %" PRId64 ", \"args\": {\"kind\": \"%s\", \"failed\": %s, "
+                   "\"task_id\": \"%s\", \"attempt\": %" PRId64 ", \"status\": %" PRId64,
                 s_us(tl, s->start), (double) (s->end - s->start) / 1000.0, s->pid,
-                s->tid > 0 ? s->tid : 0, util_id_hex(&sp->task, hex), s->attempt, s->status);
+                s->tid > 0 ? s->tid : 0, sp->is_actor ? "actor_call" : "task",
+                s->ok ? "false" : "true", util_id_hex(&sp->task, hex), s->attempt, s->status);
         if (!util_id_is_zero(&sp->job))
             fprintf(f, ", \"job_id\": \"%s\"", util_id_hex(&sp->job, hex));
         if (sp->is_actor)
@@ -713,16 +730,15 @@ s_write(s_tl_t *tl, FILE *f, const char *src)
             util_hex(hex, cs->deps + (size_t) d * DB_DEP_LEN, LUX_REF_LEN);
             flow++;
             s_comma(f, &first);
-            fprintf(f, "{\"ph\": \"s\", \"name\": \"dependency\", \"cat\": \"dependency\", "
+            fprintf(f, "{\"ph\": \"s\", \"name\": \"dependency\", \"cat\": \"" S_CAT "\", "
                        "\"id\": %" PRIu64 ", \"ts\": %.3f, \"pid\": %" PRIu32 ", \"tid\": %" PRId64
                        ", \"args\": {\"object_id\": \"%s\"}}",
-                    flow, s_us(tl, s_inside(fs, true)), fs->pid, fs->tid > 0 ? fs->tid : 0, hex);
+                    flow, s_us(tl, fs->start), fs->pid, fs->tid > 0 ? fs->tid : 0, hex);
             s_comma(f, &first);
             fprintf(f, "{\"ph\": \"f\", \"bp\": \"e\", \"name\": \"dependency\", "
-                       "\"cat\": \"dependency\", \"id\": %" PRIu64 ", \"ts\": %.3f, \"pid\": %" PRIu32
+                       "\"cat\": \"" S_CAT "\", \"id\": %" PRIu64 ", \"ts\": %.3f, \"pid\": %" PRIu32
                        ", \"tid\": %" PRId64 ", \"args\": {\"object_id\": \"%s\"}}",
-                    flow, s_us(tl, s_inside(ts, false)), ts->pid, ts->tid > 0 ? ts->tid : 0,
-                    hex);
+                    flow, s_us(tl, ts->start), ts->pid, ts->tid > 0 ? ts->tid : 0, hex);
         }
     }
     /* instants */

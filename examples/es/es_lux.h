@@ -207,6 +207,11 @@ void es_lux_ps_init(es_lux_ps_init_t *init, const es_config_t *cfg, const char *
 typedef struct es_lux_killer es_lux_killer_t;
 /* Start killing every min_ms..max_ms, choosing with seed. NULL on failure. */
 es_lux_killer_t *es_lux_killer_start(uint64_t seed, int min_ms, int max_ms);
+/* Tell the killer the run went on (an iteration ended): after its first
+   kill it kills again only once told, so that however slowly the machine
+   runs, every kill is followed by progress and no task is killed on each
+   of its attempts. */
+void es_lux_killer_progress(es_lux_killer_t *k);
 /* Stop; returns how many workers it killed. */
 int es_lux_killer_stop(es_lux_killer_t **self_p);
 /* This process's worker children now (PIDs into pids, at most max). */

@@ -379,10 +379,27 @@ s_own(s_slot_t *s, size_t rs, const es_ctx_t *ctx, const es_task_t *t, uint8_t *
     return s_compute(ctx, t, o);
 }
 
+/* A slow task on demand, for tests: with ES_TEST_SLOW_US=N in the
+   environment, the task that holds rollout 0 of an iteration sleeps N us
+   before each rollout of its own, whichever worker runs it. t/7101 checks
+   with it that the split and the board follow a slow task; a busy loop
+   beside a worker does the same only while nothing else runs on the
+   machine. The results do not change: only when they come. */
+static unsigned
+s_slow_us(const es_task_t *t, size_t count)
+{
+    const char *e = getenv("ES_TEST_SLOW_US");
+    if (!e || !count || t[0].rollout != 0)
+        return 0;
+    long us = strtol(e, NULL, 10);
+    return us > 0 && us <= 1000000 ? (unsigned)us : 0;
+}
+
 int
 es_board_rollouts(const es_lux_policy_t *p, const es_ctx_t *ctx, const es_task_t *t,
                   size_t count, uint8_t *out, size_t rs, size_t *failed)
 {
+    unsigned slow = s_slow_us(t, count);
     s_hdr_t h;
     uint8_t *map = p->board[0] ? s_open(p, &h) : NULL;
     uint64_t iter = p->iter;
@@ -411,6 +428,8 @@ es_board_rollouts(const es_lux_policy_t *p, const es_ctx_t *ctx, const es_task_t
     double slowest = 0.0;
     for (size_t i = 0; i < count; i++) {
         uint8_t *o = out + i * rs;
+        if (slow)
+            usleep(slow);
         if (!on || t[i].iter != iter || t[i].rollout >= h.pop)
             rc = s_compute(ctx, &t[i], o);
         else if ((rc = s_own(&s, rs, ctx, &t[i], o, false, &slowest)) == S_LATER)

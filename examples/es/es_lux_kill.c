@@ -14,7 +14,13 @@
     of the live workers at random and kills it, until stopped. The first
     pause is shorter, 1 to min_ms / 2 ms, so that short runs see a kill too
     (CartPole seed 1 trains in about 20 ms: with the first kill after 30 ms
-    or more, --kill-workers killed nothing). The choices
+    or more, --kill-workers killed nothing). After a kill the next one
+    waits, beyond its pause, until the driver says an iteration ended
+    (es_lux_killer_progress): on a loaded machine a worker took longer to
+    start and run its task than the longest pause, the same task was
+    killed on each of its 20 attempts and the run failed (t/7102 in CI).
+    Paced by progress, every kill costs at most one retry of the tasks
+    under way, and the run ends however slow the machine. The choices
     come from their own generator (seeded from the clock unless given), so
     they never touch the training's random numbers.
 */
@@ -25,6 +31,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +46,8 @@ struct es_lux_killer {
     es_rng_t rng;         /* when and whom */
     int min_ms, max_ms;   /* the range of the pauses */
     int killed;           /* workers killed */
+    atomic_long progress; /* es_lux_killer_progress calls */
+    long progress_at_kill; /* progress when the last kill went out */
 };
 
 /* Whether pid is a live child of this process running `lux worker`. */
@@ -119,13 +128,18 @@ s_run(void *arg)
         int ms = lo + (int)es_rng_below(&k->rng, (uint64_t)(hi - lo + 1));
         if (s_pause(k, ms))
             break;
+        long now = atomic_load(&k->progress);
+        if (k->killed > 0 && now == k->progress_at_kill)
+            continue; /* nothing ended since the last kill */
         int pids[256];
         int n = es_lux_workers(pids, 256);
         if (n == 0)
             continue;
         int pid = pids[es_rng_below(&k->rng, (uint64_t)n)];
-        if (kill(pid, SIGKILL) == 0)
+        if (kill(pid, SIGKILL) == 0) {
             k->killed++;
+            k->progress_at_kill = now;
+        }
     }
     return NULL;
 }
@@ -145,6 +159,7 @@ es_lux_killer_start(uint64_t seed, int min_ms, int max_ms)
     }
     es_rng_seed(&k->rng, seed);
     k->min_ms = min_ms;
+    atomic_init(&k->progress, 0);
     k->max_ms = max_ms;
     pthread_mutex_init(&k->lock, NULL);
     pthread_cond_init(&k->wake, NULL);
@@ -155,6 +170,13 @@ es_lux_killer_start(uint64_t seed, int min_ms, int max_ms)
         return NULL;
     }
     return k;
+}
+
+void
+es_lux_killer_progress(es_lux_killer_t *k)
+{
+    if (k)
+        atomic_fetch_add(&k->progress, 1);
 }
 
 int

@@ -542,6 +542,7 @@ s_train(s_run_t *r, s_outcome_t *out)
         if ((rc = r->ps ? s_ps_iteration(r, &st) : s_iteration(r, &st)))
             break;
         out->iters = r->iter;
+        es_lux_killer_progress(killer);
         rollouts_since += (uint64_t)o->es.population;
         bool evaluated = false;
         if (out->iters % (uint64_t)o->eval_every == 0 || st.ret_mean >= o->target) {

@@ -6,8 +6,18 @@
     chain hash covers every event before it, two files that verify and
     agree at seq N agree everywhere up to N, so a fork is found by one
     comparison at the shorter file's last seq and located by bisection.
-    Checkpoints come from the witness file, each verified with the public
-    key before it is believed. */
+
+    Signed checkpoints come from two places, each believed only once its
+    signature verifies with the public key: the witness file, and the
+    `checkpoint` events (kind 20) the supervisor appends to each shard
+    (db_ckpt_event). An event's checkpoint must also be in its own shard,
+    sign a seq below its own, and (when a witness is given) be a line of
+    the witness unless the witness ends before it. Both kinds then bound
+    every file alike: a chain member ending before one, or a file whose
+    hash at its seq is not the signed one, is a problem. So a log whose
+    witness was deleted still proves its past up to its newest checkpoint
+    event, and a checkpoint event forged into every replica (hashes
+    recomputed) fails its signature. */
 #include "db_audit.h"
 #include "db_archive.h"
 #include "db_chain.h"
@@ -15,6 +25,7 @@
 #include "../util/util_err.h"
 #include "../util/util_fs.h"
 
+#include <sqlite3.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,14 +41,22 @@ typedef struct {
 
 typedef struct {
     db_ckpt_t c;
-    int line;
+    int line;          /* its line in the witness, or 0: an event of the log */
+    const char *file;  /* an event's: the file holding it (borrowed) */
+    uint64_t at;       /* an event's: its own seq */
 } s_ck_t;
+
+typedef struct {
+    s_ck_t *v;
+    size_t n, cap;
+} s_cks_t;
 
 typedef struct {
     const db_audit_opts_t *o;
     int problems;
-    s_ck_t *cks;      /* verified checkpoints of this cluster, in file order */
-    size_t ncks, capcks;
+    s_cks_t wit;      /* the witness's verified checkpoints of this cluster, in file order */
+    bool have_wit;    /* the witness file was read */
+    bool told_no_pk;  /* "checkpoint events not verified" said once */
 } s_audit_t;
 
 static void
@@ -52,6 +71,33 @@ s_say(s_audit_t *a, bool problem, const char *fmt, ...)
         a->problems++;
     if (a->o->say)
         a->o->say(a->o->arg, problem, line);
+}
+
+static int
+s_push(s_cks_t *l, const s_ck_t *ck)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 64;
+        s_ck_t *n = realloc(l->v, cap * sizeof *n);
+        if (!n)
+            return util_err(LUX_ENOMEM, "out of memory");
+        l->v = n;
+        l->cap = cap;
+    }
+    l->v[l->n++] = *ck;
+    return 0;
+}
+
+/* Where a checkpoint comes from, for messages. */
+static const char *
+s_src(const s_audit_t *a, const s_ck_t *ck, char *out, size_t n)
+{
+    if (ck->line)
+        snprintf(out, n, "witness %s line %d", a->o->witness, ck->line);
+    else
+        snprintf(out, n, "the checkpoint event at seq %llu of %s", (unsigned long long) ck->at,
+                 ck->file);
+    return out;
 }
 
 static int
@@ -78,18 +124,8 @@ s_on_line(void *arg, int line, const db_ckpt_t *c)
         s_say(a, true, "witness %s line %d: shard %u does not exist", w, line, c->shard);
         return 0;
     }
-    if (a->ncks == a->capcks) {
-        size_t cap = a->capcks ? 2 * a->capcks : 64;
-        s_ck_t *n = realloc(a->cks, cap * sizeof *n);
-        if (!n)
-            return util_err(LUX_ENOMEM, "out of memory");
-        a->cks = n;
-        a->capcks = cap;
-    }
-    a->cks[a->ncks].c = *c;
-    a->cks[a->ncks].line = line;
-    a->ncks++;
-    return 0;
+    s_ck_t ck = {.c = *c, .line = line};
+    return s_push(&a->wit, &ck);
 }
 
 /* The first seq in 1..last where a and b differ, given they differ at last. */
@@ -107,6 +143,92 @@ s_first_diff(db_store_t *a, db_store_t *b, uint64_t last)
             lo = mid;
     }
     return hi;
+}
+
+/* The checkpoint events of one file (a replica's, or the shard's archive):
+   each checked (db_ckpt_check_event) and against the witness; those that
+   hold go into l. Problems said with shard, file and seq. */
+static void
+s_events(s_audit_t *a, uint32_t s, const char *path, s_cks_t *l)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    const uint8_t *pk = a->o->public_key;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db, "SELECT seq, idx, info FROM event WHERE kind = ?1 ORDER BY seq",
+                           -1, &st, NULL) != SQLITE_OK) {
+        s_say(a, true, "shard %u: %s: cannot read its checkpoint events: %s", s, path,
+              sqlite3_errmsg(db));
+        sqlite3_close(db);
+        return;
+    }
+    sqlite3_busy_timeout(db, 5000);
+    sqlite3_bind_int(st, 1, DB_K_checkpoint);
+    int step;
+    size_t seen = 0, held = 0;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        uint64_t at = (uint64_t) sqlite3_column_int64(st, 0);
+        int64_t idx = sqlite3_column_type(st, 1) == SQLITE_NULL ? -1
+                                                                : sqlite3_column_int64(st, 1);
+        const char *info = (const char *) sqlite3_column_text(st, 2);
+        s_ck_t ck = {.file = path, .at = at};
+        seen++;
+        if (db_ckpt_check_event(&a->o->cluster->id, s, at, idx, info, pk, &ck.c)) {
+            s_say(a, true, "shard %u: %s: seq %llu: a checkpoint event that does not hold: %s",
+                  s, path, (unsigned long long) at, lux_errmsg());
+            continue;
+        }
+        if (!pk)
+            continue; /* unverified: not believed */
+        if (a->have_wit) {
+            /* the supervisor fsyncs a checkpoint into the witness before it
+               logs it: the same (shard, seq, hash) must be there */
+            const s_ck_t *same = NULL, *other = NULL, *later = NULL;
+            for (size_t k = 0; k < a->wit.n; k++) {
+                const s_ck_t *w = &a->wit.v[k];
+                if (w->c.shard != s)
+                    continue;
+                if (w->c.seq == ck.c.seq && !memcmp(w->c.hash, ck.c.hash, DB_HASH_LEN))
+                    same = w;
+                else if (w->c.seq == ck.c.seq)
+                    other = w;
+                else if (w->c.seq > ck.c.seq && !later)
+                    later = w;
+            }
+            if (!same && other) {
+                s_say(a, true, "shard %u: %s: seq %llu: the checkpoint event signs another hash"
+                      " at seq %llu than witness %s line %d: the key signed two histories",
+                      s, path, (unsigned long long) at, (unsigned long long) ck.c.seq,
+                      a->o->witness, other->line);
+                continue;
+            }
+            if (!same && later)
+                s_say(a, true, "shard %u: %s: seq %llu: the checkpoint of seq %llu it holds is"
+                      " not in witness %s, which holds a later one of the shard (line %d):"
+                      " lines were removed from the witness",
+                      s, path, (unsigned long long) at, (unsigned long long) ck.c.seq,
+                      a->o->witness, later->line);
+            else if (!same)
+                s_say(a, false, "shard %u: %s: seq %llu: the checkpoint of seq %llu it holds is"
+                      " newer than witness %s's newest of the shard (an older copy?)",
+                      s, path, (unsigned long long) at, (unsigned long long) ck.c.seq,
+                      a->o->witness);
+        }
+        if (s_push(l, &ck))
+            break;
+        held++;
+    }
+    if (step != SQLITE_DONE && step != SQLITE_ROW)
+        s_say(a, true, "shard %u: %s: reading its checkpoint events: %s", s, path,
+              sqlite3_errmsg(db));
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    if (seen && !pk && !a->told_no_pk) {
+        s_say(a, false, "checkpoint events in the log not verified: no public key");
+        a->told_no_pk = true;
+    }
+    if (held && !a->o->quick)
+        s_say(a, false, "shard %u: %s: signed checkpoint events verified: %zu", s, path, held);
 }
 
 static void
@@ -206,32 +328,40 @@ s_shard(s_audit_t *a, uint32_t s, const db_chain_t *chain, db_audit_shard_t *out
                   (unsigned long long) window);
     }
 
-    /* signed checkpoints */
+    /* signed checkpoints: the witness's of this shard, then the events of
+       every file that verified, and of the shard's archive */
+    s_cks_t l = {0};
+    char src[PATH_MAX + 64], arch[PATH_MAX];
+    for (size_t k = 0; k < a->wit.n; k++)
+        if (a->wit.v[k].c.shard == s && s_push(&l, &a->wit.v[k]))
+            break;
+    for (uint32_t i = 0; i < c->replicas; i++)
+        if (f[i].st && f[i].ok)
+            s_events(a, s, f[i].path, &l);
+    if (ref >= 0 && db_store_base(f[ref].st, NULL) > 0 &&
+        util_exists(db_archive_path_of(f[ref].path, arch, sizeof arch)))
+        s_events(a, s, arch, &l);
     const s_ck_t *newest = NULL;
-    for (size_t k = 0; k < a->ncks; k++) {
-        const s_ck_t *ck = &a->cks[k];
-        if (ck->c.shard != s)
-            continue;
-        if (!newest || ck->c.seq >= newest->c.seq)
-            newest = ck;
-    }
+    for (size_t k = 0; k < l.n; k++)
+        if (!newest || l.v[k].c.seq > newest->c.seq)
+            newest = &l.v[k];
     for (uint32_t i = 0; i < c->replicas && newest; i++) {
         if (!f[i].st)
             continue;
         if (f[i].last < newest->c.seq) {
             s_say(a, f[i].pos >= 0,
                   "shard %u: %s ends at seq %llu, before the signed checkpoint at seq %llu"
-                  " (witness %s line %d): %s",
+                  " (%s): %s",
                   s, f[i].path, (unsigned long long) f[i].last,
-                  (unsigned long long) newest->c.seq, a->o->witness, newest->line,
+                  (unsigned long long) newest->c.seq, s_src(a, newest, src, sizeof src),
                   f[i].pos >= 0 ? "committed events were cut" : "not in the chain, behind");
         }
         /* the lowest checkpoint this file contradicts */
         const s_ck_t *bad = NULL;
-        for (size_t k = 0; k < a->ncks; k++) {
-            const s_ck_t *ck = &a->cks[k];
+        for (size_t k = 0; k < l.n; k++) {
+            const s_ck_t *ck = &l.v[k];
             uint8_t h[DB_HASH_LEN];
-            if (ck->c.shard != s || ck->c.seq == 0 || ck->c.seq > f[i].last)
+            if (ck->c.seq == 0 || ck->c.seq > f[i].last)
                 continue;
             if (db_store_hash_at(f[i].st, ck->c.seq, h) == 0 &&
                 memcmp(h, ck->c.hash, DB_HASH_LEN) == 0)
@@ -241,9 +371,9 @@ s_shard(s_audit_t *a, uint32_t s, const db_chain_t *chain, db_audit_shard_t *out
         }
         if (bad)
             s_say(a, true,
-                  "shard %u: %s: the hash at seq %llu is not the signed one (witness %s line"
-                  " %d): events at or before seq %llu were changed",
-                  s, f[i].path, (unsigned long long) bad->c.seq, a->o->witness, bad->line,
+                  "shard %u: %s: the hash at seq %llu is not the signed one (%s): events at or"
+                  " before seq %llu were changed",
+                  s, f[i].path, (unsigned long long) bad->c.seq, s_src(a, bad, src, sizeof src),
                   (unsigned long long) bad->c.seq);
     }
 
@@ -255,6 +385,8 @@ s_shard(s_audit_t *a, uint32_t s, const db_chain_t *chain, db_audit_shard_t *out
             if (f[i].last > out->max_last)
                 out->max_last = f[i].last;
         out->ckpt_seq = newest ? newest->c.seq : 0;
+        if (newest)
+            s_src(a, newest, out->ckpt_src, sizeof out->ckpt_src);
     }
     if (!a->o->quick)
         for (uint32_t i = 0; i < c->replicas; i++)
@@ -267,6 +399,7 @@ s_shard(s_audit_t *a, uint32_t s, const db_chain_t *chain, db_audit_shard_t *out
                       (unsigned long long) f[i].last);
     for (uint32_t i = 0; i < c->replicas; i++)
         db_store_close(&f[i].st);
+    free(l.v);
     free(order);
     free(f);
 }
@@ -283,12 +416,13 @@ db_audit_run(const db_audit_opts_t *o, db_audit_shard_t *shards)
     db_chain_load_state(c, chains);
     if (o->witness && o->public_key) {
         rc = db_ckpt_each(o->witness, s_on_line, &a);
+        a.have_wit = rc == 0;
         if (rc == LUX_ENOTFOUND)
             s_say(&a, false, "witness %s: no such file: no checkpoint to check against",
                   o->witness);
         else if (rc) {
             free(chains);
-            free(a.cks);
+            free(a.wit.v);
             return rc;
         }
     } else if (o->witness) {
@@ -297,6 +431,6 @@ db_audit_run(const db_audit_opts_t *o, db_audit_shard_t *shards)
     for (uint32_t s = 0; s < c->shards; s++)
         s_shard(&a, s, &chains[s], shards ? &shards[s] : NULL);
     free(chains);
-    free(a.cks);
+    free(a.wit.v);
     return a.problems;
 }

@@ -12,9 +12,16 @@
       - a file more than `window` events behind the longest one;
       - a chain member or the tail ending before the newest signed
         checkpoint (events were cut), or any file whose hash at a
-        checkpoint's seq is not the signed one (rewritten);
+        checkpoint's seq is not the signed one (rewritten); the signed
+        checkpoints are the witness's and the log's own `checkpoint`
+        events (kind 20);
       - a witness line that does not parse, is another cluster's, or
-        whose signature does not verify with the public key. */
+        whose signature does not verify with the public key;
+      - a checkpoint event whose info is not a checkpoint of this cluster
+        and shard signing a seq below its own (its idx), whose signature
+        fails, that signs another hash than the witness at the same seq,
+        or that the witness lacks although it holds a later checkpoint of
+        the shard (lines removed from the witness). */
 #ifndef DB_AUDIT_H_INCLUDED
 #define DB_AUDIT_H_INCLUDED
 
@@ -41,6 +48,7 @@ typedef struct {
     uint64_t tail_last;      /* its last seq */
     uint64_t max_last;       /* the longest file's last seq */
     uint64_t ckpt_seq;       /* the newest verified checkpoint's seq, 0 none */
+    char ckpt_src[PATH_MAX + 64]; /* where it is: a witness line, or a checkpoint event */
 } db_audit_shard_t;
 
 /* Audit every shard. Returns the number of problems (0: the log passed),

@@ -326,3 +326,27 @@ db_ckpt_log(db_client_t *log, const db_ckpt_t *c, uint32_t shards)
         rc = db_client_flush(log);
     return rc;
 }
+
+int
+db_ckpt_check_event(const util_id_t *cluster, uint32_t shard, uint64_t at, int64_t idx,
+                    const char *info, const uint8_t *pk, db_ckpt_t *c)
+{
+    memset(c, 0, sizeof *c);
+    if (!info || !s_parse(info, c))
+        return util_err(LUX_ECORRUPT, "its info is not a checkpoint line (\"%.60s\")",
+                        info ? info : "");
+    if (!util_id_eq(&c->cluster, cluster))
+        return util_err(LUX_ECORRUPT, "it is a checkpoint of another cluster");
+    if (c->shard != shard)
+        return util_err(LUX_ECORRUPT, "it signs shard %u, not the shard it is in", c->shard);
+    if (idx < 0 || (uint64_t) idx != c->seq)
+        return util_err(LUX_ECORRUPT, "its idx %lld is not the seq %llu it signs",
+                        (long long) idx, (unsigned long long) c->seq);
+    if (c->seq == 0 || c->seq >= at)
+        return util_err(LUX_ECORRUPT, "it signs seq %llu, not a seq before its own",
+                        (unsigned long long) c->seq);
+    if (pk && !db_ckpt_verify(c, pk))
+        return util_err(LUX_EAUTH, "its signature of seq %llu fails (forged, altered, or signed"
+                        " with another key)", (unsigned long long) c->seq);
+    return 0;
+}

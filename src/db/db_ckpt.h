@@ -77,4 +77,13 @@ int db_ckpt_log(struct db_client_t *log, const db_ckpt_t *c, uint32_t shards);
 /* A witness line (as in the file or a checkpoint event's info) into c. */
 int db_ckpt_parse(const char *line, db_ckpt_t *c);
 
+/* A checkpoint event found at seq `at` of shard's log (its idx and info)
+   checked as an audit must before believing it: its info is a witness
+   line of this cluster and this shard, signing a seq below `at` that idx
+   repeats, and (pk not NULL) its signature verifies. What it signs goes
+   into c (OUT), also on failure when the line parsed. 0, or LUX_ECORRUPT
+   saying what is wrong; LUX_EAUTH for a signature that fails. */
+int db_ckpt_check_event(const util_id_t *cluster, uint32_t shard, uint64_t at, int64_t idx,
+                        const char *info, const uint8_t *pk, db_ckpt_t *c);
+
 #endif

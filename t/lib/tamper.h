@@ -1,0 +1,50 @@
+/*  tamper - what the audit tests do to a stopped cluster's files, as
+    someone who can write them would: copies of the cluster directory,
+    SQL run on a replica file, and forgeries whose hash chain verifies
+    (records edited, every hash after them recomputed with
+    db_event_chain). Bails out (tap.h) on any failure: these build the
+    case under test, they are not what is tested. */
+#ifndef T_LIB_TAMPER_H_INCLUDED
+#define T_LIB_TAMPER_H_INCLUDED
+
+#include "db/db_event.h"
+#include "util/util_buf.h"
+#include "util/util_id.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Run a shell command; bail when it fails. */
+void tamper_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* A fresh copy of the directory src named name under the test's scratch
+   directory; its path in out. The audit builds every path from --dir, so
+   a copy audits as the original. */
+char *tamper_copy(const char *src, const char *name, char *out, size_t n);
+
+/* DIR/shard-S/replica-I.db into out. */
+char *tamper_db(const char *dir, uint32_t shard, uint32_t index, char *out, size_t n);
+
+/* Run SQL on a replica file (read-write, outside any lux process). */
+void tamper_exec(const char *path, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The last seq a replica file holds (0: none or unreadable). */
+uint64_t tamper_last(const char *path);
+
+/* Called for each record of a file being forged: write a replacement
+   record (its hash field is recomputed after) into out and return true,
+   or return false to keep rec as it is. */
+typedef bool(tamper_edit_fn)(void *arg, uint64_t seq, const uint8_t *rec, size_t n,
+                             util_buf_t *out);
+
+/* Rewrite the replica file at path with edit applied to its records and
+   every chain hash recomputed from the genesis: a file that verifies on
+   its own. */
+void tamper_forge(const char *path, const util_id_t *cluster, uint32_t shard, tamper_edit_fn *edit,
+                  void *arg);
+
+/* An edit: the event at seq *(uint64_t *) arg one nanosecond later. */
+tamper_edit_fn tamper_edit_ts;
+
+#endif
