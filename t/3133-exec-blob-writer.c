@@ -16,6 +16,7 @@
 #include "tap.h"
 #include "lib/fx.h"
 #include "lib/graph.h"
+#include "util/util_fs.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,14 +36,6 @@ s_wait_file(const char *path, int ms)
         usleep(10000);
     }
     return access(path, F_OK) == 0;
-}
-
-static void
-s_touch(const char *path)
-{
-    FILE *f = fopen(path, "w");
-    if (f)
-        fclose(f);
 }
 
 int
@@ -77,7 +70,7 @@ main(void)
     ok(rc == 0 && v.size == n && memcmp(v.data, buf, n) == 0,
        "the put itself is read back meanwhile (rc %d)", rc);
 
-    s_touch(gate); /* the write goes on */
+    util_write_file(gate, "", 0, 0600); /* the write goes on */
     rc = lux_put(lx, buf, n, &put2);
     is_int(rc, 0, "the same bytes put again");
     free(buf);

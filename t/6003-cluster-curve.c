@@ -33,17 +33,10 @@ int
 main(void)
 {
     db_cluster_t c;
-    char extra[128], keys[600], ep[DB_EP_MAX], name[64];
-    int port = 20000 + (int) (getpid() % 2000) * 7 + 3;
-    snprintf(extra, sizeof extra, "--listen tcp://127.0.0.1 --port %d --workers 1 --store-mb 16",
-             port);
-    fx_start(&c, 2, 2, extra);
-    snprintf(keys, sizeof keys, "%s/keys", c.dir);
-    net_sec_t *good = net_sec_load(keys);
-    snprintf(keys, sizeof keys, "%s/other-keys", tap_tmpdir());
-    is_int(net_sec_create(keys), 0, "another key pair");
-    net_sec_t *other = net_sec_load(keys);
-    ok(good && other, "both key pairs load");
+    char ep[DB_EP_MAX], name[64];
+    int port;
+    net_sec_t *good, *other;
+    fx_start_tcp(&c, 2, 2, 3, &port, &good, &other);
 
     s_check("the chain master", db_cluster_master_ep(&c, ep, sizeof ep), false, good, other);
     s_check("the chain master's PUB", db_cluster_master_pub(&c, ep, sizeof ep), true, good,

@@ -61,17 +61,10 @@ int
 main(void)
 {
     db_cluster_t c;
-    char extra[160], keys[600], ep[DB_EP_MAX], nep[DB_EP_MAX], out[4096], err[4096], text[600];
-    int port = 20000 + (int) (getpid() % 2000) * 7 + 2;
-    snprintf(extra, sizeof extra, "--listen tcp://127.0.0.1 --port %d --workers 1 --store-mb 16",
-             port);
-    fx_start(&c, 1, 1, extra);
-    snprintf(keys, sizeof keys, "%s/keys", c.dir);
-    net_sec_t *good = net_sec_load(keys);
-    snprintf(keys, sizeof keys, "%s/other-keys", tap_tmpdir());
-    is_int(net_sec_create(keys), 0, "another key pair");
-    net_sec_t *other = net_sec_load(keys);
-    ok(good && other, "both key pairs load");
+    char ep[DB_EP_MAX], nep[DB_EP_MAX], out[4096], err[4096], text[600];
+    int port;
+    net_sec_t *good, *other;
+    fx_start_tcp(&c, 1, 1, 2, &port, &good, &other);
 
     /* a node on 127.0.0.2 */
     char ndir[600];

@@ -11,6 +11,11 @@
 #   - the cluster starts again on the compacted files and takes more jobs:
 #     lux pull (through the protocol, from seq 1: the tail reads its
 #     archive) copies every event and the file audits;
+#   - archives are lz4 frames (archive.db.lz4, no archive.db left at rest),
+#     which `lz4 -t` verifies and which hold the SQLite file in under half
+#     its bytes; an archive in the old form (a plain archive.db) is read as
+#     it is (same answers, lux audit) and sealed by the next compaction; a
+#     frame with a byte flipped fails lux audit and lux sql naming it;
 #   - an archived event altered: lux audit fails naming the archive;
 #   - usage errors exit 2.
 . "${LUX_SRCDIR:-.}/t/lib/tap.sh"
@@ -22,6 +27,7 @@ tmp=$TAP_TMP
 D=$tmp/c
 trap '"$LUX" stop --dir "$D" >/dev/null 2>&1; tap_cleanup' EXIT
 
+LZ4=$(command -v lz4)
 run() { # run CMD...: status in $rc, stdout in $out, stderr in $err
     "$@" >"$tmp/out" 2>"$tmp/err"
     rc=$?
@@ -63,8 +69,10 @@ ok "$([ "$(grep -c . "$tmp/before")" -gt 40 ]; echo $?)" "$n events, the answers
 half=$((last0 / 3))
 LUX_COMPACT_STOP_AFTER_ARCHIVE=1 run "$LUX" compact --dir "$D" --before "$half"
 is "$rc" 0 "a compaction stopped after its first step"
-ok "$([ -f "$D/shard-0/archive.db" ] && [ -f "$D/shard-1/archive.db" ]; echo $?)" \
-    "...each shard has its archive"
+ok "$([ -f "$D/shard-0/archive.db.lz4" ] && [ -f "$D/shard-1/archive.db.lz4" ]; echo $?)" \
+    "...each shard has its archive, an lz4 frame"
+ok "$([ ! -e "$D/shard-0/archive.db" ] && [ ! -e "$D/shard-1/archive.db" ]; echo $?)" \
+    "...and no uncompressed archive.db left"
 answers "$tmp/cut"
 ok "$(cmp -s "$tmp/before" "$tmp/cut"; echo $?)" "...every answer the same"
 cmp -s "$tmp/before" "$tmp/cut" || diff "$tmp/before" "$tmp/cut" | head -5 | sed 's/^/#   /'
@@ -79,8 +87,18 @@ like "$out" "events of 2 shards of" "...says what it moved"
 tail0=$(awk '$1 == "shard" && $2 == 0 { print $NF }' "$D/master.state")
 live=$(sqlite3 "$D/shard-0/replica-$tail0.db" "SELECT min(seq) FROM event")
 is "$live" "$two" "...shard 0's tail file starts at seq $two"
-is "$(sqlite3 "$D/shard-0/archive.db" "SELECT min(seq) || '..' || max(seq) FROM event")" \
-    "1..$((two - 1))" "...its archive holds 1..$((two - 1))"
+if [ -n "$LZ4" ]; then
+    "$LZ4" -q -t "$D/shard-0/archive.db.lz4"
+    ok $? "...its archive is a whole lz4 frame (lz4 -t)"
+    "$LZ4" -q -d -c "$D/shard-0/archive.db.lz4" >"$tmp/a0.db"
+    is "$(sqlite3 "$tmp/a0.db" "SELECT min(seq) || '..' || max(seq) FROM event")" \
+        "1..$((two - 1))" "...that holds the SQLite file of 1..$((two - 1))"
+    zb=$(wc -c <"$D/shard-0/archive.db.lz4")
+    pb=$(wc -c <"$tmp/a0.db")
+    ok "$([ $((zb * 2)) -lt "$pb" ]; echo $?)" "...in under half its bytes ($zb of $pb)"
+else
+    for k in 1 2 3; do ok 0 "# SKIP the lz4 program is not installed"; done
+fi
 answers "$tmp/after"
 ok "$(cmp -s "$tmp/before" "$tmp/after"; echo $?)" \
     "every view, the README's queries and lineage() give the same answers"
@@ -90,6 +108,18 @@ is "$rc" 0 "lux audit of archive and live files"
 like "$out" "its archive's $((two - 1)) events verified from the genesis" \
     "...verifies each archive and the files continuing it"
 [ "$rc" -ne 0 ] && echo "$out" | grep PROBLEM | head -3 | sed 's/^/#   /'
+
+# an archive of the old form (archive.db, uncompressed) is read as it is
+if [ -n "$LZ4" ]; then
+    "$LZ4" -q -d -c "$D/shard-1/archive.db.lz4" >"$D/shard-1/archive.db" &&
+        rm "$D/shard-1/archive.db.lz4"
+    answers "$tmp/old"
+    ok "$(cmp -s "$tmp/before" "$tmp/old"; echo $?)" "an archive in the old form (archive.db): the same answers"
+    run "$LUX" audit --dir "$D"
+    is "$rc" 0 "...and lux audit verifies it"
+else
+    for k in 1 2; do ok 0 "# SKIP the lz4 program is not installed"; done
+fi
 
 # the cluster runs again on the compacted files; a pull reads the archives
 run "$LUX" start --head --dir "$D"
@@ -118,12 +148,37 @@ run "$LUX" compact --dir "$D" --before 1000000
 is "$rc" 0 "compact of the running cluster, every event (t/9151 tests it under appends)"
 is "$(one "$D" "SELECT count(*) FROM event WHERE $upto")" "$n3" "...every event still there"
 "$LUX" stop --dir "$D" >/dev/null
+ok "$([ -f "$D/shard-1/archive.db.lz4" ] && [ ! -e "$D/shard-1/archive.db" ]; echo $?)" \
+    "...and the old form's archive sealed into its frame"
 
-# an archived event altered
-sqlite3 "$D/shard-1/archive.db" "UPDATE event SET info = 'forged' WHERE seq = 3"
+# a frame with a byte flipped: its checksum (or its blocks) refuse it
+cp "$D/shard-0/archive.db.lz4" "$tmp/good.lz4"
+python3 - "$D/shard-0/archive.db.lz4" <<'PY'
+import sys
+p = sys.argv[1]
+b = bytearray(open(p, "rb").read())
+b[len(b) // 2] ^= 0x55
+open(p, "wb").write(bytes(b))
+PY
 run "$LUX" audit --dir "$D"
-is "$rc" 1 "an archived event altered: lux audit fails"
-like "$out" "archive: seq 3" "...naming the archive's seq"
+is "$rc" 1 "an archive's frame with a byte flipped: lux audit fails"
+like "$out$err" "shard-0/archive.db.lz4" "...naming the archive"
+run "$LUX" sql --dir "$D" "SELECT count(*) FROM events"
+is "$rc" 1 "...and lux sql fails"
+like "$err" "archive.db.lz4: lz4: " "...saying lz4 refused it"
+cp "$tmp/good.lz4" "$D/shard-0/archive.db.lz4"
+
+# an archived event altered (and the frame made again, without its size)
+if [ -n "$LZ4" ]; then
+    "$LZ4" -q -d -c "$D/shard-1/archive.db.lz4" >"$tmp/a1.db"
+    sqlite3 "$tmp/a1.db" "UPDATE event SET info = 'forged' WHERE seq = 3"
+    "$LZ4" -q -f "$tmp/a1.db" "$D/shard-1/archive.db.lz4"
+    run "$LUX" audit --dir "$D"
+    is "$rc" 1 "an archived event altered: lux audit fails"
+    like "$out" "archive: seq 3" "...naming the archive's seq"
+else
+    for k in 1 2; do ok 0 "# SKIP the lz4 program is not installed"; done
+fi
 
 # errors
 run "$LUX" compact --dir "$D"

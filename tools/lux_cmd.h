@@ -54,6 +54,15 @@ int cmd_bench(int argc, char **argv);
 int cmd_supervise(int argc, char **argv); /* internal: the head's daemon */
 int cmd_replica(int argc, char **argv);   /* internal: one replica's daemon */
 int cmd_run(int argc, char **argv);
+/* lux_run_remote.c: `lux run --address HOST:PORT` starts a node of its own
+   that joins the cluster there (token: the cluster's token file, or NULL;
+   node_ip: the address it is reached at, or NULL), its directory into
+   dir[n]: 0, or a code with the message (the join's own reason). */
+bool lux_run_is_remote(const char *address);
+int lux_run_node_up(const char *address, const char *token, const char *node_ip, char *dir,
+                    size_t n);
+/* Stop that node (node_left) and remove its directory. */
+void lux_run_node_down(const char *node_dir);
 int cmd_worker(int argc, char **argv);    /* internal: a node manager's worker */
 int cmd_bench_client(int argc, char **argv); /* internal: a driver for multi_client_tasks_async */
 

@@ -74,20 +74,11 @@ cmd_compact(int argc, char **argv)
     static const struct option opts[] = {{"dir", required_argument, 0, 'd'},
                                          {"before", required_argument, 0, 'b'},
                                          {0}};
-    lux_opt_t p = {.cmd = "compact", .usage = s_usage, .help = s_help, .opts = opts};
-    int o;
-    while ((o = lux_opt_next(&p, argc, argv)) != -1) {
-        switch (o) {
-        case 'd':
-            dir = optarg;
-            break;
-        case 'b':
-            before = optarg;
-            break;
-        default:
-            return p.status;
-        }
-    }
+    const lux_opt_str_t strs[] = {{'d', &dir}, {'b', &before}, {0}};
+    lux_opt_t p = {.cmd = "compact", .usage = s_usage, .help = s_help, .opts = opts,
+                   .strs = strs};
+    if (lux_opt_next(&p, argc, argv) != -1)
+        return p.status;
     if (!lux_opt_args(&p, argc, argv, 0, 0, ""))
         return p.status;
     if (!dir || !before)

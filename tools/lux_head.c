@@ -854,7 +854,7 @@ cmd_supervise(int argc, char **argv)
     lux_opt_t p = {.cmd = "supervise", .usage = usage, .opts = opts};
     const char *dir = NULL;
     unsigned long v;
-    int o;
+    int o, nk;
     while ((o = lux_opt_next(&p, argc, argv)) != -1) {
         switch (o) {
         case 'd':
@@ -862,19 +862,6 @@ cmd_supervise(int argc, char **argv)
             break;
         case 'L':
             log_only = true;
-            break;
-        case 'w':
-            if (!lux_opt_uint(&p, "--workers", 4096, false, &v))
-                return 2;
-            no.workers = (int) v;
-            break;
-        case 'm':
-            if (!lux_opt_uint(&p, "--store-mb", 1ul << 24, false, &v))
-                return 2;
-            no.store_bytes = (uint64_t) v << 20;
-            break;
-        case 'R':
-            no.resources = optarg;
             break;
         case 'W':
             ck.witness = optarg;
@@ -902,7 +889,8 @@ cmd_supervise(int argc, char **argv)
                 ck.every_events = v;
             break;
         default:
-            return p.status;
+            if ((nk = lux_node_opt(&p, o, &no)) <= 0)
+                return nk < 0 ? 2 : p.status;
         }
     }
     if (!lux_opt_args(&p, argc, argv, 0, 0, ""))

@@ -251,6 +251,31 @@ lux_beat_tick(lux_beat_t *b, zactor_t *node, const char *joined_file)
 /* --- the node's daemon ------------------------------------------------------------------ */
 
 int
+lux_node_opt(lux_opt_t *p, int o, exec_node_opts_t *no)
+{
+    unsigned long v;
+    switch (o) {
+    case 'w':
+        if (!lux_opt_uint(p, "--workers", 4096, false, &v))
+            return -1;
+        no->workers = (int) v;
+        return 1;
+    case 'm':
+        if (!lux_opt_uint(p, "--store-mb", 1ul << 24, false, &v))
+            return -1;
+        no->store_bytes = (uint64_t) v << 20;
+        return 1;
+    case 'R':
+        if (!lux_opt_resources(p, "--resources"))
+            return -1;
+        no->resources = optarg;
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+int
 cmd_node(int argc, char **argv)
 {
     static const char usage[] = "lux node --dir D --address IP [--workers N] [--store-mb N] "
@@ -264,8 +289,7 @@ cmd_node(int argc, char **argv)
         {"workers", required_argument, 0, 'w'}, {"store-mb", required_argument, 0, 'm'},
         {"resources", required_argument, 0, 'R'}, {0}};
     lux_opt_t p = {.cmd = "node", .usage = usage, .opts = opts};
-    unsigned long v;
-    int o;
+    int o, k;
     while ((o = lux_opt_next(&p, argc, argv)) != -1) {
         switch (o) {
         case 'd':
@@ -274,23 +298,9 @@ cmd_node(int argc, char **argv)
         case 'A':
             address = optarg;
             break;
-        case 'w':
-            if (!lux_opt_uint(&p, "--workers", 4096, false, &v))
-                return 2;
-            no.workers = (int) v;
-            break;
-        case 'm':
-            if (!lux_opt_uint(&p, "--store-mb", 1ul << 24, false, &v))
-                return 2;
-            no.store_bytes = (uint64_t) v << 20;
-            break;
-        case 'R':
-            if (!lux_opt_resources(&p, "--resources"))
-                return 2;
-            no.resources = optarg;
-            break;
         default:
-            return p.status;
+            if ((k = lux_node_opt(&p, o, &no)) <= 0)
+                return k < 0 ? 2 : p.status;
         }
     }
     if (!lux_opt_args(&p, argc, argv, 0, 0, ""))

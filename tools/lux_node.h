@@ -2,11 +2,20 @@
 #ifndef LUX_NODE_H_INCLUDED
 #define LUX_NODE_H_INCLUDED
 
+#include "lux_opt.h"
 #include "db/db_cluster.h"
+#include "exec/exec_node.h"
 #include "net/net_ep.h"
 
 #include <czmq.h>
 #include <stdbool.h>
+
+/* The node manager's options every command that runs one takes (lux node,
+   lux supervise): --workers N (w), --store-mb N (m), --resources R (R),
+   checked (lux_opt_uint, lux_opt_resources) into *no. For option o (its
+   optarg): 1 when it was one of them, 0 when not, -1 after a usage error
+   (exit status 2). p is the command's lux_opt_t. */
+int lux_node_opt(lux_opt_t *p, int o, exec_node_opts_t *no);
 
 /* DIR/token, the file that lets a machine join (0600). */
 char *lux_token_path(const db_cluster_t *c, char *out, size_t n);

@@ -49,6 +49,16 @@ lux_opt_next(lux_opt_t *p, int argc, char **argv)
     if (!p->started_)
         s_start(p);
     int o = getopt_long(argc, argv, s_shorts, s_all, NULL);
+    for (bool kept = true; kept && o != -1;) { /* a kept one: on to the next */
+        kept = false;
+        for (const lux_opt_str_t *k = p->strs; k && k->to && !kept; k++)
+            if (k->val == o) {
+                *k->to = optarg;
+                kept = true;
+            }
+        if (kept)
+            o = getopt_long(argc, argv, s_shorts, s_all, NULL);
+    }
     if (o == 'h' || o == S_HELP) {
         printf("usage: %s\n", p->usage);
         if (p->help)

@@ -34,6 +34,13 @@
 
 #define LUX_OPT_EXIT (-2) /* lux_opt_next: --help or a usage error was printed */
 
+/* An option whose value is only kept: lux_opt_next stores optarg in *to
+   and goes on to the next option (a table ended by {0}). */
+typedef struct {
+    int val;
+    const char **to;
+} lux_opt_str_t;
+
 typedef struct {
     const char *cmd;           /* the command's name, "status" */
     const char *usage;         /* its synopsis, "lux status --dir DIR [--json]" */
@@ -41,11 +48,13 @@ typedef struct {
     const struct option *opts; /* long options, ended by {0}; --help is added */
     const char *shorts;        /* short options in getopt's syntax ("o:"), or NULL */
     bool in_order;             /* stop at the first argument that is not an option */
+    const lux_opt_str_t *strs; /* options stored, not returned (or NULL) */
     int status;                /* after LUX_OPT_EXIT (or a false lux_opt_*): exit status */
     bool started_;             /* private */
 } lux_opt_t;
 
-/* The next option's val (optarg holds its value), -1 after the last one
+/* The next option's val (optarg holds its value) that p->strs does not
+   store, -1 after the last one
    (optind is then the first argument), or LUX_OPT_EXIT with p->status set
    once --help or a usage error has been printed. */
 int lux_opt_next(lux_opt_t *p, int argc, char **argv);

@@ -840,33 +840,13 @@ cmd_pull(int argc, char **argv)
         {"job", required_argument, 0, 'j'},     {"since", required_argument, 0, 's'},
         {"witness", required_argument, 0, 'W'}, {"public-key", required_argument, 0, 'K'},
         {0}};
-    lux_opt_t p = {.cmd = "pull", .usage = s_usage, .help = s_help, .opts = opts};
+    const lux_opt_str_t strs[] = {{'d', &dir}, {'a', &addr}, {'j', &job},
+                                  {'W', &witness}, {'K', &pkey}, {0}};
+    lux_opt_t p = {.cmd = "pull", .usage = s_usage, .help = s_help, .opts = opts, .strs = strs};
     int o;
-    while ((o = lux_opt_next(&p, argc, argv)) != -1) {
-        switch (o) {
-        case 'd':
-            dir = optarg;
-            break;
-        case 'a':
-            addr = optarg;
-            break;
-        case 'j':
-            job = optarg;
-            break;
-        case 's':
-            if (!lux_opt_uint(&p, "--since", ~0UL, false, &v))
-                return p.status;
-            break;
-        case 'W':
-            witness = optarg;
-            break;
-        case 'K':
-            pkey = optarg;
-            break;
-        default:
+    while ((o = lux_opt_next(&p, argc, argv)) != -1)
+        if (o != 's' || !lux_opt_uint(&p, "--since", ~0UL, false, &v))
             return p.status;
-        }
-    }
     if (!lux_opt_args(&p, argc, argv, 1, 1, "OUT.db"))
         return p.status;
     out = argv[optind];

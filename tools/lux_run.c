@@ -19,7 +19,8 @@
 #include <string.h>
 
 static const char s_run_usage[] =
-    "lux run [--address DIR] [--workers N] [--shards N] [--store-mb N] [--resources R]\n"
+    "lux run [--address DIR | --address HOST:PORT [--token-file F] [--node-ip IP]]\n"
+    "        [--workers N] [--shards N] [--store-mb N] [--resources R]\n"
     "        [--dir RUNS] [--detach] [--record-puts[=LIMIT]] MODULE.so [ARGS...]";
 
 /* Load the module before the cluster starts, check that it has an entry
@@ -83,7 +84,9 @@ cmd_run(int argc, char **argv)
         {"resources", required_argument, 0, 'R'}, {"workers", required_argument, 0, 'w'},
         {"shards", required_argument, 0, 's'},  {"store-mb", required_argument, 0, 'm'},
         {"detach", no_argument, 0, 'D'},        {"record-puts", optional_argument, 0, 'P'},
+        {"token-file", required_argument, 0, 'T'}, {"node-ip", required_argument, 0, 'I'},
         {0}};
+    const char *token = NULL, *node_ip = NULL;
     /* in order: the options after MODULE.so are the module's */
     lux_opt_t p = {.cmd = "run", .usage = s_run_usage, .opts = opts, .in_order = true,
                    .help = "Runs the module's LUX_MAIN entry point as the driver. Without --address "
@@ -105,6 +108,12 @@ cmd_run(int argc, char **argv)
         }
         case 'a':
             cfg.address = optarg;
+            break;
+        case 'T':
+            token = optarg;
+            break;
+        case 'I':
+            node_ip = optarg;
             break;
         case 'd':
             cfg.dir = optarg;
@@ -140,13 +149,28 @@ cmd_run(int argc, char **argv)
     int rc = s_configure(&cfg, argc - i, argv + i);
     if (rc)
         return rc;
+    if ((token || node_ip) && !lux_run_is_remote(cfg.address))
+        return lux_opt_usage(&p, "--token-file and --node-ip go with --address HOST:PORT");
+    /* a cluster elsewhere: a node of our own joins it (lux_run_remote.c) */
+    char node_dir[PATH_MAX] = "";
+    if (lux_run_is_remote(cfg.address)) {
+        if (lux_run_node_up(cfg.address, token, node_ip, node_dir, sizeof node_dir))
+            return lux_fail("run", "%s", lux_errmsg());
+        cfg.address = node_dir;
+    }
     s_on_ending_signals();
     lux_t *lx = lux_init(&cfg);
-    if (!lx)
-        return lux_fail("run", "%s", lux_errmsg());
+    if (!lx) {
+        rc = lux_fail("run", "%s", lux_errmsg());
+        if (node_dir[0])
+            lux_run_node_down(node_dir);
+        return rc;
+    }
     lux_main_t main_fn = exec_module_main(lx->module);
     if (!main_fn) {
         lux_shutdown(&lx);
+        if (node_dir[0])
+            lux_run_node_down(node_dir);
         return lux_fail("run", "%s has no entry point (LUX_MAIN)", argv[i]);
     }
     rc = main_fn(lx, argc - i, argv + i);
@@ -154,6 +178,8 @@ cmd_run(int argc, char **argv)
     snprintf(dir, sizeof dir, "%s", lux_dir(lx));
     bool embedded = lx->head != NULL;
     lux_shutdown(&lx);
+    if (node_dir[0])
+        lux_run_node_down(node_dir);
     if (embedded && getenv("LUX_RUN_QUIET") == NULL && isatty(2))
         fprintf(stderr, "lux run: the log of this run is in %s (lux sql --dir %s ...)\n", dir,
                 dir);

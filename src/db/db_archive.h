@@ -1,5 +1,6 @@
 /*  db_archive - old events of a shard moved out of its live replica files
-    into one archive file beside them (doc/DESIGN.md section 4, "Retention").
+    into one archive file beside them (doc/DESIGN.md section 4, "Retention"),
+    compressed with lz4 at rest (db_archive.c).
 
     The archive of shard S is DIR/shard-S/archive.db: a log file of the same
     format as a replica's (sql/schema.sql, db_store), holding seq 1..A of
@@ -34,8 +35,18 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* The archive beside a replica file (its directory's archive.db). */
+/* The archive beside a replica file (its directory's archive.db; at rest
+   its lz4 frame archive.db.lz4, see db_archive.c). */
 char *db_archive_path_of(const char *replica_path, char *out, size_t n);
+
+/* Whether the replica file has an archive beside it (either form). */
+bool db_archive_present(const char *replica_path);
+
+/* The SQLite file an archive's lz4 frame (zpath) holds, decompressed
+   (its checksum verified) into *image (sqlite3_malloc64'd, for
+   sqlite3_deserialize or db_store's image option; its header marked as a
+   rollback-journal file). 0, or an error naming the file. */
+int db_archive_image(const char *zpath, void **image, size_t *len);
 
 /* Events from..upto of the archive beside replica_path, as db_store_read
    gives them (u32 length, record), at most max and about max_bytes.

@@ -372,14 +372,26 @@ s_attach_archive(db_query_t *self, uint32_t s, const char *path)
             base = sqlite3_column_int64(st, 0);
         sqlite3_finalize(st);
     }
-    if (!util_exists(db_archive_path_of(path, apath, sizeof apath))) {
+    if (!db_archive_present(path)) {
         if (base)
             return util_err(LUX_ENOTFOUND, "shard %u: %s starts after seq %lld, archived in %s,"
                             " which is missing", s, path, base, apath);
         snprintf(sql, sizeof sql, "CREATE TEMP VIEW s%u_event AS SELECT * FROM s%u.event", s, s);
         return s_exec(self, sql);
     }
-    char *uri = sqlite3_mprintf("file:%s?mode=ro", apath);
+    /* archive.db when there is one, else its lz4 frame decompressed into
+       an in-memory database (db_archive.c) */
+    void *img = NULL;
+    size_t len = 0;
+    bool plain = util_exists(db_archive_path_of(path, apath, sizeof apath));
+again:
+    if (!plain) {
+        char z[PATH_MAX + 8];
+        snprintf(z, sizeof z, "%s.lz4", apath);
+        if (db_archive_image(z, &img, &len))
+            return util_err_ctx(LUX_EIO, "shard %u", s);
+    }
+    char *uri = plain ? sqlite3_mprintf("file:%s?mode=ro", apath) : sqlite3_mprintf(":memory:");
     snprintf(sql, sizeof sql, "ATTACH ?1 AS a%u", s);
     int rc = sqlite3_prepare_v2(self->db, sql, -1, &st, NULL);
     if (rc == SQLITE_OK) {
@@ -389,8 +401,20 @@ s_attach_archive(db_query_t *self, uint32_t s, const char *path)
     } else {
         sqlite3_free(uri);
     }
+    if (rc == SQLITE_DONE && img) { /* frees img when it fails */
+        snprintf(sql, sizeof sql, "a%u", s);
+        rc = sqlite3_deserialize(self->db, sql, img, (sqlite3_int64) len, (sqlite3_int64) len,
+                                 SQLITE_DESERIALIZE_FREEONCLOSE | SQLITE_DESERIALIZE_READONLY);
+        rc = rc == SQLITE_OK ? SQLITE_DONE : rc;
+    } else if (img) {
+        sqlite3_free(img);
+    }
+    if (rc != SQLITE_DONE && plain && !util_exists(apath)) {
+        plain = false; /* sealed between the look and the open: the frame has it */
+        goto again;
+    }
     if (rc != SQLITE_DONE)
-        return util_err(LUX_EIO, "shard %u: cannot open %s: %s", s, apath,
+        return util_err(LUX_EIO, "shard %u: cannot open %s%s: %s", s, apath, plain ? "" : ".lz4",
                         sqlite3_errmsg(self->db));
     /* The base is read in the query's own snapshot, not once here: a
        compaction running beside (db_archive.h) moves it up and deletes the
@@ -429,9 +453,9 @@ db_query_open(const db_cluster_t *c)
     /* an archive per shard at most, beside the tail's file */
     uint32_t narch = 0;
     for (uint32_t s = 0; s < c->shards; s++) {
-        char path[PATH_MAX], apath[PATH_MAX];
+        char path[PATH_MAX];
         db_cluster_replica_db(c, s, tail[s], path, sizeof path);
-        narch += util_exists(db_archive_path_of(path, apath, sizeof apath));
+        narch += db_archive_present(path);
     }
     sqlite3_limit(self->db, SQLITE_LIMIT_ATTACHED, (int) (c->shards + narch) + 2);
     if (c->shards + narch + 2 > (uint32_t) sqlite3_limit(self->db, SQLITE_LIMIT_ATTACHED, -1)) {

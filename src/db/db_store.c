@@ -257,13 +257,29 @@ db_store_open(const db_store_opts_t *o)
     pthread_once(&s_once, s_sqlite_setup);
     if (!self || !(self->path = strdup(o->path))) {
         free(self);
+        sqlite3_free(o->image);
         util_err(LUX_ENOMEM, "%s: out of memory", o->path);
         return NULL;
     }
     self->readonly = o->readonly;
     /* the writer's WAL writes go one per commit (db_vfs.c) */
     const char *vfs = !o->readonly && !o->reader && s_vfs_ok ? DB_VFS_NAME : NULL;
-    if (sqlite3_open_v2(o->path, &self->db, flags, vfs) != SQLITE_OK) {
+    if (o->image) {
+        void *b = o->image;
+        bool ok = o->readonly && sqlite3_open_v2(":memory:", &self->db, SQLITE_OPEN_READWRITE |
+                                                 SQLITE_OPEN_NOMUTEX, NULL) == SQLITE_OK;
+        if (!ok)
+            sqlite3_free(b);
+        else /* frees b when it fails */
+            ok = sqlite3_deserialize(self->db, "main", b, (sqlite3_int64) o->image_len,
+                                     (sqlite3_int64) o->image_len, SQLITE_DESERIALIZE_FREEONCLOSE |
+                                     SQLITE_DESERIALIZE_READONLY) == SQLITE_OK;
+        if (!ok) {
+            util_err(LUX_EIO, "%s: cannot open its image: %s", o->path,
+                     self->db ? sqlite3_errmsg(self->db) : "not read-only");
+            goto fail;
+        }
+    } else if (sqlite3_open_v2(o->path, &self->db, flags, vfs) != SQLITE_OK) {
         util_err(LUX_EIO, "%s: %s", o->path,
                  self->db ? sqlite3_errmsg(self->db) : "cannot open");
         goto fail;

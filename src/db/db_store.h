@@ -32,6 +32,11 @@ typedef struct {
                                 runs checkpoints (which need write access) */
     bool sync_full;          /* synchronous=FULL instead of NORMAL */
     bool external_checkpoint; /* another connection runs checkpoints */
+    void *image;             /* with readonly: the file's bytes, not read from path
+                                (which names them in messages): sqlite3_malloc64'd,
+                                taken by the store (freed at close or on failure);
+                                a rollback-journal header (bytes 18-19 are 1, not WAL's 2) */
+    size_t image_len;
 } db_store_opts_t;
 
 /* Open or create a store. NULL on failure, with the error message set

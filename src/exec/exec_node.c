@@ -784,6 +784,8 @@ s_setup(nm_t *nm, const exec_node_opts_t *o)
     if (!nm->objects || !nm->tasks || !nm->clients || !nm->modules || !nm->actors)
         return util_err(LUX_ENOMEM, "out of memory");
     nm->store_bytes = o->store_bytes ? o->store_bytes : exec_node_default_store();
+    const char *sq = getenv("LUX_SPILL_QUEUE"); /* ready tasks per worker: a long queue */
+    nm->spill_queue = sq && atoi(sq) > 0 ? atoi(sq) : 8;
     const char *wait = getenv("LUX_STORE_WAIT_MS");
     nm->store_wait_ms = wait && *wait ? strtoll(wait, NULL, 10) : 10000;
     const char *unheld = getenv("LUX_TEST_REBUILD_UNHELD"); /* a test's hook: t/3132 */

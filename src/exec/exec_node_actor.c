@@ -56,6 +56,7 @@ struct nm_lookup {
     uint64_t req;
     char *name;
     int64_t deadline_ms; /* INT64_MAX: for ever */
+    bool once;           /* asked without waiting: the head's "none" is the answer */
     struct nm_lookup *next;
 };
 
@@ -1227,6 +1228,24 @@ nm_actor_found(nm_t *nm, nm_actor_t *a)
     s_answer_lookups(nm, a);
 }
 
+void
+nm_actor_missed(nm_t *nm, const char *name)
+{
+    char why[400];
+    for (struct nm_lookup **p = &nm->lookups; *p;) {
+        struct nm_lookup *l = *p;
+        if (l->once && strcmp(l->name, name) == 0) {
+            snprintf(why, sizeof why, "no actor is named '%s'", l->name);
+            s_reply(nm, l->c, l->req, LUX_ENOTFOUND, NULL, why);
+            *p = l->next;
+            free(l->name);
+            free(l);
+        } else {
+            p = &l->next;
+        }
+    }
+}
+
 /* --- requests ------------------------------------------------------------------------------ */
 
 static void
@@ -1321,7 +1340,8 @@ nm_actor_op(nm_t *nm, nm_client_t *c, const uint8_t *p, size_t n)
         s_reply(nm, c, req, 0, &a->id, NULL);
         return;
     }
-    if (timeout == 0 && nm_ractor_on(nm))
+    bool once = timeout == 0;
+    if (once && nm_ractor_on(nm))
         timeout = S_LOOKUP_REMOTE_MS; /* the head is asked: its answer is waited for */
     if (timeout == 0) {
         snprintf(why, sizeof why, "no actor is named '%.*s'", (int) nlen, name);
@@ -1336,6 +1356,7 @@ nm_actor_op(nm_t *nm, nm_client_t *c, const uint8_t *p, size_t n)
     }
     l->c = c;
     l->req = req;
+    l->once = once;
     l->deadline_ms = timeout == UINT32_MAX ? INT64_MAX : util_mono_ms() + timeout;
     l->next = nm->lookups;
     nm->lookups = l;
@@ -1350,8 +1371,13 @@ nm_actor_tick(nm_t *nm)
     for (struct nm_lookup **p = &nm->lookups; *p;) {
         struct nm_lookup *l = *p;
         if (now >= l->deadline_ms) {
-            snprintf(why, sizeof why, "no actor named '%s' appeared in time", l->name);
-            s_reply(nm, l->c, l->req, LUX_ETIMEDOUT, NULL, why);
+            if (l->once) {
+                snprintf(why, sizeof why, "no actor is named '%s'", l->name);
+                s_reply(nm, l->c, l->req, LUX_ENOTFOUND, NULL, why);
+            } else {
+                snprintf(why, sizeof why, "no actor named '%s' appeared in time", l->name);
+                s_reply(nm, l->c, l->req, LUX_ETIMEDOUT, NULL, why);
+            }
             *p = l->next;
             free(l->name);
             free(l);

@@ -180,6 +180,9 @@ struct nm_task {
     bool spilled;             /* it was offered to the global scheduler once */
     util_id_t rnode;          /* the node it runs on (zero while being placed) */
     uint8_t rgot;             /* outputs back so far */
+    /* arguments held on other nodes (exec_node_far.c) */
+    uint16_t nfar;            /* pulls of its arguments under way (counted in waiting) */
+    bool far_later;           /* not pulled at submission: it is placed first */
 };
 
 /* --- actors ---------------------------------------------------------------------------- */
@@ -366,6 +369,8 @@ struct nm {
     uint64_t nready;
     nm_worker_t *workers;
     int nworkers, target_workers;
+    int spill_queue;          /* a queue of this many ready tasks per worker is long
+                                 (LUX_SPILL_QUEUE): more go to the global scheduler */
     nm_res_t res[16];
     int nres;                 /* res[0] is CPU */
     int gpu_res;              /* the GPU resource's index in res, or -1 (exec_node_gpu.c) */
@@ -489,6 +494,20 @@ nm_obj_t *nm_task_output(nm_t *nm, nm_task_t *t, uint8_t i);
 int nm_result_outputs(nm_t *nm, nm_client_t *c, nm_task_t *t, const exec_result_t *r,
                       exec_obj_t *outs, const uint8_t **fps);
 
+/* Add t to the tasks waiting for output idx of on. false: out of memory. */
+bool nm_task_depend(nm_t *nm, nm_task_t *on, nm_task_t *t, uint32_t idx);
+
+/* exec_node_far.c */
+/* Pull id, an argument of t another node holds, into this node's store:
+   t waits for it (t->waiting, t->nfar). 0, or a code with the message. */
+int nm_far_fetch(nm_t *nm, nm_task_t *t, const lux_ref_t *id);
+/* Whether id is no business of a pull: here (not lost), made here, or
+   no tcp endpoint to pull with. */
+bool nm_far_here(nm_t *nm, const lux_ref_t *id);
+
+/* t, placed here by the global scheduler after waiting for that: pull
+   its arguments held elsewhere now, and queue it once they are here. */
+void nm_far_resume(nm_t *nm, nm_task_t *t);
 /* exec_remote.c, for exec_ractor.c (the rest in exec_remote.h) */
 /* Ask the global scheduler where t goes (t->spilled, t->remote set; the
    answer comes to s_placed, or to nm_ractor_placed for an actor's
@@ -524,6 +543,9 @@ void nm_actor_die(nm_t *nm, nm_actor_t *a, int status, const char *why);
 nm_actor_t *nm_actor_new(nm_t *nm, const util_id_t *id);
 /* Answer the lookups waiting for a's name. */
 void nm_actor_found(nm_t *nm, nm_actor_t *a);
+/* The head knows no actor named name: lookups of it that do not wait are
+   answered LUX_ENOTFOUND. */
+void nm_actor_missed(nm_t *nm, const char *name);
 /* Re-run the task that made id: 0 when it is on its way; LUX_ENOTFOUND
    when the log has no task that made it (a put, or nothing), LUX_ETASK
    when the task cannot run (an argument of its own cannot be had), with a

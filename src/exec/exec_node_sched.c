@@ -105,6 +105,13 @@ s_add_dependent(nm_task_t *on, nm_task_t *t, uint32_t idx)
     return true;
 }
 
+bool
+nm_task_depend(nm_t *nm, nm_task_t *on, nm_task_t *t, uint32_t idx)
+{
+    (void) nm;
+    return s_add_dependent(on, t, idx);
+}
+
 /* Take t out of every dependents list it is on (it is going away early). */
 static void
 s_forget_dependent(nm_t *nm, nm_task_t *t)
@@ -209,13 +216,23 @@ nm_task_resolve(nm_t *nm, nm_task_t *t, char *why, size_t n)
                      "lineage to be rebuilt from", hex);
             return LUX_ENOTFOUND;
         }
+        int brc = 0;
+        if ((!o || o->state == OBJ_LOST) && !nm_far_here(nm, &a.ref)) {
+            /* another node may hold it: pulled here before t runs, or, when
+               t is to be placed first, where it runs (exec_node_far.c) */
+            if (t->far_later)
+                continue;
+            if ((brc = nm_far_fetch(nm, t, &a.ref)) == 0)
+                continue;
+            snprintf(why, n, "its argument %s", lux_errmsg());
+            return brc;
+        }
         if (o) {
             s_count(t, i, o);
             if (o->state != OBJ_LOST)
                 continue;
         }
         nm_task_t *dt = nm_task_find(nm, &dt_id);
-        int brc = 0;
         if (!dt && (brc = nm_rebuild(nm, &a.ref)) == 0)
             dt = nm_task_find(nm, &dt_id);
         if (dt && exec_ref_idx(&a.ref) >= dt->nret)
@@ -303,6 +320,32 @@ s_task_new(nm_t *nm, nm_client_t *owner, const exec_spec_t *s)
     return nm_task_new(nm, owner, s, true);
 }
 
+/* Tasks waiting here to run: the ready queue and what workers hold
+   and have not started (a worker's batch). */
+static uint64_t
+s_queue_len(nm_t *nm)
+{
+    uint64_t n = nm->nready;
+    for (nm_worker_t *w = nm->workers; w; w = w->next)
+        if (w->queued > 1)
+            n += w->queued - 1;
+    return n;
+}
+
+/* Whether one of t's arguments is held only on other nodes (not here,
+   not made here). */
+static bool
+s_has_far(nm_t *nm, nm_task_t *t)
+{
+    util_rd_t r;
+    exec_arg_t a;
+    util_rd_init(&r, t->args, t->args_len);
+    while (exec_arg_next(&r, &a))
+        if (a.kind == EXEC_ARG_REF && !nm_far_here(nm, &a.ref))
+            return true;
+    return false;
+}
+
 int
 nm_submit(nm_t *nm, nm_client_t *c, const exec_spec_t *s)
 {
@@ -317,18 +360,30 @@ nm_submit(nm_t *nm, nm_client_t *c, const exec_spec_t *s)
     if (!t)
         return util_err(LUX_ENOMEM, "out of memory holding a task");
     nm->n_submitted++;
+    int64_t needs[16];
+    bool can = nm_res_needs(nm, t, needs, why, sizeof why);
+    /* one this node can never run goes to another (dispatch spills it):
+       its arguments held elsewhere are pulled there, not here */
+    bool mine = nm_remote_on(nm) && !(c && c->peer) && !t->nested;
+    t->far_later = (!can && nm_remote_on(nm) && !(c && c->peer)) || (mine && s_has_far(nm, t));
     int rc = nm_task_resolve(nm, t, why, sizeof why);
     if (!c || !c->peer) /* a task another node spilled here: its submission is that node's */
         nm_log_submitted(nm, t);
-    if (!rc) {
-        int64_t needs[16];
-        if (!nm_res_needs(nm, t, needs, why, sizeof why) && !nm_remote_on(nm))
-            rc = LUX_EINVAL; /* else another node may have it: dispatch spills it */
+    if (!rc && !can && !nm_remote_on(nm)) {
+        nm_res_needs(nm, t, needs, why, sizeof why);
+        rc = LUX_EINVAL; /* else another node may have it: dispatch spills it */
     }
     if (rc) {
         nm_task_fail(nm, t, rc, why);
         return 0;
     }
+    /* bottom-up (DESIGN 7.2): kept here when this node can run it, none
+       of its arguments is held elsewhere and its queue is short; else
+       the global scheduler places it */
+    if (t->waiting == 0 && can && mine &&
+        (t->far_later || s_queue_len(nm) >= (uint64_t) nm->spill_queue * (uint64_t) nm->target_workers) &&
+        nm_remote_place(nm, t, t->far_later))
+        return 0;
     if (t->waiting == 0)
         s_ready_push(nm, t, t->nested);
     return 0;
@@ -830,6 +885,23 @@ nm_task_run_args(nm_t *nm, nm_task_t *t, exec_obj_t *objs)
                 break;
             rc = 0;
             room = true; /* no room to bring it back now: t waits for some */
+            i++;
+            continue;
+        }
+        if ((!o || o->state == OBJ_LOST) && !nm_far_here(nm, &a.ref)) {
+            /* a copy pulled here, evicted while t waited: pulled again */
+            if (t->counted && (t->counted[i] & NM_ARG_COUNTED)) {
+                t->counted[i] &= (uint8_t) ~NM_ARG_COUNTED; /* counted again when back */
+                if (o)
+                    o->uses--;
+            }
+            if ((rc = nm_far_fetch(nm, t, &a.ref))) {
+                char m[UTIL_ERRMSG_MAX];
+                snprintf(m, sizeof m, "%s", lux_errmsg());
+                rc = util_err(rc, "its argument %s", m);
+                break;
+            }
+            lost = true;
             i++;
             continue;
         }

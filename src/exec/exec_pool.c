@@ -71,6 +71,10 @@ nm_res_needs(nm_t *nm, const nm_task_t *t, int64_t *needs, char *why, size_t n)
     char buf[256], *save = NULL;
     memset(needs, 0, sizeof(int64_t) * 16);
     needs[0] = t->cpus_milli;
+    if (t->cpus_milli && nm->res[0].total == 0) { /* CPU=0: a driver's node (lux run --address) */
+        snprintf(why, n, "it asks for CPU=%g and this node has none", t->cpus_milli / 1000.0);
+        return false;
+    }
     if (!t->res)
         return true;
     snprintf(buf, sizeof buf, "%s", t->res);

@@ -242,6 +242,11 @@ s_answer(nm_t *nm, util_rd_t *rd)
     (void) util_rd_u64(rd);
     const char *name = util_rd_str(rd, &nlen);
     int rc = (int) util_rd_u32(rd);
+    if (!rd->bad && rc == LUX_ENOTFOUND && name && nlen && nlen < 256) {
+        char nm_[256];
+        snprintf(nm_, sizeof nm_, "%.*s", (int) nlen, name);
+        nm_actor_missed(nm, nm_); /* a lookup that does not wait: none */
+    }
     if (rd->bad || rc)
         return; /* not (yet) known: asked again */
     const uint8_t *idp = util_rd_take(rd, 16), *nodep = util_rd_take(rd, 16);

@@ -32,6 +32,7 @@
 #include "exec_gsched.h"
 #include "exec_members.h"
 #include "exec_peer.h"
+#include "exec_xfer.h"
 #include "../net/net_ep.h"
 #include "exec_module.h"
 #include "../util/util_err.h"
@@ -49,6 +50,7 @@
 #define S_SENT_MAX 256   /* (node, module) pairs remembered as sent */
 #define S_WATCH_MS 1000  /* how often a node with tasks elsewhere asks who is alive */
 #define S_PEND_MAX 16    /* nodes with a NODE_TASK being filled at once */
+#define S_ARGS_MAX 64    /* (node, bytes) pairs of a task's arguments weighed */
 
 struct nm_remote {
     /* the head: the global scheduler */
@@ -217,20 +219,37 @@ s_decide(nm_t *nm, const char *text, char *answer, size_t n)
                  "%s\n", lux_errmsg());
         return;
     }
-    gs_arg_t args[64];
+    gs_arg_t args[S_ARGS_MAX];
     size_t nargs = 0;
-    for (const char *p = strstr(text, "arg "); p && nargs < 64; p = strstr(p + 1, "\narg ")) {
+    for (const char *p = strstr(text, "arg "); p && nargs < S_ARGS_MAX;
+         p = strstr(p + 1, "\narg ")) {
         const char *q = p[0] == '\n' ? p + 5 : p + 4;
         char hex[40];
         unsigned long long bytes;
         if (sscanf(q, "%32s %llu", hex, &bytes) == 2 && !util_id_parse(&args[nargs].node, hex))
             args[nargs++].bytes = bytes;
     }
-    /* the requester only when nobody else can */
+    /* arguments the requester does not hold: where the log says they live */
+    for (const char *p = strstr(text, "\nref "); p && nargs < S_ARGS_MAX;
+         p = strstr(p + 1, "\nref ")) {
+        char hex[2 * LUX_REF_LEN + 2];
+        lux_ref_t id;
+        util_id_t at[8];
+        uint64_t size = 0;
+        if (sscanf(p + 5, "%41s", hex) != 1 || strlen(hex) != 2 * LUX_REF_LEN ||
+            util_unhex(id.b, LUX_REF_LEN, hex))
+            continue;
+        int k = nm_xfer_where(nm, &id, at, 8, &size);
+        for (int i = 0; i < k && nargs < S_ARGS_MAX; i++)
+            args[nargs++] = (gs_arg_t) {.node = at[i], .bytes = size};
+    }
+    /* the requester only when nobody else can, unless it asks to be one of
+       the places (a task it can run, placed for its arguments' sake) */
     size_t pick = 0;
     char why[300];
     bool was = false;
-    for (size_t i = 0; i < r->nnodes; i++)
+    bool self = strstr(text, "\nself\n") != NULL;
+    for (size_t i = 0; i < r->nnodes && !self; i++)
         if (util_id_eq(&r->nodes[i].id, &from) && r->nodes[i].alive) {
             r->nodes[i].alive = false;
             int rc = gs_place(r->nodes, r->nnodes, &needs, args, nargs, &pick, why, sizeof why);
@@ -350,27 +369,44 @@ nm_remote_flush(nm_t *nm)
 
 /* --- the submitting node: spilling, and the outputs coming back -------------------------------- */
 
+static bool s_ask(nm_t *nm, nm_task_t *t, bool self);
+
 bool
 nm_remote_spill(nm_t *nm, nm_task_t *t)
+{
+    return nm_remote_place(nm, t, false);
+}
+
+bool
+nm_remote_place(nm_t *nm, nm_task_t *t, bool self)
 {
     struct nm_remote *r = nm->remote;
     if (!r || t->spilled || t->actor || (t->owner && t->owner->peer))
         return false;
-    return nm_remote_ask(nm, t);
+    return s_ask(nm, t, self);
 }
 
 bool
 nm_remote_ask(nm_t *nm, nm_task_t *t)
 {
+    return s_ask(nm, t, false);
+}
+
+/* Ask the global scheduler where t goes (self: this node is one of the
+   places weighed); the answer goes to s_placed. */
+static bool
+s_ask(nm_t *nm, nm_task_t *t, bool self)
+{
     struct nm_remote *r = nm->remote;
     if (!r)
         return false;
     t->spilled = true;
-    char hex[UTIL_ID_HEX], text[2048];
-    size_t k = (size_t) snprintf(text, sizeof text, "from %s\nneeds CPU=%g%s%s\n",
+    char hex[UTIL_ID_HEX], text[4096];
+    size_t k = (size_t) snprintf(text, sizeof text, "from %s\nneeds CPU=%g%s%s\n%s",
                                  util_id_hex(&nm->node, hex), t->cpus_milli / 1000.0,
-                                 t->res ? "," : "", t->res ? t->res : "");
-    /* the arguments held here: locality for the scheduler */
+                                 t->res ? "," : "", t->res ? t->res : "", self ? "self\n" : "");
+    /* the arguments held here, and those that are not (the scheduler
+       finds where from the log): locality */
     util_rd_t rd;
     exec_arg_t a;
     uint64_t here = 0;
@@ -378,8 +414,13 @@ nm_remote_ask(nm_t *nm, nm_task_t *t)
     while (exec_arg_next(&rd, &a))
         if (a.kind == EXEC_ARG_REF) {
             nm_obj_t *o = nm_obj_get(nm, &a.ref);
+            char rh[2 * LUX_REF_LEN + 1];
             if (o && o->state == OBJ_READY)
                 here += o->size;
+            else if (!nm_far_here(nm, &a.ref) && k + 50 < sizeof text) {
+                util_hex(rh, a.ref.b, LUX_REF_LEN);
+                k += (size_t) snprintf(text + k, sizeof text - k, "ref %s\n", rh);
+            }
         }
     if (here && k < sizeof text)
         snprintf(text + k, sizeof text - k, "arg %s %llu\n", hex, (unsigned long long) here);
@@ -475,7 +516,10 @@ s_placed(nm_t *nm, nm_task_t *t, char *text)
         nm_task_fail(nm, t, LUX_EINVAL, text + 11);
     } else if (strncmp(text, "local", 5) == 0) {
         t->remote = false; /* it waits here, for resources that can come */
-        nm_task_wake(nm, t);
+        if (t->far_later)
+            nm_far_resume(nm, t); /* its arguments held elsewhere come here */
+        else
+            nm_task_wake(nm, t);
     } else if (exec_members_get(text, "node", v, sizeof v) && !util_id_parse(&t->rnode, v) &&
                exec_members_get(text, "endpoint", ep, sizeof ep)) {
         if (nm_remote_push(nm, t, ep)) {

@@ -19,6 +19,11 @@ void nm_remote_close(nm_t *nm);
    cannot be spilled (no other nodes can be reached, it came from another
    node, or it was offered once already). */
 bool nm_remote_spill(nm_t *nm, nm_task_t *t);
+/* The same for a task this node could run (self: this node is one of
+   the places the scheduler weighs, by the bytes of the task's arguments
+   each node holds, then load), or that it spills for its long queue
+   (not self: another node unless none can). */
+bool nm_remote_place(nm_t *nm, nm_task_t *t, bool self);
 /* nm_remote_ask, nm_remote_push: in exec_node_int.h (exec_ractor.c uses them). */
 /* Whether this node can spill at all (a cluster of nodes with endpoints). */
 bool nm_remote_on(nm_t *nm);

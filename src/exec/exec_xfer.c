@@ -67,7 +67,8 @@ typedef struct s_pull {
     int nsrc, cur;           /* sources, and the one being tried */
     int fpkind;              /* FP_*: what log_fp is */
     uint8_t log_fp[16];
-    uint64_t size;           /* the source's answer to OPEN */
+    uint64_t size;           /* the source's answer to OPEN (the log's, for nm_xfer_where) */
+    bool self;               /* s_locate lists this node too (nm_xfer_where) */
     uint8_t fp[16];
     uint8_t *ibytes;         /* an inline object's bytes */
     bool have_block;         /* off is ours, allocated in the store */
@@ -124,7 +125,8 @@ s_hex(const lux_ref_t *id, char out[2 * LUX_REF_LEN + 1])
 
 static const char s_locate_sql[] =
     "SELECT e.kind, e.node, e.fp, n.name, n.idx, "
-    "       (SELECT s.idx FROM event s WHERE s.shard = e.shard AND s.task = e.task AND s.kind = 4) "
+    "       (SELECT s.idx FROM event s WHERE s.shard = e.shard AND s.task = e.task AND s.kind = 4), "
+    "       e.size "
     "FROM event e JOIN event n ON n.kind = 16 AND n.node = e.node "
     "WHERE e.task = ?1 AND (e.kind = 5 OR (e.kind IN (8, 25) AND e.idx = ?2)) AND n.idx > 0 "
     "  AND NOT EXISTS (SELECT 1 FROM event d WHERE d.kind IN (17, 24) AND d.node = e.node) "
@@ -167,7 +169,9 @@ s_locate(nm_t *nm, s_pull_t *p)
             memcpy(p->log_fp, fp, 16);
             p->fpkind = kind == 5 ? FP_OF_ONE : FP_EXACT;
         }
-        if (memcmp(node, nm->node.b, 16) == 0)
+        if (kind != 5 || nret == 1)
+            p->size = (uint64_t) sqlite3_column_int64(st, 6);
+        if (memcmp(node, nm->node.b, 16) == 0 && !p->self)
             continue; /* this node: it is not here (or it would not be pulled) */
         bool seen = false;
         for (int i = 0; i < p->nsrc; i++)
@@ -950,6 +954,21 @@ nm_xfer_tick(nm_t *nm)
         else
             q = &(*q)->next;
     }
+}
+
+int
+nm_xfer_where(nm_t *nm, const lux_ref_t *id, util_id_t *nodes, int max, uint64_t *size)
+{
+    if (!nm->xfer || !nm_peer_is_head(nm))
+        return 0;
+    s_pull_t p = {.id = *id, .self = true};
+    if (s_locate(nm, &p))
+        return 0;
+    int n = p.nsrc < max ? p.nsrc : max;
+    for (int i = 0; i < n; i++)
+        nodes[i] = p.src[i].node;
+    *size = p.size ? p.size : 1; /* an output of a task of several: its size is not logged */
+    return n;
 }
 
 void

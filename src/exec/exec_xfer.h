@@ -60,6 +60,12 @@ void nm_xfer_forget(nm_t *nm, nm_xfer_done_fn *done, void *arg);
 /* Each tick: admit waiting pulls that fit now, end those past their time. */
 void nm_xfer_tick(nm_t *nm);
 
+/* On the head: the live nodes the log says hold id (at most max, into
+   nodes) and its size in bytes (1 when the log does not say); 0 when
+   none, or elsewhere than on the head. For the global scheduler's
+   locality. */
+int nm_xfer_where(nm_t *nm, const lux_ref_t *id, util_id_t *nodes, int max, uint64_t *size);
+
 /* Counters for `lux status` and tests: pulls done and failed, bytes in. */
 void nm_xfer_counts(nm_t *nm, uint64_t *done, uint64_t *failed, uint64_t *bytes);
 

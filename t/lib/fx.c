@@ -91,6 +91,23 @@ fx_start(db_cluster_t *c, uint32_t shards, uint32_t replicas, const char *extra)
 }
 
 void
+fx_start_tcp(db_cluster_t *c, uint32_t shards, uint32_t replicas, int slot, int *port,
+             net_sec_t **good, net_sec_t **other)
+{
+    char extra[160], keys[600];
+    *port = 20000 + (int) (getpid() % 2000) * 7 + slot;
+    snprintf(extra, sizeof extra, "--listen tcp://127.0.0.1 --port %d --workers 1 --store-mb 16",
+             *port);
+    fx_start(c, shards, replicas, extra);
+    snprintf(keys, sizeof keys, "%s/keys", c->dir);
+    *good = net_sec_load(keys);
+    snprintf(keys, sizeof keys, "%s/other-keys", tap_tmpdir());
+    is_int(net_sec_create(keys), 0, "another key pair");
+    *other = net_sec_load(keys);
+    ok(*good && *other, "both key pairs load");
+}
+
+void
 fx_stop(db_cluster_t *c)
 {
     char err[1024];

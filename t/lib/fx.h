@@ -17,6 +17,14 @@
 void fx_start(db_cluster_t *c, uint32_t shards, uint32_t replicas, const char *extra);
 void fx_stop(db_cluster_t *c);
 
+/* Start a tcp head on 127.0.0.1 (fx_start with --workers 1 --store-mb 16)
+   on a port of its own: 20000 + (pid % 2000) * 7 + slot (a test's slot
+   keeps it apart from the other tests' ports), the port in *port. *good
+   gets the cluster's key pair, *other a new one made under the scratch
+   directory; both checked (two checks). Bails out when the head fails. */
+void fx_start_tcp(db_cluster_t *c, uint32_t shards, uint32_t replicas, int slot, int *port,
+                  struct net_sec_t **good, struct net_sec_t **other);
+
 /* Run `lux ARGS` and return its exit status; its stdout into out (may be
    NULL), stderr into err (may be NULL). */
 int fx_lux(char *out, size_t outlen, char *err, size_t errlen, const char *fmt, ...)

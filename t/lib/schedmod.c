@@ -12,15 +12,27 @@
         nap MS RES       call s_nap(MS) with RES: it makes DIR/napping (DIR
                          its node's directory), sleeps MS ms and returns DIR;
                          prints DIR
+        naps N MS        N calls of s_nap(MS) at once; prints each one's DIR
+        hold BYTES FILE  put BYTES bytes (the pattern above), write the
+                         ref's hex to FILE, and keep it (this driver holds
+                         it) until FILE.done exists (at most 10 minutes)
+        make BYTES FILE  the same with the output of s_big(BYTES), a task
+                         run where this driver is (lineage in the log)
+        echo HEX BYTES RES  call s_echo(the ref HEX) with RES: a copy of
+                         the argument and the directory of the node that
+                         ran it; prints "echo ok|wrong (N bytes) DIR" after
+                         checking the copy against the pattern of BYTES
     A failed get prints "error: MESSAGE" and exits 1.
 */
 #include "lux.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static int
 s_where(lux_t *lx, int argc, const lux_val_t *argv)
@@ -76,6 +88,45 @@ s_nap(lux_t *lx, int argc, const lux_val_t *argv)
 LUX_FUNCTION(s_nap, 1, 1)
 
 static int
+s_echo(lux_t *lx, int argc, const lux_val_t *argv)
+{
+    (void) argc;
+    const char *d = lux_dir(lx);
+    int rc = lux_set(lx, 0, argv[0].data, argv[0].size);
+    return rc ? rc : lux_set(lx, 1, d, strlen(d) + 1);
+}
+LUX_FUNCTION(s_echo, 1, 2)
+
+/* Whether v holds the pattern of n bytes. */
+static bool
+s_pattern_ok(const lux_val_t *v, int64_t n)
+{
+    if (v->size != (size_t) n)
+        return false;
+    for (int64_t i = 0; i < n; i++)
+        if (((const uint8_t *) v->data)[i] != (uint8_t) ((i * 7 + 3) % 251))
+            return false;
+    return true;
+}
+
+/* Write r's hex to path, then wait for path.done (at most 10 minutes). */
+static int
+s_hold(const lux_ref_t *r, const char *path)
+{
+    char hex[2 * LUX_REF_LEN + 1], done[1100], tmp[1100];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f || fprintf(f, "%s\n", lux_ref_hex(r, hex)) < 0 || fclose(f) || rename(tmp, path))
+        return printf("error: cannot write %s\n", path), 1;
+    snprintf(done, sizeof done, "%s.done", path);
+    for (int i = 0; i < 6000 && access(done, F_OK) != 0; i++) {
+        struct timespec ts = {.tv_sec = 0, .tv_nsec = 100000000L};
+        nanosleep(&ts, NULL);
+    }
+    return 0;
+}
+
+static int
 s_get(lux_t *lx, const lux_ref_t *r, lux_val_t *v)
 {
     if (lux_get(lx, r, v, 120000)) {
@@ -120,6 +171,59 @@ s_main(lux_t *lx, int argc, char **argv)
         printf("sum %llu want %llu\n", (unsigned long long) *(const uint64_t *) v.data,
                (unsigned long long) want);
         free(p);
+        return 0;
+    }
+    if (strcmp(argv[1], "hold") == 0 || strcmp(argv[1], "make") == 0) {
+        lux_ref_t r;
+        if (argv[1][0] == 'h') {
+            uint8_t *p = malloc((size_t) n);
+            for (long long i = 0; p && i < n; i++)
+                p[i] = (uint8_t) ((i * 7 + 3) % 251);
+            if (!p || lux_put(lx, p, (size_t) n, &r))
+                return printf("error: %s\n", lux_errmsg()), 1;
+            free(p);
+        } else {
+            int64_t b = n;
+            if (lux_call(lx, "s_big", 1, (lux_arg_t[]) {LUX_VAL(&b, 8)}, 1, &r) ||
+                s_get(lx, &r, &v))
+                return printf("error: %s\n", lux_errmsg()), 1;
+        }
+        return s_hold(&r, argv[3]);
+    }
+    if (strcmp(argv[1], "echo") == 0) {
+        lux_ref_t in, out[2];
+        if (argc < 5 || strlen(argv[2]) != 2 * LUX_REF_LEN)
+            return 2;
+        for (int i = 0; i < LUX_REF_LEN; i++) {
+            unsigned x;
+            if (sscanf(argv[2] + 2 * i, "%2x", &x) != 1)
+                return 2;
+            in.b[i] = (uint8_t) x;
+        }
+        long long bytes = atoll(argv[3]);
+        lux_opts_t eo = {.resources = strcmp(argv[4], "-") ? argv[4] : NULL};
+        if (lux_call_opts(lx, &eo, "s_echo", 1, (lux_arg_t[]) {LUX_REF(in)}, 2, out))
+            return printf("error: %s\n", lux_errmsg()), 1;
+        lux_val_t d;
+        if (s_get(lx, &out[0], &v) || s_get(lx, &out[1], &d))
+            return 1;
+        bool good = s_pattern_ok(&v, bytes);
+        printf("echo %s (%zu bytes) %.*s\n", good ? "ok" : "wrong", v.size, (int) d.size,
+               (const char *) d.data);
+        return good ? 0 : 1;
+    }
+    if (strcmp(argv[1], "naps") == 0) {
+        int64_t ms = atoll(argv[3]);
+        lux_ref_t *r = calloc((size_t) n, sizeof *r);
+        for (long long i = 0; r && i < n; i++)
+            if (lux_call(lx, "s_nap", 1, (lux_arg_t[]) {LUX_VAL(&ms, 8)}, 1, &r[i]))
+                return printf("error: %s\n", lux_errmsg()), 1;
+        for (long long i = 0; r && i < n; i++) {
+            if (s_get(lx, &r[i], &v))
+                return 1;
+            printf("%.*s\n", (int) v.size, (const char *) v.data);
+        }
+        free(r);
         return 0;
     }
     if (strcmp(argv[1], "nap") == 0) {

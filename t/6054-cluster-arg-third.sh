@@ -1,0 +1,122 @@
+#!/bin/sh
+# 6054-cluster-arg-third: a task's argument held on a third node
+# (exec_node_far.c). A head (resource home) and three nodes on loopback
+# addresses: node 1 and node 3 make objects (a driver there puts one, or
+# runs a task whose output stays there, and holds it), node 2 alone has
+# the resource disk. A task submitted on the head that needs disk (so it
+# runs on node 2) and takes node 1's object as its argument gets it
+# pulled from node 1 into node 2's store before it runs: its copy comes
+# back byte for byte, and object_locations says node 2 holds a copy.
+# Then the source dies mid-pull (SIGSTOP once the pull is under way,
+# then kill -9 by pid): a put, which has no lineage, fails the task with
+# an error naming the object and the node; a task's output, pulled to
+# the head for a task needing home, is rebuilt from its lineage there and
+# the task finishes. Pullers use 4 KiB chunks, one in flight, and give a
+# silent source 3 s (LUX_XFER_*), so the pull is slow enough to be caught.
+. "${LUX_SRCDIR:-.}/t/lib/tap.sh"
+tap_tmpdir
+. "${LUX_SRCDIR:-.}/t/lib/cluster.sh"
+trap 'for p in $DRIVERS; do kill -9 $p 2>/dev/null; done; cluster_down; tap_cleanup' EXIT
+MOD="${LUX_BUILDDIR:-.}/t/lib/.libs/schedmod.so"
+export LUX_FAKE_GPUS=none
+DRIVERS=
+MB=1048576
+
+LUX_XFER_CHUNK=4096 LUX_XFER_WINDOW=1 LUX_XFER_TIMEOUT_MS=3000 \
+    cluster_head --workers 1 --store-mb 160 --resources CPU=1,home=1
+ok $CL_RC "the head starts, with home=1" || diag "$CL_OUT"
+cluster_join 1 --workers 1 --store-mb 96 --resources CPU=1
+ok $CL_RC "node 1 joins" || diag "$CL_OUT"
+LUX_XFER_CHUNK=4096 LUX_XFER_WINDOW=1 LUX_XFER_TIMEOUT_MS=3000 \
+    cluster_join 2 --workers 1 --store-mb 96 --resources CPU=1,disk=1
+ok $CL_RC "node 2 joins, with disk=1" || diag "$CL_OUT"
+cluster_join 3 --workers 1 --store-mb 96 --resources CPU=1
+ok $CL_RC "node 3 joins" || diag "$CL_OUT"
+n2=$(cat "$CL_DIR/n2/run/node.joined")
+
+# hold MODE BYTES NODE NAME: a driver on node NODE makes an object and
+# holds it; its ref's hex in $REF once written
+hold() {
+    "$LUX" run --address "$CL_DIR/n$3" "$MOD" "$1" "$2" "$TAP_TMP/$4" \
+        >"$TAP_TMP/$4.out" 2>&1 &
+    DRIVERS="$DRIVERS $!"
+    REF=
+    _i=0
+    while [ $_i -lt 1200 ] && [ ! -s "$TAP_TMP/$4" ]; do
+        sleep 0.1
+        _i=$((_i + 1))
+    done
+    REF=$(cat "$TAP_TMP/$4" 2>/dev/null)
+    [ -n "$REF" ]
+}
+
+# pulling LOGDIR HEX: wait until LOGDIR's node log says it pulls HEX
+pulling() {
+    _i=0
+    while [ $_i -lt 1200 ]; do
+        grep -q "pulling object $2" "$1"/log/*.log 2>/dev/null && return 0
+        sleep 0.05
+        _i=$((_i + 1))
+    done
+    return 1
+}
+
+hold hold $((16 * MB)) 1 put16
+ok $? "a driver on node 1 puts 16 MiB and holds it ($REF)" || diag "$(cat "$TAP_TMP/put16.out")"
+out=$("$LUX" run --address "$CL_DIR/head" "$MOD" echo "$REF" $((16 * MB)) disk=1 2>&1)
+is "$out" "echo ok (16777216 bytes) $CL_DIR/n2" \
+    "a task needing disk, submitted on the head, reads node 1's object on node 2, byte for byte"
+cluster_wait_sql "SELECT node_id, how FROM object_locations WHERE object_id = '$REF'" \
+    "$n2,copy" 30
+ok $? "object_locations: node 2 holds a copy" || diag "$CL_SQL"
+out=$("$LUX" run --address "$CL_DIR/n3" "$MOD" echo "$REF" $((16 * MB)) disk=1 2>&1)
+is "$out" "echo ok (16777216 bytes) $CL_DIR/n2" "submitted on node 3: the same"
+touch "$TAP_TMP/put16.done"
+
+# a task's output on node 3, needed on the head: node 3 dies mid-pull,
+# the head rebuilds it from its lineage
+hold make $((24 * MB)) 3 made24
+ok $? "a task run by a driver on node 3 made 24 MiB there ($REF)" ||
+    diag "$(cat "$TAP_TMP/made24.out")"
+made=$REF
+"$LUX" run --address "$CL_DIR/head" "$MOD" echo "$made" $((24 * MB)) home=1 \
+    >"$TAP_TMP/made.echo" 2>&1 &
+drv=$!
+pulling "$CL_DIR/head" "$made"
+ok $? "the head pulls it from node 3 for a task needing home"
+p3=$(cluster_node_pid 3)
+kill -STOP "$p3"
+ok $? "node 3 stopped in the middle ($p3)"
+ok $(grep -q "pulled object $made" "$CL_DIR"/head/log/*.log; [ $? -ne 0 ]; echo $?) \
+    "before the transfer ended"
+kill -9 "$p3" $(pgrep -P "$p3" 2>/dev/null)
+ok $? "kill -9 node 3's daemon and its workers"
+wait $drv
+ok $? "the task's driver returns" || diag "$(cat "$TAP_TMP/made.echo")"
+is "$(cat "$TAP_TMP/made.echo")" "echo ok (25165824 bytes) $CL_DIR/head" \
+    "the object was rebuilt from its lineage on the head and read byte for byte"
+grep -q "object $made: .*rebuilding it from its lineage" "$CL_DIR"/head/log/*.log
+ok $? "the head's log says it rebuilt it after the pull failed"
+
+# a put on node 1, needed on node 2: node 1 dies mid-pull
+hold hold $((24 * MB)) 1 put24
+ok $? "a driver on node 1 puts 24 MiB ($REF)" || diag "$(cat "$TAP_TMP/put24.out")"
+put=$REF
+"$LUX" run --address "$CL_DIR/head" "$MOD" echo "$put" $((24 * MB)) disk=1 \
+    >"$TAP_TMP/put.echo" 2>&1 &
+drv=$!
+pulling "$CL_DIR/n2" "$put"
+ok $? "node 2 pulls it from node 1"
+p1=$(cluster_node_pid 1)
+kill -STOP "$p1"
+ok $([ $? -eq 0 ] && ! grep -q "pulled object $put" "$CL_DIR/n2/log/node.log"; echo $?) \
+    "node 1 stopped before the transfer ended ($p1)"
+kill -9 "$p1" $(pgrep -P "$p1" 2>/dev/null)
+ok $? "kill -9 node 1's daemon and its workers"
+wait $drv
+ok $([ $? -ne 0 ]; echo $?) "the driver's get fails, it does not hang"
+out=$(cat "$TAP_TMP/put.echo")
+like "$out" "object $put" "the error names the object: $out"
+like "$out" "127.0.0.2" "... and node 1, where it was"
+
+done_testing
