@@ -589,7 +589,25 @@ s_on_placed(nm_t *nm, nm_peer_msg_t *m)
     free(text);
 }
 
-/* NODE_TASK_DONE: outputs of tasks this node spilled (an OBJECTS body). */
+/* A task (or actor call) of no return values that this node sent ended
+   there (nm_remote_ended): as a spilled task's last output would. */
+static void
+s_ended(nm_t *nm, nm_task_t *t, uint8_t where, zframe_t *f)
+{
+    if (where != EXEC_W_INLINE) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%.*s", (int) zframe_size(f), (const char *) zframe_data(f));
+        s_fail(nm, t, where == EXEC_W_CANCELLED ? LUX_ECANCELLED : LUX_ETASK, msg);
+        return;
+    }
+    nm->n_finished++;
+    if (t->actor)
+        nm_actor_unlink(nm, t); /* a call of an actor elsewhere: answered */
+    nm_task_outputs_ready(nm, t);
+}
+
+/* NODE_TASK_DONE: outputs of tasks this node spilled (an OBJECTS body);
+   a task with no return values, the outcome under its output 0's ID. */
 static void
 s_on_done(nm_t *nm, nm_peer_msg_t *m)
 {
@@ -608,6 +626,10 @@ s_on_done(nm_t *nm, nm_peer_msg_t *m)
         exec_ref_task(&id, &tid);
         nm_task_t *t = nm_task_find(nm, &tid);
         uint32_t idx = exec_ref_idx(&id);
+        if (t && t->remote && t->nret == 0 && idx == 0 && t->kind != T_CREATE) {
+            s_ended(nm, t, where, f); /* one with no return values ended */
+            continue;
+        }
         if (!t || !t->remote || idx >= t->nret)
             continue;
         if (where != EXEC_W_INLINE) {
@@ -774,6 +796,25 @@ nm_remote_send(nm_t *nm, nm_client_t *c, zmsg_t **mp)
         }
     }
     free(done);
+}
+
+void
+nm_remote_ended(nm_t *nm, const nm_task_t *t, int status, const char *msg)
+{
+    nm_client_t *c = t->owner;
+    if (!nm->remote || t->nret || !c || !c->peer || (t->kind != T_TASK && t->kind != T_CALL))
+        return;
+    lux_ref_t id;
+    exec_ref_make(&id, &t->id, 0);
+    uint8_t where = status == 0                  ? EXEC_W_INLINE
+                    : status == LUX_ECANCELLED ? EXEC_W_CANCELLED
+                                               : EXEC_W_ERROR;
+    const char *text = status == 0 ? "" : msg ? msg : "?";
+    zmsg_t *out = zmsg_new();
+    s_obj_add(out, &id, where, text, strlen(text));
+    nm_peer_msg_t to = {.type = NET_NODE_TASK, .rid = zframe_new(c->peer_rid, c->peer_rid_len)};
+    nm_peer_reply(nm, &to, NET_NODE_TASK_DONE, &out);
+    zframe_destroy(&to.rid);
 }
 
 /* --- the nodes tasks were sent to dying ------------------------------------------------------ */
