@@ -347,7 +347,7 @@ nm_remote_flush(nm_t *nm)
                 break;
             ids[n++] = s.task;
             zframe_t *c = (zmsg_next(m), zmsg_next(m));
-            uint32_t objs = c && zframe_size(c) == 4 ? s_le32(zframe_data(c)) : 0;
+            uint32_t objs = c && zframe_size(c) >= 4 ? s_le32(zframe_data(c)) : 0;
             for (uint32_t i = 0; i < 2 * objs; i++)
                 zmsg_next(m);
             f = zmsg_next(m);
@@ -555,9 +555,10 @@ nm_remote_push(nm_t *nm, nm_task_t *t, const char *ep)
         }
         zmsg_addmem(out, bytes, bytes ? len : 0);
         free(bytes);
-        uint8_t cnt[4];
+        uint8_t cnt[8];
         util_le32(cnt, (uint32_t) (zmsg_size(objs) / 2));
-        zmsg_addmem(out, cnt, 4);
+        util_le32(cnt + 4, t->kind == T_TASK ? t->attempt : 1);
+        zmsg_addmem(out, cnt, 8);
         zframe_t *f;
         while ((f = zmsg_pop(objs)))
             zmsg_append(out, &f);
@@ -712,7 +713,7 @@ s_on_task(nm_t *nm, nm_peer_msg_t *m)
         util_rd_init(&rd, zframe_data(f), zframe_size(f));
         zframe_t *mod = zmsg_next(m->msg), *cnt = mod ? zmsg_next(m->msg) : NULL;
         if (exec_spec_decode(&rd, &s) || s.kind > EXEC_SPEC_CALL || !cnt ||
-            zframe_size(cnt) != 4) {
+            (zframe_size(cnt) != 4 && zframe_size(cnt) != 8)) {
             nm_complain(nm, "NODE_TASK: a malformed task");
             return;
         }
@@ -746,9 +747,15 @@ s_on_task(nm_t *nm, nm_peer_msg_t *m)
                 nm_obj_set_error(nm, o, lux_errmsg()); /* the task fails naming it */
             o->is_put = true; /* no lineage here: spilled, not dropped, if room is short */
         }
+        /* the sender's attempt (a task placed again after the node it
+           was sent to died): the events here carry it on */
+        uint32_t attempt = zframe_size(cnt) == 8 ? s_le32(zframe_data(cnt) + 4) : 1;
         nm->remote->n_taken++;
         if (nm_submit(nm, c, &s))
             log_error("a task from another node: %s", lux_errmsg());
+        nm_task_t *t = s.kind == EXEC_SPEC_TASK && attempt > 1 ? nm_task_find(nm, &s.task) : NULL;
+        if (t && t->owner == c && t->attempt == 1 && !t->worker)
+            t->attempt = attempt > 255 ? 255 : attempt;
     }
 }
 
@@ -918,6 +925,9 @@ nm_remote_tick(nm_t *nm)
         log_warn("task %s: node %s, where it ran, is dead: placing it again (attempt %u of %u)",
                  hex, nh, t->attempt + 1, t->max_attempts);
         t->attempt++;
+        snprintf(why, sizeof why, "node %s, where it was sent, died; attempt %u of %u", nh,
+                 t->attempt, t->max_attempts);
+        nm_log_retried(nm, t, why); /* the tasks and retries views count it */
         t->spilled = false; /* placed once per attempt */
         nm->n_retried++;
         nm_task_wake(nm, t);
