@@ -49,6 +49,7 @@
 #define S_NODES_MAX 1024
 #define S_SENT_MAX 256   /* (node, module) pairs remembered as sent */
 #define S_WATCH_MS 1000  /* how often a node with tasks elsewhere asks who is alive */
+#define S_HEADLESS_MS 30000 /* work away this long while the monitor cannot be asked: failed */
 #define S_PEND_MAX 16    /* nodes with a NODE_TASK being filled at once */
 #define S_ARGS_MAX 64    /* (node, bytes) pairs of a task's arguments weighed */
 #define S_CNT_EXT (21 + LUX_REF_LEN) /* NODE_TASK's count frame with an actor's extension */
@@ -69,6 +70,10 @@ struct nm_remote {
     } sent[S_SENT_MAX];
     size_t nsent, sent_next;
     int64_t watch_ms;     /* when who is alive was last asked */
+    /* while the membership monitor does not answer: since when each task
+       or call away (by ID) was seen away (s_headless) */
+    util_idmap_t *unseen;
+    int64_t silent_ms;    /* when the monitor last failed to answer after answering (0: it answers) */
     /* the submitting node: placed tasks, one NODE_TASK per node, sent at the
        end of the dispatch or handler that placed them (nm_remote_flush) */
     struct {
@@ -904,6 +909,42 @@ s_alive(const char *table, const util_id_t *node)
     return false;
 }
 
+/* The monitor cannot be asked who is alive (the head is down, or cut
+   off): nothing tells this node whether the nodes its tasks and calls
+   went to live. Those away for S_HEADLESS_MS of that silence fail, saying
+   so, rather than wait for ever; an actor's creation stays (the actor may
+   well live: its calls that are answered go on). */
+static void
+s_headless(nm_t *nm, s_list_t *l, int64_t now)
+{
+    struct nm_remote *r = nm->remote;
+    if (!r->unseen && !(r->unseen = util_idmap_new(sizeof(int64_t))))
+        return;
+    if (!r->silent_ms)
+        r->silent_ms = now;
+    for (size_t i = 0; i < l->n; i++) {
+        nm_task_t *t = l->v[i];
+        if (!t->remote || util_id_is_zero(&t->rnode) || t->kind == T_CREATE)
+            continue;
+        int fresh = 0;
+        int64_t *since = util_idmap_put(r->unseen, t->id.b, &fresh);
+        if (!since)
+            continue;
+        if (fresh)
+            *since = now;
+        if (now - *since < S_HEADLESS_MS)
+            continue;
+        char nh[UTIL_ID_HEX], why[500];
+        util_idmap_del(r->unseen, t->id.b);
+        snprintf(why, sizeof why, "the head's membership monitor has not answered for %lld s "
+                 "(is the head down?), so whether node %s, where it was sent %lld s ago, is "
+                 "alive cannot be known; no answer came from it", (long long) (now - r->silent_ms) / 1000,
+                 util_id_hex(&t->rnode, nh), (long long) (now - *since) / 1000 + 1);
+        t->remote = false; /* its failure is this node's event */
+        nm_task_fail(nm, t, LUX_EDEAD, why);
+    }
+}
+
 void
 nm_remote_tick(nm_t *nm)
 {
@@ -929,9 +970,13 @@ nm_remote_tick(nm_t *nm)
     char *table = NULL;
     if (!r->sec || exec_members_ask(&nm->cluster, r->sec, "STATUS", NULL, 2000, &table)) {
         free(table);
+        s_headless(nm, &l, now); /* asked again next time */
         free(l.v);
-        return; /* asked again next time */
+        return;
     }
+    r->silent_ms = 0;
+    if (r->unseen)
+        util_idmap_clear(r->unseen);
     for (size_t i = 0; i < l.n; i++) {
         nm_task_t *t = l.v[i];
         if (!t->remote || util_id_is_zero(&t->rnode)) /* an actor's, taken back already */
@@ -1005,6 +1050,7 @@ nm_remote_close(nm_t *nm)
     for (int i = 0; i < r->npend; i++)
         zmsg_destroy(&r->pend[i].m);
     net_sec_destroy(&r->sec);
+    util_idmap_destroy(&r->unseen);
     free(r->nodes);
     util_buf_free(&r->scratch);
     free(r);
