@@ -95,10 +95,11 @@ s_read_gate(const char *dir, uint32_t max)
 }
 
 /* What a job may serve, checked after the worker read the file's last
-   seq, not when the READ arrived: a hold for a joiner begun in between
-   (the replica sets state->upto before it commits anything past the
-   held seq) bounds it, and a READ whose epoch ended meanwhile, or at a
-   replica that is no longer the tail, is refused. Taken at arrival, the
+   seq, not when the READ arrived: only what the tail acknowledged
+   (state->upto, its ack_seq: the writer commits before the replica hears
+   of it, and a hold for a joiner keeps ack_seq at the held seq), and a
+   READ whose epoch ended meanwhile, or at a replica that is no longer
+   the tail, is refused. Taken at arrival, the
    bound let a READ serve events committed during a hold that the tail
    truncated when the master removed it: a subscriber saw a history that
    never was (issue 26). upto is loaded first: the replica ends a hold at
@@ -118,7 +119,7 @@ s_bound(s_job_t *job)
                         "stopped being the tail while it waited", job->shard,
                         (unsigned long long) job->epoch);
     if (job->last > upto)
-        job->last = upto; /* a tail holding for a joiner */
+        job->last = upto; /* committed, not yet acknowledged */
     return 0;
 }
 
