@@ -31,26 +31,14 @@
 #define S_OBJ ((size_t) 64 << 20)
 #define S_STORE_MB 512
 
-/* A tcp head (CPU only) and two nodes with resource w; 0 or a code. */
+/* A tcp head (bench_tcp_head: no resource w) and two nodes with w; 0 or
+   a code. */
 static int
 s_up(bench_ctx_t *ctx, db_cluster_t *c, char ndir[2][PATH_MAX + 32])
 {
-    lux_node_args_t node = {.workers = 1, .store_mb = 64, .resources = "CPU=1"};
-    util_id_t id;
-    char hex[UTIL_ID_HEX], token[PATH_MAX + 32], address[64];
-    int rc = LUX_EEXIST;
-    for (int tries = 0; tries < 5 && rc; tries++) {
-        db_cluster_defaults(c);
-        util_id_random(&id);
-        snprintf(c->dir, sizeof c->dir, "%s/l-%.8s", ctx->tmp, util_id_hex(&id, hex));
-        c->shards = 1;
-        snprintf(c->listen, sizeof c->listen, "tcp://127.0.0.1");
-        c->master_port = 20000 + (int) ((getpid() * 13 + tries * 19) % 20000);
-        rc = lux_head_start(c, true, 60000, &node);
-        if (rc)
-            bench_cluster_stop(ctx, c);
-    }
-    if (rc || (rc = lux_token_write(c)))
+    char token[PATH_MAX + 32], address[64];
+    int rc = bench_tcp_head(ctx, c);
+    if (rc)
         return rc;
     lux_token_path(c, token, sizeof token);
     snprintf(address, sizeof address, "127.0.0.1:%d", c->master_port);
