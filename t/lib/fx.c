@@ -1,5 +1,6 @@
 /*  fx - cluster fixtures for tests (see fx.h). */
 #include "fx.h"
+#include "tamper.h"
 #include "../tap.h"
 #include "db/db_client.h"
 #include "db/db_store.h"
@@ -360,12 +361,7 @@ uint64_t
 fx_last_seq(const db_cluster_t *c, uint32_t shard, uint32_t index)
 {
     char path[PATH_MAX];
-    db_cluster_replica_db(c, shard, index, path, sizeof path);
-    db_store_opts_t o = {.path = path, .readonly = true};
-    db_store_t *st = db_store_open(&o);
-    uint64_t last = st ? db_store_last_seq(st) : 0;
-    db_store_close(&st);
-    return last;
+    return tamper_last(db_cluster_replica_db(c, shard, index, path, sizeof path));
 }
 
 void
