@@ -898,6 +898,7 @@ s_saved(nm_t *nm, nm_actor_t *a, nm_task_t *t, nm_client_t *c, int status, const
             a->ckpt_idx = t->idx;
             a->has_ckpt = true;
             s_unkeep(nm, a, t->idx);
+            nm_ractor_saved(nm, a, o); /* its home on another node keeps it too */
         }
     }
     if (t->owner)

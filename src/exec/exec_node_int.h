@@ -517,6 +517,24 @@ bool nm_remote_ask(nm_t *nm, nm_task_t *t);
    ep this turn: its spec, its module the first time, the arguments held
    here. 0 or a code. */
 int nm_remote_push(nm_t *nm, nm_task_t *t, const char *ep);
+/* What a NODE_TASK says of an actor's run besides its spec (exec_ractor.c):
+   for a call, its number in the log (0: a new call, numbered there) and
+   whether it is re-applied (its results were handed out before: dropped);
+   for a creation placed again, the restarts so far and the checkpoint it
+   starts from (the object goes with it). */
+typedef struct {
+    uint64_t idx;          /* CALL: its number; CREATE: the checkpoint's call */
+    uint32_t restarts;     /* CREATE */
+    uint8_t flags;         /* NM_EXT_* */
+    lux_ref_t ckpt;        /* CREATE with NM_EXT_CKPT */
+} nm_remote_ext_t;
+enum { NM_EXT_REPLAY = 1, NM_EXT_CKPT = 2 };
+
+/* nm_remote_push with x (may be NULL: nm_remote_push). 0 or a code. */
+int nm_remote_push_x(nm_t *nm, nm_task_t *t, const char *ep, const nm_remote_ext_t *x);
+/* Make o's value from size bytes (inline when small, else in the store;
+   its fingerprint computed). 0 or a code (no room). */
+int nm_remote_obj_fill(nm_t *nm, nm_obj_t *o, const void *bytes, size_t size);
 
 /* exec_node_actor.c */
 int nm_actor_submit(nm_t *nm, nm_client_t *c, const exec_spec_t *s);
