@@ -80,12 +80,8 @@ s_case(uint32_t replicas)
         bail("status: %s", lux_errmsg());
     uint64_t epoch = st.chains[0].epoch;
     db_status_free(&st);
-    char ep[DB_EP_MAX], text[256];
-    db_cluster_replica_ep(&c, 0, tail, DB_EP_READ, ep, sizeof ep);
-    zsock_t *rd = net_connect(ZMQ_DEALER, ep, NULL);
-    if (!rd)
-        bail("connect %s: %s", ep, lux_errmsg());
-    zsock_set_rcvtimeo(rd, 60000);
+    char text[256];
+    zsock_t *rd = fx_read_connect(&c, 0, tail);
     fx_read_send(rd, 0, epoch, 1, 0);
     uint64_t last = 0, top = 0;
     int code = 0;

@@ -388,6 +388,18 @@ fx_last_seq(const db_cluster_t *c, uint32_t shard, uint32_t index)
     return tamper_last(db_cluster_replica_db(c, shard, index, path, sizeof path));
 }
 
+zsock_t *
+fx_read_connect(const db_cluster_t *c, uint32_t shard, uint32_t index)
+{
+    char ep[DB_EP_MAX];
+    db_cluster_replica_ep(c, shard, index, DB_EP_READ, ep, sizeof ep);
+    zsock_t *rd = net_connect(ZMQ_DEALER, ep, NULL);
+    if (!rd)
+        bail("connect %s: %s", ep, lux_errmsg());
+    zsock_set_rcvtimeo(rd, 60000);
+    return rd;
+}
+
 void
 fx_read_send(zsock_t *rd, uint32_t shard, uint64_t epoch, uint64_t from, uint32_t max)
 {

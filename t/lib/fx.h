@@ -101,7 +101,9 @@ uint64_t fx_last_seq(const db_cluster_t *c, uint32_t shard, uint32_t index);
    ID 7); take its answer: 0 for READ_REP (*last: the tail's last seq, *top:
    the batch's highest seq, 0 when empty), 1 for ERROR (*code, text).
    Bails out when no answer comes within rd's receive timeout or it is not
-   one of those. */
+   one of those. fx_read_connect: a DEALER to replica index's read endpoint
+   with a receive timeout of 60 s (bails out on failure). */
+zsock_t *fx_read_connect(const db_cluster_t *c, uint32_t shard, uint32_t index);
 void fx_read_send(zsock_t *rd, uint32_t shard, uint64_t epoch, uint64_t from, uint32_t max);
 int fx_read_answer(zsock_t *rd, uint64_t *last, uint64_t *top, int *code, char *text,
                    size_t n);
