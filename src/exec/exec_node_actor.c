@@ -32,10 +32,15 @@
     the actor is dead: its pending calls and every later one fail with the
     reason, naming the actor and the call.
 */
+#include "exec_node_actor.h"
 #include "exec_node_int.h"
 #include "exec_pool.h"
 #include "exec_node_gpu.h"
 #include "exec_ractor.h"
+#include "exec_node.h"
+#include "exec_node_log.h"
+#include "exec_node_obj.h"
+#include "exec_node_sched.h"
 #include "../util/util_err.h"
 #include "../util/util_hash.h"
 #include "../util/util_log.h"

@@ -33,7 +33,12 @@
     so its start is its dispatch; the tick cancels it with force once it
     has run that long.
 */
+#include "exec_node_cancel.h"
 #include "exec_node_int.h"
+#include "exec_node.h"
+#include "exec_node_log.h"
+#include "exec_node_obj.h"
+#include "exec_node_sched.h"
 #include "../util/util_err.h"
 #include "../util/util_hash.h"
 #include "../util/util_log.h"

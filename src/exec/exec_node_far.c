@@ -17,9 +17,12 @@
     are found by looking, one argument per report, so a task that failed
     or was cancelled meanwhile is simply not found.
 */
+#include "exec_node_far.h"
 #include "exec_node_int.h"
 #include "exec_xfer.h"
 #include "exec_peer.h"
+#include "exec_node_obj.h"
+#include "exec_node_sched.h"
 #include "../util/util_err.h"
 #include "../util/util_hash.h"
 #include "../util/util_log.h"

@@ -27,8 +27,10 @@
     back from the shard's tail file, read-only (the node manager runs on
     the head's machine).
 */
+#include "exec_node_log.h"
 #include "exec_node_int.h"
 #include "exec_peer.h"
+#include "exec_node_blob.h"
 #include "../db/db_chain.h"
 #include "../net/net_ep.h"
 #include "../util/util_err.h"

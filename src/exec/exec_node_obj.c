@@ -12,8 +12,12 @@
     spilled. An object is deleted once its owner freed it and nothing pins
     it or waits for it.
 */
+#include "exec_node_obj.h"
 #include "exec_node_int.h"
 #include "exec_spill.h"
+#include "exec_node.h"
+#include "exec_node_log.h"
+#include "exec_node_sched.h"
 #include "../util/util_err.h"
 #include "../util/util_hash.h"
 #include "../util/util_log.h"

@@ -25,10 +25,17 @@
     Lost outputs are rebuilt by running their task again, from its
     task_submitted event in the log, recursively for lost arguments.
 */
+#include "exec_node_sched.h"
 #include "exec_node_int.h"
 #include "exec_pool.h"
 #include "exec_node_gpu.h"
 #include "exec_remote.h"
+#include "exec_node.h"
+#include "exec_node_actor.h"
+#include "exec_node_cancel.h"
+#include "exec_node_far.h"
+#include "exec_node_log.h"
+#include "exec_node_obj.h"
 #include "../util/util_err.h"
 #include "../util/util_hash.h"
 #include "../util/util_log.h"

@@ -14,6 +14,9 @@
     the scheduler's (exec_node_sched.c).
 */
 #include "exec_pool.h"
+#include "exec_node.h"
+#include "exec_node_cpu.h"
+#include "exec_node_sched.h"
 #include "../util/util_err.h"
 #include "../util/util_log.h"
 #include "../util/util_proc.h"
