@@ -30,9 +30,11 @@ fi
 mkdir -p "$tmp/r"
 D=$tmp/small/c
 R=$tmp/r
+G=$tmp/gate
+mkdir -p "$G"
 unshare -m sh -c "
     mount -t tmpfs -o size=32m tmpfs '$tmp/small' || exit 9
-    '$LUX' start --head --dir '$D' --shards 1 --replicas 1 --heartbeat-ms 50 --dead-ms 400 \
+    LUX_TEST_APPEND_GATE='$G' '$LUX' start --head --dir '$D' --shards 1 --replicas 1 --heartbeat-ms 50 --dead-ms 400 \
         --workers 2 >'$R/start.out' 2>&1
     echo \$? >'$R/start.rc'
     # a first run while there is room: its module is kept in the head's directory
@@ -44,7 +46,12 @@ unshare -m sh -c "
         >'$R/run.out' 2>'$R/run.err'
     echo \$? >'$R/run.rc'
     '$LUX' status --dir '$D' >'$R/status.out' 2>&1
-    # room again: the head recovers by itself (bounded wait for a serving replica)
+    # room again: the head recovers by itself (bounded wait for a serving
+    # replica), but the restarted replica answers no append until the
+    # test lets it (LUX_TEST_APPEND_GATE: G/hold), as one just restarted
+    # has not yet: the new run's calls wait for it, they do not fail with
+    # the old run's error (a failure was sticky until the first answer)
+    touch '$G/hold'
     rm -f '$tmp/small/filler'
     end=\$((\$(date +%s) + 90))
     while [ \$(date +%s) -lt \$end ] && ! '$LUX' status --dir '$D' 2>/dev/null | grep -q ' serving '; do
@@ -52,10 +59,20 @@ unshare -m sh -c "
     done
     '$LUX' status --dir '$D' >'$R/status2.out' 2>&1
     timeout -s KILL 120 '$LUX' run --address '$D' '$SIM' --episodes 3 \
-        >'$R/run2.out' 2>'$R/run2.err'
+        >'$R/run2.out' 2>'$R/run2.err' &
+    run2=\$!
+    # it fails at once if it fails: give it 20 s (bounded) to show it
+    end=\$((\$(date +%s) + 20))
+    while [ \$(date +%s) -lt \$end ] && kill -0 \$run2 2>/dev/null; do
+        sleep 0.2
+    done
+    kill -0 \$run2 2>/dev/null && echo alive >'$R/held.alive'
+    rm -f '$G/hold'
+    wait \$run2
     echo \$? >'$R/run2.rc'
     timeout -s KILL 120 '$LUX' stop --dir '$D' >'$R/stop.out' 2>&1
     echo \$? >'$R/stop.rc'
+    cp -r '$D/log' '$R/log' 2>/dev/null # for a failure's diagnosis (LUX_KEEP=1)
     # whatever is left of the head (nothing, when stop worked) goes with the namespace
     p=\$(cat '$D/run/supervisor.pid' 2>/dev/null)
     [ -n \"\$p\" ] && kill -0 \"\$p\" 2>/dev/null && kill -KILL \"\$p\"
@@ -71,7 +88,11 @@ st=$(cat "$R/status.out")
 like "$st" " failed " "lux status shows the replica failed"
 like "$st" "is full" "and says the disk is full"
 like "$(cat "$R/status2.out")" " serving " "with room again, the replica serves again by itself"
+ok "$([ -s "$G/dropped" ]; echo $?)" "the restarted replica held appends unanswered (test gate)"
+is "$(cat "$R/held.alive" 2>/dev/null)" alive \
+    "a new run's calls wait for the restarted replica's answer instead of failing with the old error"
 is "$(cat "$R/run2.rc")" 0 "and a new run succeeds"
+ok "$(grep -q "cannot write" "$R/run2.err"; [ $? = 1 ]; echo $?)" "without the old run's error"
 is "$(cat "$R/stop.rc")" 0 "lux stop finishes"
 if [ -n "$LUX_TEST_VERBOSE" ]; then
     for f in "$R"/*; do echo "# == $f"; sed 's/^/# /' "$f"; done >&2

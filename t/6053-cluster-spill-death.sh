@@ -8,7 +8,8 @@
 # (kill -9 by its pid, its workers by the pids of their files): the
 # membership monitor says node_died, the head's node manager sees the
 # task's node dead and places it again, on the other node, where it
-# finishes; the driver prints that node's directory.
+# finishes; the driver prints that node's directory. The tasks view counts
+# it as attempt 2 after one retry, whose reason names the dead node.
 . "${LUX_SRCDIR:-.}/t/lib/tap.sh"
 tap_tmpdir
 . "${LUX_SRCDIR:-.}/t/lib/cluster.sh"
@@ -49,5 +50,11 @@ is "$(cat "$TAP_TMP/out")" "$CL_DIR/n$other" "the task ran again, on node $other
 nid=$(cat "$CL_DIR/n$ran/run/node.joined")
 cluster_wait_sql "SELECT node_id, state FROM nodes" "$nid,dead" 30
 ok $? "the nodes view says node $ran died" || diag "$CL_SQL"
+oid=$(cat "$CL_DIR/n$other/run/node.joined")
+cluster_wait_sql "SELECT attempts, retries, node_id FROM tasks WHERE function = 's_nap'" \
+    "2,1,$oid" 30
+ok $? "the tasks view: attempt 2 ran on node $other, after one retry" || diag "$CL_SQL"
+cluster_wait_sql "SELECT attempt, instr(reason, '$nid') > 0 FROM retries" "2,1" 30
+ok $? "the retries view: attempt 2, naming node $ran, which died" || diag "$CL_SQL"
 
 done_testing

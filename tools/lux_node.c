@@ -512,7 +512,8 @@ lux_nodes_print(const db_cluster_t *c, net_sec_t *sec, bool json)
     }
     static const char *keys[] = {"node", "state", "address", "host", "role", "pid", "resources",
                                  "free", "store_used", "store_bytes", "workers", "busy",
-                                 "actors", "queue", "gpus", "age_ms", "why", "dir"};
+                                 "actors", "queue", "gpus", "age_ms", "why", "dir",
+                                 "submitted", "finished", "failed"};
     enum { K = sizeof keys / sizeof *keys };
     if (json)
         printf(", \"nodes\": [");

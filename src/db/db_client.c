@@ -34,6 +34,7 @@ typedef struct s_msg {
     struct s_msg *next;
     uint64_t last_cseq; /* the newest event ID in it */
     uint32_t count;
+    bool failed;        /* its head refused it as failed (EIO): see s_on_failed */
     util_buf_t bytes;   /* the batch frame as sent */
 } s_msg_t;
 
@@ -50,7 +51,7 @@ typedef struct {
     int64_t progress_ms;  /* last ack (or first send) */
     int64_t retry_ms;     /* when to send again after an error */
     bool stale;           /* waiting for a new configuration */
-    bool failed;          /* its head said it failed (EIO); until an ack */
+    uint32_t failed;      /* batches in flight its head refused as failed (EIO) */
     uint32_t replicas;    /* in its chain, as last configured */
     uint64_t cseq;        /* this shard's event IDs are dense: 1, 2, 3... */
     uint64_t acked_seq;
@@ -182,6 +183,41 @@ s_resend(db_client_t *self, uint32_t s)
     }
 }
 
+/* A head refused its batches as failed (EIO) only until the chain
+   changes or it commits again: forget the marks. */
+static void
+s_unfail(s_shard_t *sh)
+{
+    for (s_msg_t *m = sh->fly; m; m = m->next)
+        m->failed = false;
+    sh->failed = 0;
+}
+
+/* The head of shard s at epoch refused the batch whose first event ID is
+   req as failed (a write error, a full disk): mark that batch, and only
+   that one, so that events sent after it (a new run's, once the head
+   restarted) are not said to have failed before their own answer. A
+   refusal naming no batch we have in flight marks all of them. */
+static void
+s_on_failed(db_client_t *self, uint32_t s, uint64_t epoch, uint64_t req, const char *text)
+{
+    s_shard_t *sh = &self->shards[s];
+    bool found = false;
+    if (epoch < sh->epoch)
+        return; /* from a head the chain has replaced since */
+    for (s_msg_t *m = sh->fly; m && req && !found; m = m->next)
+        if (req <= m->last_cseq && req > m->last_cseq - m->count) {
+            found = true;
+            sh->failed += !m->failed;
+            m->failed = true;
+        }
+    for (s_msg_t *m = sh->fly; m && !found; m = m->next) {
+        sh->failed += !m->failed;
+        m->failed = true;
+    }
+    snprintf(self->failed_msg, sizeof self->failed_msg, "%s", text);
+}
+
 static void
 s_apply(db_client_t *self, const db_chain_t *c)
 {
@@ -193,11 +229,11 @@ s_apply(db_client_t *self, const db_chain_t *c)
     sh->replicas = c->n;
     const char *ep = c->m[0].ep[DB_EP_APPEND];
     bool moved = strcmp(ep, sh->head_ep) != 0;
+    if (moved || c->epoch > sh->epoch)
+        s_unfail(sh); /* that was the old head, or it restarted: it may take them now */
     sh->epoch = c->epoch;
     if (!ep[0])
         return;
-    if (moved)
-        sh->failed = false; /* that was the old head */
     if (moved || !s_up(sh)) {
         s_disconnect(sh);
         snprintf(sh->head_ep, sizeof sh->head_ep, "%s", ep);
@@ -244,13 +280,14 @@ s_on_ack(db_client_t *self, uint32_t s, zframe_t *body)
     if (!body || zframe_size(body) != 32 || memcmp(zframe_data(body), self->id.b, 16) != 0)
         return 0;
     uint64_t cseq = util_rd64(zframe_data(body) + 16), seq = util_rd64(zframe_data(body) + 24);
-    sh->failed = false; /* it commits again */
+    s_unfail(sh); /* it commits again */
     while (sh->fly && sh->fly->last_cseq <= cseq) {
         s_msg_t *m = sh->fly;
         sh->fly = m->next;
         if (!sh->fly)
             sh->fly_last = NULL;
         sh->fly_events -= m->count;
+        sh->failed -= m->failed;
         self->unacked -= m->count;
         n += (int) m->count;
         s_msg_free(m);
@@ -269,6 +306,7 @@ s_handle_msg(db_client_t *self, zmsg_t *msg, int shard)
 {
     zframe_t *hf = msg ? zmsg_pop(msg) : NULL;
     zframe_t *body = msg ? zmsg_pop(msg) : NULL;
+    zframe_t *req = msg ? zmsg_first(msg) : NULL; /* an ERROR's: what it answers */
     net_hdr_t h;
     int n = 0;
     if (msg && net_hdr_decode(&h, hf) == 0) {
@@ -294,13 +332,13 @@ s_handle_msg(db_client_t *self, zmsg_t *msg, int shard)
                 snprintf(self->refused_msg, sizeof self->refused_msg, "shard %d refused an "
                          "append: %s", shard, text);
             }
-            if (code == LUX_EIO) {
+            if (code == LUX_EIO)
                 /* the head failed (a write error, a full disk): the
                    master replaces it when the chain has another replica;
-                   until something commits, callers can say why not */
-                self->shards[shard].failed = true;
-                snprintf(self->failed_msg, sizeof self->failed_msg, "%s", text);
-            }
+                   until something commits, callers of the refused batch
+                   can say why not */
+                s_on_failed(self, (uint32_t) shard, h.epoch,
+                            req && zframe_size(req) == 8 ? util_rd64(zframe_data(req)) : 0, text);
             self->shards[shard].stale = true;
             /* a gap means the head refused an earlier batch: resend from the
                oldest in flight now; anything else waits for a configuration */
@@ -660,6 +698,17 @@ db_client_failed(const db_client_t *self, uint32_t shard)
         self->shards[shard].replicas != 1)
         return NULL;
     return self->failed_msg;
+}
+
+const char *
+db_client_failed_event(const db_client_t *self, uint32_t shard, uint64_t cseq)
+{
+    if (!db_client_failed(self, shard))
+        return NULL;
+    for (const s_msg_t *m = self->shards[shard].fly; m; m = m->next)
+        if (cseq <= m->last_cseq)
+            return cseq > m->last_cseq - m->count && m->failed ? self->failed_msg : NULL;
+    return NULL;
 }
 
 uint64_t

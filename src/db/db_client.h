@@ -64,10 +64,15 @@ int db_client_ack_items(db_client_t *self, zmq_pollitem_t *items, int max);
 /* Events sent and not yet acknowledged (queued ones not counted). */
 uint64_t db_client_inflight(const db_client_t *self);
 
-/* Why a shard's events wait: its head said it failed (a write error, a
-   full disk), nothing of ours committed there since, and its chain has
-   no other replica to take its place; NULL when not. */
+/* Why a shard's events wait: its head refused a batch of them in flight
+   as failed (a write error, a full disk), nothing of ours committed there
+   since, its chain did not change, and it has no other replica to take
+   its place; NULL when not. */
 const char *db_client_failed(const db_client_t *self, uint32_t shard);
+/* The same for the event with ID cseq only: NULL unless the batch that
+   holds it was itself refused (events sent after the refusal wait for
+   their own answer). */
+const char *db_client_failed_event(const db_client_t *self, uint32_t shard, uint64_t cseq);
 
 /* Events queued or in flight and not yet acknowledged. */
 uint64_t db_client_unacked(const db_client_t *self);

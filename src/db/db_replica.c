@@ -453,6 +453,8 @@ db_replica_new(const db_replica_opts_t *o)
     self->sec = o->sec;
     db_cluster_replica_db(&self->cluster, o->shard, o->index, self->db_path,
                           sizeof self->db_path);
+    const char *gate = getenv("LUX_TEST_APPEND_GATE"); /* read once: see s_append_gate */
+    snprintf(self->append_gate, sizeof self->append_gate, "%s", gate ? gate : "");
     /* On success the actor owns self and frees it when it stops. On a
        failed setup it signals and returns without freeing, leaving the
        message in db_path for us. */

@@ -30,9 +30,12 @@
 #include "db_replica_int.h"
 #include "../net/net_req.h"
 #include "../util/util_err.h"
+#include "../util/util_fs.h"
 #include "../util/util_log.h"
 #include "../util/util_time.h"
 
+#include <limits.h>
+#include <stdio.h>
 #include <string.h>
 
 static void s_admission(db_rep_t *self);
@@ -176,6 +179,28 @@ s_append_req(zframe_t *body)
     return e.cseq;
 }
 
+/* Test hook: LUX_TEST_APPEND_GATE=DIR makes a head that has not failed
+   drop every APPEND, unanswered, while DIR/hold exists, and add a line to
+   DIR/dropped for each: a head that has not answered yet (just
+   restarted, or slow), held open as long as a test needs (t/5304). */
+static bool
+s_append_gate(db_rep_t *self)
+{
+    char path[PATH_MAX];
+    if (!self->append_gate[0])
+        return false;
+    snprintf(path, sizeof path, "%s/hold", self->append_gate);
+    if (!util_exists(path))
+        return false;
+    snprintf(path, sizeof path, "%s/dropped", self->append_gate);
+    FILE *f = fopen(path, "a");
+    if (f) {
+        fprintf(f, "shard %u replica %u: an APPEND dropped\n", self->shard, self->index);
+        fclose(f);
+    }
+    return true;
+}
+
 static void
 s_append(db_rep_t *self, zframe_t **rid_p, const net_hdr_t *h, zframe_t *body)
 {
@@ -193,6 +218,8 @@ s_append(db_rep_t *self, zframe_t **rid_p, const net_hdr_t *h, zframe_t *body)
         db_rep_send_error(self, self->sk_append, rid_p, LUX_EIO, text, s_append_req(body));
         return;
     }
+    if (s_append_gate(self))
+        return;
     if (!db_rep_is_head(self)) {
         snprintf(text, sizeof text, "shard %u replica %u is not the head at epoch %llu (%s)",
                  self->shard, self->index, (unsigned long long) self->cfg.epoch,

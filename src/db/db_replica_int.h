@@ -98,6 +98,7 @@ typedef struct {
     util_buf_t buf;                /* scratch */
     char failed[300];              /* why it failed (DB_RS_FAILED) */
     char cause[64];                /* ...in a word for clients: "No space left on device" */
+    char append_gate[256];         /* test hook LUX_TEST_APPEND_GATE (db_replica_append.c) */
 
     /* --- db_replica_pipe.c: the pipeline (see THE PIPELINE there) --- */
     zsock_t *sk_succ;              /* DEALER to the successor, or NULL */

@@ -401,7 +401,7 @@ nm_log_failed(nm_t *nm, const util_id_t *task)
         return why;
     }
     s_pos_t *p = nm->lg ? util_idmap_get(nm->lg->unacked, task->b) : NULL;
-    return p && p->cseq != S_HELD ? db_client_failed(nm->log, p->shard) : NULL;
+    return p && p->cseq != S_HELD ? db_client_failed_event(nm->log, p->shard, p->cseq) : NULL;
 }
 
 int64_t

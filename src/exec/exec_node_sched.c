@@ -705,6 +705,7 @@ s_fail_one(nm_t *nm, nm_task_t *t, int status, const char *msg, const char *text
         o->cancelled = status == LUX_ECANCELLED; /* lux_get says LUX_ECANCELLED */
         nm_obj_ready(nm, o);
     }
+    nm_remote_ended(nm, t, status, text);
     s_answer_waiters(nm, t);
     nm_task_release_args(nm, t, true);
     s_drop_unneeded(nm, t);
@@ -1248,6 +1249,7 @@ s_result(nm_t *nm, nm_worker_t *w, const exec_result_t *r)
 void
 nm_task_outputs_ready(nm_t *nm, nm_task_t *t)
 {
+    nm_remote_ended(nm, t, 0, NULL); /* one of none another node sent: it is told */
     for (uint8_t i = 0; i < t->nret; i++) {
         lux_ref_t id;
         exec_ref_make(&id, &t->id, i);

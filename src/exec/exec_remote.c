@@ -37,6 +37,7 @@
 #include "exec_module.h"
 #include "exec_node_actor.h"
 #include "exec_node_far.h"
+#include "exec_node_log.h"
 #include "exec_node_obj.h"
 #include "exec_node_sched.h"
 #include "../util/util_err.h"
@@ -351,7 +352,7 @@ nm_remote_flush(nm_t *nm)
                 break;
             ids[n++] = s.task;
             zframe_t *c = (zmsg_next(m), zmsg_next(m));
-            uint32_t objs = c && zframe_size(c) == 4 ? s_le32(zframe_data(c)) : 0;
+            uint32_t objs = c && zframe_size(c) >= 4 ? s_le32(zframe_data(c)) : 0;
             for (uint32_t i = 0; i < 2 * objs; i++)
                 zmsg_next(m);
             f = zmsg_next(m);
@@ -559,9 +560,10 @@ nm_remote_push(nm_t *nm, nm_task_t *t, const char *ep)
         }
         zmsg_addmem(out, bytes, bytes ? len : 0);
         free(bytes);
-        uint8_t cnt[4];
+        uint8_t cnt[8];
         util_le32(cnt, (uint32_t) (zmsg_size(objs) / 2));
-        zmsg_addmem(out, cnt, 4);
+        util_le32(cnt + 4, t->kind == T_TASK ? t->attempt : 1);
+        zmsg_addmem(out, cnt, 8);
         zframe_t *f;
         while ((f = zmsg_pop(objs)))
             zmsg_append(out, &f);
@@ -593,7 +595,25 @@ s_on_placed(nm_t *nm, nm_peer_msg_t *m)
     free(text);
 }
 
-/* NODE_TASK_DONE: outputs of tasks this node spilled (an OBJECTS body). */
+/* A task (or actor call) of no return values that this node sent ended
+   there (nm_remote_ended): as a spilled task's last output would. */
+static void
+s_ended(nm_t *nm, nm_task_t *t, uint8_t where, zframe_t *f)
+{
+    if (where != EXEC_W_INLINE) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%.*s", (int) zframe_size(f), (const char *) zframe_data(f));
+        s_fail(nm, t, where == EXEC_W_CANCELLED ? LUX_ECANCELLED : LUX_ETASK, msg);
+        return;
+    }
+    nm->n_finished++;
+    if (t->actor)
+        nm_actor_unlink(nm, t); /* a call of an actor elsewhere: answered */
+    nm_task_outputs_ready(nm, t);
+}
+
+/* NODE_TASK_DONE: outputs of tasks this node spilled (an OBJECTS body);
+   a task with no return values, the outcome under its output 0's ID. */
 static void
 s_on_done(nm_t *nm, nm_peer_msg_t *m)
 {
@@ -612,6 +632,10 @@ s_on_done(nm_t *nm, nm_peer_msg_t *m)
         exec_ref_task(&id, &tid);
         nm_task_t *t = nm_task_find(nm, &tid);
         uint32_t idx = exec_ref_idx(&id);
+        if (t && t->remote && t->nret == 0 && idx == 0 && t->kind != T_CREATE) {
+            s_ended(nm, t, where, f); /* one with no return values ended */
+            continue;
+        }
         if (!t || !t->remote || idx >= t->nret)
             continue;
         if (where != EXEC_W_INLINE) {
@@ -694,7 +718,7 @@ s_on_task(nm_t *nm, nm_peer_msg_t *m)
         util_rd_init(&rd, zframe_data(f), zframe_size(f));
         zframe_t *mod = zmsg_next(m->msg), *cnt = mod ? zmsg_next(m->msg) : NULL;
         if (exec_spec_decode(&rd, &s) || s.kind > EXEC_SPEC_CALL || !cnt ||
-            zframe_size(cnt) != 4) {
+            (zframe_size(cnt) != 4 && zframe_size(cnt) != 8)) {
             nm_complain(nm, "NODE_TASK: a malformed task");
             return;
         }
@@ -728,9 +752,15 @@ s_on_task(nm_t *nm, nm_peer_msg_t *m)
                 nm_obj_set_error(nm, o, lux_errmsg()); /* the task fails naming it */
             o->is_put = true; /* no lineage here: spilled, not dropped, if room is short */
         }
+        /* the sender's attempt (a task placed again after the node it
+           was sent to died): the events here carry it on */
+        uint32_t attempt = zframe_size(cnt) == 8 ? s_le32(zframe_data(cnt) + 4) : 1;
         nm->remote->n_taken++;
         if (nm_submit(nm, c, &s))
             log_error("a task from another node: %s", lux_errmsg());
+        nm_task_t *t = s.kind == EXEC_SPEC_TASK && attempt > 1 ? nm_task_find(nm, &s.task) : NULL;
+        if (t && t->owner == c && t->attempt == 1 && !t->worker)
+            t->attempt = attempt > 255 ? 255 : attempt;
     }
 }
 
@@ -778,6 +808,25 @@ nm_remote_send(nm_t *nm, nm_client_t *c, zmsg_t **mp)
         }
     }
     free(done);
+}
+
+void
+nm_remote_ended(nm_t *nm, const nm_task_t *t, int status, const char *msg)
+{
+    nm_client_t *c = t->owner;
+    if (!nm->remote || t->nret || !c || !c->peer || (t->kind != T_TASK && t->kind != T_CALL))
+        return;
+    lux_ref_t id;
+    exec_ref_make(&id, &t->id, 0);
+    uint8_t where = status == 0                  ? EXEC_W_INLINE
+                    : status == LUX_ECANCELLED ? EXEC_W_CANCELLED
+                                               : EXEC_W_ERROR;
+    const char *text = status == 0 ? "" : msg ? msg : "?";
+    zmsg_t *out = zmsg_new();
+    s_obj_add(out, &id, where, text, strlen(text));
+    nm_peer_msg_t to = {.type = NET_NODE_TASK, .rid = zframe_new(c->peer_rid, c->peer_rid_len)};
+    nm_peer_reply(nm, &to, NET_NODE_TASK_DONE, &out);
+    zframe_destroy(&to.rid);
 }
 
 /* --- the nodes tasks were sent to dying ------------------------------------------------------ */
@@ -881,6 +930,9 @@ nm_remote_tick(nm_t *nm)
         log_warn("task %s: node %s, where it ran, is dead: placing it again (attempt %u of %u)",
                  hex, nh, t->attempt + 1, t->max_attempts);
         t->attempt++;
+        snprintf(why, sizeof why, "node %s, where it was sent, died; attempt %u of %u", nh,
+                 t->attempt, t->max_attempts);
+        nm_log_retried(nm, t, why); /* the tasks and retries views count it */
         t->spilled = false; /* placed once per attempt */
         nm->n_retried++;
         nm_task_wake(nm, t);

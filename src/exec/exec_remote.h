@@ -51,4 +51,11 @@ void nm_remote_tick(nm_t *nm);
    of objects in the store copied in. Takes *m. */
 void nm_remote_send(nm_t *nm, nm_client_t *c, zmsg_t **m);
 
+/* A task or actor call with no return values that another node sent
+   here ended (status 0, or its code and msg): nothing goes back to that
+   node with outputs, so it is told in a NODE_TASK_DONE of its own (its
+   output 0's ID, the outcome). Nothing for a task of this node's own,
+   or one with return values. */
+void nm_remote_ended(nm_t *nm, const nm_task_t *t, int status, const char *msg);
+
 #endif

@@ -11,6 +11,14 @@
                        for GO.end; the actor lives while this driver does
         use NAME K     find the counter named NAME (waiting up to 60 s),
                        call add K times, print each answer
+        bumps NAME RES K GO
+                       create a counter named NAME holding RES, call bump
+                       (add(1) with no return values) K times, then add(0),
+                       print its answer, make GO.ready and wait (up to
+                       300 s) for GO
+        bump NAME K GO find the counter named NAME (waiting up to 60 s),
+                       call bump K times, then add(0); print its answer,
+                       make GO.ready and wait for GO
     An answer is a line "DIR COUNT": the directory of the node that holds
     the counter (lux_dir) and its count after the call. A failed call
     prints "error: MESSAGE" and exits 1.
@@ -56,6 +64,36 @@ Counter_add(lux_t *lx, void *self, int argc, const lux_val_t *argv)
 }
 LUX_METHOD(Counter, add, 1, 1)
 
+/* add(1) with no return values */
+static int
+Counter_bump(lux_t *lx, void *self, int argc, const lux_val_t *argv)
+{
+    (void) lx, (void) argc, (void) argv;
+    ((counter_t *) self)->count++;
+    return 0;
+}
+LUX_METHOD(Counter, bump, 0, 0)
+
+/* K calls of bump, then add(0), its answer printed. 0, or 1 after
+   printing the error. */
+static int
+s_bumps(lux_t *lx, const lux_actor_t *a, long k)
+{
+    int64_t zero = 0;
+    lux_ref_t r;
+    lux_val_t v;
+    for (long i = 0; i < k; i++)
+        if (lux_actor_call(lx, a, "bump", 0, NULL, 0, NULL))
+            return printf("error: %s\n", lux_errmsg()), 1;
+    if (lux_actor_call(lx, a, "add", 1, (lux_arg_t[]) {LUX_VAL(&zero, 8)}, 1, &r) ||
+        lux_get(lx, &r, &v, 120000))
+        return printf("error: %s\n", lux_errmsg()), 1;
+    printf("%.*s\n", (int) v.size, (const char *) v.data);
+    fflush(stdout);
+    lux_free(lx, 1, &r);
+    return 0;
+}
+
 /* K calls of add(1), each answer printed. 0, or 1 after printing the error. */
 static int
 s_calls(lux_t *lx, const lux_actor_t *a, long k)
@@ -85,6 +123,19 @@ s_wait(const char *path)
         nanosleep(&(struct timespec) {.tv_nsec = 50000000L}, NULL);
 }
 
+/* Make go.ready, then wait for go. 0. */
+static int
+s_ready_wait(const char *go)
+{
+    char ready[1100];
+    snprintf(ready, sizeof ready, "%s.ready", go);
+    FILE *f = fopen(ready, "w");
+    if (f)
+        fclose(f);
+    s_wait(go);
+    return 0;
+}
+
 static int
 s_main(lux_t *lx, int argc, char **argv)
 {
@@ -112,6 +163,18 @@ s_main(lux_t *lx, int argc, char **argv)
         snprintf(ready, sizeof ready, "%s.end", argv[6]);
         s_wait(ready);
         return 0;
+    }
+    if (argc == 6 && strcmp(argv[1], "bumps") == 0) {
+        lux_actor_opts_t o = {.name = argv[2],
+                              .resources = strcmp(argv[3], "-") ? argv[3] : NULL};
+        if (lux_actor_create(lx, "Counter", 0, NULL, &o, &a))
+            return printf("error: %s\n", lux_errmsg()), 1;
+        return s_bumps(lx, &a, atol(argv[4])) ? 1 : s_ready_wait(argv[5]);
+    }
+    if (argc == 5 && strcmp(argv[1], "bump") == 0) {
+        if (lux_actor_lookup(lx, argv[2], &a, 60000))
+            return printf("error: %s\n", lux_errmsg()), 1;
+        return s_bumps(lx, &a, atol(argv[3])) ? 1 : s_ready_wait(argv[4]);
     }
     if (argc == 4 && strcmp(argv[1], "use") == 0) {
         if (lux_actor_lookup(lx, argv[2], &a, 60000))

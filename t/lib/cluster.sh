@@ -22,6 +22,11 @@
 #   cluster_wait_sql SQL WANT [SECS]   poll `lux sql --csv` on the head until
 #                                      its output holds WANT (0) or SECS pass
 #                                      (1); the output in $CL_SQL
+#   cluster_wait_file FILE [SECS]      wait until FILE exists (0) or SECS
+#                                      (default 120) pass (1)
+#   cluster_kill_node I                kill -9 node I's daemon and its
+#                                      workers (a machine that dies takes
+#                                      them with it)
 #   cluster_down                       stop every node and the head this
 #                                      script started, remove the namespaces
 #
@@ -104,6 +109,21 @@ cluster_wait_sql() { # cluster_wait_sql SQL WANT [SECS]
         sleep 0.2
     done
     return 1
+}
+
+cluster_wait_file() { # cluster_wait_file FILE [SECS]
+    _end=$(($(date +%s) + ${2:-120}))
+    while [ ! -e "$1" ] && [ "$(date +%s)" -lt $_end ]; do
+        sleep 0.1
+    done
+    [ -e "$1" ]
+}
+
+cluster_kill_node() { # cluster_kill_node I
+    _pid=$(cluster_node_pid "$1")
+    [ -n "$_pid" ] || return 1
+    _w=$(pgrep -P "$_pid" 2>/dev/null)
+    kill -9 "$_pid" $_w
 }
 
 cluster_down() {

@@ -18,6 +18,10 @@
                          it) until FILE.done exists (at most 10 minutes)
         make BYTES FILE  the same with the output of s_big(BYTES), a task
                          run where this driver is (lineage in the log)
+        marks N RES FILE  N calls of s_mark with RES (no return values: it
+                         makes DIR/marked), then one of s_where with RES;
+                         prints its DIR, makes FILE and waits (at most 10
+                         minutes) for FILE.done
         echo HEX BYTES RES  call s_echo(the ref HEX) with RES: a copy of
                          the argument and the directory of the node that
                          ran it; prints "echo ok|wrong (N bytes) DIR" after
@@ -86,6 +90,20 @@ s_nap(lux_t *lx, int argc, const lux_val_t *argv)
     return lux_set(lx, 0, d, strlen(d) + 1);
 }
 LUX_FUNCTION(s_nap, 1, 1)
+
+/* No return values: it makes DIR/marked (DIR its node's directory). */
+static int
+s_mark(lux_t *lx, int argc, const lux_val_t *argv)
+{
+    (void) argc, (void) argv;
+    char path[1200];
+    snprintf(path, sizeof path, "%s/marked", lux_dir(lx));
+    FILE *f = fopen(path, "w");
+    if (!f || fclose(f))
+        return lux_raise(lx, "cannot make %s", path);
+    return 0;
+}
+LUX_FUNCTION(s_mark, 0, 0)
 
 static int
 s_echo(lux_t *lx, int argc, const lux_val_t *argv)
@@ -189,6 +207,19 @@ s_main(lux_t *lx, int argc, char **argv)
                 return printf("error: %s\n", lux_errmsg()), 1;
         }
         return s_hold(&r, argv[3]);
+    }
+    if (strcmp(argv[1], "marks") == 0) {
+        lux_ref_t r;
+        if (argc < 5)
+            return 2;
+        for (long long i = 0; i < n; i++)
+            if (lux_call_opts(lx, &o, "s_mark", 0, NULL, 0, NULL))
+                return printf("error: %s\n", lux_errmsg()), 1;
+        if (lux_call_opts(lx, &o, "s_where", 0, NULL, 1, &r) || s_get(lx, &r, &v))
+            return printf("error: %s\n", lux_errmsg()), 1;
+        printf("%.*s\n", (int) v.size, (const char *) v.data);
+        fflush(stdout);
+        return s_hold(&r, argv[4]);
     }
     if (strcmp(argv[1], "echo") == 0) {
         lux_ref_t in, out[2];
