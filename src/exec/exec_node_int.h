@@ -125,6 +125,22 @@ struct nm_dep {
     uint32_t idx;
 };
 
+/* What only an actor's run (enum nm_task_kind but T_TASK) has beside its
+   task: its number in the actor's order, and its results held until its
+   event commits (exec_node_actor.c). Allocated with the run, freed by
+   nm_task_free. */
+typedef struct nm_run {
+    uint64_t idx;             /* CALL: its number once sent (0 before); SAVE: calls covered */
+    bool held;                /* done, waiting for its actor_call event to commit */
+    bool replay;              /* re-applied from the log; its results were handed out before */
+    int32_t fail_status;      /* held: the call failed with this ... */
+    char *fail_msg;           /* ... and this message */
+    uint64_t op_req;          /* SAVE asked for by lux_actor_checkpoint: its request
+                                 (the asking client is the task's ->owner) */
+    uint8_t *held_outs;       /* held: its outputs as reported (exec_obj_t, then fps) */
+    uint32_t held_len;
+} nm_run_t;
+
 struct nm_task {
     util_id_t id;
     util_id_t parent;
@@ -161,19 +177,10 @@ struct nm_task {
     nm_client_t **waiters;    /* clients that asked for an output (GET) */
     uint16_t nwaiters, capwaiters;
     nm_logpos_t lineage;      /* its task_submitted event */
-    /* actors */
+    /* what it is: a task, or an actor's run (the rest of a run is ->run) */
     uint8_t kind;             /* enum nm_task_kind */
-    struct nm_actor *actor;   /* actor kinds */
-    uint64_t idx;             /* CALL: its number once sent (0 before); SAVE: calls covered */
-    bool held;                /* done, waiting for its actor_call event to commit */
-    bool replay;              /* re-applied from the log; its results were handed out before */
-    int32_t fail_status;      /* held: the call failed with this ... */
-    char *fail_msg;           /* ... and this message */
-    uint64_t op_req;          /* SAVE asked for by lux_actor_checkpoint: its request
-                                 (the asking client is ->owner) */
-    uint8_t *held_outs;       /* held: its outputs as reported (exec_obj_t, then fps) */
-    uint32_t held_len;
-    int64_t t_start, t_end;   /* held: when it ran */
+    struct nm_actor *actor;   /* actor kinds (NULL: a call to no actor, failing) */
+    struct nm_run *run;       /* actor kinds: what only actors use; NULL in a task */
     /* cancelling (exec_node_cancel.c) */
     uint32_t timeout_ms;      /* cancelled with force after running this long (0: never) */
     int64_t deadline_ms;      /* running with a timeout: when it ends (0: none) */

@@ -71,8 +71,11 @@ nm_task_free(nm_task_t *t)
     free(t->fn);
     free(t->dependents);
     free(t->waiters);
-    free(t->fail_msg);
-    free(t->held_outs);
+    if (t->run) {
+        free(t->run->fail_msg);
+        free(t->run->held_outs);
+        free(t->run);
+    }
     free(t->cancel_why);
     free(t);
 }
@@ -728,9 +731,9 @@ nm_task_fail(nm_t *nm, nm_task_t *t, int status, const char *msg)
     if (t->actor) {
         char ah[UTIL_ID_HEX];
         util_id_hex(&t->actor->id, ah);
-        if (t->idx)
+        if (t->run && t->run->idx)
             snprintf(text, sizeof text, "actor %s (%s): call %llu (%s) failed: %s", ah,
-                     t->actor->cls, (unsigned long long) t->idx, s_fn(t), msg);
+                     t->actor->cls, (unsigned long long) t->run->idx, s_fn(t), msg);
         else
             snprintf(text, sizeof text, "actor %s (%s): call %s (%s) failed: %s", ah,
                      t->actor->cls, hex, s_fn(t), msg);
