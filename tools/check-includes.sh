@@ -58,8 +58,6 @@ exec_node_cancel exec_node nm_send: a client's connection to part from the loop
 exec_store exec_node nm_send: a client's connection to part from the loop
 exec_pool exec_node nm_client_gone, nm_conn_drain: a dead worker's connection, to part from the loop
 exec_node_obj exec_node_sched nm_unreserve_all, nm_rebuild: the store to ask the task graph through a callback
-exec_node_sched exec_node_actor an actor's run reported, failed or woken: to become a callback of the actor part
-exec_node_sched exec_node_cancel a cancelled task's result and a worker's end: to become a callback
 exec_node_sched exec_remote spilling a task the node cannot run: to become a callback of the remote part
 exec_node_far exec_node_sched a pulled argument wakes its task: to become a callback
 exec_pool exec_node_sched a dead worker's tasks: to become a callback of the task graph

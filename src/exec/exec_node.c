@@ -788,6 +788,8 @@ s_setup(nm_t *nm, const exec_node_opts_t *o)
     nm->clients = util_idmap_new(sizeof(nm_client_t *));
     nm->modules = util_idmap_new(0);
     nm->actors = util_idmap_new(sizeof(nm_actor_t *));
+    nm_actor_open(nm);  /* the task graph's calls to actors and cancelling */
+    nm_cancel_open(nm);
     if (!nm->objects || !nm->tasks || !nm->clients || !nm->modules || !nm->actors)
         return util_err(LUX_ENOMEM, "out of memory");
     nm->store_bytes = o->store_bytes ? o->store_bytes : exec_node_default_store();

@@ -1446,6 +1446,16 @@ nm_actor_client_gone(nm_t *nm, nm_client_t *c)
 }
 
 void
+nm_actor_open(nm_t *nm)
+{
+    nm->ops.actor_submit = nm_actor_submit;
+    nm->ops.actor_kick = nm_actor_kick;
+    nm->ops.actor_failing = nm_actor_failing;
+    nm->ops.actor_result = nm_actor_result;
+    nm->ops.actor_worker_gone = nm_actor_worker_gone;
+}
+
+void
 nm_actor_close(nm_t *nm)
 {
     s_all_t all = {0};

@@ -8,6 +8,9 @@
 
 #include "exec_node_int.h"
 
+/* Give the task graph the calls it makes to actors (nm->ops). */
+void nm_actor_open(nm_t *nm);
+
 int nm_actor_submit(nm_t *nm, nm_client_t *c, const exec_spec_t *s);
 
 void nm_actor_kick(nm_t *nm, nm_actor_t *a);      /* send what can be sent */

@@ -323,3 +323,11 @@ nm_cancel_tick(nm_t *nm)
         s_stop_running(nm, t, true, why);
     }
 }
+
+void
+nm_cancel_open(nm_t *nm)
+{
+    nm->ops.cancel_started = nm_cancel_started;
+    nm->ops.cancel_result = nm_cancel_result;
+    nm->ops.cancel_worker_gone = nm_cancel_worker_gone;
+}

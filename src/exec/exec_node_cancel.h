@@ -6,6 +6,9 @@
 
 #include "exec_node_int.h"
 
+/* Give the task graph the calls it makes to this part (nm->ops). */
+void nm_cancel_open(nm_t *nm);
+
 /* CANCEL from client c: cancel a task (lux_cancel), and answer. */
 void nm_cancel_op(nm_t *nm, nm_client_t *c, const uint8_t *p, size_t n);
 

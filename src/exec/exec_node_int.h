@@ -331,6 +331,24 @@ typedef struct {
     int64_t total, free;      /* in thousandths */
 } nm_res_t;
 
+/* What the task graph (exec_node_sched.c) asks of the parts above it,
+   which set these when the node starts: the graph calls them through
+   here, not by name, so the arrows of the #include lines point from
+   those parts down to the graph only. */
+typedef struct {
+    /* actors (exec_node_actor.c, nm_actor_open) */
+    int (*actor_submit)(nm_t *nm, nm_client_t *c, const exec_spec_t *s); /* an actor kind */
+    void (*actor_kick)(nm_t *nm, struct nm_actor *a);    /* a run's arguments are ready */
+    /* an actor's run is failing: true when the actor dealt with it */
+    bool (*actor_failing)(nm_t *nm, nm_task_t *t, int status, const char *text);
+    void (*actor_result)(nm_t *nm, nm_worker_t *w, const exec_result_t *r);
+    void (*actor_worker_gone)(nm_t *nm, nm_worker_t *w, const char *why);
+    /* cancelling (exec_node_cancel.c, nm_cancel_open) */
+    void (*cancel_started)(nm_t *nm, nm_task_t *t);      /* handed to a worker */
+    bool (*cancel_result)(nm_t *nm, nm_task_t *t);       /* reported: cancelled meanwhile? */
+    void (*cancel_worker_gone)(nm_t *nm, nm_worker_t *w);
+} nm_graph_ops_t;
+
 /* Log a dropped bad message, at most once a second per node. */
 #define nm_complain(nm, what) util_complain(&(nm)->complain, "node: dropped a bad message: %s", (what))
 
@@ -397,6 +415,8 @@ struct nm {
     struct nm_lookup *lookups; /* lux_actor_lookup waiting for a name */
     int64_t reaped_drivers_ms; /* when dead drivers were last looked for */
     int64_t reaped_all_ms;     /* when every worker was last waited for */
+
+    nm_graph_ops_t ops;       /* the task graph's calls to the parts above it */
 
     /* the log (exec_node_log.c) */
     db_client_t *log;

@@ -31,8 +31,6 @@
 #include "exec_node_gpu.h"
 #include "exec_remote.h"
 #include "exec_node.h"
-#include "exec_node_actor.h"
-#include "exec_node_cancel.h"
 #include "exec_node_far.h"
 #include "exec_node_log.h"
 #include "exec_node_obj.h"
@@ -361,7 +359,7 @@ nm_submit(nm_t *nm, nm_client_t *c, const exec_spec_t *s)
 {
     char why[600];
     if (s->kind != EXEC_SPEC_TASK)
-        return nm_actor_submit(nm, c, s);
+        return nm->ops.actor_submit(nm, c, s);
     lux_ref_t out0;
     exec_ref_make(&out0, &s->task, 0);
     if (nm_task_find(nm, &s->task) || (s->nret && nm_obj_get(nm, &out0)))
@@ -690,7 +688,7 @@ nm_task_output(nm_t *nm, nm_task_t *t, uint8_t i)
 static void
 s_fail_one(nm_t *nm, nm_task_t *t, int status, const char *msg, const char *text)
 {
-    if (t->actor && nm_actor_failing(nm, t, status, text))
+    if (t->actor && nm->ops.actor_failing(nm, t, status, text))
         return;
     s_forget_dependent(nm, t); /* it may still be on others' lists */
     nm->n_failed++;
@@ -785,11 +783,11 @@ void
 nm_worker_gone(nm_t *nm, nm_worker_t *w, const char *why)
 {
     if (w->actor) {
-        nm_actor_worker_gone(nm, w, why);
+        nm->ops.actor_worker_gone(nm, w, why);
         nm_pool_worker_free(nm, w);
         return;
     }
-    nm_cancel_worker_gone(nm, w); /* the tasks it was stopped for fail, not retried */
+    nm->ops.cancel_worker_gone(nm, w); /* the tasks it was stopped for fail, not retried */
     nm_task_t *running = w->queue, *rest = running ? running->next : NULL;
     if (w->state == W_LEAVING && !running)
         log_info("worker %d %s", (int) w->pid, why);
@@ -1093,7 +1091,7 @@ nm_dispatch(nm_t *nm)
             t->state = TASK_RUNNING;
             t->worker = w;
             if (t->timeout_ms) /* alone in its batch: it starts now */
-                nm_cancel_started(nm, t);
+                nm->ops.cancel_started(nm, t);
             if (w->queue_last)
                 w->queue_last->next = t;
             else
@@ -1207,7 +1205,7 @@ s_result(nm_t *nm, nm_worker_t *w, const exec_result_t *r)
         return;
     }
     s_worker_pop(nm, w, t);
-    if (nm_cancel_result(nm, t))
+    if (nm->ops.cancel_result(nm, t))
         return; /* cancelled while it ran: it fails so, whatever it returned */
     if (r->status != 0) {
         char msg[600];
@@ -1282,7 +1280,7 @@ nm_results(nm_t *nm, nm_client_t *c, const uint8_t *p, size_t n)
             break;
         }
         if (w->actor)
-            nm_actor_result(nm, w, &r);
+            nm->ops.actor_result(nm, w, &r);
         else
             s_result(nm, w, &r);
         if (!c->worker)
@@ -1357,7 +1355,7 @@ void
 nm_task_wake(nm_t *nm, nm_task_t *t)
 {
     if (t->actor) {
-        nm_actor_kick(nm, t->actor);
+        nm->ops.actor_kick(nm, t->actor);
     } else {
         bool reserved = s_reserve(nm, t);
         /* one holding rebuilt objects runs first, to let go of them */
