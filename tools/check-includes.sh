@@ -51,16 +51,12 @@ fi
 # the check; an arrow listed here that the #include lines no longer draw
 # must leave the list.
 BACK="
-exec_node_obj exec_node nm_send and nm_client_gone: a client's connection to part from the loop
+exec_node_obj exec_node nm_send: a client's connection to part from the loop
 exec_node_sched exec_node nm_send: a client's connection to part from the loop
 exec_node_actor exec_node nm_send: a client's connection to part from the loop
 exec_node_cancel exec_node nm_send: a client's connection to part from the loop
 exec_store exec_node nm_send: a client's connection to part from the loop
-exec_pool exec_node nm_client_gone, nm_conn_drain: a dead worker's connection, to part from the loop
-exec_node_obj exec_node_sched nm_unreserve_all, nm_rebuild: the store to ask the task graph through a callback
 exec_node_sched exec_remote spilling a task the node cannot run: to become a callback of the remote part
-exec_node_far exec_node_sched a pulled argument wakes its task: to become a callback
-exec_pool exec_node_sched a dead worker's tasks: to become a callback of the task graph
 exec_node_actor exec_ractor an actor living on another node: to become a callback of exec_ractor
 exec_remote exec_ractor an actor's placement answered: to become a callback of exec_ractor
 exec_node_blob exec_node_log a recorded put's event released: to become a callback

@@ -191,3 +191,10 @@ nm_far_resume(nm_t *nm, nm_task_t *t)
     if (t->waiting == 0)
         nm_task_wake(nm, t);
 }
+
+void
+nm_far_open(nm_t *nm)
+{
+    nm->ops.far_here = nm_far_here;
+    nm->ops.far_fetch = nm_far_fetch;
+}

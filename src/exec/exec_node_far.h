@@ -7,6 +7,9 @@
 
 #include "exec_node_int.h"
 
+/* Give the task graph its calls to this part (nm->ops). */
+void nm_far_open(nm_t *nm);
+
 /* Pull id, an argument of t another node holds, into this node's store:
    t waits for it (t->waiting, t->nfar). 0, or a code with the message. */
 int nm_far_fetch(nm_t *nm, nm_task_t *t, const lux_ref_t *id);

@@ -331,10 +331,9 @@ typedef struct {
     int64_t total, free;      /* in thousandths */
 } nm_res_t;
 
-/* What the task graph (exec_node_sched.c) asks of the parts above it,
-   which set these when the node starts: the graph calls them through
-   here, not by name, so the arrows of the #include lines point from
-   those parts down to the graph only. */
+/* What a part asks of a part above it, which sets these when the node
+   starts: called through here, not by name, so that the arrows of the
+   #include lines point down only (doc/DESIGN.md 3). */
 typedef struct {
     /* actors (exec_node_actor.c, nm_actor_open) */
     int (*actor_submit)(nm_t *nm, nm_client_t *c, const exec_spec_t *s); /* an actor kind */
@@ -347,7 +346,17 @@ typedef struct {
     void (*cancel_started)(nm_t *nm, nm_task_t *t);      /* handed to a worker */
     bool (*cancel_result)(nm_t *nm, nm_task_t *t);       /* reported: cancelled meanwhile? */
     void (*cancel_worker_gone)(nm_t *nm, nm_worker_t *w);
-} nm_graph_ops_t;
+    /* arguments on other nodes (exec_node_far.c, nm_far_open), for the graph */
+    bool (*far_here)(nm_t *nm, const lux_ref_t *id);
+    int (*far_fetch)(nm_t *nm, nm_task_t *t, const lux_ref_t *id);
+    /* the task graph (exec_node_sched.c, nm_sched_open), for the store and
+       the worker pool */
+    bool (*unreserve_all)(nm_t *nm);
+    void (*worker_gone)(nm_t *nm, nm_worker_t *w, const char *why);
+    /* the loop (exec_node.c), for the worker pool */
+    void (*client_gone)(nm_t *nm, nm_client_t *c);
+    void (*conn_drain)(nm_t *nm, nm_conn_t *conn);
+} nm_ops_t;
 
 /* Log a dropped bad message, at most once a second per node. */
 #define nm_complain(nm, what) util_complain(&(nm)->complain, "node: dropped a bad message: %s", (what))
@@ -416,7 +425,7 @@ struct nm {
     int64_t reaped_drivers_ms; /* when dead drivers were last looked for */
     int64_t reaped_all_ms;     /* when every worker was last waited for */
 
-    nm_graph_ops_t ops;       /* the task graph's calls to the parts above it */
+    nm_ops_t ops;             /* calls up to the parts above (set at start) */
 
     /* the log (exec_node_log.c) */
     db_client_t *log;

@@ -31,7 +31,6 @@
 #include "exec_node_gpu.h"
 #include "exec_remote.h"
 #include "exec_node.h"
-#include "exec_node_far.h"
 #include "exec_node_log.h"
 #include "exec_node_obj.h"
 #include "../util/util_err.h"
@@ -225,12 +224,12 @@ nm_task_resolve(nm_t *nm, nm_task_t *t, char *why, size_t n)
             return LUX_ENOTFOUND;
         }
         int brc = 0;
-        if ((!o || o->state == OBJ_LOST) && !nm_far_here(nm, &a.ref)) {
+        if ((!o || o->state == OBJ_LOST) && !nm->ops.far_here(nm, &a.ref)) {
             /* another node may hold it: pulled here before t runs, or, when
                t is to be placed first, where it runs (exec_node_far.c) */
             if (t->far_later)
                 continue;
-            if ((brc = nm_far_fetch(nm, t, &a.ref)) == 0)
+            if ((brc = nm->ops.far_fetch(nm, t, &a.ref)) == 0)
                 continue;
             snprintf(why, n, "its argument %s", lux_errmsg());
             return brc;
@@ -349,7 +348,7 @@ s_has_far(nm_t *nm, nm_task_t *t)
     exec_arg_t a;
     util_rd_init(&r, t->args, t->args_len);
     while (exec_arg_next(&r, &a))
-        if (a.kind == EXEC_ARG_REF && !nm_far_here(nm, &a.ref))
+        if (a.kind == EXEC_ARG_REF && !nm->ops.far_here(nm, &a.ref))
             return true;
     return false;
 }
@@ -897,14 +896,14 @@ nm_task_run_args(nm_t *nm, nm_task_t *t, exec_obj_t *objs)
             i++;
             continue;
         }
-        if ((!o || o->state == OBJ_LOST) && !nm_far_here(nm, &a.ref)) {
+        if ((!o || o->state == OBJ_LOST) && !nm->ops.far_here(nm, &a.ref)) {
             /* a copy pulled here, evicted while t waited: pulled again */
             if (t->counted && (t->counted[i] & NM_ARG_COUNTED)) {
                 t->counted[i] &= (uint8_t) ~NM_ARG_COUNTED; /* counted again when back */
                 if (o)
                     o->uses--;
             }
-            if ((rc = nm_far_fetch(nm, t, &a.ref))) {
+            if ((rc = nm->ops.far_fetch(nm, t, &a.ref))) {
                 char m[UTIL_ERRMSG_MAX];
                 snprintf(m, sizeof m, "%s", lux_errmsg());
                 rc = util_err(rc, "its argument %s", m);
@@ -1369,4 +1368,11 @@ nm_task_discard(nm_t *nm, nm_task_t *t)
     s_forget_dependent(nm, t);
     nm_task_release_args(nm, t, true);
     nm_task_free(t);
+}
+
+void
+nm_sched_open(nm_t *nm)
+{
+    nm->ops.unreserve_all = nm_unreserve_all;
+    nm->ops.worker_gone = nm_worker_gone;
 }

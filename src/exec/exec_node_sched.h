@@ -8,6 +8,10 @@
 
 #include "exec_node_int.h"
 
+/* Give the store and the worker pool the calls they make to the task
+   graph (nm->ops). */
+void nm_sched_open(nm_t *nm);
+
 int nm_submit(nm_t *nm, nm_client_t *c, const exec_spec_t *s);
 
 void nm_dispatch(nm_t *nm);
