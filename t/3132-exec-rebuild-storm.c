@@ -14,21 +14,27 @@
    Y, and so on for ever (D never ran; lux_get of it timed out).
 
    After the fix, each rebuilt output is held (pinned) for D until D is
-   handed to a worker: the second rebuild waits its LUX_STORE_WAIT_MS (1 s
-   here) for room and then goes beyond the store's size, into the spare
+   handed to a worker: the second rebuild finds no room and, no other task
+   running, goes beyond the store's size at once, into the spare
    region (DESIGN 7, rule 8), and D runs with both. Each is rebuilt once.
 
    Case 2 turns the hold off with a test hook (LUX_TEST_REBUILD_UNHELD=1,
    read by the node manager at start) to get the storm back, and checks
    that the bound on rebuilds ends it: D fails with LUX_ETASK and a message
-   naming the object and how many times it was rebuilt unread. */
+   naming the object and how many times it was rebuilt unread. Case 2
+   keeps a task running on a second worker meanwhile: only then does an
+   ALLOC wait for room (with no other task running it goes beyond the
+   store's size at once, which ends the storm before the bound). */
 #include "tap.h"
 #include "lib/fx.h"
 #include "lib/graph.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define MB (1024 * 1024)
 #define M 1000003 /* as t/lib/testmod.c */
@@ -43,14 +49,15 @@ typedef struct {
 /* The store's state before D: X and Y evicted, a 7 MiB put pinned, 9 MiB
    free. 0, or why not (in the TAP output). */
 static int
-s_setup(s_case_t *k, const char *name)
+s_setup(s_case_t *k, const char *name, int workers)
 {
     char sub[PATH_MAX];
     snprintf(sub, sizeof sub, "%s/%s", tap_tmpdir(), name);
     lux_config_t cfg = {.module = graph_module(), .dir = sub, .store_bytes = 16 * MB,
-                        .workers = 1};
+                        .workers = workers};
     k->lx = lux_init(&cfg);
-    if (!ok(k->lx != NULL, "%s: start the embedded default, 16 MiB store, 1 worker", name)) {
+    if (!ok(k->lx != NULL, "%s: start the embedded default, 16 MiB store, %d worker%s", name,
+            workers, workers > 1 ? "s" : "")) {
         diag("lux_init: %s", lux_errmsg());
         return -1;
     }
@@ -95,7 +102,7 @@ static void
 s_held(void)
 {
     s_case_t k;
-    if (s_setup(&k, "held"))
+    if (s_setup(&k, "held", 1))
         bail("the case could not be set up");
     lux_val_t v;
     int64_t got = -1;
@@ -119,11 +126,32 @@ s_bounded(void)
 {
     s_case_t k;
     setenv("LUX_TEST_REBUILD_UNHELD", "1", 1);
-    int rc = s_setup(&k, "unheld");
+    int rc = s_setup(&k, "unheld", 2);
     unsetenv("LUX_TEST_REBUILD_UNHELD");
     if (rc)
         bail("the case could not be set up");
+    /* a task running on the other worker all along (t_hold): an ALLOC
+       waits for room only while another task runs, whose end may free
+       some; with none it goes beyond the store's size at once, and the
+       storm would end there */
+    char hold[PATH_MAX], held[PATH_MAX + 16], release[PATH_MAX + 16];
+    snprintf(hold, sizeof hold, "%s/hold", tap_tmpdir());
+    snprintf(release, sizeof release, "%s/release", hold);
+    mkdir(hold, 0700);
+    lux_ref_t h;
     lux_val_t v;
+    rc = lux_call(k.lx, "t_hold", 1, (lux_arg_t[]) {LUX_VAL(hold, strlen(hold))}, 1, &h);
+    bool running = false;
+    for (int i = 0; !rc && i < 12000 && !running; i++) {
+        DIR *d = opendir(hold);
+        for (struct dirent *e; d && (e = readdir(d));)
+            running = running || strncmp(e->d_name, "held-", 5) == 0;
+        if (d)
+            closedir(d);
+        if (!running)
+            usleep(10000);
+    }
+    ok(running, "unheld: a task holds the other worker (%s)", rc ? lux_errmsg() : hold);
     rc = lux_call(k.lx, "t_checks", 2, (lux_arg_t[]) {LUX_REF(k.x), LUX_REF(k.y)}, 1, &k.d);
     rc = rc ? rc : lux_get(k.lx, &k.d, &v, 90000);
     char msg[2048], hx[LUX_REF_LEN * 2 + 1], hy[LUX_REF_LEN * 2 + 1];
@@ -134,6 +162,10 @@ s_bounded(void)
     ok(rc == LUX_ETASK && named,
        "unheld: the storm ends in LUX_ETASK naming the object rebuilt unread (rc %d: %s)", rc,
        msg);
+    FILE *f = fopen(release, "w");
+    if (f)
+        fclose(f);
+    lux_get(k.lx, &h, &v, 60000);
     lux_shutdown(&k.lx);
     int64_t n = s_rebuilds(k.dir);
     ok(n > 2, "unheld: the hook brought the storm back (%lld rebuilds before the bound)",

@@ -38,6 +38,8 @@ typedef struct {
     int64_t start_ms;
     util_complain_t complain; /* garbage logs, at most once a second */
     util_buf_t buf;
+    const char *join_gate;     /* LUX_TEST_JOIN_GATE, read once at start */
+    bool join_gated;           /* ...and used: it holds one join only */
     char err[UTIL_ERRMSG_MAX]; /* why setup failed, for db_master_new */
 } s_master_t;
 
@@ -271,19 +273,18 @@ s_on_join(s_master_t *self, zframe_t *rid, const net_hdr_t *h, zframe_t *body)
 /* Test hook: LUX_TEST_JOIN_GATE=DIR makes the master, about to admit a
    joiner for the first time after DIR/armed exists, create DIR/held and
    wait (up to 120 s) until DIR/go exists, so that a test can act at that
-   moment (t/5010). */
+   moment (t/5010). The variable is read once, when the master starts. */
 static void
-s_join_gate(uint32_t shard, uint32_t index, uint64_t at)
+s_join_gate(s_master_t *self, uint32_t shard, uint32_t index, uint64_t at)
 {
-    const char *dir = getenv("LUX_TEST_JOIN_GATE");
+    const char *dir = self->join_gate;
     char path[PATH_MAX];
-    static bool once;
-    if (!dir || !*dir || once)
+    if (!dir || !*dir || self->join_gated)
         return;
     snprintf(path, sizeof path, "%s/armed", dir);
     if (!util_exists(path))
         return;
-    once = true;
+    self->join_gated = true;
     snprintf(path, sizeof path, "%s/held", dir);
     FILE *f = fopen(path, "w");
     if (f) {
@@ -357,7 +358,7 @@ s_on_join_seq(s_master_t *self, zframe_t *rid, const net_hdr_t *h, zframe_t *bod
         }
         return;
     }
-    s_join_gate(h->shard, index, last);
+    s_join_gate(self, h->shard, index, last);
     char why[128];
     snprintf(why, sizeof why, "replica %u joined at the tail at seq %llu (the tail held at %llu)",
              index, (unsigned long long) last, (unsigned long long) held);
@@ -526,6 +527,7 @@ db_master_new(const db_master_opts_t *o)
         return NULL;
     self->cluster = *o->cluster;
     self->sec = o->sec;
+    self->join_gate = getenv("LUX_TEST_JOIN_GATE");
     a = zactor_new(s_actor, self);
     if (!a) {
         free(self);

@@ -38,6 +38,7 @@ typedef struct s_job {
     uint64_t last;   /* the tail's last seq, set by the worker */
     db_reader_state_t *state; /* the replica's: the worker checks it after reading */
     uint32_t shard;
+    const char *gate; /* LUX_TEST_READ_GATE, read once by the reader */
     util_buf_t buf;  /* the batch, filled by the worker */
 } s_job_t;
 
@@ -52,6 +53,7 @@ typedef struct {
     db_store_t *store;      /* for checkpoints */
     db_reader_state_t *state;
     uint32_t shard;
+    const char *gate;       /* LUX_TEST_READ_GATE, read once at start */
     s_worker_t workers[DB_READ_WORKERS];
     s_job_t *queue, *queue_last;
     int64_t last_complaint; /* ms, to rate-limit garbage logs */
@@ -66,11 +68,11 @@ typedef struct {
    for exactly N events (N written in DIR/armed), remove DIR/armed, create
    DIR/held and wait (up to 120 s) until DIR/go exists before it reads,
    so that a test can change the chain between a READ's arrival and its
-   reading (t/5040). */
+   reading (t/5040). The variable is read once, when the reader starts,
+   not on each READ. */
 static void
-s_read_gate(uint32_t max)
+s_read_gate(const char *dir, uint32_t max)
 {
-    const char *dir = getenv("LUX_TEST_READ_GATE");
     char path[PATH_MAX];
     if (!dir || !*dir)
         return;
@@ -93,10 +95,11 @@ s_read_gate(uint32_t max)
 }
 
 /* What a job may serve, checked after the worker read the file's last
-   seq, not when the READ arrived: a hold for a joiner begun in between
-   (the replica sets state->upto before it commits anything past the
-   held seq) bounds it, and a READ whose epoch ended meanwhile, or at a
-   replica that is no longer the tail, is refused. Taken at arrival, the
+   seq, not when the READ arrived: only what the tail acknowledged
+   (state->upto, its ack_seq: the writer commits before the replica hears
+   of it, and a hold for a joiner keeps ack_seq at the held seq), and a
+   READ whose epoch ended meanwhile, or at a replica that is no longer
+   the tail, is refused. Taken at arrival, the
    bound let a READ serve events committed during a hold that the tail
    truncated when the master removed it: a subscriber saw a history that
    never was (issue 26). upto is loaded first: the replica ends a hold at
@@ -116,7 +119,7 @@ s_bound(s_job_t *job)
                         "stopped being the tail while it waited", job->shard,
                         (unsigned long long) job->epoch);
     if (job->last > upto)
-        job->last = upto; /* a tail holding for a joiner */
+        job->last = upto; /* committed, not yet acknowledged */
     return 0;
 }
 
@@ -136,7 +139,7 @@ s_worker(zsock_t *pipe, void *arg)
         memcpy(&job, zframe_data(f), sizeof job);
         zframe_destroy(&f);
         uint32_t count = 0;
-        s_read_gate(job->max);
+        s_read_gate(job->gate, job->max);
         job->rc = db_store_refresh(store);
         job->last = db_store_last_seq(store);
         if (!job->rc)
@@ -288,6 +291,7 @@ s_on_read(zloop_t *loop, zsock_t *sock, void *arg)
     job->epoch = epoch;
     job->state = self->state;
     job->shard = self->shard;
+    job->gate = self->gate;
     /* 0 in either limit asks for the tail's own limit */
     if (job->max > DB_READ_MAX || job->max == 0)
         job->max = DB_READ_MAX;
@@ -392,7 +396,8 @@ static void
 s_actor(zsock_t *pipe, void *arg)
 {
     db_reader_opts_t *o = arg;
-    s_reader_t self = {.pipe = pipe, .state = o->state, .shard = o->shard};
+    s_reader_t self = {.pipe = pipe, .state = o->state, .shard = o->shard,
+                       .gate = getenv("LUX_TEST_READ_GATE")};
     db_store_opts_t so = {.path = o->db_path, .cluster = *o->cluster, .shard = o->shard,
                           .reader = true};
     db_store_opts_t wo = so;

@@ -41,7 +41,7 @@
     READ_REP body: req u64, last u64 (the tail's last seq); frame 2: batch
     A READ whose header names another shard is refused with ESHARD, one at
     another epoch with EEPOCH, one at a replica that is not the tail with
-    ESTATE; the epoch, the tail and the held seq of a join (upto) are
+    ESTATE; the epoch, the tail and the acknowledged seq (upto) are
     checked again after the worker took the file's last seq, not only
     when the READ arrived (doc/protocol.md 9.1).
 */
@@ -58,8 +58,8 @@
 typedef struct {
     _Atomic uint64_t epoch;     /* current epoch of the chain */
     _Atomic int is_tail;        /* reads are served only by the tail */
-    _Atomic uint64_t upto;      /* ...up to this seq (a tail holding for a joiner);
-                                   UINT64_MAX: all it has */
+    _Atomic uint64_t upto;      /* ...up to this seq: what it acknowledged
+                                   (ack_seq; a hold for a joiner keeps it) */
     _Atomic uint64_t wal_pages; /* the writer's WAL size after its last commit */
 } db_reader_state_t;
 

@@ -334,8 +334,9 @@ s_setup(db_rep_t *self)
     db_store_t *store = db_store_open(&so);
     if (!store)
         return LUX_EIO;
-    self->recv_seq = self->commit_seq = self->fwd_seq = self->ack_seq = self->pub_seq =
+    self->recv_seq = self->commit_seq = self->fwd_seq = self->pub_seq =
         db_store_last_seq(store);
+    db_rep_set_ack(self, self->commit_seq);
     memcpy(self->recv_hash, db_store_last_hash(store), DB_HASH_LEN);
     self->store = store;
     db_store_watch_wal(store, &self->rstate.wal_pages);
@@ -397,7 +398,7 @@ s_actor(zsock_t *pipe, void *arg)
     self->pos = -1;
     self->link_fd = -1;
     util_complain_init(&self->complain, UTIL_COMPLAIN_MS);
-    atomic_store(&self->rstate.upto, UINT64_MAX);
+    atomic_store(&self->rstate.upto, 0);
     if (s_setup(self)) {
         snprintf(self->db_path, sizeof self->db_path, "!%s", lux_errmsg());
         s_teardown(self);

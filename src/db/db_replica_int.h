@@ -167,6 +167,8 @@ void db_rep_submit(db_rep_t *self, db_rep_batch_t *b, uint32_t count);
 void db_rep_writer_watch(db_rep_t *self, bool on);
 void db_rep_after_commit(db_rep_t *self);
 void db_rep_tail_ack(db_rep_t *self);
+/* ack_seq = seq, and the reader's bound with it */
+void db_rep_set_ack(db_rep_t *self, uint64_t seq);
 void db_rep_hello(db_rep_t *self);
 /* Take what continues our log of in; the number taken, *gap, or why. */
 int db_rep_take_batch(db_rep_t *self, const net_batch_t *in, bool *gap, char *why, size_t n);

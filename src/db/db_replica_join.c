@@ -57,7 +57,6 @@ s_hold_end(db_rep_t *self, const char *why)
     log_info("shard %u: no longer holding acknowledgements at seq %llu: %s", self->shard,
              (unsigned long long) self->hold.seq, why);
     self->hold.on = false;
-    atomic_store(&self->rstate.upto, UINT64_MAX);
     if (db_rep_is_tail(self))
         db_rep_tail_ack(self);
 }
@@ -71,10 +70,10 @@ db_rep_hold_reset(db_rep_t *self, uint64_t epoch)
        The reader stops serving first (s_apply_config says again whether
        we are the tail): lifting the bound while it still served at the
        old epoch let a READ read past the held seq what this replica
-       truncates if the new configuration left it out (db_reader s_bound) */
+       truncates if the new configuration left it out (db_reader s_bound).
+       Its bound stays at ack_seq (db_rep_set_ack) */
     self->hold.on = false;
     atomic_store(&self->rstate.is_tail, 0);
-    atomic_store(&self->rstate.upto, UINT64_MAX);
     log_info("shard %u: no longer holding acknowledgements at seq %llu: epoch %llu",
              self->shard, (unsigned long long) self->hold.seq, (unsigned long long) epoch);
 }
@@ -94,7 +93,7 @@ db_rep_on_join_hold(db_rep_t *self, const net_hdr_t *h, zframe_t *body)
     uint32_t index = util_rd32(zframe_data(body));
     uint64_t last = util_rd64(zframe_data(body) + 4);
     if (db_hold_begin(&self->hold, index, last, self->ack_seq)) {
-        atomic_store(&self->rstate.upto, self->hold.seq);
+        /* the reader's bound is ack_seq already, which the hold keeps */
         log_info("shard %u: replica %u asks to join at seq %llu; holding acknowledgements at "
                  "seq %llu", self->shard, index, (unsigned long long) last,
                  (unsigned long long) self->hold.seq);

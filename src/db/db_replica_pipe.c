@@ -197,6 +197,20 @@ s_publish(db_rep_t *self)
     self->pub_beat_ms = util_mono_ms();
 }
 
+/* What the chain committed goes up to seq: the reader serves up to it
+   and no further (as the tail). The writer commits before this thread
+   hears of it, so the file holds more than the chain committed for a
+   while; a READ that served those events, followed by a join hold (it
+   holds at ack_seq) and the removal of this tail, handed a subscriber
+   events this replica then truncated (issue 26, t/5017). A hold keeps
+   ack_seq at the held seq, so it bounds the reader too. */
+void
+db_rep_set_ack(db_rep_t *self, uint64_t seq)
+{
+    self->ack_seq = seq;
+    atomic_store(&self->rstate.upto, seq);
+}
+
 /* The tail committed up to ack_seq: tell the clients or the predecessor. */
 static void
 s_tell_acked(db_rep_t *self)
@@ -230,7 +244,7 @@ db_rep_tail_ack(db_rep_t *self)
     uint64_t upto = db_hold_ack_upto(&self->hold, self->ack_seq, self->commit_seq);
     if (upto <= self->ack_seq)
         return;
-    self->ack_seq = upto;
+    db_rep_set_ack(self, upto);
     s_tell_acked(self);
     s_publish(self);
     s_release(self, self->ack_seq);
@@ -240,7 +254,7 @@ void
 db_rep_after_commit(db_rep_t *self)
 {
     if (self->state == DB_RS_JOINING) {
-        self->ack_seq = self->commit_seq;
+        db_rep_set_ack(self, self->commit_seq);
         s_release(self, self->ack_seq);
         db_rep_join_go(self);
         return;
@@ -273,7 +287,8 @@ s_on_writer(zloop_t *loop, zsock_t *sock, void *arg)
         if (code) {
             db_rep_fail(self, code, text);
         } else {
-            self->recv_seq = self->commit_seq = self->ack_seq = self->writer_seq = seq;
+            self->recv_seq = self->commit_seq = self->writer_seq = seq;
+            db_rep_set_ack(self, seq);
             if (db_store_hash_at(self->rstore, seq, self->recv_hash))
                 db_rep_fail(self, LUX_EIO, lux_errmsg());
             /* the truncated events' IDs must not count as seen: rebuild from
@@ -600,7 +615,7 @@ s_on_succ(zloop_t *loop, zsock_t *sock, void *arg)
     } else if (h.type == NET_CHAIN_ACK && body && zframe_size(body) == 8) {
         uint64_t acked = util_rd64(zframe_data(body));
         if (acked > self->ack_seq && acked <= self->commit_seq) {
-            self->ack_seq = acked;
+            db_rep_set_ack(self, acked);
             s_acked(self);
         }
     } else {

@@ -13,13 +13,54 @@
 #include "db_writer.h"
 #include "../net/net_wire.h"
 #include "../util/util_err.h"
+#include "../util/util_fs.h"
 #include "../util/util_log.h"
+#include "../util/util_time.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 typedef struct {
     zsock_t *pipe;
     db_store_t *store;
-    bool broken; /* a write failed: refuse everything */
+    bool broken;      /* a write failed: refuse everything */
+    const char *gate; /* LUX_TEST_COMMIT_GATE, read once at start */
 } s_writer_t;
+
+/* Test hook: LUX_TEST_COMMIT_GATE=DIR makes the writer of the replica
+   whose file's path ends with the text of DIR/armed, once it
+   committed a transaction, remove DIR/armed, write "FROM TO" (the seqs
+   the transaction committed) to DIR/held and wait (up to 120 s) until
+   DIR/go exists before it tells the replica, so that a test can read the
+   file in the gap between a commit and its acknowledgement (t/5017). */
+static void
+s_commit_gate(s_writer_t *self, uint64_t from, uint64_t to)
+{
+    char path[PATH_MAX], name[PATH_MAX] = "";
+    if (!self->gate || !*self->gate)
+        return;
+    snprintf(path, sizeof path, "%s/armed", self->gate);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return;
+    bool read = fgets(name, sizeof name, f) != NULL;
+    fclose(f);
+    name[strcspn(name, "\n")] = 0;
+    const char *mine = db_store_path(self->store);
+    size_t n = strlen(name), m = strlen(mine);
+    if (!read || !n || n > m || strcmp(mine + m - n, name) || unlink(path))
+        return; /* another replica's, or taken */
+    snprintf(path, sizeof path, "%s/held", self->gate);
+    if ((f = fopen(path, "w"))) {
+        fprintf(f, "%llu %llu\n", (unsigned long long) from, (unsigned long long) to);
+        fclose(f);
+    }
+    snprintf(path, sizeof path, "%s/go", self->gate);
+    for (int64_t t0 = util_mono_ms(); util_mono_ms() - t0 < 120000 && !util_exists(path);)
+        usleep(10000);
+    unlink(path);
+}
 
 int
 db_writer_put(db_store_t *store, const net_batch_t *b)
@@ -102,7 +143,7 @@ s_truncate(s_writer_t *self, uint64_t after)
 static void
 s_loop(zsock_t *pipe, void *arg)
 {
-    s_writer_t self = {.pipe = pipe, .store = arg};
+    s_writer_t self = {.pipe = pipe, .store = arg, .gate = getenv("LUX_TEST_COMMIT_GATE")};
     util_log_name("writer %u", db_store_shard(self.store));
     zsock_signal(pipe, 0);
 
@@ -111,7 +152,7 @@ s_loop(zsock_t *pipe, void *arg)
         uint32_t events = 0;
         bool open = false, stop = false;
         int rc = 0;
-        uint64_t trunc = UINT64_MAX;
+        uint64_t trunc = UINT64_MAX, before = db_store_last_seq(self.store);
 
         while (f) {
             size_t n = zframe_size(f);
@@ -150,6 +191,7 @@ s_loop(zsock_t *pipe, void *arg)
                 self.broken = true;
                 s_reply(&self, 'E', db_store_last_seq(self.store), rc, lux_errmsg());
             } else {
+                s_commit_gate(&self, before + 1, db_store_last_seq(self.store));
                 s_reply(&self, 'C', db_store_last_seq(self.store), 0, "");
             }
         } else if (rc) {

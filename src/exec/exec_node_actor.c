@@ -69,12 +69,9 @@ enum { S_OP_KILL = 1, S_OP_LOOKUP = 2, S_OP_CHECKPOINT = 3 };
 
 /* --- small things ----------------------------------------------------------------------- */
 
-/* A run of actor a (kind T_CREATE, T_CALL, T_SAVE or T_LOAD; a NULL for a
-   call to no actor, which fails): a task of the task graph, with the
-   nm_run_t only actors use. NULL when out of memory. */
-static nm_task_t *
-s_run_task(nm_t *nm, nm_client_t *owner, const exec_spec_t *s, bool insert, int kind,
-           nm_actor_t *a)
+nm_task_t *
+nm_actor_run_new(nm_t *nm, nm_client_t *owner, const exec_spec_t *s, bool insert, int kind,
+                 nm_actor_t *a)
 {
     nm_run_t *run = calloc(1, sizeof *run);
     nm_task_t *t = run ? nm_task_new(nm, owner, s, insert) : NULL;
@@ -291,7 +288,7 @@ s_run_new(nm_t *nm, nm_actor_t *a, int kind, nm_client_t *owner)
         s.args = args.data;
         s.args_len = (uint32_t) args.len;
     }
-    nm_task_t *t = args.oom ? NULL : s_run_task(nm, owner, &s, false, kind, a);
+    nm_task_t *t = args.oom ? NULL : nm_actor_run_new(nm, owner, &s, false, kind, a);
     util_buf_free(&args);
     return t;
 }
@@ -417,7 +414,7 @@ s_create(nm_t *nm, nm_client_t *c, const exec_spec_t *s)
     a->max_restarts = s->max_restarts;
     a->ckpt_every = s->ckpt_every;
     s_state(nm, a, A_WAITING);
-    nm_task_t *t = a->cls ? s_run_task(nm, c, s, true, T_CREATE, a) : NULL;
+    nm_task_t *t = a->cls ? nm_actor_run_new(nm, c, s, true, T_CREATE, a) : NULL;
     if (!t) {
         s_state(nm, a, A_DEAD);
         a->death = strdup("out of memory creating it");
@@ -468,7 +465,7 @@ nm_actor_submit(nm_t *nm, nm_client_t *c, const exec_spec_t *s)
     exec_spec_t s2 = *s;
     if (a)
         memcpy(s2.module, a->module, 16);
-    nm_task_t *t = s_run_task(nm, c, &s2, true, T_CALL, a);
+    nm_task_t *t = nm_actor_run_new(nm, c, &s2, true, T_CALL, a);
     if (!t)
         return util_err(LUX_ENOMEM, "out of memory holding an actor call");
     nm->n_submitted++;
@@ -616,7 +613,7 @@ s_replay_cb(void *arg, const db_event_t *e)
                      (long long) e->idx);
             return 1;
         }
-        if (!(t = s_run_task(x->nm, NULL, &s, false, T_CALL, a))) {
+        if (!(t = nm_actor_run_new(x->nm, NULL, &s, false, T_CALL, a))) {
             x->rc = LUX_ENOMEM;
             snprintf(x->why, sizeof x->why, "out of memory replaying its calls");
             return 1;
@@ -912,6 +909,7 @@ s_saved(nm_t *nm, nm_actor_t *a, nm_task_t *t, nm_client_t *c, int status, const
             a->ckpt_idx = t->run->idx;
             a->has_ckpt = true;
             s_unkeep(nm, a, t->run->idx);
+            nm_ractor_saved(nm, a, o); /* its home on another node keeps it too */
         }
     }
     if (t->owner)

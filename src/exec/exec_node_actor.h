@@ -11,6 +11,13 @@
 /* Give the task graph the calls it makes to actors (nm->ops). */
 void nm_actor_open(nm_t *nm);
 
+/* A run of actor a (kind T_CREATE, T_CALL, T_SAVE or T_LOAD; a NULL for a
+   call to no actor, which fails): a task of the task graph (nm_task_new,
+   in nm->tasks when insert), with the nm_run_t only actors use. NULL when
+   out of memory. */
+nm_task_t *nm_actor_run_new(nm_t *nm, nm_client_t *owner, const exec_spec_t *s, bool insert,
+                            int kind, nm_actor_t *a);
+
 int nm_actor_submit(nm_t *nm, nm_client_t *c, const exec_spec_t *s);
 
 void nm_actor_kick(nm_t *nm, nm_actor_t *a);      /* send what can be sent */

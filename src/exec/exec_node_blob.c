@@ -34,11 +34,21 @@
 /* A test's hook (t/3133): with LUX_TEST_BLOB_GATE=PATH, a blob's write
    first makes PATH.waiting and then waits until PATH exists (at most 120
    s), so that a test can hold a write in progress and see what the node
-   does meanwhile. */
+   does meanwhile. The environment is read once, not on every write. */
+static const char *s_gate;
+static pthread_once_t s_gate_once = PTHREAD_ONCE_INIT;
+
+static void
+s_gate_read(void)
+{
+    s_gate = getenv("LUX_TEST_BLOB_GATE");
+}
+
 static void
 s_test_gate(void)
 {
-    const char *gate = getenv("LUX_TEST_BLOB_GATE");
+    pthread_once(&s_gate_once, s_gate_read);
+    const char *gate = s_gate;
     char waiting[PATH_MAX];
     if (!gate || !*gate || snprintf(waiting, sizeof waiting, "%s.waiting", gate) >= PATH_MAX)
         return;

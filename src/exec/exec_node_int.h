@@ -197,6 +197,19 @@ struct nm_task {
     bool far_later;           /* not pulled at submission: it is placed first */
 };
 
+/* What a NODE_TASK says of an actor's run besides its spec (exec_ractor.c):
+   for a call, its number in the log (0: a new call, numbered there) and
+   whether it is re-applied (its results were handed out before: dropped);
+   for a creation placed again, the restarts so far and the checkpoint it
+   starts from (the object goes with it). */
+typedef struct {
+    uint64_t idx;          /* CALL: its number; CREATE: the checkpoint's call */
+    uint32_t restarts;     /* CREATE */
+    uint8_t flags;         /* NM_EXT_* */
+    lux_ref_t ckpt;        /* CREATE with NM_EXT_CKPT */
+} nm_remote_ext_t;
+enum { NM_EXT_REPLAY = 1, NM_EXT_CKPT = 2 };
+
 /* --- actors ---------------------------------------------------------------------------- */
 
 enum nm_actor_state {

@@ -31,9 +31,18 @@
     flight, in order; with no restarts left, or no node that fits, the
     actor dies with the reason. A stub asks the head again, and sends its
     calls where the actor lives now; after S_LOST_MS without an answer its
-    calls fail. The new process starts from its constructor: its
-    checkpoint lived in the dead node's store (DESIGN 8.1 says what is
-    lost).
+    calls fail.
+
+    CHECKPOINTS ACROSS NODES. A checkpoint made where the actor lives goes
+    to its home too (NODE_ACTOR_CKPT: the call it covers and its bytes),
+    which keeps the newest in its own store. Placed again, the actor
+    starts from it: the creation carries the checkpoint (the new node
+    loads it instead of running the constructor), then the calls the log
+    has after it go, in the log's order, with the numbers it gave them:
+    those answered before are re-applied and their results dropped, those
+    in flight are answered; calls the log never saw come after, as new
+    ones. The log is read where its files are (the head's node); a home
+    elsewhere sends only its calls in flight, after the checkpoint.
 */
 #include "exec_ractor.h"
 #include "exec_members.h"
@@ -41,6 +50,7 @@
 #include "exec_pool.h"
 #include "exec_node_actor.h"
 #include "exec_node_log.h"
+#include "exec_node_obj.h"
 #include "exec_node_sched.h"
 #include "exec_remote.h"
 #include "../db/db_query.h"
@@ -327,6 +337,117 @@ s_on_kill(nm_t *nm, nm_peer_msg_t *m)
         s_doom(nm, a, LUX_EDEAD, msg);
 }
 
+/* --- checkpoints: from where an actor lives to its home ------------------------------------- */
+
+void
+nm_ractor_saved(nm_t *nm, nm_actor_t *a, const nm_obj_t *o)
+{
+    nm_client_t *c = a->owner;
+    if (!nm->ractor || !c || !c->peer || a->remote || o->state != OBJ_READY)
+        return;
+    util_buf_t b;
+    util_buf_init(&b);
+    util_buf_put(&b, a->id.b, 16);
+    util_buf_put_u64(&b, a->ckpt_idx);
+    util_buf_put(&b, o->id.b, LUX_REF_LEN);
+    util_buf_put(&b, o->fp, 16);
+    zmsg_t *m = zmsg_new();
+    zmsg_addmem(m, b.data, b.len);
+    zmsg_addmem(m, o->where == EXEC_W_INLINE ? o->bytes : exec_arena_base(nm->arena) + o->off,
+                (size_t) o->size);
+    util_buf_free(&b);
+    nm_peer_msg_t to = {.type = NET_NODE_TASK, .rid = zframe_new(c->peer_rid, c->peer_rid_len)};
+    nm_peer_reply(nm, &to, NET_NODE_ACTOR_CKPT, &m);
+    zframe_destroy(&to.rid);
+}
+
+/* NODE_ACTOR_CKPT: actor ID [16], call u64, object ID [20], fingerprint
+   [16]; then the checkpoint's bytes. The home keeps the newest. */
+static void
+s_on_ckpt(nm_t *nm, nm_peer_msg_t *m)
+{
+    util_rd_t rd;
+    if (!nm_peer_body(nm, m, &rd))
+        return;
+    const uint8_t *idp = util_rd_take(&rd, 16);
+    uint64_t idx = util_rd_u64(&rd);
+    const uint8_t *op = util_rd_take(&rd, LUX_REF_LEN), *fp = util_rd_take(&rd, 16);
+    zframe_t *bytes = (zmsg_first(m->msg), zmsg_next(m->msg));
+    if (rd.bad || !idp || !op || !fp || !bytes) {
+        nm_complain(nm, "malformed NODE_ACTOR_CKPT");
+        return;
+    }
+    util_id_t id;
+    memcpy(id.b, idp, 16);
+    nm_actor_t *a = s_find(nm, &id);
+    char hex[UTIL_ID_HEX];
+    if (!a || !a->home || a->state == A_DEAD || (a->has_ckpt && idx <= a->ckpt_idx))
+        return;
+    lux_ref_t oid;
+    memcpy(oid.b, op, LUX_REF_LEN);
+    nm_obj_t *o = nm_obj_get(nm, &oid);
+    if (o || !(o = nm_obj_new(nm, &oid)))
+        return;
+    if (nm_remote_obj_fill(nm, o, zframe_data(bytes), zframe_size(bytes))) {
+        log_warn("actor %s (%s): no room here for its checkpoint of call %llu (%zu bytes): "
+                 "a restart starts from the one before: %s", util_id_hex(&a->id, hex), a->cls,
+                 (unsigned long long) idx, zframe_size(bytes), lux_errmsg());
+        nm_obj_delete(nm, o);
+        return;
+    }
+    memcpy(o->fp, fp, 16);
+    o->is_put = true;  /* no lineage: spilled, never dropped */
+    o->owned = true;   /* the actor's */
+    o->owner = NULL;
+    if (a->has_ckpt) {
+        nm_obj_t *old = nm_obj_get(nm, &a->ckpt);
+        if (old) {
+            old->owned = false;
+            if (!old->pins && !old->uses && !old->nwaiters)
+                nm_obj_delete(nm, old);
+        }
+    }
+    a->ckpt = oid;
+    a->ckpt_idx = idx;
+    a->has_ckpt = true;
+}
+
+void
+nm_ractor_taken(nm_t *nm, nm_client_t *c, const exec_spec_t *s, const nm_remote_ext_t *x)
+{
+    char hex[UTIL_ID_HEX];
+    if (s->kind == EXEC_SPEC_CREATE) {
+        nm_actor_t *a = s_find(nm, &s->actor);
+        if (!a || a->remote || a->owner != c || a->state != A_WAITING)
+            return;
+        a->restarts = x->restarts;
+        if (!(x->flags & NM_EXT_CKPT))
+            return;
+        nm_obj_t *o = nm_obj_get(nm, &x->ckpt);
+        if (!o || o->state != OBJ_READY) {
+            log_warn("actor %s (%s): its checkpoint of call %llu did not come with it: it "
+                     "starts from its constructor", util_id_hex(&a->id, hex), a->cls,
+                     (unsigned long long) x->idx);
+            return;
+        }
+        o->owned = true; /* the actor's */
+        o->owner = NULL;
+        a->ckpt = x->ckpt;
+        a->ckpt_idx = a->saved_idx = a->next_idx = x->idx;
+        a->has_ckpt = true;
+        log_info("actor %s (%s) starts from its checkpoint of call %llu (restart %u)",
+                 util_id_hex(&a->id, hex), a->cls, (unsigned long long) x->idx, a->restarts);
+        return;
+    }
+    nm_task_t *t = x->idx ? nm_task_find(nm, &s->task) : NULL;
+    if (!t || t->kind != T_CALL || !t->actor || t->run->idx || t->owner != c)
+        return;
+    t->run->idx = x->idx; /* numbered by the log already: not logged again */
+    t->run->replay = (x->flags & NM_EXT_REPLAY) != 0;
+    if (t->actor->next_idx < x->idx)
+        t->actor->next_idx = x->idx;
+}
+
 /* --- the home: placing, and placing again ------------------------------------------------- */
 
 bool
@@ -383,12 +504,112 @@ nm_ractor_placed(nm_t *nm, nm_actor_t *a, char *text)
     t->rnode = a->rnode; /* watched: when that node dies, it is placed again */
     snprintf(a->rep, sizeof a->rep, "%s", ep);
     log_info("actor %s (%s) placed on node %s (%s)", util_id_hex(&a->id, hex), a->cls, v, ep);
-    if (nm_remote_push(nm, t, ep)) {
+    nm_remote_ext_t x = {.idx = a->has_ckpt ? a->ckpt_idx : 0, .restarts = a->restarts,
+                         .flags = a->has_ckpt ? NM_EXT_CKPT : 0};
+    if (a->has_ckpt)
+        x.ckpt = a->ckpt;
+    if (nm_remote_push_x(nm, t, ep, a->restarts ? &x : NULL)) {
         snprintf(why, sizeof why, "sending its creation to node %s: %s", v, lux_errmsg());
         s_doom(nm, a, LUX_EIO, why);
         return;
     }
     nm_actor_kick(nm, a); /* the calls that waited go after it */
+}
+
+/* Reading the log for a restart elsewhere (s_requeue). */
+typedef struct {
+    nm_t *nm;
+    nm_actor_t *a;
+    const char *nh;
+    nm_task_t *head, *last;   /* the calls to send first, in log order */
+    nm_task_t *lost, *lost_last; /* in flight, covered by the checkpoint */
+    uint64_t n;
+    int rc;
+} s_requeue_t;
+
+/* Take the call with ID id off a's queue (NULL: not there). */
+static nm_task_t *
+s_unqueue(nm_actor_t *a, const util_id_t *id)
+{
+    nm_task_t *prev = NULL;
+    for (nm_task_t *t = a->queue; t; prev = t, t = t->next)
+        if (util_id_eq(&t->id, id)) {
+            if (prev)
+                prev->next = t->next;
+            else
+                a->queue = t->next;
+            if (a->queue_last == t)
+                a->queue_last = prev;
+            t->next = NULL;
+            return t;
+        }
+    return NULL;
+}
+
+static int
+s_requeue_cb(void *arg, const db_event_t *e)
+{
+    s_requeue_t *x = arg;
+    nm_actor_t *a = x->a;
+    uint64_t idx = (uint64_t) e->idx;
+    nm_task_t *t = s_unqueue(a, &e->task); /* one in flight: answered */
+    if (idx <= (a->has_ckpt ? a->ckpt_idx : 0)) {
+        if (t)
+            s_push_back(&x->lost, &x->lost_last, t);
+        return 0;
+    }
+    if (!t) { /* answered before: re-applied, its results dropped */
+        exec_spec_t s = {.task = e->task, .parent = e->parent, .job = e->job, .fn = e->name,
+                         .fn_len = (uint16_t) e->name_len, .kind = EXEC_SPEC_CALL,
+                         .actor = a->id};
+        memcpy(s.module, a->module, 16);
+        if (!(e->mask & DB_F_BODY) || exec_call_from_body(&s, e->body, e->body_len) ||
+            !(t = nm_actor_run_new(x->nm, NULL, &s, false, T_CALL, a))) {
+            x->rc = LUX_ECORRUPT;
+            return 1;
+        }
+        t->run->replay = true;
+    }
+    t->run->idx = idx;
+    s_push_back(&x->head, &x->last, t);
+    x->n++;
+    return 0;
+}
+
+/* a, whose node died, is placed again: the calls the log has after its
+   checkpoint go first (those answered re-applied), in the log's order;
+   calls in flight that its checkpoint covers fail (applied, their results
+   died with the node). A home that cannot read the log sends its calls
+   in flight only. */
+static void
+s_requeue(nm_t *nm, nm_actor_t *a, const char *nh)
+{
+    char hex[UTIL_ID_HEX], why[500];
+    s_requeue_t x = {.nm = nm, .a = a, .nh = nh};
+    util_id_hex(&a->id, hex);
+    int rc = nm_log_actor_calls(nm, &a->id, 0, s_requeue_cb, &x);
+    if (rc || x.rc)
+        log_warn("actor %s (%s): its calls cannot be read from the log here (%s): placed "
+                 "again from %s with its calls in flight only", hex, a->cls,
+                 x.rc ? "a call's record is malformed" : lux_errmsg(),
+                 a->has_ckpt ? "its checkpoint" : "its constructor");
+    if (x.last) {
+        x.last->next = a->queue;
+        if (!a->queue)
+            a->queue_last = x.last;
+        a->queue = x.head;
+    }
+    while (x.lost) {
+        nm_task_t *t = x.lost;
+        x.lost = t->next;
+        t->next = NULL;
+        snprintf(why, sizeof why, "node %s, which held actor %s, died after applying this "
+                 "call (its checkpoint covers it) and before its result came back", nh, hex);
+        s_push_back(&a->queue, &a->queue_last, t); /* nm_task_fail takes it off */
+        nm_task_fail(nm, t, LUX_EDEAD, why);
+    }
+    if (!rc && !x.rc)
+        nm_log_actor_restarted(nm, a, x.n);
 }
 
 void
@@ -432,6 +653,7 @@ nm_ractor_lost(nm_t *nm, nm_actor_t *a, const util_id_t *node)
     a->restarts++;
     log_warn("actor %s (%s): node %s, which held it, is dead: placing it again (restart %u of "
              "%u)", util_id_hex(&a->id, hex), a->cls, nh, a->restarts, a->max_restarts);
+    s_requeue(nm, a, nh);
     t->remote = false;
     memset(&t->rnode, 0, sizeof t->rnode);
     if (!nm_remote_ask(nm, t)) {
@@ -527,6 +749,18 @@ nm_ractor_pump(nm_t *nm, nm_actor_t *a)
             nm_task_discard(nm, t);
             continue;
         }
+        nm_remote_ext_t x = {.idx = t->run->idx, .flags = t->run->replay ? NM_EXT_REPLAY : 0};
+        if (t->run->replay) { /* re-applied there, nothing comes back */
+            if (nm_remote_push_x(nm, t, a->rep, &x)) {
+                char why[600];
+                snprintf(why, sizeof why, "cannot re-apply its call %llu on %s: %s",
+                         (unsigned long long) t->run->idx, a->rep, lux_errmsg());
+                s_doom(nm, a, LUX_EIO, why);
+            }
+            t->next = NULL;
+            nm_task_discard(nm, t);
+            continue;
+        }
         t->remote = true;
         t->spilled = true;
         t->state = TASK_RUNNING;
@@ -534,7 +768,7 @@ nm_ractor_pump(nm_t *nm, nm_actor_t *a)
         t->rgot = 0;
         s_push_back(&a->sent, &a->sent_last, t);
         a->nsent++;
-        if (nm_remote_push(nm, t, a->rep)) {
+        if (nm_remote_push_x(nm, t, a->rep, t->run->idx ? &x : NULL)) {
             char why[600];
             snprintf(why, sizeof why, "sending it to %s, where its actor lives: %s", a->rep,
                      lux_errmsg());
@@ -625,6 +859,8 @@ nm_ractor_open(nm_t *nm)
         rc = nm_peer_on(nm, NET_NODE_ACTOR_WHERE_REP, s_on_where_rep);
     if (!rc)
         rc = nm_peer_on(nm, NET_NODE_ACTOR_KILL, s_on_kill);
+    if (!rc)
+        rc = nm_peer_on(nm, NET_NODE_ACTOR_CKPT, s_on_ckpt);
     return rc;
 }
 

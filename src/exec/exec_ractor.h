@@ -39,6 +39,15 @@ void nm_ractor_pump(nm_t *nm, nm_actor_t *a);
 void nm_ractor_lost(nm_t *nm, nm_actor_t *a, const util_id_t *node);
 /* a died here (killed, its owner gone): the node that holds it lets it go. */
 void nm_ractor_died(nm_t *nm, nm_actor_t *a);
+/* a, held here for a home on another node (its owner is that node's peer
+   client), made checkpoint o: it goes to the home (NODE_ACTOR_CKPT), which
+   keeps it to place a again from it when this node dies. */
+void nm_ractor_saved(nm_t *nm, nm_actor_t *a, const nm_obj_t *o);
+/* An actor's run that another node (c) sent here with x (exec_remote.h),
+   just submitted as s: a creation starts from x's checkpoint; a call
+   keeps the number the log gave it, and a re-applied one drops its
+   results. */
+void nm_ractor_taken(nm_t *nm, nm_client_t *c, const exec_spec_t *s, const nm_remote_ext_t *x);
 /* A lookup of name found nothing here: ask the head, and again until
    deadline_ms or an answer. */
 void nm_ractor_lookup(nm_t *nm, const char *name, int64_t deadline_ms);

@@ -54,8 +54,10 @@
 #define S_NODES_MAX 1024
 #define S_SENT_MAX 256   /* (node, module) pairs remembered as sent */
 #define S_WATCH_MS 1000  /* how often a node with tasks elsewhere asks who is alive */
+#define S_HEADLESS_MS 30000 /* work away this long while the monitor cannot be asked: failed */
 #define S_PEND_MAX 16    /* nodes with a NODE_TASK being filled at once */
 #define S_ARGS_MAX 64    /* (node, bytes) pairs of a task's arguments weighed */
+#define S_CNT_EXT (21 + LUX_REF_LEN) /* NODE_TASK's count frame with an actor's extension */
 
 struct nm_remote {
     /* the head: the global scheduler */
@@ -73,6 +75,10 @@ struct nm_remote {
     } sent[S_SENT_MAX];
     size_t nsent, sent_next;
     int64_t watch_ms;     /* when who is alive was last asked */
+    /* while the membership monitor does not answer: since when each task
+       or call away (by ID) was seen away (s_headless) */
+    util_idmap_t *unseen;
+    int64_t silent_ms;    /* when the monitor last failed to answer after answering (0: it answers) */
     /* the submitting node: placed tasks, one NODE_TASK per node, sent at the
        end of the dispatch or handler that placed them (nm_remote_flush) */
     struct {
@@ -128,10 +134,8 @@ s_obj_next(zmsg_t *m, lux_ref_t *id, uint8_t *where, zframe_t **f)
     return true;
 }
 
-/* Make o's value from bytes: inline when small, else in the store. 0 or
-   a code (no room). */
-static int
-s_obj_fill(nm_t *nm, nm_obj_t *o, const void *bytes, size_t size)
+int
+nm_remote_obj_fill(nm_t *nm, nm_obj_t *o, const void *bytes, size_t size)
 {
     if (size <= EXEC_INLINE_MAX) {
         nm_obj_set_inline(nm, o, bytes, size);
@@ -306,6 +310,12 @@ static uint32_t
 s_le32(const uint8_t *p)
 {
     return (uint32_t) p[0] | (uint32_t) p[1] << 8 | (uint32_t) p[2] << 16 | (uint32_t) p[3] << 24;
+}
+
+static uint64_t
+s_le64(const uint8_t *p)
+{
+    return (uint64_t) s_le32(p) | (uint64_t) s_le32(p + 4) << 32;
 }
 
 /* Add the frames of *m (taken) to what goes to ep this turn. 0 or a code. */
@@ -540,6 +550,12 @@ s_placed(nm_t *nm, nm_task_t *t, char *text)
 int
 nm_remote_push(nm_t *nm, nm_task_t *t, const char *ep)
 {
+    return nm_remote_push_x(nm, t, ep, NULL);
+}
+
+int
+nm_remote_push_x(nm_t *nm, nm_task_t *t, const char *ep, const nm_remote_ext_t *x)
+{
     {
         /* frames: the spec, the module's bytes the first time this node
            sends it there (else empty), how many objects (u32), then the
@@ -547,6 +563,14 @@ nm_remote_push(nm_t *nm, nm_task_t *t, const char *ep)
         util_buf_t *b = &nm->remote->scratch;
         b->len = 0;
         zmsg_t *objs = zmsg_new();
+        if (x && (x->flags & NM_EXT_CKPT)) { /* the checkpoint it starts from, first */
+            nm_obj_t *o = nm_obj_get(nm, &x->ckpt);
+            if (o && o->state == OBJ_READY)
+                s_obj_add(objs, &o->id, EXEC_W_INLINE,
+                          o->where == EXEC_W_INLINE ? o->bytes
+                                                    : exec_arena_base(nm->arena) + o->off,
+                          o->size);
+        }
         int rc = s_encode(nm, t, b, objs);
         zmsg_t *out = zmsg_new();
         zmsg_addmem(out, b->data, b->len);
@@ -560,10 +584,16 @@ nm_remote_push(nm_t *nm, nm_task_t *t, const char *ep)
         }
         zmsg_addmem(out, bytes, bytes ? len : 0);
         free(bytes);
-        uint8_t cnt[8];
+        uint8_t cnt[S_CNT_EXT];
         util_le32(cnt, (uint32_t) (zmsg_size(objs) / 2));
         util_le32(cnt + 4, t->kind == T_TASK ? t->attempt : 1);
-        zmsg_addmem(out, cnt, 8);
+        if (x) {
+            util_le64(cnt + 8, x->idx);
+            util_le32(cnt + 16, x->restarts);
+            cnt[20] = x->flags;
+            memcpy(cnt + 21, x->ckpt.b, LUX_REF_LEN);
+        }
+        zmsg_addmem(out, cnt, x ? S_CNT_EXT : 8);
         zframe_t *f;
         while ((f = zmsg_pop(objs)))
             zmsg_append(out, &f);
@@ -647,7 +677,7 @@ s_on_done(nm_t *nm, nm_peer_msg_t *m)
         nm_obj_t *o = nm_task_output(nm, t, (uint8_t) idx);
         if (!o)
             continue;
-        if (s_obj_fill(nm, o, zframe_data(f), zframe_size(f))) {
+        if (nm_remote_obj_fill(nm, o, zframe_data(f), zframe_size(f))) {
             char why[600];
             snprintf(why, sizeof why, "its output %u came back from the node that ran it, and "
                      "this node has no room for it: %s", idx, lux_errmsg());
@@ -718,7 +748,7 @@ s_on_task(nm_t *nm, nm_peer_msg_t *m)
         util_rd_init(&rd, zframe_data(f), zframe_size(f));
         zframe_t *mod = zmsg_next(m->msg), *cnt = mod ? zmsg_next(m->msg) : NULL;
         if (exec_spec_decode(&rd, &s) || s.kind > EXEC_SPEC_CALL || !cnt ||
-            (zframe_size(cnt) != 4 && zframe_size(cnt) != 8)) {
+            (zframe_size(cnt) != 4 && zframe_size(cnt) != 8 && zframe_size(cnt) != S_CNT_EXT)) {
             nm_complain(nm, "NODE_TASK: a malformed task");
             return;
         }
@@ -748,7 +778,7 @@ s_on_task(nm_t *nm, nm_peer_msg_t *m)
                 continue; /* held here already */
             if (!(o = nm_obj_new(nm, &id)))
                 break;
-            if (s_obj_fill(nm, o, zframe_data(bytes), zframe_size(bytes)))
+            if (nm_remote_obj_fill(nm, o, zframe_data(bytes), zframe_size(bytes)))
                 nm_obj_set_error(nm, o, lux_errmsg()); /* the task fails naming it */
             o->is_put = true; /* no lineage here: spilled, not dropped, if room is short */
         }
@@ -761,6 +791,13 @@ s_on_task(nm_t *nm, nm_peer_msg_t *m)
         nm_task_t *t = s.kind == EXEC_SPEC_TASK && attempt > 1 ? nm_task_find(nm, &s.task) : NULL;
         if (t && t->owner == c && t->attempt == 1 && !t->worker)
             t->attempt = attempt > 255 ? 255 : attempt;
+        if (zframe_size(cnt) == S_CNT_EXT) { /* an actor's run: exec_ractor.c */
+            const uint8_t *p = zframe_data(cnt);
+            nm_remote_ext_t x = {.idx = s_le64(p + 8), .restarts = s_le32(p + 16),
+                                 .flags = p[20]};
+            memcpy(x.ckpt.b, p + 21, LUX_REF_LEN);
+            nm_ractor_taken(nm, c, &s, &x);
+        }
     }
 }
 
@@ -877,6 +914,42 @@ s_alive(const char *table, const util_id_t *node)
     return false;
 }
 
+/* The monitor cannot be asked who is alive (the head is down, or cut
+   off): nothing tells this node whether the nodes its tasks and calls
+   went to live. Those away for S_HEADLESS_MS of that silence fail, saying
+   so, rather than wait for ever; an actor's creation stays (the actor may
+   well live: its calls that are answered go on). */
+static void
+s_headless(nm_t *nm, s_list_t *l, int64_t now)
+{
+    struct nm_remote *r = nm->remote;
+    if (!r->unseen && !(r->unseen = util_idmap_new(sizeof(int64_t))))
+        return;
+    if (!r->silent_ms)
+        r->silent_ms = now;
+    for (size_t i = 0; i < l->n; i++) {
+        nm_task_t *t = l->v[i];
+        if (!t->remote || util_id_is_zero(&t->rnode) || t->kind == T_CREATE)
+            continue;
+        int fresh = 0;
+        int64_t *since = util_idmap_put(r->unseen, t->id.b, &fresh);
+        if (!since)
+            continue;
+        if (fresh)
+            *since = now;
+        if (now - *since < S_HEADLESS_MS)
+            continue;
+        char nh[UTIL_ID_HEX], why[500];
+        util_idmap_del(r->unseen, t->id.b);
+        snprintf(why, sizeof why, "the head's membership monitor has not answered for %lld s "
+                 "(is the head down?), so whether node %s, where it was sent %lld s ago, is "
+                 "alive cannot be known; no answer came from it", (long long) (now - r->silent_ms) / 1000,
+                 util_id_hex(&t->rnode, nh), (long long) (now - *since) / 1000 + 1);
+        t->remote = false; /* its failure is this node's event */
+        nm_task_fail(nm, t, LUX_EDEAD, why);
+    }
+}
+
 void
 nm_remote_tick(nm_t *nm)
 {
@@ -902,9 +975,13 @@ nm_remote_tick(nm_t *nm)
     char *table = NULL;
     if (!r->sec || exec_members_ask(&nm->cluster, r->sec, "STATUS", NULL, 2000, &table)) {
         free(table);
+        s_headless(nm, &l, now); /* asked again next time */
         free(l.v);
-        return; /* asked again next time */
+        return;
     }
+    r->silent_ms = 0;
+    if (r->unseen)
+        util_idmap_clear(r->unseen);
     for (size_t i = 0; i < l.n; i++) {
         nm_task_t *t = l.v[i];
         if (!t->remote || util_id_is_zero(&t->rnode)) /* an actor's, taken back already */
@@ -978,6 +1055,7 @@ nm_remote_close(nm_t *nm)
     for (int i = 0; i < r->npend; i++)
         zmsg_destroy(&r->pend[i].m);
     net_sec_destroy(&r->sec);
+    util_idmap_destroy(&r->unseen);
     free(r->nodes);
     util_buf_free(&r->scratch);
     free(r);

@@ -132,10 +132,29 @@ nm_store_on_unalloc(nm_t *nm, nm_client_t *c, zframe_t *body)
         nm_complain(nm, "UNALLOC of room that was not granted");
 }
 
+/* Whether waiting may bring c room: a task other than c's is running (a
+   pool worker busy, or an actor's call out, neither blocked in a get),
+   whose end unpins its arguments and gives back what it was granted.
+   Otherwise what holds the store is readers' pins (a driver keeping what
+   it read), blocked tasks and tasks not yet running, which no wait frees:
+   they may well be waiting for c itself (DESIGN 7, rule 9). */
+static bool
+s_room_may_come(nm_t *nm, const nm_client_t *c)
+{
+    for (nm_worker_t *w = nm->workers; w; w = w->next) {
+        if (w->client == c || w->reaped || w->call_blocked)
+            continue;
+        if (w->actor ? w->actor->sent != NULL : w->state == W_BUSY)
+            return true;
+    }
+    return false;
+}
+
 /* ALLOC: room in the store for a value the client writes in place. When
    the store is full of objects in use, the request waits (see
-   nm_alloc_waits) rather than failing at once: tasks finishing unpin their
-   arguments. */
+   nm_alloc_waits) rather than failing at once, while tasks that are
+   running may unpin their arguments when they finish; with none, it goes
+   beyond the store's size at once, as it would after the wait. */
 void
 nm_store_on_alloc(nm_t *nm, nm_client_t *c, zframe_t *body)
 {
@@ -148,7 +167,11 @@ nm_store_on_alloc(nm_t *nm, nm_client_t *c, zframe_t *body)
     if (size == 0) {
         rc = util_err(LUX_EINVAL, "ALLOC of 0 bytes");
     } else if ((rc = nm_store_try(nm, size, &off)) == LUX_EFULL && size <= nm->store_bytes &&
-               nm->store_wait_ms > 0) {
+               nm->store_wait_ms > 0 && !s_room_may_come(nm, c)) {
+        nm->store_over = true; /* nothing to wait for */
+        rc = nm_store_try(nm, size, &off);
+        nm->store_over = false;
+    } else if (rc == LUX_EFULL && size <= nm->store_bytes && nm->store_wait_ms > 0) {
         nm_alloc_wait_t *w = calloc(1, sizeof *w), **p = &nm->alloc_waits;
         if (w) {
             w->c = c;
@@ -185,7 +208,7 @@ nm_store_retry(nm_t *nm)
         nm_alloc_wait_t *w = *p;
         uint64_t off = 0;
         int rc = changed ? nm_store_try(nm, w->size, &off) : LUX_EFULL;
-        if (rc == LUX_EFULL && now < w->deadline_ms) {
+        if (rc == LUX_EFULL && now < w->deadline_ms && s_room_may_come(nm, w->c)) {
             p = &w->next;
             continue;
         }
@@ -196,7 +219,8 @@ nm_store_retry(nm_t *nm)
         }
         if (rc == LUX_EFULL) {
             nm_store_alloc(nm, w->size, &off);
-            util_err_ctx(LUX_EFULL, "waited %lld ms", (long long) nm->store_wait_ms);
+            util_err_ctx(LUX_EFULL, "waited %lld ms",
+                         (long long) (now - (w->deadline_ms - nm->store_wait_ms)));
         }
         s_alloc_reply(nm, w->c, w->req, rc, off, w->size);
         *p = w->next;

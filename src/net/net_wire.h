@@ -76,7 +76,8 @@
     X(NODE_TASK_DONE, 51, "the outputs of spilled tasks, to their node")     \
     X(NODE_ACTOR_WHERE, 56, "a node asks the head which node holds an actor") \
     X(NODE_ACTOR_WHERE_REP, 57, "the node that holds an actor, from the log")  \
-    X(NODE_ACTOR_KILL, 58, "an actor's home or caller lets it go where it lives")
+    X(NODE_ACTOR_KILL, 58, "an actor's home or caller lets it go where it lives") \
+    X(NODE_ACTOR_CKPT, 59, "an actor's checkpoint, from where it lives to its home")
 
 enum net_type {
 #define X(name, code, what) NET_##name = code,

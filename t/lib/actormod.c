@@ -19,6 +19,17 @@
         bump NAME K GO find the counter named NAME (waiting up to 60 s),
                        call bump K times, then add(0); print its answer,
                        make GO.ready and wait for GO
+        ckpt NAME RES EVERY K GO
+                       create a counter named NAME holding RES, with
+                       max_restarts 1 and checkpoint_every EVERY; call
+                       add(i) for i = 1..K, printing each count alone (no
+                       directory), then "at DIR"; make GO.ready, wait for
+                       GO, call add(i) for i = K+1..2K the same way, make
+                       GO.done and end
+        loop NAME STOP find the counter named NAME (waiting up to 60 s),
+                       call add(1) and print its answer until the file
+                       STOP exists (then print "stopped" and end); a
+                       get waits at most 60 s
     An answer is a line "DIR COUNT": the directory of the node that holds
     the counter (lux_dir) and its count after the call. A failed call
     prints "error: MESSAGE" and exits 1.
@@ -48,7 +59,25 @@ Counter_destroy(void *self)
 {
     free(self);
 }
-LUX_ACTOR(Counter, 0, Counter_create, Counter_destroy, NULL, NULL)
+static int
+Counter_save(lux_t *lx, void *self)
+{
+    return lux_set(lx, 0, &((counter_t *) self)->count, 8);
+}
+
+static void *
+Counter_load(lux_t *lx, const lux_val_t *state)
+{
+    counter_t *c = calloc(1, sizeof *c);
+    if (!c || state->size != 8) {
+        free(c);
+        lux_raise(lx, "a counter's checkpoint is 8 bytes, not %zu", state->size);
+        return NULL;
+    }
+    memcpy(&c->count, state->data, 8);
+    return c;
+}
+LUX_ACTOR(Counter, 0, Counter_create, Counter_destroy, Counter_save, Counter_load)
 
 static int
 Counter_add(lux_t *lx, void *self, int argc, const lux_val_t *argv)
@@ -175,6 +204,55 @@ s_main(lux_t *lx, int argc, char **argv)
         if (lux_actor_lookup(lx, argv[2], &a, 60000))
             return printf("error: %s\n", lux_errmsg()), 1;
         return s_bumps(lx, &a, atol(argv[3])) ? 1 : s_ready_wait(argv[4]);
+    }
+    if (argc == 7 && strcmp(argv[1], "ckpt") == 0) {
+        lux_actor_opts_t o = {.name = argv[2],
+                              .resources = strcmp(argv[3], "-") ? argv[3] : NULL,
+                              .max_restarts = 1, .checkpoint_every = atoi(argv[4])};
+        long k = atol(argv[5]);
+        char path[1100];
+        if (lux_actor_create(lx, "Counter", 0, NULL, &o, &a))
+            return printf("error: %s\n", lux_errmsg()), 1;
+        for (long i = 1; i <= 2 * k; i++) {
+            int64_t n = i;
+            lux_ref_t r;
+            lux_val_t v;
+            if (lux_actor_call(lx, &a, "add", 1, (lux_arg_t[]) {LUX_VAL(&n, 8)}, 1, &r) ||
+                lux_get(lx, &r, &v, 120000))
+                return printf("error: %s\n", lux_errmsg()), 1;
+            const char *sp = strrchr((const char *) v.data, ' ');
+            printf("%s\n", sp ? sp + 1 : "?");
+            if (i == k || i == 2 * k) {
+                printf("at %.*s\n", sp ? (int) (sp - (const char *) v.data) : 0,
+                       (const char *) v.data);
+                fflush(stdout);
+                snprintf(path, sizeof path, "%s.%s", argv[6], i == k ? "ready" : "done");
+                FILE *f = fopen(path, "w");
+                if (f)
+                    fclose(f);
+                if (i == k)
+                    s_wait(argv[6]);
+            }
+            lux_free(lx, 1, &r);
+        }
+        return 0;
+    }
+    if (argc == 4 && strcmp(argv[1], "loop") == 0) {
+        if (lux_actor_lookup(lx, argv[2], &a, 60000))
+            return printf("error: %s\n", lux_errmsg()), 1;
+        while (access(argv[3], F_OK) != 0) {
+            int64_t one = 1;
+            lux_ref_t r;
+            lux_val_t v;
+            if (lux_actor_call(lx, &a, "add", 1, (lux_arg_t[]) {LUX_VAL(&one, 8)}, 1, &r) ||
+                lux_get(lx, &r, &v, 60000))
+                return printf("error: %s\n", lux_errmsg()), 1;
+            printf("%.*s\n", (int) v.size, (const char *) v.data);
+            fflush(stdout);
+            lux_free(lx, 1, &r);
+        }
+        printf("stopped\n");
+        return 0;
     }
     if (argc == 4 && strcmp(argv[1], "use") == 0) {
         if (lux_actor_lookup(lx, argv[2], &a, 60000))

@@ -1,13 +1,17 @@
 /*  fx - cluster fixtures for tests (see fx.h). */
 #include "fx.h"
 #include "../tap.h"
+#include "db/db_client.h"
+#include "db/db_store.h"
 #include "net/net_ep.h"
+#include "net/net_wire.h"
 #include "util/util_err.h"
 #include "util/util_fs.h"
 #include "util/util_proc.h"
 #include "util/util_time.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -307,4 +311,101 @@ fx_curve_handshake(const char *ep, bool pub, net_sec_t *server, net_sec_t *clien
     zsock_destroy(&m);
     zsock_destroy(&s);
     return got;
+}
+
+void
+fx_gate_touch(const char *dir, const char *name, const char *text)
+{
+    char path[PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        bail("%s: %s", path, strerror(errno));
+    fputs(text, f);
+    fclose(f);
+}
+
+bool
+fx_gate_wait(const char *dir, struct db_client_t *cl, int timeout_ms)
+{
+    char path[PATH_MAX + 8];
+    snprintf(path, sizeof path, "%s/held", dir);
+    for (int64_t t0 = util_mono_ms(); !util_exists(path);) {
+        if (util_mono_ms() - t0 > timeout_ms)
+            return false;
+        if (cl)
+            db_client_poll(cl, 20);
+        else
+            usleep(20000);
+    }
+    return true;
+}
+
+void
+fx_append_notes(struct db_client_t *cl, const util_id_t *job, int n, uint64_t *count)
+{
+    for (int i = 0; i < n; i++) {
+        db_event_t e = {.kind = DB_K_note};
+        if (job)
+            DB_SET_ID(&e, job, DB_F_JOB, job);
+        DB_SET_INT(&e, idx, DB_F_IDX, (int64_t) *count);
+        if (db_client_append(cl, &e))
+            bail("append: %s", lux_errmsg());
+        (*count)++;
+    }
+    db_client_flush(cl);
+}
+
+uint64_t
+fx_last_seq(const db_cluster_t *c, uint32_t shard, uint32_t index)
+{
+    char path[PATH_MAX];
+    db_cluster_replica_db(c, shard, index, path, sizeof path);
+    db_store_opts_t o = {.path = path, .readonly = true};
+    db_store_t *st = db_store_open(&o);
+    uint64_t last = st ? db_store_last_seq(st) : 0;
+    db_store_close(&st);
+    return last;
+}
+
+void
+fx_read_send(zsock_t *rd, uint32_t shard, uint64_t epoch, uint64_t from, uint32_t max)
+{
+    uint8_t b[24];
+    util_le64(b, 7);
+    util_le64(b + 8, from);
+    util_le32(b + 16, max);
+    util_le32(b + 20, 0);
+    zmsg_t *m = zmsg_new();
+    zmsg_append(m, &(zframe_t *) {net_hdr_frame(NET_READ, shard, epoch)});
+    zmsg_addmem(m, b, sizeof b);
+    if (zmsg_send(&m, rd))
+        bail("cannot send a READ");
+}
+
+int
+fx_read_answer(zsock_t *rd, uint64_t *last, uint64_t *top, int *code, char *text, size_t n)
+{
+    zmsg_t *m = zmsg_recv(rd);
+    net_hdr_t h = {0};
+    int rc = 0;
+    if (!m || zmsg_size(m) < 2 || net_hdr_decode(&h, zmsg_first(m)))
+        bail("no answer to the READ in time, or not a Lux message");
+    if (h.type == NET_ERROR) {
+        *code = 0;
+        text[0] = 0;
+        net_error_decode(zmsg_next(m), code, text, n);
+        rc = 1;
+    } else {
+        zframe_t *rep = zmsg_next(m), *batch = zmsg_next(m);
+        if (h.type != NET_READ_REP || !rep || zframe_size(rep) != 16 || !batch ||
+            zframe_size(batch) < NET_BATCH_HDR)
+            bail("a malformed answer to the READ (%s)", net_type_name(h.type));
+        *last = util_rd64(zframe_data(rep) + 8);
+        uint64_t first = util_rd64(zframe_data(batch));
+        uint32_t count = util_rd32(zframe_data(batch) + 8);
+        *top = count ? first + count - 1 : 0;
+    }
+    zmsg_destroy(&m);
+    return rc;
 }

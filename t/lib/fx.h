@@ -74,4 +74,29 @@ struct net_sec_t;
 int fx_curve_handshake(const char *ep, bool pub, struct net_sec_t *server,
                        struct net_sec_t *client);
 
+/* Test gates (LUX_TEST_*_GATE=DIR, a process waits in DIR until told):
+   write DIR/NAME holding text (bails out on failure); wait until DIR/held
+   exists, polling cl meanwhile when not NULL (false after timeout_ms). */
+struct db_client_t;
+void fx_gate_touch(const char *dir, const char *name, const char *text);
+bool fx_gate_wait(const char *dir, struct db_client_t *cl, int timeout_ms);
+
+/* Append n note events through cl (idx = *count, job = job when not NULL),
+   counting them in *count, and flush; bails out on failure. */
+void fx_append_notes(struct db_client_t *cl, const util_id_t *job, int n, uint64_t *count);
+
+/* The last seq in replica index's file of shard (0 when it cannot be
+   opened). */
+uint64_t fx_last_seq(const db_cluster_t *c, uint32_t shard, uint32_t index);
+
+/* A READ (doc/protocol.md 9) on rd, a DEALER connected to a read endpoint:
+   send one for shard at epoch, from seq from, at most max events (request
+   ID 7); take its answer: 0 for READ_REP (*last: the tail's last seq, *top:
+   the batch's highest seq, 0 when empty), 1 for ERROR (*code, text).
+   Bails out when no answer comes within rd's receive timeout or it is not
+   one of those. */
+void fx_read_send(zsock_t *rd, uint32_t shard, uint64_t epoch, uint64_t from, uint32_t max);
+int fx_read_answer(zsock_t *rd, uint64_t *last, uint64_t *top, int *code, char *text,
+                   size_t n);
+
 #endif
