@@ -29,15 +29,7 @@ static pid_t s_pid;
 static char s_names[16][64];
 static int s_nnames;
 static uint64_t s_rng = 0x9e3779b97f4a7c15ULL;
-
-static uint64_t
-s_rand(void)
-{
-    s_rng ^= s_rng << 13;
-    s_rng ^= s_rng >> 7;
-    s_rng ^= s_rng << 17;
-    return s_rng;
-}
+#define s_rand() tap_rand(&s_rng)
 
 /* A fresh arena name, removed at exit if a failing test left it. */
 static const char *

@@ -19,15 +19,7 @@
 #define MiB ((size_t) 1 << 20)
 
 static uint64_t s_rng = 0x2545f4914f6cdd1dULL;
-
-static uint64_t
-s_rand(void)
-{
-    s_rng ^= s_rng << 13;
-    s_rng ^= s_rng >> 7;
-    s_rng ^= s_rng << 17;
-    return s_rng;
-}
+#define s_rand() tap_rand(&s_rng)
 
 static void
 s_fill_random(uint8_t *p, size_t n)

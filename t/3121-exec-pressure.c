@@ -143,24 +143,8 @@ s_submit(lux_t *lx, p_graph_t *g, int n, uint64_t seed, int64_t max_blob)
                     args[na] = LUX_VAL(&lits[na], 8);
                 }
             }
-            if (kind == P_MIX) {
-                x->want[0] = graph_mix(vals, na);
-                rc = lux_call(lx, "t_mix", na, args, 1, x->ref);
-            } else if (kind == P_SPLIT) {
-                x->want[0] = (vals[0] + vals[1]) % GRAPH_M;
-                x->want[1] = ((vals[0] - vals[1]) % GRAPH_M + GRAPH_M) % GRAPH_M;
-                rc = lux_call(lx, "t_split", 2, args, 2, x->ref);
-            } else {
-                int64_t m[8], s = 0;
-                for (int k = 0; k < na; k++) {
-                    m[k] = graph_mix(&vals[k], 1);
-                    s = (s + m[k]) % GRAPH_M;
-                }
-                for (int k = 0; k + 1 < na; k++)
-                    s = (s + graph_mix(&m[k], 2)) % GRAPH_M;
-                x->want[0] = s;
-                rc = lux_call(lx, "t_nested", na, args, 1, x->ref);
-            }
+            rc = graph_call_int(lx, NULL, kind == P_MIX ? 0 : kind == P_SPLIT ? 1 : 2, na, args,
+                                vals, x->ref, x->want);
             break;
         }
         }

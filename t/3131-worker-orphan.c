@@ -18,7 +18,6 @@
 #include "util/util_proc.h"
 #include "util/util_time.h"
 
-#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,29 +59,11 @@ s_keep(pid_t pid)
 static int
 s_workers_of(pid_t parent, pid_t *out, int max)
 {
-    DIR *d = opendir("/proc");
-    struct dirent *e;
-    int n = 0;
-    while (d && n < max && (e = readdir(d))) {
-        pid_t pid = (pid_t) atoi(e->d_name);
-        char path[300], buf[512], *rp;
-        if (pid <= 0)
-            continue;
-        snprintf(path, sizeof path, "/proc/%d/stat", (int) pid);
-        FILE *f = fopen(path, "r");
-        if (!f)
-            continue;
-        size_t len = fread(buf, 1, sizeof buf - 1, f);
-        fclose(f);
-        buf[len] = '\0';
-        char state;
-        int ppid;
-        if ((rp = strrchr(buf, ')')) && sscanf(rp + 1, " %c %d", &state, &ppid) == 2 &&
-            ppid == (int) parent && state != 'Z' && fx_is_worker(pid))
-            out[n++] = pid;
-    }
-    if (d)
-        closedir(d);
+    pid_t kids[256];
+    int n = 0, k = fx_children_of(parent, kids, 256);
+    for (int i = 0; i < k && n < max; i++)
+        if (fx_is_worker(kids[i]))
+            out[n++] = kids[i];
     return n;
 }
 
@@ -90,21 +71,10 @@ s_workers_of(pid_t parent, pid_t *out, int max)
 static pid_t
 s_held(const char *dir)
 {
-    for (int i = 0; i < 24000; i++) {
-        DIR *d = opendir(dir);
-        struct dirent *e;
-        pid_t pid = 0;
-        while (d && !pid && (e = readdir(d)))
-            if (strncmp(e->d_name, "held-", 5) == 0)
-                pid = (pid_t) atoi(e->d_name + 5);
-        if (d)
-            closedir(d);
-        if (pid > 0)
-            return pid;
-        usleep(5000);
-    }
-    diag("no task signed in %s within 120 s", dir);
-    return 0;
+    pid_t pid = 0;
+    if (fx_held(dir, 1, &pid, 120000) < 1)
+        diag("no task signed in %s within 120 s", dir);
+    return pid;
 }
 
 /* Submit two t_hold tasks on lx; 0 or lux_call's code. */

@@ -29,7 +29,6 @@
 #include "lib/fx.h"
 #include "lib/graph.h"
 
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,23 +133,15 @@ s_bounded(void)
        waits for room only while another task runs, whose end may free
        some; with none it goes beyond the store's size at once, and the
        storm would end there */
-    char hold[PATH_MAX], held[PATH_MAX + 16], release[PATH_MAX + 16];
+    char hold[PATH_MAX], release[PATH_MAX + 16];
     snprintf(hold, sizeof hold, "%s/hold", tap_tmpdir());
     snprintf(release, sizeof release, "%s/release", hold);
     mkdir(hold, 0700);
     lux_ref_t h;
     lux_val_t v;
     rc = lux_call(k.lx, "t_hold", 1, (lux_arg_t[]) {LUX_VAL(hold, strlen(hold))}, 1, &h);
-    bool running = false;
-    for (int i = 0; !rc && i < 12000 && !running; i++) {
-        DIR *d = opendir(hold);
-        for (struct dirent *e; d && (e = readdir(d));)
-            running = running || strncmp(e->d_name, "held-", 5) == 0;
-        if (d)
-            closedir(d);
-        if (!running)
-            usleep(10000);
-    }
+    pid_t holder;
+    bool running = !rc && fx_held(hold, 1, &holder, 120000) == 1;
     ok(running, "unheld: a task holds the other worker (%s)", rc ? lux_errmsg() : hold);
     rc = lux_call(k.lx, "t_checks", 2, (lux_arg_t[]) {LUX_REF(k.x), LUX_REF(k.y)}, 1, &k.d);
     rc = rc ? rc : lux_get(k.lx, &k.d, &v, 90000);

@@ -61,29 +61,6 @@ s_append(int n)
     db_client_destroy(&cl);
 }
 
-/* The newest checkpoint event of the replica file: its seq and idx;
-   false when it holds none. */
-static bool
-s_newest(const char *path, uint64_t *at, uint64_t *signs)
-{
-    sqlite3 *db;
-    sqlite3_stmt *st = NULL;
-    bool found = false;
-    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
-        sqlite3_busy_timeout(db, 5000);
-        if (sqlite3_prepare_v2(db, "SELECT seq, idx FROM event WHERE kind = 20 ORDER BY seq"
-                               " DESC LIMIT 1", -1, &st, NULL) == SQLITE_OK &&
-            sqlite3_step(st) == SQLITE_ROW) {
-            *at = (uint64_t) sqlite3_column_int64(st, 0);
-            *signs = (uint64_t) sqlite3_column_int64(st, 1);
-            found = true;
-        }
-        sqlite3_finalize(st);
-    }
-    sqlite3_close(db);
-    return found;
-}
-
 /* An edit for tamper_forge: the checkpoint event at seq `at` gets the
    info `line` (everything else as it was). */
 typedef struct {
@@ -167,7 +144,7 @@ main(void)
         s_append(100);
         bool both = true;
         for (uint32_t s = 0; s < 2; s++)
-            both &= s_newest(tamper_db(s_c.dir, s, chain[s].m[chain[s].n - 1].index, path,
+            both &= tamper_newest_ckpt(tamper_db(s_c.dir, s, chain[s].m[chain[s].n - 1].index, path,
                                        sizeof path), &at, &signs);
         if (both)
             break;
@@ -186,7 +163,7 @@ main(void)
         tamper_db(s_c.dir, s, chain[s].m[chain[s].n - 1].index, path, sizeof path);
         want = tamper_last(path);
         t0 = util_mono_ms();
-        while (!(s_newest(path, &at, &signs) && signs + 1 >= want)) {
+        while (!(tamper_newest_ckpt(path, &at, &signs) && signs + 1 >= want)) {
             if (util_mono_ms() - t0 > 60000)
                 bail("shard %u: no checkpoint event signing past seq %llu after 60 s", s,
                      (unsigned long long) want - 1);
@@ -200,7 +177,7 @@ main(void)
     uint32_t tail = chain[0].m[chain[0].n - 1].index, head = chain[0].m[0].index;
     tamper_db(s_c.dir, 0, tail, path, sizeof path);
     uint64_t last = tamper_last(path);
-    if (!s_newest(path, &at, &signs))
+    if (!tamper_newest_ckpt(path, &at, &signs))
         bail("shard 0's tail holds no checkpoint event");
     ok(signs < at && at < last, "shard 0 (%llu events) holds a checkpoint event at seq %llu"
        " signing seq %llu", (unsigned long long) last, (unsigned long long) at,

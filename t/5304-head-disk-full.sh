@@ -17,13 +17,7 @@
 
 LUX=${LUX_BIN:-./lux}
 SIM=${LUX_BUILDDIR:-.}/examples/actors/sim.so
-tap_tmpdir
-tmp=$TAP_TMP
-trap 'tap_cleanup' EXIT
-mkdir -p "$tmp/small"
-if ! unshare -m sh -c "mount -t tmpfs -o size=32m tmpfs '$tmp/small'" >/dev/null 2>&1; then
-    skip_all "cannot mount a small tmpfs in a private mount namespace (needs root)"
-fi
+tap_small_disk 32m
 
 # Everything that needs the small disk runs inside the namespace; what
 # each step printed and its status come out in files under $tmp/r.

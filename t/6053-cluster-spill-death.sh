@@ -17,12 +17,7 @@ trap 'cluster_down; tap_cleanup' EXIT
 MOD="${LUX_BUILDDIR:-.}/t/lib/.libs/schedmod.so"
 export LUX_FAKE_GPUS=none
 
-LUX_NODE_DEAD_MS=1500 cluster_head --workers 1 --store-mb 32 --resources CPU=1
-ok $CL_RC "the head starts" || diag "$CL_OUT"
-cluster_join 1 --workers 1 --store-mb 32 --resources CPU=1,disk=1
-ok $CL_RC "node 1 joins, with disk=1" || diag "$CL_OUT"
-cluster_join 2 --workers 1 --store-mb 32 --resources CPU=1,disk=1
-ok $CL_RC "node 2 joins, with disk=1" || diag "$CL_OUT"
+cluster_up -d 1500 CPU=1 CPU=1,disk=1 CPU=1,disk=1
 
 "$LUX" run --address "$CL_DIR/head" "$MOD" nap 3000 disk=1 >"$TAP_TMP/out" 2>&1 &
 drv=$!

@@ -73,6 +73,20 @@ out=$("$LUX" run --address "$CL_DIR/n3" "$MOD" echo "$REF" $((16 * MB)) disk=1 2
 is "$out" "echo ok (16777216 bytes) $CL_DIR/n2" "submitted on node 3: the same"
 touch "$TAP_TMP/put16.done"
 
+# kill_mid_pull I OBJ LOG...: stop node I (SIGSTOP) while OBJ is pulled
+# from it, check the puller's LOG has not finished the pull, then kill -9
+# node I's daemon and its workers
+kill_mid_pull() {
+    _n=$1 _obj=$2
+    shift 2
+    _p=$(cluster_node_pid "$_n")
+    kill -STOP "$_p"
+    ok $? "node $_n stopped in the middle ($_p)"
+    ok $(grep -q "pulled object $_obj" "$@"; [ $? -ne 0 ]; echo $?) "before the transfer ended"
+    kill -9 "$_p" $(pgrep -P "$_p" 2>/dev/null)
+    ok $? "kill -9 node $_n's daemon and its workers"
+}
+
 # a task's output on node 3, needed on the head: node 3 dies mid-pull,
 # the head rebuilds it from its lineage
 hold make $((24 * MB)) 3 made24
@@ -84,13 +98,7 @@ made=$REF
 drv=$!
 pulling "$CL_DIR/head" "$made"
 ok $? "the head pulls it from node 3 for a task needing home"
-p3=$(cluster_node_pid 3)
-kill -STOP "$p3"
-ok $? "node 3 stopped in the middle ($p3)"
-ok $(grep -q "pulled object $made" "$CL_DIR"/head/log/*.log; [ $? -ne 0 ]; echo $?) \
-    "before the transfer ended"
-kill -9 "$p3" $(pgrep -P "$p3" 2>/dev/null)
-ok $? "kill -9 node 3's daemon and its workers"
+kill_mid_pull 3 "$made" "$CL_DIR"/head/log/*.log
 wait $drv
 ok $? "the task's driver returns" || diag "$(cat "$TAP_TMP/made.echo")"
 is "$(cat "$TAP_TMP/made.echo")" "echo ok (25165824 bytes) $CL_DIR/head" \
@@ -107,12 +115,7 @@ put=$REF
 drv=$!
 pulling "$CL_DIR/n2" "$put"
 ok $? "node 2 pulls it from node 1"
-p1=$(cluster_node_pid 1)
-kill -STOP "$p1"
-ok $([ $? -eq 0 ] && ! grep -q "pulled object $put" "$CL_DIR/n2/log/node.log"; echo $?) \
-    "node 1 stopped before the transfer ended ($p1)"
-kill -9 "$p1" $(pgrep -P "$p1" 2>/dev/null)
-ok $? "kill -9 node 1's daemon and its workers"
+kill_mid_pull 1 "$put" "$CL_DIR/n2/log/node.log"
 wait $drv
 ok $([ $? -ne 0 ]; echo $?) "the driver's get fails, it does not hang"
 out=$(cat "$TAP_TMP/put.echo")

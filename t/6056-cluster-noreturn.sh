@@ -17,12 +17,7 @@ SMOD="${LUX_BUILDDIR:-.}/t/lib/.libs/schedmod.so"
 AMOD="${LUX_BUILDDIR:-.}/t/lib/.libs/actormod.so"
 export LUX_FAKE_GPUS=none
 
-cluster_head --workers 1 --store-mb 32 --resources CPU=1
-ok $CL_RC "the head starts" || diag "$CL_OUT"
-cluster_join 1 --workers 1 --store-mb 32 --resources CPU=1,disk=1
-ok $CL_RC "node 1 joins, with disk=1" || diag "$CL_OUT"
-cluster_join 2 --workers 1 --store-mb 32 --resources CPU=1
-ok $CL_RC "node 2 joins" || diag "$CL_OUT"
+cluster_up CPU=1 CPU=1,disk=1 CPU=1
 
 # settled DIR MIN: wait (up to 60 s) until the node in DIR, by its
 # heartbeat, was given at least MIN tasks and calls and finished them

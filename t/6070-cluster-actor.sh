@@ -15,28 +15,13 @@ trap 'cluster_down; tap_cleanup' EXIT
 MOD="${LUX_BUILDDIR:-.}/t/lib/.libs/actormod.so"
 export LUX_FAKE_GPUS=none
 
-cluster_head --workers 1 --store-mb 32 --resources CPU=1
-ok $CL_RC "the head starts" || diag "$CL_OUT"
-cluster_join 1 --workers 1 --store-mb 32 --resources CPU=1,disk=1
-ok $CL_RC "node 1 joins, with disk=1" || diag "$CL_OUT"
-cluster_join 2 --workers 1 --store-mb 32 --resources CPU=1
-ok $CL_RC "node 2 joins" || diag "$CL_OUT"
+cluster_up CPU=1 CPU=1,disk=1 CPU=1
 n1=$(cat "$CL_DIR/n1/run/node.joined")
-
-# waits for FILE (up to 120 s): 0 when it is there
-wait_file() {
-    _i=0
-    while [ $_i -lt 1200 ] && [ ! -e "$1" ]; do
-        sleep 0.1
-        _i=$((_i + 1))
-    done
-    [ -e "$1" ]
-}
 
 GO="$TAP_TMP/go"
 "$LUX" run --address "$CL_DIR/head" "$MOD" own ctr disk=1 0 3 "$GO" >"$TAP_TMP/own" 2>&1 &
 own=$!
-wait_file "$GO.ready"
+cluster_wait_file "$GO.ready"
 ok $? "the head's driver made its first three calls" || diag "$(cat "$TAP_TMP/own")"
 is "$(cat "$TAP_TMP/own")" "$CL_DIR/n1 1
 $CL_DIR/n1 2

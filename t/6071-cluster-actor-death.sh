@@ -18,36 +18,12 @@ trap 'cluster_down; tap_cleanup' EXIT
 MOD="${LUX_BUILDDIR:-.}/t/lib/.libs/actormod.so"
 export LUX_FAKE_GPUS=none
 
-LUX_NODE_DEAD_MS=1500 cluster_head --workers 1 --store-mb 32 --resources CPU=1
-ok $CL_RC "the head starts" || diag "$CL_OUT"
-cluster_join 1 --workers 1 --store-mb 32 --resources CPU=1,disk=2
-ok $CL_RC "node 1 joins, with disk=2" || diag "$CL_OUT"
-cluster_join 2 --workers 1 --store-mb 32 --resources CPU=1,disk=2
-ok $CL_RC "node 2 joins, with disk=2" || diag "$CL_OUT"
-cluster_join 3 --workers 1 --store-mb 32 --resources CPU=1
-ok $CL_RC "node 3 joins, without disk" || diag "$CL_OUT"
-
-# waits for FILE (up to 120 s): 0 when it is there
-wait_file() {
-    _i=0
-    while [ $_i -lt 1200 ] && [ ! -e "$1" ]; do
-        sleep 0.1
-        _i=$((_i + 1))
-    done
-    [ -e "$1" ]
-}
-
-# kill -9 node I's daemon and its workers (a machine that dies takes them)
-kill_node() {
-    _pid=$(cluster_node_pid "$1")
-    _w=$(pgrep -P "$_pid" 2>/dev/null)
-    kill -9 "$_pid" $_w
-}
+cluster_up -d 1500 CPU=1 CPU=1,disk=2 CPU=1,disk=2 CPU=1
 
 GO="$TAP_TMP/go"
 "$LUX" run --address "$CL_DIR/head" "$MOD" own ctr disk=1 1 2 "$GO" >"$TAP_TMP/own" 2>&1 &
 own=$!
-wait_file "$GO.ready"
+cluster_wait_file "$GO.ready"
 ok $? "the head's driver made its first two calls" || diag "$(cat "$TAP_TMP/own")"
 held=$(head -n 1 "$TAP_TMP/own" | sed -n "s|^$CL_DIR/n\([12]\) 1\$|\1|p")
 ok $([ -n "$held" ]; echo $?) "the counter lives on node ${held:-?}" || diag "$(cat "$TAP_TMP/own")"
@@ -55,10 +31,10 @@ held=${held:-1}
 other=$((3 - held))
 out=$("$LUX" run --address "$CL_DIR/n3" "$MOD" use ctr 1 2>&1)
 is "$out" "$CL_DIR/n$held 3" "a driver on node 3 calls it there (node 3 keeps its handle)"
-kill_node "$held"
+cluster_kill_node "$held"
 ok $? "kill -9 node $held, which holds it"
 touch "$GO"
-wait_file "$GO.done"
+cluster_wait_file "$GO.done"
 ok $? "the driver's later calls are answered" || diag "$(cat "$TAP_TMP/own")"
 is "$(tail -n 2 "$TAP_TMP/own")" "$CL_DIR/n$other 4
 $CL_DIR/n$other 5" "... by node $other, where it was made again (its 3 calls re-applied)"
@@ -79,9 +55,9 @@ ok $? "the actors view: created on node $held, then on node $other" || diag "$CL
 solo=$!
 "$LUX" run --address "$CL_DIR/head" "$MOD" own spare disk=1 1 1 "$GO.3" >"$TAP_TMP/spare" 2>&1 &
 spare=$!
-wait_file "$GO.2.ready" && wait_file "$GO.3.ready"
+cluster_wait_file "$GO.2.ready" && cluster_wait_file "$GO.3.ready"
 ok $? "two more counters answer, on node $other" || diag "$(cat "$TAP_TMP/solo" "$TAP_TMP/spare")"
-kill_node "$other"
+cluster_kill_node "$other"
 ok $? "kill -9 node $other"
 touch "$GO.2" "$GO.3" "$GO.2.end" "$GO.3.end"
 wait $solo

@@ -18,12 +18,7 @@ trap 'touch "$TAP_TMP/go1" "$TAP_TMP/go2"; cluster_down; tap_cleanup' EXIT
 MOD="${LUX_BUILDDIR:-.}/t/lib/.libs/actormod.so"
 export LUX_FAKE_GPUS=none
 
-LUX_NODE_DEAD_MS=1500 cluster_head --workers 1 --store-mb 32 --resources CPU=1
-ok $CL_RC "the head starts" || diag "$CL_OUT"
-cluster_join 1 --workers 1 --store-mb 32 --resources CPU=1,disk=1
-ok $CL_RC "node 1 joins, with disk=1" || diag "$CL_OUT"
-cluster_join 2 --workers 1 --store-mb 32 --resources CPU=1,disk=1
-ok $CL_RC "node 2 joins, with disk=1" || diag "$CL_OUT"
+cluster_up -d 1500 CPU=1 CPU=1,disk=1 CPU=1,disk=1
 
 # the counts of a run, without the "at DIR" lines
 counts() { grep -v '^at ' "$1" | tr '\n' ' '; }

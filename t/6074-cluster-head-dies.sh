@@ -15,12 +15,7 @@ trap 'touch "$TAP_TMP/go" "$TAP_TMP/go.end"; cluster_down; tap_cleanup' EXIT
 MOD="${LUX_BUILDDIR:-.}/t/lib/.libs/actormod.so"
 export LUX_FAKE_GPUS=none
 
-LUX_NODE_DEAD_MS=1500 cluster_head --workers 1 --store-mb 32 --resources CPU=1
-ok $CL_RC "the head starts" || diag "$CL_OUT"
-cluster_join 1 --workers 1 --store-mb 32 --resources CPU=1,disk=1
-ok $CL_RC "node 1 joins, with disk=1" || diag "$CL_OUT"
-cluster_join 2 --workers 1 --store-mb 32 --resources CPU=1
-ok $CL_RC "node 2 joins" || diag "$CL_OUT"
+cluster_up -d 1500 CPU=1 CPU=1,disk=1 CPU=1
 n1=$(cat "$CL_DIR/n1/run/node.joined")
 
 GO="$TAP_TMP/go"

@@ -30,4 +30,14 @@ const char *tap_tmpdir(void);
 /* Call fn when the test exits (including on bail); up to 16. */
 void tap_atexit(void (*fn)(void));
 
+/* The next of a test's xorshift64 sequence whose state is *s (not 0). */
+static inline uint64_t
+tap_rand(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
 #endif

@@ -130,6 +130,8 @@ s_collect(void)
         s_all[s_nall++] = &bench_xfer[i];
     for (int i = 0; i < bench_sched_n && s_nall < S_MAX_BENCH; i++)
         s_all[s_nall++] = &bench_sched[i];
+    for (int i = 0; i < bench_locality_n && s_nall < S_MAX_BENCH; i++)
+        s_all[s_nall++] = &bench_locality[i];
 }
 
 int

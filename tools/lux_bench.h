@@ -71,5 +71,7 @@ extern const bench_t bench_xfer[];
 extern const int bench_xfer_n;
 extern const bench_t bench_sched[];
 extern const int bench_sched_n;
+extern const bench_t bench_locality[];
+extern const int bench_locality_n;
 
 #endif

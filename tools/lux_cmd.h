@@ -2,6 +2,7 @@
 #ifndef LUX_CMD_H_INCLUDED
 #define LUX_CMD_H_INCLUDED
 
+#include "db/db_ckpt.h"
 #include "db/db_cluster.h"
 
 #include <stdbool.h>
@@ -46,7 +47,7 @@ int lux_pull_run(const lux_pull_opts_t *o, lux_pull_stats_t *stats);
 /* `lux audit OUT.db [--public-key K]`: verify a file `lux pull` wrote
    (with pk, DB_CKPT_PK_LEN bytes or NULL, the signatures of the
    checkpoints it holds); the exit status. */
-int lux_pull_audit(const char *path, const uint8_t *pk);
+int lux_pull_audit(const char *path, const db_ckpt_keys_t *keys);
 /* A value of a pulled file's meta table (false when it has none). */
 bool lux_pull_meta_get(sqlite3 *db, const char *key, char *out, size_t n);
 int cmd_lineage(int argc, char **argv);

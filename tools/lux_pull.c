@@ -268,7 +268,7 @@ s_ck_cmp(const void *a, const void *b)
 
 typedef struct {
     s_pull_t *p;
-    const uint8_t *pk;
+    const db_ckpt_keys_t *pk;
     size_t cap;
     int rc;
 } s_ckload_t;
@@ -285,9 +285,9 @@ s_ck_line(void *arg, int line, const db_ckpt_t *c)
         l->rc = util_err(LUX_ECORRUPT, "witness %s line %d: shard %u seq %llu: a checkpoint of "
                          "another cluster", p->witness, line, c->shard,
                          (unsigned long long) c->seq);
-    else if (!db_ckpt_verify(c, l->pk))
+    else if (!db_ckpt_keys_verify(c, l->pk))
         l->rc = util_err(LUX_EAUTH, "witness %s line %d: shard %u seq %llu: bad signature "
-                         "(forged, altered, or signed with another key): the pull refuses it",
+                         "(forged, altered, or signed with a key not given): the pull refuses it",
                          p->witness, line, c->shard, (unsigned long long) c->seq);
     else if (c->shard >= p->c.shards)
         l->rc = util_err(LUX_ECORRUPT, "witness %s line %d: shard %u does not exist (the "
@@ -318,7 +318,7 @@ static int
 s_ck_load(s_pull_t *p, const lux_pull_opts_t *o, bool *unsigned_)
 {
     char pkpath[PATH_MAX];
-    uint8_t pk[DB_CKPT_PK_LEN];
+    db_ckpt_keys_t pk = {0};
     int rc;
     *unsigned_ = false;
     if (o->witness)
@@ -332,16 +332,19 @@ s_ck_load(s_pull_t *p, const lux_pull_opts_t *o, bool *unsigned_)
             return util_err(LUX_ENOTFOUND, "witness %s: no such file", o->witness);
         return 0; /* a cluster that never signed one */
     }
-    const char *pkfile = o->public_key ? o->public_key
-                                       : db_ckpt_public_path(&p->c, pkpath, sizeof pkpath);
-    if ((rc = db_ckpt_load_public(pkfile, pk))) {
+    /* the keys given (a file of one or more), or the cluster's: its key
+       history (every key it signed with: the witness spans rotations),
+       else its public key */
+    rc = o->public_key ? db_ckpt_keys_add(&pk, o->public_key)
+                       : db_ckpt_keys_cluster(&p->c, &pk, pkpath, sizeof pkpath);
+    if (rc) {
         if (rc == LUX_ENOTFOUND && !o->public_key) {
             *unsigned_ = true;
             return 0;
         }
         return rc;
     }
-    s_ckload_t l = {.p = p, .pk = pk};
+    s_ckload_t l = {.p = p, .pk = &pk};
     if ((rc = db_ckpt_each(p->witness, s_ck_line, &l)))
         return rc;
     if (l.rc)
@@ -821,8 +824,9 @@ s_pull_net(s_pull_t *p)
 static const char s_help[] =
     "Copies a cluster's log, every shard, into OUT.db (one SQLite file with the views\n"
     "of `lux sql` and a shard column), verifying every event's hash and every signed\n"
-    "checkpoint of the witness (DIR/witness, or --witness FILE; the key\n"
-    "DIR/keys/checkpoint.public, or --public-key FILE) on the way. Run again, it\n"
+    "checkpoint of the witness (DIR/witness, or --witness FILE; the keys of\n"
+    "DIR/keys/checkpoint.history, else DIR/keys/checkpoint.public, or those of\n"
+    "--public-key FILE, one a line) on the way. Run again, it\n"
     "fetches only what is new. --address reads a running cluster through the protocol\n"
     "(doc/protocol.md: READs at each tail); --dir does too when its head runs, and\n"
     "reads the tail files of a stopped cluster or a finished run. --job keeps one\n"

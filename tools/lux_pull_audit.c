@@ -24,7 +24,7 @@
    each signed hash against the event's in the file. Problems printed;
    their count returned. */
 static int
-s_audit_checkpoints(sqlite3 *db, const util_id_t *cluster, const uint8_t *pk)
+s_audit_checkpoints(sqlite3 *db, const util_id_t *cluster, const db_ckpt_keys_t *pk)
 {
     sqlite3_stmt *st;
     int bad = 0, n = 0;
@@ -47,7 +47,7 @@ s_audit_checkpoints(sqlite3 *db, const util_id_t *cluster, const uint8_t *pk)
         }
         memcpy(c.hash, sqlite3_column_blob(st, 2), 16);
         memcpy(c.sig, sqlite3_column_blob(st, 4), DB_CKPT_SIG_LEN);
-        if (pk && !db_ckpt_verify(&c, pk)) {
+        if (pk && !db_ckpt_keys_verify(&c, pk)) {
             printf("shard %u: BROKEN at seq %llu: the checkpoint's signature fails (forged, "
                    "altered, or signed with another key)\n", c.shard,
                    (unsigned long long) c.seq);
@@ -74,7 +74,7 @@ s_audit_checkpoints(sqlite3 *db, const util_id_t *cluster, const uint8_t *pk)
    that seq, when the file holds it (a --job or --since pull may not).
    Problems printed; their count returned. */
 static int
-s_audit_ckpt_events(sqlite3 *db, const util_id_t *cluster, const uint8_t *pk)
+s_audit_ckpt_events(sqlite3 *db, const util_id_t *cluster, const db_ckpt_keys_t *pk)
 {
     sqlite3_stmt *st;
     int bad = 0, n = 0, hashed = 0;
@@ -117,7 +117,7 @@ s_audit_ckpt_events(sqlite3 *db, const util_id_t *cluster, const uint8_t *pk)
 }
 
 int
-lux_pull_audit(const char *path, const uint8_t *pk)
+lux_pull_audit(const char *path, const db_ckpt_keys_t *pk)
 {
     sqlite3 *db = NULL;
     char *uri = sqlite3_mprintf("file:%s?mode=ro", path);

@@ -218,10 +218,10 @@ static void
 s_sql_warnings(const db_cluster_t *c)
 {
     char pkpath[PATH_MAX], wpath[PATH_MAX];
-    uint8_t pk[DB_CKPT_PK_LEN];
-    bool have_pk = db_ckpt_load_public(db_ckpt_public_path(c, pkpath, sizeof pkpath), pk) == 0;
+    db_ckpt_keys_t keys = {0};
+    bool have_pk = db_ckpt_keys_cluster(c, &keys, pkpath, sizeof pkpath) == 0;
     db_audit_shard_t *sh = calloc(c->shards, sizeof *sh);
-    db_audit_opts_t o = {.cluster = c, .public_key = have_pk ? pk : NULL,
+    db_audit_opts_t o = {.cluster = c, .keys = have_pk ? &keys : NULL,
                          .witness = db_ckpt_witness_path(c, wpath, sizeof wpath), .quick = true};
     if (!sh || db_audit_run(&o, sh) < 0) {
         free(sh);
@@ -321,12 +321,13 @@ int
 cmd_audit(int argc, char **argv)
 {
     static const char usage[] =
-        "lux audit --dir DIR [--public-key FILE] [--witness FILE] [--window N]\n"
-        "       lux audit OUT.db [--public-key FILE]";
-    const char *dir = NULL, *file = NULL, *pkfile = NULL, *witness = NULL;
+        "lux audit --dir DIR [--public-key FILE]... [--witness FILE] [--window N]\n"
+        "       lux audit OUT.db [--public-key FILE]...";
+    const char *dir = NULL, *file = NULL, *witness = NULL;
     unsigned long window = 0;
     char pkpath[PATH_MAX], wpath[PATH_MAX];
-    uint8_t pk[DB_CKPT_PK_LEN];
+    db_ckpt_keys_t keys = {0};
+    int nkeyfiles = 0;
     db_cluster_t c;
     static const struct option opts[] = {
         {"dir", required_argument, 0, 'd'},     {"public-key", required_argument, 0, 'k'},
@@ -336,8 +337,12 @@ cmd_audit(int argc, char **argv)
     while ((opt = lux_opt_next(&cl, argc, argv)) != -1) {
         if (opt == 'd')
             dir = optarg;
-        else if (opt == 'k')
-            pkfile = optarg;
+        else if (opt == 'k') {
+            /* several: a key rotation leaves checkpoints of each key */
+            if (db_ckpt_keys_add(&keys, optarg))
+                return lux_fail("audit", "--public-key: %s", lux_errmsg());
+            nkeyfiles++;
+        }
         else if (opt == 'w')
             witness = optarg;
         else if (opt == 'n') {
@@ -351,23 +356,25 @@ cmd_audit(int argc, char **argv)
         return 2;
     if (!dir)
         file = argv[optind];
-    if (file && pkfile && db_ckpt_load_public(pkfile, pk))
-        return lux_fail("audit", "%s", lux_errmsg());
     if (file)
-        return lux_pull_audit(file, pkfile ? pk : NULL);
+        return lux_pull_audit(file, nkeyfiles ? &keys : NULL);
     if (db_cluster_load(&c, dir))
         return lux_fail("audit", "%s", lux_errmsg());
-    /* the public key and the witness: given, or the cluster's own */
-    if (!pkfile && util_exists(db_ckpt_public_path(&c, pkpath, sizeof pkpath)))
-        pkfile = pkpath;
+    /* the public keys and the witness: given, or the cluster's own (its
+       key history, else its public key) */
+    if (!nkeyfiles) {
+        int rc = db_ckpt_keys_cluster(&c, &keys, pkpath, sizeof pkpath);
+        if (rc && rc != LUX_ENOTFOUND)
+            return lux_fail("audit", "%s", lux_errmsg());
+        if (rc)
+            printf("no public key (%s): signed checkpoints not checked\n",
+                   db_ckpt_public_path(&c, pkpath, sizeof pkpath));
+    }
     if (!witness)
         witness = db_ckpt_witness_path(&c, wpath, sizeof wpath);
-    if (pkfile && db_ckpt_load_public(pkfile, pk))
-        return lux_fail("audit", "%s", lux_errmsg());
-    if (!pkfile)
-        printf("no public key (%s): signed checkpoints not checked\n",
-               db_ckpt_public_path(&c, pkpath, sizeof pkpath));
-    db_audit_opts_t o = {.cluster = &c, .public_key = pkfile ? pk : NULL, .witness = witness,
+    if (keys.n > 1)
+        printf("checking signatures with %d public keys\n", keys.n);
+    db_audit_opts_t o = {.cluster = &c, .keys = keys.n ? &keys : NULL, .witness = witness,
                          .window = window, .say = s_audit_say};
     int bad = db_audit_run(&o, NULL);
     if (bad < 0)
@@ -377,6 +384,6 @@ cmd_audit(int argc, char **argv)
         return 1;
     }
     printf("every replica's hash chain verified; the replicas of each shard agree%s\n",
-           pkfile ? " and match every signed checkpoint" : "");
+           keys.n ? " and match every signed checkpoint" : "");
     return 0;
 }

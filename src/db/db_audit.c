@@ -113,10 +113,10 @@ s_on_line(void *arg, int line, const db_ckpt_t *c)
         s_say(a, true, "witness %s line %d: a checkpoint of another cluster", w, line);
         return 0;
     }
-    if (!db_ckpt_verify(c, a->o->public_key)) {
+    if (!db_ckpt_keys_verify(c, a->o->keys)) {
         s_say(a, true,
               "witness %s line %d: shard %u seq %llu: bad signature (forged, altered, or"
-              " signed with another key)",
+              " signed with a key not given)",
               w, line, c->shard, (unsigned long long) c->seq);
         return 0;
     }
@@ -153,7 +153,7 @@ s_events(s_audit_t *a, uint32_t s, const char *path, s_cks_t *l)
 {
     sqlite3 *db = NULL;
     sqlite3_stmt *st = NULL;
-    const uint8_t *pk = a->o->public_key;
+    const db_ckpt_keys_t *pk = a->o->keys;
     if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(db, "SELECT seq, idx, info FROM event WHERE kind = ?1 ORDER BY seq",
                            -1, &st, NULL) != SQLITE_OK) {
@@ -414,7 +414,7 @@ db_audit_run(const db_audit_opts_t *o, db_audit_shard_t *shards)
     if (!chains)
         return util_err(LUX_ENOMEM, "out of memory");
     db_chain_load_state(c, chains);
-    if (o->witness && o->public_key) {
+    if (o->witness && o->keys) {
         rc = db_ckpt_each(o->witness, s_on_line, &a);
         a.have_wit = rc == 0;
         if (rc == LUX_ENOTFOUND)

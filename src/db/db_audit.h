@@ -16,7 +16,7 @@
         checkpoints are the witness's and the log's own `checkpoint`
         events (kind 20);
       - a witness line that does not parse, is another cluster's, or
-        whose signature does not verify with the public key;
+        whose signature does not verify with any of the public keys;
       - a checkpoint event whose info is not a checkpoint of this cluster
         and shard signing a seq below its own (its idx), whose signature
         fails, that signs another hash than the witness at the same seq,
@@ -33,7 +33,8 @@
 
 typedef struct {
     const db_cluster_t *cluster;
-    const uint8_t *public_key;  /* DB_CKPT_PK_LEN bytes, or NULL: no checkpoint checks */
+    const db_ckpt_keys_t *keys; /* the public keys believed (a signature verifies
+                                   with any), or NULL: no checkpoint checks */
     const char *witness;        /* a witness file, or NULL */
     uint64_t window;            /* 0: DB_AUDIT_WINDOW */
     bool quick;                 /* no hash-chain verification, no fork search: last

@@ -69,6 +69,28 @@ s_init(void)
     return 0;
 }
 
+/* Append the public key line hex (with its newline) to the history
+   beside public_path unless it lists it already. */
+static int
+s_history_add(const char *public_path, const char *hex)
+{
+    char path[PATH_MAX];
+    const char *slash = strrchr(public_path, '/');
+    int dl = slash ? (int) (slash - public_path + 1) : 0;
+    snprintf(path, sizeof path, "%.*scheckpoint.history", dl, public_path);
+    size_t len = 0;
+    char *text = util_exists(path) ? util_read_file(path, &len) : NULL;
+    bool listed = text && strstr(text, hex) != NULL;
+    free(text);
+    if (listed)
+        return 0;
+    FILE *f = fopen(path, "a");
+    int rc = f && fputs(hex, f) >= 0 ? 0 : LUX_EIO;
+    if (f && fclose(f))
+        rc = LUX_EIO;
+    return rc ? util_err(LUX_EIO, "checkpoint key history %s: %s", path, strerror(errno)) : 0;
+}
+
 int
 db_ckpt_keygen(const char *secret_path, const char *public_path)
 {
@@ -79,10 +101,19 @@ db_ckpt_keygen(const char *secret_path, const char *public_path)
         return 0;
     if ((rc = s_init()))
         return rc;
+    /* a rotation: the key it replaces stays in the history, so that the
+       checkpoints signed with it still verify (lux audit) */
+    if (db_ckpt_load_public(public_path, pk) == 0) {
+        util_hex(hex, pk, sizeof pk);
+        strcat(hex, "\n");
+        if ((rc = s_history_add(public_path, hex)))
+            return rc;
+    }
     crypto_sign_keypair(pk, sk);
     util_hex(hex, pk, sizeof pk);
     strcat(hex, "\n");
-    if ((rc = util_write_file(public_path, hex, strlen(hex), 0644)))
+    if ((rc = s_history_add(public_path, hex)) ||
+        (rc = util_write_file(public_path, hex, strlen(hex), 0644)))
         return util_err_ctx(rc, "checkpoint public key %s", public_path);
     util_hex(hex, sk, sizeof sk);
     strcat(hex, "\n");
@@ -329,7 +360,7 @@ db_ckpt_log(db_client_t *log, const db_ckpt_t *c, uint32_t shards)
 
 int
 db_ckpt_check_event(const util_id_t *cluster, uint32_t shard, uint64_t at, int64_t idx,
-                    const char *info, const uint8_t *pk, db_ckpt_t *c)
+                    const char *info, const db_ckpt_keys_t *keys, db_ckpt_t *c)
 {
     memset(c, 0, sizeof *c);
     if (!info || !s_parse(info, c))
@@ -345,8 +376,68 @@ db_ckpt_check_event(const util_id_t *cluster, uint32_t shard, uint64_t at, int64
     if (c->seq == 0 || c->seq >= at)
         return util_err(LUX_ECORRUPT, "it signs seq %llu, not a seq before its own",
                         (unsigned long long) c->seq);
-    if (pk && !db_ckpt_verify(c, pk))
-        return util_err(LUX_EAUTH, "its signature of seq %llu fails (forged, altered, or signed"
-                        " with another key)", (unsigned long long) c->seq);
+    if (keys && !db_ckpt_keys_verify(c, keys))
+        return util_err(LUX_EAUTH, "its signature of seq %llu fails with %s (forged, altered,"
+                        " or signed with a key not given)", (unsigned long long) c->seq,
+                        keys->n == 1 ? "the public key" : "every public key given");
     return 0;
+}
+
+char *
+db_ckpt_history_path(const db_cluster_t *c, char *out, size_t n)
+{
+    return db_cluster_path(c, out, n, "keys/checkpoint.history");
+}
+
+int
+db_ckpt_keys_add(db_ckpt_keys_t *k, const char *path)
+{
+    size_t len = 0;
+    if (!util_exists(path))
+        return util_err(LUX_ENOTFOUND, "%s: no such public key file", path);
+    char *text = util_read_file(path, &len);
+    if (!text)
+        return util_err(LUX_EIO, "%s: cannot read it", path);
+    int rc = 0, line = 0, added = 0;
+    for (char *save = NULL, *l = strtok_r(text, "\n", &save); l && !rc;
+         l = strtok_r(NULL, "\n", &save)) {
+        line++;
+        size_t n = strlen(l);
+        while (n && (l[n - 1] == '\r' || l[n - 1] == ' '))
+            l[--n] = '\0';
+        if (!n)
+            continue;
+        if (k->n >= DB_CKPT_KEYS_MAX)
+            rc = util_err(LUX_EINVAL, "%s line %d: more than %d public keys", path, line,
+                          DB_CKPT_KEYS_MAX);
+        else if (n != 2 * DB_CKPT_PK_LEN || util_unhex(k->pk[k->n], DB_CKPT_PK_LEN, l))
+            rc = util_err(LUX_EINVAL, "%s line %d: not a checkpoint public key (%d hex digits"
+                          " expected)", path, line, 2 * DB_CKPT_PK_LEN);
+        else {
+            k->n++;
+            added++;
+        }
+    }
+    free(text);
+    if (!rc && !added)
+        rc = util_err(LUX_EINVAL, "%s: no public key in it", path);
+    return rc;
+}
+
+bool
+db_ckpt_keys_verify(const db_ckpt_t *c, const db_ckpt_keys_t *k)
+{
+    for (int i = 0; i < k->n; i++)
+        if (db_ckpt_verify(c, k->pk[i]))
+            return true;
+    return false;
+}
+
+int
+db_ckpt_keys_cluster(const db_cluster_t *c, db_ckpt_keys_t *k, char *from, size_t n)
+{
+    db_ckpt_history_path(c, from, n);
+    if (!util_exists(from))
+        db_ckpt_public_path(c, from, n);
+    return db_ckpt_keys_add(k, from);
 }

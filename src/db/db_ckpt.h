@@ -35,7 +35,9 @@ char *db_ckpt_public_path(const db_cluster_t *c, char *out, size_t n);
 char *db_ckpt_witness_path(const db_cluster_t *c, char *out, size_t n);
 
 /* Make a key pair at the two paths unless the secret one exists (0, or
-   LUX_EIO naming the file). The secret file is written 0600. */
+   LUX_EIO naming the file). The secret file is written 0600. The new
+   public key is also appended to checkpoint.history beside public_path
+   (with the key it replaces first, when that file did not list it). */
 int db_ckpt_keygen(const char *secret_path, const char *public_path);
 /* Read a key file (hex on one line). 0, LUX_ENOTFOUND, LUX_EINVAL (not a
    key), or LUX_EAUTH for a secret file readable by others than its owner. */
@@ -44,6 +46,30 @@ int db_ckpt_load_public(const char *path, uint8_t pk[DB_CKPT_PK_LEN]);
 
 void db_ckpt_sign(db_ckpt_t *c, const uint8_t sk[DB_CKPT_SK_LEN]);
 bool db_ckpt_verify(const db_ckpt_t *c, const uint8_t pk[DB_CKPT_PK_LEN]);
+
+/* The public keys an audit believes: after a rotation of the signing key
+   (a new pair made when keys/checkpoint.secret is missing at start), the
+   checkpoints signed before it verify only with the old public key. */
+#define DB_CKPT_KEYS_MAX 16
+typedef struct {
+    int n;
+    uint8_t pk[DB_CKPT_KEYS_MAX][DB_CKPT_PK_LEN];
+} db_ckpt_keys_t;
+/* Add the keys of a public key file: one key (hex) per non-empty line, so
+   a key history (keys/checkpoint.history) adds each. 0, LUX_ENOTFOUND,
+   LUX_EINVAL naming the file and line, or LUX_ERANGE past
+   DB_CKPT_KEYS_MAX keys. */
+int db_ckpt_keys_add(db_ckpt_keys_t *k, const char *path);
+/* Whether c's signature verifies with one of k's keys. */
+bool db_ckpt_keys_verify(const db_ckpt_t *c, const db_ckpt_keys_t *k);
+/* DIR/keys/checkpoint.history: every public key the cluster signed with,
+   oldest first, one a line (db_ckpt_keygen appends each new one). */
+char *db_ckpt_history_path(const db_cluster_t *c, char *out, size_t n);
+/* The cluster's own keys: its history, or (a cluster older than the
+   history) its checkpoint.public; *from names the file read. 0 or
+   LUX_ENOTFOUND when it has neither, or db_ckpt_keys_add's error. Anyone
+   who can write DIR can write these: a third party gives its own. */
+int db_ckpt_keys_cluster(const db_cluster_t *c, db_ckpt_keys_t *k, char *from, size_t n);
 
 /* Append c to the witness file as one line, then fsync it (0 or LUX_EIO). */
 int db_ckpt_append(const char *witness, const db_ckpt_t *c);
@@ -80,10 +106,10 @@ int db_ckpt_parse(const char *line, db_ckpt_t *c);
 /* A checkpoint event found at seq `at` of shard's log (its idx and info)
    checked as an audit must before believing it: its info is a witness
    line of this cluster and this shard, signing a seq below `at` that idx
-   repeats, and (pk not NULL) its signature verifies. What it signs goes
+   repeats, and (keys not NULL) its signature verifies with one of keys. What it signs goes
    into c (OUT), also on failure when the line parsed. 0, or LUX_ECORRUPT
    saying what is wrong; LUX_EAUTH for a signature that fails. */
 int db_ckpt_check_event(const util_id_t *cluster, uint32_t shard, uint64_t at, int64_t idx,
-                        const char *info, const uint8_t *pk, db_ckpt_t *c);
+                        const char *info, const db_ckpt_keys_t *keys, db_ckpt_t *c);
 
 #endif

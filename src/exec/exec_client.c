@@ -718,7 +718,8 @@ s_have(lux_t *lx, const lux_ref_t *ref, exec_cobj_t *o, bool readable)
         /* in the store but not pinned for us, or someone else's (the
            node tells only the owner when it is made): ask */
         uint8_t b[4 + LUX_REF_LEN];
-        util_le32(b, 1);
+        /* for a wait: pulled from another node after gets (EXEC_GET_WAIT) */
+        util_le32(b, 1 | (readable ? 0 : EXEC_GET_WAIT));
         memcpy(b + 4, ref->b, LUX_REF_LEN);
         s_flush_with(lx, NET_GET, b, sizeof b); /* one write with what was queued */
         o->asked = true;

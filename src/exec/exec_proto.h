@@ -47,6 +47,10 @@ typedef struct {
 void exec_obj_encode(util_buf_t *b, const exec_obj_t *o);
 int exec_obj_decode(util_rd_t *r, exec_obj_t *o);
 
+/* GET's count (u32) with this bit: asked by lux_wait, whose pulls from
+   other nodes come after those of lux_get (doc/protocol.md). */
+#define EXEC_GET_WAIT 0x80000000u
+
 /* An argument as submitted: a value or a ref. */
 enum { EXEC_ARG_VALUE = 0, EXEC_ARG_REF = 1 };
 

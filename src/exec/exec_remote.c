@@ -68,6 +68,7 @@ struct nm_remote {
     char head_ep[DB_EP_MAX];
     util_buf_t scratch;
     uint64_t n_spilled, n_taken;
+    bool random;          /* LUX_PLACE_RANDOM=1: placed at random (benchmarks only) */
     /* the submitting node: which modules went to which node already */
     struct {
         util_id_t node;
@@ -204,9 +205,28 @@ s_table(nm_t *nm)
     return 0;
 }
 
-/* NODE_PLACE: frame 1 the task's ID (16), frame 2 "from HEX\nneeds
-   RES\n" and "arg HEX BYTES" lines. Answer NODE_PLACE_REP: the task's ID,
-   then "node HEX\nendpoint EP\n", "local\n" or "infeasible WHY\n". */
+/* LUX_PLACE_RANDOM=1 (benchmarks only, `lux bench locality_placement`):
+   *pick becomes a node drawn at random among the alive ones whose total
+   resources cover needs (the requester only if self), arguments' bytes
+   not weighed. */
+static void
+s_pick_random(struct nm_remote *r, const gs_res_t *needs, const util_id_t *from, bool self,
+              size_t *pick)
+{
+    size_t fit[S_NODES_MAX], k = 0;
+    for (size_t i = 0; i < r->nnodes && k < S_NODES_MAX; i++) {
+        gs_node_t *x = &r->nodes[i];
+        bool covers = true;
+        for (int j = 0; j < needs->n && covers; j++)
+            covers = gs_res_get(&x->total, needs->name[j]) >= needs->amount[j];
+        if (x->alive && (self || !util_id_eq(&x->id, from)) && covers)
+            fit[k++] = i;
+    }
+    if (k)
+        *pick = fit[(size_t) rand() % k];
+}
+
+
 /* The scheduler's answer to a request (text as in NODE_PLACE) into
    answer[n]: "node HEX\nendpoint EP\n", "local\n" or "infeasible WHY\n". */
 static void
@@ -270,6 +290,8 @@ s_decide(nm_t *nm, const char *text, char *answer, size_t n)
         snprintf(answer, n, "infeasible %s\n", why);
         return;
     }
+    if (r->random) /* benchmarks only: any node that fits, not the one the bytes are on */
+        s_pick_random(r, &needs, &from, self, &pick);
     gs_node_t *x = &r->nodes[pick];
     char ep[DB_EP_MAX], hex[UTIL_ID_HEX];
     if (util_id_eq(&x->id, &from))
@@ -1031,6 +1053,8 @@ nm_remote_open(nm_t *nm)
     nm->remote = r;
     util_buf_init(&r->scratch);
     nm_peer_head_ep(nm, r->head_ep, sizeof r->head_ep);
+    const char *rnd = getenv("LUX_PLACE_RANDOM");
+    r->random = rnd && strcmp(rnd, "1") == 0;
     int rc = 0;
     if (nm_peer_is_head(nm))
         rc = nm_peer_on(nm, NET_NODE_PLACE, s_on_place);

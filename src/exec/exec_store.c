@@ -132,17 +132,30 @@ nm_store_on_unalloc(nm_t *nm, nm_client_t *c, zframe_t *body)
         nm_complain(nm, "UNALLOC of room that was not granted");
 }
 
+/* Whether c has an ALLOC waiting for room. */
+static bool
+s_alloc_waiting(nm_t *nm, const nm_client_t *c)
+{
+    for (nm_alloc_wait_t *w = nm->alloc_waits; w; w = w->next)
+        if (w->c == c)
+            return true;
+    return false;
+}
+
 /* Whether waiting may bring c room: a task other than c's is running (a
-   pool worker busy, or an actor's call out, neither blocked in a get),
-   whose end unpins its arguments and gives back what it was granted.
-   Otherwise what holds the store is readers' pins (a driver keeping what
-   it read), blocked tasks and tasks not yet running, which no wait frees:
-   they may well be waiting for c itself (DESIGN 7, rule 9). */
+   pool worker busy, or an actor's call out, neither blocked in a get nor
+   itself waiting for room), whose end unpins its arguments and gives back
+   what it was granted. Otherwise what holds the store is readers' pins (a
+   driver keeping what it read), blocked tasks and tasks not yet running,
+   which no wait frees: they may well be waiting for c itself (DESIGN 7,
+   rule 9). Two tasks whose outputs each wait for the other's end (seed
+   5's last two waits of 10 s) wait for nothing either. */
 static bool
 s_room_may_come(nm_t *nm, const nm_client_t *c)
 {
     for (nm_worker_t *w = nm->workers; w; w = w->next) {
-        if (w->client == c || w->reaped || w->call_blocked)
+        if (w->client == c || w->reaped || w->call_blocked || !w->client ||
+            s_alloc_waiting(nm, w->client))
             continue;
         if (w->actor ? w->actor->sent != NULL : w->state == W_BUSY)
             return true;
@@ -246,7 +259,8 @@ nm_store_alloc_waits_drop(nm_t *nm, nm_client_t *c)
 /* Answer a GET of one object: now (pinned when in the arena), or when it
    exists. A spilled object the store has no room for yet waits for room
    until deadline_ms (0: a new wait), as an ALLOC does. */
-static void s_get_one(nm_t *nm, nm_client_t *c, const lux_ref_t *idp, int64_t deadline_ms);
+static void s_get_one(nm_t *nm, nm_client_t *c, const lux_ref_t *idp, int64_t deadline_ms,
+                      int prio);
 
 /* A pull for client c's GET ended (exec_xfer.h): the object is here, or
    no node has it (then it is looked for here, as before), or the pull
@@ -258,7 +272,7 @@ s_pulled(nm_t *nm, void *arg, const lux_ref_t *id, int rc)
     /* no node has it: the head's node may rebuild it from the log (a
        node's cannot read the log's files: DESIGN 7.2) */
     if (rc == 0 || (rc == LUX_ENOTFOUND && nm_peer_is_head(nm))) {
-        s_get_one(nm, c, id, -1); /* -1: not pulled again */
+        s_get_one(nm, c, id, -1, NM_XFER_GET); /* -1: not pulled again */
         return;
     }
     nm_obj_t err = {.id = *id, .state = rc == LUX_ENOTFOUND ? OBJ_MISSING : OBJ_ERROR};
@@ -269,8 +283,10 @@ s_pulled(nm_t *nm, void *arg, const lux_ref_t *id, int rc)
     nm_client_send_obj(nm, c, &err, false);
 }
 
+/* prio: NM_XFER_GET for a lux_get, NM_XFER_WAIT for a lux_wait (a pull
+   from another node is admitted in that order). */
 static void
-s_get_one(nm_t *nm, nm_client_t *c, const lux_ref_t *idp, int64_t deadline_ms)
+s_get_one(nm_t *nm, nm_client_t *c, const lux_ref_t *idp, int64_t deadline_ms, int prio)
 {
     bool pulled = deadline_ms < 0; /* s_pulled's: looked for on other nodes already */
     if (pulled)
@@ -323,7 +339,7 @@ s_get_one(nm_t *nm, nm_client_t *c, const lux_ref_t *idp, int64_t deadline_ms)
     nm_task_t *t = nm_task_find(nm, &tid);
     int brc = 0;
     /* on a cluster, another node may hold it: pulled here (exec_xfer.c) */
-    if (!t && !pulled && nm_xfer_on(nm) && nm_xfer_pull(nm, &id, NM_XFER_GET, s_pulled, c) == 0)
+    if (!t && !pulled && nm_xfer_on(nm) && nm_xfer_pull(nm, &id, prio, s_pulled, c) == 0)
         return;
     if (!t && (brc = nm_rebuild(nm, &id)) == 0)
         t = nm_task_find(nm, &tid);
@@ -369,6 +385,8 @@ nm_store_on_get(nm_t *nm, nm_client_t *c, zframe_t *body)
     }
     util_rd_init(&r, zframe_data(body), zframe_size(body));
     uint32_t count = util_rd_u32(&r);
+    int prio = count & EXEC_GET_WAIT ? NM_XFER_WAIT : NM_XFER_GET;
+    count &= ~EXEC_GET_WAIT;
     for (uint32_t i = 0; i < count; i++) {
         const uint8_t *p = util_rd_take(&r, LUX_REF_LEN);
         lux_ref_t id;
@@ -377,7 +395,7 @@ nm_store_on_get(nm_t *nm, nm_client_t *c, zframe_t *body)
             return;
         }
         memcpy(id.b, p, LUX_REF_LEN);
-        s_get_one(nm, c, &id, 0);
+        s_get_one(nm, c, &id, 0, prio);
     }
 }
 
@@ -397,7 +415,7 @@ s_restore_retry(nm_t *nm, bool changed)
             nm->restore_waits = w;
             continue;
         }
-        s_get_one(nm, w->c, &w->id, w->deadline_ms); /* may wait again */
+        s_get_one(nm, w->c, &w->id, w->deadline_ms, NM_XFER_GET); /* may wait again */
         free(w);
     }
 }

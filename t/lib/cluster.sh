@@ -15,6 +15,10 @@
 #     cuts one direction and cluster_heal FROM TO mends it. cluster_netns_why
 #     says why the form cannot run here (empty when it can).
 #
+#   cluster_up [-d MS] HEADRES [RES...]  a head and nodes 1, 2, ... (1 worker,
+#                                      a 32 MiB store each) with those
+#                                      --resources, each start a TAP check;
+#                                      -d: LUX_NODE_DEAD_MS=MS for the head
 #   cluster_head [LUX START OPTIONS]   start the head in $CL_DIR/head
 #   cluster_join I [OPTIONS]           start node I in $CL_DIR/nI; its output
 #                                      in $CL_OUT, its status in $CL_RC
@@ -87,6 +91,27 @@ cluster_head() {
     CL_ADDRESS="$(cl_ip 0):$CL_PORT"
     CL_TOKEN="$CL_DIR/head/token"
     return 0
+}
+
+cluster_up() { # cluster_up [-d MS] HEADRES [RES...]
+    _dead=
+    if [ "$1" = -d ]; then
+        _dead=$2
+        shift 2
+    fi
+    if [ -n "$_dead" ]; then
+        LUX_NODE_DEAD_MS=$_dead cluster_head --workers 1 --store-mb 32 --resources "$1"
+    else
+        cluster_head --workers 1 --store-mb 32 --resources "$1"
+    fi
+    ok $CL_RC "the head starts, with $1" || diag "$CL_OUT"
+    shift
+    _n=1
+    for _r in "$@"; do
+        cluster_join $_n --workers 1 --store-mb 32 --resources "$_r"
+        ok $CL_RC "node $_n joins, with $_r" || diag "$CL_OUT"
+        _n=$((_n + 1))
+    done
 }
 
 cluster_join() { # cluster_join I [OPTIONS]

@@ -1,5 +1,6 @@
 /*  fx - cluster fixtures for tests (see fx.h). */
 #include "fx.h"
+#include "tamper.h"
 #include "../tap.h"
 #include "db/db_client.h"
 #include "db/db_store.h"
@@ -205,10 +206,15 @@ fx_is_worker(pid_t pid)
 int
 fx_children(pid_t *pids, int max)
 {
+    return fx_children_of(getpid(), pids, max);
+}
+
+int
+fx_children_of(pid_t parent, pid_t *pids, int max)
+{
     DIR *d = opendir("/proc");
     struct dirent *e;
     int n = 0;
-    pid_t self = getpid();
     if (!d)
         return 0;
     while (n < max && (e = readdir(d))) {
@@ -228,11 +234,30 @@ fx_children(pid_t *pids, int max)
         int ppid;
         if (!(rp = strrchr(buf, ')')) || sscanf(rp + 1, " %c %d", &state, &ppid) != 2)
             continue;
-        if (ppid == (int) self && state != 'Z' && state != 'X')
+        if (ppid == (int) parent && state != 'Z' && state != 'X')
             pids[n++] = pid;
     }
     closedir(d);
     return n;
+}
+
+int
+fx_held(const char *dir, int n, pid_t *pids, int timeout_ms)
+{
+    int found = 0;
+    for (int waited = 0;; waited += 5) {
+        DIR *d = opendir(dir);
+        struct dirent *e;
+        found = 0;
+        while (d && found < n && (e = readdir(d)))
+            if (strncmp(e->d_name, "held-", 5) == 0 && atoi(e->d_name + 5) > 0)
+                pids[found++] = (pid_t) atoi(e->d_name + 5);
+        if (d)
+            closedir(d);
+        if (found >= n || waited >= timeout_ms)
+            return found;
+        usleep(5000);
+    }
 }
 
 db_query_t *
@@ -360,12 +385,7 @@ uint64_t
 fx_last_seq(const db_cluster_t *c, uint32_t shard, uint32_t index)
 {
     char path[PATH_MAX];
-    db_cluster_replica_db(c, shard, index, path, sizeof path);
-    db_store_opts_t o = {.path = path, .readonly = true};
-    db_store_t *st = db_store_open(&o);
-    uint64_t last = st ? db_store_last_seq(st) : 0;
-    db_store_close(&st);
-    return last;
+    return tamper_last(db_cluster_replica_db(c, shard, index, path, sizeof path));
 }
 
 void

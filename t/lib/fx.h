@@ -45,6 +45,13 @@ int fx_pids(const db_cluster_t *c, pid_t *pids, int max);
    its workers), found in /proc by their parent pid; returns the count.
    Zombies are left out. */
 int fx_children(pid_t *pids, int max);
+/* The same for the children of parent. */
+int fx_children_of(pid_t parent, pid_t *pids, int max);
+
+/* Wait up to timeout_ms until dir holds n signs held-PID of tasks that
+   are running (t/lib/testmod.c's t_hold, t_gateh1); their pids into pids
+   (up to n). Returns how many were there at the end. */
+int fx_held(const char *dir, int n, pid_t *pids, int timeout_ms);
 
 /* Let the node manager this process starts (the embedded default) start
    its workers from the lux program itself, not through the libtool

@@ -96,6 +96,30 @@ graph_submit(lux_t *lx, graph_t *g, int n, uint64_t seed, int64_t max_blob)
 }
 
 int
+graph_call_int(lux_t *lx, const lux_opts_t *opts, int fn, int n, const lux_arg_t *args,
+               const int64_t *vals, lux_ref_t *refs, int64_t *want)
+{
+    if (fn == 0) {
+        want[0] = graph_mix(vals, n);
+        return lux_call_opts(lx, opts, "t_mix", n, args, 1, refs);
+    }
+    if (fn == 1) {
+        want[0] = (vals[0] + vals[1]) % GRAPH_M;
+        want[1] = ((vals[0] - vals[1]) % GRAPH_M + GRAPH_M) % GRAPH_M;
+        return lux_call_opts(lx, opts, "t_split", 2, args, 2, refs);
+    }
+    int64_t m[8], s = 0;
+    for (int k = 0; k < n; k++) {
+        m[k] = graph_mix(&vals[k], 1);
+        s = (s + m[k]) % GRAPH_M;
+    }
+    for (int k = 0; k + 1 < n; k++)
+        s = (s + graph_mix(&m[k], 2)) % GRAPH_M;
+    want[0] = s;
+    return lux_call_opts(lx, opts, "t_nested", n, args, 1, refs);
+}
+
+int
 graph_submit_opts(lux_t *lx, graph_t *g, int n, uint64_t seed, int64_t max_blob,
                   const lux_opts_t *opts)
 {
@@ -169,24 +193,8 @@ graph_submit_opts(lux_t *lx, graph_t *g, int n, uint64_t seed, int64_t max_blob,
                     args[na] = LUX_REF(g->nodes[j].ref[k]);
                 }
             }
-            if (kind == G_MIX) {
-                x->want[0] = graph_mix(vals, na);
-                rc = lux_call_opts(lx, opts, "t_mix", na, args, 1, x->ref);
-            } else if (kind == G_SPLIT) {
-                x->want[0] = (vals[0] + vals[1]) % GRAPH_M;
-                x->want[1] = ((vals[0] - vals[1]) % GRAPH_M + GRAPH_M) % GRAPH_M;
-                rc = lux_call_opts(lx, opts, "t_split", 2, args, 2, x->ref);
-            } else {
-                int64_t m[8], s = 0;
-                for (int k = 0; k < na; k++) {
-                    m[k] = graph_mix(&vals[k], 1);
-                    s = (s + m[k]) % GRAPH_M;
-                }
-                for (int k = 0; k + 1 < na; k++)
-                    s = (s + graph_mix(&m[k], 2)) % GRAPH_M;
-                x->want[0] = s;
-                rc = lux_call_opts(lx, opts, "t_nested", na, args, 1, x->ref);
-            }
+            rc = graph_call_int(lx, opts, kind == G_MIX ? 0 : kind == G_SPLIT ? 1 : 2, na, args,
+                                vals, x->ref, x->want);
             break;
         }
         }

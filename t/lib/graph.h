@@ -44,6 +44,13 @@ int graph_submit_opts(lux_t *lx, graph_t *g, int n, uint64_t seed, int64_t max_b
 int graph_check(lux_t *lx, graph_t *g, char *why, size_t n);
 void graph_free(graph_t *g);
 
+/* Call t_mix (fn 0), t_split (1: two arguments, two outputs) or t_nested
+   (2) on n arguments whose values are vals, with opts (NULL: the
+   defaults): the outputs' refs into refs, the values they must have into
+   want. lux_call's code. */
+int graph_call_int(lux_t *lx, const lux_opts_t *opts, int fn, int n, const lux_arg_t *args,
+                   const int64_t *vals, lux_ref_t *refs, int64_t *want);
+
 /* Call t_big, the test module's large value (n bytes from seed), into
    *ref: lux_call's code. */
 int graph_call_big(lux_t *lx, int64_t seed, int64_t n, lux_ref_t *ref);

@@ -22,6 +22,13 @@
                          makes DIR/marked), then one of s_where with RES;
                          prints its DIR, makes FILE and waits (at most 10
                          minutes) for FILE.done
+        pin BYTES FILE   put BYTES bytes and get them (pinned in this node's
+                         store while this driver lives), make FILE, wait
+                         for FILE.done (at most 10 minutes)
+        prio W G FILE    (W, G: refs in hex, held on another node) lux_get
+                         of G without waiting, then lux_wait for W without
+                         waiting (both pulls asked), make FILE, then wait
+                         for FILE.done (at most 10 minutes)
         echo HEX BYTES RES  call s_echo(the ref HEX) with RES: a copy of
                          the argument and the directory of the node that
                          ran it; prints "echo ok|wrong (N bytes) DIR" after
@@ -207,6 +214,23 @@ s_main(lux_t *lx, int argc, char **argv)
                 return printf("error: %s\n", lux_errmsg()), 1;
         }
         return s_hold(&r, argv[3]);
+    }
+    if (strcmp(argv[1], "pin") == 0) {
+        uint8_t *p = calloc(1, (size_t) n);
+        lux_ref_t r;
+        if (!p || lux_put(lx, p, (size_t) n, &r) || s_get(lx, &r, &v))
+            return printf("error: %s\n", lux_errmsg()), 1;
+        free(p);
+        return s_hold(&r, argv[3]);
+    }
+    if (strcmp(argv[1], "prio") == 0) {
+        lux_ref_t w, g;
+        int ready = 0;
+        if (argc < 5 || lux_ref_parse(&w, argv[2]) || lux_ref_parse(&g, argv[3]))
+            return 2;
+        lux_get(lx, &g, &v, 0);
+        lux_wait(lx, 1, &w, 1, 0, &ready);
+        return s_hold(&g, argv[4]);
     }
     if (strcmp(argv[1], "marks") == 0) {
         lux_ref_t r;

@@ -125,3 +125,26 @@ tamper_forge(const char *path, const util_id_t *cluster, uint32_t shard, tamper_
     util_buf_free(&one);
     tamper_sh("rm -f '%s-wal' '%s-shm' && mv '%s' '%s'", path, path, side, path);
 }
+
+/* The newest checkpoint event of the replica file: its seq and idx;
+   false when it holds none. */
+bool
+tamper_newest_ckpt(const char *path, uint64_t *at, uint64_t *signs)
+{
+    sqlite3 *db;
+    sqlite3_stmt *st = NULL;
+    bool found = false;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
+        sqlite3_busy_timeout(db, 5000);
+        if (sqlite3_prepare_v2(db, "SELECT seq, idx FROM event WHERE kind = 20 ORDER BY seq"
+                               " DESC LIMIT 1", -1, &st, NULL) == SQLITE_OK &&
+            sqlite3_step(st) == SQLITE_ROW) {
+            *at = (uint64_t) sqlite3_column_int64(st, 0);
+            *signs = (uint64_t) sqlite3_column_int64(st, 1);
+            found = true;
+        }
+        sqlite3_finalize(st);
+    }
+    sqlite3_close(db);
+    return found;
+}

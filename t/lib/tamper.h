@@ -32,6 +32,11 @@ void tamper_exec(const char *path, const char *fmt, ...) __attribute__((format(p
 /* The last seq a replica file holds (0: none or unreadable). */
 uint64_t tamper_last(const char *path);
 
+/* The newest checkpoint event (kind 20) of the replica file at path: its
+   seq in *at and the seq it signs (its idx) in *signs; false when the
+   file holds none. */
+bool tamper_newest_ckpt(const char *path, uint64_t *at, uint64_t *signs);
+
 /* Called for each record of a file being forged: write a replacement
    record (its hash field is recomputed after) into out and return true,
    or return false to keep rec as it is. */

@@ -49,6 +49,20 @@ tap_tmpdir() { # sets TAP_TMP (call it directly, not in $(...): a subshell
     TAP_TMP=$_tap_tmp
 }
 
+tap_small_disk() { # tap_small_disk SIZE: sets tmp=$TAP_TMP, makes $tmp/small
+    # and skips the whole test unless a tmpfs of SIZE (6m, 32m...) can be
+    # mounted there in a private mount namespace (root, or the right to
+    # unshare and mount); the test mounts it itself inside its own
+    # `unshare -m`, where everything that needs the small disk runs
+    tap_tmpdir
+    tmp=$TAP_TMP
+    trap 'tap_cleanup' EXIT
+    mkdir -p "$tmp/small"
+    if ! unshare -m sh -c "mount -t tmpfs -o size=$1 tmpfs '$tmp/small'" >/dev/null 2>&1; then
+        skip_all "cannot mount a small tmpfs in a private mount namespace (needs root)"
+    fi
+}
+
 run() { # run CMD...: its status in $rc, its stdout in $out and stderr in
     # $err (kept in $TAP_TMP/out and $TAP_TMP/err); after tap_tmpdir
     "$@" >"$TAP_TMP/out" 2>"$TAP_TMP/err"

@@ -656,6 +656,23 @@ t_h1(lux_t *lx, int argc, const lux_val_t *argv)
 }
 LUX_FUNCTION(t_h1, -1, 1)
 
+/* t_h1 of argument 1 once dir/go exists (dir is argument 0; 120 s at
+   most), after signing dir/held-PID: tasks a test starts together and
+   lets go at once, so that they ask room for their outputs together. */
+static int
+t_gateh1(lux_t *lx, int argc, const lux_val_t *argv)
+{
+    char dir[512], name[64], path[600];
+    s_path(&argv[0], dir, sizeof dir);
+    snprintf(name, sizeof name, "held-%d", (int) getpid());
+    s_sign(dir, name, "held");
+    snprintf(path, sizeof path, "%s/go", dir);
+    if (s_wait_file(path))
+        return lux_raise(lx, "t_gateh1: %s did not appear within 120 s", path);
+    return hx_outputs(lx, &argv[1], 1, hx_take(hx_mix((uint64_t) hx_ctl(&argv[1], 0)), 2, argc, argv));
+}
+LUX_FUNCTION(t_gateh1, 2, 1)
+
 static int
 t_h2(lux_t *lx, int argc, const lux_val_t *argv)
 {
