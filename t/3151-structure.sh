@@ -1,9 +1,14 @@
 #!/bin/sh
 # 3151-structure: the source tree keeps the shape issue 27 gave it
-# (tools/check-includes.sh): no circle among the #include lines of the
-# src/exec files, and no source file over 1,200 lines but those the script
-# lists with a reason. Also checks that the script finds a planted circle
-# and a planted long file, so that a broken script cannot pass.
+# (tools/check-includes.sh): a header of src/exec declares only its own
+# part's functions, no circle among the #include lines of the src/exec
+# files (but the arrows the script lists, each with its reason), and no
+# source file over 1,200 lines but those the script lists with a reason.
+# Also checks that the script finds a planted circle, a circle hidden
+# behind a header that declares two parts' functions (how the node
+# manager's parts called each other through exec_node_int.h before issue
+# 27's split) and a planted long file, so that a broken script cannot
+# pass.
 . "${LUX_SRCDIR:-.}/t/lib/tap.sh"
 
 SRC=${LUX_SRCDIR:-.}
@@ -25,8 +30,35 @@ run sh "$SRC/tools/check-includes.sh" "$tmp"
 is "$rc" 1 "a planted circle of includes fails the check"
 like "$out" "form a circle" "and is named"
 
+# a circle hidden behind a shared header: a.c and b.c call each other,
+# and both include only common.h, which declares both
+rm -f "$tmp/src/exec/a.c" "$tmp/src/exec/b.c" "$tmp/src/exec/a.h" "$tmp/src/exec/b.h"
+printf '#include "common.h"\nvoid\na_run(void)\n{\n    b_run();\n}\n' >"$tmp/src/exec/a.c"
+printf '#include "common.h"\nvoid\nb_run(void)\n{\n    a_run();\n}\n' >"$tmp/src/exec/b.c"
+printf '/* both */\nvoid a_run(void);\nvoid b_run(void);\n' >"$tmp/src/exec/common.h"
+run sh "$SRC/tools/check-includes.sh" "$tmp"
+is "$rc" 1 "a header declaring another part's functions fails the check"
+like "$out" "src/exec/common.h declares a_run, which a.c defines: declare it in a.h" "and names the function and its part"
+# declared where they belong, the includes show the circle
+printf 'void a_run(void);\n' >"$tmp/src/exec/a.h"
+printf 'void b_run(void);\n' >"$tmp/src/exec/b.h"
+sed -i 's/common.h/b.h/' "$tmp/src/exec/a.c"
+sed -i 's/common.h/a.h/' "$tmp/src/exec/b.c"
+rm -f "$tmp/src/exec/common.h"
+run sh "$SRC/tools/check-includes.sh" "$tmp"
+is "$rc" 1 "... and, declared in their own headers, the circle fails the check"
+like "$out" "form a circle" "and is named"
+
+# an arrow the script lists as still pointing up, which the includes no
+# longer draw, must leave the list (a tree with the node manager's parts)
+rm -f "$tmp/src/exec/a.c" "$tmp/src/exec/b.c"
+: >"$tmp/src/exec/exec_node_int.h"
+run sh "$SRC/tools/check-includes.sh" "$tmp"
+is "$rc" 1 "an arrow listed in BACK but no longer drawn fails the check"
+like "$out" ": remove the arrow from BACK in tools/check-includes.sh" "and is named"
+rm -f "$tmp/src/exec/exec_node_int.h"
+
 # a planted long file
-rm -f "$tmp/src/exec/b.c"
 i=0
 while [ $i -lt 1201 ]; do echo "/* $i */"; i=$((i + 1)); done >"$tmp/src/exec/long.c"
 run sh "$SRC/tools/check-includes.sh" "$tmp"

@@ -1,19 +1,68 @@
 #!/bin/sh
 # check-includes.sh [SRCDIR] - the structure rules of issue 27, checked
 # by make check (t/3151-structure.sh):
-#   1. the #include "..." lines among src/exec files form no circle. A
+#   1. a header of src/exec declares only functions its own part defines:
+#      a function defined in X.c is declared in X.h, nowhere else, so that
+#      the #include lines say which part calls which (a header that
+#      declared every part's functions would hide their circles);
+#   2. the #include "..." lines among src/exec files form no circle. A
 #      file's part is its name without .c/.h (exec_arena.c and
 #      exec_arena.h are one part), so "A.c includes B.h and B.c includes
-#      A.h" is a circle even though no header includes itself;
-#   2. no source file (src/, tools/, t/ .c and .h) is over 1,200 lines,
+#      A.h" is a circle even though no header includes itself. The arrows
+#      still pointing up while the node manager is split are listed in
+#      BACK below, each with its reason; one that is gone must leave the
+#      list;
+#   3. no source file (src/, tools/, t/ .c and .h) is over 1,200 lines,
 #      but for those listed in LONG below, each with its reason.
 # Prints what is wrong and exits 1; exits 0 when all is well.
 top=${1:-.}
 status=0
+tmp=$(mktemp -d) || exit 2
+trap 'rm -rf "$tmp"' EXIT
 
-# --- 1. includes among src/exec files ---------------------------------
-edges=$(mktemp) || exit 2
-trap 'rm -f "$edges"' EXIT
+# --- 1. each function declared in its own part's header -----------------
+# "name file" of every function defined in src/exec/*.c (the name at the
+# start of a line, before its parenthesis: this project's style)
+for f in "$top"/src/exec/*.c; do
+    [ -e "$f" ] || continue
+    part=$(basename "$f" .c)
+    sed -n 's/^\([a-z_][a-z0-9_]*\)(.*/\1/p' "$f" | sed "s/\$/ $part/"
+done | sort -u >"$tmp/defs"
+for h in "$top"/src/exec/*.h; do
+    [ -e "$h" ] || continue
+    part=$(basename "$h" .h)
+    # declarations start a line with their type; comments, continuation
+    # lines and preprocessor lines do not
+    grep '^[a-z]' "$h" | sed -n 's/^[^(]*[^a-z0-9_]\([a-z_][a-z0-9_]*\)(.*/\1/p' | sort -u |
+    while read -r fn; do
+        owner=$(awk -v f="$fn" '$1 == f { print $2; exit }' "$tmp/defs")
+        [ -n "$owner" ] && [ "$owner" != "$part" ] || continue
+        echo "src/exec/$part.h declares $fn, which $owner.c defines: declare it in $owner.h"
+    done
+done >"$tmp/misplaced"
+if [ -s "$tmp/misplaced" ]; then
+    cat "$tmp/misplaced"
+    status=1
+fi
+
+# --- 2. includes among src/exec files ---------------------------------
+# Arrows that still point up, "from to reason": each closes a circle the
+# node manager's split (issue 27) has yet to open. They are left out of
+# the check; an arrow listed here that the #include lines no longer draw
+# must leave the list.
+BACK="
+exec_node_obj exec_node nm_send: a client's connection to part from the loop
+exec_node_sched exec_node nm_send: a client's connection to part from the loop
+exec_node_actor exec_node nm_send: a client's connection to part from the loop
+exec_node_cancel exec_node nm_send: a client's connection to part from the loop
+exec_store exec_node nm_send: a client's connection to part from the loop
+exec_node_sched exec_remote spilling a task the node cannot run: to become a callback of the remote part
+exec_node_actor exec_ractor an actor living on another node: to become a callback of exec_ractor
+exec_remote exec_ractor an actor's placement answered: to become a callback of exec_ractor
+exec_node_blob exec_node_log a recorded put's event released: to become a callback
+exec_node_blob exec_node_obj the put pinned while it is written: to become a callback
+"
+edges=$tmp/edges
 for f in "$top"/src/exec/*.c "$top"/src/exec/*.h; do
     [ -e "$f" ] || continue
     from=$(basename "$f"); from=${from%.*}
@@ -26,14 +75,27 @@ for f in "$top"/src/exec/*.c "$top"/src/exec/*.h; do
         [ "$to" = "$from" ] || echo "$from $to" >>"$edges"
     done
 done
-if ! tsort "$edges" >/dev/null 2>"$edges.err"; then
+sort -u "$edges" >"$edges.all"
+printf '%s\n' "$BACK" | awk 'NF >= 2 { print $1, $2 }' | sort -u >"$tmp/back"
+# a listed arrow no longer drawn (only where the tree has these parts:
+# the planted trees of t/3151 have not)
+if [ -e "$top/src/exec/exec_node_int.h" ]; then
+    comm -23 "$tmp/back" "$edges.all" | while read -r a b; do
+        echo "src/exec: $a no longer includes $b: remove the arrow from BACK in tools/check-includes.sh"
+    done >"$tmp/stale"
+    if [ -s "$tmp/stale" ]; then
+        cat "$tmp/stale"
+        status=1
+    fi
+fi
+comm -23 "$edges.all" "$tmp/back" >"$edges.dag"
+if ! tsort "$edges.dag" >/dev/null 2>"$edges.err"; then
     echo "src/exec: the #include lines form a circle (part -> part it includes):"
-    sed 's/^tsort: /  /' "$edges.err"
+    sed -e 's/^tsort: //' -e 's/^[^ ]*: input contains a loop:/  a circle:/' "$edges.err"
     status=1
 fi
-rm -f "$edges.err"
 
-# --- 2. file sizes ---------------------------------------------------
+# --- 3. file sizes ---------------------------------------------------
 MAX=1200
 # Files allowed over MAX for now, each with its reason; remove a line once
 # its file is split.

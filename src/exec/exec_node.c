@@ -20,6 +20,14 @@
 #include "exec_gpu.h"
 #include "exec_node_gpu.h"
 #include "exec_remote.h"
+#include "exec_node_actor.h"
+#include "exec_node_cancel.h"
+#include "exec_node_cpu.h"
+#include "exec_node_far.h"
+#include "exec_node_log.h"
+#include "exec_node_obj.h"
+#include "exec_node_sched.h"
+#include "exec_node_stats.h"
 #include "../net/net_raw.h"
 #include "../util/util_err.h"
 #include "../util/util_fs.h"
@@ -781,6 +789,13 @@ s_setup(nm_t *nm, const exec_node_opts_t *o)
     nm->clients = util_idmap_new(sizeof(nm_client_t *));
     nm->modules = util_idmap_new(0);
     nm->actors = util_idmap_new(sizeof(nm_actor_t *));
+    /* the calls lower parts make up to higher ones (nm->ops) */
+    nm_actor_open(nm);
+    nm_cancel_open(nm);
+    nm_far_open(nm);
+    nm_sched_open(nm);
+    nm->ops.client_gone = nm_client_gone;
+    nm->ops.conn_drain = nm_conn_drain;
     if (!nm->objects || !nm->tasks || !nm->clients || !nm->modules || !nm->actors)
         return util_err(LUX_ENOMEM, "out of memory");
     nm->store_bytes = o->store_bytes ? o->store_bytes : exec_node_default_store();

@@ -43,4 +43,20 @@ char *exec_node_endpoint(const db_cluster_t *c, char *out, size_t n);
    most 8 GiB). */
 uint64_t exec_node_default_store(void);
 
+/* --- for the node manager's parts (exec_node_int.h) --------------------------------- */
+
+struct nm;
+struct nm_client;
+struct nm_conn;
+
+/* Send m (header frame first) to client c; dropped when c is gone. */
+void nm_send(struct nm *nm, struct nm_client *c, zmsg_t **m);
+
+/* A client left or died: drop its pins, grants and waiting ALLOCs, disown
+   its objects, and free it. */
+void nm_client_gone(struct nm *nm, struct nm_client *c);
+
+/* Read what a dead worker's connection still holds (its last results). */
+void nm_conn_drain(struct nm *nm, struct nm_conn *conn);
+
 #endif

@@ -32,10 +32,15 @@
     the actor is dead: its pending calls and every later one fail with the
     reason, naming the actor and the call.
 */
+#include "exec_node_actor.h"
 #include "exec_node_int.h"
 #include "exec_pool.h"
 #include "exec_node_gpu.h"
 #include "exec_ractor.h"
+#include "exec_node.h"
+#include "exec_node_log.h"
+#include "exec_node_obj.h"
+#include "exec_node_sched.h"
 #include "../util/util_err.h"
 #include "../util/util_hash.h"
 #include "../util/util_log.h"
@@ -63,6 +68,22 @@ struct nm_lookup {
 enum { S_OP_KILL = 1, S_OP_LOOKUP = 2, S_OP_CHECKPOINT = 3 };
 
 /* --- small things ----------------------------------------------------------------------- */
+
+nm_task_t *
+nm_actor_run_new(nm_t *nm, nm_client_t *owner, const exec_spec_t *s, bool insert, int kind,
+                 nm_actor_t *a)
+{
+    nm_run_t *run = calloc(1, sizeof *run);
+    nm_task_t *t = run ? nm_task_new(nm, owner, s, insert) : NULL;
+    if (!t) {
+        free(run);
+        return NULL;
+    }
+    t->kind = (uint8_t) kind;
+    t->actor = a;
+    t->run = run;
+    return t;
+}
 
 static nm_actor_t *
 s_find(nm_t *nm, const util_id_t *id)
@@ -228,7 +249,7 @@ s_keep(nm_t *nm, nm_actor_t *a, nm_task_t *t)
         }
         o->uses++;
         a->kept[a->nkept] = arg.ref;
-        a->kept_idx[a->nkept++] = t->idx;
+        a->kept_idx[a->nkept++] = t->run->idx;
     }
 }
 
@@ -267,12 +288,8 @@ s_run_new(nm_t *nm, nm_actor_t *a, int kind, nm_client_t *owner)
         s.args = args.data;
         s.args_len = (uint32_t) args.len;
     }
-    nm_task_t *t = args.oom ? NULL : nm_task_new(nm, owner, &s, false);
+    nm_task_t *t = args.oom ? NULL : nm_actor_run_new(nm, owner, &s, false, kind, a);
     util_buf_free(&args);
-    if (t) {
-        t->kind = (uint8_t) kind;
-        t->actor = a;
-    }
     return t;
 }
 
@@ -285,12 +302,12 @@ s_drop_run(nm_t *nm, nm_actor_t *a, nm_task_t *t, int status, const char *why)
     t->next = NULL;
     if (t == a->create)
         return; /* a->create goes with the actor */
-    if (t->kind == T_CALL && !t->replay) {
+    if (t->kind == T_CALL && !t->run->replay) {
         nm_task_fail(nm, t, status, why); /* off every list, logged, freed */
         return;
     }
     if (t->kind == T_SAVE && t->owner)
-        s_reply(nm, t->owner, t->op_req, status, &a->id, why);
+        s_reply(nm, t->owner, t->run->op_req, status, &a->id, why);
     if (t == a->boot)
         a->boot = NULL;
     nm_task_discard(nm, t);
@@ -397,15 +414,13 @@ s_create(nm_t *nm, nm_client_t *c, const exec_spec_t *s)
     a->max_restarts = s->max_restarts;
     a->ckpt_every = s->ckpt_every;
     s_state(nm, a, A_WAITING);
-    nm_task_t *t = a->cls ? nm_task_new(nm, c, s, true) : NULL;
+    nm_task_t *t = a->cls ? nm_actor_run_new(nm, c, s, true, T_CREATE, a) : NULL;
     if (!t) {
         s_state(nm, a, A_DEAD);
         a->death = strdup("out of memory creating it");
         a->death_status = LUX_ENOMEM;
         return util_err(LUX_ENOMEM, "out of memory holding an actor");
     }
-    t->kind = T_CREATE;
-    t->actor = a;
     t->nret = 0;
     a->create = t;
     if (nm_ractor_elsewhere(nm, a, t)) {
@@ -450,11 +465,9 @@ nm_actor_submit(nm_t *nm, nm_client_t *c, const exec_spec_t *s)
     exec_spec_t s2 = *s;
     if (a)
         memcpy(s2.module, a->module, 16);
-    nm_task_t *t = nm_task_new(nm, c, &s2, true);
+    nm_task_t *t = nm_actor_run_new(nm, c, &s2, true, T_CALL, a);
     if (!t)
         return util_err(LUX_ENOMEM, "out of memory holding an actor call");
-    t->kind = T_CALL;
-    t->actor = a;
     nm->n_submitted++;
     if (!a) {
         snprintf(why, sizeof why, "no actor %s was created on this node",
@@ -531,7 +544,7 @@ s_add(nm_actor_t *a, nm_task_t *t, s_batch_t *bt)
     exec_run_t run = {.task = t->id, .job = t->job, .fn = t->fn,
                       .fn_len = (uint16_t) strlen(t->fn), .nret = t->nret,
                       .attempt = t->attempt, .argc = t->argc, .kind = (uint8_t) s_run_kind(t),
-                      .actor = a->id, .idx = t->idx};
+                      .actor = a->id, .idx = t->run->idx};
     memcpy(run.module, a->module, 16);
     nm_gpu_run(bt->nm, a->gpus, &run);
     exec_run_encode(bt->b, &run, bt->objs);
@@ -600,15 +613,13 @@ s_replay_cb(void *arg, const db_event_t *e)
                      (long long) e->idx);
             return 1;
         }
-        if (!(t = nm_task_new(x->nm, NULL, &s, false))) {
+        if (!(t = nm_actor_run_new(x->nm, NULL, &s, false, T_CALL, a))) {
             x->rc = LUX_ENOMEM;
             snprintf(x->why, sizeof x->why, "out of memory replaying its calls");
             return 1;
         }
-        t->kind = T_CALL;
-        t->actor = a;
-        t->idx = (uint64_t) e->idx;
-        t->replay = true;
+        t->run->idx = (uint64_t) e->idx;
+        t->run->replay = true;
         char why[600];
         int rc = nm_task_resolve(x->nm, t, why, sizeof why);
         if (rc) {
@@ -726,13 +737,13 @@ s_calls(nm_t *nm, nm_actor_t *a)
         nm_task_t *t = a->queue;
         if (t->waiting)
             break; /* its arguments come first: nothing overtakes it */
-        if (t->kind == T_CALL && !t->idx && a->ckpt_every &&
+        if (t->kind == T_CALL && !t->run->idx && a->ckpt_every &&
             a->next_idx >= a->saved_idx + a->ckpt_every)
             break; /* the checkpoint before it first: a restart re-applies at
                       most checkpoint_every calls */
         s_pop(&a->queue, &a->queue_last);
-        if (t->kind == T_SAVE && !t->idx)
-            t->idx = a->next_idx; /* on demand: after the calls numbered so far */
+        if (t->kind == T_SAVE && !t->run->idx)
+            t->run->idx = a->next_idx; /* on demand: after the calls numbered so far */
         int rc = s_args(nm, t, &bt);
         if (rc == 1) {
             t->next = a->queue;
@@ -742,26 +753,26 @@ s_calls(nm_t *nm, nm_actor_t *a)
             break;
         }
         if (rc) {
-            if (t->replay) {
+            if (t->run->replay) {
                 s_append(&a->queue, &a->queue_last, t); /* s_die drops it */
                 s_die(nm, a, rc, "cannot replay its call %llu: %s",
-                      (unsigned long long) t->idx, lux_errmsg());
+                      (unsigned long long) t->run->idx, lux_errmsg());
                 break;
             }
             s_drop_run(nm, a, t, rc, lux_errmsg());
             continue;
         }
-        if (t->kind == T_CALL && !t->idx) {
-            t->idx = ++a->next_idx;
+        if (t->kind == T_CALL && !t->run->idx) {
+            t->run->idx = ++a->next_idx;
             a->last_call = t->id;
             nm_log_actor_call(nm, a, t);
         }
         s_add(a, t, &bt);
-        if (t->kind == T_CALL && a->ckpt_every && t->idx % a->ckpt_every == 0 &&
-            t->idx > a->ckpt_idx) {
+        if (t->kind == T_CALL && a->ckpt_every && t->run->idx % a->ckpt_every == 0 &&
+            t->run->idx > a->ckpt_idx) {
             nm_task_t *sv = s_run_new(nm, a, T_SAVE, NULL);
             if (sv) {
-                sv->idx = t->idx;
+                sv->run->idx = t->run->idx;
                 s_add(a, sv, &bt);
             }
         }
@@ -870,12 +881,12 @@ s_saved(nm_t *nm, nm_actor_t *a, nm_task_t *t, nm_client_t *c, int status, const
         const exec_obj_t *outs, const uint8_t *fps)
 {
     char hex[UTIL_ID_HEX];
-    if (t->idx > a->saved_idx)
-        a->saved_idx = t->idx;
+    if (t->run->idx > a->saved_idx)
+        a->saved_idx = t->run->idx;
     if (status) {
         log_warn("actor %s (%s): checkpoint after call %llu failed: %s",
-                 util_id_hex(&a->id, hex), a->cls, (unsigned long long) t->idx, msg);
-    } else if (!a->has_ckpt || t->idx > a->ckpt_idx) {
+                 util_id_hex(&a->id, hex), a->cls, (unsigned long long) t->run->idx, msg);
+    } else if (!a->has_ckpt || t->run->idx > a->ckpt_idx) {
         lux_ref_t id;
         exec_ref_make(&id, &t->id, 0);
         nm_obj_t *o = nm_obj_new(nm, &id);
@@ -895,14 +906,14 @@ s_saved(nm_t *nm, nm_actor_t *a, nm_task_t *t, nm_client_t *c, int status, const
                 }
             }
             a->ckpt = id;
-            a->ckpt_idx = t->idx;
+            a->ckpt_idx = t->run->idx;
             a->has_ckpt = true;
-            s_unkeep(nm, a, t->idx);
+            s_unkeep(nm, a, t->run->idx);
             nm_ractor_saved(nm, a, o); /* its home on another node keeps it too */
         }
     }
     if (t->owner)
-        s_reply(nm, t->owner, t->op_req, status, &a->id, status ? msg : NULL);
+        s_reply(nm, t->owner, t->run->op_req, status, &a->id, status ? msg : NULL);
     nm_task_discard(nm, t);
 }
 
@@ -911,9 +922,9 @@ s_called(nm_t *nm, nm_actor_t *a, nm_task_t *t, nm_client_t *c, const exec_resul
          int status, const char *msg, const exec_obj_t *outs, const uint8_t *fps)
 {
     nm_task_release_args(nm, t, false); /* unpinned; uses stay until it is done */
-    if (a->max_restarts && !t->replay && t->idx > a->ckpt_idx)
+    if (a->max_restarts && !t->run->replay && t->run->idx > a->ckpt_idx)
         s_keep(nm, a, t);
-    if (t->replay) {
+    if (t->run->replay) {
         /* its results were handed out before: these go */
         if (!status)
             for (uint8_t i = 0; i < t->nret; i++)
@@ -926,26 +937,24 @@ s_called(nm_t *nm, nm_actor_t *a, nm_task_t *t, nm_client_t *c, const exec_resul
         nm_task_discard(nm, t);
         return;
     }
-    t->t_start = r->t_start;
-    t->t_end = r->t_end;
     if (status) {
-        t->fail_status = status;
-        t->fail_msg = strdup(msg);
+        t->run->fail_status = status;
+        t->run->fail_msg = strdup(msg);
     } else {
         uint64_t total = 0;
         uint8_t fp[16];
         util_blake_t h;
         s_take_grants(c, outs, t->nret);
-        if (r->outs_len && !(t->held_outs = malloc(r->outs_len))) {
+        if (r->outs_len && !(t->run->held_outs = malloc(r->outs_len))) {
             for (uint8_t i = 0; i < t->nret; i++)
                 if (outs[i].where == EXEC_W_ARENA)
                     nm_store_free(nm, outs[i].off);
-            t->fail_status = LUX_ENOMEM;
-            t->fail_msg = strdup("out of memory holding its results");
+            t->run->fail_status = LUX_ENOMEM;
+            t->run->fail_msg = strdup("out of memory holding its results");
         } else {
             if (r->outs_len)
-                memcpy(t->held_outs, r->outs, r->outs_len);
-            t->held_len = r->outs_len;
+                memcpy(t->run->held_outs, r->outs, r->outs_len);
+            t->run->held_len = r->outs_len;
             util_blake_init(&h, 16);
             for (uint8_t i = 0; i < t->nret; i++) {
                 util_blake_update(&h, fps + 16 * i, 16);
@@ -957,7 +966,7 @@ s_called(nm_t *nm, nm_actor_t *a, nm_task_t *t, nm_client_t *c, const exec_resul
             nm_log_finished(nm, t, a->worker, r, total, fp);
         }
     }
-    t->held = true;
+    t->run->held = true;
     s_append(&nm->held_calls, &nm->held_last, t);
 }
 
@@ -1006,7 +1015,7 @@ static const uint8_t *
 s_held_outs(const nm_task_t *t, exec_obj_t *outs)
 {
     util_rd_t rd;
-    util_rd_init(&rd, t->held_outs, t->held_len);
+    util_rd_init(&rd, t->run->held_outs, t->run->held_len);
     for (uint8_t i = 0; i < t->nret; i++)
         exec_obj_decode(&rd, &outs[i]);
     return util_rd_take(&rd, (size_t) t->nret * 16);
@@ -1016,11 +1025,11 @@ s_held_outs(const nm_task_t *t, exec_obj_t *outs)
 static void
 s_release(nm_t *nm, nm_task_t *t)
 {
-    t->held = false;
-    if (t->fail_status) {
+    t->run->held = false;
+    if (t->run->fail_status) {
         char msg[600];
-        snprintf(msg, sizeof msg, "%s", t->fail_msg ? t->fail_msg : "?");
-        nm_task_fail(nm, t, t->fail_status, msg);
+        snprintf(msg, sizeof msg, "%s", t->run->fail_msg ? t->run->fail_msg : "?");
+        nm_task_fail(nm, t, t->run->fail_status, msg);
         return;
     }
     exec_obj_t outs[EXEC_MAX_RETURNS];
@@ -1044,8 +1053,8 @@ static void
 s_release_failed(nm_t *nm, nm_task_t *t, const char *why)
 {
     char msg[700];
-    t->held = false;
-    if (!t->fail_status && t->held_outs) {
+    t->run->held = false;
+    if (!t->run->fail_status && t->run->held_outs) {
         exec_obj_t outs[EXEC_MAX_RETURNS];
         s_held_outs(t, outs);
         for (uint8_t i = 0; i < t->nret; i++)
@@ -1107,11 +1116,11 @@ nm_actor_worker_gone(nm_t *nm, nm_worker_t *w, const char *why)
             if (t == a->create) {
                 nm_task_release_args(nm, t, false);
                 t->state = TASK_WAITING;
-            } else if (t->kind == T_CALL && !t->replay && t->idx) {
+            } else if (t->kind == T_CALL && !t->run->replay && t->run->idx) {
                 nm_task_release_args(nm, t, false);
                 t->state = TASK_WAITING;
                 s_append(&limbo, &limbo_last, t);
-            } else if (t->kind == T_CALL && !t->replay) {
+            } else if (t->kind == T_CALL && !t->run->replay) {
                 s_append(&queue, &queue_last, t);
             } else {
                 s_drop_run(nm, a, t, LUX_EDEAD, "the actor's process died before it was done");
@@ -1181,9 +1190,9 @@ nm_actor_failing(nm_t *nm, nm_task_t *t, int status, const char *text)
         s_dirty(nm, a);
         return false; /* failed as a task: its failure is logged */
     }
-    if (t->replay) {
+    if (t->run->replay) {
         char why[900];
-        snprintf(why, sizeof why, "cannot replay its call %llu: %s", (unsigned long long) t->idx,
+        snprintf(why, sizeof why, "cannot replay its call %llu: %s", (unsigned long long) t->run->idx,
                  text);
         if (!a->doom && a->state != A_DEAD && (a->doom = strdup(why)))
             a->doom_status = status;
@@ -1325,7 +1334,7 @@ nm_actor_op(nm_t *nm, nm_client_t *c, const uint8_t *p, size_t n)
             s_reply(nm, c, req, LUX_ENOMEM, &id, "out of memory");
             return;
         }
-        t->op_req = req; /* answered when it is saved */
+        t->run->op_req = req; /* answered when it is saved */
         s_append(&a->queue, &a->queue_last, t);
         s_dirty(nm, a);
         return;
@@ -1435,6 +1444,16 @@ nm_actor_client_gone(nm_t *nm, nm_client_t *c)
 }
 
 void
+nm_actor_open(nm_t *nm)
+{
+    nm->ops.actor_submit = nm_actor_submit;
+    nm->ops.actor_kick = nm_actor_kick;
+    nm->ops.actor_failing = nm_actor_failing;
+    nm->ops.actor_result = nm_actor_result;
+    nm->ops.actor_worker_gone = nm_actor_worker_gone;
+}
+
+void
 nm_actor_close(nm_t *nm)
 {
     s_all_t all = {0};
@@ -1447,7 +1466,7 @@ nm_actor_close(nm_t *nm)
         for (int k = 0; k < 2; k++)
             for (nm_task_t *t = k ? a->queue : a->sent, *next; t; t = next) {
                 next = t->next;
-                if (t->replay || t->kind == T_SAVE || t->kind == T_LOAD) {
+                if (t->run->replay || t->kind == T_SAVE || t->kind == T_LOAD) {
                     if (t == a->boot)
                         a->boot = NULL;
                     nm_task_free(t);

@@ -16,8 +16,11 @@
     stays the order of what happened; the loop finishes done writes on
     each log tick (nm_blob_tick).
 */
+#include "exec_node_blob.h"
 #include "exec_node_int.h"
 #include "exec_blob.h"
+#include "exec_node_log.h"
+#include "exec_node_obj.h"
 #include "../util/util_err.h"
 #include "../util/util_log.h"
 

@@ -33,7 +33,12 @@
     so its start is its dispatch; the tick cancels it with force once it
     has run that long.
 */
+#include "exec_node_cancel.h"
 #include "exec_node_int.h"
+#include "exec_node.h"
+#include "exec_node_log.h"
+#include "exec_node_obj.h"
+#include "exec_node_sched.h"
 #include "../util/util_err.h"
 #include "../util/util_hash.h"
 #include "../util/util_log.h"
@@ -317,4 +322,12 @@ nm_cancel_tick(nm_t *nm)
                  t->timeout_ms);
         s_stop_running(nm, t, true, why);
     }
+}
+
+void
+nm_cancel_open(nm_t *nm)
+{
+    nm->ops.cancel_started = nm_cancel_started;
+    nm->ops.cancel_result = nm_cancel_result;
+    nm->ops.cancel_worker_gone = nm_cancel_worker_gone;
 }

@@ -32,6 +32,7 @@
     the CPUs, whatever the CPU resource says. A failure to set either
     setting is logged once and the worker runs as it is.
 */
+#include "exec_node_cpu.h"
 #include "exec_node_int.h"
 #include "../util/util_log.h"
 

@@ -17,9 +17,12 @@
     are found by looking, one argument per report, so a task that failed
     or was cancelled meanwhile is simply not found.
 */
+#include "exec_node_far.h"
 #include "exec_node_int.h"
 #include "exec_xfer.h"
 #include "exec_peer.h"
+#include "exec_node_obj.h"
+#include "exec_node_sched.h"
 #include "../util/util_err.h"
 #include "../util/util_hash.h"
 #include "../util/util_log.h"
@@ -187,4 +190,11 @@ nm_far_resume(nm_t *nm, nm_task_t *t)
     }
     if (t->waiting == 0)
         nm_task_wake(nm, t);
+}
+
+void
+nm_far_open(nm_t *nm)
+{
+    nm->ops.far_here = nm_far_here;
+    nm->ops.far_fetch = nm_far_fetch;
 }

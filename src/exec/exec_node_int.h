@@ -1,21 +1,26 @@
 /*  exec_node_int - the node manager's state: the types its parts share.
-    The parts, each with the header of what it offers to the others:
-        exec_node.c        the actor: its loop, connections, routing of messages
-        exec_store.c       the object store's requests (ALLOC, PUT, GET, FREE)   exec_store.h
-        exec_node_obj.c    objects, the store, pins, eviction, spilling
-        exec_node_sched.c  tasks, dependencies, dispatch, results, failures
-        exec_pool.c        worker processes and resources                       exec_pool.h
-        exec_node_cpu.c    CPU placement of workers
-        exec_node_actor.c  actors: creation, calls, restarts, checkpoints
-        exec_node_cancel.c cancelling tasks, timeouts
-        exec_node_log.c    events to the log, write-ahead lineage, lookups
-        exec_node_gpu.c    which GPUs a task or actor holds                     exec_node_gpu.h
-        exec_node_blob.c   puts kept for replay
-        exec_peer.c        the node's tcp endpoint, to other nodes           exec_peer.h
-        exec_xfer.c        objects pulled from other nodes                    exec_xfer.h
-    The functions declared below are those of the parts that have no
-    header of their own yet (issue 27 goes on splitting them).
-    Nothing here is used outside src/exec/exec_node*.c and the parts above.
+    Each part declares its functions in its own header, so that the
+    #include lines say which part calls which (tools/check-includes.sh
+    checks it, and lists the arrows that still point up):
+        exec_node.c        the actor: its loop, connections, routing of messages  exec_node.h
+        exec_node_stats.c  the node's state for its heartbeat and lux status     exec_node_stats.h
+        exec_store.c       the object store's requests (ALLOC, PUT, GET, FREE)    exec_store.h
+        exec_node_cancel.c cancelling tasks, timeouts                             exec_node_cancel.h
+        exec_node_actor.c  actors: creation, calls, restarts, checkpoints         exec_node_actor.h
+        exec_ractor.c      actors on other nodes                                  exec_ractor.h
+        exec_remote.c      tasks spilled to other nodes, the global scheduler     exec_remote.h
+        exec_node_sched.c  the task graph: tasks, dependencies, dispatch, results,
+                           failures, rebuilds                                     exec_node_sched.h
+        exec_pool.c        worker processes and resources                         exec_pool.h
+        exec_node_cpu.c    CPU placement of workers                               exec_node_cpu.h
+        exec_node_gpu.c    which GPUs a task or actor holds                       exec_node_gpu.h
+        exec_node_far.c    a task's arguments pulled from other nodes             exec_node_far.h
+        exec_xfer.c        objects pulled from other nodes                        exec_xfer.h
+        exec_node_obj.c    the object store: objects, pins, eviction, spilling    exec_node_obj.h
+        exec_node_log.c    events to the log, write-ahead lineage, lookups        exec_node_log.h
+        exec_node_blob.c   puts kept for replay                                   exec_node_blob.h
+        exec_peer.c        the node's tcp endpoint, to other nodes                exec_peer.h
+    Nothing here is used outside the parts above.
 */
 #ifndef EXEC_NODE_INT_H_INCLUDED
 #define EXEC_NODE_INT_H_INCLUDED
@@ -120,6 +125,22 @@ struct nm_dep {
     uint32_t idx;
 };
 
+/* What only an actor's run (enum nm_task_kind but T_TASK) has beside its
+   task: its number in the actor's order, and its results held until its
+   event commits (exec_node_actor.c). Allocated with the run, freed by
+   nm_task_free. */
+typedef struct nm_run {
+    uint64_t idx;             /* CALL: its number once sent (0 before); SAVE: calls covered */
+    bool held;                /* done, waiting for its actor_call event to commit */
+    bool replay;              /* re-applied from the log; its results were handed out before */
+    int32_t fail_status;      /* held: the call failed with this ... */
+    char *fail_msg;           /* ... and this message */
+    uint64_t op_req;          /* SAVE asked for by lux_actor_checkpoint: its request
+                                 (the asking client is the task's ->owner) */
+    uint8_t *held_outs;       /* held: its outputs as reported (exec_obj_t, then fps) */
+    uint32_t held_len;
+} nm_run_t;
+
 struct nm_task {
     util_id_t id;
     util_id_t parent;
@@ -156,19 +177,10 @@ struct nm_task {
     nm_client_t **waiters;    /* clients that asked for an output (GET) */
     uint16_t nwaiters, capwaiters;
     nm_logpos_t lineage;      /* its task_submitted event */
-    /* actors */
+    /* what it is: a task, or an actor's run (the rest of a run is ->run) */
     uint8_t kind;             /* enum nm_task_kind */
-    struct nm_actor *actor;   /* actor kinds */
-    uint64_t idx;             /* CALL: its number once sent (0 before); SAVE: calls covered */
-    bool held;                /* done, waiting for its actor_call event to commit */
-    bool replay;              /* re-applied from the log; its results were handed out before */
-    int32_t fail_status;      /* held: the call failed with this ... */
-    char *fail_msg;           /* ... and this message */
-    uint64_t op_req;          /* SAVE asked for by lux_actor_checkpoint: its request
-                                 (the asking client is ->owner) */
-    uint8_t *held_outs;       /* held: its outputs as reported (exec_obj_t, then fps) */
-    uint32_t held_len;
-    int64_t t_start, t_end;   /* held: when it ran */
+    struct nm_actor *actor;   /* actor kinds (NULL: a call to no actor, failing) */
+    struct nm_run *run;       /* actor kinds: what only actors use; NULL in a task */
     /* cancelling (exec_node_cancel.c) */
     uint32_t timeout_ms;      /* cancelled with force after running this long (0: never) */
     int64_t deadline_ms;      /* running with a timeout: when it ends (0: none) */
@@ -184,6 +196,19 @@ struct nm_task {
     uint16_t nfar;            /* pulls of its arguments under way (counted in waiting) */
     bool far_later;           /* not pulled at submission: it is placed first */
 };
+
+/* What a NODE_TASK says of an actor's run besides its spec (exec_ractor.c):
+   for a call, its number in the log (0: a new call, numbered there) and
+   whether it is re-applied (its results were handed out before: dropped);
+   for a creation placed again, the restarts so far and the checkpoint it
+   starts from (the object goes with it). */
+typedef struct {
+    uint64_t idx;          /* CALL: its number; CREATE: the checkpoint's call */
+    uint32_t restarts;     /* CREATE */
+    uint8_t flags;         /* NM_EXT_* */
+    lux_ref_t ckpt;        /* CREATE with NM_EXT_CKPT */
+} nm_remote_ext_t;
+enum { NM_EXT_REPLAY = 1, NM_EXT_CKPT = 2 };
 
 /* --- actors ---------------------------------------------------------------------------- */
 
@@ -319,6 +344,33 @@ typedef struct {
     int64_t total, free;      /* in thousandths */
 } nm_res_t;
 
+/* What a part asks of a part above it, which sets these when the node
+   starts: called through here, not by name, so that the arrows of the
+   #include lines point down only (doc/DESIGN.md 3). */
+typedef struct {
+    /* actors (exec_node_actor.c, nm_actor_open) */
+    int (*actor_submit)(nm_t *nm, nm_client_t *c, const exec_spec_t *s); /* an actor kind */
+    void (*actor_kick)(nm_t *nm, struct nm_actor *a);    /* a run's arguments are ready */
+    /* an actor's run is failing: true when the actor dealt with it */
+    bool (*actor_failing)(nm_t *nm, nm_task_t *t, int status, const char *text);
+    void (*actor_result)(nm_t *nm, nm_worker_t *w, const exec_result_t *r);
+    void (*actor_worker_gone)(nm_t *nm, nm_worker_t *w, const char *why);
+    /* cancelling (exec_node_cancel.c, nm_cancel_open) */
+    void (*cancel_started)(nm_t *nm, nm_task_t *t);      /* handed to a worker */
+    bool (*cancel_result)(nm_t *nm, nm_task_t *t);       /* reported: cancelled meanwhile? */
+    void (*cancel_worker_gone)(nm_t *nm, nm_worker_t *w);
+    /* arguments on other nodes (exec_node_far.c, nm_far_open), for the graph */
+    bool (*far_here)(nm_t *nm, const lux_ref_t *id);
+    int (*far_fetch)(nm_t *nm, nm_task_t *t, const lux_ref_t *id);
+    /* the task graph (exec_node_sched.c, nm_sched_open), for the store and
+       the worker pool */
+    bool (*unreserve_all)(nm_t *nm);
+    void (*worker_gone)(nm_t *nm, nm_worker_t *w, const char *why);
+    /* the loop (exec_node.c), for the worker pool */
+    void (*client_gone)(nm_t *nm, nm_client_t *c);
+    void (*conn_drain)(nm_t *nm, nm_conn_t *conn);
+} nm_ops_t;
+
 /* Log a dropped bad message, at most once a second per node. */
 #define nm_complain(nm, what) util_complain(&(nm)->complain, "node: dropped a bad message: %s", (what))
 
@@ -386,6 +438,8 @@ struct nm {
     int64_t reaped_drivers_ms; /* when dead drivers were last looked for */
     int64_t reaped_all_ms;     /* when every worker was last waited for */
 
+    nm_ops_t ops;             /* calls up to the parts above (set at start) */
+
     /* the log (exec_node_log.c) */
     db_client_t *log;
     struct nm_log *lg;        /* write-ahead lineage state, lookups */
@@ -416,238 +470,5 @@ typedef struct nm_restore_wait {
     int64_t deadline_ms;
     struct nm_restore_wait *next;
 } nm_restore_wait_t;
-
-/* exec_node_obj.c */
-nm_obj_t *nm_obj_get(nm_t *nm, const lux_ref_t *id);
-nm_obj_t *nm_obj_new(nm_t *nm, const lux_ref_t *id);
-void nm_obj_set_inline(nm_t *nm, nm_obj_t *o, const void *bytes, uint64_t size);
-void nm_obj_set_arena(nm_t *nm, nm_obj_t *o, uint64_t off, uint64_t size);
-void nm_obj_set_error(nm_t *nm, nm_obj_t *o, const char *msg);
-void nm_obj_ready(nm_t *nm, nm_obj_t *o);       /* tell waiters and the owner */
-void nm_obj_pin(nm_t *nm, nm_obj_t *o);
-void nm_obj_unpin(nm_t *nm, nm_obj_t *o);
-void nm_obj_delete(nm_t *nm, nm_obj_t *o);
-/* Bring a spilled put back: 0; LUX_EFULL while the store has no room
-   (the message says what it holds: wait and try again); LUX_ECORRUPT when
-   the bytes read back are not the object's (its fingerprint): the object
-   is then an error for good; another code. */
-int nm_obj_restore(nm_t *nm, nm_obj_t *o);
-void nm_obj_describe(nm_t *nm, const nm_obj_t *o, exec_obj_t *d);
-void nm_client_send_obj(nm_t *nm, nm_client_t *c, const nm_obj_t *o, bool pinned);
-void nm_client_pin(nm_t *nm, nm_client_t *c, nm_obj_t *o);
-void nm_client_unpin(nm_t *nm, nm_client_t *c, const lux_ref_t *id);
-int nm_store_alloc(nm_t *nm, uint64_t size, uint64_t *off); /* evicts to make room */
-/* The same, without the message: LUX_EFULL quietly when there is no room. */
-int nm_store_try(nm_t *nm, uint64_t size, uint64_t *off);
-void nm_store_free(nm_t *nm, uint64_t off);
-/* Free the arena room c was granted and has not sealed. */
-void nm_client_drop_grants(nm_t *nm, nm_client_t *c);
-void nm_flush_clients(nm_t *nm);
-
-/* exec_node.c */
-/* Send m (header frame first) to client c; dropped when c is gone. */
-void nm_send(nm_t *nm, nm_client_t *c, zmsg_t **m);
-/* A client left or died: drop its pins, grants and waiting ALLOCs, disown
-   its objects, and free it. */
-void nm_client_gone(nm_t *nm, nm_client_t *c);
-/* Read what a dead worker's connection still holds (its last results). */
-void nm_conn_drain(nm_t *nm, nm_conn_t *conn);
-
-/* exec_node_cpu.c */
-/* Decide which CPUs the pool's workers are bound to (LUX_PIN_WORKERS). */
-void nm_cpu_setup(nm_t *nm);
-/* Set a worker just started (kind NM_SPAWN_*) on its way: a task worker
-   SCHED_BATCH, a pool worker bound to a CPU no other one has. */
-void nm_cpu_place(nm_t *nm, nm_worker_t *w, int kind);
-
-/* exec_node_sched.c */
-int nm_submit(nm_t *nm, nm_client_t *c, const exec_spec_t *s);
-void nm_dispatch(nm_t *nm);
-void nm_results(nm_t *nm, nm_client_t *c, const uint8_t *p, size_t n);
-void nm_blocked(nm_t *nm, nm_client_t *c, const uint8_t *p, size_t n);
-void nm_worker_gone(nm_t *nm, nm_worker_t *w, const char *why);
-nm_task_t *nm_task_find(nm_t *nm, const util_id_t *id);
-/* A task from a spec, in nm->tasks when insert (a replayed call is not:
-   its live twin may be). */
-nm_task_t *nm_task_new(nm_t *nm, nm_client_t *owner, const exec_spec_t *s, bool insert);
-/* Count t's arguments, wait for those to come; 0 or a code with why. */
-int nm_task_resolve(nm_t *nm, nm_task_t *t, char *why, size_t n);
-/* t's arguments are ready: an actor's run is sent by its actor, a task queues. */
-void nm_task_wake(nm_t *nm, nm_task_t *t);
-/* Pin t's arguments into objs (0; 1: one was lost, t waits; or a code). */
-int nm_task_run_args(nm_t *nm, nm_task_t *t, exec_obj_t *objs);
-void nm_task_release_args(nm_t *nm, nm_task_t *t, bool uses);
-/* The store has no room: unpin the arguments reserved for ready tasks
-   (they are pinned again when dispatched). Whether any were. */
-bool nm_unreserve_all(nm_t *nm);
-/* Drop a task that will not run nor report (not in nm->tasks): off every
-   dependents list, its arguments released, freed. */
-void nm_task_discard(nm_t *nm, nm_task_t *t);
-/* t finished well, its outputs set: tell who waits for them, wake its
-   dependents, answer, free it. */
-void nm_task_outputs_ready(nm_t *nm, nm_task_t *t);
-/* Fail t and everything waiting for it (frees them). */
-void nm_task_fail(nm_t *nm, nm_task_t *t, int status, const char *msg);
-nm_obj_t *nm_task_output(nm_t *nm, nm_task_t *t, uint8_t i);
-/* Decode a result's outputs, checking arena room was granted to c. 0 or
-   LUX_EPROTO. */
-int nm_result_outputs(nm_t *nm, nm_client_t *c, nm_task_t *t, const exec_result_t *r,
-                      exec_obj_t *outs, const uint8_t **fps);
-
-/* Add t to the tasks waiting for output idx of on. false: out of memory. */
-bool nm_task_depend(nm_t *nm, nm_task_t *on, nm_task_t *t, uint32_t idx);
-
-/* exec_node_far.c */
-/* Pull id, an argument of t another node holds, into this node's store:
-   t waits for it (t->waiting, t->nfar). 0, or a code with the message. */
-int nm_far_fetch(nm_t *nm, nm_task_t *t, const lux_ref_t *id);
-/* Whether id is no business of a pull: here (not lost), made here, or
-   no tcp endpoint to pull with. */
-bool nm_far_here(nm_t *nm, const lux_ref_t *id);
-
-/* t, placed here by the global scheduler after waiting for that: pull
-   its arguments held elsewhere now, and queue it once they are here. */
-void nm_far_resume(nm_t *nm, nm_task_t *t);
-/* exec_remote.c, for exec_ractor.c (the rest in exec_remote.h) */
-/* Ask the global scheduler where t goes (t->spilled, t->remote set; the
-   answer comes to s_placed, or to nm_ractor_placed for an actor's
-   creation): false when the head cannot be asked. */
-bool nm_remote_ask(nm_t *nm, nm_task_t *t);
-/* Add t (a task, an actor's creation or call) to what goes to the node at
-   ep this turn: its spec, its module the first time, the arguments held
-   here. 0 or a code. */
-int nm_remote_push(nm_t *nm, nm_task_t *t, const char *ep);
-/* What a NODE_TASK says of an actor's run besides its spec (exec_ractor.c):
-   for a call, its number in the log (0: a new call, numbered there) and
-   whether it is re-applied (its results were handed out before: dropped);
-   for a creation placed again, the restarts so far and the checkpoint it
-   starts from (the object goes with it). */
-typedef struct {
-    uint64_t idx;          /* CALL: its number; CREATE: the checkpoint's call */
-    uint32_t restarts;     /* CREATE */
-    uint8_t flags;         /* NM_EXT_* */
-    lux_ref_t ckpt;        /* CREATE with NM_EXT_CKPT */
-} nm_remote_ext_t;
-enum { NM_EXT_REPLAY = 1, NM_EXT_CKPT = 2 };
-
-/* nm_remote_push with x (may be NULL: nm_remote_push). 0 or a code. */
-int nm_remote_push_x(nm_t *nm, nm_task_t *t, const char *ep, const nm_remote_ext_t *x);
-/* Make o's value from size bytes (inline when small, else in the store;
-   its fingerprint computed). 0 or a code (no room). */
-int nm_remote_obj_fill(nm_t *nm, nm_obj_t *o, const void *bytes, size_t size);
-
-/* exec_node_actor.c */
-int nm_actor_submit(nm_t *nm, nm_client_t *c, const exec_spec_t *s);
-void nm_actor_kick(nm_t *nm, nm_actor_t *a);      /* send what can be sent */
-void nm_actor_hello(nm_t *nm, nm_worker_t *w);    /* its worker is ready */
-void nm_actor_result(nm_t *nm, nm_worker_t *w, const exec_result_t *r);
-void nm_actor_worker_gone(nm_t *nm, nm_worker_t *w, const char *why);
-void nm_actor_pump(nm_t *nm);                     /* send what actors can take */
-void nm_actor_release(nm_t *nm);                  /* hand out results whose events committed */
-void nm_actor_op(nm_t *nm, nm_client_t *c, const uint8_t *p, size_t n);
-void nm_actor_client_gone(nm_t *nm, nm_client_t *c);
-void nm_actor_tick(nm_t *nm);                     /* waiting creations, lookups */
-void nm_actor_close(nm_t *nm);
-/* Task t of an actor is failing (maybe with another task it needs): take
-   it off the actor's lists. True when it was dealt with (a re-applied call,
-   discarded; the actor dies for it) and must not be failed as a task. */
-bool nm_actor_failing(nm_t *nm, nm_task_t *t, int status, const char *text);
-/* Take t off its actor's lists (a call answered from another node). */
-void nm_actor_unlink(nm_t *nm, nm_task_t *t);
-/* a dies now for why (its calls fail with it). */
-void nm_actor_die(nm_t *nm, nm_actor_t *a, int status, const char *why);
-/* A new actor record for id, not on any list yet (exec_ractor.c's stubs);
-   NULL when out of memory. */
-nm_actor_t *nm_actor_new(nm_t *nm, const util_id_t *id);
-/* Answer the lookups waiting for a's name. */
-void nm_actor_found(nm_t *nm, nm_actor_t *a);
-/* The head knows no actor named name: lookups of it that do not wait are
-   answered LUX_ENOTFOUND. */
-void nm_actor_missed(nm_t *nm, const char *name);
-/* Re-run the task that made id: 0 when it is on its way; LUX_ENOTFOUND
-   when the log has no task that made it (a put, or nothing), LUX_ETASK
-   when the task cannot run (an argument of its own cannot be had), with a
-   message that starts with the object's hex ID and names the cause. */
-int nm_rebuild(nm_t *nm, const lux_ref_t *id);
-void nm_task_free(nm_task_t *t);
-
-/* exec_node_cancel.c */
-/* CANCEL from client c: cancel a task (lux_cancel), and answer. */
-void nm_cancel_op(nm_t *nm, nm_client_t *c, const uint8_t *p, size_t n);
-/* Driver c leaves or died: its job's unfinished tasks are cancelled with
-   force, unless it is detached. */
-void nm_cancel_job(nm_t *nm, nm_client_t *c);
-/* Worker w is gone: the cancelled tasks it held fail as cancelled, and
-   when there were any, the others go back to the queue uncharged (it was
-   killed for those). Called first by nm_worker_gone. */
-void nm_cancel_worker_gone(nm_t *nm, nm_worker_t *w);
-/* A worker reported t, which was cancelled meanwhile: t fails as
-   cancelled (whatever it returned). True when it did. */
-bool nm_cancel_result(nm_t *nm, nm_task_t *t);
-/* t was handed to a worker: its timeout starts. */
-void nm_cancel_started(nm_t *nm, nm_task_t *t);
-/* Tasks that ran past their timeout are cancelled with force. */
-void nm_cancel_tick(nm_t *nm);
-
-/* exec_node_log.c */
-int nm_log_open(nm_t *nm);
-void nm_log_close(nm_t *nm);
-void nm_log_submitted(nm_t *nm, nm_task_t *t);
-void nm_log_finished(nm_t *nm, nm_task_t *t, nm_worker_t *w, const exec_result_t *r,
-                     uint64_t out_bytes, const uint8_t fp[16]);
-void nm_log_retried(nm_t *nm, nm_task_t *t, const char *why);
-void nm_log_put(nm_t *nm, nm_obj_t *o);
-/* exec_node_blob.c: keep put o's bytes for replay, under the cluster's
-   record_puts. NULL when nothing is to be written (info[n] says why, for
-   its object_put event); else a write for the blob writer thread, to be
-   given to nm_blob_start with the held event it completes (info is then
-   provisional). */
-typedef struct nm_blob_job nm_blob_job_t;
-nm_blob_job_t *nm_blob_record(nm_t *nm, nm_obj_t *o, char *info, size_t n);
-/* Queue job (o stays pinned until it is written); when it is, its event
-   `held` gets the final info (nm_log_put_recorded). */
-void nm_blob_start(nm_t *nm, nm_blob_job_t *job, void *held);
-/* Finish the writes that are done (from nm_log_tick). */
-void nm_blob_tick(nm_t *nm);
-/* Wait for every queued write, finish them, and stop the writer. */
-void nm_blob_close(nm_t *nm);
-/* exec_node_log.c: the held object_put event `held` may go, with info. */
-void nm_log_put_recorded(nm_t *nm, void *held, const char *info);
-void nm_log_object(nm_t *nm, nm_obj_t *o, int kind, const char *info);
-/* o is a copy of an object pulled from node `from` (exec_xfer.c):
-   object_copied, with its size and fingerprint. */
-void nm_log_copied(nm_t *nm, nm_obj_t *o, const util_id_t *from);
-void nm_log_job(nm_t *nm, nm_client_t *c, int kind, const char *name, const char *info,
-                int status);
-void nm_log_module(nm_t *nm, const util_id_t *job, const uint8_t hash[16], const uint8_t *bytes,
-                   size_t n, const char *name);
-void nm_log_node(nm_t *nm);
-void nm_log_tick(nm_t *nm);                      /* flush, take acks, release held events */
-void nm_log_flush_urgent(nm_t *nm); /* an actor call's event now, unless a batch is in flight */
-/* Why task's pending event does not commit: its shard's head failed;
-   NULL when it is not pending or nothing is known to be wrong. With task
-   NULL: whether any shard's head failed. */
-const char *nm_log_failed(nm_t *nm, const util_id_t *task);
-bool nm_log_busy(nm_t *nm);                      /* events not yet acknowledged or held */
-/* exec_node_stats.c: answer STATS on the pipe with the node's state. */
-void nm_stats_send(nm_t *nm);
-int64_t nm_log_due_ms(nm_t *nm); /* ms to the next timed flush of queued events; -1: none */
-/* Whether the lineage event of task (its submission, or an actor's call)
-   is not committed yet. */
-bool nm_log_pending(nm_t *nm, const util_id_t *task);
-/* Find how the task that made id was submitted, from the log. 0, or
-   LUX_ENOTFOUND. The spec points into *buf. */
-int nm_log_lookup(nm_t *nm, const util_id_t *task, exec_spec_t *spec, util_buf_t *buf);
-/* Whether the log has an object_put event for id (a put, which has no
-   lineage to rebuild it from). */
-bool nm_log_was_put(nm_t *nm, const lux_ref_t *id);
-/* The actor's actor_call events with idx above after, in log order. */
-int nm_log_actor_calls(nm_t *nm, const util_id_t *actor, uint64_t after,
-                       int (*cb)(void *arg, const db_event_t *e), void *arg);
-void nm_log_actor_created(nm_t *nm, nm_actor_t *a);
-void nm_log_actor_call(nm_t *nm, nm_actor_t *a, nm_task_t *t);
-void nm_log_actor_checkpoint(nm_t *nm, nm_actor_t *a, nm_task_t *save, nm_obj_t *o);
-void nm_log_actor_restarted(nm_t *nm, nm_actor_t *a, uint64_t calls);
-void nm_log_actor_died(nm_t *nm, nm_actor_t *a);
 
 #endif

@@ -27,8 +27,10 @@
     back from the shard's tail file, read-only (the node manager runs on
     the head's machine).
 */
+#include "exec_node_log.h"
 #include "exec_node_int.h"
 #include "exec_peer.h"
+#include "exec_node_blob.h"
 #include "../db/db_chain.h"
 #include "../net/net_ep.h"
 #include "../util/util_err.h"
@@ -821,7 +823,7 @@ nm_log_actor_call(nm_t *nm, nm_actor_t *a, nm_task_t *t)
     DB_SET_ID(&e, task, DB_F_TASK, &t->id);
     DB_SET_ID(&e, parent, DB_F_PARENT, &t->parent);
     DB_SET_ID(&e, job, DB_F_JOB, &t->job);
-    DB_SET_INT(&e, idx, DB_F_IDX, (int64_t) t->idx);
+    DB_SET_INT(&e, idx, DB_F_IDX, (int64_t) t->run->idx);
     db_event_set_name(&e, t->fn);
     uint32_t ndeps = s_arg_deps(L, t, &e, deps);
     exec_spec_t s = s_spec_of(t);
@@ -844,7 +846,7 @@ nm_log_actor_checkpoint(nm_t *nm, nm_actor_t *a, nm_task_t *save, nm_obj_t *o)
     DB_SET_ID(&e, actor, DB_F_ACTOR, &a->id);
     DB_SET_ID(&e, task, DB_F_TASK, &save->id);
     DB_SET_ID(&e, job, DB_F_JOB, &a->job);
-    DB_SET_INT(&e, idx, DB_F_IDX, (int64_t) save->idx);
+    DB_SET_INT(&e, idx, DB_F_IDX, (int64_t) save->run->idx);
     DB_SET_INT(&e, size, DB_F_SIZE, (int64_t) o->size);
     memcpy(e.fp, o->fp, 16);
     e.mask |= DB_F_FP;

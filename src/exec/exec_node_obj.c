@@ -12,8 +12,11 @@
     spilled. An object is deleted once its owner freed it and nothing pins
     it or waits for it.
 */
+#include "exec_node_obj.h"
 #include "exec_node_int.h"
 #include "exec_spill.h"
+#include "exec_node.h"
+#include "exec_node_log.h"
 #include "../util/util_err.h"
 #include "../util/util_hash.h"
 #include "../util/util_log.h"
@@ -376,7 +379,7 @@ nm_store_try(nm_t *nm, uint64_t size, uint64_t *off)
            yet running go back to the LRU list first */
         if (rc != LUX_EFULL)
             return rc;
-        if (!s_evict_one(nm) && !nm_unreserve_all(nm))
+        if (!s_evict_one(nm) && !nm->ops.unreserve_all(nm))
             break;
     }
     /* What is left holds pins (objects being read, arguments of running

@@ -25,10 +25,14 @@
     Lost outputs are rebuilt by running their task again, from its
     task_submitted event in the log, recursively for lost arguments.
 */
+#include "exec_node_sched.h"
 #include "exec_node_int.h"
 #include "exec_pool.h"
 #include "exec_node_gpu.h"
 #include "exec_remote.h"
+#include "exec_node.h"
+#include "exec_node_log.h"
+#include "exec_node_obj.h"
 #include "../util/util_err.h"
 #include "../util/util_hash.h"
 #include "../util/util_log.h"
@@ -64,8 +68,11 @@ nm_task_free(nm_task_t *t)
     free(t->fn);
     free(t->dependents);
     free(t->waiters);
-    free(t->fail_msg);
-    free(t->held_outs);
+    if (t->run) {
+        free(t->run->fail_msg);
+        free(t->run->held_outs);
+        free(t->run);
+    }
     free(t->cancel_why);
     free(t);
 }
@@ -217,12 +224,12 @@ nm_task_resolve(nm_t *nm, nm_task_t *t, char *why, size_t n)
             return LUX_ENOTFOUND;
         }
         int brc = 0;
-        if ((!o || o->state == OBJ_LOST) && !nm_far_here(nm, &a.ref)) {
+        if ((!o || o->state == OBJ_LOST) && !nm->ops.far_here(nm, &a.ref)) {
             /* another node may hold it: pulled here before t runs, or, when
                t is to be placed first, where it runs (exec_node_far.c) */
             if (t->far_later)
                 continue;
-            if ((brc = nm_far_fetch(nm, t, &a.ref)) == 0)
+            if ((brc = nm->ops.far_fetch(nm, t, &a.ref)) == 0)
                 continue;
             snprintf(why, n, "its argument %s", lux_errmsg());
             return brc;
@@ -341,7 +348,7 @@ s_has_far(nm_t *nm, nm_task_t *t)
     exec_arg_t a;
     util_rd_init(&r, t->args, t->args_len);
     while (exec_arg_next(&r, &a))
-        if (a.kind == EXEC_ARG_REF && !nm_far_here(nm, &a.ref))
+        if (a.kind == EXEC_ARG_REF && !nm->ops.far_here(nm, &a.ref))
             return true;
     return false;
 }
@@ -351,7 +358,7 @@ nm_submit(nm_t *nm, nm_client_t *c, const exec_spec_t *s)
 {
     char why[600];
     if (s->kind != EXEC_SPEC_TASK)
-        return nm_actor_submit(nm, c, s);
+        return nm->ops.actor_submit(nm, c, s);
     lux_ref_t out0;
     exec_ref_make(&out0, &s->task, 0);
     if (nm_task_find(nm, &s->task) || (s->nret && nm_obj_get(nm, &out0)))
@@ -680,7 +687,7 @@ nm_task_output(nm_t *nm, nm_task_t *t, uint8_t i)
 static void
 s_fail_one(nm_t *nm, nm_task_t *t, int status, const char *msg, const char *text)
 {
-    if (t->actor && nm_actor_failing(nm, t, status, text))
+    if (t->actor && nm->ops.actor_failing(nm, t, status, text))
         return;
     s_forget_dependent(nm, t); /* it may still be on others' lists */
     nm->n_failed++;
@@ -721,9 +728,9 @@ nm_task_fail(nm_t *nm, nm_task_t *t, int status, const char *msg)
     if (t->actor) {
         char ah[UTIL_ID_HEX];
         util_id_hex(&t->actor->id, ah);
-        if (t->idx)
+        if (t->run && t->run->idx)
             snprintf(text, sizeof text, "actor %s (%s): call %llu (%s) failed: %s", ah,
-                     t->actor->cls, (unsigned long long) t->idx, s_fn(t), msg);
+                     t->actor->cls, (unsigned long long) t->run->idx, s_fn(t), msg);
         else
             snprintf(text, sizeof text, "actor %s (%s): call %s (%s) failed: %s", ah,
                      t->actor->cls, hex, s_fn(t), msg);
@@ -775,11 +782,11 @@ void
 nm_worker_gone(nm_t *nm, nm_worker_t *w, const char *why)
 {
     if (w->actor) {
-        nm_actor_worker_gone(nm, w, why);
+        nm->ops.actor_worker_gone(nm, w, why);
         nm_pool_worker_free(nm, w);
         return;
     }
-    nm_cancel_worker_gone(nm, w); /* the tasks it was stopped for fail, not retried */
+    nm->ops.cancel_worker_gone(nm, w); /* the tasks it was stopped for fail, not retried */
     nm_task_t *running = w->queue, *rest = running ? running->next : NULL;
     if (w->state == W_LEAVING && !running)
         log_info("worker %d %s", (int) w->pid, why);
@@ -889,14 +896,14 @@ nm_task_run_args(nm_t *nm, nm_task_t *t, exec_obj_t *objs)
             i++;
             continue;
         }
-        if ((!o || o->state == OBJ_LOST) && !nm_far_here(nm, &a.ref)) {
+        if ((!o || o->state == OBJ_LOST) && !nm->ops.far_here(nm, &a.ref)) {
             /* a copy pulled here, evicted while t waited: pulled again */
             if (t->counted && (t->counted[i] & NM_ARG_COUNTED)) {
                 t->counted[i] &= (uint8_t) ~NM_ARG_COUNTED; /* counted again when back */
                 if (o)
                     o->uses--;
             }
-            if ((rc = nm_far_fetch(nm, t, &a.ref))) {
+            if ((rc = nm->ops.far_fetch(nm, t, &a.ref))) {
                 char m[UTIL_ERRMSG_MAX];
                 snprintf(m, sizeof m, "%s", lux_errmsg());
                 rc = util_err(rc, "its argument %s", m);
@@ -1083,7 +1090,7 @@ nm_dispatch(nm_t *nm)
             t->state = TASK_RUNNING;
             t->worker = w;
             if (t->timeout_ms) /* alone in its batch: it starts now */
-                nm_cancel_started(nm, t);
+                nm->ops.cancel_started(nm, t);
             if (w->queue_last)
                 w->queue_last->next = t;
             else
@@ -1197,7 +1204,7 @@ s_result(nm_t *nm, nm_worker_t *w, const exec_result_t *r)
         return;
     }
     s_worker_pop(nm, w, t);
-    if (nm_cancel_result(nm, t))
+    if (nm->ops.cancel_result(nm, t))
         return; /* cancelled while it ran: it fails so, whatever it returned */
     if (r->status != 0) {
         char msg[600];
@@ -1272,7 +1279,7 @@ nm_results(nm_t *nm, nm_client_t *c, const uint8_t *p, size_t n)
             break;
         }
         if (w->actor)
-            nm_actor_result(nm, w, &r);
+            nm->ops.actor_result(nm, w, &r);
         else
             s_result(nm, w, &r);
         if (!c->worker)
@@ -1347,7 +1354,7 @@ void
 nm_task_wake(nm_t *nm, nm_task_t *t)
 {
     if (t->actor) {
-        nm_actor_kick(nm, t->actor);
+        nm->ops.actor_kick(nm, t->actor);
     } else {
         bool reserved = s_reserve(nm, t);
         /* one holding rebuilt objects runs first, to let go of them */
@@ -1361,4 +1368,11 @@ nm_task_discard(nm_t *nm, nm_task_t *t)
     s_forget_dependent(nm, t);
     nm_task_release_args(nm, t, true);
     nm_task_free(t);
+}
+
+void
+nm_sched_open(nm_t *nm)
+{
+    nm->ops.unreserve_all = nm_unreserve_all;
+    nm->ops.worker_gone = nm_worker_gone;
 }

@@ -3,6 +3,7 @@
     resources total and free, the store's use, workers and the queue.
     Asked by "STATS" on the node's command pipe (exec_node.h).
 */
+#include "exec_node_stats.h"
 #include "exec_node_int.h"
 
 #include <stdio.h>

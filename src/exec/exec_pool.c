@@ -14,6 +14,7 @@
     the scheduler's (exec_node_sched.c).
 */
 #include "exec_pool.h"
+#include "exec_node_cpu.h"
 #include "../util/util_err.h"
 #include "../util/util_log.h"
 #include "../util/util_proc.h"
@@ -176,7 +177,7 @@ nm_pool_worker_free(nm_t *nm, nm_worker_t *w)
         nm_client_t *c = w->client;
         c->worker = NULL;
         w->client = NULL;
-        nm_client_gone(nm, c);
+        nm->ops.client_gone(nm, c);
     }
     s_worker_unlink(nm, w);
     free(w);
@@ -216,9 +217,9 @@ nm_reap_workers(nm_t *nm)
                 /* its last results (a task's, an actor's checkpoint) may
                    still wait in its socket: they count */
                 w->reaped = true;
-                nm_conn_drain(nm, w->client->conn);
+                nm->ops.conn_drain(nm, w->client->conn);
             }
-            nm_worker_gone(nm, w, why);
+            nm->ops.worker_gone(nm, w, why);
             /* a pool worker is replaced whatever extra ones are running:
                they leave when idle, and counting them here let the pool
                shrink to nothing (extras alive when pool workers died, then

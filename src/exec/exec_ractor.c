@@ -48,6 +48,11 @@
 #include "exec_members.h"
 #include "exec_peer.h"
 #include "exec_pool.h"
+#include "exec_node_actor.h"
+#include "exec_node_log.h"
+#include "exec_node_obj.h"
+#include "exec_node_sched.h"
+#include "exec_remote.h"
 #include "../db/db_query.h"
 #include "../util/util_err.h"
 #include "../util/util_log.h"
@@ -435,10 +440,10 @@ nm_ractor_taken(nm_t *nm, nm_client_t *c, const exec_spec_t *s, const nm_remote_
         return;
     }
     nm_task_t *t = x->idx ? nm_task_find(nm, &s->task) : NULL;
-    if (!t || t->kind != T_CALL || !t->actor || t->idx || t->owner != c)
+    if (!t || t->kind != T_CALL || !t->actor || t->run->idx || t->owner != c)
         return;
-    t->idx = x->idx; /* numbered by the log already: not logged again */
-    t->replay = (x->flags & NM_EXT_REPLAY) != 0;
+    t->run->idx = x->idx; /* numbered by the log already: not logged again */
+    t->run->replay = (x->flags & NM_EXT_REPLAY) != 0;
     if (t->actor->next_idx < x->idx)
         t->actor->next_idx = x->idx;
 }
@@ -559,15 +564,13 @@ s_requeue_cb(void *arg, const db_event_t *e)
                          .actor = a->id};
         memcpy(s.module, a->module, 16);
         if (!(e->mask & DB_F_BODY) || exec_call_from_body(&s, e->body, e->body_len) ||
-            !(t = nm_task_new(x->nm, NULL, &s, false))) {
+            !(t = nm_actor_run_new(x->nm, NULL, &s, false, T_CALL, a))) {
             x->rc = LUX_ECORRUPT;
             return 1;
         }
-        t->kind = T_CALL;
-        t->actor = a;
-        t->replay = true;
+        t->run->replay = true;
     }
-    t->idx = idx;
+    t->run->idx = idx;
     s_push_back(&x->head, &x->last, t);
     x->n++;
     return 0;
@@ -746,12 +749,12 @@ nm_ractor_pump(nm_t *nm, nm_actor_t *a)
             nm_task_discard(nm, t);
             continue;
         }
-        nm_remote_ext_t x = {.idx = t->idx, .flags = t->replay ? NM_EXT_REPLAY : 0};
-        if (t->replay) { /* re-applied there, nothing comes back */
+        nm_remote_ext_t x = {.idx = t->run->idx, .flags = t->run->replay ? NM_EXT_REPLAY : 0};
+        if (t->run->replay) { /* re-applied there, nothing comes back */
             if (nm_remote_push_x(nm, t, a->rep, &x)) {
                 char why[600];
                 snprintf(why, sizeof why, "cannot re-apply its call %llu on %s: %s",
-                         (unsigned long long) t->idx, a->rep, lux_errmsg());
+                         (unsigned long long) t->run->idx, a->rep, lux_errmsg());
                 s_doom(nm, a, LUX_EIO, why);
             }
             t->next = NULL;
@@ -765,7 +768,7 @@ nm_ractor_pump(nm_t *nm, nm_actor_t *a)
         t->rgot = 0;
         s_push_back(&a->sent, &a->sent_last, t);
         a->nsent++;
-        if (nm_remote_push_x(nm, t, a->rep, t->idx ? &x : NULL)) {
+        if (nm_remote_push_x(nm, t, a->rep, t->run->idx ? &x : NULL)) {
             char why[600];
             snprintf(why, sizeof why, "sending it to %s, where its actor lives: %s", a->rep,
                      lux_errmsg());

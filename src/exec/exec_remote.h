@@ -24,7 +24,22 @@ bool nm_remote_spill(nm_t *nm, nm_task_t *t);
    each node holds, then load), or that it spills for its long queue
    (not self: another node unless none can). */
 bool nm_remote_place(nm_t *nm, nm_task_t *t, bool self);
-/* nm_remote_ask, nm_remote_push: in exec_node_int.h (exec_ractor.c uses them). */
+/* Ask the global scheduler where t goes (t->spilled, t->remote set; the
+   answer comes to s_placed, or to nm_ractor_placed for an actor's
+   creation): false when the head cannot be asked. */
+bool nm_remote_ask(nm_t *nm, nm_task_t *t);
+
+/* Add t (a task, an actor's creation or call) to what goes to the node at
+   ep this turn: its spec, its module the first time, the arguments held
+   here. 0 or a code. */
+int nm_remote_push(nm_t *nm, nm_task_t *t, const char *ep);
+
+/* nm_remote_push with x (may be NULL: nm_remote_push). 0 or a code. */
+int nm_remote_push_x(nm_t *nm, nm_task_t *t, const char *ep, const nm_remote_ext_t *x);
+/* Make o's value from size bytes (inline when small, else in the store;
+   its fingerprint computed). 0 or a code (no room). */
+int nm_remote_obj_fill(nm_t *nm, nm_obj_t *o, const void *bytes, size_t size);
+
 /* Whether this node can spill at all (a cluster of nodes with endpoints). */
 bool nm_remote_on(nm_t *nm);
 

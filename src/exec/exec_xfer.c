@@ -21,6 +21,8 @@
 */
 #include "exec_xfer.h"
 #include "exec_peer.h"
+#include "exec_node_log.h"
+#include "exec_node_obj.h"
 #include "../db/db_query.h"
 #include "../util/util_err.h"
 #include "../util/util_fp.h"

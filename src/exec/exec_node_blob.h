@@ -1,0 +1,29 @@
+/*  exec_node_blob - the node manager's half of recording puts for replay:
+    each put's bytes written by a thread of its own, its object_put event
+    held until then (see exec_node_blob.c).
+*/
+#ifndef EXEC_NODE_BLOB_H_INCLUDED
+#define EXEC_NODE_BLOB_H_INCLUDED
+
+#include "exec_node_int.h"
+
+/* Keep put o's bytes for replay, under the cluster's
+   record_puts. NULL when nothing is to be written (info[n] says why, for
+   its object_put event); else a write for the blob writer thread, to be
+   given to nm_blob_start with the held event it completes (info is then
+   provisional). */
+typedef struct nm_blob_job nm_blob_job_t;
+
+nm_blob_job_t *nm_blob_record(nm_t *nm, nm_obj_t *o, char *info, size_t n);
+
+/* Queue job (o stays pinned until it is written); when it is, its event
+   `held` gets the final info (nm_log_put_recorded). */
+void nm_blob_start(nm_t *nm, nm_blob_job_t *job, void *held);
+
+/* Finish the writes that are done (from nm_log_tick). */
+void nm_blob_tick(nm_t *nm);
+
+/* Wait for every queued write, finish them, and stop the writer. */
+void nm_blob_close(nm_t *nm);
+
+#endif

@@ -1,0 +1,56 @@
+/*  exec_node_obj - the node manager's object store: the object table,
+    the arena's room, pins, the LRU list, eviction and spilling, and what
+    each client is told of the objects it owns or asked for (see
+    exec_node_obj.c). The requests clients send to the store are
+    exec_store.c's.
+*/
+#ifndef EXEC_NODE_OBJ_H_INCLUDED
+#define EXEC_NODE_OBJ_H_INCLUDED
+
+#include "exec_node_int.h"
+
+nm_obj_t *nm_obj_get(nm_t *nm, const lux_ref_t *id);
+
+nm_obj_t *nm_obj_new(nm_t *nm, const lux_ref_t *id);
+
+void nm_obj_set_inline(nm_t *nm, nm_obj_t *o, const void *bytes, uint64_t size);
+
+void nm_obj_set_arena(nm_t *nm, nm_obj_t *o, uint64_t off, uint64_t size);
+
+void nm_obj_set_error(nm_t *nm, nm_obj_t *o, const char *msg);
+
+void nm_obj_ready(nm_t *nm, nm_obj_t *o);       /* tell waiters and the owner */
+
+void nm_obj_pin(nm_t *nm, nm_obj_t *o);
+
+void nm_obj_unpin(nm_t *nm, nm_obj_t *o);
+
+void nm_obj_delete(nm_t *nm, nm_obj_t *o);
+
+/* Bring a spilled put back: 0; LUX_EFULL while the store has no room
+   (the message says what it holds: wait and try again); LUX_ECORRUPT when
+   the bytes read back are not the object's (its fingerprint): the object
+   is then an error for good; another code. */
+int nm_obj_restore(nm_t *nm, nm_obj_t *o);
+
+void nm_obj_describe(nm_t *nm, const nm_obj_t *o, exec_obj_t *d);
+
+void nm_client_send_obj(nm_t *nm, nm_client_t *c, const nm_obj_t *o, bool pinned);
+
+void nm_client_pin(nm_t *nm, nm_client_t *c, nm_obj_t *o);
+
+void nm_client_unpin(nm_t *nm, nm_client_t *c, const lux_ref_t *id);
+
+int nm_store_alloc(nm_t *nm, uint64_t size, uint64_t *off); /* evicts to make room */
+
+/* The same, without the message: LUX_EFULL quietly when there is no room. */
+int nm_store_try(nm_t *nm, uint64_t size, uint64_t *off);
+
+void nm_store_free(nm_t *nm, uint64_t off);
+
+/* Free the arena room c was granted and has not sealed. */
+void nm_client_drop_grants(nm_t *nm, nm_client_t *c);
+
+void nm_flush_clients(nm_t *nm);
+
+#endif
