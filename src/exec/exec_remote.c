@@ -901,9 +901,9 @@ s_collect_remote(void *arg, const void *key, void *value)
     (void) key;
     s_list_t *l = arg;
     nm_task_t *t = *(nm_task_t **) value;
-    /* sent to a node, or a task (not an actor's) waiting for the global
+    /* sent to a node, or a task or actor creation waiting for the global
        scheduler's answer (s_headless) */
-    if (!t->remote || (util_id_is_zero(&t->rnode) && t->actor))
+    if (!t->remote || (util_id_is_zero(&t->rnode) && t->actor && t->kind != T_CREATE))
         return 0;
     if (l->n == l->cap) {
         size_t cap = l->cap ? 2 * l->cap : 16;
@@ -956,8 +956,8 @@ s_headless(nm_t *nm, s_list_t *l, int64_t now)
     for (size_t i = 0; i < l->n; i++) {
         nm_task_t *t = l->v[i];
         bool placing = util_id_is_zero(&t->rnode); /* asked the head where it goes */
-        if (!t->remote || (placing && t->actor) || t->kind == T_CREATE)
-            continue;
+        if (!t->remote || (t->kind == T_CREATE) != (placing && t->actor != NULL))
+            continue; /* a placed actor's creation stays */
         int fresh = 0;
         int64_t *since = util_idmap_put(r->unseen, t->id.b, &fresh);
         if (!since)
@@ -980,6 +980,12 @@ s_headless(nm_t *nm, s_list_t *l, int64_t now)
                      "(is the head down?), so whether node %s, where it was sent %lld s ago, "
                      "is alive cannot be known; no answer came from it", quiet,
                      util_id_hex(&t->rnode, nh), away);
+        if (t->actor) { /* dies with the reason (exec_ractor.c) */
+            char text[620];
+            snprintf(text, sizeof text, "dead %s\n", why);
+            nm_ractor_placed(nm, t->actor, text);
+            continue;
+        }
         t->remote = false; /* its failure is this node's event */
         nm_task_fail(nm, t, LUX_EDEAD, why);
     }
