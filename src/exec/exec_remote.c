@@ -69,6 +69,7 @@ struct nm_remote {
     util_buf_t scratch;
     uint64_t n_spilled, n_taken;
     bool random;          /* LUX_PLACE_RANDOM=1: placed at random (benchmarks only) */
+    gs_rand_t rng;        /* ... drawn from this (seed: LUX_PLACE_SEED, or said in the log) */
     /* the submitting node: which modules went to which node already */
     struct {
         util_id_t node;
@@ -205,27 +206,6 @@ s_table(nm_t *nm)
     return 0;
 }
 
-/* LUX_PLACE_RANDOM=1 (benchmarks only, `lux bench locality_placement`):
-   *pick becomes a node drawn at random among the alive ones whose total
-   resources cover needs (the requester only if self), arguments' bytes
-   not weighed. */
-static void
-s_pick_random(struct nm_remote *r, const gs_res_t *needs, const util_id_t *from, bool self,
-              size_t *pick)
-{
-    size_t fit[S_NODES_MAX], k = 0;
-    for (size_t i = 0; i < r->nnodes && k < S_NODES_MAX; i++) {
-        gs_node_t *x = &r->nodes[i];
-        bool covers = true;
-        for (int j = 0; j < needs->n && covers; j++)
-            covers = gs_res_get(&x->total, needs->name[j]) >= needs->amount[j];
-        if (x->alive && (self || !util_id_eq(&x->id, from)) && covers)
-            fit[k++] = i;
-    }
-    if (k)
-        *pick = fit[(size_t) rand() % k];
-}
-
 
 /* The scheduler's answer to a request (text as in NODE_PLACE) into
    answer[n]: "node HEX\nendpoint EP\n", "local\n" or "infeasible WHY\n". */
@@ -291,7 +271,7 @@ s_decide(nm_t *nm, const char *text, char *answer, size_t n)
         return;
     }
     if (r->random) /* benchmarks only: any node that fits, not the one the bytes are on */
-        s_pick_random(r, &needs, &from, self, &pick);
+        gs_pick_random(r->nodes, r->nnodes, &needs, self ? NULL : &from, &r->rng, &pick);
     gs_node_t *x = &r->nodes[pick];
     char ep[DB_EP_MAX], hex[UTIL_ID_HEX];
     if (util_id_eq(&x->id, &from))
@@ -1074,6 +1054,13 @@ nm_remote_open(nm_t *nm)
     nm_peer_head_ep(nm, r->head_ep, sizeof r->head_ep);
     const char *rnd = getenv("LUX_PLACE_RANDOM");
     r->random = rnd && strcmp(rnd, "1") == 0;
+    if (r->random && nm_peer_is_head(nm)) {
+        const char *sd = getenv("LUX_PLACE_SEED");
+        uint64_t seed = gs_rand_seed(&r->rng, sd ? strtoull(sd, NULL, 10) : 0);
+        log_warn("the global scheduler places tasks at random (LUX_PLACE_RANDOM=1, for "
+                 "benchmarks only), seed %llu: LUX_PLACE_SEED=%llu repeats its draws",
+                 (unsigned long long) seed, (unsigned long long) seed);
+    }
     int rc = 0;
     if (nm_peer_is_head(nm))
         rc = nm_peer_on(nm, NET_NODE_PLACE, s_on_place);
