@@ -10,6 +10,7 @@
    must show it as kind#N, and the chain must go on taking appends. */
 #include "tap.h"
 #include "lib/fx.h"
+#include "lib/tamper.h"
 #include "db/db_client.h"
 #include "db/db_store.h"
 #include "db/db_sub.h"
@@ -40,38 +41,29 @@ s_append(db_client_t *cl, int n)
 
 /* Write count events onto the end of the file at path: the first of a
    kind this version does not know, the others notes. */
+static void
+s_make_newer(void *arg, int i, uint64_t seq, db_event_t *e)
+{
+    (void) seq;
+    e->kind = i == 0 ? S_NEW_KIND : DB_K_note;
+    e->ts = util_now_ns();
+    e->client = *(const util_id_t *) arg;
+    e->cseq = (uint64_t) i + 1;
+    e->mask |= DB_F_CLIENT;
+    DB_SET_ID(e, job, DB_F_JOB, &s_job);
+    DB_SET_INT(e, size, DB_F_SIZE, 4242);
+    db_event_set_info(e, i == 0 ? "from a newer version" : "after it");
+}
 static int
 s_write_newer(const char *path, int count)
 {
     db_store_opts_t o = {.path = path, .cluster = s_c.id, .shard = 0};
     db_store_t *st = db_store_open(&o);
-    util_buf_t b;
     util_id_t client;
-    int rc;
     if (!st)
         return LUX_EIO;
-    util_buf_init(&b);
     util_id_random(&client);
-    rc = db_store_begin(st);
-    for (int i = 0; i < count && !rc; i++) {
-        uint64_t seq = db_store_last_seq(st) + 1;
-        db_event_t e = {.kind = i == 0 ? S_NEW_KIND : DB_K_note, .ts = util_now_ns()};
-        e.client = client;
-        e.cseq = (uint64_t) i + 1;
-        e.mask |= DB_F_CLIENT;
-        DB_SET_ID(&e, job, DB_F_JOB, &s_job);
-        DB_SET_INT(&e, size, DB_F_SIZE, 4242);
-        db_event_set_info(&e, i == 0 ? "from a newer version" : "after it");
-        b.len = 0;
-        db_event_encode(&e, &b);
-        db_event_chain(b.data + b.len - DB_HASH_LEN, db_store_last_hash(st), seq, b.data, b.len);
-        rc = db_store_put(st, seq, b.data, b.len);
-    }
-    if (!rc)
-        rc = db_store_commit(st);
-    else
-        db_store_rollback(st);
-    util_buf_free(&b);
+    int rc = tamper_store_append(st, count, s_make_newer, &client);
     db_store_close(&st);
     return rc;
 }
