@@ -381,6 +381,35 @@ fx_append_notes(struct db_client_t *cl, const util_id_t *job, int n, uint64_t *c
     db_client_flush(cl);
 }
 
+struct db_client_t *
+fx_client(const db_cluster_t *c, uint32_t batch, uint32_t max_inflight)
+{
+    db_client_opts_t co = {.cluster = c, .batch = batch, .max_inflight = max_inflight};
+    db_client_t *cl = db_client_new(&co);
+    if (!cl)
+        bail("client: %s", lux_errmsg());
+    return cl;
+}
+
+void
+fx_notes_spread(struct db_client_t *cl, int n, const char *info, int sync_every)
+{
+    for (int i = 0; i < n; i++) {
+        util_id_t job;
+        util_id_random(&job);
+        db_event_t e = {.kind = DB_K_note};
+        DB_SET_ID(&e, job, DB_F_JOB, &job);
+        DB_SET_INT(&e, idx, DB_F_IDX, i);
+        db_event_set_info(&e, info);
+        if (db_client_append(cl, &e))
+            bail("append: %s", lux_errmsg());
+        if (sync_every > 0 && i % sync_every == sync_every - 1 && db_client_sync(cl, 30000))
+            bail("sync: %s", lux_errmsg());
+    }
+    if (db_client_sync(cl, 60000))
+        bail("sync: %s", lux_errmsg());
+}
+
 uint64_t
 fx_last_seq(const db_cluster_t *c, uint32_t shard, uint32_t index)
 {

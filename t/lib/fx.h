@@ -92,6 +92,15 @@ bool fx_gate_wait(const char *dir, struct db_client_t *cl, int timeout_ms);
    counting them in *count, and flush; bails out on failure. */
 void fx_append_notes(struct db_client_t *cl, const util_id_t *job, int n, uint64_t *count);
 
+/* A log client of the cluster in c (batch and max_inflight: 0 for the
+   defaults); bails out when it cannot be made. */
+struct db_client_t *fx_client(const db_cluster_t *c, uint32_t batch, uint32_t max_inflight);
+
+/* Append n notes through cl, each of a job of its own (so they spread
+   over every shard), idx 0..n-1 and info; sync every sync_every events
+   (0: none between) and at the end (60 s at most); bails out on failure. */
+void fx_notes_spread(struct db_client_t *cl, int n, const char *info, int sync_every);
+
 /* The last seq in replica index's file of shard (0 when it cannot be
    opened). */
 uint64_t fx_last_seq(const db_cluster_t *c, uint32_t shard, uint32_t index);
