@@ -353,27 +353,13 @@ main(void)
     is_int(s_append(cl, 500), 0, "500 more events appended and acknowledged");
     for (uint32_t s = 0; s < 2; s++) {
         db_sub_t *sub = db_sub_new(&s_c, NULL, s, 0);
-        uint64_t want = db_client_acked_seq(cl, s), got = 0;
-        net_batch_t b;
-        uint8_t prev[DB_HASH_LEN], hsh[DB_HASH_LEN];
-        int bad = 0;
-        db_event_genesis(prev, &s_c.id, s);
-        int64_t t0 = util_mono_ms();
-        while (sub && db_sub_last(sub) < want && util_mono_ms() - t0 < 10000) {
-            if (db_sub_recv(sub, &b, 500) <= 0)
-                continue;
-            net_batch_it_t it;
-            uint64_t seq;
-            const uint8_t *rec;
-            size_t len;
-            net_batch_iter(&it, &b);
-            while (net_batch_next(&it, &seq, &rec, &len)) {
-                db_event_chain(hsh, prev, seq, rec, len);
-                bad += memcmp(hsh, rec + len - DB_HASH_LEN, DB_HASH_LEN) != 0 || seq != got + 1;
-                memcpy(prev, hsh, DB_HASH_LEN);
-                got = seq;
-            }
-        }
+        uint64_t want = db_client_acked_seq(cl, s);
+        fx_chain_t ck;
+        fx_chain_init(&ck, &s_c, s);
+        if (sub)
+            fx_chain_follow(sub, &ck, want, 0, 10000, NULL, NULL);
+        uint64_t got = ck.next - 1;
+        int bad = ck.bad;
         ok(got == want && bad == 0 && want > acked[s],
            "shard %u: a new subscriber reads all %llu events, chained, the first %llu intact", s,
            (unsigned long long) want, (unsigned long long) acked[s]);

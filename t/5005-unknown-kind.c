@@ -68,6 +68,22 @@ s_write_newer(const char *path, int count)
     return rc;
 }
 
+/* fx_chain_follow's look at each record: the newer kind where it was
+   written, with its fields */
+typedef struct {
+    uint64_t at;
+    int kind_at;
+} s_newer_t;
+static void
+s_newer_seen(void *arg, uint64_t seq, const uint8_t *rec, size_t len)
+{
+    s_newer_t *nw = arg;
+    db_event_t e;
+    if (seq == nw->at && db_event_decode(&e, rec, len) == 0 && e.kind == S_NEW_KIND &&
+        e.size == 4242 && db_kind_name(e.kind) == NULL)
+        nw->kind_at = (int) seq;
+}
+
 int
 main(void)
 {
@@ -101,29 +117,12 @@ main(void)
 
     /* a subscriber from the genesis gets both, through the middle and the tail */
     db_sub_t *sub = db_sub_new(&s_c, NULL, 0, 0);
-    net_batch_t b;
-    uint8_t prev[DB_HASH_LEN], h[DB_HASH_LEN];
-    int broken = 0, kind_at = 0;
-    db_event_genesis(prev, &s_c.id, 0);
-    int64_t t0 = util_mono_ms();
-    while (sub && db_sub_last(sub) < before + 2 && util_mono_ms() - t0 < 20000) {
-        if (db_sub_recv(sub, &b, 500) <= 0)
-            continue;
-        net_batch_it_t it;
-        uint64_t seq;
-        const uint8_t *rec;
-        size_t len;
-        net_batch_iter(&it, &b);
-        while (net_batch_next(&it, &seq, &rec, &len)) {
-            db_event_t e;
-            db_event_chain(h, prev, seq, rec, len);
-            broken += memcmp(h, rec + len - DB_HASH_LEN, DB_HASH_LEN) != 0;
-            memcpy(prev, h, DB_HASH_LEN);
-            if (seq == before + 1 && db_event_decode(&e, rec, len) == 0 &&
-                e.kind == S_NEW_KIND && e.size == 4242 && db_kind_name(e.kind) == NULL)
-                kind_at = (int) seq;
-        }
-    }
+    fx_chain_t ck;
+    s_newer_t nw = {.at = before + 1};
+    fx_chain_init(&ck, &s_c, 0);
+    if (sub)
+        fx_chain_follow(sub, &ck, before + 2, 0, 20000, s_newer_seen, &nw);
+    int broken = ck.bad, kind_at = nw.kind_at;
     ok(sub && db_sub_last(sub) >= before + 2 && broken == 0,
        "the tail published seq %llu and %llu, chained (subscriber at %llu)",
        (unsigned long long) before + 1, (unsigned long long) before + 2,

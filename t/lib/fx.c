@@ -381,6 +381,53 @@ fx_append_notes(struct db_client_t *cl, const util_id_t *job, int n, uint64_t *c
     db_client_flush(cl);
 }
 
+void
+fx_chain_init(fx_chain_t *k, const db_cluster_t *c, uint32_t shard)
+{
+    memset(k, 0, sizeof *k);
+    k->next = 1;
+    db_event_genesis(k->prev, &c->id, shard);
+}
+
+void
+fx_chain_batch(fx_chain_t *k, net_batch_t *b, fx_rec_fn *each, void *arg)
+{
+    net_batch_it_t it;
+    uint64_t seq;
+    const uint8_t *rec;
+    size_t len;
+    uint8_t h[DB_HASH_LEN];
+    net_batch_iter(&it, b);
+    while (net_batch_next(&it, &seq, &rec, &len)) {
+        db_event_chain(h, k->prev, seq, rec, len);
+        bool linked = memcmp(h, rec + len - DB_HASH_LEN, DB_HASH_LEN) == 0;
+        if ((seq != k->next || !linked) && !k->bad++)
+            snprintf(k->why, sizeof k->why, "seq %llu after %llu%s", (unsigned long long) seq,
+                     (unsigned long long) k->next - 1, seq == k->next ? " does not chain" : "");
+        memcpy(k->prev, rec + len - DB_HASH_LEN, DB_HASH_LEN);
+        k->next = seq + 1;
+        if (each)
+            each(arg, seq, rec, len);
+    }
+}
+
+bool
+fx_chain_follow(db_sub_t *sub, fx_chain_t *k, uint64_t upto, int wait_ms, int limit_ms,
+                fx_rec_fn *each, void *arg)
+{
+    int64_t t0 = util_mono_ms();
+    net_batch_t b;
+    while ((!upto || k->next <= upto) && util_mono_ms() - t0 < limit_ms) {
+        if (db_sub_recv(sub, &b, upto ? 200 : wait_ms) <= 0) {
+            if (!upto)
+                break;
+            continue;
+        }
+        fx_chain_batch(k, &b, each, arg);
+    }
+    return upto && k->next > upto;
+}
+
 struct db_client_t *
 fx_client(const db_cluster_t *c, uint32_t batch, uint32_t max_inflight)
 {
