@@ -476,6 +476,16 @@ fx_read_connect(const db_cluster_t *c, uint32_t shard, uint32_t index)
     return rd;
 }
 
+zmsg_t *
+fx_msg(int type, uint32_t shard, uint64_t epoch, const void *body, size_t n)
+{
+    zmsg_t *m = zmsg_new();
+    zmsg_append(m, &(zframe_t *) {net_hdr_frame(type, shard, epoch)});
+    if (body)
+        zmsg_addmem(m, body, n);
+    return m;
+}
+
 void
 fx_read_send(zsock_t *rd, uint32_t shard, uint64_t epoch, uint64_t from, uint32_t max)
 {
@@ -484,9 +494,7 @@ fx_read_send(zsock_t *rd, uint32_t shard, uint64_t epoch, uint64_t from, uint32_
     util_le64(b + 8, from);
     util_le32(b + 16, max);
     util_le32(b + 20, 0);
-    zmsg_t *m = zmsg_new();
-    zmsg_append(m, &(zframe_t *) {net_hdr_frame(NET_READ, shard, epoch)});
-    zmsg_addmem(m, b, sizeof b);
+    zmsg_t *m = fx_msg(NET_READ, shard, epoch, b, sizeof b);
     if (zmsg_send(&m, rd))
         bail("cannot send a READ");
 }

@@ -128,6 +128,10 @@ void fx_notes_spread(struct db_client_t *cl, int n, const char *info, int sync_e
    opened). */
 uint64_t fx_last_seq(const db_cluster_t *c, uint32_t shard, uint32_t index);
 
+/* A message of the wire (doc/protocol.md 3): a header frame of type,
+   shard and epoch, then body's n bytes as one frame when body is set. */
+zmsg_t *fx_msg(int type, uint32_t shard, uint64_t epoch, const void *body, size_t n);
+
 /* A READ (doc/protocol.md 9) on rd, a DEALER connected to a read endpoint:
    send one for shard at epoch, from seq from, at most max events (request
    ID 7); take its answer: 0 for READ_REP (*last: the tail's last seq, *top:
