@@ -347,12 +347,15 @@ main(void)
         fx_chain_t ck;
         fx_chain_init(&ck, &s_c, s);
         if (sub)
-            fx_chain_follow(sub, &ck, want, 0, 10000, NULL, NULL);
+            fx_chain_follow(sub, &ck, want, 0, 60000, NULL, NULL); /* a bound */
         uint64_t got = ck.next - 1;
         int bad = ck.bad;
         ok(got == want && bad == 0 && want > acked[s],
            "shard %u: a new subscriber reads all %llu events, chained, the first %llu intact", s,
            (unsigned long long) want, (unsigned long long) acked[s]);
+        if (got != want || bad)
+            diag("it read up to seq %llu, %d bad%s%s", (unsigned long long) got, bad,
+                 bad ? ": " : "", bad ? ck.why : "");
         db_sub_destroy(&sub);
     }
     setenv("LUX_NO_LINK", "1", 1);
