@@ -478,22 +478,28 @@ nm_ractor_placed(nm_t *nm, nm_actor_t *a, char *text)
     nm_task_t *t = a->create;
     char v[512], ep[DB_EP_MAX], why[700], hex[UTIL_ID_HEX];
     char *nl = strchr(text, '\n');
-    if (strncmp(text, "infeasible ", 11) == 0 || strncmp(text, "local", 5) == 0) {
+    /* "dead WHY": the scheduler cannot be asked (exec_remote.c s_headless) */
+    int status = strncmp(text, "dead ", 5) == 0 ? LUX_EDEAD : LUX_EINVAL;
+    if (status == LUX_EDEAD)
+        text += 5;
+    if (status == LUX_EDEAD || strncmp(text, "infeasible ", 11) == 0 ||
+        strncmp(text, "local", 5) == 0) {
         if (nl)
             *nl = '\0';
+        const char *msg = status == LUX_EDEAD ? text : text[0] == 'i' ? text + 11 : "";
         if (t)
             t->remote = false;
         if (a->restarts == 0) { /* never made anywhere: it is made and dies here, on record */
             a->remote = false;
             nm_log_actor_created(nm, a);
-            snprintf(why, sizeof why, "%s", text[0] == 'i' ? text + 11 :
+            snprintf(why, sizeof why, "%s", msg[0] ? msg :
                      "the global scheduler sent it back to this node, which cannot hold it");
         } else {
             snprintf(why, sizeof why, "node %s, which held it, died, and no other node can "
-                     "hold it: %s", util_id_hex(&a->rnode, hex), text[0] == 'i' ? text + 11 :
+                     "hold it: %s", util_id_hex(&a->rnode, hex), msg[0] ? msg :
                      "only this node is left, and it cannot hold it");
         }
-        s_doom(nm, a, LUX_EINVAL, why);
+        s_doom(nm, a, status, why);
         return;
     }
     if (!t || !exec_members_get(text, "node", v, sizeof v) || util_id_parse(&a->rnode, v) ||

@@ -901,7 +901,9 @@ s_collect_remote(void *arg, const void *key, void *value)
     (void) key;
     s_list_t *l = arg;
     nm_task_t *t = *(nm_task_t **) value;
-    if (!t->remote || util_id_is_zero(&t->rnode))
+    /* sent to a node, or a task or actor creation waiting for the global
+       scheduler's answer (s_headless) */
+    if (!t->remote || (util_id_is_zero(&t->rnode) && t->actor && t->kind != T_CREATE))
         return 0;
     if (l->n == l->cap) {
         size_t cap = l->cap ? 2 * l->cap : 16;
@@ -940,7 +942,9 @@ s_alive(const char *table, const util_id_t *node)
    off): nothing tells this node whether the nodes its tasks and calls
    went to live. Those away for S_HEADLESS_MS of that silence fail, saying
    so, rather than wait for ever; an actor's creation stays (the actor may
-   well live: its calls that are answered go on). */
+   well live: its calls that are answered go on). A task still waiting
+   for the global scheduler's answer (NODE_PLACE to the head) fails the
+   same way, naming the head. */
 static void
 s_headless(nm_t *nm, s_list_t *l, int64_t now)
 {
@@ -951,8 +955,9 @@ s_headless(nm_t *nm, s_list_t *l, int64_t now)
         r->silent_ms = now;
     for (size_t i = 0; i < l->n; i++) {
         nm_task_t *t = l->v[i];
-        if (!t->remote || util_id_is_zero(&t->rnode) || t->kind == T_CREATE)
-            continue;
+        bool placing = util_id_is_zero(&t->rnode); /* asked the head where it goes */
+        if (!t->remote || (t->kind == T_CREATE) != (placing && t->actor != NULL))
+            continue; /* a placed actor's creation stays */
         int fresh = 0;
         int64_t *since = util_idmap_put(r->unseen, t->id.b, &fresh);
         if (!since)
@@ -961,12 +966,26 @@ s_headless(nm_t *nm, s_list_t *l, int64_t now)
             *since = now;
         if (now - *since < S_HEADLESS_MS)
             continue;
-        char nh[UTIL_ID_HEX], why[500];
+        char nh[UTIL_ID_HEX], why[600];
+        long long quiet = (long long) (now - r->silent_ms) / 1000;
+        long long away = (long long) (now - *since) / 1000 + 1;
         util_idmap_del(r->unseen, t->id.b);
-        snprintf(why, sizeof why, "the head's membership monitor has not answered for %lld s "
-                 "(is the head down?), so whether node %s, where it was sent %lld s ago, is "
-                 "alive cannot be known; no answer came from it", (long long) (now - r->silent_ms) / 1000,
-                 util_id_hex(&t->rnode, nh), (long long) (now - *since) / 1000 + 1);
+        if (placing)
+            snprintf(why, sizeof why, "the global scheduler (the head's node manager at %s), "
+                     "asked where it can run, has not answered in %lld s, and the head's "
+                     "membership monitor has not answered for %lld s (is the head down?)",
+                     r->head_ep, away, quiet);
+        else
+            snprintf(why, sizeof why, "the head's membership monitor has not answered for %lld s "
+                     "(is the head down?), so whether node %s, where it was sent %lld s ago, "
+                     "is alive cannot be known; no answer came from it", quiet,
+                     util_id_hex(&t->rnode, nh), away);
+        if (t->actor) { /* dies with the reason (exec_ractor.c) */
+            char text[620];
+            snprintf(text, sizeof text, "dead %s\n", why);
+            nm_ractor_placed(nm, t->actor, text);
+            continue;
+        }
         t->remote = false; /* its failure is this node's event */
         nm_task_fail(nm, t, LUX_EDEAD, why);
     }
@@ -1006,7 +1025,7 @@ nm_remote_tick(nm_t *nm)
         util_idmap_clear(r->unseen);
     for (size_t i = 0; i < l.n; i++) {
         nm_task_t *t = l.v[i];
-        if (!t->remote || util_id_is_zero(&t->rnode)) /* an actor's, taken back already */
+        if (!t->remote || util_id_is_zero(&t->rnode)) /* placing, or an actor's taken back */
             continue;
         if (s_alive(table, &t->rnode))
             continue;
