@@ -54,6 +54,7 @@
 #define S_NODES_MAX 1024
 #define S_SENT_MAX 256   /* (node, module) pairs remembered as sent */
 #define S_WATCH_MS 1000  /* how often a node with tasks elsewhere asks who is alive */
+#define S_ASK_WAIT_MS 2000 /* ... and how long it waits for the answer */
 #define S_HEADLESS_MS 30000 /* work away this long while the monitor cannot be asked: failed */
 #define S_PEND_MAX 16    /* nodes with a NODE_TASK being filled at once */
 #define S_ARGS_MAX 64    /* (node, bytes) pairs of a task's arguments weighed */
@@ -69,6 +70,7 @@ struct nm_remote {
     util_buf_t scratch;
     uint64_t n_spilled, n_taken;
     bool random;          /* LUX_PLACE_RANDOM=1: placed at random (benchmarks only) */
+    gs_rand_t rng;        /* ... drawn from this (seed: LUX_PLACE_SEED, or said in the log) */
     /* the submitting node: which modules went to which node already */
     struct {
         util_id_t node;
@@ -76,6 +78,9 @@ struct nm_remote {
     } sent[S_SENT_MAX];
     size_t nsent, sent_next;
     int64_t watch_ms;     /* when who is alive was last asked */
+    int ask_wait_ms;      /* how long an answer is waited for (LUX_WATCH_WAIT_MS, tests) */
+    zsock_t *watch;       /* to the monitor: STATUS asked without waiting (s_watch_ask) */
+    int64_t asked_ms;     /* when the ask in flight went (0: none) */
     /* while the membership monitor does not answer: since when each task
        or call away (by ID) was seen away (s_headless) */
     util_idmap_t *unseen;
@@ -205,27 +210,6 @@ s_table(nm_t *nm)
     return 0;
 }
 
-/* LUX_PLACE_RANDOM=1 (benchmarks only, `lux bench locality_placement`):
-   *pick becomes a node drawn at random among the alive ones whose total
-   resources cover needs (the requester only if self), arguments' bytes
-   not weighed. */
-static void
-s_pick_random(struct nm_remote *r, const gs_res_t *needs, const util_id_t *from, bool self,
-              size_t *pick)
-{
-    size_t fit[S_NODES_MAX], k = 0;
-    for (size_t i = 0; i < r->nnodes && k < S_NODES_MAX; i++) {
-        gs_node_t *x = &r->nodes[i];
-        bool covers = true;
-        for (int j = 0; j < needs->n && covers; j++)
-            covers = gs_res_get(&x->total, needs->name[j]) >= needs->amount[j];
-        if (x->alive && (self || !util_id_eq(&x->id, from)) && covers)
-            fit[k++] = i;
-    }
-    if (k)
-        *pick = fit[(size_t) rand() % k];
-}
-
 
 /* The scheduler's answer to a request (text as in NODE_PLACE) into
    answer[n]: "node HEX\nendpoint EP\n", "local\n" or "infeasible WHY\n". */
@@ -291,7 +275,7 @@ s_decide(nm_t *nm, const char *text, char *answer, size_t n)
         return;
     }
     if (r->random) /* benchmarks only: any node that fits, not the one the bytes are on */
-        s_pick_random(r, &needs, &from, self, &pick);
+        gs_pick_random(r->nodes, r->nnodes, &needs, self ? NULL : &from, &r->rng, &pick);
     gs_node_t *x = &r->nodes[pick];
     char ep[DB_EP_MAX], hex[UTIL_ID_HEX];
     if (util_id_eq(&x->id, &from))
@@ -991,35 +975,14 @@ s_headless(nm_t *nm, s_list_t *l, int64_t now)
     }
 }
 
-void
-nm_remote_tick(nm_t *nm)
+/* The monitor's table came (STATUS): tasks and calls sent to nodes it
+   does not call alive are placed again, or fail. */
+static void
+s_watch_table(nm_t *nm, const char *table)
 {
     struct nm_remote *r = nm->remote;
-    int64_t now = util_mono_ms();
-    if (r) {
-        nm_ractor_tick(nm);
-        nm_remote_flush(nm);
-    }
-    if (!r || now - r->watch_ms < S_WATCH_MS)
-        return;
-    r->watch_ms = now;
     s_list_t l = {0};
     util_idmap_each(nm->tasks, s_collect_remote, &l);
-    if (!l.n) {
-        free(l.v);
-        return;
-    }
-    if (!r->sec) {
-        char keys[PATH_MAX + 32];
-        r->sec = net_sec_load(db_cluster_path(&nm->cluster, keys, sizeof keys, "keys"));
-    }
-    char *table = NULL;
-    if (!r->sec || exec_members_ask(&nm->cluster, r->sec, "STATUS", NULL, 2000, &table)) {
-        free(table);
-        s_headless(nm, &l, now); /* asked again next time */
-        free(l.v);
-        return;
-    }
     r->silent_ms = 0;
     if (r->unseen)
         util_idmap_clear(r->unseen);
@@ -1055,8 +1018,90 @@ nm_remote_tick(nm_t *nm)
         nm->n_retried++;
         nm_task_wake(nm, t);
     }
-    free(table);
     free(l.v);
+}
+
+/* The monitor did not answer (or could not be asked): s_headless. */
+static void
+s_watch_silent(nm_t *nm, int64_t now)
+{
+    s_list_t l = {0};
+    util_idmap_each(nm->tasks, s_collect_remote, &l);
+    s_headless(nm, &l, now);
+    free(l.v);
+}
+
+/* Ask the monitor who is alive, without waiting: the answer is read by
+   s_watch_read on a later tick. false when it cannot be asked. */
+static bool
+s_watch_ask(nm_t *nm, int64_t now)
+{
+    struct nm_remote *r = nm->remote;
+    if (!r->sec) {
+        char keys[PATH_MAX + 32];
+        r->sec = net_sec_load(db_cluster_path(&nm->cluster, keys, sizeof keys, "keys"));
+    }
+    if (r->sec && !r->watch) {
+        char ep[DB_EP_MAX];
+        db_cluster_members_ep(&nm->cluster, false, ep, sizeof ep);
+        if ((r->watch = net_connect(ZMQ_DEALER, ep, r->sec)))
+            zsock_set_linger(r->watch, 0);
+    }
+    if (!r->watch || zstr_send(r->watch, "STATUS") != 0)
+        return false;
+    r->asked_ms = now;
+    return true;
+}
+
+/* The monitor's answer, if it came; past r->ask_wait_ms the ask counts as
+   unanswered (its socket is closed, so a late answer is dropped). */
+static void
+s_watch_read(nm_t *nm, int64_t now)
+{
+    struct nm_remote *r = nm->remote;
+    if (!r->asked_ms)
+        return;
+    zmsg_t *m = zmsg_recv_nowait(r->watch);
+    if (!m) {
+        if (now - r->asked_ms >= r->ask_wait_ms) {
+            r->asked_ms = 0;
+            zsock_destroy(&r->watch);
+            s_watch_silent(nm, now);
+        }
+        return;
+    }
+    r->asked_ms = 0;
+    char *head = zmsg_popstr(m), *body = zmsg_popstr(m);
+    if (head && body && (strcmp(head, "OK") == 0 || strcmp(head, "NODES") == 0)) {
+        s_watch_table(nm, body);
+    } else {
+        nm_complain(nm, "the head's membership monitor refused STATUS");
+        s_watch_silent(nm, now);
+    }
+    free(head);
+    free(body);
+    zmsg_destroy(&m);
+}
+
+void
+nm_remote_tick(nm_t *nm)
+{
+    struct nm_remote *r = nm->remote;
+    int64_t now = util_mono_ms();
+    if (!r)
+        return;
+    nm_ractor_tick(nm);
+    nm_remote_flush(nm);
+    s_watch_read(nm, now);
+    if (r->asked_ms || now - r->watch_ms < S_WATCH_MS)
+        return; /* one ask at a time */
+    r->watch_ms = now;
+    s_list_t l = {0};
+    util_idmap_each(nm->tasks, s_collect_remote, &l);
+    size_t away = l.n;
+    free(l.v);
+    if (away && !s_watch_ask(nm, now))
+        s_watch_silent(nm, now); /* asked again next time */
 }
 
 /* --- setup ------------------------------------------------------------------------------------ */
@@ -1074,6 +1119,15 @@ nm_remote_open(nm_t *nm)
     nm_peer_head_ep(nm, r->head_ep, sizeof r->head_ep);
     const char *rnd = getenv("LUX_PLACE_RANDOM");
     r->random = rnd && strcmp(rnd, "1") == 0;
+    const char *wait = getenv("LUX_WATCH_WAIT_MS");
+    r->ask_wait_ms = wait && atoi(wait) > 0 ? atoi(wait) : S_ASK_WAIT_MS;
+    if (r->random && nm_peer_is_head(nm)) {
+        const char *sd = getenv("LUX_PLACE_SEED");
+        uint64_t seed = gs_rand_seed(&r->rng, sd ? strtoull(sd, NULL, 10) : 0);
+        log_warn("the global scheduler places tasks at random (LUX_PLACE_RANDOM=1, for "
+                 "benchmarks only), seed %llu: LUX_PLACE_SEED=%llu repeats its draws",
+                 (unsigned long long) seed, (unsigned long long) seed);
+    }
     int rc = 0;
     if (nm_peer_is_head(nm))
         rc = nm_peer_on(nm, NET_NODE_PLACE, s_on_place);
@@ -1097,6 +1151,7 @@ nm_remote_close(nm_t *nm)
     nm_ractor_close(nm);
     for (int i = 0; i < r->npend; i++)
         zmsg_destroy(&r->pend[i].m);
+    zsock_destroy(&r->watch);
     net_sec_destroy(&r->sec);
     util_idmap_destroy(&r->unseen);
     free(r->nodes);
