@@ -33,7 +33,7 @@ bench_tcp_head(bench_ctx_t *ctx, db_cluster_t *c)
         if (rc)
             bench_cluster_stop(ctx, c);
     }
-    return rc ? rc : lux_token_write(c);
+    return rc ? rc : (rc = lux_token_write(c)) ? rc : bench_test_head_gone(c);
 }
 
 static int

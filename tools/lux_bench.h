@@ -55,6 +55,11 @@ int bench_own_cluster(const bench_ctx_t *ctx, const char *why);
    127.0.0.1:c->master_port (bench_cluster.c). 0 or a code. */
 int bench_tcp_head(bench_ctx_t *ctx, db_cluster_t *c);
 
+/* Tests: with LUX_TEST_BENCH_HEAD_GONE=1, stops the head in c->dir just
+   after a benchmark started it (it died, as far as the benchmark can tell).
+   Always 0. */
+int bench_test_head_gone(const db_cluster_t *c);
+
 /* Median of n doubles (sorts them). */
 double bench_median(double *v, int n);
 

@@ -94,3 +94,9 @@ lux_hist_prepare(lux_hist_t *self, const char *sql)
     }
     return st;
 }
+
+int
+lux_hist_snapshot(lux_hist_t *self)
+{
+    return db_query_begin(self->q);
+}

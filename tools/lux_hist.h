@@ -29,4 +29,9 @@ const char *lux_hist_what(lux_hist_t *self);
 /* Prepare sql on the connection; NULL with the message set (LUX_ESQL). */
 sqlite3_stmt *lux_hist_prepare(lux_hist_t *self, const char *sql);
 
+/* Every later question about the same events, each once, whatever a
+   compaction does meanwhile (db_query_begin): for a command that reads a
+   run once; not for one that waits for new events. 0 or a code. */
+int lux_hist_snapshot(lux_hist_t *self);
+
 #endif

@@ -470,7 +470,7 @@ cmd_lineage(int argc, char **argv)
 
     s_walk_t w = {0};
     int rc = 0;
-    if (!(w.h = lux_hist_open(src)))
+    if (!(w.h = lux_hist_open(src)) || lux_hist_snapshot(w.h))
         return lux_fail("lineage", "%s", lux_errmsg());
     if (!(w.seen = util_idmap_new(sizeof(uint32_t))))
         rc = util_err(LUX_ENOMEM, "out of memory");

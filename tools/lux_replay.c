@@ -1117,7 +1117,7 @@ cmd_replay(int argc, char **argv)
         return lux_opt_usage(&p, "--task takes a task ID of 32 hex digits, not '%s'", task);
     if (foreground && !task)
         return lux_opt_usage(&p, "--foreground runs one task: name it with --task ID");
-    if (!(r.h = lux_hist_open(src)))
+    if (!(r.h = lux_hist_open(src)) || lux_hist_snapshot(r.h))
         return lux_fail("replay", "%s", lux_errmsg());
     struct stat sb;
     if (blobs)

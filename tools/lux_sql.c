@@ -17,6 +17,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 enum { OUT_TABLE, OUT_CSV, OUT_JSON };
 
@@ -247,6 +248,36 @@ s_sql_warnings(const db_cluster_t *c)
     free(sh);
 }
 
+/* Test hook: LUX_TEST_SQL_GATE=DIR holds lux sql at `at`: "open"
+   (between opening the log and its first statement) or, when DIR/at
+   says so, "statement" (the first statement begun and prepared, before
+   its first row): it writes DIR/held and waits (up to 120 s) until DIR/go
+   exists, so that a test can end a compaction in that window (t/9156). */
+static void
+s_test_gate(const char *at)
+{
+    const char *g = getenv("LUX_TEST_SQL_GATE");
+    char path[PATH_MAX], want[32] = "open";
+    if (!g || !*g)
+        return;
+    snprintf(path, sizeof path, "%s/at", g);
+    FILE *f = fopen(path, "r");
+    if (f) {
+        if (!fgets(want, sizeof want, f))
+            want[0] = 0;
+        want[strcspn(want, "\n")] = 0;
+        fclose(f);
+    }
+    snprintf(path, sizeof path, "%s/held", g);
+    if (strcmp(want, at) || util_exists(path))
+        return;
+    if (util_write_file(path, "held\n", 5, 0600))
+        return;
+    snprintf(path, sizeof path, "%s/go", g);
+    for (int i = 0; i < 12000 && !util_exists(path); i++)
+        usleep(10000);
+}
+
 int
 cmd_sql(int argc, char **argv)
 {
@@ -285,6 +316,7 @@ cmd_sql(int argc, char **argv)
     db_query_t *q = dir ? db_query_open(&c) : db_query_open_pulled(file);
     if (!q)
         return lux_fail("sql", "%s", lux_errmsg());
+    s_test_gate("open");
     bool first_json = true;
     if (mode == OUT_JSON)
         printf("[");
@@ -293,13 +325,17 @@ cmd_sql(int argc, char **argv)
     while (sql && *sql && !rc) {
         sqlite3_stmt *st;
         const char *tail;
-        if ((rc = db_query_prepare(q, sql, &st, &tail)))
+        /* each statement in one snapshot of the whole log */
+        if ((rc = db_query_begin(q)) || (rc = db_query_prepare(q, sql, &st, &tail)))
             break;
         if (!st) /* only whitespace or a comment left */
             break;
         statements++;
+        s_test_gate("statement");
         rc = s_run(q, st, mode, &first_json);
         sqlite3_finalize(st);
+        int end = db_query_end(q);
+        rc = rc ? rc : end;
         sql = tail;
     }
     if (mode == OUT_JSON)

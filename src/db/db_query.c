@@ -37,6 +37,10 @@ struct db_query_t {
     uint32_t shards;
     char **files;          /* tail file per shard */
     sqlite3_stmt **lookup; /* per shard: the task_submitted row of a task */
+    bool live;             /* a cluster's files (not a pulled file) */
+    db_cluster_t cluster;  /* which, when live: opened again when a compaction moved past */
+    int64_t *cover;        /* per shard: the highest seq its archive held when attached (0:
+                              no archive; -1: a plain archive.db, read in each snapshot) */
 };
 
 /* --- which replica is the tail -------------------------------------------------------- */
@@ -354,6 +358,61 @@ s_exec(db_query_t *self, const char *sql)
     return 0;
 }
 
+/* The highest seq of shard s's attached archive into *seq; 0 or LUX_ESQL. */
+static int
+s_max_seq(db_query_t *self, uint32_t s, int64_t *seq)
+{
+    char sql[96];
+    sqlite3_stmt *st;
+    snprintf(sql, sizeof sql, "SELECT coalesce(max(seq), 0) FROM a%u.event", s);
+    if (sqlite3_prepare_v2(self->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return LUX_ESQL;
+    int rc = sqlite3_step(st) == SQLITE_ROW ? 0 : LUX_ESQL;
+    if (!rc)
+        *seq = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* Shard s's base (the seq up to which its events are archived) as its
+   tail's file says now, in the transaction open if any; 0 or LUX_ESQL. */
+static int
+s_base(db_query_t *self, uint32_t s, int64_t *base)
+{
+    char sql[128];
+    sqlite3_stmt *st;
+    snprintf(sql, sizeof sql, "SELECT coalesce(max(CAST(value AS INTEGER)), 0) FROM s%u.meta "
+             "WHERE key = 'base_seq'", s);
+    if (sqlite3_prepare_v2(self->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return util_err(LUX_ESQL, "shard %u: %s", s, sqlite3_errmsg(self->db));
+    int rc = sqlite3_step(st) == SQLITE_ROW ? 0 : util_err(LUX_ESQL, "shard %u: %s", s,
+                                                         sqlite3_errmsg(self->db));
+    if (!rc)
+        *base = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* lux_base(shard, base): base, or an error when the archive attached for
+   the shard ends below it (a compaction ended after it was attached). */
+static void
+s_base_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+    db_query_t *self = sqlite3_user_data(ctx);
+    (void) argc;
+    int64_t s = sqlite3_value_int64(argv[0]), base = sqlite3_value_int64(argv[1]);
+    if (s >= 0 && s < (int64_t) self->shards && self->cover[s] >= 0 && base > self->cover[s]) {
+        char *msg = sqlite3_mprintf("shard %lld: a compaction archived events up to seq %lld "
+                                    "after this reader opened the archive (up to %lld); run the "
+                                    "query again", (long long) s, (long long) base,
+                                    (long long) self->cover[s]);
+        sqlite3_result_error(ctx, msg, -1);
+        sqlite3_free(msg);
+        return;
+    }
+    sqlite3_result_int64(ctx, base);
+}
+
 /* Shard s's archive beside its tail's file `path`, attached as a<s>, and
    the view s<s>_event: the archive's events up to the file's base, then
    the file's after it (rows at or below the base that a compaction cut
@@ -421,35 +480,53 @@ again:
        rows below it. The file is attached before its archive, so a
        statement's snapshot of the file is never newer than that of the
        archive, which holds every event up to any base the file shows. */
+    self->cover[s] = -1;
+    if (img && s_max_seq(self, s, &self->cover[s]))
+        return util_err(LUX_ECORRUPT, "shard %u: %s.lz4 holds no event table: %s", s, apath,
+                        sqlite3_errmsg(self->db));
+    /* lux_base() fails the statement when the base it reads is past what
+       the archive held when attached: never an answer with events missing
+       (db_query_begin opens it again before it comes to that) */
     snprintf(sql, sizeof sql, "CREATE TEMP VIEW s%u_event AS SELECT * FROM a%u.event WHERE seq <="
-             " (SELECT coalesce(max(CAST(value AS INTEGER)), 0) FROM s%u.meta WHERE key ="
-             " 'base_seq') UNION ALL SELECT * FROM s%u.event WHERE seq > (SELECT"
-             " coalesce(max(CAST(value AS INTEGER)), 0) FROM s%u.meta WHERE key = 'base_seq')",
-             s, s, s, s, s);
+             " lux_base(%u, (SELECT coalesce(max(CAST(value AS INTEGER)), 0) FROM s%u.meta WHERE"
+             " key = 'base_seq')) UNION ALL SELECT * FROM s%u.event WHERE seq > lux_base(%u, (SELECT"
+             " coalesce(max(CAST(value AS INTEGER)), 0) FROM s%u.meta WHERE key = 'base_seq'))",
+             s, s, s, s, s, s, s);
     return s_exec(self, sql);
 }
 
-db_query_t *
-db_query_open(const db_cluster_t *c)
+/* Fill self (zeroed) from the cluster's files: 0, or a code with the
+   message set (s_release frees what was made). */
+static int
+s_open_live(db_query_t *self, const db_cluster_t *c)
 {
-    db_query_t *self = calloc(1, sizeof *self);
     uint32_t *tail = calloc(c->shards, sizeof *tail);
     char *sql = NULL;
     size_t cap = 0;
     FILE *f = NULL;
 
-    if (!self || !tail)
-        goto fail;
+    self->live = true;
+    self->cluster = *c;
     self->shards = c->shards;
     self->files = calloc(c->shards, sizeof *self->files);
     self->lookup = calloc(c->shards, sizeof *self->lookup);
-    if (!self->files || !self->lookup || s_tails(c, tail))
+    self->cover = calloc(c->shards, sizeof *self->cover);
+    if (!tail || !self->files || !self->lookup || !self->cover) {
+        util_err(LUX_ENOMEM, "out of memory");
+        goto fail;
+    }
+    if (s_tails(c, tail))
         goto fail;
     if (sqlite3_open_v2(":memory:", &self->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_URI, NULL)) {
         util_err(LUX_ESQL, "cannot open SQLite");
         goto fail;
     }
     sqlite3_busy_timeout(self->db, 5000);
+    if (sqlite3_create_function(self->db, "lux_base", 2, SQLITE_UTF8, self, s_base_fn, NULL,
+                                NULL) != SQLITE_OK) {
+        util_err(LUX_ESQL, "cannot register lux_base(): %s", sqlite3_errmsg(self->db));
+        goto fail;
+    }
     /* an archive per shard at most, beside the tail's file */
     uint32_t narch = 0;
     for (uint32_t s = 0; s < c->shards; s++) {
@@ -552,22 +629,19 @@ made:
     sqlite3_set_authorizer(self->db, s_authorize, NULL);
     free(sql);
     free(tail);
-    return self;
+    return 0;
 fail:
     if (f)
         fclose(f);
     free(sql);
     free(tail);
-    db_query_close(&self);
-    return NULL;
+    return util_errmsg()[0] ? LUX_EIO : util_err(LUX_ENOMEM, "out of memory");
 }
 
-void
-db_query_close(db_query_t **self_p)
+/* Free what s_open_live or db_query_open_pulled made (not self). */
+static void
+s_release(db_query_t *self)
 {
-    db_query_t *self = *self_p;
-    if (!self)
-        return;
     for (uint32_t s = 0; s < self->shards; s++) {
         if (self->lookup)
             sqlite3_finalize(self->lookup[s]);
@@ -576,15 +650,110 @@ db_query_close(db_query_t **self_p)
     }
     free(self->lookup);
     free(self->files);
-    sqlite3_close(self->db);
+    free(self->cover);
+    /* a statement a caller still holds keeps the old connection until it
+       is finalized */
+    sqlite3_close_v2(self->db);
+}
+
+db_query_t *
+db_query_open(const db_cluster_t *c)
+{
+    db_query_t *self = calloc(1, sizeof *self);
+    if (!self) {
+        util_err(LUX_ENOMEM, "out of memory");
+        return NULL;
+    }
+    if (s_open_live(self, c)) {
+        db_query_close(&self);
+        return NULL;
+    }
+    return self;
+}
+
+void
+db_query_close(db_query_t **self_p)
+{
+    db_query_t *self = *self_p;
+    if (!self)
+        return;
+    s_release(self);
     free(self);
     *self_p = NULL;
+}
+
+/* The log opened again, as it is now (the archives a compaction extended,
+   a first archive, another tail); self unchanged when that fails. */
+static int
+s_reopen(db_query_t *self)
+{
+    db_query_t old = *self;
+    memset(self, 0, sizeof *self);
+    int rc = s_open_live(self, &old.cluster);
+    if (rc) {
+        s_release(self);
+        *self = old;
+        return rc;
+    }
+    s_release(&old);
+    return 0;
+}
+
+/* Whether a shard's base, read now (in the transaction open, if any), is
+   past the archive attached for it: *stale true then. 0 or a code. */
+static int
+s_stale(db_query_t *self, bool *stale)
+{
+    *stale = false;
+    for (uint32_t s = 0; s < self->shards && !*stale; s++) {
+        int64_t base = 0, cover = self->cover[s];
+        int rc = s_base(self, s, &base);
+        if (!rc && cover < 0 && s_max_seq(self, s, &cover))
+            rc = util_err(LUX_ESQL, "shard %u: its archive: %s", s, sqlite3_errmsg(self->db));
+        if (rc)
+            return rc;
+        *stale = base > cover;
+    }
+    return 0;
+}
+
+int
+db_query_begin(db_query_t *self)
+{
+    if (!self->live)
+        return 0; /* a pulled file: nothing moves under it */
+    db_query_end(self); /* one that was still open */
+    for (int tries = 0; tries < 100; tries++) {
+        bool stale;
+        int rc = s_exec(self, "BEGIN");
+        if (!rc && !(rc = s_stale(self, &stale)) && !stale)
+            return 0; /* every file read in this snapshot: bases fixed */
+        db_query_end(self);
+        if (rc || (rc = s_reopen(self)))
+            return rc;
+    }
+    return util_err(LUX_ESTATE, "the log's archives kept moving while it was opened (100 times)");
+}
+
+int
+db_query_end(db_query_t *self)
+{
+    if (sqlite3_get_autocommit(self->db))
+        return 0;
+    return s_exec(self, "COMMIT");
 }
 
 int
 db_query_prepare(db_query_t *self, const char *sql, sqlite3_stmt **st, const char **tail)
 {
     *st = NULL;
+    bool stale = false;
+    /* outside db_query_begin: the archives as they are now, so that only a
+       compaction ending between here and the statement's first read can
+       fail it (lux_base) */
+    if (self->live && sqlite3_get_autocommit(self->db) &&
+        (s_stale(self, &stale) || (stale && s_reopen(self))))
+        return LUX_EIO;
     if (s_writes(sql))
         return util_err(LUX_EREADONLY, "lux sql is read-only: this statement would change the "
                         "log, which nothing but the cluster writes");

@@ -40,12 +40,24 @@ db_query_t *db_query_open_pulled(const char *path);
    (out of memory). */
 char *db_query_shardify(bool temp);
 
+/* A read of the log as it is now, until db_query_end: every statement
+   between them sees the same events, each exactly once, whatever a
+   compaction does meanwhile (the files' bases are read in one snapshot,
+   held until the end, and the log is opened again first when an archive
+   attached before ends below them). Without it each statement reads its
+   own snapshot, and one whose base moved past the archive attached at
+   prepare time fails ("run the query again") rather than miss events.
+   0 or a code; a no-op on a pulled file. */
+int db_query_begin(db_query_t *self);
+int db_query_end(db_query_t *self);
+
 /* Prepare one statement; refuses anything that would write (LUX_EREADONLY)
    and reports SQL errors with SQLite's message (LUX_ESQL). *tail is set
    past the statement, for scripts of several statements. */
 int db_query_prepare(db_query_t *self, const char *sql, sqlite3_stmt **st, const char **tail);
 
-/* The connection, for reading results. */
+/* The connection, for reading results (db_query_begin and
+   db_query_prepare may open the log again: ask after them). */
 sqlite3 *db_query_db(db_query_t *self);
 
 /* How many shards. */
