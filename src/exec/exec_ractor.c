@@ -308,23 +308,33 @@ s_on_where_rep(nm_t *nm, nm_peer_msg_t *m)
         s_answer(nm, &rd);
 }
 
+/* The body of m into rd, and the actor ID it begins with into id; false
+   when there is none (rd.bad, or no body: complained). */
+static bool
+s_body_actor(nm_t *nm, nm_peer_msg_t *m, util_rd_t *rd, util_id_t *id)
+{
+    if (!nm_peer_body(nm, m, rd))
+        return false;
+    const uint8_t *p = util_rd_take(rd, 16);
+    if (p)
+        memcpy(id->b, p, 16);
+    return p != NULL;
+}
+
 /* NODE_ACTOR_KILL: id[16], why str: the actor here goes (its home or a
    handle killed it, or its owner left). */
 static void
 s_on_kill(nm_t *nm, nm_peer_msg_t *m)
 {
     util_rd_t rd;
-    if (!nm_peer_body(nm, m, &rd))
-        return;
-    const uint8_t *idp = util_rd_take(&rd, 16);
+    util_id_t id;
+    bool has = s_body_actor(nm, m, &rd, &id);
     size_t n = 0;
-    const char *why = util_rd_str(&rd, &n);
-    if (rd.bad || !idp) {
+    const char *why = has ? util_rd_str(&rd, &n) : NULL;
+    if (!has || rd.bad) {
         nm_complain(nm, "malformed NODE_ACTOR_KILL");
         return;
     }
-    util_id_t id;
-    memcpy(id.b, idp, 16);
     nm_actor_t *a = s_find(nm, &id);
     if (!a || a->remote || a->state == A_DEAD)
         return;
@@ -367,18 +377,16 @@ static void
 s_on_ckpt(nm_t *nm, nm_peer_msg_t *m)
 {
     util_rd_t rd;
-    if (!nm_peer_body(nm, m, &rd))
-        return;
-    const uint8_t *idp = util_rd_take(&rd, 16);
-    uint64_t idx = util_rd_u64(&rd);
-    const uint8_t *op = util_rd_take(&rd, LUX_REF_LEN), *fp = util_rd_take(&rd, 16);
+    util_id_t id;
+    bool has = s_body_actor(nm, m, &rd, &id);
+    uint64_t idx = has ? util_rd_u64(&rd) : 0;
+    const uint8_t *op = has ? util_rd_take(&rd, LUX_REF_LEN) : NULL;
+    const uint8_t *fp = op ? util_rd_take(&rd, 16) : NULL;
     zframe_t *bytes = (zmsg_first(m->msg), zmsg_next(m->msg));
-    if (rd.bad || !idp || !op || !fp || !bytes) {
+    if (!has || rd.bad || !op || !fp || !bytes) {
         nm_complain(nm, "malformed NODE_ACTOR_CKPT");
         return;
     }
-    util_id_t id;
-    memcpy(id.b, idp, 16);
     nm_actor_t *a = s_find(nm, &id);
     char hex[UTIL_ID_HEX];
     if (!a || !a->home || a->state == A_DEAD || (a->has_ckpt && idx <= a->ckpt_idx))
