@@ -7,13 +7,8 @@
 # stays there. Then a long queue: twelve 400 ms tasks submitted at once
 # on the head, which keeps two waiting per worker (LUX_SPILL_QUEUE=2):
 # some of them run on the idle nodes.
-. "${LUX_SRCDIR:-.}/t/lib/tap.sh"
-tap_tmpdir
-. "${LUX_SRCDIR:-.}/t/lib/cluster.sh"
-trap 'for p in $DRIVERS; do kill -9 $p 2>/dev/null; done; cluster_down; tap_cleanup' EXIT
-MOD="${LUX_BUILDDIR:-.}/t/lib/.libs/schedmod.so"
-export LUX_FAKE_GPUS=none
-DRIVERS=
+. "${LUX_SRCDIR:-.}/t/lib/cluster_test.sh"
+MOD=$(cluster_mod schedmod)
 MB=1048576
 
 LUX_SPILL_QUEUE=2 cluster_head --workers 1 --store-mb 64 --resources CPU=1
@@ -26,7 +21,7 @@ n1=$(cat "$CL_DIR/n1/run/node.joined")
 
 "$LUX" run --address "$CL_DIR/n1" "$MOD" hold $((16 * MB)) "$TAP_TMP/put" \
     >"$TAP_TMP/put.out" 2>&1 &
-DRIVERS="$DRIVERS $!"
+CL_DRIVERS="$CL_DRIVERS $!"
 i=0
 while [ $i -lt 1200 ] && [ ! -s "$TAP_TMP/put" ]; do
     sleep 0.1

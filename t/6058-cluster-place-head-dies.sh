@@ -11,13 +11,9 @@
 # dies with the reason, and its call fails saying so. The head is stopped
 # (SIGSTOP) first, so that no answer can come whatever the order of the
 # submits and the kill.
-. "${LUX_SRCDIR:-.}/t/lib/tap.sh"
-tap_tmpdir
-. "${LUX_SRCDIR:-.}/t/lib/cluster.sh"
-trap 'cluster_down; tap_cleanup' EXIT
-MOD="${LUX_BUILDDIR:-.}/t/lib/.libs/schedmod.so"
-AMOD="${LUX_BUILDDIR:-.}/t/lib/.libs/actormod.so"
-export LUX_FAKE_GPUS=none
+. "${LUX_SRCDIR:-.}/t/lib/cluster_test.sh"
+MOD=$(cluster_mod schedmod)
+AMOD=$(cluster_mod actormod)
 
 cluster_up -d 1500 CPU=1 CPU=1,disk=1 CPU=1
 

@@ -8,12 +8,10 @@
 # local tasks then gets nothing (before: its gets ran into their 120 s
 # timeout); a watch that asks without waiting serves it. Then the head
 # goes on (SIGCONT) and the task away finishes.
-. "${LUX_SRCDIR:-.}/t/lib/tap.sh"
-tap_tmpdir
-. "${LUX_SRCDIR:-.}/t/lib/cluster.sh"
-trap 'kill -CONT "$sup" 2>/dev/null; cluster_down; tap_cleanup' EXIT
-MOD="${LUX_BUILDDIR:-.}/t/lib/.libs/schedmod.so"
-export LUX_FAKE_GPUS=none LUX_WATCH_WAIT_MS=600000
+. "${LUX_SRCDIR:-.}/t/lib/cluster_test.sh"
+CL_ON_EXIT='kill -CONT "$sup" 2>/dev/null'
+MOD=$(cluster_mod schedmod)
+export LUX_WATCH_WAIT_MS=600000
 
 cluster_up CPU=1 CPU=1,disk=1 CPU=1
 sup=$(cat "$CL_DIR/head/run/supervisor.pid")

@@ -13,12 +13,8 @@
 #  - A node that joins after the module was used runs its tasks.
 # The workers of node 1 are killed after each change, so that fresh ones
 # load the module again.
-. "${LUX_SRCDIR:-.}/t/lib/tap.sh"
-tap_tmpdir
-. "${LUX_SRCDIR:-.}/t/lib/cluster.sh"
-trap 'cluster_down; tap_cleanup' EXIT
-export LUX_FAKE_GPUS=none
-MOD="${LUX_BUILDDIR:-.}/t/lib/.libs/schedmod.so"
+. "${LUX_SRCDIR:-.}/t/lib/cluster_test.sh"
+MOD=$(cluster_mod schedmod)
 run_head() { "$LUX" run --address "$CL_DIR/head" "$MOD" where "$1" disk=1 2>&1; }
 fresh_workers() {
     _w=$(pgrep -P "$(cluster_node_pid 1)")
