@@ -29,21 +29,7 @@ cluster_join 3 --workers 1 --store-mb 96 --resources CPU=1
 ok $CL_RC "node 3 joins" || diag "$CL_OUT"
 n2=$(cat "$CL_DIR/n2/run/node.joined")
 
-# hold MODE BYTES NODE NAME: a driver on node NODE makes an object and
-# holds it; its ref's hex in $REF once written
-hold() {
-    "$LUX" run --address "$CL_DIR/n$3" "$MOD" "$1" "$2" "$TAP_TMP/$4" \
-        >"$TAP_TMP/$4.out" 2>&1 &
-    CL_DRIVERS="$CL_DRIVERS $!"
-    REF=
-    _i=0
-    while [ $_i -lt 1200 ] && [ ! -s "$TAP_TMP/$4" ]; do
-        sleep 0.1
-        _i=$((_i + 1))
-    done
-    REF=$(cat "$TAP_TMP/$4" 2>/dev/null)
-    [ -n "$REF" ]
-}
+hold() { cluster_hold "$@"; }
 
 # pulling LOGDIR HEX: wait until LOGDIR's node log says it pulls HEX
 pulling() {

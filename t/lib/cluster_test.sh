@@ -7,6 +7,7 @@
 #
 #   . "${LUX_SRCDIR:-.}/t/lib/cluster_test.sh"
 #   MOD=$(cluster_mod schedmod)        # t/lib/.libs/schedmod.so
+#   cluster_hold MODE BYTES I NAME     # an object made and held on node I
 . "${LUX_SRCDIR:-.}/t/lib/tap.sh"
 tap_tmpdir
 . "${LUX_SRCDIR:-.}/t/lib/cluster.sh"
@@ -18,4 +19,23 @@ export LUX_FAKE_GPUS=none
 
 cluster_mod() { # cluster_mod NAME: the path of t/lib's module NAME
     echo "${LUX_BUILDDIR:-.}/t/lib/.libs/$1.so"
+}
+
+# cluster_hold MODE BYTES I NAME: a driver on node I runs $MOD MODE BYTES
+# $TAP_TMP/NAME in the background (its pid in CL_DRIVERS, its output in
+# $TAP_TMP/NAME.out): schedmod's hold/make write the ref of the object
+# they made and hold to that file. 0 with the ref's hex in $REF once
+# written, 1 when nothing came in 120 s.
+cluster_hold() {
+    "$LUX" run --address "$CL_DIR/n$3" "$MOD" "$1" "$2" "$TAP_TMP/$4" \
+        >"$TAP_TMP/$4.out" 2>&1 &
+    CL_DRIVERS="$CL_DRIVERS $!"
+    REF=
+    _i=0
+    while [ $_i -lt 1200 ] && [ ! -s "$TAP_TMP/$4" ]; do
+        sleep 0.1
+        _i=$((_i + 1))
+    done
+    REF=$(cat "$TAP_TMP/$4" 2>/dev/null)
+    [ -n "$REF" ]
 }
