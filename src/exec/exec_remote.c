@@ -29,6 +29,7 @@
 */
 #include "exec_remote.h"
 #include "exec_ractor.h"
+#include "exec_rmodule.h"
 #include "exec_gsched.h"
 #include "exec_members.h"
 #include "exec_peer.h"
@@ -52,7 +53,6 @@
 
 #define S_TABLE_MS 100   /* the head refreshes its table of nodes this often, at most */
 #define S_NODES_MAX 1024
-#define S_SENT_MAX 256   /* (node, module) pairs remembered as sent */
 #define S_WATCH_MS 1000  /* how often a node with tasks elsewhere asks who is alive */
 #define S_ASK_WAIT_MS 2000 /* ... and how long it waits for the answer */
 #define S_HEADLESS_MS 30000 /* work away this long while the monitor cannot be asked: failed */
@@ -71,12 +71,7 @@ struct nm_remote {
     uint64_t n_spilled, n_taken;
     bool random;          /* LUX_PLACE_RANDOM=1: placed at random (benchmarks only) */
     gs_rand_t rng;        /* ... drawn from this (seed: LUX_PLACE_SEED, or said in the log) */
-    /* the submitting node: which modules went to which node already */
-    struct {
-        util_id_t node;
-        uint8_t module[16];
-    } sent[S_SENT_MAX];
-    size_t nsent, sent_next;
+    nm_rmodule_t *mods;   /* modules fetched by hash (exec_rmodule.c) */
     int64_t watch_ms;     /* when who is alive was last asked */
     int ask_wait_ms;      /* how long an answer is waited for (LUX_WATCH_WAIT_MS, tests) */
     zsock_t *watch;       /* to the monitor: STATUS asked without waiting (s_watch_ask) */
@@ -93,19 +88,6 @@ struct nm_remote {
     } pend[S_PEND_MAX];
     int npend;
 };
-
-/* Whether the module of t went to node already (and note that it goes now). */
-static bool
-s_module_sent(struct nm_remote *r, const util_id_t *node, const uint8_t *module)
-{
-    for (size_t i = 0; i < r->nsent; i++)
-        if (util_id_eq(&r->sent[i].node, node) && !memcmp(r->sent[i].module, module, 16))
-            return true;
-    size_t k = r->nsent < S_SENT_MAX ? r->nsent++ : r->sent_next++ % S_SENT_MAX;
-    r->sent[k].node = *node;
-    memcpy(r->sent[k].module, module, 16);
-    return false;
-}
 
 bool
 nm_remote_on(nm_t *nm)
@@ -563,8 +545,8 @@ int
 nm_remote_push_x(nm_t *nm, nm_task_t *t, const char *ep, const nm_remote_ext_t *x)
 {
     {
-        /* frames: the spec, the module's bytes the first time this node
-           sends it there (else empty), how many objects (u32), then the
+        /* frames: the spec, an empty frame (once the module's bytes: a
+           node fetches them by hash now), how many objects (u32), then the
            arguments' objects; added to what goes to that node this turn */
         util_buf_t *b = &nm->remote->scratch;
         b->len = 0;
@@ -580,16 +562,7 @@ nm_remote_push_x(nm_t *nm, nm_task_t *t, const char *ep, const nm_remote_ext_t *
         int rc = s_encode(nm, t, b, objs);
         zmsg_t *out = zmsg_new();
         zmsg_addmem(out, b->data, b->len);
-        char *bytes = NULL;
-        size_t len = 0;
-        if (!rc && !s_module_sent(nm->remote, &t->rnode, t->module)) {
-            char hex[33], path[PATH_MAX + 64];
-            util_hex(hex, t->module, 16);
-            snprintf(path, sizeof path, "%s/modules/%s.so", nm->cluster.dir, hex);
-            bytes = util_read_file(path, &len); /* none: the builtin module, on every node */
-        }
-        zmsg_addmem(out, bytes, bytes ? len : 0);
-        free(bytes);
+        zmsg_addmem(out, NULL, 0); /* the module: by hash (the spec), fetched (exec_rmodule.c) */
         uint8_t cnt[S_CNT_EXT];
         util_le32(cnt, (uint32_t) (zmsg_size(objs) / 2));
         util_le32(cnt + 4, t->kind == T_TASK ? t->attempt : 1);
@@ -741,8 +714,8 @@ s_peer_client(nm_t *nm, const nm_peer_msg_t *m)
 static void
 s_on_task(nm_t *nm, nm_peer_msg_t *m)
 {
-    if (!m->rid)
-        return;
+    if (!m->rid || nm_rmodule_hold(nm, nm->remote->mods, m))
+        return; /* taken again when its modules came (exec_rmodule.c) */
     nm_client_t *c = s_peer_client(nm, m);
     if (!c) {
         log_error("out of memory for another node's tasks");
@@ -758,7 +731,7 @@ s_on_task(nm_t *nm, nm_peer_msg_t *m)
             nm_complain(nm, "NODE_TASK: a malformed task");
             return;
         }
-        if (zframe_size(mod)) { /* the module, first time: kept as a driver's MODULE is */
+        if (zframe_size(mod)) { /* a module's bytes (an older sender): kept as a driver's MODULE is */
             uint8_t hash[16];
             char path[PATH_MAX + 64];
             util_blake(hash, 16, zframe_data(mod), zframe_size(mod));
@@ -1091,6 +1064,7 @@ nm_remote_tick(nm_t *nm)
     if (!r)
         return;
     nm_ractor_tick(nm);
+    nm_rmodule_tick(nm, r->mods);
     nm_remote_flush(nm);
     s_watch_read(nm, now);
     if (r->asked_ms || now - r->watch_ms < S_WATCH_MS)
@@ -1139,6 +1113,8 @@ nm_remote_open(nm_t *nm)
         rc = nm_peer_on(nm, NET_NODE_TASK_DONE, s_on_done);
     if (!rc)
         rc = nm_ractor_open(nm);
+    if (!rc && !(r->mods = nm_rmodule_new(nm, s_on_task)))
+        rc = LUX_ENOMEM;
     return rc;
 }
 
@@ -1149,6 +1125,7 @@ nm_remote_close(nm_t *nm)
     if (!r)
         return;
     nm_ractor_close(nm);
+    nm_rmodule_destroy(&r->mods);
     for (int i = 0; i < r->npend; i++)
         zmsg_destroy(&r->pend[i].m);
     zsock_destroy(&r->watch);
