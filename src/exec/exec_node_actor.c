@@ -1232,6 +1232,35 @@ nm_actor_new(nm_t *nm, const util_id_t *id)
     return a;
 }
 
+/* --- lookups by name ---------------------------------------------------------------------- */
+
+/* Take the lookup at *p off the list and free it; *p is then the next one. */
+static void
+s_lookup_drop(struct nm_lookup **p)
+{
+    struct nm_lookup *l = *p;
+    *p = l->next;
+    free(l->name);
+    free(l);
+}
+
+/* Answer the lookup at *p that no actor of its name will answer (the head
+   said none, or its deadline passed), then drop it. */
+static void
+s_lookup_none(nm_t *nm, struct nm_lookup **p, bool timed_out)
+{
+    struct nm_lookup *l = *p;
+    char why[400];
+    if (timed_out) {
+        snprintf(why, sizeof why, "no actor named '%s' appeared in time", l->name);
+        s_reply(nm, l->c, l->req, LUX_ETIMEDOUT, NULL, why);
+    } else {
+        snprintf(why, sizeof why, "no actor is named '%s'", l->name);
+        s_reply(nm, l->c, l->req, LUX_ENOTFOUND, NULL, why);
+    }
+    s_lookup_drop(p);
+}
+
 void
 nm_actor_found(nm_t *nm, nm_actor_t *a)
 {
@@ -1241,18 +1270,11 @@ nm_actor_found(nm_t *nm, nm_actor_t *a)
 void
 nm_actor_missed(nm_t *nm, const char *name)
 {
-    char why[400];
     for (struct nm_lookup **p = &nm->lookups; *p;) {
-        struct nm_lookup *l = *p;
-        if (l->once && strcmp(l->name, name) == 0) {
-            snprintf(why, sizeof why, "no actor is named '%s'", l->name);
-            s_reply(nm, l->c, l->req, LUX_ENOTFOUND, NULL, why);
-            *p = l->next;
-            free(l->name);
-            free(l);
-        } else {
-            p = &l->next;
-        }
+        if ((*p)->once && strcmp((*p)->name, name) == 0)
+            s_lookup_none(nm, p, false);
+        else
+            p = &(*p)->next;
     }
 }
 
@@ -1267,9 +1289,7 @@ s_answer_lookups(nm_t *nm, nm_actor_t *a)
         struct nm_lookup *l = *p;
         if (strcmp(l->name, a->name) == 0) {
             s_reply(nm, l->c, l->req, 0, &a->id, NULL);
-            *p = l->next;
-            free(l->name);
-            free(l);
+            s_lookup_drop(p);
         } else {
             p = &l->next;
         }
@@ -1377,23 +1397,11 @@ void
 nm_actor_tick(nm_t *nm)
 {
     int64_t now = util_mono_ms();
-    char why[400];
     for (struct nm_lookup **p = &nm->lookups; *p;) {
-        struct nm_lookup *l = *p;
-        if (now >= l->deadline_ms) {
-            if (l->once) {
-                snprintf(why, sizeof why, "no actor is named '%s'", l->name);
-                s_reply(nm, l->c, l->req, LUX_ENOTFOUND, NULL, why);
-            } else {
-                snprintf(why, sizeof why, "no actor named '%s' appeared in time", l->name);
-                s_reply(nm, l->c, l->req, LUX_ETIMEDOUT, NULL, why);
-            }
-            *p = l->next;
-            free(l->name);
-            free(l);
-        } else {
-            p = &l->next;
-        }
+        if (now >= (*p)->deadline_ms)
+            s_lookup_none(nm, p, !(*p)->once);
+        else
+            p = &(*p)->next;
     }
     /* actors waiting for resources or for their calls' events */
     if (!nm->actors_waiting)
@@ -1411,14 +1419,10 @@ nm_actor_client_gone(nm_t *nm, nm_client_t *c)
 {
     char pid[32];
     for (struct nm_lookup **p = &nm->lookups; *p;) {
-        struct nm_lookup *l = *p;
-        if (l->c == c) {
-            *p = l->next;
-            free(l->name);
-            free(l);
-        } else {
-            p = &l->next;
-        }
+        if ((*p)->c == c)
+            s_lookup_drop(p);
+        else
+            p = &(*p)->next;
     }
     if (!nm->actors)
         return;
@@ -1484,10 +1488,6 @@ nm_actor_close(nm_t *nm)
     }
     free(all.v);
     util_idmap_destroy(&nm->actors);
-    while (nm->lookups) {
-        struct nm_lookup *l = nm->lookups;
-        nm->lookups = l->next;
-        free(l->name);
-        free(l);
-    }
+    while (nm->lookups)
+        s_lookup_drop(&nm->lookups);
 }

@@ -37,6 +37,22 @@ typedef struct {
     size_t n, cap;
 } s_waiters_t;
 
+/* The index of t's first argument naming id that is not counted yet as a
+   use of it (t->counted NULL: none is), or -1. */
+static int
+s_uncounted(const nm_task_t *t, const lux_ref_t *id)
+{
+    nm_args_t it;
+    exec_arg_t a;
+    int i;
+    nm_args_init(&it, t);
+    while (nm_args_next_ref(&it, &a, &i))
+        if (!(t->counted && (t->counted[i] & NM_ARG_COUNTED)) &&
+            memcmp(a.ref.b, id->b, LUX_REF_LEN) == 0)
+            return i;
+    return -1;
+}
+
 /* Collect the tasks waiting for a pull of w->id. */
 static int
 s_collect(void *arg, const void *key, void *value)
@@ -46,17 +62,7 @@ s_collect(void *arg, const void *key, void *value)
     nm_task_t *t = *(nm_task_t **) value;
     if (!t->nfar || !t->waiting)
         return 0;
-    util_rd_t r;
-    exec_arg_t a;
-    int i = -1;
-    bool found = false;
-    util_rd_init(&r, t->args, t->args_len);
-    while (!found && exec_arg_next(&r, &a)) {
-        i++;
-        found = a.kind == EXEC_ARG_REF && !(t->counted && (t->counted[i] & NM_ARG_COUNTED)) &&
-                memcmp(a.ref.b, w->id->b, LUX_REF_LEN) == 0;
-    }
-    if (!found)
+    if (s_uncounted(t, w->id) < 0)
         return 0;
     if (w->n == w->cap) {
         size_t cap = w->cap ? 2 * w->cap : 8;
@@ -74,18 +80,10 @@ s_collect(void *arg, const void *key, void *value)
 static void
 s_count(nm_task_t *t, nm_obj_t *o)
 {
-    util_rd_t r;
-    exec_arg_t a;
-    int i = -1;
-    util_rd_init(&r, t->args, t->args_len);
-    while (exec_arg_next(&r, &a)) {
-        i++;
-        if (a.kind == EXEC_ARG_REF && t->counted && !(t->counted[i] & NM_ARG_COUNTED) &&
-            memcmp(a.ref.b, o->id.b, LUX_REF_LEN) == 0) {
-            t->counted[i] |= NM_ARG_COUNTED;
-            o->uses++;
-            return;
-        }
+    int i = s_uncounted(t, &o->id);
+    if (i >= 0 && t->counted) {
+        t->counted[i] |= NM_ARG_COUNTED;
+        o->uses++;
     }
 }
 

@@ -197,6 +197,40 @@ struct nm_task {
     bool far_later;           /* not pulled at submission: it is placed first */
 };
 
+/* A walk over a task's arguments in their order: nm_args_init, then
+   while (nm_args_next(&it, &a, &i)) with i the index of a (into t->counted). */
+typedef struct {
+    util_rd_t r;
+    int i;
+} nm_args_t;
+
+static inline void
+nm_args_init(nm_args_t *it, const nm_task_t *t)
+{
+    util_rd_init(&it->r, t->args, t->args_len);
+    it->i = -1;
+}
+
+static inline bool
+nm_args_next(nm_args_t *it, exec_arg_t *a, int *i)
+{
+    if (!exec_arg_next(&it->r, a))
+        return false;
+    *i = ++it->i;
+    return true;
+}
+
+/* nm_args_next for the arguments that are references only (the others are
+   stepped over; i still counts them). */
+static inline bool
+nm_args_next_ref(nm_args_t *it, exec_arg_t *a, int *i)
+{
+    while (nm_args_next(it, a, i))
+        if (a->kind == EXEC_ARG_REF)
+            return true;
+    return false;
+}
+
 /* What a NODE_TASK says of an actor's run besides its spec (exec_ractor.c):
    for a call, its number in the log (0: a new call, numbered there) and
    whether it is re-applied (its results were handed out before: dropped);

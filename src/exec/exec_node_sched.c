@@ -166,14 +166,13 @@ s_count(nm_task_t *t, int i, nm_obj_t *o)
 static void
 s_unhold(nm_t *nm, nm_task_t *t)
 {
-    util_rd_t r;
+    nm_args_t it;
     exec_arg_t a;
-    int i = -1;
+    int i;
     if (!t->counted)
         return;
-    util_rd_init(&r, t->args, t->args_len);
-    while (exec_arg_next(&r, &a)) {
-        i++;
+    nm_args_init(&it, t);
+    while (nm_args_next(&it, &a, &i)) {
         if (!(t->counted[i] & NM_ARG_HELD))
             continue;
         t->counted[i] &= (uint8_t) ~NM_ARG_HELD;
@@ -199,14 +198,11 @@ s_holds(const nm_task_t *t)
 int
 nm_task_resolve(nm_t *nm, nm_task_t *t, char *why, size_t n)
 {
-    util_rd_t r;
+    nm_args_t it;
     exec_arg_t a;
-    int i = -1;
-    util_rd_init(&r, t->args, t->args_len);
-    while (exec_arg_next(&r, &a)) {
-        i++;
-        if (a.kind != EXEC_ARG_REF)
-            continue;
+    int i;
+    nm_args_init(&it, t);
+    while (nm_args_next_ref(&it, &a, &i)) {
         nm_obj_t *o = nm_obj_get(nm, &a.ref);
         util_id_t dt_id;
         exec_ref_task(&a.ref, &dt_id);
