@@ -2,6 +2,7 @@
    the hash chain's verification catching changed, dropped and reordered
    events. */
 #include "tap.h"
+#include "lib/tamper.h"
 #include "db/db_store.h"
 #include "util/util_err.h"
 
@@ -13,37 +14,25 @@
 static util_id_t s_cluster, s_client, s_job;
 
 /* Append n task events to st, hashed onto the chain. */
+static void
+s_make(void *arg, int i, uint64_t seq, db_event_t *e)
+{
+    (void) arg;
+    e->ts = 1000 + (int64_t) seq;
+    e->kind = i % 2 ? DB_K_task_finished : DB_K_task_submitted;
+    e->client = s_client;
+    e->cseq = seq;
+    e->mask |= DB_F_CLIENT;
+    util_id_t t;
+    util_id_child(&t, &s_job, &s_job, seq / 2);
+    DB_SET_ID(e, task, DB_F_TASK, &t);
+    DB_SET_ID(e, job, DB_F_JOB, &s_job);
+    db_event_set_name(e, "f");
+}
 static int
 s_append(db_store_t *st, int n)
 {
-    util_buf_t b;
-    util_buf_init(&b);
-    int rc = db_store_begin(st);
-    for (int i = 0; rc == 0 && i < n; i++) {
-        db_event_t e;
-        uint64_t seq = db_store_last_seq(st) + 1;
-        memset(&e, 0, sizeof e);
-        e.ts = 1000 + (int64_t) seq;
-        e.kind = i % 2 ? DB_K_task_finished : DB_K_task_submitted;
-        e.client = s_client;
-        e.cseq = seq;
-        e.mask |= DB_F_CLIENT;
-        util_id_t t;
-        util_id_child(&t, &s_job, &s_job, seq / 2);
-        DB_SET_ID(&e, task, DB_F_TASK, &t);
-        DB_SET_ID(&e, job, DB_F_JOB, &s_job);
-        db_event_set_name(&e, "f");
-        b.len = 0;
-        db_event_encode(&e, &b);
-        db_event_chain(b.data + b.len - DB_HASH_LEN, db_store_last_hash(st), seq, b.data, b.len);
-        rc = db_store_put(st, seq, b.data, b.len);
-    }
-    if (rc == 0)
-        rc = db_store_commit(st);
-    else
-        db_store_rollback(st);
-    util_buf_free(&b);
-    return rc;
+    return tamper_store_append(st, n, s_make, NULL);
 }
 
 static void

@@ -8,6 +8,7 @@
    events). LUX_TRUNC_EVENTS=N appends N events first and reports how long
    the truncation took (a figure, not a check). */
 #include "tap.h"
+#include "lib/tamper.h"
 #include "db/db_store.h"
 #include "util/util_err.h"
 #include "util/util_idmap.h"
@@ -24,32 +25,21 @@ static uint64_t s_cseq[NCL];
 static uint64_t s_want_cseq[NCL], s_want_seq[NCL];
 
 /* Append n events of client k in one transaction. */
+static void
+s_make(void *arg, int i, uint64_t seq, db_event_t *e)
+{
+    int k = *(int *) arg;
+    (void) i;
+    e->ts = (int64_t) seq;
+    e->kind = DB_K_note;
+    e->client = s_cl[k];
+    e->cseq = ++s_cseq[k];
+    e->mask |= DB_F_CLIENT;
+}
 static int
 s_append(db_store_t *st, int k, int n)
 {
-    util_buf_t b;
-    util_buf_init(&b);
-    int rc = db_store_begin(st);
-    for (int i = 0; rc == 0 && i < n; i++) {
-        db_event_t e;
-        uint64_t seq = db_store_last_seq(st) + 1;
-        memset(&e, 0, sizeof e);
-        e.ts = (int64_t) seq;
-        e.kind = DB_K_note;
-        e.client = s_cl[k];
-        e.cseq = ++s_cseq[k];
-        e.mask |= DB_F_CLIENT;
-        b.len = 0;
-        db_event_encode(&e, &b);
-        db_event_chain(b.data + b.len - DB_HASH_LEN, db_store_last_hash(st), seq, b.data, b.len);
-        rc = db_store_put(st, seq, b.data, b.len);
-    }
-    if (rc == 0)
-        rc = db_store_commit(st);
-    else
-        db_store_rollback(st);
-    util_buf_free(&b);
-    return rc;
+    return tamper_store_append(st, n, s_make, &k);
 }
 
 static int s_seen_n, s_seen_bad;

@@ -42,16 +42,6 @@ s_call(const char *ep, zmsg_t *m)
     return r;
 }
 
-static zmsg_t *
-s_msg(int type, uint32_t shard, uint64_t epoch, const void *body, size_t n)
-{
-    zmsg_t *m = zmsg_new();
-    zmsg_append(m, &(zframe_t *) {net_hdr_frame(type, shard, epoch)});
-    if (body)
-        zmsg_addmem(m, body, n);
-    return m;
-}
-
 /* A message whose header is these 16 (or n) bytes. */
 static zmsg_t *
 s_raw(const uint8_t *hdr, size_t n)
@@ -126,7 +116,7 @@ static int
 s_append(const char *ep, uint32_t shard, const util_buf_t *b, const util_id_t *client,
          uint64_t *cseq, uint64_t *seq, char *text, size_t n)
 {
-    zmsg_t *r = s_call(ep, s_msg(NET_APPEND, shard, 0, b->data, b->len));
+    zmsg_t *r = s_call(ep, fx_msg(NET_APPEND, shard, 0, b->data, b->len));
     zframe_t *body = r && zmsg_size(r) == 2 ? zmsg_last(r) : NULL;
     net_hdr_t h;
     int code;
@@ -155,7 +145,7 @@ s_read(const char *ep, uint32_t shard, uint64_t epoch, uint64_t from, uint32_t m
     util_le64(q + 8, from);
     util_le32(q + 16, max);
     util_le32(q + 20, 0);
-    zmsg_t *r = s_call(ep, s_msg(NET_READ, shard, epoch, q, sizeof q));
+    zmsg_t *r = s_call(ep, fx_msg(NET_READ, shard, epoch, q, sizeof q));
     net_hdr_t h;
     int code;
     if (r && zmsg_size(r) == 3 && net_hdr_decode(&h, zmsg_first(r)) == 0 &&
@@ -261,7 +251,7 @@ main(void)
         for (int i = 0; i < 4; i++) {
             net_hdr_t h;
             int code;
-            int type = s_answer(s_call(pinged[k][1], s_msg(NET_PING, shards[i], 0, NULL, 0)), &h,
+            int type = s_answer(s_call(pinged[k][1], fx_msg(NET_PING, shards[i], 0, NULL, 0)), &h,
                                 &code, text, sizeof text);
             pongs += type == NET_PONG && h.shard == 0;
         }
@@ -271,7 +261,7 @@ main(void)
     {
         net_hdr_t h;
         int code;
-        int type = s_answer(s_call(ep_master, s_msg(NET_PING, 3, 9, NULL, 0)), &h, &code, text,
+        int type = s_answer(s_call(ep_master, fx_msg(NET_PING, 3, 9, NULL, 0)), &h, &code, text,
                             sizeof text);
         ok(type == NET_PONG && h.shard == NET_NO_SHARD && h.epoch == 0,
            "the chain master answers PING with PONG (no shard, epoch 0)");
@@ -281,7 +271,7 @@ main(void)
     uint8_t q[24] = {0};
     util_le64(q + 8, 1);
     util_le32(q + 16, 10);
-    int code = s_error_of(tail->ep[DB_EP_READ], s_msg(NET_READ, 1, e1, q, sizeof q), text,
+    int code = s_error_of(tail->ep[DB_EP_READ], fx_msg(NET_READ, 1, e1, q, sizeof q), text,
                           sizeof text);
     ok(code == LUX_ESHARD && strstr(text, "shard 1") && strstr(text, "shard 0"),
        "a READ for shard 1 at shard 0's tail: ESHARD (%d: %s)", code, text);
@@ -293,17 +283,17 @@ main(void)
     s_job_in(&job0, 0);
     s_job_in(&job1, 1);
     s_append_batch(&b, &me, 1, 1, &job1, DB_K_note);
-    code = s_error_of(head->ep[DB_EP_APPEND], s_msg(NET_APPEND, 1, e1, b.data, b.len), text,
+    code = s_error_of(head->ep[DB_EP_APPEND], fx_msg(NET_APPEND, 1, e1, b.data, b.len), text,
                       sizeof text);
     ok(code == LUX_ESHARD, "an APPEND for shard 1 at shard 0's head: ESHARD (%d: %s)", code, text);
     uint8_t idx[4] = {0};
-    code = s_error_of(tail->ep[DB_EP_CHAIN], s_msg(NET_HELLO, 1, e1, idx, 4), text, sizeof text);
+    code = s_error_of(tail->ep[DB_EP_CHAIN], fx_msg(NET_HELLO, 1, e1, idx, 4), text, sizeof text);
     ok(code == LUX_ESHARD, "a HELLO for shard 1 at shard 0's chain endpoint: ESHARD (%d: %s)",
        code, text);
 
     /* --- READ from 0, READ of 0 events ---------------------------------------------------- */
     util_le64(q + 8, 0);
-    code = s_error_of(tail->ep[DB_EP_READ], s_msg(NET_READ, 0, e0, q, sizeof q), text,
+    code = s_error_of(tail->ep[DB_EP_READ], fx_msg(NET_READ, 0, e0, q, sizeof q), text,
                       sizeof text);
     ok(code == LUX_EINVAL && strstr(text, "seq 0"), "READ from seq 0: EINVAL (%d: %s)", code,
        text);

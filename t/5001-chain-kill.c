@@ -25,10 +25,7 @@ static db_client_t *s_cl;
 static db_sub_t *s_sub;
 static util_id_t s_job;
 static uint64_t s_appended;
-static uint64_t s_sub_next = 1;     /* the seq the subscriber should see next */
-static uint8_t s_sub_hash[DB_HASH_LEN];
-static int s_sub_bad;               /* gaps, repeats, broken links */
-static char s_sub_why[256];
+static fx_chain_t s_ck; /* what the subscriber saw: gaps, repeats, broken links */
 
 static void
 s_append_some(int n)
@@ -49,31 +46,7 @@ s_append_some(int n)
 static void
 s_follow(int timeout_ms)
 {
-    net_batch_t b;
-    int n;
-    while ((n = db_sub_recv(s_sub, &b, timeout_ms)) > 0) {
-        net_batch_it_t it;
-        uint64_t seq;
-        const uint8_t *rec;
-        size_t len;
-        uint8_t h[DB_HASH_LEN];
-        net_batch_iter(&it, &b);
-        while (net_batch_next(&it, &seq, &rec, &len)) {
-            if (seq != s_sub_next) {
-                if (!s_sub_bad++)
-                    snprintf(s_sub_why, sizeof s_sub_why, "expected seq %llu, got %llu",
-                             (unsigned long long) s_sub_next, (unsigned long long) seq);
-                s_sub_next = seq;
-            }
-            db_event_chain(h, s_sub_hash, seq, rec, len);
-            if (memcmp(h, rec + len - DB_HASH_LEN, DB_HASH_LEN) != 0 && !s_sub_bad++)
-                snprintf(s_sub_why, sizeof s_sub_why, "seq %llu does not chain",
-                         (unsigned long long) seq);
-            memcpy(s_sub_hash, rec + len - DB_HASH_LEN, DB_HASH_LEN);
-            s_sub_next = seq + 1;
-        }
-        timeout_ms = 0;
-    }
+    fx_chain_follow(s_sub, &s_ck, 0, timeout_ms, 60000, NULL, NULL);
 }
 
 /* Keep streaming and following for ms. */
@@ -145,7 +118,7 @@ main(void)
     if (!s_sub)
         bail("subscriber: %s", lux_errmsg());
     /* the subscriber's chain starts at the shard's genesis */
-    db_event_genesis(s_sub_hash, &s_c.id, 0);
+    fx_chain_init(&s_ck, &s_c, 0);
 
     s_run_for(500);
     ok(s_appended > 0, "streaming (%llu events so far)", (unsigned long long) s_appended);
@@ -161,12 +134,12 @@ main(void)
        (unsigned long long) acked_cseq, (unsigned long long) s_appended);
     diag("resends after failures: %llu", (unsigned long long) db_client_resends(s_cl));
     int64_t t0 = util_mono_ms();
-    while (s_sub_next <= acked_seq && util_mono_ms() - t0 < 20000)
+    while (s_ck.next <= acked_seq && util_mono_ms() - t0 < 20000)
         s_follow(100);
-    ok(s_sub_next > acked_seq, "the subscriber reached seq %llu (it is at %llu)",
-       (unsigned long long) acked_seq, (unsigned long long) s_sub_next - 1);
-    ok(s_sub_bad == 0, "the subscriber saw every seq exactly once, in order, chained (%s)",
-       s_sub_bad ? s_sub_why : "no gap, no repeat");
+    ok(s_ck.next > acked_seq, "the subscriber reached seq %llu (it is at %llu)",
+       (unsigned long long) acked_seq, (unsigned long long) s_ck.next - 1);
+    ok(s_ck.bad == 0, "the subscriber saw every seq exactly once, in order, chained (%s)",
+       s_ck.bad ? s_ck.why : "no gap, no repeat");
     uint64_t reads, live, gaps;
     db_sub_stats(s_sub, &reads, &live, &gaps);
     diag("subscriber: %llu from reads, %llu live, %llu gaps filled", (unsigned long long) reads,

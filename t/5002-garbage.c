@@ -37,16 +37,6 @@ s_send(zsock_t *s, zmsg_t *m)
     zmsg_send(&m, s);
 }
 
-static zmsg_t *
-s_msg(int type, uint32_t shard, uint64_t epoch, const void *body, size_t n)
-{
-    zmsg_t *m = zmsg_new();
-    zmsg_append(m, &(zframe_t *) {net_hdr_frame(type, shard, epoch)});
-    if (body)
-        zmsg_addmem(m, body, n);
-    return m;
-}
-
 /* A batch of `count` records that frame correctly; `valid` decides whether
    the records themselves are real events (with a client ID and cseq). */
 static void
@@ -116,7 +106,7 @@ s_link_garbage(const char *ep, uint64_t epoch)
     util_buf_t b;
     util_buf_init(&b);
     s_batch(&b, 0, 3, false, 1); /* records that do not decode */
-    zmsg_t *m = s_msg(NET_APPEND, 0, epoch, b.data, b.len);
+    zmsg_t *m = fx_msg(NET_APPEND, 0, epoch, b.data, b.len);
     net_link_send(l, &m);
     util_buf_free(&b);
     int errors = 0;
@@ -139,7 +129,7 @@ s_link_garbage(const char *ep, uint64_t epoch)
         diag("%s: the broken stream was %s", path, wrote ? "not closed" : "not written");
     net_link_destroy(&l);
     if ((l = net_link_connect(path))) {
-        m = s_msg(NET_PING, 0, epoch, NULL, 0);
+        m = fx_msg(NET_PING, 0, epoch, NULL, 0);
         net_link_send(l, &m);
         r = net_link_recv(l, 3000);
         net_hdr_t h;
@@ -203,41 +193,41 @@ s_garbage(const char *ep, uint64_t epoch)
         size_t n = s_rand() % 64;
         for (size_t k = 0; k < n; k++)
             junk[k] = (uint8_t) s_rand();
-        s_send(s, s_msg(t, 0, epoch, NULL, 0)), sent++;
-        s_send(s, s_msg(t, 0, epoch, junk, n)), sent++;
-        s_send(s, s_msg(t, 0, epoch + 1000, junk, n)), sent++;
-        s_send(s, s_msg(t, 7777, epoch, junk, n)), sent++;
+        s_send(s, fx_msg(t, 0, epoch, NULL, 0)), sent++;
+        s_send(s, fx_msg(t, 0, epoch, junk, n)), sent++;
+        s_send(s, fx_msg(t, 0, epoch + 1000, junk, n)), sent++;
+        s_send(s, fx_msg(t, 7777, epoch, junk, n)), sent++;
     }
     /* well-framed batches carrying lies */
     s_batch(&b, 1, 3, false, 0);
     util_le32(b.data + 8, 1000000); /* count says a million */
-    s_send(s, s_msg(NET_APPEND, 0, epoch, b.data, b.len)), sent++;
-    s_send(s, s_msg(NET_FORWARD, 0, epoch, b.data, b.len)), sent++;
+    s_send(s, fx_msg(NET_APPEND, 0, epoch, b.data, b.len)), sent++;
+    s_send(s, fx_msg(NET_FORWARD, 0, epoch, b.data, b.len)), sent++;
     s_batch(&b, 1, 3, false, 0);
     util_le32(b.data + NET_BATCH_HDR, 0x7fffffff); /* a record that claims 2 GB */
-    s_send(s, s_msg(NET_APPEND, 0, epoch, b.data, b.len)), sent++;
+    s_send(s, fx_msg(NET_APPEND, 0, epoch, b.data, b.len)), sent++;
     s_batch(&b, 1, 5, false, 0); /* framing fine, records garbage */
-    s_send(s, s_msg(NET_APPEND, 0, epoch, b.data, b.len)), sent++;
-    s_send(s, s_msg(NET_FORWARD, 0, epoch, b.data, b.len)), sent++;
-    s_send(s, s_msg(NET_PUBLISH, 0, epoch, b.data, b.len)), sent++;
+    s_send(s, fx_msg(NET_APPEND, 0, epoch, b.data, b.len)), sent++;
+    s_send(s, fx_msg(NET_FORWARD, 0, epoch, b.data, b.len)), sent++;
+    s_send(s, fx_msg(NET_PUBLISH, 0, epoch, b.data, b.len)), sent++;
     /* real-looking records: a forged FORWARD from a stranger, at the right
        and a wrong epoch; an APPEND that starts at cseq 5 (a gap) */
     s_batch(&b, 1, 5, true, 1);
-    s_send(s, s_msg(NET_FORWARD, 0, epoch, b.data, b.len)), sent++;
-    s_send(s, s_msg(NET_FORWARD, 0, epoch + 1, b.data, b.len)), sent++;
+    s_send(s, fx_msg(NET_FORWARD, 0, epoch, b.data, b.len)), sent++;
+    s_send(s, fx_msg(NET_FORWARD, 0, epoch + 1, b.data, b.len)), sent++;
     s_batch(&b, 5, 5, true, 5);
-    s_send(s, s_msg(NET_APPEND, 0, epoch, b.data, b.len)), sent++;
+    s_send(s, fx_msg(NET_APPEND, 0, epoch, b.data, b.len)), sent++;
     /* a HELLO from a replica that is not our predecessor, wrong epochs */
     uint8_t idx[4] = {9, 0, 0, 0};
-    s_send(s, s_msg(NET_HELLO, 0, epoch, idx, 4)), sent++;
-    s_send(s, s_msg(NET_HELLO, 0, epoch + 5, idx, 4)), sent++;
+    s_send(s, fx_msg(NET_HELLO, 0, epoch, idx, 4)), sent++;
+    s_send(s, fx_msg(NET_HELLO, 0, epoch + 5, idx, 4)), sent++;
     /* READs: garbage sizes, wrong epoch, absurd ranges */
     uint8_t rd[24] = {0};
     util_le64(rd + 8, UINT64_MAX - 3);
     util_le32(rd + 16, 0xffffffffu);
-    s_send(s, s_msg(NET_READ, 0, epoch, rd, 24)), sent++;
-    s_send(s, s_msg(NET_READ, 0, epoch + 9, rd, 24)), sent++;
-    s_send(s, s_msg(NET_READ, 0, epoch, rd, 23)), sent++;
+    s_send(s, fx_msg(NET_READ, 0, epoch, rd, 24)), sent++;
+    s_send(s, fx_msg(NET_READ, 0, epoch + 9, rd, 24)), sent++;
+    s_send(s, fx_msg(NET_READ, 0, epoch, rd, 23)), sent++;
     /* then a PING: messages on one connection are handled in order, so
        its PONG proves that the endpoint has read all of the garbage (the
        answers before it are dropped here). Asked again each second: an
@@ -247,7 +237,7 @@ s_garbage(const char *ep, uint64_t epoch)
     zpoller_t *p = zpoller_new(s, NULL);
     for (int64_t t0 = util_mono_ms(), ping = 0; !pong && util_mono_ms() - t0 < 30000;) {
         if (util_mono_ms() - ping >= 1000) {
-            s_send(s, s_msg(NET_PING, 0, epoch, NULL, 0));
+            s_send(s, fx_msg(NET_PING, 0, epoch, NULL, 0));
             ping = util_mono_ms();
         }
         if (zpoller_wait(p, 200) != s)
@@ -353,30 +343,19 @@ main(void)
     is_int(s_append(cl, 500), 0, "500 more events appended and acknowledged");
     for (uint32_t s = 0; s < 2; s++) {
         db_sub_t *sub = db_sub_new(&s_c, NULL, s, 0);
-        uint64_t want = db_client_acked_seq(cl, s), got = 0;
-        net_batch_t b;
-        uint8_t prev[DB_HASH_LEN], hsh[DB_HASH_LEN];
-        int bad = 0;
-        db_event_genesis(prev, &s_c.id, s);
-        int64_t t0 = util_mono_ms();
-        while (sub && db_sub_last(sub) < want && util_mono_ms() - t0 < 10000) {
-            if (db_sub_recv(sub, &b, 500) <= 0)
-                continue;
-            net_batch_it_t it;
-            uint64_t seq;
-            const uint8_t *rec;
-            size_t len;
-            net_batch_iter(&it, &b);
-            while (net_batch_next(&it, &seq, &rec, &len)) {
-                db_event_chain(hsh, prev, seq, rec, len);
-                bad += memcmp(hsh, rec + len - DB_HASH_LEN, DB_HASH_LEN) != 0 || seq != got + 1;
-                memcpy(prev, hsh, DB_HASH_LEN);
-                got = seq;
-            }
-        }
+        uint64_t want = db_client_acked_seq(cl, s);
+        fx_chain_t ck;
+        fx_chain_init(&ck, &s_c, s);
+        if (sub)
+            fx_chain_follow(sub, &ck, want, 0, 60000, NULL, NULL); /* a bound */
+        uint64_t got = ck.next - 1;
+        int bad = ck.bad;
         ok(got == want && bad == 0 && want > acked[s],
            "shard %u: a new subscriber reads all %llu events, chained, the first %llu intact", s,
            (unsigned long long) want, (unsigned long long) acked[s]);
+        if (got != want || bad)
+            diag("it read up to seq %llu, %d bad%s%s", (unsigned long long) got, bad,
+                 bad ? ": " : "", bad ? ck.why : "");
         db_sub_destroy(&sub);
     }
     setenv("LUX_NO_LINK", "1", 1);

@@ -21,10 +21,7 @@
 
 static db_cluster_t s_c;
 static db_sub_t *s_sub;
-static uint64_t s_next = 1; /* the seq the subscriber should deliver next */
-static uint8_t s_hash[DB_HASH_LEN];
-static int s_bad;
-static char s_why[200];
+static fx_chain_t s_ck; /* what the subscriber delivered */
 static pid_t s_stopped; /* a replica we stopped, to continue at exit */
 
 static void
@@ -55,28 +52,7 @@ s_append(db_client_t *cl, int n)
 static bool
 s_follow(uint64_t upto, int limit_ms)
 {
-    int64_t t0 = util_mono_ms();
-    net_batch_t b;
-    while (s_next <= upto && util_mono_ms() - t0 < limit_ms) {
-        if (db_sub_recv(s_sub, &b, 200) <= 0)
-            continue;
-        net_batch_it_t it;
-        uint64_t seq;
-        const uint8_t *rec;
-        size_t len;
-        uint8_t h[DB_HASH_LEN];
-        net_batch_iter(&it, &b);
-        while (net_batch_next(&it, &seq, &rec, &len)) {
-            db_event_chain(h, s_hash, seq, rec, len);
-            if ((seq != s_next || memcmp(h, rec + len - DB_HASH_LEN, DB_HASH_LEN)) && !s_bad++)
-                snprintf(s_why, sizeof s_why, "seq %llu after %llu%s", (unsigned long long) seq,
-                         (unsigned long long) s_next - 1,
-                         seq == s_next ? " does not chain" : "");
-            memcpy(s_hash, h, DB_HASH_LEN);
-            s_next = seq + 1;
-        }
-    }
-    return s_next > upto;
+    return fx_chain_follow(s_sub, &s_ck, upto, 0, limit_ms, NULL, NULL);
 }
 
 int
@@ -91,12 +67,12 @@ main(void)
     if (!s_sub)
         bail("subscriber: %s", lux_errmsg());
     db_sub_drop_pushes(s_sub, true);
-    db_event_genesis(s_hash, &s_c.id, 0);
+    fx_chain_init(&s_ck, &s_c, 0);
 
     tap_atexit(s_cont);
     is_int(s_append(cl, 100), 0, "100 events appended");
     bool got = s_follow(db_client_acked_seq(cl, 0), 20000);
-    ok(got, "the subscriber follows them (at seq %llu)", (unsigned long long) s_next - 1);
+    ok(got, "the subscriber follows them (at seq %llu)", (unsigned long long) s_ck.next - 1);
 
     static const char *how[] = {"hung (SIGSTOP)", "killed (SIGKILL)"};
     for (int round = 0; round < 2; round++) {
@@ -113,7 +89,7 @@ main(void)
         uint64_t want = db_client_acked_seq(cl, 0);
         got = s_follow(want, 30000);
         ok(got, "the tail %s: the subscriber, deaf to pushes, reached seq %llu (it is at %llu)",
-           how[round], (unsigned long long) want, (unsigned long long) s_next - 1);
+           how[round], (unsigned long long) want, (unsigned long long) s_ck.next - 1);
         if (round == 0) {
             uint64_t silences = db_sub_silences(s_sub);
             ok(silences > 0, "it asked the master after the tail fell silent (%llu times)",
@@ -122,7 +98,8 @@ main(void)
         s_cont();
         ok(fx_wait_chain(&s_c, 0, 3, 30000), "the chain is whole again");
     }
-    ok(s_bad == 0, "every seq exactly once, in order, chained (%s)", s_bad ? s_why : "yes");
+    ok(s_ck.bad == 0, "every seq exactly once, in order, chained (%s)",
+       s_ck.bad ? s_ck.why : "yes");
     db_sub_destroy(&s_sub);
     db_client_destroy(&cl);
     return done_testing();

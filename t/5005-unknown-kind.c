@@ -10,6 +10,7 @@
    must show it as kind#N, and the chain must go on taking appends. */
 #include "tap.h"
 #include "lib/fx.h"
+#include "lib/tamper.h"
 #include "db/db_client.h"
 #include "db/db_store.h"
 #include "db/db_sub.h"
@@ -40,40 +41,47 @@ s_append(db_client_t *cl, int n)
 
 /* Write count events onto the end of the file at path: the first of a
    kind this version does not know, the others notes. */
+static void
+s_make_newer(void *arg, int i, uint64_t seq, db_event_t *e)
+{
+    (void) seq;
+    e->kind = i == 0 ? S_NEW_KIND : DB_K_note;
+    e->ts = util_now_ns();
+    e->client = *(const util_id_t *) arg;
+    e->cseq = (uint64_t) i + 1;
+    e->mask |= DB_F_CLIENT;
+    DB_SET_ID(e, job, DB_F_JOB, &s_job);
+    DB_SET_INT(e, size, DB_F_SIZE, 4242);
+    db_event_set_info(e, i == 0 ? "from a newer version" : "after it");
+}
 static int
 s_write_newer(const char *path, int count)
 {
     db_store_opts_t o = {.path = path, .cluster = s_c.id, .shard = 0};
     db_store_t *st = db_store_open(&o);
-    util_buf_t b;
     util_id_t client;
-    int rc;
     if (!st)
         return LUX_EIO;
-    util_buf_init(&b);
     util_id_random(&client);
-    rc = db_store_begin(st);
-    for (int i = 0; i < count && !rc; i++) {
-        uint64_t seq = db_store_last_seq(st) + 1;
-        db_event_t e = {.kind = i == 0 ? S_NEW_KIND : DB_K_note, .ts = util_now_ns()};
-        e.client = client;
-        e.cseq = (uint64_t) i + 1;
-        e.mask |= DB_F_CLIENT;
-        DB_SET_ID(&e, job, DB_F_JOB, &s_job);
-        DB_SET_INT(&e, size, DB_F_SIZE, 4242);
-        db_event_set_info(&e, i == 0 ? "from a newer version" : "after it");
-        b.len = 0;
-        db_event_encode(&e, &b);
-        db_event_chain(b.data + b.len - DB_HASH_LEN, db_store_last_hash(st), seq, b.data, b.len);
-        rc = db_store_put(st, seq, b.data, b.len);
-    }
-    if (!rc)
-        rc = db_store_commit(st);
-    else
-        db_store_rollback(st);
-    util_buf_free(&b);
+    int rc = tamper_store_append(st, count, s_make_newer, &client);
     db_store_close(&st);
     return rc;
+}
+
+/* fx_chain_follow's look at each record: the newer kind where it was
+   written, with its fields */
+typedef struct {
+    uint64_t at;
+    int kind_at;
+} s_newer_t;
+static void
+s_newer_seen(void *arg, uint64_t seq, const uint8_t *rec, size_t len)
+{
+    s_newer_t *nw = arg;
+    db_event_t e;
+    if (seq == nw->at && db_event_decode(&e, rec, len) == 0 && e.kind == S_NEW_KIND &&
+        e.size == 4242 && db_kind_name(e.kind) == NULL)
+        nw->kind_at = (int) seq;
 }
 
 int
@@ -109,29 +117,12 @@ main(void)
 
     /* a subscriber from the genesis gets both, through the middle and the tail */
     db_sub_t *sub = db_sub_new(&s_c, NULL, 0, 0);
-    net_batch_t b;
-    uint8_t prev[DB_HASH_LEN], h[DB_HASH_LEN];
-    int broken = 0, kind_at = 0;
-    db_event_genesis(prev, &s_c.id, 0);
-    int64_t t0 = util_mono_ms();
-    while (sub && db_sub_last(sub) < before + 2 && util_mono_ms() - t0 < 20000) {
-        if (db_sub_recv(sub, &b, 500) <= 0)
-            continue;
-        net_batch_it_t it;
-        uint64_t seq;
-        const uint8_t *rec;
-        size_t len;
-        net_batch_iter(&it, &b);
-        while (net_batch_next(&it, &seq, &rec, &len)) {
-            db_event_t e;
-            db_event_chain(h, prev, seq, rec, len);
-            broken += memcmp(h, rec + len - DB_HASH_LEN, DB_HASH_LEN) != 0;
-            memcpy(prev, h, DB_HASH_LEN);
-            if (seq == before + 1 && db_event_decode(&e, rec, len) == 0 &&
-                e.kind == S_NEW_KIND && e.size == 4242 && db_kind_name(e.kind) == NULL)
-                kind_at = (int) seq;
-        }
-    }
+    fx_chain_t ck;
+    s_newer_t nw = {.at = before + 1};
+    fx_chain_init(&ck, &s_c, 0);
+    if (sub)
+        fx_chain_follow(sub, &ck, before + 2, 0, 20000, s_newer_seen, &nw);
+    int broken = ck.bad, kind_at = nw.kind_at;
     ok(sub && db_sub_last(sub) >= before + 2 && broken == 0,
        "the tail published seq %llu and %llu, chained (subscriber at %llu)",
        (unsigned long long) before + 1, (unsigned long long) before + 2,

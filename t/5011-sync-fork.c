@@ -13,6 +13,7 @@
    acknowledged, and both files are identical and verify. */
 #include "tap.h"
 #include "lib/fx.h"
+#include "lib/tamper.h"
 #include "db/db_client.h"
 #include "db/db_store.h"
 #include "util/util_err.h"
@@ -39,39 +40,30 @@ s_append(db_client_t *cl, int n, int timeout_ms)
 }
 
 /* Cut the file at path after seq `after`, then write count other events. */
+static void
+s_make_fork(void *arg, int i, uint64_t seq, db_event_t *e)
+{
+    (void) seq;
+    e->kind = DB_K_note;
+    e->ts = util_now_ns();
+    e->client = *(const util_id_t *) arg;
+    e->cseq = (uint64_t) i + 1;
+    e->mask |= DB_F_CLIENT;
+    DB_SET_ID(e, job, DB_F_JOB, &s_job);
+    db_event_set_info(e, "the other side of a fork");
+}
 static int
 s_fork(const char *path, uint64_t after, int count)
 {
     db_store_opts_t o = {.path = path, .cluster = s_c.id, .shard = 0};
     db_store_t *st = db_store_open(&o);
-    util_buf_t b;
     util_id_t client;
-    int rc;
     if (!st)
         return LUX_EIO;
-    util_buf_init(&b);
     util_id_random(&client);
-    rc = db_store_truncate(st, after);
+    int rc = db_store_truncate(st, after);
     if (!rc)
-        rc = db_store_begin(st);
-    for (int i = 0; i < count && !rc; i++) {
-        uint64_t seq = db_store_last_seq(st) + 1;
-        db_event_t e = {.kind = DB_K_note, .ts = util_now_ns()};
-        e.client = client;
-        e.cseq = (uint64_t) i + 1;
-        e.mask |= DB_F_CLIENT;
-        DB_SET_ID(&e, job, DB_F_JOB, &s_job);
-        db_event_set_info(&e, "the other side of a fork");
-        b.len = 0;
-        db_event_encode(&e, &b);
-        db_event_chain(b.data + b.len - DB_HASH_LEN, db_store_last_hash(st), seq, b.data, b.len);
-        rc = db_store_put(st, seq, b.data, b.len);
-    }
-    if (!rc)
-        rc = db_store_commit(st);
-    else
-        db_store_rollback(st);
-    util_buf_free(&b);
+        rc = tamper_store_append(st, count, s_make_fork, &client);
     db_store_close(&st);
     return rc;
 }

@@ -29,23 +29,8 @@ static db_cluster_t s_c;
 static void
 s_append(int n)
 {
-    db_client_opts_t co = {.cluster = &s_c, .batch = 16};
-    db_client_t *cl = db_client_new(&co);
-    if (!cl)
-        bail("client: %s", lux_errmsg());
-    for (int i = 0; i < n; i++) {
-        util_id_t j;
-        util_id_random(&j);
-        db_event_t e = {.kind = DB_K_note};
-        DB_SET_ID(&e, job, DB_F_JOB, &j);
-        db_event_set_info(&e, "an event to checkpoint");
-        if (db_client_append(cl, &e))
-            bail("append: %s", lux_errmsg());
-        if (i % 50 == 49 && db_client_sync(cl, 30000))
-            bail("sync: %s", lux_errmsg());
-    }
-    if (db_client_sync(cl, 30000))
-        bail("sync: %s", lux_errmsg());
+    db_client_t *cl = fx_client(&s_c, 16, 0);
+    fx_notes_spread(cl, n, "an event to checkpoint", 50);
     db_client_destroy(&cl);
 }
 

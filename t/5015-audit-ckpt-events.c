@@ -42,22 +42,8 @@ static char s_out[65536];
 static void
 s_append(int n)
 {
-    db_client_opts_t co = {.cluster = &s_c, .batch = 32};
-    db_client_t *cl = db_client_new(&co);
-    if (!cl)
-        bail("client: %s", lux_errmsg());
-    for (int i = 0; i < n; i++) {
-        util_id_t job;
-        util_id_random(&job);
-        db_event_t e = {.kind = DB_K_note};
-        DB_SET_ID(&e, job, DB_F_JOB, &job);
-        DB_SET_INT(&e, idx, DB_F_IDX, i);
-        db_event_set_info(&e, "an event under a checkpoint");
-        if (db_client_append(cl, &e))
-            bail("append: %s", lux_errmsg());
-    }
-    if (db_client_sync(cl, 60000))
-        bail("sync: %s", lux_errmsg());
+    db_client_t *cl = fx_client(&s_c, 32, 0);
+    fx_notes_spread(cl, n, "an event under a checkpoint", 0);
     db_client_destroy(&cl);
 }
 

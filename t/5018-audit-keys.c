@@ -17,7 +17,10 @@
        seq of a checkpoint event signed with key 2;
      - a key file that holds no key: exit 1 naming the file;
      - lux pull verifies the witness with the history, and the pulled
-       file audits with both keys, not with key 2 alone. */
+       file audits with both keys, not with key 2 alone;
+     - lux pull with --public-key given twice verifies the witness (it
+       kept only the last file given: refused), with key 2 alone it is
+       refused naming the witness and seq. */
 #include "tap.h"
 #include "lib/fx.h"
 #include "lib/tamper.h"
@@ -175,6 +178,22 @@ main(void)
         diag("%s", s_out);
     rc = fx_lux(s_out, sizeof s_out, NULL, 0, "audit %s --public-key %s", out, k2);
     ok(rc == 1 && strstr(s_out, "signature"), "...and with key 2 alone fails (exit %d)", rc);
+
+    /* lux pull with the keys given: every --public-key counts (the
+       witness spans both keys), and a key the witness was not signed
+       with is refused */
+    snprintf(out, sizeof out, "%s/pulled2.db", tap_tmpdir());
+    err[0] = 0;
+    rc = fx_lux(NULL, 0, err, sizeof err, "pull --dir %s --public-key %s --public-key %s %s",
+                s_c.dir, k1, k2, out);
+    err[strcspn(err, "\n")] = 0;
+    ok(rc == 0, "lux pull --public-key key 1 --public-key key 2 verifies the witness (exit "
+       "%d%s%s)", rc, rc ? ": " : "", rc ? err : "");
+    snprintf(out, sizeof out, "%s/pulled3.db", tap_tmpdir());
+    rc = fx_lux(NULL, 0, err, sizeof err, "pull --dir %s --public-key %s %s", s_c.dir, k2, out);
+    err[strcspn(err, "\n")] = 0;
+    ok(rc == 1 && strstr(err, "witness") && strstr(err, "seq"),
+       "...and with key 2 alone is refused naming the witness and seq (exit %d: %s)", rc, err);
 
     /* a file with no key */
     snprintf(bad, sizeof bad, "%s/empty.public", tap_tmpdir());

@@ -106,5 +106,40 @@ main(void)
     gs_res_t r;
     ok(gs_res_parse(&r, "CPU=1,GPU", false) == -1 && gs_res_parse(&r, "=1", false) == -1 &&
        gs_res_parse(&r, "CPU=x", false) == -1, "garbage resources: refused");
+
+    /* placement at random (LUX_PLACE_RANDOM=1): seeded, repeatable */
+    s_node(&nd[0], 1, "CPU=2,w=1", "CPU=2,w=1", 2, 0);
+    s_node(&nd[1], 2, "CPU=2", "CPU=2", 2, 0);
+    s_node(&nd[2], 3, "CPU=2,w=1", "CPU=2,w=1", 2, 0);
+    gs_res_parse(&r, "CPU=1,w=1", false);
+    gs_rand_t g1, g2, g;
+    uint64_t s1 = gs_rand_seed(&g1, 0), s2 = gs_rand_seed(&g2, 0);
+    ok(s1 && s2 && s1 != s2, "two seeds drawn differ (%llu, %llu)", (unsigned long long) s1,
+       (unsigned long long) s2);
+    char seq1[65] = "", seq2[65] = "", seq3[65] = "";
+    int cnt[3] = {0, 0, 0};
+    bool fits = true;
+    gs_rand_seed(&g1, s1);
+    gs_rand_seed(&g2, s1);
+    gs_rand_seed(&g, s2);
+    for (int i = 0; i < 64; i++) {
+        size_t a = 9, b = 9, c = 9;
+        fits = fits && gs_pick_random(nd, 3, &r, NULL, &g1, &a) == GS_PLACED &&
+               gs_pick_random(nd, 3, &r, NULL, &g2, &b) == GS_PLACED &&
+               gs_pick_random(nd, 3, &r, NULL, &g, &c) == GS_PLACED && a < 3 && b < 3 && c < 3;
+        seq1[i] = (char) ('0' + a), seq2[i] = (char) ('0' + b), seq3[i] = (char) ('0' + c);
+        if (a < 3)
+            cnt[a]++;
+    }
+    ok(fits, "64 draws of three generators each place the task");
+    is_str(seq1, seq2, "the same seed draws the same nodes");
+    ok(strcmp(seq1, seq3) != 0, "another seed draws others: %s / %s", seq1, seq3);
+    ok(cnt[1] == 0 && cnt[0] > 8 && cnt[2] > 8,
+       "only nodes with w are drawn, both of them: %d %d %d", cnt[0], cnt[1], cnt[2]);
+    size_t p = 9;
+    ok(gs_pick_random(nd, 3, &r, &nd[0].id, &g, &p) == GS_PLACED && p == 2,
+       "the requester left out: the other node with w");
+    nd[2].alive = false;
+    ok(gs_pick_random(nd, 3, &r, &nd[0].id, &g, &p) == GS_INFEASIBLE, "none left: infeasible");
     return done_testing();
 }

@@ -10,12 +10,8 @@
 # task's node dead and places it again, on the other node, where it
 # finishes; the driver prints that node's directory. The tasks view counts
 # it as attempt 2 after one retry, whose reason names the dead node.
-. "${LUX_SRCDIR:-.}/t/lib/tap.sh"
-tap_tmpdir
-. "${LUX_SRCDIR:-.}/t/lib/cluster.sh"
-trap 'cluster_down; tap_cleanup' EXIT
-MOD="${LUX_BUILDDIR:-.}/t/lib/.libs/schedmod.so"
-export LUX_FAKE_GPUS=none
+. "${LUX_SRCDIR:-.}/t/lib/cluster_test.sh"
+MOD=$(cluster_mod schedmod)
 
 cluster_up -d 1500 CPU=1 CPU=1,disk=1 CPU=1,disk=1
 

@@ -13,13 +13,8 @@
 # the head for a task needing home, is rebuilt from its lineage there and
 # the task finishes. Pullers use 4 KiB chunks, one in flight, and give a
 # silent source 3 s (LUX_XFER_*), so the pull is slow enough to be caught.
-. "${LUX_SRCDIR:-.}/t/lib/tap.sh"
-tap_tmpdir
-. "${LUX_SRCDIR:-.}/t/lib/cluster.sh"
-trap 'for p in $DRIVERS; do kill -9 $p 2>/dev/null; done; cluster_down; tap_cleanup' EXIT
-MOD="${LUX_BUILDDIR:-.}/t/lib/.libs/schedmod.so"
-export LUX_FAKE_GPUS=none
-DRIVERS=
+. "${LUX_SRCDIR:-.}/t/lib/cluster_test.sh"
+MOD=$(cluster_mod schedmod)
 MB=1048576
 
 LUX_XFER_CHUNK=4096 LUX_XFER_WINDOW=1 LUX_XFER_TIMEOUT_MS=3000 \
@@ -34,21 +29,7 @@ cluster_join 3 --workers 1 --store-mb 96 --resources CPU=1
 ok $CL_RC "node 3 joins" || diag "$CL_OUT"
 n2=$(cat "$CL_DIR/n2/run/node.joined")
 
-# hold MODE BYTES NODE NAME: a driver on node NODE makes an object and
-# holds it; its ref's hex in $REF once written
-hold() {
-    "$LUX" run --address "$CL_DIR/n$3" "$MOD" "$1" "$2" "$TAP_TMP/$4" \
-        >"$TAP_TMP/$4.out" 2>&1 &
-    DRIVERS="$DRIVERS $!"
-    REF=
-    _i=0
-    while [ $_i -lt 1200 ] && [ ! -s "$TAP_TMP/$4" ]; do
-        sleep 0.1
-        _i=$((_i + 1))
-    done
-    REF=$(cat "$TAP_TMP/$4" 2>/dev/null)
-    [ -n "$REF" ]
-}
+hold() { cluster_hold "$@"; }
 
 # pulling LOGDIR HEX: wait until LOGDIR's node log says it pulls HEX
 pulling() {
@@ -73,18 +54,27 @@ out=$("$LUX" run --address "$CL_DIR/n3" "$MOD" echo "$REF" $((16 * MB)) disk=1 2
 is "$out" "echo ok (16777216 bytes) $CL_DIR/n2" "submitted on node 3: the same"
 touch "$TAP_TMP/put16.done"
 
-# kill_mid_pull I OBJ LOG...: stop node I (SIGSTOP) while OBJ is pulled
-# from it, check the puller's LOG has not finished the pull, then kill -9
-# node I's daemon and its workers
-kill_mid_pull() {
-    _n=$1 _obj=$2
-    shift 2
+# echo_mid_pull TAG OBJ RES PULLER I DESC LOG...: a head driver's task
+# needing RES echoes OBJ (24 MiB), which PULLER (a node's directory) pulls
+# from node I (check DESC); node I is stopped (SIGSTOP) mid-pull, the
+# puller's LOG shows the pull unfinished, then node I's daemon and its
+# workers are killed (-9). Returns the driver's status; its output is in
+# $TAP_TMP/TAG.echo.
+echo_mid_pull() {
+    _tag=$1 _obj=$2 _res=$3 _puller=$4 _n=$5 _desc=$6
+    shift 6
+    "$LUX" run --address "$CL_DIR/head" "$MOD" echo "$_obj" $((24 * MB)) "$_res" \
+        >"$TAP_TMP/$_tag.echo" 2>&1 &
+    _drv=$!
+    pulling "$_puller" "$_obj"
+    ok $? "$_desc"
     _p=$(cluster_node_pid "$_n")
     kill -STOP "$_p"
     ok $? "node $_n stopped in the middle ($_p)"
     ok $(grep -q "pulled object $_obj" "$@"; [ $? -ne 0 ]; echo $?) "before the transfer ended"
     kill -9 "$_p" $(pgrep -P "$_p" 2>/dev/null)
     ok $? "kill -9 node $_n's daemon and its workers"
+    wait $_drv
 }
 
 # a task's output on node 3, needed on the head: node 3 dies mid-pull,
@@ -93,13 +83,8 @@ hold make $((24 * MB)) 3 made24
 ok $? "a task run by a driver on node 3 made 24 MiB there ($REF)" ||
     diag "$(cat "$TAP_TMP/made24.out")"
 made=$REF
-"$LUX" run --address "$CL_DIR/head" "$MOD" echo "$made" $((24 * MB)) home=1 \
-    >"$TAP_TMP/made.echo" 2>&1 &
-drv=$!
-pulling "$CL_DIR/head" "$made"
-ok $? "the head pulls it from node 3 for a task needing home"
-kill_mid_pull 3 "$made" "$CL_DIR"/head/log/*.log
-wait $drv
+echo_mid_pull made "$made" home=1 "$CL_DIR/head" 3 \
+    "the head pulls it from node 3 for a task needing home" "$CL_DIR"/head/log/*.log
 ok $? "the task's driver returns" || diag "$(cat "$TAP_TMP/made.echo")"
 is "$(cat "$TAP_TMP/made.echo")" "echo ok (25165824 bytes) $CL_DIR/head" \
     "the object was rebuilt from its lineage on the head and read byte for byte"
@@ -110,13 +95,8 @@ ok $? "the head's log says it rebuilt it after the pull failed"
 hold hold $((24 * MB)) 1 put24
 ok $? "a driver on node 1 puts 24 MiB ($REF)" || diag "$(cat "$TAP_TMP/put24.out")"
 put=$REF
-"$LUX" run --address "$CL_DIR/head" "$MOD" echo "$put" $((24 * MB)) disk=1 \
-    >"$TAP_TMP/put.echo" 2>&1 &
-drv=$!
-pulling "$CL_DIR/n2" "$put"
-ok $? "node 2 pulls it from node 1"
-kill_mid_pull 1 "$put" "$CL_DIR/n2/log/node.log"
-wait $drv
+echo_mid_pull put "$put" disk=1 "$CL_DIR/n2" 1 "node 2 pulls it from node 1" \
+    "$CL_DIR/n2/log/node.log"
 ok $([ $? -ne 0 ]; echo $?) "the driver's get fails, it does not hang"
 out=$(cat "$TAP_TMP/put.echo")
 like "$out" "object $put" "the error names the object: $out"

@@ -7,13 +7,8 @@
 # stays there. Then a long queue: twelve 400 ms tasks submitted at once
 # on the head, which keeps two waiting per worker (LUX_SPILL_QUEUE=2):
 # some of them run on the idle nodes.
-. "${LUX_SRCDIR:-.}/t/lib/tap.sh"
-tap_tmpdir
-. "${LUX_SRCDIR:-.}/t/lib/cluster.sh"
-trap 'for p in $DRIVERS; do kill -9 $p 2>/dev/null; done; cluster_down; tap_cleanup' EXIT
-MOD="${LUX_BUILDDIR:-.}/t/lib/.libs/schedmod.so"
-export LUX_FAKE_GPUS=none
-DRIVERS=
+. "${LUX_SRCDIR:-.}/t/lib/cluster_test.sh"
+MOD=$(cluster_mod schedmod)
 MB=1048576
 
 LUX_SPILL_QUEUE=2 cluster_head --workers 1 --store-mb 64 --resources CPU=1
@@ -24,17 +19,9 @@ cluster_join 2 --workers 1 --store-mb 64 --resources CPU=1
 ok $CL_RC "node 2 joins" || diag "$CL_OUT"
 n1=$(cat "$CL_DIR/n1/run/node.joined")
 
-"$LUX" run --address "$CL_DIR/n1" "$MOD" hold $((16 * MB)) "$TAP_TMP/put" \
-    >"$TAP_TMP/put.out" 2>&1 &
-DRIVERS="$DRIVERS $!"
-i=0
-while [ $i -lt 1200 ] && [ ! -s "$TAP_TMP/put" ]; do
-    sleep 0.1
-    i=$((i + 1))
-done
-ref=$(cat "$TAP_TMP/put" 2>/dev/null)
-ok $([ -n "$ref" ]; echo $?) "a driver on node 1 puts 16 MiB ($ref)" ||
-    diag "$(cat "$TAP_TMP/put.out")"
+cluster_hold hold $((16 * MB)) 1 put
+ok $? "a driver on node 1 puts 16 MiB ($REF)" || diag "$(cat "$TAP_TMP/put.out")"
+ref=$REF
 
 out=$("$LUX" run --address "$CL_DIR/head" "$MOD" echo "$ref" $((16 * MB)) - 2>&1)
 is "$out" "echo ok (16777216 bytes) $CL_DIR/n1" \

@@ -11,12 +11,9 @@
 # again on the other node from its checkpoint of call 3 with calls 4 and 5
 # re-applied from the log (the actor_restarts view says so); before, it
 # started from its constructor and counted 6 13 21 30 40.
-. "${LUX_SRCDIR:-.}/t/lib/tap.sh"
-tap_tmpdir
-. "${LUX_SRCDIR:-.}/t/lib/cluster.sh"
-trap 'touch "$TAP_TMP/go1" "$TAP_TMP/go2"; cluster_down; tap_cleanup' EXIT
-MOD="${LUX_BUILDDIR:-.}/t/lib/.libs/actormod.so"
-export LUX_FAKE_GPUS=none
+. "${LUX_SRCDIR:-.}/t/lib/cluster_test.sh"
+CL_ON_EXIT='touch "$TAP_TMP/go1" "$TAP_TMP/go2"'
+MOD=$(cluster_mod actormod)
 
 cluster_up -d 1500 CPU=1 CPU=1,disk=1 CPU=1,disk=1
 

@@ -15,11 +15,14 @@
                         exec_remote.c), where about half the tasks pull
                         their object from the other node first (its bytes
                         random: lz4 cannot shrink them); also the means and
-                        the ratio random/locality of the medians.
+                        the ratio random/locality of the medians, and
+                        the seed of the random draws (LUX_PLACE_SEED=N
+                        repeats them).
 */
 #include "lux_bench.h"
 #include "lux_node.h"
 #include "lux.h"
+#include "exec/exec_gsched.h"
 #include "util/util_err.h"
 #include "util/util_time.h"
 
@@ -136,14 +139,27 @@ s_locality(bench_ctx_t *ctx, const char *name)
         x ^= x << 13, x ^= x >> 7, x ^= x << 17;
         memcpy(buf + i, &x, 8);
     }
+    /* the random placement's seed: given (LUX_PLACE_SEED) or drawn here,
+       and reported, so that the run can be repeated */
+    const char *sd = getenv("LUX_PLACE_SEED");
+    gs_rand_t g;
+    uint64_t seed = gs_rand_seed(&g, sd ? strtoull(sd, NULL, 10) : 0);
+    char seedtext[32];
+    snprintf(seedtext, sizeof seedtext, "%llu", (unsigned long long) seed);
     /* 0: the scheduler as built (locality); 1: at random */
     for (int k = 0; k < 2 && !rc; k++) {
         db_cluster_t c;
         char ndir[2][PATH_MAX + 32] = {"", ""};
-        if (k)
-            setenv("LUX_PLACE_RANDOM", "1", 1); /* read by the head's node manager */
+        if (k) { /* read by the head's node manager */
+            setenv("LUX_PLACE_RANDOM", "1", 1);
+            setenv("LUX_PLACE_SEED", seedtext, 1);
+        }
         rc = s_up(ctx, &c, ndir);
         unsetenv("LUX_PLACE_RANDOM");
+        if (sd)
+            setenv("LUX_PLACE_SEED", sd, 1);
+        else
+            unsetenv("LUX_PLACE_SEED");
         if (!rc)
             rc = s_run(&c, ndir, buf, n, ms[k]);
         s_down(ctx, &c, ndir);
@@ -153,9 +169,10 @@ s_locality(bench_ctx_t *ctx, const char *name)
         double med[2] = {bench_median(ms[0], n), bench_median(ms[1], n)};
         bench_report(ctx, "locality_placement", med[0], "ms",
                      ", \"random_ms\": %.1f, \"ratio\": %.1f, \"mean_ms\": %.1f, "
-                     "\"random_mean_ms\": %.1f, \"tasks\": %d, \"object_mib\": %zu",
+                     "\"random_mean_ms\": %.1f, \"tasks\": %d, \"object_mib\": %zu, "
+                     "\"seed\": %s",
                      med[1], med[0] > 0 ? med[1] / med[0] : 0, mean[0], mean[1], n,
-                     S_OBJ >> 20);
+                     S_OBJ >> 20, seedtext);
     }
     free(ms[0]);
     free(ms[1]);

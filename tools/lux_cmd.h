@@ -28,7 +28,8 @@ typedef struct {
     uint64_t since;    /* a new file starts each shard here (0, 1: from 1) */
     const char *out;   /* the file */
     const char *witness;    /* signed checkpoints: this file, or NULL for DIR/witness */
-    const char *public_key; /* their key: this file, or NULL for the cluster's own */
+    const db_ckpt_keys_t *keys; /* the keys believed (every --public-key given),
+                                   or NULL for the cluster's own */
 } lux_pull_opts_t;
 typedef struct {
     uint64_t verified, kept; /* events read and verified, and stored */

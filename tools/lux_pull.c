@@ -75,7 +75,7 @@ extern const char db_sql_pull[];
 
 static const char s_usage[] =
     "lux pull --dir DIR|--address DIR [--job ID] [--since SEQ]\n"
-    "                [--witness FILE] [--public-key FILE] OUT.db";
+    "                [--witness FILE] [--public-key FILE]... OUT.db";
 
 #define S_WAIT_MS 10000 /* a master or a tail silent this long is asked again */
 #define S_TRIES 5       /* times a shard's READ goes back to the master */
@@ -335,10 +335,11 @@ s_ck_load(s_pull_t *p, const lux_pull_opts_t *o, bool *unsigned_)
     /* the keys given (a file of one or more), or the cluster's: its key
        history (every key it signed with: the witness spans rotations),
        else its public key */
-    rc = o->public_key ? db_ckpt_keys_add(&pk, o->public_key)
-                       : db_ckpt_keys_cluster(&p->c, &pk, pkpath, sizeof pkpath);
+    if (o->keys)
+        pk = *o->keys;
+    rc = o->keys ? 0 : db_ckpt_keys_cluster(&p->c, &pk, pkpath, sizeof pkpath);
     if (rc) {
-        if (rc == LUX_ENOTFOUND && !o->public_key) {
+        if (rc == LUX_ENOTFOUND) {
             *unsigned_ = true;
             return 0;
         }
@@ -826,7 +827,7 @@ static const char s_help[] =
     "of `lux sql` and a shard column), verifying every event's hash and every signed\n"
     "checkpoint of the witness (DIR/witness, or --witness FILE; the keys of\n"
     "DIR/keys/checkpoint.history, else DIR/keys/checkpoint.public, or those of\n"
-    "--public-key FILE, one a line) on the way. Run again, it\n"
+    "each --public-key FILE given, one key a line) on the way. Run again, it\n"
     "fetches only what is new. --address reads a running cluster through the protocol\n"
     "(doc/protocol.md: READs at each tail); --dir does too when its head runs, and\n"
     "reads the tail files of a stopped cluster or a finished run. --job keeps one\n"
@@ -836,8 +837,9 @@ static const char s_help[] =
 int
 cmd_pull(int argc, char **argv)
 {
-    const char *dir = NULL, *addr = NULL, *out = NULL, *job = NULL, *witness = NULL,
-               *pkey = NULL;
+    const char *dir = NULL, *addr = NULL, *out = NULL, *job = NULL, *witness = NULL;
+    db_ckpt_keys_t keys = {0};
+    int nkeyfiles = 0;
     unsigned long v = 1;
     static const struct option opts[] = {
         {"dir", required_argument, 0, 'd'},     {"address", required_argument, 0, 'a'},
@@ -845,12 +847,19 @@ cmd_pull(int argc, char **argv)
         {"witness", required_argument, 0, 'W'}, {"public-key", required_argument, 0, 'K'},
         {0}};
     const lux_opt_str_t strs[] = {{'d', &dir}, {'a', &addr}, {'j', &job},
-                                  {'W', &witness}, {'K', &pkey}, {0}};
+                                  {'W', &witness}, {0}};
     lux_opt_t p = {.cmd = "pull", .usage = s_usage, .help = s_help, .opts = opts, .strs = strs};
     int o;
-    while ((o = lux_opt_next(&p, argc, argv)) != -1)
-        if (o != 's' || !lux_opt_uint(&p, "--since", ~0UL, false, &v))
+    while ((o = lux_opt_next(&p, argc, argv)) != -1) {
+        if (o == 'K') {
+            /* several: a key rotation leaves checkpoints of each key */
+            if (db_ckpt_keys_add(&keys, optarg))
+                return lux_fail("pull", "--public-key: %s", lux_errmsg());
+            nkeyfiles++;
+        }
+        else if (o != 's' || !lux_opt_uint(&p, "--since", ~0UL, false, &v))
             return p.status;
+    }
     if (!lux_opt_args(&p, argc, argv, 1, 1, "OUT.db"))
         return p.status;
     out = argv[optind];
@@ -860,7 +869,8 @@ cmd_pull(int argc, char **argv)
     if (job && (strlen(job) != 32 || util_id_parse(&jid, job)))
         return lux_opt_usage(&p, "--job takes a job ID of 32 hex digits, not '%s'", job);
     lux_pull_opts_t po = {.dir = dir ? dir : addr, .address = addr != NULL, .job = job,
-                          .since = v, .out = out, .witness = witness, .public_key = pkey};
+                          .since = v, .out = out, .witness = witness,
+                          .keys = nkeyfiles ? &keys : NULL};
     lux_pull_stats_t st;
     if (lux_pull_run(&po, &st))
         return lux_fail("pull", "%s", lux_errmsg());

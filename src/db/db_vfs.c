@@ -228,77 +228,95 @@ s_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *file, int flags, int *o
     return SQLITE_OK;
 }
 
-/* Everything else is the default VFS's. */
+/* The VFS's own methods: base's (db_vfs_wrap). */
 static int
 s_delete(sqlite3_vfs *v, const char *n, int sync)
 {
-    (void) v;
-    return s_base->xDelete(s_base, n, sync);
+    return db_vfs_base(v)->xDelete(db_vfs_base(v), n, sync);
 }
 static int
 s_access(sqlite3_vfs *v, const char *n, int flags, int *out)
 {
-    (void) v;
-    return s_base->xAccess(s_base, n, flags, out);
+    return db_vfs_base(v)->xAccess(db_vfs_base(v), n, flags, out);
 }
 static int
 s_full(sqlite3_vfs *v, const char *n, int len, char *out)
 {
-    (void) v;
-    return s_base->xFullPathname(s_base, n, len, out);
+    return db_vfs_base(v)->xFullPathname(db_vfs_base(v), n, len, out);
 }
 static int
 s_random(sqlite3_vfs *v, int n, char *out)
 {
-    (void) v;
-    return s_base->xRandomness(s_base, n, out);
+    return db_vfs_base(v)->xRandomness(db_vfs_base(v), n, out);
 }
 static int
 s_sleep(sqlite3_vfs *v, int us)
 {
-    (void) v;
-    return s_base->xSleep(s_base, us);
+    return db_vfs_base(v)->xSleep(db_vfs_base(v), us);
 }
 static int
 s_time(sqlite3_vfs *v, double *out)
 {
-    (void) v;
-    return s_base->xCurrentTime(s_base, out);
+    return db_vfs_base(v)->xCurrentTime(db_vfs_base(v), out);
 }
 static int
 s_error(sqlite3_vfs *v, int n, char *out)
 {
-    (void) v;
-    return s_base->xGetLastError ? s_base->xGetLastError(s_base, n, out) : 0;
+    sqlite3_vfs *b = db_vfs_base(v);
+    return b->xGetLastError ? b->xGetLastError(b, n, out) : 0;
 }
 static void *
 s_dlopen(sqlite3_vfs *v, const char *n)
 {
-    (void) v;
-    return s_base->xDlOpen(s_base, n);
+    return db_vfs_base(v)->xDlOpen(db_vfs_base(v), n);
 }
 static void
 s_dlerror(sqlite3_vfs *v, int n, char *out)
 {
-    (void) v;
-    s_base->xDlError(s_base, n, out);
+    db_vfs_base(v)->xDlError(db_vfs_base(v), n, out);
 }
 static void (*s_dlsym(sqlite3_vfs *v, void *h, const char *n))(void)
 {
-    (void) v;
-    return s_base->xDlSym(s_base, h, n);
+    return db_vfs_base(v)->xDlSym(db_vfs_base(v), h, n);
 }
 static void
 s_dlclose(sqlite3_vfs *v, void *h)
 {
-    (void) v;
-    s_base->xDlClose(s_base, h);
+    db_vfs_base(v)->xDlClose(db_vfs_base(v), h);
 }
 static int
 s_time64(sqlite3_vfs *v, sqlite3_int64 *out)
 {
-    (void) v;
-    return s_base->xCurrentTimeInt64(s_base, out);
+    return db_vfs_base(v)->xCurrentTimeInt64(db_vfs_base(v), out);
+}
+
+void
+db_vfs_wrap(sqlite3_vfs *out, sqlite3_vfs *base, const char *name, int szfile,
+            int (*xopen)(sqlite3_vfs *, const char *, sqlite3_file *, int, int *),
+            int (*xdelete)(sqlite3_vfs *, const char *, int))
+{
+    *out = (sqlite3_vfs) {
+        .iVersion = 2,
+        .szOsFile = szfile + base->szOsFile,
+        .mxPathname = base->mxPathname,
+        .zName = name,
+        .pAppData = base,
+        .xOpen = xopen,
+        .xDelete = xdelete ? xdelete : s_delete,
+        .xAccess = s_access,
+        .xFullPathname = s_full,
+        .xDlOpen = s_dlopen,
+        .xDlError = s_dlerror,
+        .xDlSym = s_dlsym,
+        .xDlClose = s_dlclose,
+        .xRandomness = s_random,
+        .xSleep = s_sleep,
+        .xCurrentTime = s_time,
+        .xGetLastError = s_error,
+        .xCurrentTimeInt64 = s_time64,
+    };
+    if (base->iVersion < 2 || !base->xCurrentTimeInt64)
+        out->iVersion = 1;
 }
 
 int
@@ -323,26 +341,6 @@ db_vfs_register(void)
         .xSectorSize = s_sector,
         .xDeviceCharacteristics = s_device,
     };
-    s_vfs = (sqlite3_vfs) {
-        .iVersion = 2,
-        .szOsFile = (int) sizeof(s_file_t) + s_base->szOsFile,
-        .mxPathname = s_base->mxPathname,
-        .zName = DB_VFS_NAME,
-        .xOpen = s_open,
-        .xDelete = s_delete,
-        .xAccess = s_access,
-        .xFullPathname = s_full,
-        .xDlOpen = s_dlopen,
-        .xDlError = s_dlerror,
-        .xDlSym = s_dlsym,
-        .xDlClose = s_dlclose,
-        .xRandomness = s_random,
-        .xSleep = s_sleep,
-        .xCurrentTime = s_time,
-        .xGetLastError = s_error,
-        .xCurrentTimeInt64 = s_time64,
-    };
-    if (s_base->iVersion < 2 || !s_base->xCurrentTimeInt64)
-        s_vfs.iVersion = 1;
+    db_vfs_wrap(&s_vfs, s_base, DB_VFS_NAME, (int) sizeof(s_file_t), s_open, NULL);
     return sqlite3_vfs_register(&s_vfs, 0);
 }

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 int
 gs_res_parse(gs_res_t *r, const char *text, bool add)
@@ -134,4 +136,57 @@ gs_place(gs_node_t *nodes, size_t n, const gs_res_t *needs, const gs_arg_t *args
     nodes[best].placed++;
     *pick = best;
     return GS_PLACED;
+}
+
+/* splitmix64: the next of g's numbers */
+static uint64_t
+s_next(gs_rand_t *g)
+{
+    uint64_t z = (g->s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+uint64_t
+gs_rand_seed(gs_rand_t *g, uint64_t seed)
+{
+    static uint64_t drawn; /* two draws in one process differ */
+    if (!seed) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        gs_rand_t m = {.s = (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec +
+                            ((uint64_t) getpid() << 32) + ++drawn};
+        seed = s_next(&m);
+        seed = seed ? seed : 1;
+    }
+    g->s = seed;
+    return seed;
+}
+
+int
+gs_pick_random(const gs_node_t *nodes, size_t n, const gs_res_t *needs, const util_id_t *skip,
+               gs_rand_t *g, size_t *pick)
+{
+    size_t k = 0;
+    for (int pass = 0; pass < 2; pass++) { /* count those that fit, then take the drawn one */
+        size_t want = pass ? (size_t) (s_next(g) % k) : 0, seen = 0;
+        for (size_t i = 0; i < n; i++) {
+            const gs_node_t *x = &nodes[i];
+            bool covers = x->alive && !(skip && util_id_eq(&x->id, skip));
+            for (int j = 0; j < needs->n && covers; j++)
+                covers = gs_res_get(&x->total, needs->name[j]) >= needs->amount[j];
+            if (!covers)
+                continue;
+            if (pass && seen == want) {
+                *pick = i;
+                return GS_PLACED;
+            }
+            seen++;
+        }
+        k = seen;
+        if (!k)
+            break;
+    }
+    return GS_INFEASIBLE;
 }

@@ -75,4 +75,20 @@ enum { GS_PLACED = 0, GS_INFEASIBLE = -1 };
 int gs_place(gs_node_t *nodes, size_t n, const gs_res_t *needs, const gs_arg_t *args,
              size_t nargs, size_t *pick, char *why, size_t nwhy);
 
+/* Placement at random (LUX_PLACE_RANDOM=1, for `lux bench
+   locality_placement` only): a generator of its own (not rand(), which
+   nobody seeded), whose seed is said so that a run can be repeated. */
+typedef struct {
+    uint64_t s;
+} gs_rand_t;
+
+/* Seed g with seed, or with one drawn from the clock and the process
+   when seed is 0. Returns the seed used (never 0). */
+uint64_t gs_rand_seed(gs_rand_t *g, uint64_t seed);
+/* A node drawn from g among the alive nodes[n] whose totals cover needs,
+   skip left out (NULL: none): GS_PLACED with *pick set, or GS_INFEASIBLE
+   when none fits. */
+int gs_pick_random(const gs_node_t *nodes, size_t n, const gs_res_t *needs,
+                   const util_id_t *skip, gs_rand_t *g, size_t *pick);
+
 #endif

@@ -189,6 +189,25 @@ exec_module_load(const char *path, const uint8_t hash[16])
         util_err(LUX_ENOMEM, "out of memory");
         return NULL;
     }
+    /* a module is its bytes: a file changed since it was stored under its
+       hash (a node's cache of DIR/modules) is refused, not run */
+    uint8_t *bytes = NULL, got[16];
+    size_t n = 0;
+    int rc = exec_module_read(path, &bytes, &n, got);
+    if (rc || memcmp(got, hash, 16) != 0) {
+        char hex[33];
+        util_hex(hex, hash, 16);
+        if (rc)
+            util_err_ctx(rc, "module %s", hex);
+        else
+            util_err(LUX_EINVAL, "module %s: the bytes of %s do not match its hash (changed or "
+                     "damaged since they were stored): refused", hex, path);
+        free(bytes);
+        free(m);
+        pthread_mutex_unlock(&s_lock);
+        return NULL;
+    }
+    free(bytes);
     memcpy(m->hash, hash, 16);
     snprintf(m->path, sizeof m->path, "%s", path);
     s_loading = m;
@@ -229,9 +248,16 @@ exec_module_store(const char *dir, const uint8_t hash[16], const uint8_t *bytes,
     if ((rc = util_private_dir(d)))
         return rc;
     snprintf(path, pathlen, "%s/%s.so", d, hex);
-    if (util_exists(path))
-        return 0;
-    return util_write_file(path, bytes, n, 0700);
+    uint8_t *had = NULL, got[16];
+    size_t len = 0;
+    if (util_exists(path) && exec_module_read(path, &had, &len, got) == 0) {
+        free(had);
+        if (memcmp(got, hash, 16) == 0)
+            return 0;
+        log_warn("module %s: %s does not match its hash (changed or damaged): written again "
+                 "from the module's own bytes", hex, path);
+    }
+    return util_write_file(path, bytes, n, 0700); /* a new file, renamed over the old */
 }
 
 const exec_fn_t *

@@ -308,23 +308,33 @@ s_on_where_rep(nm_t *nm, nm_peer_msg_t *m)
         s_answer(nm, &rd);
 }
 
+/* The body of m into rd, and the actor ID it begins with into id; false
+   when there is none (rd.bad, or no body: complained). */
+static bool
+s_body_actor(nm_t *nm, nm_peer_msg_t *m, util_rd_t *rd, util_id_t *id)
+{
+    if (!nm_peer_body(nm, m, rd))
+        return false;
+    const uint8_t *p = util_rd_take(rd, 16);
+    if (p)
+        memcpy(id->b, p, 16);
+    return p != NULL;
+}
+
 /* NODE_ACTOR_KILL: id[16], why str: the actor here goes (its home or a
    handle killed it, or its owner left). */
 static void
 s_on_kill(nm_t *nm, nm_peer_msg_t *m)
 {
     util_rd_t rd;
-    if (!nm_peer_body(nm, m, &rd))
-        return;
-    const uint8_t *idp = util_rd_take(&rd, 16);
+    util_id_t id;
+    bool has = s_body_actor(nm, m, &rd, &id);
     size_t n = 0;
-    const char *why = util_rd_str(&rd, &n);
-    if (rd.bad || !idp) {
+    const char *why = has ? util_rd_str(&rd, &n) : NULL;
+    if (!has || rd.bad) {
         nm_complain(nm, "malformed NODE_ACTOR_KILL");
         return;
     }
-    util_id_t id;
-    memcpy(id.b, idp, 16);
     nm_actor_t *a = s_find(nm, &id);
     if (!a || a->remote || a->state == A_DEAD)
         return;
@@ -367,18 +377,16 @@ static void
 s_on_ckpt(nm_t *nm, nm_peer_msg_t *m)
 {
     util_rd_t rd;
-    if (!nm_peer_body(nm, m, &rd))
-        return;
-    const uint8_t *idp = util_rd_take(&rd, 16);
-    uint64_t idx = util_rd_u64(&rd);
-    const uint8_t *op = util_rd_take(&rd, LUX_REF_LEN), *fp = util_rd_take(&rd, 16);
+    util_id_t id;
+    bool has = s_body_actor(nm, m, &rd, &id);
+    uint64_t idx = has ? util_rd_u64(&rd) : 0;
+    const uint8_t *op = has ? util_rd_take(&rd, LUX_REF_LEN) : NULL;
+    const uint8_t *fp = op ? util_rd_take(&rd, 16) : NULL;
     zframe_t *bytes = (zmsg_first(m->msg), zmsg_next(m->msg));
-    if (rd.bad || !idp || !op || !fp || !bytes) {
+    if (!has || rd.bad || !op || !fp || !bytes) {
         nm_complain(nm, "malformed NODE_ACTOR_CKPT");
         return;
     }
-    util_id_t id;
-    memcpy(id.b, idp, 16);
     nm_actor_t *a = s_find(nm, &id);
     char hex[UTIL_ID_HEX];
     if (!a || !a->home || a->state == A_DEAD || (a->has_ckpt && idx <= a->ckpt_idx))
@@ -478,22 +486,28 @@ nm_ractor_placed(nm_t *nm, nm_actor_t *a, char *text)
     nm_task_t *t = a->create;
     char v[512], ep[DB_EP_MAX], why[700], hex[UTIL_ID_HEX];
     char *nl = strchr(text, '\n');
-    if (strncmp(text, "infeasible ", 11) == 0 || strncmp(text, "local", 5) == 0) {
+    /* "dead WHY": the scheduler cannot be asked (exec_remote.c s_headless) */
+    int status = strncmp(text, "dead ", 5) == 0 ? LUX_EDEAD : LUX_EINVAL;
+    if (status == LUX_EDEAD)
+        text += 5;
+    if (status == LUX_EDEAD || strncmp(text, "infeasible ", 11) == 0 ||
+        strncmp(text, "local", 5) == 0) {
         if (nl)
             *nl = '\0';
+        const char *msg = status == LUX_EDEAD ? text : text[0] == 'i' ? text + 11 : "";
         if (t)
             t->remote = false;
         if (a->restarts == 0) { /* never made anywhere: it is made and dies here, on record */
             a->remote = false;
             nm_log_actor_created(nm, a);
-            snprintf(why, sizeof why, "%s", text[0] == 'i' ? text + 11 :
+            snprintf(why, sizeof why, "%s", msg[0] ? msg :
                      "the global scheduler sent it back to this node, which cannot hold it");
         } else {
             snprintf(why, sizeof why, "node %s, which held it, died, and no other node can "
-                     "hold it: %s", util_id_hex(&a->rnode, hex), text[0] == 'i' ? text + 11 :
+                     "hold it: %s", util_id_hex(&a->rnode, hex), msg[0] ? msg :
                      "only this node is left, and it cannot hold it");
         }
-        s_doom(nm, a, LUX_EINVAL, why);
+        s_doom(nm, a, status, why);
         return;
     }
     if (!t || !exec_members_get(text, "node", v, sizeof v) || util_id_parse(&a->rnode, v) ||

@@ -29,6 +29,7 @@
 */
 #include "exec_remote.h"
 #include "exec_ractor.h"
+#include "exec_rmodule.h"
 #include "exec_gsched.h"
 #include "exec_members.h"
 #include "exec_peer.h"
@@ -52,8 +53,8 @@
 
 #define S_TABLE_MS 100   /* the head refreshes its table of nodes this often, at most */
 #define S_NODES_MAX 1024
-#define S_SENT_MAX 256   /* (node, module) pairs remembered as sent */
 #define S_WATCH_MS 1000  /* how often a node with tasks elsewhere asks who is alive */
+#define S_ASK_WAIT_MS 2000 /* ... and how long it waits for the answer */
 #define S_HEADLESS_MS 30000 /* work away this long while the monitor cannot be asked: failed */
 #define S_PEND_MAX 16    /* nodes with a NODE_TASK being filled at once */
 #define S_ARGS_MAX 64    /* (node, bytes) pairs of a task's arguments weighed */
@@ -69,13 +70,12 @@ struct nm_remote {
     util_buf_t scratch;
     uint64_t n_spilled, n_taken;
     bool random;          /* LUX_PLACE_RANDOM=1: placed at random (benchmarks only) */
-    /* the submitting node: which modules went to which node already */
-    struct {
-        util_id_t node;
-        uint8_t module[16];
-    } sent[S_SENT_MAX];
-    size_t nsent, sent_next;
+    gs_rand_t rng;        /* ... drawn from this (seed: LUX_PLACE_SEED, or said in the log) */
+    nm_rmodule_t *mods;   /* modules fetched by hash (exec_rmodule.c) */
     int64_t watch_ms;     /* when who is alive was last asked */
+    int ask_wait_ms;      /* how long an answer is waited for (LUX_WATCH_WAIT_MS, tests) */
+    zsock_t *watch;       /* to the monitor: STATUS asked without waiting (s_watch_ask) */
+    int64_t asked_ms;     /* when the ask in flight went (0: none) */
     /* while the membership monitor does not answer: since when each task
        or call away (by ID) was seen away (s_headless) */
     util_idmap_t *unseen;
@@ -88,19 +88,6 @@ struct nm_remote {
     } pend[S_PEND_MAX];
     int npend;
 };
-
-/* Whether the module of t went to node already (and note that it goes now). */
-static bool
-s_module_sent(struct nm_remote *r, const util_id_t *node, const uint8_t *module)
-{
-    for (size_t i = 0; i < r->nsent; i++)
-        if (util_id_eq(&r->sent[i].node, node) && !memcmp(r->sent[i].module, module, 16))
-            return true;
-    size_t k = r->nsent < S_SENT_MAX ? r->nsent++ : r->sent_next++ % S_SENT_MAX;
-    r->sent[k].node = *node;
-    memcpy(r->sent[k].module, module, 16);
-    return false;
-}
 
 bool
 nm_remote_on(nm_t *nm)
@@ -205,27 +192,6 @@ s_table(nm_t *nm)
     return 0;
 }
 
-/* LUX_PLACE_RANDOM=1 (benchmarks only, `lux bench locality_placement`):
-   *pick becomes a node drawn at random among the alive ones whose total
-   resources cover needs (the requester only if self), arguments' bytes
-   not weighed. */
-static void
-s_pick_random(struct nm_remote *r, const gs_res_t *needs, const util_id_t *from, bool self,
-              size_t *pick)
-{
-    size_t fit[S_NODES_MAX], k = 0;
-    for (size_t i = 0; i < r->nnodes && k < S_NODES_MAX; i++) {
-        gs_node_t *x = &r->nodes[i];
-        bool covers = true;
-        for (int j = 0; j < needs->n && covers; j++)
-            covers = gs_res_get(&x->total, needs->name[j]) >= needs->amount[j];
-        if (x->alive && (self || !util_id_eq(&x->id, from)) && covers)
-            fit[k++] = i;
-    }
-    if (k)
-        *pick = fit[(size_t) rand() % k];
-}
-
 
 /* The scheduler's answer to a request (text as in NODE_PLACE) into
    answer[n]: "node HEX\nendpoint EP\n", "local\n" or "infeasible WHY\n". */
@@ -291,7 +257,7 @@ s_decide(nm_t *nm, const char *text, char *answer, size_t n)
         return;
     }
     if (r->random) /* benchmarks only: any node that fits, not the one the bytes are on */
-        s_pick_random(r, &needs, &from, self, &pick);
+        gs_pick_random(r->nodes, r->nnodes, &needs, self ? NULL : &from, &r->rng, &pick);
     gs_node_t *x = &r->nodes[pick];
     char ep[DB_EP_MAX], hex[UTIL_ID_HEX];
     if (util_id_eq(&x->id, &from))
@@ -579,8 +545,8 @@ int
 nm_remote_push_x(nm_t *nm, nm_task_t *t, const char *ep, const nm_remote_ext_t *x)
 {
     {
-        /* frames: the spec, the module's bytes the first time this node
-           sends it there (else empty), how many objects (u32), then the
+        /* frames: the spec, an empty frame (once the module's bytes: a
+           node fetches them by hash now), how many objects (u32), then the
            arguments' objects; added to what goes to that node this turn */
         util_buf_t *b = &nm->remote->scratch;
         b->len = 0;
@@ -596,16 +562,7 @@ nm_remote_push_x(nm_t *nm, nm_task_t *t, const char *ep, const nm_remote_ext_t *
         int rc = s_encode(nm, t, b, objs);
         zmsg_t *out = zmsg_new();
         zmsg_addmem(out, b->data, b->len);
-        char *bytes = NULL;
-        size_t len = 0;
-        if (!rc && !s_module_sent(nm->remote, &t->rnode, t->module)) {
-            char hex[33], path[PATH_MAX + 64];
-            util_hex(hex, t->module, 16);
-            snprintf(path, sizeof path, "%s/modules/%s.so", nm->cluster.dir, hex);
-            bytes = util_read_file(path, &len); /* none: the builtin module, on every node */
-        }
-        zmsg_addmem(out, bytes, bytes ? len : 0);
-        free(bytes);
+        zmsg_addmem(out, NULL, 0); /* the module: by hash (the spec), fetched (exec_rmodule.c) */
         uint8_t cnt[S_CNT_EXT];
         util_le32(cnt, (uint32_t) (zmsg_size(objs) / 2));
         util_le32(cnt + 4, t->kind == T_TASK ? t->attempt : 1);
@@ -757,8 +714,8 @@ s_peer_client(nm_t *nm, const nm_peer_msg_t *m)
 static void
 s_on_task(nm_t *nm, nm_peer_msg_t *m)
 {
-    if (!m->rid)
-        return;
+    if (!m->rid || nm_rmodule_hold(nm, nm->remote->mods, m))
+        return; /* taken again when its modules came (exec_rmodule.c) */
     nm_client_t *c = s_peer_client(nm, m);
     if (!c) {
         log_error("out of memory for another node's tasks");
@@ -774,7 +731,7 @@ s_on_task(nm_t *nm, nm_peer_msg_t *m)
             nm_complain(nm, "NODE_TASK: a malformed task");
             return;
         }
-        if (zframe_size(mod)) { /* the module, first time: kept as a driver's MODULE is */
+        if (zframe_size(mod)) { /* a module's bytes (an older sender): kept as a driver's MODULE is */
             uint8_t hash[16];
             char path[PATH_MAX + 64];
             util_blake(hash, 16, zframe_data(mod), zframe_size(mod));
@@ -901,7 +858,9 @@ s_collect_remote(void *arg, const void *key, void *value)
     (void) key;
     s_list_t *l = arg;
     nm_task_t *t = *(nm_task_t **) value;
-    if (!t->remote || util_id_is_zero(&t->rnode))
+    /* sent to a node, or a task or actor creation waiting for the global
+       scheduler's answer (s_headless) */
+    if (!t->remote || (util_id_is_zero(&t->rnode) && t->actor && t->kind != T_CREATE))
         return 0;
     if (l->n == l->cap) {
         size_t cap = l->cap ? 2 * l->cap : 16;
@@ -940,7 +899,9 @@ s_alive(const char *table, const util_id_t *node)
    off): nothing tells this node whether the nodes its tasks and calls
    went to live. Those away for S_HEADLESS_MS of that silence fail, saying
    so, rather than wait for ever; an actor's creation stays (the actor may
-   well live: its calls that are answered go on). */
+   well live: its calls that are answered go on). A task still waiting
+   for the global scheduler's answer (NODE_PLACE to the head) fails the
+   same way, naming the head. */
 static void
 s_headless(nm_t *nm, s_list_t *l, int64_t now)
 {
@@ -951,8 +912,9 @@ s_headless(nm_t *nm, s_list_t *l, int64_t now)
         r->silent_ms = now;
     for (size_t i = 0; i < l->n; i++) {
         nm_task_t *t = l->v[i];
-        if (!t->remote || util_id_is_zero(&t->rnode) || t->kind == T_CREATE)
-            continue;
+        bool placing = util_id_is_zero(&t->rnode); /* asked the head where it goes */
+        if (!t->remote || (t->kind == T_CREATE) != (placing && t->actor != NULL))
+            continue; /* a placed actor's creation stays */
         int fresh = 0;
         int64_t *since = util_idmap_put(r->unseen, t->id.b, &fresh);
         if (!since)
@@ -961,52 +923,45 @@ s_headless(nm_t *nm, s_list_t *l, int64_t now)
             *since = now;
         if (now - *since < S_HEADLESS_MS)
             continue;
-        char nh[UTIL_ID_HEX], why[500];
+        char nh[UTIL_ID_HEX], why[600];
+        long long quiet = (long long) (now - r->silent_ms) / 1000;
+        long long away = (long long) (now - *since) / 1000 + 1;
         util_idmap_del(r->unseen, t->id.b);
-        snprintf(why, sizeof why, "the head's membership monitor has not answered for %lld s "
-                 "(is the head down?), so whether node %s, where it was sent %lld s ago, is "
-                 "alive cannot be known; no answer came from it", (long long) (now - r->silent_ms) / 1000,
-                 util_id_hex(&t->rnode, nh), (long long) (now - *since) / 1000 + 1);
+        if (placing)
+            snprintf(why, sizeof why, "the global scheduler (the head's node manager at %s), "
+                     "asked where it can run, has not answered in %lld s, and the head's "
+                     "membership monitor has not answered for %lld s (is the head down?)",
+                     r->head_ep, away, quiet);
+        else
+            snprintf(why, sizeof why, "the head's membership monitor has not answered for %lld s "
+                     "(is the head down?), so whether node %s, where it was sent %lld s ago, "
+                     "is alive cannot be known; no answer came from it", quiet,
+                     util_id_hex(&t->rnode, nh), away);
+        if (t->actor) { /* dies with the reason (exec_ractor.c) */
+            char text[620];
+            snprintf(text, sizeof text, "dead %s\n", why);
+            nm_ractor_placed(nm, t->actor, text);
+            continue;
+        }
         t->remote = false; /* its failure is this node's event */
         nm_task_fail(nm, t, LUX_EDEAD, why);
     }
 }
 
-void
-nm_remote_tick(nm_t *nm)
+/* The monitor's table came (STATUS): tasks and calls sent to nodes it
+   does not call alive are placed again, or fail. */
+static void
+s_watch_table(nm_t *nm, const char *table)
 {
     struct nm_remote *r = nm->remote;
-    int64_t now = util_mono_ms();
-    if (r) {
-        nm_ractor_tick(nm);
-        nm_remote_flush(nm);
-    }
-    if (!r || now - r->watch_ms < S_WATCH_MS)
-        return;
-    r->watch_ms = now;
     s_list_t l = {0};
     util_idmap_each(nm->tasks, s_collect_remote, &l);
-    if (!l.n) {
-        free(l.v);
-        return;
-    }
-    if (!r->sec) {
-        char keys[PATH_MAX + 32];
-        r->sec = net_sec_load(db_cluster_path(&nm->cluster, keys, sizeof keys, "keys"));
-    }
-    char *table = NULL;
-    if (!r->sec || exec_members_ask(&nm->cluster, r->sec, "STATUS", NULL, 2000, &table)) {
-        free(table);
-        s_headless(nm, &l, now); /* asked again next time */
-        free(l.v);
-        return;
-    }
     r->silent_ms = 0;
     if (r->unseen)
         util_idmap_clear(r->unseen);
     for (size_t i = 0; i < l.n; i++) {
         nm_task_t *t = l.v[i];
-        if (!t->remote || util_id_is_zero(&t->rnode)) /* an actor's, taken back already */
+        if (!t->remote || util_id_is_zero(&t->rnode)) /* placing, or an actor's taken back */
             continue;
         if (s_alive(table, &t->rnode))
             continue;
@@ -1036,8 +991,91 @@ nm_remote_tick(nm_t *nm)
         nm->n_retried++;
         nm_task_wake(nm, t);
     }
-    free(table);
     free(l.v);
+}
+
+/* The monitor did not answer (or could not be asked): s_headless. */
+static void
+s_watch_silent(nm_t *nm, int64_t now)
+{
+    s_list_t l = {0};
+    util_idmap_each(nm->tasks, s_collect_remote, &l);
+    s_headless(nm, &l, now);
+    free(l.v);
+}
+
+/* Ask the monitor who is alive, without waiting: the answer is read by
+   s_watch_read on a later tick. false when it cannot be asked. */
+static bool
+s_watch_ask(nm_t *nm, int64_t now)
+{
+    struct nm_remote *r = nm->remote;
+    if (!r->sec) {
+        char keys[PATH_MAX + 32];
+        r->sec = net_sec_load(db_cluster_path(&nm->cluster, keys, sizeof keys, "keys"));
+    }
+    if (r->sec && !r->watch) {
+        char ep[DB_EP_MAX];
+        db_cluster_members_ep(&nm->cluster, false, ep, sizeof ep);
+        if ((r->watch = net_connect(ZMQ_DEALER, ep, r->sec)))
+            zsock_set_linger(r->watch, 0);
+    }
+    if (!r->watch || zstr_send(r->watch, "STATUS") != 0)
+        return false;
+    r->asked_ms = now;
+    return true;
+}
+
+/* The monitor's answer, if it came; past r->ask_wait_ms the ask counts as
+   unanswered (its socket is closed, so a late answer is dropped). */
+static void
+s_watch_read(nm_t *nm, int64_t now)
+{
+    struct nm_remote *r = nm->remote;
+    if (!r->asked_ms)
+        return;
+    zmsg_t *m = zmsg_recv_nowait(r->watch);
+    if (!m) {
+        if (now - r->asked_ms >= r->ask_wait_ms) {
+            r->asked_ms = 0;
+            zsock_destroy(&r->watch);
+            s_watch_silent(nm, now);
+        }
+        return;
+    }
+    r->asked_ms = 0;
+    char *head = zmsg_popstr(m), *body = zmsg_popstr(m);
+    if (head && body && (strcmp(head, "OK") == 0 || strcmp(head, "NODES") == 0)) {
+        s_watch_table(nm, body);
+    } else {
+        nm_complain(nm, "the head's membership monitor refused STATUS");
+        s_watch_silent(nm, now);
+    }
+    free(head);
+    free(body);
+    zmsg_destroy(&m);
+}
+
+void
+nm_remote_tick(nm_t *nm)
+{
+    struct nm_remote *r = nm->remote;
+    int64_t now = util_mono_ms();
+    if (!r)
+        return;
+    nm_ractor_tick(nm);
+    nm_rmodule_tick(nm, r->mods);
+    nm_remote_flush(nm);
+    s_watch_read(nm, now);
+    if (r->asked_ms || now - r->watch_ms < S_WATCH_MS)
+        return; /* one ask at a time */
+    r->watch_ms = now;
+    s_list_t l = {0};
+    util_idmap_each(nm->tasks, s_collect_remote, &l);
+    size_t away = l.n;
+    free(l.v);
+    if (away && !s_watch_ask(nm, now))
+        s_watch_silent(nm, now); /* asked again next time */
 }
 
 /* --- setup ------------------------------------------------------------------------------------ */
@@ -1055,6 +1093,15 @@ nm_remote_open(nm_t *nm)
     nm_peer_head_ep(nm, r->head_ep, sizeof r->head_ep);
     const char *rnd = getenv("LUX_PLACE_RANDOM");
     r->random = rnd && strcmp(rnd, "1") == 0;
+    const char *wait = getenv("LUX_WATCH_WAIT_MS");
+    r->ask_wait_ms = wait && atoi(wait) > 0 ? atoi(wait) : S_ASK_WAIT_MS;
+    if (r->random && nm_peer_is_head(nm)) {
+        const char *sd = getenv("LUX_PLACE_SEED");
+        uint64_t seed = gs_rand_seed(&r->rng, sd ? strtoull(sd, NULL, 10) : 0);
+        log_warn("the global scheduler places tasks at random (LUX_PLACE_RANDOM=1, for "
+                 "benchmarks only), seed %llu: LUX_PLACE_SEED=%llu repeats its draws",
+                 (unsigned long long) seed, (unsigned long long) seed);
+    }
     int rc = 0;
     if (nm_peer_is_head(nm))
         rc = nm_peer_on(nm, NET_NODE_PLACE, s_on_place);
@@ -1066,6 +1113,8 @@ nm_remote_open(nm_t *nm)
         rc = nm_peer_on(nm, NET_NODE_TASK_DONE, s_on_done);
     if (!rc)
         rc = nm_ractor_open(nm);
+    if (!rc && !(r->mods = nm_rmodule_new(nm, s_on_task)))
+        rc = LUX_ENOMEM;
     return rc;
 }
 
@@ -1076,8 +1125,10 @@ nm_remote_close(nm_t *nm)
     if (!r)
         return;
     nm_ractor_close(nm);
+    nm_rmodule_destroy(&r->mods);
     for (int i = 0; i < r->npend; i++)
         zmsg_destroy(&r->pend[i].m);
+    zsock_destroy(&r->watch);
     net_sec_destroy(&r->sec);
     util_idmap_destroy(&r->unseen);
     free(r->nodes);

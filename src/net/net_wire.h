@@ -77,7 +77,9 @@
     X(NODE_ACTOR_WHERE, 56, "a node asks the head which node holds an actor") \
     X(NODE_ACTOR_WHERE_REP, 57, "the node that holds an actor, from the log")  \
     X(NODE_ACTOR_KILL, 58, "an actor's home or caller lets it go where it lives") \
-    X(NODE_ACTOR_CKPT, 59, "an actor's checkpoint, from where it lives to its home")
+    X(NODE_ACTOR_CKPT, 59, "an actor's checkpoint, from where it lives to its home") \
+    X(NODE_MODULE_GET, 60, "a node asks the sender of a task for its module by hash") \
+    X(NODE_MODULE, 61, "a module's bytes (or why none), to the node that asked")
 
 enum net_type {
 #define X(name, code, what) NET_##name = code,

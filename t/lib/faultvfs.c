@@ -6,6 +6,8 @@
 #include <sqlite3.h>
 #include <string.h>
 
+#include "db/db_vfs.h"
+
 typedef struct {
     sqlite3_file base;  /* pMethods: s_methods */
     sqlite3_file *real; /* the wrapped VFS's file, right after this struct */
@@ -154,72 +156,6 @@ s_delete(sqlite3_vfs *v, const char *n, int sync)
     (void) v;
     return s_pass() ? s_base->xDelete(s_base, n, sync) : SQLITE_IOERR_DELETE;
 }
-static int
-s_access(sqlite3_vfs *v, const char *n, int flags, int *out)
-{
-    (void) v;
-    return s_base->xAccess(s_base, n, flags, out);
-}
-static int
-s_full(sqlite3_vfs *v, const char *n, int len, char *out)
-{
-    (void) v;
-    return s_base->xFullPathname(s_base, n, len, out);
-}
-static void *
-s_dlopen(sqlite3_vfs *v, const char *n)
-{
-    (void) v;
-    return s_base->xDlOpen(s_base, n);
-}
-static void
-s_dlerror(sqlite3_vfs *v, int n, char *out)
-{
-    (void) v;
-    s_base->xDlError(s_base, n, out);
-}
-static void (*s_dlsym(sqlite3_vfs *v, void *h, const char *n))(void)
-{
-    (void) v;
-    return s_base->xDlSym(s_base, h, n);
-}
-static void
-s_dlclose(sqlite3_vfs *v, void *h)
-{
-    (void) v;
-    s_base->xDlClose(s_base, h);
-}
-static int
-s_random(sqlite3_vfs *v, int n, char *out)
-{
-    (void) v;
-    return s_base->xRandomness(s_base, n, out);
-}
-static int
-s_sleep(sqlite3_vfs *v, int us)
-{
-    (void) v;
-    return s_base->xSleep(s_base, us);
-}
-static int
-s_time(sqlite3_vfs *v, double *out)
-{
-    (void) v;
-    return s_base->xCurrentTime(s_base, out);
-}
-static int
-s_error(sqlite3_vfs *v, int n, char *out)
-{
-    (void) v;
-    return s_base->xGetLastError(s_base, n, out);
-}
-static int
-s_time64(sqlite3_vfs *v, sqlite3_int64 *out)
-{
-    (void) v;
-    return s_base->xCurrentTimeInt64(s_base, out);
-}
-
 int
 faultvfs_install(void)
 {
@@ -248,25 +184,7 @@ faultvfs_install(void)
         .xFetch = s_fetch,
         .xUnfetch = s_unfetch,
     };
-    s_vfs = (sqlite3_vfs) {
-        .iVersion = 2,
-        .szOsFile = (int) sizeof(s_file_t) + s_base->szOsFile,
-        .mxPathname = s_base->mxPathname,
-        .zName = "lux-test-fault",
-        .xOpen = s_open,
-        .xDelete = s_delete,
-        .xAccess = s_access,
-        .xFullPathname = s_full,
-        .xDlOpen = s_dlopen,
-        .xDlError = s_dlerror,
-        .xDlSym = s_dlsym,
-        .xDlClose = s_dlclose,
-        .xRandomness = s_random,
-        .xSleep = s_sleep,
-        .xCurrentTime = s_time,
-        .xGetLastError = s_error,
-        .xCurrentTimeInt64 = s_time64,
-    };
+    db_vfs_wrap(&s_vfs, s_base, "lux-test-fault", (int) sizeof(s_file_t), s_open, s_delete);
     return sqlite3_vfs_register(&s_vfs, 1);
 }
 

@@ -370,6 +370,82 @@ fx_append_notes(struct db_client_t *cl, const util_id_t *job, int n, uint64_t *c
     db_client_flush(cl);
 }
 
+void
+fx_chain_init(fx_chain_t *k, const db_cluster_t *c, uint32_t shard)
+{
+    memset(k, 0, sizeof *k);
+    k->next = 1;
+    db_event_genesis(k->prev, &c->id, shard);
+}
+
+void
+fx_chain_batch(fx_chain_t *k, net_batch_t *b, fx_rec_fn *each, void *arg)
+{
+    net_batch_it_t it;
+    uint64_t seq;
+    const uint8_t *rec;
+    size_t len;
+    uint8_t h[DB_HASH_LEN];
+    net_batch_iter(&it, b);
+    while (net_batch_next(&it, &seq, &rec, &len)) {
+        db_event_chain(h, k->prev, seq, rec, len);
+        bool linked = memcmp(h, rec + len - DB_HASH_LEN, DB_HASH_LEN) == 0;
+        if ((seq != k->next || !linked) && !k->bad++)
+            snprintf(k->why, sizeof k->why, "seq %llu after %llu%s", (unsigned long long) seq,
+                     (unsigned long long) k->next - 1, seq == k->next ? " does not chain" : "");
+        memcpy(k->prev, rec + len - DB_HASH_LEN, DB_HASH_LEN);
+        k->next = seq + 1;
+        if (each)
+            each(arg, seq, rec, len);
+    }
+}
+
+bool
+fx_chain_follow(db_sub_t *sub, fx_chain_t *k, uint64_t upto, int wait_ms, int limit_ms,
+                fx_rec_fn *each, void *arg)
+{
+    int64_t t0 = util_mono_ms();
+    net_batch_t b;
+    while ((!upto || k->next <= upto) && util_mono_ms() - t0 < limit_ms) {
+        if (db_sub_recv(sub, &b, upto ? 200 : wait_ms) <= 0) {
+            if (!upto)
+                break;
+            continue;
+        }
+        fx_chain_batch(k, &b, each, arg);
+    }
+    return upto && k->next > upto;
+}
+
+struct db_client_t *
+fx_client(const db_cluster_t *c, uint32_t batch, uint32_t max_inflight)
+{
+    db_client_opts_t co = {.cluster = c, .batch = batch, .max_inflight = max_inflight};
+    db_client_t *cl = db_client_new(&co);
+    if (!cl)
+        bail("client: %s", lux_errmsg());
+    return cl;
+}
+
+void
+fx_notes_spread(struct db_client_t *cl, int n, const char *info, int sync_every)
+{
+    for (int i = 0; i < n; i++) {
+        util_id_t job;
+        util_id_random(&job);
+        db_event_t e = {.kind = DB_K_note};
+        DB_SET_ID(&e, job, DB_F_JOB, &job);
+        DB_SET_INT(&e, idx, DB_F_IDX, i);
+        db_event_set_info(&e, info);
+        if (db_client_append(cl, &e))
+            bail("append: %s", lux_errmsg());
+        if (sync_every > 0 && i % sync_every == sync_every - 1 && db_client_sync(cl, 30000))
+            bail("sync: %s", lux_errmsg());
+    }
+    if (db_client_sync(cl, 60000))
+        bail("sync: %s", lux_errmsg());
+}
+
 uint64_t
 fx_last_seq(const db_cluster_t *c, uint32_t shard, uint32_t index)
 {
@@ -389,6 +465,16 @@ fx_read_connect(const db_cluster_t *c, uint32_t shard, uint32_t index)
     return rd;
 }
 
+zmsg_t *
+fx_msg(int type, uint32_t shard, uint64_t epoch, const void *body, size_t n)
+{
+    zmsg_t *m = zmsg_new();
+    zmsg_append(m, &(zframe_t *) {net_hdr_frame(type, shard, epoch)});
+    if (body)
+        zmsg_addmem(m, body, n);
+    return m;
+}
+
 void
 fx_read_send(zsock_t *rd, uint32_t shard, uint64_t epoch, uint64_t from, uint32_t max)
 {
@@ -397,9 +483,7 @@ fx_read_send(zsock_t *rd, uint32_t shard, uint64_t epoch, uint64_t from, uint32_
     util_le64(b + 8, from);
     util_le32(b + 16, max);
     util_le32(b + 20, 0);
-    zmsg_t *m = zmsg_new();
-    zmsg_append(m, &(zframe_t *) {net_hdr_frame(NET_READ, shard, epoch)});
-    zmsg_addmem(m, b, sizeof b);
+    zmsg_t *m = fx_msg(NET_READ, shard, epoch, b, sizeof b);
     if (zmsg_send(&m, rd))
         bail("cannot send a READ");
 }

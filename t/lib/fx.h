@@ -5,8 +5,11 @@
 #ifndef FX_H_INCLUDED
 #define FX_H_INCLUDED
 
+#include "db/db_event.h"
 #include "db/db_master.h"
 #include "db/db_query.h"
+#include "db/db_sub.h"
+#include "net/net_wire.h"
 
 #include <stdbool.h>
 #include <sys/types.h>
@@ -92,9 +95,42 @@ bool fx_gate_wait(const char *dir, struct db_client_t *cl, int timeout_ms);
    counting them in *count, and flush; bails out on failure. */
 void fx_append_notes(struct db_client_t *cl, const util_id_t *job, int n, uint64_t *count);
 
+/* What a subscriber delivered of one shard, checked: every seq once, in
+   order, each record's hash chained on the one before (fx_chain_*). */
+typedef struct {
+    uint64_t next;               /* the seq expected next */
+    uint8_t prev[DB_HASH_LEN];   /* the chain hash of the record before it */
+    int bad;                     /* records out of order or off the chain */
+    char why[200];               /* the first of them */
+} fx_chain_t;
+/* Called for each record fx_chain_batch checked. */
+typedef void(fx_rec_fn)(void *arg, uint64_t seq, const uint8_t *rec, size_t len);
+/* Expect shard's genesis: seq 1 next. */
+void fx_chain_init(fx_chain_t *k, const db_cluster_t *c, uint32_t shard);
+/* Check every record of b (then each, when not NULL). */
+void fx_chain_batch(fx_chain_t *k, net_batch_t *b, fx_rec_fn *each, void *arg);
+/* Receive from sub until it delivered seq upto (0: until it has nothing
+   for wait_ms), for at most limit_ms (a bound on a stuck subscriber, not
+   a timing check), checking each batch; whether it got to upto. */
+bool fx_chain_follow(db_sub_t *sub, fx_chain_t *k, uint64_t upto, int wait_ms,
+                     int limit_ms, fx_rec_fn *each, void *arg);
+
+/* A log client of the cluster in c (batch and max_inflight: 0 for the
+   defaults); bails out when it cannot be made. */
+struct db_client_t *fx_client(const db_cluster_t *c, uint32_t batch, uint32_t max_inflight);
+
+/* Append n notes through cl, each of a job of its own (so they spread
+   over every shard), idx 0..n-1 and info; sync every sync_every events
+   (0: none between) and at the end (60 s at most); bails out on failure. */
+void fx_notes_spread(struct db_client_t *cl, int n, const char *info, int sync_every);
+
 /* The last seq in replica index's file of shard (0 when it cannot be
    opened). */
 uint64_t fx_last_seq(const db_cluster_t *c, uint32_t shard, uint32_t index);
+
+/* A message of the wire (doc/protocol.md 3): a header frame of type,
+   shard and epoch, then body's n bytes as one frame when body is set. */
+zmsg_t *fx_msg(int type, uint32_t shard, uint64_t epoch, const void *body, size_t n);
 
 /* A READ (doc/protocol.md 9) on rd, a DEALER connected to a read endpoint:
    send one for shard at epoch, from seq from, at most max events (request

@@ -161,6 +161,28 @@ s_get(lux_t *lx, const lux_ref_t *r, lux_val_t *v)
     return 0;
 }
 
+/* n calls of fn (with o), all submitted before the first get; each
+   result printed on a line of its own, in order. */
+static int
+s_many(lux_t *lx, const lux_opts_t *o, const char *fn, int argc, const lux_arg_t *args,
+       long long n)
+{
+    lux_ref_t *r = calloc((size_t) (n > 0 ? n : 1), sizeof *r);
+    lux_val_t v;
+    if (!r)
+        return printf("error: out of memory\n"), 1;
+    for (long long i = 0; i < n; i++)
+        if (lux_call_opts(lx, o, fn, argc, args, 1, &r[i]))
+            return printf("error: %s\n", lux_errmsg()), 1;
+    for (long long i = 0; i < n; i++) {
+        if (s_get(lx, &r[i], &v))
+            return 1;
+        printf("%.*s\n", (int) v.size, (const char *) v.data);
+    }
+    free(r);
+    return 0;
+}
+
 static int
 s_main(lux_t *lx, int argc, char **argv)
 {
@@ -169,19 +191,8 @@ s_main(lux_t *lx, int argc, char **argv)
     long long n = atoll(argv[2]);
     lux_opts_t o = {.resources = strcmp(argv[3], "-") ? argv[3] : NULL};
     lux_val_t v;
-    if (strcmp(argv[1], "where") == 0) {
-        lux_ref_t *r = calloc((size_t) n, sizeof *r);
-        for (long long i = 0; r && i < n; i++)
-            if (lux_call_opts(lx, &o, "s_where", 0, NULL, 1, &r[i]))
-                return printf("error: %s\n", lux_errmsg()), 1;
-        for (long long i = 0; r && i < n; i++) {
-            if (s_get(lx, &r[i], &v))
-                return 1;
-            printf("%.*s\n", (int) v.size, (const char *) v.data);
-        }
-        free(r);
-        return 0;
-    }
+    if (strcmp(argv[1], "where") == 0)
+        return s_many(lx, &o, "s_where", 0, NULL, n);
     if (strcmp(argv[1], "sum") == 0) {
         uint8_t *p = malloc((size_t) n);
         uint64_t want = 0;
@@ -267,19 +278,9 @@ s_main(lux_t *lx, int argc, char **argv)
                (const char *) d.data);
         return good ? 0 : 1;
     }
-    if (strcmp(argv[1], "naps") == 0) {
+    if (strcmp(argv[1], "naps") == 0) { /* naps N MS: no resources */
         int64_t ms = atoll(argv[3]);
-        lux_ref_t *r = calloc((size_t) n, sizeof *r);
-        for (long long i = 0; r && i < n; i++)
-            if (lux_call(lx, "s_nap", 1, (lux_arg_t[]) {LUX_VAL(&ms, 8)}, 1, &r[i]))
-                return printf("error: %s\n", lux_errmsg()), 1;
-        for (long long i = 0; r && i < n; i++) {
-            if (s_get(lx, &r[i], &v))
-                return 1;
-            printf("%.*s\n", (int) v.size, (const char *) v.data);
-        }
-        free(r);
-        return 0;
+        return s_many(lx, &(lux_opts_t) {0}, "s_nap", 1, (lux_arg_t[]) {LUX_VAL(&ms, 8)}, n);
     }
     if (strcmp(argv[1], "nap") == 0) {
         int64_t ms = n;

@@ -148,3 +148,31 @@ tamper_newest_ckpt(const char *path, uint64_t *at, uint64_t *signs)
     sqlite3_close(db);
     return found;
 }
+
+int
+tamper_store_append(db_store_t *st, int n, tamper_make_fn *make, void *arg)
+{
+    util_buf_t b;
+    util_buf_init(&b);
+    int rc = db_store_begin(st);
+    for (int i = 0; rc == 0 && i < n; i++) {
+        uint64_t seq = db_store_last_seq(st) + 1;
+        db_event_t e;
+        memset(&e, 0, sizeof e);
+        make(arg, i, seq, &e);
+        b.len = 0;
+        db_event_encode(&e, &b);
+        if (b.oom) {
+            rc = LUX_ENOMEM;
+            break;
+        }
+        db_event_chain(b.data + b.len - DB_HASH_LEN, db_store_last_hash(st), seq, b.data, b.len);
+        rc = db_store_put(st, seq, b.data, b.len);
+    }
+    if (rc == 0)
+        rc = db_store_commit(st);
+    else
+        db_store_rollback(st);
+    util_buf_free(&b);
+    return rc;
+}

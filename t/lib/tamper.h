@@ -8,6 +8,7 @@
 #define T_LIB_TAMPER_H_INCLUDED
 
 #include "db/db_event.h"
+#include "db/db_store.h"
 #include "util/util_buf.h"
 #include "util/util_id.h"
 
@@ -48,6 +49,17 @@ typedef bool(tamper_edit_fn)(void *arg, uint64_t seq, const uint8_t *rec, size_t
    its own. */
 void tamper_forge(const char *path, const util_id_t *cluster, uint32_t shard, tamper_edit_fn *edit,
                   void *arg);
+
+/* Fills event i (0..n-1) of a tamper_store_append at seq (e is zeroed). */
+typedef void(tamper_make_fn)(void *arg, int i, uint64_t seq, db_event_t *e);
+
+/* Append n events made by make onto the end of the open store st in one
+   transaction, each chained on the one before: what a replica's writer
+   would have written (the store's tests check it, the audit tests plant
+   a fork or an unknown kind with it). 0 or the store's code; nothing of
+   the batch is kept on failure. Does not bail: the store's tests test
+   the code. */
+int tamper_store_append(db_store_t *st, int n, tamper_make_fn *make, void *arg);
 
 /* An edit: the event at seq *(uint64_t *) arg one nanosecond later. */
 tamper_edit_fn tamper_edit_ts;
