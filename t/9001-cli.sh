@@ -3,13 +3,8 @@
 # JSON), sql (table, CSV, JSON, lineage, refusals), audit, stop, restart of
 # a stopped cluster, and the errors for wrong arguments.
 . "${LUX_SRCDIR:-.}/t/lib/tap.sh"
-
-LUX=${LUX_BIN:-./lux}
-HELLO=${LUX_BUILDDIR:-.}/examples/hello_log
-tap_tmpdir
-tmp=$TAP_TMP
-D=$tmp/c
-trap '"$LUX" stop --dir "$D" >/dev/null 2>&1; tap_cleanup' EXIT
+. "${LUX_SRCDIR:-.}/t/lib/hist.sh"
+hist_cluster
 
 run "$LUX"
 is "$rc" 2 "lux with no command exits 2"

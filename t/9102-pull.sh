@@ -16,14 +16,9 @@
 #   - --job keeps one job's tasks, --since starts each shard at a seq;
 #   - usage errors exit 2, runtime errors 1; lux bench pull_events runs.
 . "${LUX_SRCDIR:-.}/t/lib/tap.sh"
-
-LUX=${LUX_BIN:-./lux}
-HELLO=${LUX_BUILDDIR:-.}/examples/hello_log
-tap_tmpdir
-tmp=$TAP_TMP
-D=$tmp/c
+. "${LUX_SRCDIR:-.}/t/lib/hist.sh"
+hist_cluster
 O=$tmp/out.db
-trap '"$LUX" stop --dir "$D" >/dev/null 2>&1; tap_cleanup' EXIT
 
 run() { # run CMD...: status in $rc, stdout in $out, stderr in $err
     "$@" >"$tmp/out" 2>"$tmp/err"

@@ -22,13 +22,8 @@
 #     differ), every other task and call matches; exit 1;
 #   - usage errors exit 2.
 . "${LUX_SRCDIR:-.}/t/lib/tap.sh"
-LUX=${LUX_BIN:-./lux}
-B=${LUX_BUILDDIR:-.}
-tap_tmpdir
-tmp=$TAP_TMP
-trap 'tap_cleanup' EXIT
-TMPDIR=$tmp # the replays' clusters go here, and with it
-export TMPDIR
+. "${LUX_SRCDIR:-.}/t/lib/hist.sh"
+hist_replay # the replays' clusters go under tmp, removed with it
 
 LUX_BUILDDIR=$B timeout -s KILL 180 "$B/t/9101-history-run" "$tmp/runs" --pure \
     >"$tmp/run.out" 2>"$tmp/run.err"

@@ -16,13 +16,9 @@
 #   - --record-puts=bogus: a usage error, exit 2.
 . "${LUX_SRCDIR:-.}/t/lib/tap.sh"
 . "${LUX_SRCDIR:-.}/t/lib/es.sh"
+. "${LUX_SRCDIR:-.}/t/lib/hist.sh" # match
 TMPDIR=$tmp # the replays' clusters go here, and with it
 export TMPDIR
-match() { # match GOT REGEX DESCRIPTION (extended regex, any line)
-    printf '%s\n' "$1" | grep -Eq -- "$2"
-    ok $? "$3"
-    printf '%s\n' "$1" | grep -Eq -- "$2" || printf '#   got: %s\n#   expected to match: %s\n' "$1" "$2"
-}
 
 es --env CartPole-v1 --seed 1
 case $rc in 0|1) ok 0 "the ES quick start ran (exit $rc)" ;; *) ok 1 "the ES run: exit $rc" ;; esac

@@ -17,30 +17,13 @@
 #include "lux.h"
 #include "lib/fx.h"
 #include "lib/graph.h"
+#include "util/util_proc.h"
 
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-/* Whether pid is a `lux worker` process. */
-static int
-s_is_worker(pid_t pid)
-{
-    char path[64], buf[4096];
-    snprintf(path, sizeof path, "/proc/%d/cmdline", (int) pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return 0;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    for (size_t i = 0; i < n; i += strlen(buf + i) + 1)
-        if (strcmp(buf + i, "worker") == 0)
-            return 1;
-    return 0;
-}
 
 int
 main(int argc, char **argv)
@@ -74,7 +57,7 @@ main(int argc, char **argv)
         pid_t kids[256];
         int n = fx_children(kids, 256);
         for (int i = 0; i < n && !killed; i++)
-            if (s_is_worker(kids[i]) && kill(kids[i], SIGKILL) == 0)
+            if (util_proc_is_worker(kids[i]) && kill(kids[i], SIGKILL) == 0)
                 killed = kids[i];
     }
     int bad = rc ? 1 : graph_check(lx, &g, why, sizeof why);

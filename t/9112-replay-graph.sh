@@ -16,18 +16,8 @@
 #   - the recorded puts' blobs altered: exit 1, the tasks that read them
 #     named as not replayable, with the blob.
 . "${LUX_SRCDIR:-.}/t/lib/tap.sh"
-LUX=${LUX_BIN:-./lux}
-B=${LUX_BUILDDIR:-.}
-tap_tmpdir
-tmp=$TAP_TMP
-trap 'tap_cleanup' EXIT
-TMPDIR=$tmp # the replays' clusters go here, and with it
-export TMPDIR
-match() { # match GOT REGEX DESCRIPTION (extended regex, any line)
-    printf '%s\n' "$1" | grep -Eq -- "$2"
-    ok $? "$3"
-    printf '%s\n' "$1" | grep -Eq -- "$2" || printf '#   got: %s\n#   expected to match: %s\n' "$1" "$2"
-}
+. "${LUX_SRCDIR:-.}/t/lib/hist.sh"
+hist_replay # the replays' clusters go under tmp, removed with it
 sqlv() { # sqlv WHERE QUERY: one value
     "$LUX" sql "$1" --csv "$2" | sed -n 2p
 }

@@ -19,13 +19,8 @@
 #   - an archived event altered: lux audit fails naming the archive;
 #   - usage errors exit 2.
 . "${LUX_SRCDIR:-.}/t/lib/tap.sh"
-
-LUX=${LUX_BIN:-./lux}
-HELLO=${LUX_BUILDDIR:-.}/examples/hello_log
-tap_tmpdir
-tmp=$TAP_TMP
-D=$tmp/c
-trap '"$LUX" stop --dir "$D" >/dev/null 2>&1; tap_cleanup' EXIT
+. "${LUX_SRCDIR:-.}/t/lib/hist.sh"
+hist_cluster
 
 LZ4=$(command -v lz4)
 run() { # run CMD...: status in $rc, stdout in $out, stderr in $err

@@ -15,12 +15,8 @@
 #   - the head restarted with --compact-after 1s compacts on its own;
 #     restarted, the log audits and answers the same.
 . "${LUX_SRCDIR:-.}/t/lib/tap.sh"
-
-LUX=${LUX_BIN:-./lux}
-HELLO=${LUX_BUILDDIR:-.}/examples/hello_log
-tap_tmpdir
-tmp=$TAP_TMP
-D=$tmp/c
+. "${LUX_SRCDIR:-.}/t/lib/hist.sh"
+hist_cluster
 loop=
 cpid=
 trap '[ -n "$cpid" ] && kill -9 $cpid 2>/dev/null; [ -n "$loop" ] && kill $loop 2>/dev/null;

@@ -12,13 +12,8 @@
 #   - the restart recorded after a call that never was (idx out of
 #     range): exit 1, the restart named as not re-enacted with the reason.
 . "${LUX_SRCDIR:-.}/t/lib/tap.sh"
-LUX=${LUX_BIN:-./lux}
-B=${LUX_BUILDDIR:-.}
-tap_tmpdir
-tmp=$TAP_TMP
-trap 'tap_cleanup' EXIT
-TMPDIR=$tmp # the replays' clusters go here, and with it
-export TMPDIR
+. "${LUX_SRCDIR:-.}/t/lib/hist.sh"
+hist_replay # the replays' clusters go under tmp, removed with it
 sqlv() { # sqlv WHERE QUERY: one value (WHERE: OUT.db, or "--dir DIR")
     "$LUX" sql $1 --csv "$2" | sed -n 2p
 }

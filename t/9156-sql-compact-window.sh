@@ -10,12 +10,8 @@
 #     the snapshot it began in;
 #   - the views of sql/views.sql (events, tasks) as well as `event`.
 . "${LUX_SRCDIR:-.}/t/lib/tap.sh"
-
-LUX=${LUX_BIN:-./lux}
-HELLO=${LUX_BUILDDIR:-.}/examples/hello_log
-tap_tmpdir
-tmp=$TAP_TMP
-D=$tmp/c
+. "${LUX_SRCDIR:-.}/t/lib/hist.sh"
+hist_cluster
 qpid=
 trap '[ -n "$qpid" ] && kill -9 $qpid 2>/dev/null; "$LUX" stop --dir "$D" >/dev/null 2>&1;
       tap_cleanup' EXIT

@@ -26,34 +26,6 @@
 #include <string.h>
 #include <unistd.h>
 
-/* examples/hello/hello.so next to this lux (the build tree), or under
-   $LUX_BUILDDIR. */
-static int
-s_hello(char *out, size_t n)
-{
-    char exe[PATH_MAX], dir[PATH_MAX];
-    const char *b = getenv("LUX_BUILDDIR");
-    if (b && *b) {
-        snprintf(out, n, "%s/examples/hello/hello.so", b);
-        if (access(out, R_OK) == 0)
-            return 0;
-    }
-    if (util_self_exe(exe, sizeof exe) == 0) {
-        snprintf(dir, sizeof dir, "%s", exe);
-        for (int up = 0; up < 2; up++) {
-            char *slash = strrchr(dir, '/');
-            if (!slash)
-                break;
-            *slash = '\0';
-            snprintf(out, n, "%s/examples/hello/hello.so", dir);
-            if (access(out, R_OK) == 0)
-                return 0;
-        }
-    }
-    return util_err(LUX_ENOTFOUND, "examples/hello/hello.so is not built next to this lux (run "
-                    "it from the build tree, or set LUX_BUILDDIR)");
-}
-
 /* Record the job of n tasks; its run's directory into dir. */
 static int
 s_record(bench_ctx_t *ctx, const char *mod, int n, char *dir, size_t dn, double *seconds)
@@ -99,7 +71,7 @@ s_bench_replay(bench_ctx_t *ctx, const char *name)
     int n = 2 * ((int) (1000 * ctx->scale) + 25);
     double recorded = 0;
     if ((rc = bench_own_cluster(ctx, "it records a job on an embedded cluster of its own")) ||
-        (rc = s_hello(mod, sizeof mod)) || (rc = s_record(ctx, mod, n, dir, sizeof dir, &recorded)))
+        (rc = bench_build_file(mod, sizeof mod, "examples/hello/hello.so")) || (rc = s_record(ctx, mod, n, dir, sizeof dir, &recorded)))
         return rc;
     /* the replay's clusters go under ctx->tmp, removed at the end; its
        report to /dev/null */

@@ -13,6 +13,7 @@
 #include "util/util_id.h"
 
 #include <czmq.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,6 +103,33 @@ bench_cluster_start(bench_ctx_t *ctx, db_cluster_t *c, uint32_t shards, uint32_t
 }
 
 int
+bench_build_file(char *out, size_t n, const char *rel)
+{
+    char exe[PATH_MAX], dir[PATH_MAX];
+    const char *b = getenv("LUX_BUILDDIR");
+    if (b && *b) {
+        snprintf(out, n, "%s/%s", b, rel);
+        if (access(out, R_OK) == 0)
+            return 0;
+    }
+    /* the build tree: lux is its top directory's (or .libs/lux, one below) */
+    if (util_self_exe(exe, sizeof exe) == 0) {
+        snprintf(dir, sizeof dir, "%s", exe);
+        for (int up = 0; up < 2; up++) {
+            char *slash = strrchr(dir, '/');
+            if (!slash)
+                break;
+            *slash = '\0';
+            snprintf(out, n, "%s/%s", dir, rel);
+            if (access(out, R_OK) == 0)
+                return 0;
+        }
+    }
+    return util_err(LUX_ENOTFOUND, "%s is not built next to this lux (run it from the build "
+                    "tree, or set LUX_BUILDDIR)", rel);
+}
+
+int
 bench_own_cluster(const bench_ctx_t *ctx, const char *why)
 {
     return ctx->dir ? util_err(LUX_ENOSYS, "%s; run it without --dir", why) : 0;
@@ -151,6 +179,8 @@ s_collect(void)
         s_all[s_nall++] = &bench_sched[i];
     for (int i = 0; i < bench_locality_n && s_nall < S_MAX_BENCH; i++)
         s_all[s_nall++] = &bench_locality[i];
+    for (int i = 0; i < bench_es_n && s_nall < S_MAX_BENCH; i++)
+        s_all[s_nall++] = &bench_es[i];
 }
 
 int

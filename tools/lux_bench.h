@@ -60,6 +60,10 @@ int bench_tcp_head(bench_ctx_t *ctx, db_cluster_t *c);
    Always 0. */
 int bench_test_head_gone(const db_cluster_t *c);
 
+/* rel (examples/es/es.so, say) of the build tree this lux belongs to, or
+   under $LUX_BUILDDIR, into out; 0 or LUX_ENOTFOUND saying so. */
+int bench_build_file(char *out, size_t n, const char *rel);
+
 /* Median of n doubles (sorts them). */
 double bench_median(double *v, int n);
 
@@ -78,5 +82,7 @@ extern const bench_t bench_sched[];
 extern const int bench_sched_n;
 extern const bench_t bench_locality[];
 extern const int bench_locality_n;
+extern const bench_t bench_es[];
+extern const int bench_es_n;
 
 #endif

@@ -55,6 +55,7 @@
     stops there under gdb), with the bytes of its arguments from the
     replay, and prints each output's fingerprint against the recorded one.
 */
+#include "lux_replay.h"
 #include "lux_cmd.h"
 #include "lux_hist.h"
 #include "lux_opt.h"
@@ -80,94 +81,6 @@ static const char s_usage[] =
     "lux replay RUN|OUT.db [--job ID] [--task ID [--foreground]] [--verify] [--workers N]\n"
     "                  [--blobs DIR]";
 
-#define S_WAIT_MS 120000
-#define S_MAX_RET 8
-
-enum { V_NONE = 0, V_MATCH, V_MISMATCH, V_NONDET, V_NOT_RUN };
-
-typedef struct {
-    int kind;            /* DB_K_task_submitted, actor_created, actor_call */
-    util_id_t task;      /* the task's, call's or creation's ID */
-    util_id_t parent;
-    util_id_t actor;     /* actor_created, actor_call */
-    char *fn;            /* function, class or method */
-    char *name;          /* actor_created: the name it was created with, or NULL */
-    uint8_t *body;
-    uint32_t body_len;
-    uint8_t nret;
-    int64_t idx;         /* a call's index in its actor's order */
-    bool top;            /* submitted by the driver */
-    bool drive;          /* submitted by the replay's driver: the driver's, and every
-                            call of an actor the driver created, in the actor's order */
-    bool want;           /* to replay (all, or --task's closure) */
-    int scope;           /* 0 unknown, 1 in scope, -1 not (nested under an unwanted item) */
-    int64_t attempt;     /* recorded: the last attempt */
-    int64_t ts, done_ts; /* recorded: when it was submitted, when it ended (t_end) */
-    bool waited;         /* this round: its outputs were waited for */
-    bool mirrored;       /* this round: a driver's call made on the tasks' twin too */
-    lux_ref_t mirror[S_MAX_RET]; /* ...its refs there */
-    bool task_calls;     /* actor_created: its tasks called it (it gets a twin) */
-    int outcome;         /* recorded: task_finished, task_failed, 0 */
-    uint8_t fp[16];      /* recorded fp of task_finished */
-    /* a replay (two rounds at most) */
-    char *why_not;       /* could not be replayed: why */
-    bool sent;           /* the driver's: submitted in this round */
-    bool mapped;         /* new_id is known */
-    util_id_t new_id;
-    lux_actor_t new_actor; /* actor_created: the re-created actor, for the calls */
-    bool created;
-    lux_actor_t task_actor; /* ...and its twin, for the tasks given its handle */
-    bool task_created;
-    lux_ref_t refs[S_MAX_RET];
-    int new_outcome[2];
-    uint8_t new_fp[2][16];
-    int verdict;
-    uint8_t *ref_args;   /* the object IDs of its ref arguments, 20 each */
-    uint32_t nref_args;
-} s_item_t;
-
-typedef struct {
-    util_id_t actor;
-    int64_t idx;
-    uint8_t fp[16];
-    bool found;
-    uint8_t new_fp[16];
-} s_ckpt_t;
-
-/* A recorded actor restart: its process died after call `after` had been
-   numbered; it loaded the checkpoint of call ckpt (0: the constructor). */
-typedef struct {
-    util_id_t actor;
-    int64_t ckpt, after;
-    bool done;           /* this round: re-enacted */
-    pid_t pid;           /* ...by killing this process */
-    char *why_not;       /* could not be re-enacted: why */
-} s_restart_t;
-
-typedef struct {
-    lux_hist_t *h;
-    util_id_t job;
-    s_item_t *t;
-    size_t n;
-    util_idmap_t *by_task;   /* task ID -> index + 1 */
-    util_idmap_t *by_actor;  /* actor ID -> index + 1 of its actor_created */
-    s_ckpt_t *ck;
-    size_t nck;
-    s_restart_t *rs;         /* recorded actor restarts, in log order */
-    size_t nrs;
-    char blobs[PATH_MAX];    /* the recorded puts (exec_blob.h) */
-    size_t puts;             /* recorded puts read back, their hash checked */
-    uint64_t put_bytes;
-    sqlite3_stmt *put_st;    /* a put's object_put event */
-    util_idmap_t *bad_puts;  /* object ID -> char * why it could not be read (once each) */
-    util_idmap_t *objs;      /* old object ID -> new ref, this round */
-    util_idmap_t *put_ids;   /* the job's puts' IDs (16 bytes) -> 1 */
-    char mod[PATH_MAX + 16], runs[PATH_MAX + 16];
-    char newdir[2][PATH_MAX];
-    int workers;
-    size_t fg;               /* --foreground: the task's index + 1 */
-    int fg_status;           /* its outcome: 0 same as recorded, 1 not, < 0 an error */
-} s_replay_t;
 
 static int
 s_free_why(void *arg, const void *key, void *value)
@@ -177,230 +90,6 @@ s_free_why(void *arg, const void *key, void *value)
     return 0;
 }
 
-/* --- the recorded job ------------------------------------------------------------------ */
-
-static int
-s_grow(s_replay_t *r, size_t *cap)
-{
-    if (r->n < *cap)
-        return 0;
-    *cap = *cap ? 2 * *cap : 64;
-    s_item_t *p = realloc(r->t, *cap * sizeof *p);
-    if (!p)
-        return util_err(LUX_ENOMEM, "out of memory");
-    r->t = p;
-    return 0;
-}
-
-static int
-s_load(s_replay_t *r)
-{
-    sqlite3_stmt *st = lux_hist_prepare(
-        r->h, "SELECT kind, task, parent, name, idx, body, actor, info, ts FROM event WHERE kind IN"
-              " (4, 11, 12) AND job = ?1 ORDER BY ts, shard, seq");
-    if (!st)
-        return LUX_ESQL;
-    sqlite3_bind_blob(st, 1, r->job.b, UTIL_ID_LEN, SQLITE_STATIC);
-    size_t cap = 0;
-    int rc = 0;
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        if (sqlite3_column_bytes(st, 1) != UTIL_ID_LEN)
-            continue;
-        int fresh = 0;
-        uint32_t *ix = util_idmap_put(r->by_task, sqlite3_column_blob(st, 1), &fresh);
-        if (!ix) {
-            rc = util_err(LUX_ENOMEM, "out of memory");
-            break;
-        }
-        if (!fresh)
-            continue; /* submitted again by a retried parent: the same task */
-        if ((rc = s_grow(r, &cap)))
-            break;
-        s_item_t *t = &r->t[r->n];
-        memset(t, 0, sizeof *t);
-        t->kind = sqlite3_column_int(st, 0);
-        memcpy(t->task.b, sqlite3_column_blob(st, 1), UTIL_ID_LEN);
-        if (sqlite3_column_bytes(st, 2) == UTIL_ID_LEN)
-            memcpy(t->parent.b, sqlite3_column_blob(st, 2), UTIL_ID_LEN);
-        if (sqlite3_column_bytes(st, 6) == UTIL_ID_LEN)
-            memcpy(t->actor.b, sqlite3_column_blob(st, 6), UTIL_ID_LEN);
-        const char *fn = (const char *) sqlite3_column_text(st, 3);
-        t->fn = strdup(fn ? fn : "");
-        t->idx = sqlite3_column_int64(st, 4);
-        t->ts = sqlite3_column_int64(st, 8);
-        t->nret = t->kind == DB_K_task_submitted ? (uint8_t) t->idx : 0;
-        t->body_len = (uint32_t) sqlite3_column_bytes(st, 5);
-        if (t->body_len && (t->body = malloc(t->body_len)))
-            memcpy(t->body, sqlite3_column_blob(st, 5), t->body_len);
-        const char *info = (const char *) sqlite3_column_text(st, 7);
-        if (t->kind == DB_K_actor_created && info && strncmp(info, "name=", 5) == 0)
-            t->name = strndup(info + 5, strcspn(info + 5, " "));
-        if (t->kind == DB_K_actor_call && t->body_len)
-            t->nret = t->body[0]; /* exec_call_body: nret u8 first */
-        *ix = (uint32_t) ++r->n;
-        if (t->kind == DB_K_actor_created && (ix = util_idmap_put(r->by_actor, t->actor.b, NULL)))
-            *ix = (uint32_t) r->n;
-    }
-    sqlite3_finalize(st);
-    if (rc)
-        return rc;
-    /* the job's puts, to find their IDs inside values */
-    st = lux_hist_prepare(r->h, "SELECT task FROM event WHERE kind = 8 AND job = ?1");
-    if (!st)
-        return LUX_ESQL;
-    sqlite3_bind_blob(st, 1, r->job.b, UTIL_ID_LEN, SQLITE_STATIC);
-    while (sqlite3_step(st) == SQLITE_ROW)
-        if (sqlite3_column_bytes(st, 0) == UTIL_ID_LEN)
-            util_idmap_put(r->put_ids, sqlite3_column_blob(st, 0), NULL);
-    sqlite3_finalize(st);
-    /* submitted by the driver: its parent is no task of this job */
-    for (size_t i = 0; i < r->n; i++)
-        r->t[i].top = !util_idmap_get(r->by_task, r->t[i].parent.b);
-    for (size_t i = 0; i < r->n; i++) {
-        s_item_t *t = &r->t[i];
-        uint32_t *ix = t->kind == DB_K_actor_call ? util_idmap_get(r->by_actor, t->actor.b) : NULL;
-        t->drive = t->top || (ix && r->t[*ix - 1].top);
-        if (ix && !t->top)
-            r->t[*ix - 1].task_calls = true;
-    }
-    /* recorded outcomes: the last one of each */
-    st = lux_hist_prepare(r->h, "SELECT kind, attempt, fp, coalesce(t_end, ts) FROM event WHERE task = ?1 AND"
-                                " kind IN (5, 6) ORDER BY shard, seq");
-    if (!st)
-        return LUX_ESQL;
-    for (size_t i = 0; i < r->n; i++) {
-        if (r->t[i].kind == DB_K_actor_created)
-            continue;
-        sqlite3_bind_blob(st, 1, r->t[i].task.b, UTIL_ID_LEN, SQLITE_STATIC);
-        while (sqlite3_step(st) == SQLITE_ROW) {
-            r->t[i].outcome = sqlite3_column_int(st, 0);
-            r->t[i].attempt = sqlite3_column_int64(st, 1);
-            r->t[i].done_ts = sqlite3_column_int64(st, 3);
-            if (sqlite3_column_bytes(st, 2) == 16)
-                memcpy(r->t[i].fp, sqlite3_column_blob(st, 2), 16);
-        }
-        sqlite3_reset(st);
-    }
-    sqlite3_finalize(st);
-    /* recorded checkpoints and restarts */
-    st = lux_hist_prepare(r->h, "SELECT kind, actor, idx, fp, size FROM event WHERE kind IN (13, 14)"
-                                " AND job = ?1 ORDER BY shard, seq");
-    if (!st)
-        return LUX_ESQL;
-    sqlite3_bind_blob(st, 1, r->job.b, UTIL_ID_LEN, SQLITE_STATIC);
-    size_t ckcap = 0;
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        if (sqlite3_column_int(st, 0) == DB_K_actor_restarted) {
-            s_restart_t *p = realloc(r->rs, (r->nrs + 1) * sizeof *p);
-            if (!p || sqlite3_column_bytes(st, 1) != UTIL_ID_LEN) {
-                rc = p ? util_err(LUX_ECORRUPT, "an actor_restarted event names no actor")
-                       : util_err(LUX_ENOMEM, "out of memory");
-                r->rs = p ? p : r->rs;
-                break;
-            }
-            r->rs = p;
-            p = &r->rs[r->nrs++];
-            memset(p, 0, sizeof *p);
-            memcpy(p->actor.b, sqlite3_column_blob(st, 1), UTIL_ID_LEN);
-            p->ckpt = sqlite3_column_int64(st, 2);
-            p->after = p->ckpt + sqlite3_column_int64(st, 4);
-            continue;
-        }
-        if (sqlite3_column_bytes(st, 1) != UTIL_ID_LEN || sqlite3_column_bytes(st, 3) != 16)
-            continue;
-        if (r->nck == ckcap) {
-            ckcap = ckcap ? 2 * ckcap : 16;
-            s_ckpt_t *p = realloc(r->ck, ckcap * sizeof *p);
-            if (!p) {
-                rc = util_err(LUX_ENOMEM, "out of memory");
-                break;
-            }
-            r->ck = p;
-        }
-        s_ckpt_t *c = &r->ck[r->nck];
-        memset(c, 0, sizeof *c);
-        memcpy(c->actor.b, sqlite3_column_blob(st, 1), UTIL_ID_LEN);
-        c->idx = sqlite3_column_int64(st, 2);
-        memcpy(c->fp, sqlite3_column_blob(st, 3), 16);
-        /* a restart's replayed calls may checkpoint the same call again */
-        bool dup = false;
-        for (size_t k = 0; k < r->nck && !dup; k++)
-            dup = r->ck[k].idx == c->idx && util_id_eq(&r->ck[k].actor, &c->actor);
-        r->nck += !dup;
-    }
-    sqlite3_finalize(st);
-    return rc;
-}
-
-/* The decoded submission of t (its spec), or nonzero when it does not decode. */
-static int
-s_spec(const s_item_t *t, exec_spec_t *s)
-{
-    memset(s, 0, sizeof *s);
-    if (!t->body)
-        return LUX_ECORRUPT;
-    switch (t->kind) {
-    case DB_K_actor_created:
-        return exec_actor_from_body(s, t->body, t->body_len);
-    case DB_K_actor_call:
-        return exec_call_from_body(s, t->body, t->body_len);
-    default:
-        return exec_spec_from_body(s, t->body, t->body_len);
-    }
-}
-
-/* Mark item i, the driver's items its arguments come from, and for a call
-   its actor and the driver's calls before it, as wanted. */
-static void
-s_want(s_replay_t *r, size_t i)
-{
-    s_item_t *t = &r->t[i];
-    if (t->want)
-        return;
-    t->want = true;
-    exec_spec_t s;
-    if (!s_spec(t, &s)) {
-        util_rd_t rd;
-        exec_arg_t a;
-        util_rd_init(&rd, s.args, s.args_len);
-        while (exec_arg_next(&rd, &a)) {
-            uint32_t *ix = NULL;
-            if (a.kind == EXEC_ARG_REF)
-                ix = util_idmap_get(r->by_task, a.ref.b);
-            else if (a.size == UTIL_ID_LEN)
-                ix = util_idmap_get(r->by_actor, a.data); /* an actor's handle */
-            if (ix && r->t[*ix - 1].drive)
-                s_want(r, *ix - 1);
-        }
-    }
-    if (t->kind == DB_K_actor_call) {
-        uint32_t *ix = util_idmap_get(r->by_actor, t->actor.b);
-        if (ix && r->t[*ix - 1].top)
-            s_want(r, *ix - 1);
-        for (size_t k = 0; k < r->n; k++)
-            if (r->t[k].kind == DB_K_actor_call && r->t[k].drive && r->t[k].idx < t->idx &&
-                util_id_eq(&r->t[k].actor, &t->actor))
-                s_want(r, k);
-    }
-}
-
-/* Whether item i is part of this replay: wanted, or nested under one that is. */
-static bool
-s_in_scope(s_replay_t *r, size_t i)
-{
-    s_item_t *t = &r->t[i];
-    if (!t->scope) {
-        t->scope = -1; /* a cycle would be damage: out */
-        if (t->drive)
-            t->scope = t->want ? 1 : -1;
-        else {
-            uint32_t *ix = util_idmap_get(r->by_task, t->parent.b);
-            t->scope = ix && s_in_scope(r, *ix - 1) ? 1 : -1;
-        }
-    }
-    return t->scope > 0;
-}
-
 /* --- a replay ------------------------------------------------------------------------ */
 
 /* The replay's copy of put obj (an object ID of the log), from the blob
@@ -408,7 +97,7 @@ s_in_scope(s_replay_t *r, size_t i)
    bytes (their hash checked). 0 with *out set, or an error with why[n]
    saying what is missing or wrong. */
 static int
-s_put(s_replay_t *r, lux_t *lx, const uint8_t *obj, lux_ref_t *out, char *why, size_t n)
+s_put(replay_t *r, lux_t *lx, const uint8_t *obj, lux_ref_t *out, char *why, size_t n)
 {
     char hex[2 * LUX_REF_LEN + 1];
     char **known = util_idmap_get(r->bad_puts, obj);
@@ -456,9 +145,9 @@ s_put(s_replay_t *r, lux_t *lx, const uint8_t *obj, lux_ref_t *out, char *why, s
     return rc;
 }
 
-static int s_args(s_replay_t *r, lux_t *lx, s_item_t *t, const exec_spec_t *s, lux_arg_t *args,
+static int s_args(replay_t *r, lux_t *lx, replay_item_t *t, const exec_spec_t *s, lux_arg_t *args,
                   lux_ref_t *refs, void **own, char *why, size_t n);
-static int s_create(s_replay_t *r, lux_t *lx, s_item_t *c, bool twin, char *why, size_t n);
+static int s_create(replay_t *r, lux_t *lx, replay_item_t *c, bool twin, char *why, size_t n);
 
 /* A value of the recording with the IDs it holds of the recording's
    objects and actors (a struct holding a ref or a handle, as ES's
@@ -467,7 +156,7 @@ static int s_create(s_replay_t *r, lux_t *lx, s_item_t *c, bool twin, char *why,
    store), or an actor's twin. A copy (free()) when anything was replaced,
    else NULL. IDs are 16 random bytes: a match by chance is not a worry. */
 static uint8_t *
-s_rewrite(s_replay_t *r, lux_t *lx, const uint8_t *p, size_t n)
+s_rewrite(replay_t *r, lux_t *lx, const uint8_t *p, size_t n)
 {
     uint8_t *out = NULL;
     for (size_t off = 0; off + UTIL_ID_LEN <= n; off++) {
@@ -476,7 +165,7 @@ s_rewrite(s_replay_t *r, lux_t *lx, const uint8_t *p, size_t n)
         size_t len = 0;
         uint32_t *ix = util_idmap_get(r->by_actor, q);
         if (ix && r->t[*ix - 1].created) {
-            s_item_t *c = &r->t[*ix - 1];
+            replay_item_t *c = &r->t[*ix - 1];
             char cw[512];
             if (!c->task_created && s_create(r, lx, c, true, cw, sizeof cw))
                 fprintf(stderr, "lux replay: a twin of actor %s for the tasks: %s\n", c->fn, cw);
@@ -512,11 +201,11 @@ s_rewrite(s_replay_t *r, lux_t *lx, const uint8_t *p, size_t n)
    with the recorded order), or the twin the tasks are given. 0, or the
    error with why[n]. */
 static int
-s_create(s_replay_t *r, lux_t *lx, s_item_t *c, bool twin, char *why, size_t n)
+s_create(replay_t *r, lux_t *lx, replay_item_t *c, bool twin, char *why, size_t n)
 {
     exec_spec_t s;
     char res[256], name[256];
-    if (s_spec(c, &s)) {
+    if (replay_spec(c, &s)) {
         snprintf(why, n, "the recorded creation of actor %s does not decode", c->fn);
         return LUX_ECORRUPT;
     }
@@ -551,7 +240,7 @@ s_create(s_replay_t *r, lux_t *lx, s_item_t *c, bool twin, char *why, size_t n)
 /* The arguments of t (spec s) on the replay's cluster, into args (argc of
    them), refs and own (storage for args: free() each). 0, or nonzero with why[n]. */
 static int
-s_args(s_replay_t *r, lux_t *lx, s_item_t *t, const exec_spec_t *s, lux_arg_t *args,
+s_args(replay_t *r, lux_t *lx, replay_item_t *t, const exec_spec_t *s, lux_arg_t *args,
        lux_ref_t *refs, void **own, char *why, size_t n)
 {
     char hex[2 * LUX_REF_LEN + 1];
@@ -604,16 +293,16 @@ s_args(s_replay_t *r, lux_t *lx, s_item_t *t, const exec_spec_t *s, lux_arg_t *a
 
 /* Submit the driver's item t on lx, as recorded. */
 static void
-s_submit(s_replay_t *r, lux_t *lx, s_item_t *t)
+s_submit(replay_t *r, lux_t *lx, replay_item_t *t)
 {
     exec_spec_t s;
     char why[700] = "";
-    if (s_spec(t, &s)) {
+    if (replay_spec(t, &s)) {
         snprintf(why, sizeof why, "its recorded submission does not decode");
         goto out;
     }
-    if (t->nret > S_MAX_RET) {
-        snprintf(why, sizeof why, "more than %d returns", S_MAX_RET);
+    if (t->nret > REPLAY_MAX_RET) {
+        snprintf(why, sizeof why, "more than %d returns", REPLAY_MAX_RET);
         goto out;
     }
     if (t->kind != DB_K_actor_created && t->nret == 0) {
@@ -692,9 +381,9 @@ out:
    nested one's from its replayed parent's (util_id_child of the job and
    the parent, with the counter of its recorded ID). */
 static bool
-s_map(s_replay_t *r, size_t i, const util_id_t *newjob)
+s_map(replay_t *r, size_t i, const util_id_t *newjob)
 {
-    s_item_t *t = &r->t[i];
+    replay_item_t *t = &r->t[i];
     if (t->mapped || t->drive)
         return t->mapped;
     uint32_t *ix = util_idmap_get(r->by_task, t->parent.b);
@@ -725,14 +414,14 @@ s_outcome_name(int o)
    function itself, and print what it compares. 0 when it gives what was
    recorded, 1 when not, or an error. */
 static int
-s_foreground(s_replay_t *r, lux_t *lx, s_item_t *t)
+s_foreground(replay_t *r, lux_t *lx, replay_item_t *t)
 {
     exec_spec_t s;
-    uint8_t *bytes, hash[16], fps[S_MAX_RET][16], fp[16];
+    uint8_t *bytes, hash[16], fps[REPLAY_MAX_RET][16], fp[16];
     size_t nb;
     char hex[2 * LUX_REF_LEN + 1];
     int rc;
-    if (s_spec(t, &s))
+    if (replay_spec(t, &s))
         return util_err(LUX_ECORRUPT, "task %s: its recorded submission does not decode",
                         util_id_hex(&t->task, hex));
     if ((rc = exec_module_read(r->mod, &bytes, &nb, hash)))
@@ -744,8 +433,8 @@ s_foreground(s_replay_t *r, lux_t *lx, s_item_t *t)
         return util_err(LUX_ENOTFOUND, "--foreground: the module has no function %s", t->fn);
     lux_val_t *args = calloc(s.argc + 1u, sizeof *args);
     void **own = calloc(s.argc + 1u, sizeof *own);
-    exec_obj_t outs[S_MAX_RET];
-    uint8_t set[S_MAX_RET] = {0}, *outs_own[S_MAX_RET] = {0};
+    exec_obj_t outs[REPLAY_MAX_RET];
+    uint8_t set[REPLAY_MAX_RET] = {0}, *outs_own[REPLAY_MAX_RET] = {0};
     if (!args || !own) {
         free(args);
         free(own);
@@ -768,7 +457,7 @@ s_foreground(s_replay_t *r, lux_t *lx, s_item_t *t)
             lux_ref_t *nr = util_idmap_get(r->objs, a.ref.b);
             lux_val_t v;
             util_hex(hex, a.ref.b, LUX_REF_LEN);
-            if (!nr || (rc = lux_get(lx, nr, &v, S_WAIT_MS))) {
+            if (!nr || (rc = lux_get(lx, nr, &v, REPLAY_WAIT_MS))) {
                 rc = util_err(LUX_ENOTFOUND, "--foreground: argument %d, object %s: %s", k, hex,
                               nr ? lux_errmsg() : "not made by the replay");
                 goto out;
@@ -833,7 +522,7 @@ s_foreground(s_replay_t *r, lux_t *lx, s_item_t *t)
            rf, s_outcome_name(outcome), nf, same ? "the same" : "DIFFERENT");
     rc = same ? 0 : 1;
 out:
-    for (int i = 0; i < S_MAX_RET; i++)
+    for (int i = 0; i < REPLAY_MAX_RET; i++)
         free(outs_own[i]);
     for (int i = 0; i < s.argc; i++)
         free(own[i]);
@@ -847,14 +536,14 @@ out:
    makes to it): wait for that call's outputs, kill the re-created actor's
    process with SIGKILL and wait for its restart (lux_replay_kill.c). */
 static void
-s_reenact(s_replay_t *r, lux_t *lx, const util_id_t *actor, int64_t idx)
+s_reenact(replay_t *r, lux_t *lx, const util_id_t *actor, int64_t idx)
 {
     for (size_t k = 0; k < r->nrs; k++) {
-        s_restart_t *x = &r->rs[k];
+        replay_restart_t *x = &r->rs[k];
         if (x->done || x->why_not || x->after >= idx || (actor && !util_id_eq(&x->actor, actor)))
             continue;
         uint32_t *ix = util_idmap_get(r->by_actor, x->actor.b);
-        s_item_t *a = ix ? &r->t[*ix - 1] : NULL, *c = NULL;
+        replay_item_t *a = ix ? &r->t[*ix - 1] : NULL, *c = NULL;
         char why[600] = "";
         if (a && !a->want)
             continue; /* --task: not in scope */
@@ -875,8 +564,8 @@ s_reenact(s_replay_t *r, lux_t *lx, const util_id_t *actor, int64_t idx)
             snprintf(why, sizeof why, "call %" PRId64 " was not replayed", x->after);
         else {
             lux_val_t v;
-            lux_get(lx, &c->refs[0], &v, S_WAIT_MS); /* a failure is an outcome too */
-            if (lux_replay_kill(lux_dir(lx), c->new_id.b, a->new_actor.b, S_WAIT_MS, &x->pid,
+            lux_get(lx, &c->refs[0], &v, REPLAY_WAIT_MS); /* a failure is an outcome too */
+            if (lux_replay_kill(lux_dir(lx), c->new_id.b, a->new_actor.b, REPLAY_WAIT_MS, &x->pid,
                                 why, sizeof why) == 0)
                 x->done = true;
         }
@@ -888,7 +577,7 @@ s_reenact(s_replay_t *r, lux_t *lx, const util_id_t *actor, int64_t idx)
 /* One replay: a fresh cluster, the driver's items submitted in order, every
    output waited for; then the outcomes read from its log into round. */
 static int
-s_round(s_replay_t *r, int round)
+s_round(replay_t *r, int round)
 {
     lux_config_t cfg = {.module = r->mod, .dir = r->runs, .workers = r->workers,
                         .record_puts = -1};
@@ -899,27 +588,27 @@ s_round(s_replay_t *r, int round)
     r->puts = 0;
     r->put_bytes = 0;
     for (size_t i = 0; i < r->n; i++) {
-        s_item_t *t = &r->t[i];
+        replay_item_t *t = &r->t[i];
         t->sent = t->mapped = t->created = t->task_created = t->waited = t->mirrored = false;
     }
     for (size_t k = 0; k < r->nrs; k++)
         r->rs[k].done = false;
     for (size_t i = 0; i < r->n; i++) {
-        s_item_t *t = &r->t[i];
+        replay_item_t *t = &r->t[i];
         if (!t->drive || !t->want)
             continue;
         /* what the recorded driver had seen done before it submitted this, the
            replay's waits for too: a call that the recorded driver made after
            its tasks had pushed to the actor finds the twin in that state */
         for (size_t k = 0; k < i; k++) {
-            s_item_t *y = &r->t[k];
+            replay_item_t *y = &r->t[k];
             if (!y->sent || y->waited || !y->done_ts || y->done_ts >= t->ts)
                 continue;
             lux_val_t v;
             for (uint8_t j = 0; j < y->nret; j++) {
-                lux_get(lx, &y->refs[j], &v, S_WAIT_MS); /* a failure is an outcome too */
+                lux_get(lx, &y->refs[j], &v, REPLAY_WAIT_MS); /* a failure is an outcome too */
                 if (y->mirrored) /* and the twin had it too */
-                    lux_get(lx, &y->mirror[j], &v, S_WAIT_MS);
+                    lux_get(lx, &y->mirror[j], &v, REPLAY_WAIT_MS);
             }
             y->waited = true;
         }
@@ -931,7 +620,7 @@ s_round(s_replay_t *r, int round)
     for (size_t i = 0; i < r->n; i++) {
         lux_val_t v;
         for (uint8_t k = 0; r->t[i].sent && k < r->t[i].nret; k++)
-            lux_get(lx, &r->t[i].refs[k], &v, S_WAIT_MS); /* a failure is an outcome too */
+            lux_get(lx, &r->t[i].refs[k], &v, REPLAY_WAIT_MS); /* a failure is an outcome too */
     }
     if (r->fg && round == 0) {
         fflush(stdout);
@@ -964,7 +653,7 @@ s_round(s_replay_t *r, int round)
     }
     /* a re-created actor's creation task: the parent of what its constructor submits */
     for (size_t i = 0; i < r->n; i++) {
-        s_item_t *t = &r->t[i];
+        replay_item_t *t = &r->t[i];
         if (t->kind != DB_K_actor_created || !t->created)
             continue;
         sqlite3_bind_blob(cr, 1, t->new_actor.b, UTIL_ID_LEN, SQLITE_STATIC);
@@ -975,9 +664,9 @@ s_round(s_replay_t *r, int round)
         sqlite3_reset(cr);
     }
     for (size_t i = 0; i < r->n; i++) {
-        s_item_t *t = &r->t[i];
+        replay_item_t *t = &r->t[i];
         t->new_outcome[round] = 0;
-        if (t->kind == DB_K_actor_created || !s_in_scope(r, i) || t->why_not)
+        if (t->kind == DB_K_actor_created || !replay_in_scope(r, i) || t->why_not)
             continue;
         if (!s_map(r, i, &newjob)) {
             uint32_t *ix = util_idmap_get(r->by_task, t->parent.b);
@@ -1010,7 +699,7 @@ s_round(s_replay_t *r, int round)
     }
     /* checkpoints, by actor and call */
     for (size_t c = 0; c < r->nck; c++) {
-        s_ckpt_t *k = &r->ck[c];
+        replay_ckpt_t *k = &r->ck[c];
         uint32_t *ix = util_idmap_get(r->by_actor, k->actor.b);
         if (!ix || !r->t[*ix - 1].created)
             continue;
@@ -1031,7 +720,7 @@ s_round(s_replay_t *r, int round)
 }
 
 static void
-s_destroy(s_replay_t *r)
+s_destroy(replay_t *r)
 {
     for (size_t i = 0; i < r->n; i++) {
         free(r->t[i].fn);
@@ -1109,7 +798,7 @@ cmd_replay(int argc, char **argv)
     if (!lux_opt_args(&p, argc, argv, 1, 1, "RUN or OUT.db"))
         return p.status;
     src = argv[optind];
-    s_replay_t r = {.workers = (int) workers};
+    replay_t r = {.workers = (int) workers};
     util_id_t tid;
     if (job && (strlen(job) != 32 || util_id_parse(&r.job, job)))
         return lux_opt_usage(&p, "--job takes a job ID of 32 hex digits, not '%s'", job);
@@ -1203,7 +892,7 @@ cmd_replay(int argc, char **argv)
            (const char *) sqlite3_column_text(st, 2), nb);
     sqlite3_finalize(st);
     st = NULL;
-    if ((rc = s_load(&r)))
+    if ((rc = replay_load(&r)))
         goto out;
     size_t focus = 0;
     if (task) {
@@ -1225,7 +914,7 @@ cmd_replay(int argc, char **argv)
                           "its actor's state lives in its own process", task, r.t[focus].fn);
             goto out;
         }
-        s_want(&r, focus);
+        replay_want(&r, focus);
         if (foreground)
             r.fg = focus + 1;
     } else {
@@ -1239,9 +928,9 @@ cmd_replay(int argc, char **argv)
     size_t matched = 0, mismatched = 0, nondet = 0, skipped = 0, ran = 0, calls = 0,
            nested = 0, actors = 0, ck_match = 0, ck_bad = 0;
     for (size_t i = 0; i < r.n; i++) {
-        s_item_t *x = &r.t[i];
+        replay_item_t *x = &r.t[i];
         x->verdict = V_NONE;
-        if (!s_in_scope(&r, i))
+        if (!replay_in_scope(&r, i))
             continue;
         if (x->kind == DB_K_actor_created) {
             actors += x->created;
@@ -1262,7 +951,7 @@ cmd_replay(int argc, char **argv)
     }
     for (size_t c = 0; c < r.nck; c++) {
         uint32_t *ix = util_idmap_get(r.by_actor, r.ck[c].actor.b);
-        if (!ix || !s_in_scope(&r, *ix - 1) || !r.t[*ix - 1].created)
+        if (!ix || !replay_in_scope(&r, *ix - 1) || !r.t[*ix - 1].created)
             continue;
         if (r.ck[c].found && memcmp(r.ck[c].fp, r.ck[c].new_fp, 16) == 0)
             ck_match++;
@@ -1276,14 +965,14 @@ cmd_replay(int argc, char **argv)
         if ((rc = s_round(&r, 1)))
             goto out;
         for (size_t i = 0; i < r.n; i++) {
-            s_item_t *x = &r.t[i];
+            replay_item_t *x = &r.t[i];
             if (x->verdict == V_MISMATCH &&
                 !s_same(x->new_outcome[0], x->new_fp[0], x->new_outcome[1], x->new_fp[1]))
                 x->verdict = V_NONDET;
         }
     }
     for (size_t i = 0; i < r.n; i++) {
-        s_item_t *x = &r.t[i];
+        replay_item_t *x = &r.t[i];
         matched += x->verdict == V_MATCH;
         mismatched += x->verdict == V_MISMATCH;
         nondet += x->verdict == V_NONDET;
@@ -1324,7 +1013,7 @@ cmd_replay(int argc, char **argv)
     }
     for (size_t c = 0; verify && c < r.nck; c++) {
         uint32_t *ix = util_idmap_get(r.by_actor, r.ck[c].actor.b);
-        if (!ix || !s_in_scope(&r, *ix - 1) || !r.t[*ix - 1].created ||
+        if (!ix || !replay_in_scope(&r, *ix - 1) || !r.t[*ix - 1].created ||
             (r.ck[c].found && memcmp(r.ck[c].fp, r.ck[c].new_fp, 16) == 0))
             continue;
         char rf[33], nf[33] = "none";
@@ -1337,7 +1026,7 @@ cmd_replay(int argc, char **argv)
     }
     size_t rs_done = 0, rs_bad = 0;
     for (size_t k = 0; k < r.nrs; k++) {
-        s_restart_t *x = &r.rs[k];
+        replay_restart_t *x = &r.rs[k];
         uint32_t *ix = util_idmap_get(r.by_actor, x->actor.b);
         rs_done += x->done;
         rs_bad += x->why_not != NULL;

@@ -8,6 +8,7 @@
 #include "lux_replay_kill.h"
 #include "lux_hist.h"
 #include "lux.h"
+#include "util/util_proc.h"
 #include "util/util_time.h"
 
 #include <errno.h>
@@ -18,36 +19,6 @@
 #include <unistd.h>
 
 #define S_POLL_US 10000
-
-/* Whether pid is a `lux worker` process whose parent is this process. */
-static bool
-s_our_worker(pid_t pid)
-{
-    char path[64], buf[4096];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int) pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return false;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    /* pid (comm) state ppid ...: comm may hold spaces and parentheses */
-    const char *p = strrchr(buf, ')');
-    int ppid = -1;
-    char state;
-    if (!p || sscanf(p + 1, " %c %d", &state, &ppid) != 2 || ppid != (int) getpid())
-        return false;
-    snprintf(path, sizeof path, "/proc/%d/cmdline", (int) pid);
-    if (!(f = fopen(path, "r")))
-        return false;
-    n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    for (size_t i = 0; i < n; i += strlen(buf + i) + 1)
-        if (strcmp(buf + i, "worker") == 0)
-            return true;
-    return false;
-}
 
 /* The first column of st's first row (bound already), or -1. */
 static int64_t
@@ -95,7 +66,7 @@ lux_replay_kill(const char *dir, const uint8_t call[16], const uint8_t actor[16]
         rc = LUX_ETIMEDOUT;
         goto out;
     }
-    if (!s_our_worker((pid_t) pid)) {
+    if (util_proc_ppid((pid_t) pid) != getpid() || !util_proc_is_worker((pid_t) pid)) {
         snprintf(why, n, "process %lld that ran the replayed call is not a live worker of the "
                  "replay's cluster (it restarted already, or the call ran elsewhere)",
                  (long long) pid);

@@ -116,6 +116,46 @@ util_proc_cpu_ns(pid_t pid)
     return (int64_t) ((ut + st) * (1000000000ULL / (unsigned long long) hz));
 }
 
+/* /proc/PID/NAME into buf (NUL-ended, n bytes at most); its length, or -1. */
+static ssize_t
+s_proc_read(pid_t pid, const char *name, char *buf, size_t n)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/%s", (int) pid, name);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return -1;
+    size_t got = fread(buf, 1, n - 1, f);
+    fclose(f);
+    buf[got] = '\0';
+    return (ssize_t) got;
+}
+
+bool
+util_proc_is_worker(pid_t pid)
+{
+    char buf[4096];
+    ssize_t n = s_proc_read(pid, "cmdline", buf, sizeof buf);
+    for (ssize_t i = 0; i < n; i += (ssize_t) strlen(buf + i) + 1)
+        if (strcmp(buf + i, "worker") == 0)
+            return true;
+    return false;
+}
+
+pid_t
+util_proc_ppid(pid_t pid)
+{
+    char buf[1024], state;
+    int ppid;
+    if (s_proc_read(pid, "stat", buf, sizeof buf) < 0)
+        return -1;
+    /* "pid (comm) state ppid ...": comm may hold anything, so go past the last ')' */
+    const char *p = strrchr(buf, ')');
+    if (!p || sscanf(p + 1, " %c %d", &state, &ppid) != 2 || state == 'Z')
+        return -1;
+    return (pid_t) ppid;
+}
+
 int64_t
 util_proc_rss(pid_t pid, int64_t *peak)
 {

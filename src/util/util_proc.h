@@ -26,6 +26,14 @@ int64_t util_proc_cpu_ns(pid_t pid);
 /* Resident set size and its peak in bytes (from /proc); -1 when unknown. */
 int64_t util_proc_rss(pid_t pid, int64_t *peak);
 
+/* Whether pid runs `lux worker` (an argument of its command line is
+   "worker"): false when it is gone or unreadable. */
+bool util_proc_is_worker(pid_t pid);
+
+/* The parent of pid when pid is alive and not a zombie, else -1 (from
+   /proc/PID/stat). */
+pid_t util_proc_ppid(pid_t pid);
+
 /* Take an exclusive lock on path (created 0600) for the life of the
    process; the fd is returned and kept open. LUX_EEXIST when
    another process holds it. */

@@ -189,18 +189,7 @@ fx_pids(const db_cluster_t *c, pid_t *pids, int max)
 bool
 fx_is_worker(pid_t pid)
 {
-    char path[64], buf[4096];
-    snprintf(path, sizeof path, "/proc/%d/cmdline", (int) pid);
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return false;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    for (size_t i = 0; i < n; i += strlen(buf + i) + 1)
-        if (strcmp(buf + i, "worker") == 0)
-            return true;
-    return false;
+    return util_proc_is_worker(pid);
 }
 
 int
