@@ -1,6 +1,8 @@
 /*  exec_client - the connection behind lux_t, and the public calls that
-    run on it: lux_call, lux_put, lux_get, lux_wait, lux_free, and, inside
-    a task, lux_set, lux_set_alloc, lux_raise.
+    run on it: lux_call, lux_put, lux_get, lux_wait, lux_free, lux_cancel.
+    What a task asks of its own task (lux_set...) is exec_client_task.c;
+    the actor calls are exec_client_actor.c; both use the plumbing this
+    file shares with them (exec_client.h, the part "for ... only").
 
     Batching: submissions, small puts and frees queue in buffers and go out
     when a buffer holds S_BATCH items, when the oldest has waited
@@ -35,8 +37,9 @@
 
 /* --- sending ------------------------------------------------------------------------- */
 
-static void
-s_send(lux_t *lx, int type, const void *body, size_t n, const void *body2, size_t n2)
+void
+exec_client_send_body(lux_t *lx, int type, const void *body, size_t n, const void *body2,
+                      size_t n2)
 {
     zmsg_t *m = zmsg_new();
     zmsg_append(m, &(zframe_t *) {net_hdr_frame(type, NET_NO_SHARD, 0)});
@@ -63,7 +66,7 @@ s_send_batch(lux_t *lx, int type, util_buf_t *b, uint32_t *count)
     if (*count == 0)
         return;
     util_le32(b->data, *count);
-    s_send(lx, type, b->data, b->len, NULL, 0);
+    exec_client_send_body(lx, type, b->data, b->len, NULL, 0);
     b->len = 0;
     *count = 0;
     if (b->cap > (8u << 20))
@@ -83,7 +86,7 @@ s_flush_with(lux_t *lx, int type, const void *body, size_t n)
     s_send_batch(lx, NET_SUBMIT, &lx->submit, &lx->nsubmit);
     s_send_batch(lx, NET_FREE, &lx->freeb, &lx->nfree);
     if (type)
-        s_send(lx, type, body, n, NULL, 0);
+        exec_client_send_body(lx, type, body, n, NULL, 0);
     lx->pending_ns = 0;
     if (net_link_hold(lx->link, false) == 0 && net_link_pending(lx->link) &&
         net_link_drain(lx->link, 60000))
@@ -97,8 +100,8 @@ exec_client_flush(lux_t *lx)
 }
 
 /* Start a batch item in b (count header first). */
-static void
-s_batch_start(lux_t *lx, util_buf_t *b, uint32_t count)
+void
+exec_client_batch_start(lux_t *lx, util_buf_t *b, uint32_t count)
 {
     if (count == 0) {
         b->len = 0;
@@ -108,8 +111,8 @@ s_batch_start(lux_t *lx, util_buf_t *b, uint32_t count)
     }
 }
 
-static void
-s_maybe_flush(lux_t *lx, uint32_t count)
+void
+exec_client_maybe_flush(lux_t *lx, uint32_t count)
 {
     if (count >= S_BATCH || (lx->pending_ns && util_mono_ns() - lx->pending_ns > S_FLUSH_NS))
         exec_client_flush(lx);
@@ -117,8 +120,8 @@ s_maybe_flush(lux_t *lx, uint32_t count)
 
 /* --- objects --------------------------------------------------------------------------- */
 
-static exec_cobj_t *
-s_obj(lux_t *lx, const lux_ref_t *ref, bool create)
+exec_cobj_t *
+exec_client_obj(lux_t *lx, const lux_ref_t *ref, bool create)
 {
     exec_cobj_t *o = util_idmap_get(lx->objs, ref->b);
     if (!o && create)
@@ -145,11 +148,11 @@ s_on_objects(lux_t *lx, zframe_t *body)
             log_error("client: malformed OBJECTS from the node");
             return;
         }
-        exec_cobj_t *o = s_obj(lx, &d.id, false);
+        exec_cobj_t *o = exec_client_obj(lx, &d.id, false);
         if (!o) {
             /* freed here before it came: if it came pinned, unpin it */
             if (d.pinned) {
-                s_batch_start(lx, &lx->freeb, lx->nfree);
+                exec_client_batch_start(lx, &lx->freeb, lx->nfree);
                 util_buf_put(&lx->freeb, d.id.b, LUX_REF_LEN);
                 lx->nfree++;
             }
@@ -253,8 +256,8 @@ exec_client_poll(lux_t *lx, int timeout_ms)
 
 /* LUX_EDEAD for `what`, which waited on the node manager: it is gone
    (its connection closed: killed, crashed, or stopped). */
-static int
-s_gone(lux_t *lx, const char *what)
+int
+exec_client_gone(lux_t *lx, const char *what)
 {
     return util_err(LUX_EDEAD, "%s: the node manager at %s is gone (its connection closed)",
                     what, lx->dir[0] ? lx->dir : "?");
@@ -273,13 +276,13 @@ s_node_gone(lux_t *lx)
    body is the request ID, a code and n bytes (into out); messages that
    come first are handled. The code (0 or LUX_E*, with the node's text as
    the message), or LUX_EDEAD when the node goes (waiting for `what`). */
-static int
-s_await(lux_t *lx, int type, uint64_t req, uint8_t *out, size_t n, const char *what)
+int
+exec_client_await(lux_t *lx, int type, uint64_t req, uint8_t *out, size_t n, const char *what)
 {
     for (;;) {
         zmsg_t *m = net_link_recv(lx->link, -1);
         if (!m && net_link_dead(lx->link))
-            return s_gone(lx, what);
+            return exec_client_gone(lx, what);
         if (!m)
             return util_err_ctx(LUX_EDEAD, "waiting for %s", what);
         zframe_t *hf = zmsg_first(m), *body = zmsg_next(m);
@@ -309,9 +312,9 @@ exec_client_alloc(lux_t *lx, uint64_t size, uint64_t *off)
     util_le64(b, req);
     util_le64(b + 8, size);
     exec_client_flush(lx);
-    s_send(lx, NET_ALLOC, b, sizeof b, NULL, 0);
+    exec_client_send_body(lx, NET_ALLOC, b, sizeof b, NULL, 0);
     uint8_t at[8];
-    int rc = s_await(lx, NET_ALLOC_REP, req, at, sizeof at, "room in the object store");
+    int rc = exec_client_await(lx, NET_ALLOC_REP, req, at, sizeof at, "room in the object store");
     *off = util_rd64(at);
     return rc;
 }
@@ -322,14 +325,14 @@ exec_client_alloc(lux_t *lx, uint64_t size, uint64_t *off)
    (exec_arena.h exec_arena_ready; the cost the writes would pay, paid in
    one system call, once per part of the store). When they cannot be had
    the room goes back to the node: LUX_EFULL, or the prefault's code. */
-static int
-s_alloc_room(lux_t *lx, uint64_t size, uint64_t *off)
+int
+exec_client_alloc_room(lux_t *lx, uint64_t size, uint64_t *off)
 {
     int rc = exec_client_alloc(lx, size, off);
     if (rc == 0 && (rc = exec_arena_ready(lx->arena, *off, (size_t) size))) {
         uint8_t b[8];
         util_le64(b, *off);
-        s_send(lx, NET_UNALLOC, b, sizeof b, NULL, 0);
+        exec_client_send_body(lx, NET_UNALLOC, b, sizeof b, NULL, 0);
     }
     return rc;
 }
@@ -337,8 +340,8 @@ s_alloc_room(lux_t *lx, uint64_t size, uint64_t *off)
 /* Whether every value argument fits in a message (LUX_VAL_MAX, which is
    EXEC_INLINE_MAX): 0, or LUX_EINVAL naming the first that does not. */
 _Static_assert(LUX_VAL_MAX == EXEC_INLINE_MAX, "a value argument travels inline");
-static int
-s_check_values(const char *what, int argc, const lux_arg_t *argv)
+int
+exec_client_check_values(const char *what, int argc, const lux_arg_t *argv)
 {
     for (int i = 0; i < argc; i++)
         if (!argv[i].ref && argv[i].size > LUX_VAL_MAX)
@@ -354,8 +357,8 @@ s_check_values(const char *what, int argc, const lux_arg_t *argv)
    still find the object, or not, depending on whether a batch was sent
    in between. A ref freed before a call that takes it is freed for that
    call, always: the queued frees go first when the call names one. */
-static void
-s_frees_first(lux_t *lx, int argc, const lux_arg_t *argv)
+void
+exec_client_frees_first(lux_t *lx, int argc, const lux_arg_t *argv)
 {
     if (!lx->nfree)
         return;
@@ -373,8 +376,8 @@ s_frees_first(lux_t *lx, int argc, const lux_arg_t *argv)
 
 /* --- IDs --------------------------------------------------------------------------------- */
 
-static void
-s_next_id(lux_t *lx, util_id_t *id)
+void
+exec_client_next_id(lux_t *lx, util_id_t *id)
 {
     util_id_child(id, &lx->job, &lx->root, ++lx->counter);
 }
@@ -432,7 +435,7 @@ exec_client_connect(const char *endpoint, int kind, const char *name, const char
     util_buf_put_blob(b, info ? info : "", info ? strlen(info) : 0);
     util_buf_put_u32(b, 0);
     util_buf_put_u8(b, detached ? 1 : 0); /* flags */
-    s_send(lx, NET_NODE_HELLO, b->data, b->len, NULL, 0);
+    exec_client_send_body(lx, NET_NODE_HELLO, b->data, b->len, NULL, 0);
     zmsg_t *m = net_link_recv(lx->link, 10000);
     if (!m) {
         util_err_ctx(LUX_ETIMEDOUT, "the node manager at %s did not welcome us", endpoint);
@@ -501,7 +504,7 @@ exec_client_close(lux_t **lx_p, int status)
             util_buf_put_str(b, "", 0);
             util_buf_put_blob(b, status ? "failed" : "ok", status ? 6 : 2);
             util_buf_put_u32(b, (uint32_t) status);
-            s_send(lx, NET_NODE_HELLO, b->data, b->len, NULL, 0);
+            exec_client_send_body(lx, NET_NODE_HELLO, b->data, b->len, NULL, 0);
             int64_t deadline = util_mono_ms() + 5000;
             while (util_mono_ms() < deadline) {
                 zmsg_t *m = net_link_recv(lx->link, 200);
@@ -542,8 +545,8 @@ exec_client_close(lux_t **lx_p, int status)
 
 /* Find fn: in the client's module, else among the functions built into
    this program (whose module is the program's own executable). */
-static const exec_fn_t *
-s_find_fn(lux_t *lx, const char *fn, exec_module_t **m)
+const exec_fn_t *
+exec_client_find_fn(lux_t *lx, const char *fn, exec_module_t **m)
 {
     const exec_fn_t *f = NULL;
     size_t len = strlen(fn);
@@ -565,7 +568,7 @@ exec_client_send_module(lux_t *lx, exec_module_t *m, const char *path)
     if (rc)
         return rc;
     exec_client_flush(lx);
-    s_send(lx, NET_MODULE, exec_module_hash(m), 16, bytes, n);
+    exec_client_send_body(lx, NET_MODULE, exec_module_hash(m), 16, bytes, n);
     free(bytes);
     return 0;
 }
@@ -578,7 +581,7 @@ lux_call_opts(lux_t *lx, const lux_opts_t *opts, const char *fn, int argc, const
     const exec_fn_t *f;
     if (!lx || !fn)
         return util_err(LUX_EINVAL, "lux_call: no connection or no function name");
-    if (!(f = s_find_fn(lx, fn, &m)) || f->kind != EXEC_FN_TASK)
+    if (!(f = exec_client_find_fn(lx, fn, &m)) || f->kind != EXEC_FN_TASK)
         return util_err(LUX_ENOTFOUND, "lux_call: no function '%s' in the module%s%s", fn,
                         lx->module ? "" : " (lux_init was given no module)",
                         f ? " (it is an actor class or method: see lux_actor_create)" : "");
@@ -590,17 +593,17 @@ lux_call_opts(lux_t *lx, const lux_opts_t *opts, const char *fn, int argc, const
     if (strlen(fn) > EXEC_NAME_MAX)
         return util_err(LUX_EINVAL, "lux_call: function name too long");
     if (net_link_dead(lx->link))
-        return s_gone(lx, "lux_call");
+        return exec_client_gone(lx, "lux_call");
     if (m == exec_module_builtin() && !lx->builtin_sent) {
         int rc = exec_client_send_module(lx, m, "/proc/self/exe");
         if (rc)
             return rc;
         lx->builtin_sent = true;
     }
-    int vrc = s_check_values("lux_call", argc, argv);
+    int vrc = exec_client_check_values("lux_call", argc, argv);
     if (vrc)
         return vrc;
-    s_frees_first(lx, argc, argv);
+    exec_client_frees_first(lx, argc, argv);
     /* the arguments, encoded */
     util_buf_t *a = &lx->scratch;
     a->len = 0;
@@ -624,19 +627,19 @@ lux_call_opts(lux_t *lx, const lux_opts_t *opts, const char *fn, int argc, const
                      .argc = (uint16_t) argc, .args = a->data, .args_len = (uint32_t) a->len,
                      .timeout_ms = (uint32_t) (opts && opts->timeout_ms > 0 ? opts->timeout_ms : 0)};
     memcpy(s.module, exec_module_hash(m), 16);
-    s_next_id(lx, &s.task);
-    s_batch_start(lx, &lx->submit, lx->nsubmit);
+    exec_client_next_id(lx, &s.task);
+    exec_client_batch_start(lx, &lx->submit, lx->nsubmit);
     exec_spec_encode(&lx->submit, &s);
     if (lx->submit.oom)
         return util_err(LUX_ENOMEM, "lux_call: out of memory");
     lx->nsubmit++;
     for (int i = 0; i < nret; i++) {
         exec_ref_make(&refs[i], &s.task, (uint32_t) i);
-        exec_cobj_t *o = s_obj(lx, &refs[i], true);
+        exec_cobj_t *o = exec_client_obj(lx, &refs[i], true);
         if (o)
             o->mine = true;
     }
-    s_maybe_flush(lx, lx->nsubmit);
+    exec_client_maybe_flush(lx, lx->nsubmit);
     return 0;
 }
 
@@ -653,9 +656,9 @@ lux_put(lux_t *lx, const void *data, size_t size, lux_ref_t *ref)
     exec_obj_t d;
     if (!lx || (!data && size))
         return util_err(LUX_EINVAL, "lux_put: no connection or no data");
-    s_next_id(lx, &id);
+    exec_client_next_id(lx, &id);
     exec_ref_make(ref, &id, 0);
-    exec_cobj_t *o = s_obj(lx, ref, true);
+    exec_cobj_t *o = exec_client_obj(lx, ref, true);
     if (!o)
         return util_err(LUX_ENOMEM, "lux_put: out of memory");
     o->mine = true;
@@ -674,15 +677,15 @@ lux_put(lux_t *lx, const void *data, size_t size, lux_ref_t *ref)
         d.bytes = data;
         uint8_t fp[16];
         exec_fingerprint(fp, data, size);
-        s_batch_start(lx, &lx->put, lx->nput);
+        exec_client_batch_start(lx, &lx->put, lx->nput);
         exec_obj_encode(&lx->put, &d);
         util_buf_put(&lx->put, fp, 16);
         lx->nput++;
-        s_maybe_flush(lx, lx->nput);
+        exec_client_maybe_flush(lx, lx->nput);
         return 0;
     }
     uint64_t off;
-    int rc = s_alloc_room(lx, size, &off);
+    int rc = exec_client_alloc_room(lx, size, &off);
     if (rc) {
         util_idmap_del(lx->objs, ref->b);
         return util_err_ctx(rc, "lux_put of %zu bytes", size);
@@ -691,7 +694,7 @@ lux_put(lux_t *lx, const void *data, size_t size, lux_ref_t *ref)
     util_fp_copy(fp, exec_arena_base(lx->arena) + off, data, size);
     d.where = EXEC_W_ARENA;
     d.off = off;
-    s_batch_start(lx, &lx->put, lx->nput);
+    exec_client_batch_start(lx, &lx->put, lx->nput);
     exec_obj_encode(&lx->put, &d);
     util_buf_put(&lx->put, fp, 16);
     lx->nput++;
@@ -744,7 +747,7 @@ s_block(lux_t *lx, bool blocked)
     uint32_t n = blocked && lx->giveback ? lx->giveback(lx, b) : 0;
     util_le32(b->data + at, n);
     exec_client_flush(lx);
-    s_send(lx, NET_BLOCKED, b->data, b->len, NULL, 0);
+    exec_client_send_body(lx, NET_BLOCKED, b->data, b->len, NULL, 0);
     lx->blocked = blocked;
     if (blocked && lx->on_blocked)
         lx->on_blocked(lx);
@@ -782,7 +785,7 @@ s_get_many(lux_t *lx, int n, const lux_ref_t *refs, lux_val_t *out, int timeout_
     int64_t deadline = timeout_ms < 0 ? INT64_MAX : util_mono_ms() + timeout_ms;
     int rc = 0;
     for (int i = 0; i < n; i++) {
-        exec_cobj_t *o = s_obj(lx, &refs[i], true);
+        exec_cobj_t *o = exec_client_obj(lx, &refs[i], true);
         bool handover = false;
         if (!o)
             return util_err(LUX_ENOMEM, "lux_get: out of memory");
@@ -817,7 +820,7 @@ s_get_many(lux_t *lx, int n, const lux_ref_t *refs, lux_val_t *out, int timeout_
             if (s_node_gone(lx)) {
                 if (s_have(lx, &refs[i], o, true))
                     break; /* it came in the node's last words */
-                return s_gone(lx, "lux_get");
+                return exec_client_gone(lx, "lux_get");
             }
             exec_client_flush(lx); /* nothing waits unsent while we wait */
             /* a worker tells the node it waits only when what it waits on
@@ -826,7 +829,7 @@ s_get_many(lux_t *lx, int n, const lux_ref_t *refs, lux_val_t *out, int timeout_
                 s_block(lx, true);
                 exec_client_poll(lx, left > 1000 ? 1000 : (int) left);
             }
-            o = s_obj(lx, &refs[i], true);
+            o = exec_client_obj(lx, &refs[i], true);
         }
         if (o->state == COBJ_ERROR || o->state == COBJ_MISSING) {
             if (!rc)
@@ -876,7 +879,7 @@ lux_wait(lux_t *lx, int n, const lux_ref_t *refs, int k, int timeout_ms, int *re
     for (;;) {
         count = 0;
         for (int i = 0; i < n; i++) {
-            exec_cobj_t *o = s_obj(lx, &refs[i], true);
+            exec_cobj_t *o = exec_client_obj(lx, &refs[i], true);
             bool r = o && s_have(lx, &refs[i], o, false);
             if (ready)
                 ready[i] = r;
@@ -896,7 +899,7 @@ lux_wait(lux_t *lx, int n, const lux_ref_t *refs, int k, int timeout_ms, int *re
         if (lx->nself) {
             int others = 0, self = -1;
             for (int i = 0; i < n; i++) {
-                exec_cobj_t *o = s_obj(lx, &refs[i], false);
+                exec_cobj_t *o = exec_client_obj(lx, &refs[i], false);
                 if (o && s_have(lx, &refs[i], o, false))
                     continue;
                 if (!s_self_ref(lx, &refs[i]))
@@ -908,7 +911,7 @@ lux_wait(lux_t *lx, int n, const lux_ref_t *refs, int k, int timeout_ms, int *re
                 return s_self_wait(lx, "lux_wait", &refs[self]);
         }
         if (net_link_dead(lx->link) && !exec_client_poll(lx, 0))
-            return s_gone(lx, "lux_wait"); /* what it sent before is counted above */
+            return exec_client_gone(lx, "lux_wait"); /* what it sent before is counted above */
         if (!exec_client_poll(lx, 0)) {
             s_block(lx, true);
             exec_client_poll(lx, left > 1000 ? 1000 : (int) left);
@@ -924,349 +927,16 @@ lux_free(lux_t *lx, int n, const lux_ref_t *refs)
     if (!lx)
         return;
     for (int i = 0; i < n; i++) {
-        exec_cobj_t *o = s_obj(lx, &refs[i], false);
+        exec_cobj_t *o = exec_client_obj(lx, &refs[i], false);
         if (o) {
             s_obj_clear(o);
             util_idmap_del(lx->objs, refs[i].b);
         }
-        s_batch_start(lx, &lx->freeb, lx->nfree);
+        exec_client_batch_start(lx, &lx->freeb, lx->nfree);
         util_buf_put(&lx->freeb, refs[i].b, LUX_REF_LEN);
         lx->nfree++;
     }
-    s_maybe_flush(lx, lx->nfree);
-}
-
-/* --- inside a task ------------------------------------------------------------------------ */
-
-static int
-s_check_out(lux_t *lx, int i)
-{
-    if (!lx || !lx->task)
-        return util_err(LUX_ESTATE, "lux_set: not inside a task");
-    if (i < 0 || i >= lx->task->nret)
-        return util_err(LUX_EINVAL, "lux_set: return %d of a function with %d", i,
-                        lx->task->nret);
-    return 0;
-}
-
-void *
-lux_set_alloc(lux_t *lx, int i, size_t size)
-{
-    exec_task_ctx_t *t;
-    if (s_check_out(lx, i))
-        return NULL;
-    t = lx->task;
-    free(t->outs_own[i]);
-    t->outs_own[i] = NULL;
-    memset(&t->outs[i], 0, sizeof t->outs[i]);
-    exec_ref_make(&t->outs[i].id, &t->task, (uint32_t) i);
-    t->outs[i].size = size;
-    if (size <= EXEC_INLINE_MAX) {
-        if (!(t->outs_own[i] = malloc(size ? size : 1))) {
-            util_err(LUX_ENOMEM, "lux_set: out of memory");
-            return NULL;
-        }
-        t->outs[i].where = EXEC_W_INLINE;
-        t->outs[i].bytes = t->outs_own[i];
-        t->outs_set[i] = 1;
-        return t->outs_own[i];
-    }
-    uint64_t off;
-    if (s_alloc_room(lx, size, &off)) {
-        snprintf(t->err, sizeof t->err, "return %d of %zu bytes: %s", i, size, lux_errmsg());
-        t->status = LUX_EFULL;
-        return NULL;
-    }
-    t->outs[i].where = EXEC_W_ARENA;
-    t->outs[i].off = off;
-    t->outs_set[i] = 1;
-    return exec_arena_base(lx->arena) + off;
-}
-
-int
-lux_set(lux_t *lx, int i, const void *data, size_t size)
-{
-    int rc = s_check_out(lx, i);
-    if (rc)
-        return rc;
-    void *p = lux_set_alloc(lx, i, size);
-    if (!p)
-        return lx->task->status ? lx->task->status : LUX_ENOMEM;
-    memcpy(p, data, size);
-    return 0;
-}
-
-int
-lux_raise(lux_t *lx, const char *fmt, ...)
-{
-    va_list ap;
-    if (!lx || !lx->task)
-        return util_err(LUX_ESTATE, "lux_raise: not inside a task");
-    va_start(ap, fmt);
-    vsnprintf(lx->task->err, sizeof lx->task->err, fmt, ap);
-    va_end(ap);
-    lx->task->status = LUX_ETASK;
-    return LUX_ETASK;
-}
-
-const lux_ref_t *
-lux_task_ref(lux_t *lx)
-{
-    static _Thread_local lux_ref_t ref;
-    if (!lx || !lx->task)
-        return NULL;
-    exec_ref_make(&ref, &lx->task->task, 0);
-    return &ref;
-}
-
-int
-lux_attempt(lux_t *lx)
-{
-    return lx && lx->task ? lx->task->attempt : 0;
-}
-
-int
-lux_gpu_ids(lux_t *lx, int *ids, int max)
-{
-    if (!lx || !lx->task)
-        return 0;
-    for (int i = 0; i < lx->ngpus && i < max; i++)
-        ids[i] = lx->gpus[i];
-    return lx->ngpus;
-}
-
-const char *
-lux_dir(lux_t *lx)
-{
-    return lx ? lx->dir : NULL;
-}
-
-char *
-lux_job_id(lux_t *lx, char *out)
-{
-    util_id_hex(&lx->job, out);
-    return out;
-}
-
-/* --- actors ------------------------------------------------------------------------------- */
-
-/* Encode argc arguments into lx->scratch. */
-static int
-s_args(lux_t *lx, const char *what, int argc, const lux_arg_t *argv)
-{
-    util_buf_t *a = &lx->scratch;
-    a->len = 0;
-    if (argc < 0 || argc > EXEC_MAX_ARGS || (argc && !argv))
-        return util_err(LUX_EINVAL, "%s: %d arguments", what, argc);
-    int rc = s_check_values(what, argc, argv);
-    if (rc)
-        return rc;
-    s_frees_first(lx, argc, argv);
-    for (int i = 0; i < argc; i++) {
-        if (argv[i].ref)
-            exec_arg_put_ref(a, argv[i].ref);
-        else
-            exec_arg_put_value(a, argv[i].data, (uint32_t) argv[i].size);
-    }
-    return a->oom ? util_err(LUX_ENOMEM, "%s: out of memory", what) : 0;
-}
-
-static int
-s_submit(lux_t *lx, const char *what, const exec_spec_t *s)
-{
-    if (net_link_dead(lx->link))
-        return s_gone(lx, what);
-    s_batch_start(lx, &lx->submit, lx->nsubmit);
-    exec_spec_encode(&lx->submit, s);
-    if (lx->submit.oom)
-        return util_err(LUX_ENOMEM, "%s: out of memory", what);
-    lx->nsubmit++;
-    s_maybe_flush(lx, lx->nsubmit);
-    return 0;
-}
-
-static int s_actor_op(lux_t *lx, int op, const lux_actor_t *actor, const char *name,
-                      int timeout_ms, lux_actor_t *found);
-
-int
-lux_actor_create(lux_t *lx, const char *cls, int argc, const lux_arg_t *argv,
-                 const lux_actor_opts_t *opts, lux_actor_t *actor)
-{
-    exec_module_t *m;
-    const exec_fn_t *f;
-    int rc;
-    if (!lx || !cls || !actor)
-        return util_err(LUX_EINVAL, "lux_actor_create: no connection, class or handle");
-    if (!(f = s_find_fn(lx, cls, &m)) || f->kind != EXEC_FN_CLASS)
-        return util_err(LUX_ENOTFOUND, "lux_actor_create: no actor class '%s' in the module%s",
-                        cls, lx->module ? "" : " (lux_init was given no module)");
-    if (f->nargs >= 0 && argc != f->nargs)
-        return util_err(LUX_EINVAL, "lux_actor_create: %s takes %d arguments, not %d", cls,
-                        f->nargs, argc);
-    const char *name = opts && opts->name ? opts->name : "";
-    if (strlen(name) > EXEC_NAME_MAX)
-        return util_err(LUX_EINVAL, "lux_actor_create: name too long");
-    if (opts && (opts->max_restarts < 0 || opts->max_restarts > 65535 ||
-                 opts->checkpoint_every < 0 || opts->cpus < 0))
-        return util_err(LUX_EINVAL, "lux_actor_create: max_restarts, checkpoint_every and "
-                        "cpus must not be negative");
-    if (!f->save != !f->load)
-        return util_err(LUX_EINVAL, "lux_actor_create: class %s has %s but no %s function: "
-                        "give both or neither", cls, f->save ? "save" : "load",
-                        f->save ? "load" : "save");
-    if (opts && opts->checkpoint_every > 0 && (!f->save || !f->load))
-        return util_err(LUX_EINVAL, "lux_actor_create: %s has no save and load functions, so "
-                        "it cannot checkpoint", cls);
-    if (m == exec_module_builtin() && !lx->builtin_sent) {
-        if ((rc = exec_client_send_module(lx, m, "/proc/self/exe")))
-            return rc;
-        lx->builtin_sent = true;
-    }
-    if ((rc = s_args(lx, "lux_actor_create", argc, argv)))
-        return rc;
-    exec_spec_t s = {.parent = lx->root, .job = lx->job, .fn = cls,
-                     .fn_len = (uint16_t) strlen(cls),
-                     .cpus_milli = (uint32_t) ((opts ? opts->cpus : 0) * 1000 + 0.5),
-                     .res = opts && opts->resources ? opts->resources : NULL,
-                     .res_len = (uint16_t) (opts && opts->resources ? strlen(opts->resources) : 0),
-                     .argc = (uint16_t) argc, .args = lx->scratch.data,
-                     .args_len = (uint32_t) lx->scratch.len, .kind = EXEC_SPEC_CREATE,
-                     .max_restarts = (uint16_t) (opts ? opts->max_restarts : 0),
-                     .ckpt_every = (uint32_t) (opts ? opts->checkpoint_every : 0),
-                     .name = name, .name_len = (uint16_t) strlen(name)};
-    memcpy(s.module, exec_module_hash(m), 16);
-    s_next_id(lx, &s.task);
-    s.actor = s.task;
-    memcpy(actor->b, s.task.b, 16);
-    if ((rc = s_submit(lx, "lux_actor_create", &s)) || !*name)
-        return rc;
-    /* a name is the node's to give: ask it who has the name now, right
-       after the creation (sent first). Another live actor: this one was
-       refused (the node killed it at once), so say so here rather than in
-       every call. No one (it died already, of its arguments, say): its
-       calls will tell why, as for an unnamed actor. */
-    lux_actor_t holder;
-    char mine[UTIL_ID_HEX], theirs[UTIL_ID_HEX];
-    rc = s_actor_op(lx, 2, NULL, name, 0, &holder);
-    if (rc == LUX_ENOTFOUND)
-        return 0;
-    if (rc)
-        return rc;
-    if (memcmp(holder.b, actor->b, 16) != 0)
-        return util_err(LUX_EEXIST, "lux_actor_create: the name '%s' is taken by actor %s "
-                        "(this one, %s, was not created)", name, lux_actor_hex(&holder, theirs),
-                        lux_actor_hex(actor, mine));
-    return 0;
-}
-
-int
-lux_actor_call(lux_t *lx, const lux_actor_t *actor, const char *method, int argc,
-               const lux_arg_t *argv, int nret, lux_ref_t *refs)
-{
-    int rc;
-    if (!lx || !actor || !method || !*method || (nret && !refs))
-        return util_err(LUX_EINVAL, "lux_actor_call: no connection, actor, method or refs");
-    if (nret < 0 || nret > EXEC_MAX_RETURNS)
-        return util_err(LUX_EINVAL, "lux_actor_call: %d returns", nret);
-    if (strlen(method) > EXEC_NAME_MAX || strchr(method, '.'))
-        return util_err(LUX_EINVAL, "lux_actor_call: bad method name '%s'", method);
-    if ((rc = s_args(lx, "lux_actor_call", argc, argv)))
-        return rc;
-    exec_spec_t s = {.parent = lx->root, .job = lx->job, .fn = method,
-                     .fn_len = (uint16_t) strlen(method), .nret = (uint8_t) nret,
-                     .argc = (uint16_t) argc, .args = lx->scratch.data,
-                     .args_len = (uint32_t) lx->scratch.len, .kind = EXEC_SPEC_CALL};
-    memcpy(s.actor.b, actor->b, 16);
-    s_next_id(lx, &s.task);
-    bool self = lx->task && memcmp(lx->self_actor.b, actor->b, 16) == 0;
-    if (self && lx->nself + (uint32_t) nret > lx->capself) {
-        uint32_t cap = lx->capself ? 2 * lx->capself : 16;
-        while (cap < lx->nself + (uint32_t) nret)
-            cap *= 2;
-        lux_ref_t *p = realloc(lx->self_refs, cap * sizeof *p);
-        if (!p)
-            return util_err(LUX_ENOMEM, "lux_actor_call: out of memory");
-        lx->self_refs = p;
-        lx->capself = cap;
-    }
-    for (int i = 0; i < nret; i++) {
-        exec_ref_make(&refs[i], &s.task, (uint32_t) i);
-        exec_cobj_t *o = s_obj(lx, &refs[i], true);
-        if (o)
-            o->mine = true;
-        if (self)
-            lx->self_refs[lx->nself++] = refs[i];
-    }
-    return s_submit(lx, "lux_actor_call", &s);
-}
-
-/* One ACTOR request and its answer. */
-static int
-s_actor_op(lux_t *lx, int op, const lux_actor_t *actor, const char *name, int timeout_ms,
-           lux_actor_t *found)
-{
-    util_buf_t b;
-    uint64_t req = ++lx->actor_req;
-    util_buf_init(&b);
-    util_buf_put_u8(&b, (uint8_t) op);
-    util_buf_put_u64(&b, req);
-    static const uint8_t zero[16];
-    util_buf_put(&b, actor ? actor->b : zero, 16);
-    util_buf_put_str(&b, name ? name : "", name ? strlen(name) : 0);
-    util_buf_put_u32(&b, (uint32_t) (timeout_ms < 0 ? UINT32_MAX : (uint32_t) timeout_ms));
-    if (b.oom) {
-        util_buf_free(&b);
-        return util_err(LUX_ENOMEM, "out of memory");
-    }
-    exec_client_flush(lx); /* what was called before goes first */
-    s_send(lx, NET_ACTOR, b.data, b.len, NULL, 0);
-    util_buf_free(&b);
-    uint8_t id[16];
-    int rc = s_await(lx, NET_ACTOR_REP, req, id, sizeof id, "the node manager");
-    if (found)
-        memcpy(found->b, id, sizeof id);
-    return rc;
-}
-
-int
-lux_actor_lookup(lux_t *lx, const char *name, lux_actor_t *actor, int timeout_ms)
-{
-    if (!lx || !name || !*name || !actor)
-        return util_err(LUX_EINVAL, "lux_actor_lookup: no connection, name or handle");
-    return s_actor_op(lx, 2, NULL, name, timeout_ms, actor);
-}
-
-int
-lux_actor_kill(lux_t *lx, const lux_actor_t *actor)
-{
-    if (!lx || !actor)
-        return util_err(LUX_EINVAL, "lux_actor_kill: no connection or actor");
-    return s_actor_op(lx, 1, actor, NULL, 0, NULL);
-}
-
-int
-lux_actor_checkpoint(lux_t *lx, const lux_actor_t *actor)
-{
-    if (!lx || !actor)
-        return util_err(LUX_EINVAL, "lux_actor_checkpoint: no connection or actor");
-    return s_actor_op(lx, 3, actor, NULL, 0, NULL);
-}
-
-int
-lux_actor_from(const lux_val_t *v, lux_actor_t *actor)
-{
-    if (!v || !actor || v->size != sizeof *actor || !v->data)
-        return util_err(LUX_EINVAL, "an actor handle is %zu bytes, this value has %zu",
-                        sizeof *actor, v ? v->size : 0);
-    memcpy(actor->b, v->data, sizeof *actor);
-    return 0;
-}
-
-char *
-lux_actor_hex(const lux_actor_t *actor, char *out)
-{
-    util_hex(out, actor->b, sizeof actor->b);
-    return out;
+    exec_client_maybe_flush(lx, lx->nfree);
 }
 
 /* --- cancelling ------------------------------------------------------------------------------ */
@@ -1282,8 +952,8 @@ lux_cancel(lux_t *lx, const lux_ref_t *ref, int force)
     b[8] = force ? 1 : 0;
     memcpy(b + 9, ref->b, LUX_REF_LEN);
     exec_client_flush(lx); /* the call it cancels goes first */
-    s_send(lx, NET_CANCEL, b, sizeof b, NULL, 0);
-    return s_await(lx, NET_CANCEL_REP, req, none, 0, "the node manager's answer to lux_cancel");
+    exec_client_send_body(lx, NET_CANCEL, b, sizeof b, NULL, 0);
+    return exec_client_await(lx, NET_CANCEL_REP, req, none, 0, "the node manager's answer to lux_cancel");
 }
 
 int

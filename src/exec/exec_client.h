@@ -120,4 +120,34 @@ int exec_client_send_module(lux_t *lx, exec_module_t *m, const char *path);
 /* Room in the store for size bytes (a round trip); 0 or LUX_EFULL... */
 int exec_client_alloc(lux_t *lx, uint64_t size, uint64_t *off);
 
+/* --- for exec_client_task.c and exec_client_actor.c only: the
+   connection's plumbing the task and actor calls share with lux_call */
+/* Send type with body (and body2, if n2) as one message. */
+void exec_client_send_body(lux_t *lx, int type, const void *body, size_t n, const void *body2,
+                           size_t n2);
+/* Start a batch item in b (its count header first when count is 0);
+   flush what is batched when count reaches the batch or it waited long. */
+void exec_client_batch_start(lux_t *lx, util_buf_t *b, uint32_t count);
+void exec_client_maybe_flush(lux_t *lx, uint32_t count);
+/* The client's record of ref's object (made when create); NULL if none. */
+exec_cobj_t *exec_client_obj(lux_t *lx, const lux_ref_t *ref, bool create);
+/* Wait for the answer of type to request req, its body into out (n
+   bytes); 0, or a code naming what when the node is gone or it errs. */
+int exec_client_await(lux_t *lx, int type, uint64_t req, uint8_t *out, size_t n,
+                      const char *what);
+/* LUX_EDEAD naming what: the node manager's connection is gone. */
+int exec_client_gone(lux_t *lx, const char *what);
+/* Room for size bytes (exec_client_alloc) with its pages allocated now:
+   LUX_EFULL or the prefault's code gives the room back. */
+int exec_client_alloc_room(lux_t *lx, uint64_t size, uint64_t *off);
+/* 0, or LUX_EINVAL naming the first value argument over LUX_VAL_MAX. */
+int exec_client_check_values(const char *what, int argc, const lux_arg_t *argv);
+/* Flush the queued frees when argv names a ref among them, so that a ref
+   freed before a call that takes it is freed for that call. */
+void exec_client_frees_first(lux_t *lx, int argc, const lux_arg_t *argv);
+/* The next ID of this client's sequence. */
+void exec_client_next_id(lux_t *lx, util_id_t *id);
+/* The function fn of the loaded modules (its module in *m); NULL if none. */
+const exec_fn_t *exec_client_find_fn(lux_t *lx, const char *fn, exec_module_t **m);
+
 #endif
