@@ -85,6 +85,12 @@ i=0
 while kill -0 "$sup" 2>/dev/null && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
 like "$(store_of "$sup")" "lux-$uid-$sup-" "kill -9 of the supervisor leaves its store behind"
 out=$("$LUX" stop --dir "$tmp/head" 2>&1)
-like "$out" "removed" "lux stop says it removed what was left"
+# any node manager that starts sweeps the stores of dead ones: under
+# make check -j2 another test's may take it first (then stop has nothing
+# to remove, and says nothing of it; check 11 still holds)
+case $out in
+*removed*) ok 0 "lux stop says it removed what was left" ;;
+*) skip "another test's node manager swept the dead store before lux stop did ($out)" ;;
+esac
 is "$(store_of "$sup")" "" "and the store is gone"
 done_testing
