@@ -275,6 +275,32 @@ lux_node_opt(lux_opt_t *p, int o, exec_node_opts_t *no)
     }
 }
 
+/* The private directory lux run made for a driver's node (TMP/lux-driver-X,
+   the node's dir its "node"), removed once the node left because its
+   driver was gone: nobody else would. */
+static void
+s_remove_driver_dir(const char *node_dir)
+{
+    char parent[PATH_MAX];
+    snprintf(parent, sizeof parent, "%s", node_dir);
+    char *slash = strrchr(parent, '/');
+    if (!slash || strcmp(slash, "/node") != 0)
+        return;
+    *slash = '\0';
+    const char *base = strrchr(parent, '/');
+    if (!base || strncmp(base, "/lux-driver-", 12) != 0)
+        return;
+    char *rm[] = {"rm", "-rf", "--", parent, NULL};
+    pid_t pid = fork();
+    if (pid == 0) {
+        execvp("rm", rm);
+        _exit(127);
+    }
+    if (pid > 0)
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+}
+
 int
 cmd_node(int argc, char **argv)
 {
@@ -322,6 +348,7 @@ cmd_node(int argc, char **argv)
         return lux_fail("node", "%s", lux_errmsg());
     zsys_init();
     int rc = 0;
+    bool orphan = false; /* left because its driver is gone */
     net_sec_t *sec = net_sec_load(db_cluster_path(&c, keys, sizeof keys, "keys"));
     zactor_t *node = NULL;
     lux_beat_t *beat = NULL;
@@ -332,7 +359,19 @@ cmd_node(int argc, char **argv)
     }
     log_info("node of cluster at %s:%d started, address %s", c.listen + 6, c.master_port,
              address);
+    /* a driver's own node (lux run --address HOST:PORT, lux_run_remote.c):
+       it leaves when that driver is gone, killed or not */
+    const char *own = getenv("LUX_NODE_OWNER_PID");
+    pid_t owner = own ? (pid_t) atoi(own) : 0;
+    if (owner > 0)
+        log_info("the node of the driver pid %d: it leaves when that process ends", (int) owner);
     while (!zsys_interrupted) {
+        if (owner > 0 && !util_proc_alive(owner)) {
+            log_warn("the driver (pid %d) whose node this is has ended without stopping it "
+                     "(killed?): leaving the cluster", (int) owner);
+            orphan = true;
+            break;
+        }
         if (lux_beat_tick(beat, node, joined)) {
             log_error("%s: stopping", lux_errmsg());
             rc = 1;
@@ -360,6 +399,8 @@ done:
     unlink(joined);
     if (util_pidfile_read(path) == getpid())
         unlink(path);
+    if (orphan)
+        s_remove_driver_dir(c.dir);
     return rc;
 }
 

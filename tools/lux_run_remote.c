@@ -9,7 +9,10 @@
     reason), without CPUs (CPU=0: the driver's tasks go to the cluster's
     nodes through the global scheduler), connects to it as any driver
     does, and stops it (node_left) when the driver ends. Its directory is
-    a private temporary one, removed after a clean stop.
+    a private temporary one, removed after a clean stop. A driver killed
+    (SIGKILL: no stop) leaves its node behind no longer: the node is told
+    the driver's pid (LUX_NODE_OWNER_PID) and leaves the cluster when that
+    process is gone (lux_node.c).
 */
 #include "lux_cmd.h"
 #include "util/util_err.h"
@@ -96,7 +99,12 @@ lux_run_node_up(const char *address, const char *token, const char *node_ip, cha
         argv[k++] = (char *) node_ip;
     }
     argv[k] = NULL;
+    /* the node leaves when this process ends without stopping it (lux_node.c) */
+    char owner[32];
+    snprintf(owner, sizeof owner, "%d", (int) getpid());
+    setenv("LUX_NODE_OWNER_PID", owner, 1);
     int rc = s_lux(argv, log);
+    unsetenv("LUX_NODE_OWNER_PID");
     if (rc == 0) {
         snprintf(dir + strlen(dir), n - strlen(dir), "/node");
         return 0;
