@@ -432,6 +432,37 @@ nm_store_alloc(nm_t *nm, uint64_t size, uint64_t *off)
                     (unsigned long long) exec_arena_largest_free(nm->arena));
 }
 
+/* Whether c has an ALLOC waiting for room. */
+static bool
+s_alloc_waiting(nm_t *nm, const nm_client_t *c)
+{
+    for (nm_alloc_wait_t *w = nm->alloc_waits; w; w = w->next)
+        if (w->c == c)
+            return true;
+    return false;
+}
+
+/* A task other than c's is running (a pool worker busy, or an actor's
+   call out, neither blocked in a get nor itself waiting for room), whose
+   end unpins its arguments and gives back what it was granted. Otherwise
+   what holds the store is readers' pins (a driver keeping what it read),
+   blocked tasks and tasks not yet running, which no wait frees: they may
+   well be waiting for c itself (DESIGN 7, rule 9). Two tasks whose
+   outputs each wait for the other's end (seed 5's last two waits of
+   10 s) wait for nothing either. */
+bool
+nm_store_room_may_come(nm_t *nm, const nm_client_t *c)
+{
+    for (nm_worker_t *w = nm->workers; w; w = w->next) {
+        if (w->client == c || w->reaped || w->call_blocked || !w->client ||
+            s_alloc_waiting(nm, w->client))
+            continue;
+        if (w->actor ? w->actor->sent != NULL : w->state == W_BUSY)
+            return true;
+    }
+    return false;
+}
+
 void
 nm_store_free(nm_t *nm, uint64_t off)
 {

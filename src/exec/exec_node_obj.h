@@ -48,6 +48,12 @@ int nm_store_try(nm_t *nm, uint64_t size, uint64_t *off);
 
 void nm_store_free(nm_t *nm, uint64_t off);
 
+/* Whether waiting may bring room to client c (NULL: a task not yet
+   running): a task other than c's is running, whose end may unpin. When
+   none is, a request for room goes beyond the store's size at once (DESIGN
+   7, rule 9). */
+bool nm_store_room_may_come(nm_t *nm, const nm_client_t *c);
+
 /* Free the arena room c was granted and has not sealed. */
 void nm_client_drop_grants(nm_t *nm, nm_client_t *c);
 

@@ -850,6 +850,20 @@ nm_worker_gone(nm_t *nm, nm_worker_t *w, const char *why)
 /* --- dispatch --------------------------------------------------------------------------- */
 
 
+/* Whether t's spilled arguments may go beyond the store's size: t has
+   waited its LUX_STORE_WAIT_MS for room, or no running task could free
+   any (a store full of the driver's pins and of blocked tasks' waits for
+   nothing). Never with a wait of 0: no wait, nor anything beyond. */
+static int
+s_room_over(nm_t *nm, const nm_task_t *t)
+{
+    if (nm->store_wait_ms <= 0)
+        return 0;
+    if (t->room_since_ms && util_mono_ms() - t->room_since_ms >= nm->store_wait_ms)
+        return 1;
+    return !nm_store_room_may_come(nm, NULL);
+}
+
 /* Resolve t's arguments into descriptors for the worker and pin the
    objects (a reserved task's are pinned already). 0; 1 when an argument
    was evicted since t was queued (t now waits for its rebuild); 2 when a
@@ -860,7 +874,7 @@ nm_task_run_args(nm_t *nm, nm_task_t *t, exec_obj_t *objs)
 {
     util_rd_t r;
     exec_arg_t a;
-    int i = 0, rc = 0;
+    int i = 0, rc = 0, over = -1; /* -1: not decided yet */
     bool lost = false, room = false, reserved = t->reserved;
     s_unreserve_count(nm, t);
     util_rd_init(&r, t->args, t->args_len);
@@ -880,16 +894,23 @@ nm_task_run_args(nm_t *nm, nm_task_t *t, exec_obj_t *objs)
             i++;
             continue;
         }
-        /* a task that has waited its time for room may go beyond the
-           store's size (nm_store_try) */
+        /* a spilled argument may go beyond the store's size (nm_store_try)
+           once t has waited its time for room, or at once when no running
+           task could free any (DESIGN 7, rule 9); decided once, before the
+           try, so that only a try allowed beyond it fails t */
         bool spilled = o && o->state == OBJ_SPILLED;
-        nm->store_over = t->room_since_ms &&
-                         util_mono_ms() - t->room_since_ms >= nm->store_wait_ms;
+        if (spilled && over < 0)
+            over = s_room_over(nm, t);
+        nm->store_over = spilled && over > 0;
         if (spilled)
             rc = nm_obj_restore(nm, o);
         nm->store_over = false;
         if (spilled && rc) {
-            if (rc != LUX_EFULL)
+            if (rc == LUX_EFULL && over > 0)
+                rc = util_err_ctx(rc, "no room to bring back a spilled argument, even beyond "
+                                  "the store's size%s", t->room_since_ms ? " after the wait"
+                                  : " (no running task could free any)");
+            if (rc != LUX_EFULL || over > 0)
                 break;
             rc = 0;
             room = true; /* no room to bring it back now: t waits for some */
@@ -975,21 +996,17 @@ nm_task_run_args(nm_t *nm, nm_task_t *t, exec_obj_t *objs)
     return rc;
 }
 
-/* t has a spilled argument the store has no room to bring back: whether
-   it may wait longer (as an ALLOC does, nm->store_wait_ms); if not, the
-   error says what the store holds. */
+/* t has a spilled argument the store has no room to bring back yet:
+   whether it may wait (its wait ends with a try beyond the store's size,
+   s_room_over); with LUX_STORE_WAIT_MS 0 it may not. */
 static bool
 s_room_wait(nm_t *nm, nm_task_t *t)
 {
-    int64_t now = util_mono_ms();
     if (!t->room_since_ms)
-        t->room_since_ms = now;
-    if (now - t->room_since_ms < nm->store_wait_ms)
+        t->room_since_ms = util_mono_ms();
+    if (nm->store_wait_ms > 0)
         return true;
-    char why[64];
-    snprintf(why, sizeof why, "waited %lld ms for room to bring back a spilled argument",
-             (long long) (now - t->room_since_ms));
-    util_err_ctx(LUX_EFULL, "%s", why);
+    util_err_ctx(LUX_EFULL, "no room to bring back a spilled argument (LUX_STORE_WAIT_MS is 0)");
     return false;
 }
 

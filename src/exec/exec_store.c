@@ -132,37 +132,6 @@ nm_store_on_unalloc(nm_t *nm, nm_client_t *c, zframe_t *body)
         nm_complain(nm, "UNALLOC of room that was not granted");
 }
 
-/* Whether c has an ALLOC waiting for room. */
-static bool
-s_alloc_waiting(nm_t *nm, const nm_client_t *c)
-{
-    for (nm_alloc_wait_t *w = nm->alloc_waits; w; w = w->next)
-        if (w->c == c)
-            return true;
-    return false;
-}
-
-/* Whether waiting may bring c room: a task other than c's is running (a
-   pool worker busy, or an actor's call out, neither blocked in a get nor
-   itself waiting for room), whose end unpins its arguments and gives back
-   what it was granted. Otherwise what holds the store is readers' pins (a
-   driver keeping what it read), blocked tasks and tasks not yet running,
-   which no wait frees: they may well be waiting for c itself (DESIGN 7,
-   rule 9). Two tasks whose outputs each wait for the other's end (seed
-   5's last two waits of 10 s) wait for nothing either. */
-static bool
-s_room_may_come(nm_t *nm, const nm_client_t *c)
-{
-    for (nm_worker_t *w = nm->workers; w; w = w->next) {
-        if (w->client == c || w->reaped || w->call_blocked || !w->client ||
-            s_alloc_waiting(nm, w->client))
-            continue;
-        if (w->actor ? w->actor->sent != NULL : w->state == W_BUSY)
-            return true;
-    }
-    return false;
-}
-
 /* ALLOC: room in the store for a value the client writes in place. When
    the store is full of objects in use, the request waits (see
    nm_alloc_waits) rather than failing at once, while tasks that are
@@ -180,7 +149,7 @@ nm_store_on_alloc(nm_t *nm, nm_client_t *c, zframe_t *body)
     if (size == 0) {
         rc = util_err(LUX_EINVAL, "ALLOC of 0 bytes");
     } else if ((rc = nm_store_try(nm, size, &off)) == LUX_EFULL && size <= nm->store_bytes &&
-               nm->store_wait_ms > 0 && !s_room_may_come(nm, c)) {
+               nm->store_wait_ms > 0 && !nm_store_room_may_come(nm, c)) {
         nm->store_over = true; /* nothing to wait for */
         rc = nm_store_try(nm, size, &off);
         nm->store_over = false;
@@ -221,7 +190,7 @@ nm_store_retry(nm_t *nm)
         nm_alloc_wait_t *w = *p;
         uint64_t off = 0;
         int rc = changed ? nm_store_try(nm, w->size, &off) : LUX_EFULL;
-        if (rc == LUX_EFULL && now < w->deadline_ms && s_room_may_come(nm, w->c)) {
+        if (rc == LUX_EFULL && now < w->deadline_ms && nm_store_room_may_come(nm, w->c)) {
             p = &w->next;
             continue;
         }
@@ -295,10 +264,15 @@ s_get_one(nm_t *nm, nm_client_t *c, const lux_ref_t *idp, int64_t deadline_ms, i
     nm_obj_t *o = nm_obj_get(nm, &id);
     if (o && o->state == OBJ_SPILLED) {
         int64_t now = util_mono_ms();
-        nm->store_over = deadline_ms && now >= deadline_ms; /* its wait is over */
+        /* beyond the store's size once its wait is over, or at once when
+           no running task could free room (DESIGN 7, rule 9); decided
+           before the try, so that only a try allowed beyond it fails */
+        bool waited = deadline_ms && now >= deadline_ms;
+        bool over = nm->store_wait_ms > 0 && (waited || !nm_store_room_may_come(nm, c));
+        nm->store_over = over;
         int rc = nm_obj_restore(nm, o);
         nm->store_over = false;
-        if (rc == LUX_EFULL && nm->store_wait_ms > 0 && (!deadline_ms || now < deadline_ms)) {
+        if (rc == LUX_EFULL && nm->store_wait_ms > 0 && !over) {
             nm_restore_wait_t *w = calloc(1, sizeof *w), **p = &nm->restore_waits;
             if (w) {
                 w->c = c;
@@ -311,13 +285,18 @@ s_get_one(nm_t *nm, nm_client_t *c, const lux_ref_t *idp, int64_t deadline_ms, i
             }
         }
         if (rc && o->state == OBJ_SPILLED) {
-            /* not brought back (no room in time, a read error): this
-               reader gets the error; the object stays spilled for later */
+            /* not brought back (no room even beyond the store's size, a
+               read error): this reader gets the error; the object stays
+               spilled for later */
             nm_obj_t err = {.id = id, .state = OBJ_ERROR};
             char msg[UTIL_ERRMSG_MAX];
-            if (rc == LUX_EFULL)
-                snprintf(msg, sizeof msg, "waited %lld ms for room to bring it back: %s",
-                         (long long) nm->store_wait_ms, lux_errmsg());
+            if (rc == LUX_EFULL && !over)
+                snprintf(msg, sizeof msg, "no room to bring it back (LUX_STORE_WAIT_MS is 0): %s",
+                         lux_errmsg());
+            else if (rc == LUX_EFULL)
+                snprintf(msg, sizeof msg, "no room to bring it back, even beyond the store's "
+                         "size%s: %s", waited ? " after the wait" :
+                         " (no running task could free any)", lux_errmsg());
             else
                 snprintf(msg, sizeof msg, "%s", lux_errmsg());
             err.bytes = (uint8_t *) msg;
@@ -400,7 +379,8 @@ nm_store_on_get(nm_t *nm, nm_client_t *c, zframe_t *body)
 }
 
 /* Try the GETs waiting for room to restore a spilled object again, when
-   room may have appeared or one's deadline passed. */
+   room may have appeared, nothing running could free any (then beyond
+   the store's size) or one's deadline passed. */
 static void
 s_restore_retry(nm_t *nm, bool changed)
 {
@@ -410,7 +390,7 @@ s_restore_retry(nm_t *nm, bool changed)
     while (list) {
         nm_restore_wait_t *w = list;
         list = w->next;
-        if (!changed && now < w->deadline_ms) {
+        if (!changed && now < w->deadline_ms && nm_store_room_may_come(nm, w->c)) {
             w->next = nm->restore_waits; /* order matters little: a few at most */
             nm->restore_waits = w;
             continue;

@@ -1,0 +1,189 @@
+/* 3134-store-restore-full: a spilled object comes back into a store full
+   of pins when nothing a wait could bring would free them, and is refused
+   with the store's state only when it cannot fit at all (issue 24).
+
+   The long form of t/3108 (seed 5, chaos) failed a nested task's subtask
+   with "waited 10000 ms for room to bring back a spilled argument": the
+   driver kept 85 MB of puts pinned (read in place) in a 64 MiB store, and
+   the subtask's argument, a put spilled earlier, found no room. An ALLOC
+   in that state goes beyond the store's size at once (DESIGN 7 rule 9),
+   but bringing back a spilled object for a task or a lux_get still waited
+   its LUX_STORE_WAIT_MS, and its last try before the deadline was made
+   without leave to go beyond the store's size, so it could fail although
+   the spare region had room.
+
+   Here: a 16 MiB store, three puts of 3 MiB left unread (so spilled) and
+   five of 3 MiB read in place (15 MiB pinned by the driver). The wait is
+   an hour: a wait taken shows as a get past its 120 s bound. Then the
+   same store with a task running (a wait may free room): it waits the
+   (short) time and then goes beyond the store's size, not failing. */
+#include "tap.h"
+#include "lib/fx.h"
+#include "lib/graph.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define MB (1024 * 1024)
+
+/* t_big's pattern (t/lib/testmod.c): the seed, then seed * 31 + i */
+static void
+s_fill(uint8_t *p, size_t n, int64_t seed)
+{
+    memcpy(p, &seed, 8);
+    for (size_t i = 8; i < n; i++)
+        p[i] = (uint8_t) (seed * 31 + (int64_t) i);
+}
+
+static bool
+s_same(const lux_val_t *v, size_t n, int64_t seed)
+{
+    int64_t s;
+    if (v->size != n)
+        return false;
+    memcpy(&s, v->data, 8);
+    const uint8_t *p = v->data;
+    for (size_t i = 8; i < n && s == seed; i++)
+        if (p[i] != (uint8_t) (seed * 31 + (int64_t) i))
+            return false;
+    return s == seed;
+}
+
+/* nspilled puts of 3 MiB left alone, then five read in place: with a
+   16 MiB store the first ones are spilled to make room for the last. */
+static int
+s_fill_store(lux_t *lx, lux_ref_t *spilled, int nspilled, lux_val_t *kept)
+{
+    uint8_t *buf = malloc(3 * MB);
+    lux_ref_t r;
+    int rc = buf ? 0 : LUX_ENOMEM;
+    for (int i = 0; i < nspilled && !rc; i++) {
+        s_fill(buf, 3 * MB, 100 + i);
+        rc = lux_put(lx, buf, 3 * MB, &spilled[i]);
+    }
+    for (int i = 0; i < 5 && !rc; i++) {
+        s_fill(buf, 3 * MB, 200 + i);
+        rc = lux_put(lx, buf, 3 * MB, &r);
+        rc = rc ? rc : lux_get(lx, &r, &kept[i], 60000);
+    }
+    free(buf);
+    return rc;
+}
+
+/* t_check of ref: (seed + size) mod M when its bytes are right */
+static int
+s_check(lux_t *lx, const lux_ref_t *ref, int64_t *got)
+{
+    lux_ref_t out;
+    lux_val_t v;
+    int rc = lux_call(lx, "t_check", 1, (lux_arg_t[]) {LUX_REF(*ref)}, 1, &out);
+    rc = rc ? rc : lux_get(lx, &out, &v, 120000);
+    if (!rc && v.size == 8)
+        memcpy(got, v.data, 8);
+    return rc;
+}
+
+int
+main(void)
+{
+    setenv("LUX_STORE_WAIT_MS", "3600000", 1);
+    setenv("LUX_LOG", "error", 0);
+    lux_config_t cfg = {.module = graph_module(), .dir = tap_tmpdir(), .store_bytes = 16 * MB,
+                        .workers = 2, .record_puts = -1}; /* no blob writer's pins */
+    lux_t *lx = lux_init(&cfg);
+    if (!lx)
+        bail("lux_init: %s", lux_errmsg());
+    lux_ref_t sp[3];
+    lux_val_t kept[5], v;
+    int rc = s_fill_store(lx, sp, 3, kept);
+    ok(rc == 0, "three puts of 3 MiB, then five read in place: 15 of the store's 16 MiB pinned "
+       "by the driver (%s)", rc ? lux_errmsg() : "ok");
+
+    int64_t got = -1, want = (100 + 3 * MB) % GRAPH_M;
+    rc = s_check(lx, &sp[0], &got);
+    ok(rc == 0 && got == want, "a task whose argument was spilled runs at once, beyond the "
+       "store's size: no running task could free the driver's pins (%s)",
+       rc ? lux_errmsg() : "ok");
+    rc = lux_get(lx, &sp[1], &v, 120000);
+    ok(rc == 0 && s_same(&v, 3 * MB, 101), "the driver's own lux_get of a spilled put is "
+       "answered at once too, with its bytes (%s)", rc ? lux_errmsg() : "ok");
+
+    /* Now the spare region full as well: puts of 3 MiB read in place
+       until one is refused (the first put, back in the spare region and
+       unpinned since its task ended, is spilled again on the way). All
+       there is 3 MiB blocks, so what is left of the spare region's 16 MiB
+       is less than 3 MiB: bringing a spilled put back can never succeed
+       while the driver holds all that. Refused at once, naming the store
+       and why. */
+    uint8_t *buf = malloc(3 * MB);
+    lux_ref_t fill;
+    lux_val_t fv[8];
+    int nfill = 0;
+    rc = 0;
+    while (nfill < 8 && !rc) {
+        s_fill(buf, 3 * MB, 300 + nfill);
+        rc = lux_put(lx, buf, 3 * MB, &fill);
+        if (!rc && (rc = lux_get(lx, &fill, &fv[nfill], 60000)) == 0)
+            nfill++;
+    }
+    free(buf);
+    ok(rc == LUX_EFULL && nfill >= 1 && nfill < 8, "puts of 3 MiB read in place fill the spare "
+       "region: %d, then refused (%s)", nfill, lux_errmsg());
+    rc = s_check(lx, &sp[0], &got);
+    ok(rc == LUX_ETASK && strstr(lux_errmsg(), "spilled argument") &&
+       strstr(lux_errmsg(), "object store"),
+       "a task whose spilled argument cannot fit even beyond the store fails at once, "
+       "saying why: %s", lux_errmsg());
+    rc = lux_get(lx, &sp[2], &v, 120000);
+    ok(rc == LUX_ETASK && strstr(lux_errmsg(), "bring it back") &&
+       strstr(lux_errmsg(), "object store"),
+       "so does a lux_get of a spilled put: %s", lux_errmsg());
+    bool right = true;
+    for (int i = 0; i < nfill; i++)
+        right = right && s_same(&fv[i], 3 * MB, 300 + i);
+    for (int i = 0; i < 5; i++)
+        right = right && s_same(&kept[i], 3 * MB, 200 + i);
+    ok(right, "the driver's objects kept their bytes");
+    lux_shutdown(&lx);
+
+    /* A task running (held at a gate by t_hold) may free room when it
+       ends: the spilled argument waits the store's wait (1 s here), then
+       goes beyond the store's size; the held task is still running when
+       the answer comes. */
+    setenv("LUX_STORE_WAIT_MS", "1000", 1);
+    lx = lux_init(&cfg);
+    if (!lx)
+        bail("lux_init: %s", lux_errmsg());
+    rc = s_fill_store(lx, sp, 1, kept);
+    ok(rc == 0, "the same store again: one spilled put, 15 MiB pinned (%s)",
+       rc ? lux_errmsg() : "ok");
+    char dir[PATH_MAX], rel[PATH_MAX + 16];
+    snprintf(dir, sizeof dir, "%s/hold", tap_tmpdir());
+    snprintf(rel, sizeof rel, "%s/release", dir);
+    mkdir(dir, 0700);
+    lux_ref_t hold;
+    pid_t held;
+    int ready = 0;
+    rc = lux_call(lx, "t_hold", 1, (lux_arg_t[]) {LUX_VAL(dir, strlen(dir))}, 1, &hold);
+    if (!rc)
+        lux_wait(lx, 1, &hold, 1, 0, &ready); /* the call goes to the node now */
+    if (!rc && fx_held(dir, 1, &held, 120000) != 1)
+        rc = LUX_ETIMEDOUT;
+    ok(rc == 0, "a task is held running on one worker (%s)",
+       rc == LUX_ETIMEDOUT ? "not running within 120 s" : rc ? lux_errmsg() : "ok");
+    got = -1;
+    rc = s_check(lx, &sp[0], &got);
+    lux_wait(lx, 1, &hold, 1, 0, &ready);
+    ok(rc == 0 && got == want && !ready,
+       "a task whose argument was spilled runs after the wait, beyond the store's size, "
+       "while the held task still runs (%s)", rc ? lux_errmsg() : "ok");
+    FILE *f = fopen(rel, "w");
+    if (f)
+        fclose(f);
+    rc = lux_get(lx, &hold, &v, 120000);
+    ok(rc == 0, "the held task ends once let go (%s)", rc ? lux_errmsg() : "ok");
+    lux_shutdown(&lx);
+    return done_testing();
+}
