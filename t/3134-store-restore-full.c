@@ -37,20 +37,6 @@ s_fill(uint8_t *p, size_t n, int64_t seed)
         p[i] = (uint8_t) (seed * 31 + (int64_t) i);
 }
 
-static bool
-s_same(const lux_val_t *v, size_t n, int64_t seed)
-{
-    int64_t s;
-    if (v->size != n)
-        return false;
-    memcpy(&s, v->data, 8);
-    const uint8_t *p = v->data;
-    for (size_t i = 8; i < n && s == seed; i++)
-        if (p[i] != (uint8_t) (seed * 31 + (int64_t) i))
-            return false;
-    return s == seed;
-}
-
 /* nspilled puts of 3 MiB left alone, then five read in place: with a
    16 MiB store the first ones are spilled to make room for the last. */
 static int
@@ -107,7 +93,7 @@ main(void)
        "store's size: no running task could free the driver's pins (%s)",
        rc ? lux_errmsg() : "ok");
     rc = lux_get(lx, &sp[1], &v, 120000);
-    ok(rc == 0 && s_same(&v, 3 * MB, 101), "the driver's own lux_get of a spilled put is "
+    ok(rc == 0 && graph_big_ok(&v, 101, 3 * MB), "the driver's own lux_get of a spilled put is "
        "answered at once too, with its bytes (%s)", rc ? lux_errmsg() : "ok");
 
     /* Now the spare region full as well: puts of 3 MiB read in place
@@ -142,9 +128,9 @@ main(void)
        "so does a lux_get of a spilled put: %s", lux_errmsg());
     bool right = true;
     for (int i = 0; i < nfill; i++)
-        right = right && s_same(&fv[i], 3 * MB, 300 + i);
+        right = right && graph_big_ok(&fv[i], 300 + i, 3 * MB);
     for (int i = 0; i < 5; i++)
-        right = right && s_same(&kept[i], 3 * MB, 200 + i);
+        right = right && graph_big_ok(&kept[i], 200 + i, 3 * MB);
     ok(right, "the driver's objects kept their bytes");
     lux_shutdown(&lx);
 
