@@ -16,6 +16,7 @@
    XPASS, a failure: remove the TODO with the fix). Then the gate opens,
    and the task's output and A, brought back, must have their bytes. */
 #include "tap.h"
+#include "lib/fx.h"
 #include "lib/graph.h"
 #include "util/util_fs.h"
 
@@ -26,18 +27,6 @@
 #include <unistd.h>
 
 #define MB (1024 * 1024)
-
-/* Wait (bounded) for path to exist. */
-static bool
-s_wait_file(const char *path, int ms)
-{
-    for (int i = 0; i < ms / 10; i++) {
-        if (access(path, F_OK) == 0)
-            return true;
-        usleep(10000);
-    }
-    return access(path, F_OK) == 0;
-}
 
 /* a put of n bytes of t_big's pattern for seed */
 static int
@@ -79,7 +68,7 @@ main(void)
     rc = lux_call(lx, "t_big", 2, (lux_arg_t[]) {LUX_VAL(&seed, 8), LUX_VAL(&n, 8)}, 1, &out);
     if (!rc)
         lux_wait(lx, 1, &out, 1, 0, &ready); /* the call goes to the node now */
-    ok(rc == 0 && s_wait_file(waiting, 120000),
+    ok(rc == 0 && fx_wait_file(waiting, 120000),
        "a task asks for 8 MiB: A is spilled to make room, its write begun and held (%s)",
        rc ? lux_errmsg() : waiting);
 
