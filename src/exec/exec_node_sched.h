@@ -34,8 +34,13 @@ int nm_task_resolve(nm_t *nm, nm_task_t *t, char *why, size_t n);
 /* t's arguments are ready: an actor's run is sent by its actor, a task queues. */
 void nm_task_wake(nm_t *nm, nm_task_t *t);
 
-/* Pin t's arguments into objs (0; 1: one was lost, t waits; or a code). */
+/* Pin t's arguments into objs (0; 1: one was lost, t waits; 2: a spilled
+   one has no room to come back yet, see nm_task_room_wait; or a code). */
 int nm_task_run_args(nm_t *nm, nm_task_t *t, exec_obj_t *objs);
+/* After nm_task_run_args gave 2: whether t may wait for room (its wait
+   starts now, and ends with a try beyond the store's size); false with
+   the error set when LUX_STORE_WAIT_MS is 0. */
+bool nm_task_room_wait(nm_t *nm, nm_task_t *t);
 
 void nm_task_release_args(nm_t *nm, nm_task_t *t, bool uses);
 
