@@ -101,9 +101,6 @@ MAX=1200
 # its file is split.
 LONG="
 src/exec/exec_node_actor.c its requests section (lookups, ACTOR ops) to part once actors own their struct (issue 27)
-tools/bench_exec.c the cli branch converts its command line first (issue 27)
-src/exec/exec_node_sched.c the store's spare-region waits grew it past the line; the task graph and dispatch to part (issue 27)
-tools/lux_replay.c the recorded job (loading, scope) and --foreground to part from the rounds (issue 29)
 "
 for f in "$top"/src/*/*.[ch] "$top"/tools/*.[ch] "$top"/t/*.[ch]; do
     [ -e "$f" ] || continue

@@ -26,6 +26,7 @@
 #include "exec_node_far.h"
 #include "exec_node_log.h"
 #include "exec_node_obj.h"
+#include "exec_node_graph.h"
 #include "exec_node_sched.h"
 #include "exec_node_stats.h"
 #include "../net/net_raw.h"

@@ -9,8 +9,10 @@
         exec_node_actor.c  actors: creation, calls, restarts, checkpoints         exec_node_actor.h
         exec_ractor.c      actors on other nodes                                  exec_ractor.h
         exec_remote.c      tasks spilled to other nodes, the global scheduler     exec_remote.h
-        exec_node_sched.c  the task graph: tasks, dependencies, dispatch, results,
-                           failures, rebuilds                                     exec_node_sched.h
+        exec_node_sched.c  the local scheduler: submission, dispatch, results,
+                           workers blocked or dead                                exec_node_sched.h
+        exec_node_graph.c  the task graph: tasks, dependencies, arguments,
+                           finishing, failure cascades, rebuilds                  exec_node_graph.h
         exec_pool.c        worker processes and resources                         exec_pool.h
         exec_node_cpu.c    CPU placement of workers                               exec_node_cpu.h
         exec_node_gpu.c    which GPUs a task or actor holds                       exec_node_gpu.h
@@ -398,10 +400,13 @@ typedef struct {
     /* arguments on other nodes (exec_node_far.c, nm_far_open), for the graph */
     bool (*far_here)(nm_t *nm, const lux_ref_t *id);
     int (*far_fetch)(nm_t *nm, nm_task_t *t, const lux_ref_t *id);
-    /* the task graph (exec_node_sched.c, nm_sched_open), for the store and
-       the worker pool */
+    /* the task graph and the scheduler (exec_node_graph.c, exec_node_sched.c,
+       nm_sched_open), for the store and the worker pool */
     bool (*unreserve_all)(nm_t *nm);
     void (*worker_gone)(nm_t *nm, nm_worker_t *w, const char *why);
+    /* tasks other nodes sent here (exec_remote.c, nm_remote_open; NULL
+       without one), for the graph: t ended (status 0: well), its sender is told */
+    void (*remote_ended)(nm_t *nm, const nm_task_t *t, int status, const char *msg);
     /* the loop (exec_node.c), for the worker pool */
     void (*client_gone)(nm_t *nm, nm_client_t *c);
     void (*conn_drain)(nm_t *nm, nm_conn_t *conn);

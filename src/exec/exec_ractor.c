@@ -51,7 +51,7 @@
 #include "exec_node_actor.h"
 #include "exec_node_log.h"
 #include "exec_node_obj.h"
-#include "exec_node_sched.h"
+#include "exec_node_graph.h"
 #include "exec_remote.h"
 #include "../db/db_query.h"
 #include "../util/util_err.h"

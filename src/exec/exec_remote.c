@@ -40,6 +40,7 @@
 #include "exec_node_far.h"
 #include "exec_node_log.h"
 #include "exec_node_obj.h"
+#include "exec_node_graph.h"
 #include "exec_node_sched.h"
 #include "../util/util_err.h"
 #include "../util/util_fs.h"
@@ -1089,6 +1090,7 @@ nm_remote_open(nm_t *nm)
     if (!r)
         return util_err(LUX_ENOMEM, "out of memory");
     nm->remote = r;
+    nm->ops.remote_ended = nm_remote_ended;
     util_buf_init(&r->scratch);
     nm_peer_head_ep(nm, r->head_ep, sizeof r->head_ep);
     const char *rnd = getenv("LUX_PLACE_RANDOM");
