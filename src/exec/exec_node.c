@@ -173,17 +173,6 @@ s_conn_send(nm_t *nm, nm_conn_t *conn, zmsg_t **m)
     net_link_send(conn->link, m); /* what it does not take now is queued */
 }
 
-void
-nm_send(nm_t *nm, nm_client_t *c, zmsg_t **m)
-{
-    if (c && c->conn)
-        s_conn_send(nm, c->conn, m);
-    else if (c && c->peer)
-        nm_remote_send(nm, c, m); /* another node, for the tasks it spilled here */
-    else
-        zmsg_destroy(m);
-}
-
 static void
 s_reply(nm_t *nm, nm_conn_t *conn, int type, const void *body, size_t n)
 {

@@ -405,6 +405,8 @@ typedef struct {
     /* tasks other nodes sent here (exec_remote.c, nm_remote_open; NULL
        without one), for the graph: t ended (status 0: well), its sender is told */
     void (*remote_ended)(nm_t *nm, const nm_task_t *t, int status, const char *msg);
+    /* ... and for the store's nm_send: what goes to such a node's client (takes *m) */
+    void (*peer_send)(nm_t *nm, nm_client_t *c, zmsg_t **m);
     /* the loop (exec_node.c), for the worker pool */
     void (*client_gone)(nm_t *nm, nm_client_t *c);
     void (*conn_drain)(nm_t *nm, nm_conn_t *conn);

@@ -30,7 +30,6 @@
 #include "exec_pool.h"
 #include "exec_node_gpu.h"
 #include "exec_remote.h"
-#include "exec_node.h"
 #include "exec_node_log.h"
 #include "exec_node_obj.h"
 #include "../util/util_err.h"

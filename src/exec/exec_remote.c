@@ -1091,6 +1091,7 @@ nm_remote_open(nm_t *nm)
         return util_err(LUX_ENOMEM, "out of memory");
     nm->remote = r;
     nm->ops.remote_ended = nm_remote_ended;
+    nm->ops.peer_send = nm_remote_send;
     util_buf_init(&r->scratch);
     nm_peer_head_ep(nm, r->head_ep, sizeof r->head_ep);
     const char *rnd = getenv("LUX_PLACE_RANDOM");
