@@ -51,7 +51,6 @@ fi
 # the check; an arrow listed here that the #include lines no longer draw
 # must leave the list.
 BACK="
-exec_node_sched exec_remote spilling a task the node cannot run: to become a callback of the remote part
 exec_node_actor exec_ractor an actor living on another node: to become a callback of exec_ractor
 exec_remote exec_ractor an actor's placement answered: to become a callback of exec_ractor
 exec_node_blob exec_node_log a recorded put's event released: to become a callback

@@ -1092,6 +1092,8 @@ nm_remote_open(nm_t *nm)
     nm->remote = r;
     nm->ops.remote_ended = nm_remote_ended;
     nm->ops.peer_send = nm_remote_send;
+    nm->ops.remote_place = nm_remote_place;
+    nm->ops.remote_flush = nm_remote_flush;
     util_buf_init(&r->scratch);
     nm_peer_head_ep(nm, r->head_ep, sizeof r->head_ep);
     const char *rnd = getenv("LUX_PLACE_RANDOM");
