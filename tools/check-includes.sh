@@ -53,8 +53,6 @@ fi
 BACK="
 exec_node_actor exec_ractor an actor living on another node: to become a callback of exec_ractor
 exec_remote exec_ractor an actor's placement answered: to become a callback of exec_ractor
-exec_node_blob exec_node_log a recorded put's event released: to become a callback
-exec_node_blob exec_node_obj the put pinned while it is written: to become a callback
 "
 edges=$tmp/edges
 for f in "$top"/src/exec/*.c "$top"/src/exec/*.h; do

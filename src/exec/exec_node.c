@@ -786,6 +786,8 @@ s_setup(nm_t *nm, const exec_node_opts_t *o)
     nm_sched_open(nm);
     nm->ops.client_gone = nm_client_gone;
     nm->ops.conn_drain = nm_conn_drain;
+    nm->ops.obj_pin = nm_obj_pin;
+    nm->ops.obj_unpin = nm_obj_unpin;
     if (!nm->objects || !nm->tasks || !nm->clients || !nm->modules || !nm->actors)
         return util_err(LUX_ENOMEM, "out of memory");
     nm->store_bytes = o->store_bytes ? o->store_bytes : exec_node_default_store();

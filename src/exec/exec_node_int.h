@@ -412,6 +412,10 @@ typedef struct {
     void (*peer_send)(nm_t *nm, nm_client_t *c, zmsg_t **m);
     bool (*remote_place)(nm_t *nm, nm_task_t *t, bool self);
     void (*remote_flush)(nm_t *nm);
+    /* the object store's pins (exec_node_obj.c, set by exec_node.c), for the
+       blob writer below it: a put is pinned while its bytes are written */
+    void (*obj_pin)(nm_t *nm, nm_obj_t *o);
+    void (*obj_unpin)(nm_t *nm, nm_obj_t *o);
     /* the loop (exec_node.c), for the worker pool */
     void (*client_gone)(nm_t *nm, nm_client_t *c);
     void (*conn_drain)(nm_t *nm, nm_conn_t *conn);
