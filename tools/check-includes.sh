@@ -52,7 +52,6 @@ fi
 # must leave the list.
 BACK="
 exec_node_actor exec_ractor an actor living on another node: to become a callback of exec_ractor
-exec_remote exec_ractor an actor's placement answered: to become a callback of exec_ractor
 "
 edges=$tmp/edges
 for f in "$top"/src/exec/*.c "$top"/src/exec/*.h; do

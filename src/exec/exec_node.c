@@ -20,6 +20,7 @@
 #include "exec_gpu.h"
 #include "exec_node_gpu.h"
 #include "exec_remote.h"
+#include "exec_ractor.h"
 #include "exec_node_actor.h"
 #include "exec_node_cancel.h"
 #include "exec_node_cpu.h"
@@ -820,7 +821,7 @@ s_setup(nm_t *nm, const exec_node_opts_t *o)
     if ((nm->listen_fd = net_link_listen(nm->endpoint)) < 0)
         return nm->listen_fd;
     if ((rc = nm_peer_open(nm)) || (rc = nm_xfer_open(nm)) || (rc = nm_remote_open(nm)) ||
-        (rc = nm_log_open(nm)))
+        (rc = nm_ractor_open(nm)) || (rc = nm_log_open(nm)))
         return rc;
     nm_log_node(nm); /* with the endpoint's port */
     nm_cpu_setup(nm);
@@ -887,6 +888,7 @@ s_teardown(nm_t *nm)
     }
     if (nm->epfd >= 0)
         close(nm->epfd);
+    nm_ractor_close(nm); /* before what it uses of exec_remote.c */
     nm_remote_close(nm);
     nm_peer_close(nm);
     exec_arena_destroy(&nm->arena);

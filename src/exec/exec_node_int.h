@@ -412,6 +412,15 @@ typedef struct {
     void (*peer_send)(nm_t *nm, nm_client_t *c, zmsg_t **m);
     bool (*remote_place)(nm_t *nm, nm_task_t *t, bool self);
     void (*remote_flush)(nm_t *nm);
+    /* actors on other nodes (exec_ractor.c, nm_ractor_open; set with other
+       nodes), for exec_remote.c: the global scheduler's answer for an
+       actor's creation (text: where, or why not), the node holding an
+       actor (or one of its calls) found dead, an actor's run another node
+       sent here (after nm_submit), and each tick */
+    void (*ractor_placed)(nm_t *nm, nm_actor_t *a, char *text);
+    void (*ractor_lost)(nm_t *nm, nm_actor_t *a, const util_id_t *node);
+    void (*ractor_taken)(nm_t *nm, nm_client_t *c, const exec_spec_t *s, const nm_remote_ext_t *x);
+    void (*ractor_tick)(nm_t *nm);
     /* the object store's pins (exec_node_obj.c, set by exec_node.c), for the
        blob writer below it: a put is pinned while its bytes are written */
     void (*obj_pin)(nm_t *nm, nm_obj_t *o);
