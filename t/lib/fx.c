@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static db_cluster_t s_started[8];
@@ -247,6 +248,30 @@ fx_held(const char *dir, int n, pid_t *pids, int timeout_ms)
             return found;
         usleep(5000);
     }
+}
+
+int
+fx_hold(lux_t *lx, const char *name, lux_ref_t *ref, pid_t *pid)
+{
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/%s", tap_tmpdir(), name);
+    mkdir(dir, 0700);
+    int ready = 0, rc = lux_call(lx, "t_hold", 1, (lux_arg_t[]) {LUX_VAL(dir, strlen(dir))}, 1,
+                                 ref);
+    if (rc)
+        return rc;
+    lux_wait(lx, 1, ref, 1, 0, &ready); /* the call goes to the node now */
+    return fx_held(dir, 1, pid, 120000) == 1 ? 0 : LUX_ETIMEDOUT;
+}
+
+void
+fx_release(const char *name)
+{
+    char path[PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s/%s/release", tap_tmpdir(), name);
+    FILE *f = fopen(path, "w");
+    if (f)
+        fclose(f);
 }
 
 db_query_t *

@@ -10,6 +10,7 @@
 #include "db/db_query.h"
 #include "db/db_sub.h"
 #include "net/net_wire.h"
+#include "lux.h"
 
 #include <stdbool.h>
 #include <sys/types.h>
@@ -55,6 +56,13 @@ int fx_children_of(pid_t parent, pid_t *pids, int max);
    are running (t/lib/testmod.c's t_hold, t_gateh1); their pids into pids
    (up to n). Returns how many were there at the end. */
 int fx_held(const char *dir, int n, pid_t *pids, int timeout_ms);
+
+/* Start a t_hold task on lx that holds a worker until fx_release(name):
+   its gate is tap_tmpdir()/name; waits up to 120 s for it to run. 0 with
+   *ref and *pid set; lux_call's code; or LUX_ETIMEDOUT (it never ran). */
+int fx_hold(lux_t *lx, const char *name, lux_ref_t *ref, pid_t *pid);
+/* Let fx_hold's task of that name end. */
+void fx_release(const char *name);
 
 /* Let the node manager this process starts (the embedded default) start
    its workers from the lux program itself, not through the libtool
