@@ -37,7 +37,6 @@
 #include "exec_pool.h"
 #include "exec_node_gpu.h"
 #include "exec_ractor.h"
-#include "exec_node.h"
 #include "exec_node_log.h"
 #include "exec_node_obj.h"
 #include "exec_node_graph.h"

@@ -35,7 +35,6 @@
 */
 #include "exec_node_cancel.h"
 #include "exec_node_int.h"
-#include "exec_node.h"
 #include "exec_node_log.h"
 #include "exec_node_obj.h"
 #include "exec_node_graph.h"

@@ -404,9 +404,29 @@ typedef struct {
        nm_sched_open), for the store and the worker pool */
     bool (*unreserve_all)(nm_t *nm);
     void (*worker_gone)(nm_t *nm, nm_worker_t *w, const char *why);
-    /* tasks other nodes sent here (exec_remote.c, nm_remote_open; NULL
-       without one), for the graph: t ended (status 0: well), its sender is told */
+    /* other nodes (exec_remote.c, nm_remote_open; NULL without them):
+       for the graph, a task another node sent here ended (status 0: well)
+       and its sender is told; for the store's nm_send, what goes to such
+       a node's client (takes *m); for the scheduler, t offered to the
+       global scheduler (self: this node is one of the places weighed),
+       whether it took t, and the tasks offered in a pass sent */
     void (*remote_ended)(nm_t *nm, const nm_task_t *t, int status, const char *msg);
+    void (*peer_send)(nm_t *nm, nm_client_t *c, zmsg_t **m);
+    bool (*remote_place)(nm_t *nm, nm_task_t *t, bool self);
+    void (*remote_flush)(nm_t *nm);
+    /* actors on other nodes (exec_ractor.c, nm_ractor_open; set with other
+       nodes), for exec_remote.c: the global scheduler's answer for an
+       actor's creation (text: where, or why not), the node holding an
+       actor (or one of its calls) found dead, an actor's run another node
+       sent here (after nm_submit), and each tick */
+    void (*ractor_placed)(nm_t *nm, nm_actor_t *a, char *text);
+    void (*ractor_lost)(nm_t *nm, nm_actor_t *a, const util_id_t *node);
+    void (*ractor_taken)(nm_t *nm, nm_client_t *c, const exec_spec_t *s, const nm_remote_ext_t *x);
+    void (*ractor_tick)(nm_t *nm);
+    /* the object store's pins (exec_node_obj.c, set by exec_node.c), for the
+       blob writer below it: a put is pinned while its bytes are written */
+    void (*obj_pin)(nm_t *nm, nm_obj_t *o);
+    void (*obj_unpin)(nm_t *nm, nm_obj_t *o);
     /* the loop (exec_node.c), for the worker pool */
     void (*client_gone)(nm_t *nm, nm_client_t *c);
     void (*conn_drain)(nm_t *nm, nm_conn_t *conn);

@@ -15,7 +15,6 @@
 #include "exec_node_obj.h"
 #include "exec_node_int.h"
 #include "exec_spill.h"
-#include "exec_node.h"
 #include "exec_node_log.h"
 #include "../util/util_err.h"
 #include "../util/util_hash.h"
@@ -198,6 +197,17 @@ nm_obj_delete(nm_t *nm, nm_obj_t *o)
 }
 
 /* --- telling clients ------------------------------------------------------------------ */
+
+void
+nm_send(nm_t *nm, nm_client_t *c, zmsg_t **m)
+{
+    if (c && c->conn)
+        net_link_send(c->conn->link, m); /* what it does not take now is queued */
+    else if (c && c->peer && nm->ops.peer_send)
+        nm->ops.peer_send(nm, c, m); /* another node, for the tasks it spilled here */
+    else
+        zmsg_destroy(m);
+}
 
 void
 nm_client_send_obj(nm_t *nm, nm_client_t *c, const nm_obj_t *o, bool pinned)

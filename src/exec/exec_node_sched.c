@@ -29,8 +29,6 @@
 #include "exec_node_int.h"
 #include "exec_pool.h"
 #include "exec_node_gpu.h"
-#include "exec_remote.h"
-#include "exec_node.h"
 #include "exec_node_log.h"
 #include "exec_node_obj.h"
 #include "../util/util_err.h"
@@ -47,6 +45,23 @@
 #include <unistd.h>
 
 #define S_BATCH_MAX 256
+
+/* --- other nodes ------------------------------------------------------------------------- */
+
+/* Whether other nodes can be reached (exec_remote.c opened: nm->remote). */
+static bool
+s_remote_on(const nm_t *nm)
+{
+    return nm->remote != NULL;
+}
+
+/* Offer t to the global scheduler (self: this node is one of the places
+   weighed), through exec_remote.c above this part: whether it took t. */
+static bool
+s_remote_place(nm_t *nm, nm_task_t *t, bool self)
+{
+    return nm->ops.remote_place && nm->ops.remote_place(nm, t, self);
+}
 
 /* --- submitting ------------------------------------------------------------------------- */
 
@@ -94,12 +109,12 @@ nm_submit(nm_t *nm, nm_client_t *c, const exec_spec_t *s)
     bool can = nm_res_needs(nm, t, needs, why, sizeof why);
     /* one this node can never run goes to another (dispatch spills it):
        its arguments held elsewhere are pulled there, not here */
-    bool mine = nm_remote_on(nm) && !(c && c->peer) && !t->nested;
-    t->far_later = (!can && nm_remote_on(nm) && !(c && c->peer)) || (mine && s_has_far(nm, t));
+    bool mine = s_remote_on(nm) && !(c && c->peer) && !t->nested;
+    t->far_later = (!can && s_remote_on(nm) && !(c && c->peer)) || (mine && s_has_far(nm, t));
     int rc = nm_task_resolve(nm, t, why, sizeof why);
     if (!c || !c->peer) /* a task another node spilled here: its submission is that node's */
         nm_log_submitted(nm, t);
-    if (!rc && !can && !nm_remote_on(nm)) {
+    if (!rc && !can && !s_remote_on(nm)) {
         nm_res_needs(nm, t, needs, why, sizeof why);
         rc = LUX_EINVAL; /* else another node may have it: dispatch spills it */
     }
@@ -112,7 +127,7 @@ nm_submit(nm_t *nm, nm_client_t *c, const exec_spec_t *s)
        the global scheduler places it */
     if (t->waiting == 0 && can && mine &&
         (t->far_later || s_queue_len(nm) >= (uint64_t) nm->spill_queue * (uint64_t) nm->target_workers) &&
-        nm_remote_place(nm, t, t->far_later))
+        s_remote_place(nm, t, t->far_later))
         return 0;
     if (t->waiting == 0)
         nm_ready_push(nm, t, t->nested);
@@ -225,7 +240,7 @@ nm_dispatch(nm_t *nm)
                 nm->ready_last = NULL;
             nm->nready--;
             first->next = NULL;
-            if (!nm_remote_spill(nm, first)) /* another node may have it (exec_remote.c) */
+            if (!s_remote_place(nm, first, false)) /* another node may have it (exec_remote.c) */
                 nm_task_fail(nm, first, LUX_EINVAL, why);
             continue;
         }
@@ -348,7 +363,8 @@ nm_dispatch(nm_t *nm)
     }
     if (!nm->ready)
         nm_pool_retire_extras(nm);
-    nm_remote_flush(nm); /* the tasks spilled in this pass, one message per node */
+    if (nm->ops.remote_flush) /* the tasks spilled in this pass, one message per node */
+        nm->ops.remote_flush(nm);
 }
 
 /* --- results ---------------------------------------------------------------------------- */

@@ -19,7 +19,6 @@
 #include "exec_store.h"
 #include "exec_peer.h"
 #include "exec_xfer.h"
-#include "exec_node.h"
 #include "exec_node_log.h"
 #include "exec_node_obj.h"
 #include "exec_node_graph.h"
