@@ -515,6 +515,8 @@ struct nm {
     struct nm_ractor *ractor; /* actors on other nodes (exec_ractor.c) */
     struct nm_remote *remote; /* tasks spilled to other nodes, the global scheduler on the
                                  head (exec_remote.c) */
+    struct nm_rplace *rplace; /* asks of the global scheduler, its answers kept (exec_rplace.c) */
+    struct nm_rmodule *rmodule; /* modules fetched by hash (exec_rmodule.c) */
 
     /* counters, for tests and `lux status` */
     uint64_t n_submitted, n_finished, n_failed, n_retried, n_rebuilt, n_evicted, n_spilled;

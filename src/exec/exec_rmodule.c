@@ -31,7 +31,6 @@
 */
 #include "exec_rmodule.h"
 #include "exec_module.h"
-#include "exec_remote.h"
 #include "../db/db_event.h"
 #include "../db/db_query.h"
 #include "../util/util_err.h"
@@ -399,7 +398,7 @@ s_answer(nm_t *nm, nm_rmodule_t *self, const uint8_t hash[16], zframe_t *rid, co
 static void
 s_on_get(nm_t *nm, nm_peer_msg_t *m)
 {
-    nm_rmodule_t *self = nm_remote_mods(nm);
+    nm_rmodule_t *self = nm->rmodule;
     zframe_t *h = zmsg_first(m->msg);
     if (!h || zframe_size(h) != 16) {
         nm_complain(nm, "NODE_MODULE_GET without a module hash");
@@ -424,7 +423,7 @@ s_on_get(nm_t *nm, nm_peer_msg_t *m)
 static void
 s_on_module(nm_t *nm, nm_peer_msg_t *m)
 {
-    nm_rmodule_t *self = nm_remote_mods(nm);
+    nm_rmodule_t *self = nm->rmodule;
     zframe_t *h = zmsg_first(m->msg), *b = h ? zmsg_next(m->msg) : NULL;
     zframe_t *w = b ? zmsg_next(m->msg) : NULL;
     if (!self || !h || !b || zframe_size(h) != 16) {
@@ -520,6 +519,7 @@ nm_rmodule_new(nm_t *nm, nm_rmodule_run_fn *run)
         free(self);
         return NULL;
     }
+    nm->rmodule = self;
     return self;
 }
 

@@ -1,0 +1,288 @@
+/*  exec_rplace - asking the global scheduler where a task goes, and its
+    answers kept (issue 28, doc/DESIGN.md 7.2, doc/protocol.md 17.2).
+
+    The submitting node. A task or actor creation that asked the head
+    where it goes (NODE_PLACE, exec_remote.c s_ask) is remembered here by
+    task ID until the answer comes (NODE_PLACE_REP). An answer can be lost
+    while the head's membership monitor keeps answering (so the watch's
+    silence, exec_remote.c s_headless, never ends the wait): an ask
+    unanswered for S_PLACE_RESEND_MS (LUX_PLACE_RESEND_MS) is sent again,
+    marked "again", and after S_PLACE_TRIES sends the task fails, or the
+    actor dies, with LUX_EDEAD naming the head and the count.
+
+    The head. Its last S_ANSWERS answers are kept by task ID for
+    S_ANSWER_KEEP_MS: an ask marked "again" gets the answer given before,
+    so a lost answer never places a task twice; an ask without the mark
+    (a task placed anew after its node died) is decided anew. Test hook
+    LUX_TEST_PLACE_DROP=N1,N2,... (read once): the head drops the first
+    Nk answers to the k-th task that asks.
+*/
+#include "exec_rplace.h"
+#include "exec_node_far.h"
+#include "exec_node_graph.h"
+#include "exec_node_obj.h"
+#include "../util/util_err.h"
+#include "../util/util_hash.h"
+#include "../util/util_log.h"
+#include "../util/util_time.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define S_PLACE_RESEND_MS 5000 /* a NODE_PLACE unanswered this long is sent again ... */
+#define S_PLACE_TRIES 6  /* ... and after this many sends, unanswered, its task fails */
+#define S_ANSWERS 128    /* the head: answers to NODE_PLACE kept, to answer a resend alike */
+#define S_ANSWER_KEEP_MS 300000 /* ... for this long */
+
+struct nm_rplace {
+    /* the submitting node: tasks and actor creations asking the global
+       scheduler where they go (by task ID: s_asking_t) */
+    util_idmap_t *asking;
+    int place_resend_ms;  /* S_PLACE_RESEND_MS, or LUX_PLACE_RESEND_MS (tests) */
+    int64_t resend_ms;    /* when the asks were last looked at */
+    /* the head: its last answers by task ID */
+    struct {
+        util_id_t id;
+        int64_t ms;
+        char answer[700];
+    } answers[S_ANSWERS];
+    int answer_next;
+    /* LUX_TEST_PLACE_DROP */
+    struct {
+        int n[8], count, next, left;
+        util_id_t id;     /* the task whose answers are being dropped */
+    } drop;
+};
+
+typedef struct {
+    int64_t sent_ms;      /* when NODE_PLACE last went */
+    int tries;            /* how many times it went */
+    bool self;            /* this node is one of the places weighed */
+} s_asking_t;
+
+/* The answer for the task id: when its NODE_PLACE is the same ask sent
+   again (the line "again": its answer was lost, or late), the one given
+   before; else decide's, kept (a task placed anew, its node dead, is
+   decided anew). */
+void
+nm_rplace_answer(nm_t *nm, const util_id_t *id, const char *text, char *answer, size_t n,
+                 nm_rplace_decide_fn *decide)
+{
+    struct nm_rplace *r = nm->rplace;
+    if (!r) {
+        decide(nm, text, answer, n);
+        return;
+    }
+    int64_t now = util_mono_ms();
+    int k = -1;
+    for (int i = 0; i < S_ANSWERS && k < 0; i++)
+        if (r->answers[i].ms && util_id_eq(&r->answers[i].id, id))
+            k = i;
+    if (k >= 0 && now - r->answers[k].ms < S_ANSWER_KEEP_MS && strstr(text, "\nagain\n")) {
+        char hex[UTIL_ID_HEX];
+        log_warn("task %s: asked where it goes again (an answer lost?): given the same answer",
+                 util_id_hex(id, hex));
+        snprintf(answer, n, "%s", r->answers[k].answer);
+        return;
+    }
+    decide(nm, text, answer, n);
+    if (k < 0)
+        k = r->answer_next++ % S_ANSWERS;
+    r->answers[k].id = *id;
+    r->answers[k].ms = now;
+    snprintf(r->answers[k].answer, sizeof r->answers[k].answer, "%s", answer);
+}
+
+/* The NODE_PLACE request for t into text[n] (self: this node is one of
+   the places weighed): "from HEX\nneeds RES\n", "self\n", the bytes of
+   its arguments held here and the refs of those that are not. */
+void
+nm_rplace_text(nm_t *nm, nm_task_t *t, bool self, char *text, size_t n)
+{
+    char hex[UTIL_ID_HEX];
+    size_t k = (size_t) snprintf(text, n, "from %s\nneeds CPU=%g%s%s\n%s",
+                                 util_id_hex(&nm->node, hex), t->cpus_milli / 1000.0,
+                                 t->res ? "," : "", t->res ? t->res : "", self ? "self\n" : "");
+    /* the arguments held here, and those that are not (the scheduler
+       finds where from the log): locality */
+    util_rd_t rd;
+    exec_arg_t a;
+    uint64_t here = 0;
+    util_rd_init(&rd, t->args, t->args_len);
+    while (exec_arg_next(&rd, &a))
+        if (a.kind == EXEC_ARG_REF) {
+            nm_obj_t *o = nm_obj_get(nm, &a.ref);
+            char rh[2 * LUX_REF_LEN + 1];
+            if (o && o->state == OBJ_READY)
+                here += o->size;
+            else if (!nm_far_here(nm, &a.ref) && k + 50 < n) {
+                util_hex(rh, a.ref.b, LUX_REF_LEN);
+                k += (size_t) snprintf(text + k, n - k, "ref %s\n", rh);
+            }
+        }
+    if (here && k < n)
+        snprintf(text + k, n - k, "arg %s %llu\n", hex, (unsigned long long) here);
+}
+
+/* Send t's NODE_PLACE to the head at head_ep (again: the same ask sent again, the
+   line "again"). 0 or a code with the message. */
+int
+nm_rplace_send(nm_t *nm, nm_task_t *t, bool self, bool again, const char *head_ep)
+{
+    char text[4096];
+    nm_rplace_text(nm, t, self, text, sizeof text - 8);
+    if (again)
+        strcat(text, "again\n");
+    zmsg_t *m = zmsg_new();
+    zmsg_addmem(m, t->id.b, 16);
+    zmsg_addstr(m, text);
+    return nm_peer_send(nm, head_ep, NET_NODE_PLACE, &m);
+}
+
+/* Whether t still waits for the global scheduler's answer. */
+static bool
+s_placing(const nm_task_t *t)
+{
+    return t && t->remote && util_id_is_zero(&t->rnode) &&
+           (!t->actor || t->kind == T_CREATE);
+}
+
+typedef struct {
+    util_id_t *v;
+    size_t n, cap;
+    int64_t now, wait_ms;
+} s_due_t;
+
+static int
+s_collect_due(void *arg, const void *key, void *value)
+{
+    s_due_t *d = arg;
+    const s_asking_t *q = value;
+    if (d->now - q->sent_ms < d->wait_ms || d->n == d->cap)
+        return 0;
+    memcpy(d->v[d->n++].b, key, 16);
+    return 0;
+}
+
+/* Asks of the global scheduler unanswered for r->place_resend_ms are sent
+   again (the head answers a repeated ask as it did the first time, so a
+   lost answer does not place a task twice); after S_PLACE_TRIES sends,
+   unanswered while the head's monitor answers (a head dead or cut off is
+   exec_remote.c's s_headless's), the task fails, or the actor dies, naming the head. */
+void
+nm_rplace_tick(nm_t *nm, const char *head_ep, bool silent)
+{
+    struct nm_rplace *r = nm->rplace;
+    int64_t now = util_mono_ms();
+    if (!r || !r->asking || !util_idmap_size(r->asking) || now - r->resend_ms < 200)
+        return;
+    r->resend_ms = now;
+    util_id_t due[64];
+    s_due_t d = {.v = due, .cap = 64, .now = now, .wait_ms = r->place_resend_ms};
+    util_idmap_each(r->asking, s_collect_due, &d);
+    for (size_t i = 0; i < d.n; i++) {
+        nm_task_t *t = nm_task_find(nm, &due[i]);
+        s_asking_t *q = util_idmap_get(r->asking, due[i].b);
+        char hex[UTIL_ID_HEX], why[700];
+        if (!q || !s_placing(t)) { /* answered, or gone */
+            util_idmap_del(r->asking, due[i].b);
+            continue;
+        }
+        util_id_hex(&t->id, hex);
+        if (q->tries >= S_PLACE_TRIES && silent) {
+            q->sent_ms = now; /* the monitor is silent too: exec_remote.c's s_headless ends it */
+            continue;
+        }
+        if (q->tries < S_PLACE_TRIES) {
+            q->tries++;
+            q->sent_ms = now;
+            log_warn("task %s: the global scheduler (%s) has not answered where it goes in "
+                     "%d ms: asking again (%d of %d)", hex, head_ep, r->place_resend_ms,
+                     q->tries, S_PLACE_TRIES);
+            if (nm_rplace_send(nm, t, q->self, true, head_ep))
+                log_warn("task %s: cannot ask the global scheduler again: %s", hex,
+                         lux_errmsg());
+            continue;
+        }
+        snprintf(why, sizeof why, "the global scheduler (the head's node manager at %s) did "
+                 "not answer where it can run: asked %d times over %lld s (its answers lost, "
+                 "or the head's node manager stuck, while its membership monitor answers)",
+                 head_ep, q->tries, (long long) q->tries * r->place_resend_ms / 1000);
+        util_idmap_del(r->asking, due[i].b);
+        if (t->actor) { /* dies with the reason (exec_ractor.c) */
+            char text[720];
+            snprintf(text, sizeof text, "dead %s\n", why);
+            nm->ops.ractor_placed(nm, t->actor, text);
+            continue;
+        }
+        t->remote = false; /* its failure is this node's event */
+        nm_task_fail(nm, t, LUX_EDEAD, why);
+    }
+}
+
+void
+nm_rplace_asked(nm_t *nm, nm_task_t *t, bool self)
+{
+    struct nm_rplace *r = nm->rplace;
+    int fresh = 0;
+    s_asking_t *q = r ? util_idmap_put(r->asking, t->id.b, &fresh) : NULL;
+    if (q)
+        *q = (s_asking_t) {.sent_ms = util_mono_ms(), .tries = 1, .self = self};
+}
+
+void
+nm_rplace_answered(nm_t *nm, const util_id_t *id)
+{
+    if (nm->rplace)
+        util_idmap_del(nm->rplace->asking, id->b);
+}
+
+bool
+nm_rplace_drop(nm_t *nm, const util_id_t *id)
+{
+    struct nm_rplace *r = nm->rplace;
+    if (!r || !r->drop.count)
+        return false;
+    if (!util_id_eq(id, &r->drop.id) && r->drop.next < r->drop.count) {
+        r->drop.id = *id;
+        r->drop.left = r->drop.n[r->drop.next++];
+    }
+    if (!util_id_eq(id, &r->drop.id) || r->drop.left <= 0)
+        return false;
+    char hex[UTIL_ID_HEX];
+    log_warn("test hook LUX_TEST_PLACE_DROP: the answer to NODE_PLACE of task %s dropped (%d "
+             "more of it to drop)", util_id_hex(id, hex), --r->drop.left);
+    return true;
+}
+
+int
+nm_rplace_open(nm_t *nm)
+{
+    struct nm_rplace *r = calloc(1, sizeof *r);
+    if (!r || !(r->asking = util_idmap_new(sizeof(s_asking_t)))) {
+        free(r);
+        return util_err(LUX_ENOMEM, "out of memory");
+    }
+    const char *resend = getenv("LUX_PLACE_RESEND_MS");
+    r->place_resend_ms = resend && atoi(resend) > 0 ? atoi(resend) : S_PLACE_RESEND_MS;
+    const char *drop = getenv("LUX_TEST_PLACE_DROP");
+    for (const char *p = drop; p && *p && nm_peer_is_head(nm) && r->drop.count < 8;) {
+        r->drop.n[r->drop.count++] = atoi(p);
+        p = strchr(p, ',');
+        p = p ? p + 1 : NULL;
+    }
+    nm->rplace = r;
+    return 0;
+}
+
+void
+nm_rplace_close(nm_t *nm)
+{
+    struct nm_rplace *r = nm->rplace;
+    if (!r)
+        return;
+    util_idmap_destroy(&r->asking);
+    free(r);
+    nm->rplace = NULL;
+}

@@ -1,0 +1,40 @@
+/*  exec_rplace - asking the global scheduler where a task goes: the
+    request, sent again when its answer is lost, and the head's answers
+    kept so that a repeated ask gets the same one (issue 28; exec_rplace.c,
+    doc/protocol.md 17.2).
+*/
+#ifndef EXEC_RPLACE_H_INCLUDED
+#define EXEC_RPLACE_H_INCLUDED
+
+#include "exec_peer.h"
+
+/* Make nm->rplace (from nm_remote_open): 0 or a code. */
+int nm_rplace_open(nm_t *nm);
+void nm_rplace_close(nm_t *nm);
+
+/* The NODE_PLACE request for t into text[n] (self: this node is one of
+   the places weighed). */
+void nm_rplace_text(nm_t *nm, nm_task_t *t, bool self, char *text, size_t n);
+/* Send t's NODE_PLACE to head_ep (again: marked as the same ask sent
+   again). 0 or a code with the message. */
+int nm_rplace_send(nm_t *nm, nm_task_t *t, bool self, bool again, const char *head_ep);
+/* t's NODE_PLACE went (its first send): remembered until answered. */
+void nm_rplace_asked(nm_t *nm, nm_task_t *t, bool self);
+/* The answer for task id came: not asked again. */
+void nm_rplace_answered(nm_t *nm, const util_id_t *id);
+/* Each tick: asks unanswered are sent again, or their tasks fail (silent:
+   the head's monitor does not answer either, which exec_remote.c's
+   s_headless ends instead). */
+void nm_rplace_tick(nm_t *nm, const char *head_ep, bool silent);
+
+/* The head: the scheduler's decision for a request text into answer[n]. */
+typedef void nm_rplace_decide_fn(nm_t *nm, const char *text, char *answer, size_t n);
+/* The head's answer for task id: the one kept when text is marked
+   "again", else decide's, kept. */
+void nm_rplace_answer(nm_t *nm, const util_id_t *id, const char *text, char *answer, size_t n,
+                      nm_rplace_decide_fn *decide);
+/* The head, test hook LUX_TEST_PLACE_DROP: whether this answer to task
+   id is to be dropped (logged). */
+bool nm_rplace_drop(nm_t *nm, const util_id_t *id);
+
+#endif
