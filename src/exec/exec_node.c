@@ -555,7 +555,7 @@ static bool
 s_waits_on_time(nm_t *nm)
 {
     return nm->alloc_waits || nm->restore_waits || nm->room_waits || nm->actors_waiting ||
-           nm->lookups;
+           nm->actor_room_waits || nm->lookups;
 }
 
 /* Nothing happened for S_IDLE_AFTER_MS and nothing waits on time: the

@@ -29,7 +29,8 @@ bool nm_task_depend(nm_t *nm, nm_task_t *on, nm_task_t *t, uint32_t idx);
 void nm_task_wake(nm_t *nm, nm_task_t *t);
 
 /* Pin t's arguments into objs (0; 1: one was lost, t waits; 2: a spilled
-   one has no room to come back yet; or a code). */
+   one has no room to come back yet, see nm_task_room_wait in
+   exec_node_sched.h; or a code). */
 int nm_task_run_args(nm_t *nm, nm_task_t *t, exec_obj_t *objs);
 
 void nm_task_release_args(nm_t *nm, nm_task_t *t, bool uses);

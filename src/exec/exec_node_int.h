@@ -292,6 +292,8 @@ struct nm_actor {
     uint64_t *kept_idx;
     size_t nkept, capkept;
     uint64_t replaying;       /* calls still to re-apply after the last restart */
+    bool room_wait;           /* its next run waits for room to bring back a spilled
+                                 argument (nm_actor_tick tries again) */
     char *doom;               /* it must die, for this (found where it cannot die at once) */
     int doom_status;
     bool dirty;               /* on nm->dirty_actors */
@@ -491,6 +493,7 @@ struct nm {
     nm_client_t *dirty;       /* clients with OBJECTS to send */
     util_idmap_t *actors;     /* actor ID -> nm_actor_t * (the dead too: calls to them fail) */
     int actors_waiting;       /* in A_WAITING */
+    bool actor_room_waits;    /* an actor's run waits for room (nm_actor_t.room_wait) */
     nm_task_t *held_calls, *held_last; /* finished calls waiting for their events (by ->next) */
     struct nm_actor *dirty_actors; /* actors with runs to send */
     struct nm_lookup *lookups; /* lux_actor_lookup waiting for a name */

@@ -209,9 +209,10 @@ nm_worker_gone(nm_t *nm, nm_worker_t *w, const char *why)
 
 /* t has a spilled argument the store has no room to bring back yet:
    whether it may wait (its wait ends with a try beyond the store's size,
-   s_room_over); with LUX_STORE_WAIT_MS 0 it may not. */
-static bool
-s_room_wait(nm_t *nm, nm_task_t *t)
+   s_room_over); with LUX_STORE_WAIT_MS 0 it may not. A task waits in the
+   ready queue, an actor's run in its actor's queue (exec_node_actor.c). */
+bool
+nm_task_room_wait(nm_t *nm, nm_task_t *t)
 {
     if (!t->room_since_ms)
         t->room_since_ms = util_mono_ms();
@@ -285,7 +286,7 @@ nm_dispatch(nm_t *nm)
                 t->state = TASK_WAITING; /* for the rebuild of an argument */
                 continue;
             }
-            if (rc == 2 && !s_room_wait(nm, t))
+            if (rc == 2 && !nm_task_room_wait(nm, t))
                 rc = LUX_EFULL;
             if (rc == 2) {
                 /* to the back of the queue, until room appears; the

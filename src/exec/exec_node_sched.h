@@ -23,6 +23,12 @@ void nm_blocked(nm_t *nm, nm_client_t *c, const uint8_t *p, size_t n);
 
 void nm_worker_gone(nm_t *nm, nm_worker_t *w, const char *why);
 
+/* After nm_task_run_args gave 2: whether t may wait for room (its wait
+   starts now, and ends with a try beyond the store's size); false with
+   the error set when LUX_STORE_WAIT_MS is 0. A task waits in the ready
+   queue, an actor's run in its actor's queue (exec_node_actor.c s_args). */
+bool nm_task_room_wait(nm_t *nm, nm_task_t *t);
+
 /* Decode a result's outputs, checking arena room was granted to c. 0 or
    LUX_EPROTO. */
 int nm_result_outputs(nm_t *nm, nm_client_t *c, nm_task_t *t, const exec_result_t *r,

@@ -352,6 +352,17 @@ fx_curve_handshake(const char *ep, bool pub, net_sec_t *server, net_sec_t *clien
     return got;
 }
 
+bool
+fx_wait_file(const char *path, int ms)
+{
+    for (int i = 0; i < ms / 10; i++) {
+        if (access(path, F_OK) == 0)
+            return true;
+        usleep(10000);
+    }
+    return access(path, F_OK) == 0;
+}
+
 void
 fx_gate_touch(const char *dir, const char *name, const char *text)
 {

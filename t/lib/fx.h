@@ -96,6 +96,9 @@ int fx_curve_handshake(const char *ep, bool pub, struct net_sec_t *server,
    write DIR/NAME holding text (bails out on failure); wait until DIR/held
    exists, polling cl meanwhile when not NULL (false after timeout_ms). */
 struct db_client_t;
+/* Wait until path exists, polling every 10 ms; false after ms. (A gate of
+   one file: LUX_TEST_BLOB_GATE, LUX_TEST_SPILL_GATE make PATH.waiting.) */
+bool fx_wait_file(const char *path, int ms);
 void fx_gate_touch(const char *dir, const char *name, const char *text);
 bool fx_gate_wait(const char *dir, struct db_client_t *cl, int timeout_ms);
 
