@@ -22,6 +22,7 @@
 #include "exec_remote.h"
 #include "exec_ractor.h"
 #include "exec_node_actor.h"
+#include "exec_node_actor_res.h"
 #include "exec_node_cancel.h"
 #include "exec_node_cpu.h"
 #include "exec_node_far.h"

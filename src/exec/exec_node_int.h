@@ -6,6 +6,7 @@
         exec_node_stats.c  the node's state for its heartbeat and lux status     exec_node_stats.h
         exec_store.c       the object store's requests (ALLOC, PUT, GET, FREE)    exec_store.h
         exec_node_cancel.c cancelling tasks, timeouts                             exec_node_cancel.h
+        exec_node_actor_res.c  what an actor's process answers: results, death   exec_node_actor_res.h
         exec_node_actor.c  actors: creation, calls, restarts, checkpoints         exec_node_actor.h
         exec_ractor.c      actors on other nodes                                  exec_ractor.h
         exec_remote.c      tasks spilled to other nodes, the global scheduler     exec_remote.h
