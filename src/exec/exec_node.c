@@ -541,6 +541,7 @@ s_tick(nm_t *nm)
     nm_cancel_tick(nm); /* tasks past their timeout */
     nm_peer_tick(nm);
     nm_xfer_tick(nm);   /* pulls waiting for room or past their time */
+    nm_obj_spill_tick(nm); /* spills written: their heap copies go */
     nm_remote_tick(nm); /* tasks sent to nodes that died */
 }
 
@@ -556,7 +557,7 @@ static bool
 s_waits_on_time(nm_t *nm)
 {
     return nm->alloc_waits || nm->restore_waits || nm->room_waits || nm->actors_waiting ||
-           nm->actor_room_waits || nm->lookups;
+           nm->actor_room_waits || nm->spill_pending || nm->lookups;
 }
 
 /* Nothing happened for S_IDLE_AFTER_MS and nothing waits on time: the
@@ -868,6 +869,7 @@ s_teardown(nm_t *nm)
         }
         util_idmap_destroy(&nm->objects);
     }
+    nm_obj_spill_close(nm);
     all.n = 0;
     if (nm->clients) {
         util_idmap_each(nm->clients, s_collect, &all);
