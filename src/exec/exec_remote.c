@@ -59,6 +59,10 @@
 #define S_PEND_MAX 16    /* nodes with a NODE_TASK being filled at once */
 #define S_ARGS_MAX 64    /* (node, bytes) pairs of a task's arguments weighed */
 #define S_CNT_EXT (21 + LUX_REF_LEN) /* NODE_TASK's count frame with an actor's extension */
+#define S_PLACE_RESEND_MS 5000 /* a NODE_PLACE unanswered this long is sent again ... */
+#define S_PLACE_TRIES 6  /* ... and after this many sends, unanswered, its task fails */
+#define S_ANSWERS 128    /* the head: answers to NODE_PLACE kept, to answer a resend alike */
+#define S_ANSWER_KEEP_MS 300000 /* ... for this long */
 
 struct nm_remote {
     /* the head: the global scheduler */
@@ -87,7 +91,39 @@ struct nm_remote {
         zmsg_t *m;
     } pend[S_PEND_MAX];
     int npend;
+    /* the submitting node: tasks and actor creations asking the global
+       scheduler where they go (by task ID: s_asking_t), sent again when
+       unanswered (s_place_resend) */
+    util_idmap_t *asking;
+    int place_resend_ms;  /* S_PLACE_RESEND_MS, or LUX_PLACE_RESEND_MS (tests) */
+    int64_t resend_ms;    /* when the asks were last looked at */
+    /* the head: its last answers by task ID, so that a NODE_PLACE sent
+       again gets the same answer (a lost answer is not a second placement) */
+    struct {
+        util_id_t id;
+        int64_t ms;
+        char answer[700];
+    } answers[S_ANSWERS];
+    int answer_next;
+    /* LUX_TEST_PLACE_DROP=N1,N2,...: the head drops the first Nk answers
+       to the k-th task that asks (tests) */
+    struct {
+        int n[8], count, next, left;
+        util_id_t id;     /* the task whose answers are being dropped */
+    } drop;
 };
+
+typedef struct {
+    int64_t sent_ms;      /* when NODE_PLACE last went */
+    int tries;            /* how many times it went */
+    bool self;            /* this node is one of the places weighed */
+} s_asking_t;
+
+struct nm_rmodule *
+nm_remote_mods(nm_t *nm)
+{
+    return nm->remote ? nm->remote->mods : NULL;
+}
 
 bool
 nm_remote_on(nm_t *nm)
@@ -268,6 +304,34 @@ s_decide(nm_t *nm, const char *text, char *answer, size_t n)
         snprintf(answer, n, "node %s\nendpoint %s\n", util_id_hex(&x->id, hex), ep);
 }
 
+/* The answer for the task id: when its NODE_PLACE is the same ask sent
+   again (the line "again": its answer was lost, or late), the one given
+   before; else s_decide's, kept (a task placed anew, its node dead, is
+   decided anew). */
+static void
+s_answer(nm_t *nm, const util_id_t *id, const char *text, char *answer, size_t n)
+{
+    struct nm_remote *r = nm->remote;
+    int64_t now = util_mono_ms();
+    int k = -1;
+    for (int i = 0; i < S_ANSWERS && k < 0; i++)
+        if (r->answers[i].ms && util_id_eq(&r->answers[i].id, id))
+            k = i;
+    if (k >= 0 && now - r->answers[k].ms < S_ANSWER_KEEP_MS && strstr(text, "\nagain\n")) {
+        char hex[UTIL_ID_HEX];
+        log_warn("task %s: asked where it goes again (an answer lost?): given the same answer",
+                 util_id_hex(id, hex));
+        snprintf(answer, n, "%s", r->answers[k].answer);
+        return;
+    }
+    s_decide(nm, text, answer, n);
+    if (k < 0)
+        k = r->answer_next++ % S_ANSWERS;
+    r->answers[k].id = *id;
+    r->answers[k].ms = now;
+    snprintf(r->answers[k].answer, sizeof r->answers[k].answer, "%s", answer);
+}
+
 /* NODE_PLACE: frame 1 the task's ID (16), frame 2 "from HEX\nneeds
    RES\n" and "arg HEX BYTES" lines. Answer NODE_PLACE_REP: the task's ID,
    then s_decide's answer. */
@@ -277,10 +341,26 @@ s_on_place(nm_t *nm, nm_peer_msg_t *m)
     zframe_t *idf = zmsg_pop(m->msg);
     char *text = zmsg_popstr(m->msg);
     char answer[700];
+    struct nm_remote *r = nm->remote;
     if (!idf || zframe_size(idf) != 16 || !text)
         snprintf(answer, sizeof answer, "infeasible the request to place it was malformed\n");
     else
-        s_decide(nm, text, answer, sizeof answer);
+        s_answer(nm, (const util_id_t *) zframe_data(idf), text, answer, sizeof answer);
+    if (r->drop.count && idf && zframe_size(idf) == 16) { /* test hook: answers lost */
+        const util_id_t *id = (const util_id_t *) zframe_data(idf);
+        if (!util_id_eq(id, &r->drop.id) && r->drop.next < r->drop.count) {
+            r->drop.id = *id;
+            r->drop.left = r->drop.n[r->drop.next++];
+        }
+        if (util_id_eq(id, &r->drop.id) && r->drop.left > 0) {
+            char hex[UTIL_ID_HEX];
+            log_warn("test hook LUX_TEST_PLACE_DROP: the answer to NODE_PLACE of task %s "
+                     "dropped (%d more of it to drop)", util_id_hex(id, hex), --r->drop.left);
+            zframe_destroy(&idf);
+            free(text);
+            return;
+        }
+    }
     zmsg_t *rep = zmsg_new();
     if (idf)
         zmsg_append(rep, &idf);
@@ -395,17 +475,14 @@ nm_remote_ask(nm_t *nm, nm_task_t *t)
     return s_ask(nm, t, false);
 }
 
-/* Ask the global scheduler where t goes (self: this node is one of the
-   places weighed); the answer goes to s_placed. */
-static bool
-s_ask(nm_t *nm, nm_task_t *t, bool self)
+/* The NODE_PLACE request for t into text[n] (self: this node is one of
+   the places weighed): "from HEX\nneeds RES\n", "self\n", the bytes of
+   its arguments held here and the refs of those that are not. */
+static void
+s_place_text(nm_t *nm, nm_task_t *t, bool self, char *text, size_t n)
 {
-    struct nm_remote *r = nm->remote;
-    if (!r)
-        return false;
-    t->spilled = true;
-    char hex[UTIL_ID_HEX], text[4096];
-    size_t k = (size_t) snprintf(text, sizeof text, "from %s\nneeds CPU=%g%s%s\n%s",
+    char hex[UTIL_ID_HEX];
+    size_t k = (size_t) snprintf(text, n, "from %s\nneeds CPU=%g%s%s\n%s",
                                  util_id_hex(&nm->node, hex), t->cpus_milli / 1000.0,
                                  t->res ? "," : "", t->res ? t->res : "", self ? "self\n" : "");
     /* the arguments held here, and those that are not (the scheduler
@@ -420,15 +497,44 @@ s_ask(nm_t *nm, nm_task_t *t, bool self)
             char rh[2 * LUX_REF_LEN + 1];
             if (o && o->state == OBJ_READY)
                 here += o->size;
-            else if (!nm_far_here(nm, &a.ref) && k + 50 < sizeof text) {
+            else if (!nm_far_here(nm, &a.ref) && k + 50 < n) {
                 util_hex(rh, a.ref.b, LUX_REF_LEN);
-                k += (size_t) snprintf(text + k, sizeof text - k, "ref %s\n", rh);
+                k += (size_t) snprintf(text + k, n - k, "ref %s\n", rh);
             }
         }
-    if (here && k < sizeof text)
-        snprintf(text + k, sizeof text - k, "arg %s %llu\n", hex, (unsigned long long) here);
+    if (here && k < n)
+        snprintf(text + k, n - k, "arg %s %llu\n", hex, (unsigned long long) here);
+}
+
+/* Send t's NODE_PLACE to the head (again: the same ask sent again, the
+   line "again"). 0 or a code with the message. */
+static int
+s_place_send(nm_t *nm, nm_task_t *t, bool self, bool again)
+{
+    char text[4096];
+    s_place_text(nm, t, self, text, sizeof text - 8);
+    if (again)
+        strcat(text, "again\n");
+    zmsg_t *m = zmsg_new();
+    zmsg_addmem(m, t->id.b, 16);
+    zmsg_addstr(m, text);
+    return nm_peer_send(nm, nm->remote->head_ep, NET_NODE_PLACE, &m);
+}
+
+/* Ask the global scheduler where t goes (self: this node is one of the
+   places weighed); the answer goes to s_placed. An ask unanswered is sent
+   again (s_place_resend). */
+static bool
+s_ask(nm_t *nm, nm_task_t *t, bool self)
+{
+    struct nm_remote *r = nm->remote;
+    if (!r)
+        return false;
+    t->spilled = true;
+    char hex[UTIL_ID_HEX];
     if (nm_peer_is_head(nm)) { /* the scheduler is here: no round trip */
-        char answer[700];
+        char answer[700], text[4096];
+        s_place_text(nm, t, self, text, sizeof text);
         t->remote = true;
         t->state = TASK_RUNNING;
         t->worker = NULL;
@@ -437,19 +543,100 @@ s_ask(nm_t *nm, nm_task_t *t, bool self)
         s_placed(nm, t, answer);
         return true;
     }
-    zmsg_t *m = zmsg_new();
-    zmsg_addmem(m, t->id.b, 16);
-    zmsg_addstr(m, text);
-    if (nm_peer_send(nm, r->head_ep, NET_NODE_PLACE, &m)) {
+    if (s_place_send(nm, t, self, false)) {
         log_warn("cannot ask the global scheduler to place task %s: %s",
                  util_id_hex(&t->id, hex), lux_errmsg());
         return false;
     }
+    int fresh = 0;
+    s_asking_t *q = r->asking ? util_idmap_put(r->asking, t->id.b, &fresh) : NULL;
+    if (q)
+        *q = (s_asking_t) {.sent_ms = util_mono_ms(), .tries = 1, .self = self};
     t->remote = true;
     t->state = TASK_RUNNING;
     t->worker = NULL;
     r->n_spilled++;
     return true;
+}
+
+/* Whether t still waits for the global scheduler's answer. */
+static bool
+s_placing(const nm_task_t *t)
+{
+    return t && t->remote && util_id_is_zero(&t->rnode) &&
+           (!t->actor || t->kind == T_CREATE);
+}
+
+typedef struct {
+    util_id_t *v;
+    size_t n, cap;
+    int64_t now, wait_ms;
+} s_due_t;
+
+static int
+s_collect_due(void *arg, const void *key, void *value)
+{
+    s_due_t *d = arg;
+    const s_asking_t *q = value;
+    if (d->now - q->sent_ms < d->wait_ms || d->n == d->cap)
+        return 0;
+    memcpy(d->v[d->n++].b, key, 16);
+    return 0;
+}
+
+/* Asks of the global scheduler unanswered for r->place_resend_ms are sent
+   again (the head answers a repeated ask as it did the first time, so a
+   lost answer does not place a task twice); after S_PLACE_TRIES sends,
+   unanswered while the head's monitor answers (a head dead or cut off is
+   s_headless's), the task fails, or the actor dies, naming the head. */
+static void
+s_place_resend(nm_t *nm, int64_t now)
+{
+    struct nm_remote *r = nm->remote;
+    if (!r->asking || !util_idmap_size(r->asking) || now - r->resend_ms < 200)
+        return;
+    r->resend_ms = now;
+    util_id_t due[64];
+    s_due_t d = {.v = due, .cap = 64, .now = now, .wait_ms = r->place_resend_ms};
+    util_idmap_each(r->asking, s_collect_due, &d);
+    for (size_t i = 0; i < d.n; i++) {
+        nm_task_t *t = nm_task_find(nm, &due[i]);
+        s_asking_t *q = util_idmap_get(r->asking, due[i].b);
+        char hex[UTIL_ID_HEX], why[700];
+        if (!q || !s_placing(t)) { /* answered, or gone */
+            util_idmap_del(r->asking, due[i].b);
+            continue;
+        }
+        util_id_hex(&t->id, hex);
+        if (q->tries >= S_PLACE_TRIES && r->silent_ms) {
+            q->sent_ms = now; /* the monitor is silent too: s_headless's to end */
+            continue;
+        }
+        if (q->tries < S_PLACE_TRIES) {
+            q->tries++;
+            q->sent_ms = now;
+            log_warn("task %s: the global scheduler (%s) has not answered where it goes in "
+                     "%d ms: asking again (%d of %d)", hex, r->head_ep, r->place_resend_ms,
+                     q->tries, S_PLACE_TRIES);
+            if (s_place_send(nm, t, q->self, true))
+                log_warn("task %s: cannot ask the global scheduler again: %s", hex,
+                         lux_errmsg());
+            continue;
+        }
+        snprintf(why, sizeof why, "the global scheduler (the head's node manager at %s) did "
+                 "not answer where it can run: asked %d times over %lld s (its answers lost, "
+                 "or the head's node manager stuck, while its membership monitor answers)",
+                 r->head_ep, q->tries, (long long) q->tries * r->place_resend_ms / 1000);
+        util_idmap_del(r->asking, due[i].b);
+        if (t->actor) { /* dies with the reason (exec_ractor.c) */
+            char text[720];
+            snprintf(text, sizeof text, "dead %s\n", why);
+            nm_ractor_placed(nm, t->actor, text);
+            continue;
+        }
+        t->remote = false; /* its failure is this node's event */
+        nm_task_fail(nm, t, LUX_EDEAD, why);
+    }
 }
 
 /* The spec of t into b, and the objects of its ref arguments held here
@@ -595,6 +782,8 @@ s_on_placed(nm_t *nm, nm_peer_msg_t *m)
     if (idf && zframe_size(idf) == 16) {
         memcpy(id.b, zframe_data(idf), 16);
         t = nm_task_find(nm, &id);
+        if (nm->remote->asking)
+            util_idmap_del(nm->remote->asking, id.b); /* answered: not asked again */
     }
     if (t && t->remote && text && util_id_is_zero(&t->rnode)) {
         s_placed(nm, t, text);
@@ -1066,6 +1255,8 @@ nm_remote_tick(nm_t *nm)
     nm->ops.ractor_tick(nm); /* actors on other nodes (exec_ractor.c) */
     nm_rmodule_tick(nm, r->mods);
     nm_remote_flush(nm);
+    s_place_resend(nm, now);
+    nm_remote_flush(nm);
     s_watch_read(nm, now);
     if (r->asked_ms || now - r->watch_ms < S_WATCH_MS)
         return; /* one ask at a time */
@@ -1099,6 +1290,16 @@ nm_remote_open(nm_t *nm)
     r->random = rnd && strcmp(rnd, "1") == 0;
     const char *wait = getenv("LUX_WATCH_WAIT_MS");
     r->ask_wait_ms = wait && atoi(wait) > 0 ? atoi(wait) : S_ASK_WAIT_MS;
+    const char *resend = getenv("LUX_PLACE_RESEND_MS");
+    r->place_resend_ms = resend && atoi(resend) > 0 ? atoi(resend) : S_PLACE_RESEND_MS;
+    const char *drop = getenv("LUX_TEST_PLACE_DROP");
+    for (const char *p = drop; p && *p && nm_peer_is_head(nm) && r->drop.count < 8;) {
+        r->drop.n[r->drop.count++] = atoi(p);
+        p = strchr(p, ',');
+        p = p ? p + 1 : NULL;
+    }
+    if (!(r->asking = util_idmap_new(sizeof(s_asking_t))))
+        return util_err(LUX_ENOMEM, "out of memory");
     if (r->random && nm_peer_is_head(nm)) {
         const char *sd = getenv("LUX_PLACE_SEED");
         uint64_t seed = gs_rand_seed(&r->rng, sd ? strtoull(sd, NULL, 10) : 0);
@@ -1132,6 +1333,7 @@ nm_remote_close(nm_t *nm)
     zsock_destroy(&r->watch);
     net_sec_destroy(&r->sec);
     util_idmap_destroy(&r->unseen);
+    util_idmap_destroy(&r->asking);
     free(r->nodes);
     util_buf_free(&r->scratch);
     free(r);

@@ -40,6 +40,10 @@ int nm_remote_push_x(nm_t *nm, nm_task_t *t, const char *ep, const nm_remote_ext
    its fingerprint computed). 0 or a code (no room). */
 int nm_remote_obj_fill(nm_t *nm, nm_obj_t *o, const void *bytes, size_t size);
 
+/* The node's fetcher of modules (exec_rmodule.c), for its handlers; NULL
+   on a node without an endpoint. */
+struct nm_rmodule *nm_remote_mods(nm_t *nm);
+
 /* Whether this node can spill at all (a cluster of nodes with endpoints). */
 bool nm_remote_on(nm_t *nm);
 
