@@ -644,8 +644,8 @@ s_loop(nm_t *nm)
 {
     enum { EP_MAX = 64 };
     enum { PEER_MAX = 33 }; /* the node's endpoint and its connections (exec_peer.c) */
-    zmq_pollitem_t items[3 + 2 + DB_MAX_SHARDS + PEER_MAX];
-    struct pollfd pfds[3 + 2 + DB_MAX_SHARDS + PEER_MAX];
+    zmq_pollitem_t items[3 + 2 + DB_MAX_SHARDS + PEER_MAX + 1];
+    struct pollfd pfds[3 + 2 + DB_MAX_SHARDS + PEER_MAX + 1];
     struct epoll_event evs[EP_MAX];
     int64_t tick = S_TICK_MS, next_tick = util_mono_ms() + tick;
     int64_t active_ms = util_mono_ms(); /* when the poll last saw something */
@@ -679,9 +679,13 @@ s_loop(nm_t *nm)
         size_t log_at = k;
         if (nm->log)
             k += (size_t) db_client_ack_items(nm->log, items + k,
-                                              (int) (sizeof items / sizeof items[0] - k - PEER_MAX));
+                                              (int) (sizeof items / sizeof items[0] - k -
+                                                     PEER_MAX - 1));
         size_t peer_at = k;
         k += nm_peer_items(nm, items + k, PEER_MAX);
+        size_t bulk_at = k; /* the bulk path's sockets, one epoll set (exec_bulk.c) */
+        if (nm_xfer_fd(nm) >= 0)
+            items[k++] = (zmq_pollitem_t) {NULL, nm_xfer_fd(nm), ZMQ_POLLIN, 0};
         int64_t wait = next_tick - util_mono_ms(), due = nm->log ? nm_log_due_ms(nm) : -1;
         if (due >= 0 && due < wait)
             wait = due;
@@ -720,7 +724,9 @@ s_loop(nm_t *nm)
         for (size_t i = log_at; i < peer_at; i++)
             if (items[i].revents)
                 nm->log_quiet = false;
-        nm_peer_fired(nm, items + peer_at, k - peer_at); /* other nodes' messages */
+        nm_peer_fired(nm, items + peer_at, bulk_at - peer_at); /* other nodes' messages */
+        if (bulk_at < k && items[bulk_at].revents)
+            nm_xfer_fired(nm); /* object chunks between nodes */
         if (util_mono_ms() >= next_tick) {
             s_tick(nm);
             nm->log_quiet = false;
