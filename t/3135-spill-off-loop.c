@@ -10,20 +10,25 @@
    A 16 MiB store holds an unread put A of 10 MiB and a put C of 1 MiB; a
    task asks for 8 MiB, so A is spilled to make room, and its write is
    held. Meanwhile the driver reads C, which is in the store: that needs
-   only the node's loop. While spills are written on the loop, that read
-   runs into its 30 s timeout; the check is marked TODO until the write
-   moves to a thread of its own (then it passes, which automake reports as
-   XPASS, a failure: remove the TODO with the fix). Then the gate opens,
-   and the task's output and A, brought back, must have their bytes. */
+   only the node's loop (while spills were written on the loop, that read
+   ran into its 30 s timeout). The task's output and A itself (from the
+   node's copy of it, the write still held) are read too. Then the gate
+   opens.
+
+   A second node: the same, but A is freed while its write is held; the
+   file written after the free must be removed (a spilled put freed is
+   not left on disk). */
 #include "tap.h"
 #include "lib/fx.h"
 #include "lib/graph.h"
 #include "util/util_fs.h"
 
+#include <dirent.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define MB (1024 * 1024)
@@ -43,9 +48,24 @@ s_put(lux_t *lx, int64_t seed, size_t n, lux_ref_t *ref)
     return rc;
 }
 
+/* The spill files (*.lz4, *.tmp) in dir: -1 when it cannot be read. */
+static int
+s_spill_files(const char *dir)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    if (!d)
+        return -1;
+    for (struct dirent *e; (e = readdir(d));)
+        n += strstr(e->d_name, ".lz4") != NULL;
+    closedir(d);
+    return n;
+}
+
 int
 main(void)
 {
+    char cfg_dir[PATH_MAX];
     char gate[PATH_MAX], waiting[PATH_MAX + 16];
     snprintf(gate, sizeof gate, "%s/gate", tap_tmpdir());
     snprintf(waiting, sizeof waiting, "%s.waiting", gate);
@@ -76,17 +96,47 @@ main(void)
     lux_val_t v;
     rc = lux_get(lx, &c, &v, 30000);
     ok(rc == 0 && graph_big_ok(&v, 12, 1 * MB),
-       "C, in the store, is read while A's spill is written "
-       "(rc %d: %s) # TODO spills are still written on the node's loop (issue 24 item 2)",
-       rc, rc ? lux_errmsg() : "ok");
+       "C, in the store, is read while A's spill is written (rc %d: %s)", rc,
+       rc ? lux_errmsg() : "ok");
+    rc = lux_get(lx, &out, &v, 30000);
+    ok(rc == 0 && graph_big_ok(&v, seed, n), "the task's 8 MiB output, in the room A left, "
+       "while A's spill is written (%s)", rc ? lux_errmsg() : "ok");
+    rc = lux_get(lx, &a, &v, 30000);
+    ok(rc == 0 && graph_big_ok(&v, 11, 10 * MB) && access(gate, F_OK) != 0,
+       "A itself, brought back while its spill is still held, has its bytes (%s)",
+       rc ? lux_errmsg() : "ok");
 
     util_write_file(gate, "", 0, 0600); /* the spill goes on */
-    rc = lux_get(lx, &out, &v, 120000);
-    ok(rc == 0 && graph_big_ok(&v, seed, n), "the task's 8 MiB output, once the spill is done "
-       "(%s)", rc ? lux_errmsg() : "ok");
-    rc = lux_get(lx, &a, &v, 120000);
-    ok(rc == 0 && graph_big_ok(&v, 11, 10 * MB), "A, brought back from its spill, has its "
-       "bytes (%s)", rc ? lux_errmsg() : "ok");
+    lux_shutdown(&lx);
+
+    /* a spilled put freed while its write is held */
+    char spill[PATH_MAX + 16];
+    snprintf(cfg_dir, sizeof cfg_dir, "%s/n2", tap_tmpdir());
+    mkdir(cfg_dir, 0700);
+    unlink(gate);
+    unlink(waiting);
+    cfg.dir = cfg_dir;
+    if (!(lx = lux_init(&cfg)))
+        bail("lux_init: %s", lux_errmsg());
+    rc = s_put(lx, 21, 10 * MB, &a);
+    rc = rc ? rc : s_put(lx, 22, 1 * MB, &c);
+    rc = rc ? rc : lux_call(lx, "t_big", 2, (lux_arg_t[]) {LUX_VAL(&seed, 8), LUX_VAL(&n, 8)}, 1,
+                            &out);
+    if (!rc)
+        lux_wait(lx, 1, &out, 1, 0, &ready);
+    ok(rc == 0 && fx_wait_file(waiting, 120000),
+       "a second node: A spilled to make room for a task's output, its write held (%s)",
+       rc ? lux_errmsg() : waiting);
+    lux_free(lx, 1, &a);
+    rc = lux_get(lx, &out, &v, 30000);
+    ok(rc == 0 && graph_big_ok(&v, seed, n), "A is freed and the task's output read, the "
+       "write still held (%s)", rc ? lux_errmsg() : "ok");
+    util_write_file(gate, "", 0, 0600);
+    snprintf(spill, sizeof spill, "%s/spill", lux_dir(lx));
+    int files = -1;
+    for (int i = 0; i < 12000 && (files = s_spill_files(spill)) != 0; i++)
+        usleep(10000);
+    ok(files == 0, "the file written after the free is removed: %d left in %s", files, spill);
     lux_shutdown(&lx);
     return done_testing();
 }

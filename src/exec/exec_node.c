@@ -22,6 +22,7 @@
 #include "exec_remote.h"
 #include "exec_ractor.h"
 #include "exec_node_actor.h"
+#include "exec_node_actor_res.h"
 #include "exec_node_cancel.h"
 #include "exec_node_cpu.h"
 #include "exec_node_far.h"
@@ -540,6 +541,7 @@ s_tick(nm_t *nm)
     nm_cancel_tick(nm); /* tasks past their timeout */
     nm_peer_tick(nm);
     nm_xfer_tick(nm);   /* pulls waiting for room or past their time */
+    nm_obj_spill_tick(nm); /* spills written: their heap copies go */
     nm_remote_tick(nm); /* tasks sent to nodes that died */
 }
 
@@ -555,7 +557,7 @@ static bool
 s_waits_on_time(nm_t *nm)
 {
     return nm->alloc_waits || nm->restore_waits || nm->room_waits || nm->actors_waiting ||
-           nm->actor_room_waits || nm->lookups;
+           nm->actor_room_waits || nm->spill_pending || nm->lookups;
 }
 
 /* Nothing happened for S_IDLE_AFTER_MS and nothing waits on time: the
@@ -642,8 +644,8 @@ s_loop(nm_t *nm)
 {
     enum { EP_MAX = 64 };
     enum { PEER_MAX = 33 }; /* the node's endpoint and its connections (exec_peer.c) */
-    zmq_pollitem_t items[3 + 2 + DB_MAX_SHARDS + PEER_MAX];
-    struct pollfd pfds[3 + 2 + DB_MAX_SHARDS + PEER_MAX];
+    zmq_pollitem_t items[3 + 2 + DB_MAX_SHARDS + PEER_MAX + 1];
+    struct pollfd pfds[3 + 2 + DB_MAX_SHARDS + PEER_MAX + 1];
     struct epoll_event evs[EP_MAX];
     int64_t tick = S_TICK_MS, next_tick = util_mono_ms() + tick;
     int64_t active_ms = util_mono_ms(); /* when the poll last saw something */
@@ -677,9 +679,13 @@ s_loop(nm_t *nm)
         size_t log_at = k;
         if (nm->log)
             k += (size_t) db_client_ack_items(nm->log, items + k,
-                                              (int) (sizeof items / sizeof items[0] - k - PEER_MAX));
+                                              (int) (sizeof items / sizeof items[0] - k -
+                                                     PEER_MAX - 1));
         size_t peer_at = k;
         k += nm_peer_items(nm, items + k, PEER_MAX);
+        size_t bulk_at = k; /* the bulk path's sockets, one epoll set (exec_bulk.c) */
+        if (nm_xfer_fd(nm) >= 0)
+            items[k++] = (zmq_pollitem_t) {NULL, nm_xfer_fd(nm), ZMQ_POLLIN, 0};
         int64_t wait = next_tick - util_mono_ms(), due = nm->log ? nm_log_due_ms(nm) : -1;
         if (due >= 0 && due < wait)
             wait = due;
@@ -718,7 +724,9 @@ s_loop(nm_t *nm)
         for (size_t i = log_at; i < peer_at; i++)
             if (items[i].revents)
                 nm->log_quiet = false;
-        nm_peer_fired(nm, items + peer_at, k - peer_at); /* other nodes' messages */
+        nm_peer_fired(nm, items + peer_at, bulk_at - peer_at); /* other nodes' messages */
+        if (bulk_at < k && items[bulk_at].revents)
+            nm_xfer_fired(nm); /* object chunks between nodes */
         if (util_mono_ms() >= next_tick) {
             s_tick(nm);
             nm->log_quiet = false;
@@ -867,6 +875,7 @@ s_teardown(nm_t *nm)
         }
         util_idmap_destroy(&nm->objects);
     }
+    nm_obj_spill_close(nm);
     all.n = 0;
     if (nm->clients) {
         util_idmap_each(nm->clients, s_collect, &all);

@@ -31,6 +31,10 @@
     loaded and the calls replayed. With no restarts left, or when killed,
     the actor is dead: its pending calls and every later one fail with the
     reason, naming the actor and the call.
+
+    What the actor's process reports (results, held results handed out)
+    and its death are exec_node_actor_res.c's, above this file; lookups by
+    name and the ACTOR requests (kill, checkpoint, lookup) are here.
 */
 #include "exec_node_actor.h"
 #include "exec_node_int.h"
@@ -131,8 +135,8 @@ s_by_name(nm_t *nm, const char *name, size_t n, const nm_actor_t *except)
     return found;
 }
 
-static void
-s_append(nm_task_t **head, nm_task_t **last, nm_task_t *t)
+void
+nm_actor_list_append(nm_task_t **head, nm_task_t **last, nm_task_t *t)
 {
     t->next = NULL;
     if (*last)
@@ -142,8 +146,8 @@ s_append(nm_task_t **head, nm_task_t **last, nm_task_t *t)
     *last = t;
 }
 
-static nm_task_t *
-s_pop(nm_task_t **head, nm_task_t **last)
+nm_task_t *
+nm_actor_list_pop(nm_task_t **head, nm_task_t **last)
 {
     nm_task_t *t = *head;
     if (t) {
@@ -157,15 +161,15 @@ s_pop(nm_task_t **head, nm_task_t **last)
 
 /* Move a to state st, counting the actors waiting to start (nm_actor_tick
    looks at them). */
-static void
-s_state(nm_t *nm, nm_actor_t *a, int st)
+void
+nm_actor_state(nm_t *nm, nm_actor_t *a, int st)
 {
     nm->actors_waiting += (st == A_WAITING) - (a->state == A_WAITING);
     a->state = st;
 }
 
-static void
-s_dirty(nm_t *nm, nm_actor_t *a)
+void
+nm_actor_dirty(nm_t *nm, nm_actor_t *a)
 {
     if (a->dirty || a->state == A_DEAD)
         return;
@@ -177,12 +181,12 @@ s_dirty(nm_t *nm, nm_actor_t *a)
 void
 nm_actor_kick(nm_t *nm, nm_actor_t *a)
 {
-    s_dirty(nm, a);
+    nm_actor_dirty(nm, a);
 }
 
-static void
-s_reply(nm_t *nm, nm_client_t *c, uint64_t req, int status, const util_id_t *actor,
-        const char *msg)
+void
+nm_actor_reply(nm_t *nm, nm_client_t *c, uint64_t req, int status, const util_id_t *actor,
+               const char *msg)
 {
     uint8_t b[28] = {0};
     if (!c)
@@ -200,8 +204,8 @@ s_reply(nm_t *nm, nm_client_t *c, uint64_t req, int status, const util_id_t *act
 }
 
 /* The resources a holds while it lives go back. */
-static void
-s_give_back(nm_t *nm, nm_actor_t *a)
+void
+nm_actor_give_back(nm_t *nm, nm_actor_t *a)
 {
     if (a->holds) {
         nm_res_take(nm, a->needs, -1);
@@ -212,8 +216,8 @@ s_give_back(nm_t *nm, nm_actor_t *a)
 }
 
 /* An object one use less; gone when nothing holds it. */
-static void
-s_unuse(nm_t *nm, nm_obj_t *o)
+void
+nm_actor_unuse(nm_t *nm, nm_obj_t *o)
 {
     if (o->uses)
         o->uses--;
@@ -222,8 +226,8 @@ s_unuse(nm_t *nm, nm_obj_t *o)
 }
 
 /* Keep t's ref arguments for a replay until a checkpoint covers t. */
-static void
-s_keep(nm_t *nm, nm_actor_t *a, nm_task_t *t)
+void
+nm_actor_keep(nm_t *nm, nm_actor_t *a, nm_task_t *t)
 {
     util_rd_t r;
     exec_arg_t arg;
@@ -254,8 +258,8 @@ s_keep(nm_t *nm, nm_actor_t *a, nm_task_t *t)
 }
 
 /* Let go of the arguments kept for calls 1..upto. */
-static void
-s_unkeep(nm_t *nm, nm_actor_t *a, uint64_t upto)
+void
+nm_actor_unkeep(nm_t *nm, nm_actor_t *a, uint64_t upto)
 {
     size_t k = 0;
     for (size_t i = 0; i < a->nkept; i++) {
@@ -266,7 +270,7 @@ s_unkeep(nm_t *nm, nm_actor_t *a, uint64_t upto)
         }
         nm_obj_t *o = nm_obj_get(nm, &a->kept[i]);
         if (o)
-            s_unuse(nm, o);
+            nm_actor_unuse(nm, o);
     }
     a->nkept = k;
 }
@@ -296,8 +300,8 @@ s_run_new(nm_t *nm, nm_actor_t *a, int kind, nm_client_t *owner)
 /* --- death ------------------------------------------------------------------------------ */
 
 /* Drop one of the actor's runs that will not report, failing a call. */
-static void
-s_drop_run(nm_t *nm, nm_actor_t *a, nm_task_t *t, int status, const char *why)
+void
+nm_actor_drop_run(nm_t *nm, nm_actor_t *a, nm_task_t *t, int status, const char *why)
 {
     t->next = NULL;
     if (t == a->create)
@@ -307,7 +311,7 @@ s_drop_run(nm_t *nm, nm_actor_t *a, nm_task_t *t, int status, const char *why)
         return;
     }
     if (t->kind == T_SAVE && t->owner)
-        s_reply(nm, t->owner, t->run->op_req, status, &a->id, why);
+        nm_actor_reply(nm, t->owner, t->run->op_req, status, &a->id, why);
     if (t == a->boot)
         a->boot = NULL;
     nm_task_discard(nm, t);
@@ -331,7 +335,7 @@ s_die(nm_t *nm, nm_actor_t *a, int status, const char *fmt, ...)
         log_info("actor %s (%s) ends: %s", hex, a->cls, why);
     else
         log_warn("actor %s (%s) died: %s", hex, a->cls, why);
-    s_state(nm, a, A_DEAD);
+    nm_actor_state(nm, a, A_DEAD);
     free(a->death);
     a->death = strdup(why);
     a->death_status = status ? status : LUX_EDEAD;
@@ -339,7 +343,7 @@ s_die(nm_t *nm, nm_actor_t *a, int status, const char *fmt, ...)
         nm_log_actor_died(nm, a);
     if (a->remote)
         nm_ractor_died(nm, a); /* the node that holds it lets it go */
-    s_give_back(nm, a);
+    nm_actor_give_back(nm, a);
     if (a->worker) {
         /* its process goes, reaped as an extra worker with nothing to do */
         nm_worker_t *w = a->worker;
@@ -354,14 +358,14 @@ s_die(nm_t *nm, nm_actor_t *a, int status, const char *fmt, ...)
     /* one at a time from the lists: failing a call fails what waits for
        it, which may be another of its calls (taken off its list then) */
     for (;;) {
-        nm_task_t *t = s_pop(&a->sent, &a->sent_last);
+        nm_task_t *t = nm_actor_list_pop(&a->sent, &a->sent_last);
         if (!t) {
             if ((t = a->limbo))
                 a->limbo = t->next;
-            else if (!(t = s_pop(&a->queue, &a->queue_last)))
+            else if (!(t = nm_actor_list_pop(&a->queue, &a->queue_last)))
                 break;
         }
-        s_drop_run(nm, a, t, a->death_status, msg);
+        nm_actor_drop_run(nm, a, t, a->death_status, msg);
     }
     a->nsent = 0;
     if (a->boot && a->boot != a->create)
@@ -374,13 +378,13 @@ s_die(nm_t *nm, nm_actor_t *a, int status, const char *fmt, ...)
         nm_task_discard(nm, a->create);
         a->create = NULL;
     }
-    s_unkeep(nm, a, UINT64_MAX);
+    nm_actor_unkeep(nm, a, UINT64_MAX);
     if (a->has_ckpt) {
         nm_obj_t *o = nm_obj_get(nm, &a->ckpt);
         a->has_ckpt = false;
         if (o) {
             o->owned = false;
-            s_unuse(nm, o);
+            nm_actor_unuse(nm, o);
         }
     }
 }
@@ -413,10 +417,10 @@ s_create(nm_t *nm, nm_client_t *c, const exec_spec_t *s)
     a->owner = c;
     a->max_restarts = s->max_restarts;
     a->ckpt_every = s->ckpt_every;
-    s_state(nm, a, A_WAITING);
+    nm_actor_state(nm, a, A_WAITING);
     nm_task_t *t = a->cls ? nm_actor_run_new(nm, c, s, true, T_CREATE, a) : NULL;
     if (!t) {
-        s_state(nm, a, A_DEAD);
+        nm_actor_state(nm, a, A_DEAD);
         a->death = strdup("out of memory creating it");
         a->death_status = LUX_ENOMEM;
         return util_err(LUX_ENOMEM, "out of memory holding an actor");
@@ -424,7 +428,7 @@ s_create(nm_t *nm, nm_client_t *c, const exec_spec_t *s)
     t->nret = 0;
     a->create = t;
     if (nm_ractor_elsewhere(nm, a, t)) {
-        s_state(nm, a, A_ALIVE); /* another node holds it: its events are that node's */
+        nm_actor_state(nm, a, A_ALIVE); /* another node holds it: its events are that node's */
         return 0;
     }
     log_info("actor %s (%s%s%s) created", util_id_hex(&a->id, hex), a->cls,
@@ -447,7 +451,7 @@ s_create(nm_t *nm, nm_client_t *c, const exec_spec_t *s)
         return 0;
     }
     s_answer_lookups(nm, a);
-    s_dirty(nm, a);
+    nm_actor_dirty(nm, a);
     return 0;
 }
 
@@ -485,8 +489,8 @@ nm_actor_submit(nm_t *nm, nm_client_t *c, const exec_spec_t *s)
         nm_task_fail(nm, t, rc, why);
         return 0;
     }
-    s_append(&a->queue, &a->queue_last, t);
-    s_dirty(nm, a);
+    nm_actor_list_append(&a->queue, &a->queue_last, t);
+    nm_actor_dirty(nm, a);
     return 0;
 }
 
@@ -562,7 +566,7 @@ s_add(nm_actor_t *a, nm_task_t *t, s_batch_t *bt)
     nm_gpu_run(bt->nm, a->gpus, &run);
     exec_run_encode(bt->b, &run, bt->objs);
     t->state = TASK_RUNNING;
-    s_append(&a->sent, &a->sent_last, t);
+    nm_actor_list_append(&a->sent, &a->sent_last, t);
     a->nsent++;
     bt->count++;
 }
@@ -643,7 +647,7 @@ s_replay_cb(void *arg, const db_event_t *e)
             return 1;
         }
     }
-    s_append(&x->head, &x->last, t);
+    nm_actor_list_append(&x->head, &x->last, t);
     x->n++;
     return 0;
 }
@@ -702,7 +706,7 @@ s_start(nm_t *nm, nm_actor_t *a)
         s_die(nm, a, LUX_EIO, "cannot start its process: %s", lux_errmsg());
         return;
     }
-    s_state(nm, a, A_STARTING);
+    nm_actor_state(nm, a, A_STARTING);
 }
 
 /* Its process said hello: send what makes it the actor. */
@@ -754,7 +758,7 @@ s_calls(nm_t *nm, nm_actor_t *a)
             a->next_idx >= a->saved_idx + a->ckpt_every)
             break; /* the checkpoint before it first: a restart re-applies at
                       most checkpoint_every calls */
-        s_pop(&a->queue, &a->queue_last);
+        nm_actor_list_pop(&a->queue, &a->queue_last);
         if (t->kind == T_SAVE && !t->run->idx)
             t->run->idx = a->next_idx; /* on demand: after the calls numbered so far */
         int rc = s_args(nm, a, t, &bt);
@@ -767,12 +771,12 @@ s_calls(nm_t *nm, nm_actor_t *a)
         }
         if (rc) {
             if (t->run->replay) {
-                s_append(&a->queue, &a->queue_last, t); /* s_die drops it */
+                nm_actor_list_append(&a->queue, &a->queue_last, t); /* s_die drops it */
                 s_die(nm, a, rc, "cannot replay its call %llu: %s",
                       (unsigned long long) t->run->idx, lux_errmsg());
                 break;
             }
-            s_drop_run(nm, a, t, rc, lux_errmsg());
+            nm_actor_drop_run(nm, a, t, rc, lux_errmsg());
             continue;
         }
         if (t->kind == T_CALL && !t->run->idx) {
@@ -834,339 +838,14 @@ void
 nm_actor_hello(nm_t *nm, nm_worker_t *w)
 {
     if (w->actor)
-        s_dirty(nm, w->actor);
+        nm_actor_dirty(nm, w->actor);
 }
 
-/* --- results ------------------------------------------------------------------------------ */
-
-/* Take the arena room of outputs from the worker's grants: held calls and
-   checkpoints own it from now on. */
-static void
-s_take_grants(nm_client_t *c, const exec_obj_t *outs, uint8_t n)
-{
-    for (uint8_t i = 0; i < n; i++)
-        if (outs[i].where == EXEC_W_ARENA)
-            util_idmap_del(c->allocs, &outs[i].off);
-}
-
-static void
-s_set_value(nm_t *nm, nm_obj_t *o, const exec_obj_t *out, const uint8_t *fp)
-{
-    if (out->where == EXEC_W_ARENA)
-        nm_obj_set_arena(nm, o, out->off, out->size);
-    else
-        nm_obj_set_inline(nm, o, out->bytes, out->size);
-    memcpy(o->fp, fp, 16);
-    o->is_put = true; /* no lineage to rebuild it from: spill it, never drop it */
-}
-
-static void
-s_booted(nm_t *nm, nm_actor_t *a, nm_task_t *t, int status, const char *msg)
-{
-    char hex[UTIL_ID_HEX];
-    a->boot = NULL;
-    bool load = t->kind == T_LOAD;
-    if (load)
-        nm_task_discard(nm, t);
-    else {
-        nm_task_release_args(nm, t, false); /* unpinned; kept (uses) for a restart */
-        t->state = TASK_WAITING;            /* a restart sends it again */
-    }
-    if (status) {
-        if (load)
-            s_die(nm, a, status, "loading its checkpoint of call %llu failed: %s",
-                  (unsigned long long) a->ckpt_idx, msg);
-        else
-            s_die(nm, a, status, "its constructor failed: %s", msg);
-        return;
-    }
-    s_state(nm, a, A_ALIVE);
-    if (a->restarts)
-        log_info("actor %s (%s) restarted (%u of %u) from %s, replaying %llu calls",
-                 util_id_hex(&a->id, hex), a->cls, a->restarts, a->max_restarts,
-                 load ? "its checkpoint" : "its constructor",
-                 (unsigned long long) a->replaying);
-    s_dirty(nm, a);
-}
-
-static void
-s_saved(nm_t *nm, nm_actor_t *a, nm_task_t *t, nm_client_t *c, int status, const char *msg,
-        const exec_obj_t *outs, const uint8_t *fps)
-{
-    char hex[UTIL_ID_HEX];
-    if (t->run->idx > a->saved_idx)
-        a->saved_idx = t->run->idx;
-    if (status) {
-        log_warn("actor %s (%s): checkpoint after call %llu failed: %s",
-                 util_id_hex(&a->id, hex), a->cls, (unsigned long long) t->run->idx, msg);
-    } else if (!a->has_ckpt || t->run->idx > a->ckpt_idx) {
-        lux_ref_t id;
-        exec_ref_make(&id, &t->id, 0);
-        nm_obj_t *o = nm_obj_new(nm, &id);
-        if (!o) {
-            status = util_err(LUX_ENOMEM, "out of memory holding a checkpoint");
-            msg = lux_errmsg();
-        } else {
-            s_take_grants(c, outs, 1);
-            s_set_value(nm, o, &outs[0], fps);
-            o->owner = NULL; /* the actor's */
-            nm_log_actor_checkpoint(nm, a, t, o);
-            if (a->has_ckpt) {
-                nm_obj_t *old = nm_obj_get(nm, &a->ckpt);
-                if (old) {
-                    old->owned = false;
-                    s_unuse(nm, old);
-                }
-            }
-            a->ckpt = id;
-            a->ckpt_idx = t->run->idx;
-            a->has_ckpt = true;
-            s_unkeep(nm, a, t->run->idx);
-            nm_ractor_saved(nm, a, o); /* its home on another node keeps it too */
-        }
-    }
-    if (t->owner)
-        s_reply(nm, t->owner, t->run->op_req, status, &a->id, status ? msg : NULL);
-    nm_task_discard(nm, t);
-}
-
-static void
-s_called(nm_t *nm, nm_actor_t *a, nm_task_t *t, nm_client_t *c, const exec_result_t *r,
-         int status, const char *msg, const exec_obj_t *outs, const uint8_t *fps)
-{
-    nm_task_release_args(nm, t, false); /* unpinned; uses stay until it is done */
-    if (a->max_restarts && !t->run->replay && t->run->idx > a->ckpt_idx)
-        s_keep(nm, a, t);
-    if (t->run->replay) {
-        /* its results were handed out before: these go */
-        if (!status)
-            for (uint8_t i = 0; i < t->nret; i++)
-                if (outs[i].where == EXEC_W_ARENA) {
-                    util_idmap_del(c->allocs, &outs[i].off);
-                    nm_store_free(nm, outs[i].off);
-                }
-        if (a->replaying)
-            a->replaying--;
-        nm_task_discard(nm, t);
-        return;
-    }
-    if (status) {
-        t->run->fail_status = status;
-        t->run->fail_msg = strdup(msg);
-    } else {
-        uint64_t total = 0;
-        uint8_t fp[16];
-        util_blake_t h;
-        s_take_grants(c, outs, t->nret);
-        if (r->outs_len && !(t->run->held_outs = malloc(r->outs_len))) {
-            for (uint8_t i = 0; i < t->nret; i++)
-                if (outs[i].where == EXEC_W_ARENA)
-                    nm_store_free(nm, outs[i].off);
-            t->run->fail_status = LUX_ENOMEM;
-            t->run->fail_msg = strdup("out of memory holding its results");
-        } else {
-            if (r->outs_len)
-                memcpy(t->run->held_outs, r->outs, r->outs_len);
-            t->run->held_len = r->outs_len;
-            util_blake_init(&h, 16);
-            for (uint8_t i = 0; i < t->nret; i++) {
-                util_blake_update(&h, fps + 16 * i, 16);
-                total += outs[i].size;
-            }
-            util_blake_final(&h, fp, 16);
-            nm->n_finished++;
-            nm->work_ended_ns = util_mono_ns();
-            nm_log_finished(nm, t, a->worker, r, total, fp);
-        }
-    }
-    t->run->held = true;
-    s_append(&nm->held_calls, &nm->held_last, t);
-}
-
-void
-nm_actor_result(nm_t *nm, nm_worker_t *w, const exec_result_t *r)
-{
-    nm_actor_t *a = w->actor;
-    nm_task_t *t = a ? a->sent : NULL;
-    nm_client_t *c = w->client;
-    char hex[UTIL_ID_HEX], msg[600];
-    if (!t || memcmp(t->id.b, r->task.b, 16) != 0) {
-        log_warn("actor worker %d reported %s, which it was not running next", (int) w->pid,
-                 util_id_hex(&r->task, hex));
-        return;
-    }
-    s_pop(&a->sent, &a->sent_last);
-    a->nsent--;
-    exec_obj_t outs[EXEC_MAX_RETURNS];
-    const uint8_t *fps = NULL;
-    int status = r->status;
-    msg[0] = '\0';
-    if (status) {
-        snprintf(msg, sizeof msg, "%.*s", (int) r->msg_len, r->msg ? r->msg : "");
-        if (!msg[0])
-            snprintf(msg, sizeof msg, "it returned %s", lux_strerror(status));
-    } else if (nm_result_outputs(nm, c, t, r, outs, &fps)) {
-        status = LUX_EPROTO;
-        snprintf(msg, sizeof msg, "its worker reported malformed outputs");
-    }
-    switch (t->kind) {
-    case T_CREATE:
-    case T_LOAD:
-        s_booted(nm, a, t, status, msg);
-        return;
-    case T_SAVE:
-        s_saved(nm, a, t, c, status, msg, outs, fps);
-        break;
-    default:
-        s_called(nm, a, t, c, r, status, msg, outs, fps);
-    }
-    s_dirty(nm, a);
-}
-
-/* A held call's outputs, decoded into outs; their fingerprints. */
-static const uint8_t *
-s_held_outs(const nm_task_t *t, exec_obj_t *outs)
-{
-    util_rd_t rd;
-    util_rd_init(&rd, t->run->held_outs, t->run->held_len);
-    for (uint8_t i = 0; i < t->nret; i++)
-        exec_obj_decode(&rd, &outs[i]);
-    return util_rd_take(&rd, (size_t) t->nret * 16);
-}
-
-/* Results of one call whose event is committed: out they go. */
-static void
-s_release(nm_t *nm, nm_task_t *t)
-{
-    t->run->held = false;
-    if (t->run->fail_status) {
-        char msg[600];
-        snprintf(msg, sizeof msg, "%s", t->run->fail_msg ? t->run->fail_msg : "?");
-        nm_task_fail(nm, t, t->run->fail_status, msg);
-        return;
-    }
-    exec_obj_t outs[EXEC_MAX_RETURNS];
-    const uint8_t *fps = s_held_outs(t, outs);
-    for (uint8_t i = 0; i < t->nret; i++) {
-        nm_obj_t *o = nm_task_output(nm, t, i);
-        if (!o) {
-            if (outs[i].where == EXEC_W_ARENA)
-                nm_store_free(nm, outs[i].off);
-            continue;
-        }
-        s_set_value(nm, o, &outs[i], fps + 16 * i);
-    }
-    nm_task_outputs_ready(nm, t);
-}
-
-static bool s_unlink(nm_task_t **head, nm_task_t **last, nm_task_t *t);
-
-/* A held call whose event the log cannot take: its results go, it fails. */
-static void
-s_release_failed(nm_t *nm, nm_task_t *t, const char *why)
-{
-    char msg[700];
-    t->run->held = false;
-    if (!t->run->fail_status && t->run->held_outs) {
-        exec_obj_t outs[EXEC_MAX_RETURNS];
-        s_held_outs(t, outs);
-        for (uint8_t i = 0; i < t->nret; i++)
-            if (outs[i].where == EXEC_W_ARENA)
-                nm_store_free(nm, outs[i].off);
-    }
-    snprintf(msg, sizeof msg, "the log cannot record the call (it may have been applied): %s",
-             why);
-    nm_task_fail(nm, t, LUX_EIO, msg);
-}
-
-void
-nm_actor_release(nm_t *nm)
-{
-    /* events are acknowledged in order per shard: the list is released
-       from its front */
-    while (nm->held_calls && !nm_log_pending(nm, &nm->held_calls->id))
-        s_release(nm, s_pop(&nm->held_calls, &nm->held_last));
-    /* A call whose event's shard failed (a write error, a full disk)
-       fails with that reason, instead of its caller waiting for ever: the
-       event may still commit if another replica takes over, so the
-       caller is told the call may have been applied. */
-    if (!nm->held_calls || !nm_log_failed(nm, NULL))
-        return; /* the common case, without a walk of the held calls */
-    for (nm_task_t *t = nm->held_calls, *next; t; t = next) {
-        next = t->next;
-        const char *why = nm_log_failed(nm, &t->id);
-        if (why && s_unlink(&nm->held_calls, &nm->held_last, t))
-            s_release_failed(nm, t, why);
-    }
-}
-
-/* --- its process died --------------------------------------------------------------------- */
-
-void
-nm_actor_worker_gone(nm_t *nm, nm_worker_t *w, const char *why)
-{
-    nm_actor_t *a = w->actor;
-    char hex[UTIL_ID_HEX];
-    w->actor = NULL;
-    if (!a || a->worker != w)
-        return;
-    a->worker = NULL;
-    s_give_back(nm, a);
-    if (a->state == A_DEAD)
-        return;
-    log_warn("actor %s (%s): its process %d %s", util_id_hex(&a->id, hex), a->cls, (int) w->pid,
-             why);
-    /* numbered live calls wait for the replay; what was never sent stays
-       queued; re-applied calls, checkpoints and loads go */
-    nm_task_t *lists[2] = {a->sent, a->queue};
-    nm_task_t *limbo = NULL, *limbo_last = NULL, *queue = NULL, *queue_last = NULL;
-    a->sent = a->sent_last = a->queue = a->queue_last = NULL;
-    a->nsent = 0;
-    for (int i = 0; i < 2; i++)
-        for (nm_task_t *t = lists[i], *next; t; t = next) {
-            next = t->next;
-            t->next = NULL;
-            if (t == a->create) {
-                nm_task_release_args(nm, t, false);
-                t->state = TASK_WAITING;
-            } else if (t->kind == T_CALL && !t->run->replay && t->run->idx) {
-                nm_task_release_args(nm, t, false);
-                t->state = TASK_WAITING;
-                s_append(&limbo, &limbo_last, t);
-            } else if (t->kind == T_CALL && !t->run->replay) {
-                s_append(&queue, &queue_last, t);
-            } else {
-                s_drop_run(nm, a, t, LUX_EDEAD, "the actor's process died before it was done");
-            }
-        }
-    if (limbo_last) {
-        limbo_last->next = a->limbo;
-        a->limbo = limbo;
-    }
-    a->queue = queue;
-    a->queue_last = queue_last;
-    if (a->boot && a->boot != a->create)
-        nm_task_discard(nm, a->boot);
-    a->boot = NULL;
-    a->replaying = 0;
-    if (a->killed) {
-        s_die(nm, a, LUX_EDEAD, "it was killed (lux_actor_kill)");
-        return;
-    }
-    if (a->restarts >= a->max_restarts) {
-        s_die(nm, a, LUX_EDEAD, "its process %s, and it has no restarts left (max_restarts %u)",
-              why, a->max_restarts);
-        return;
-    }
-    a->restarts++;
-    s_state(nm, a, A_WAITING);
-    a->log_wait = true; /* then the replay is read and the restart logged */
-    s_dirty(nm, a);
-}
+/* --- runs leaving an actor ----------------------------------------------------------------- */
 
 /* Unlink t from a list (head/last; last may be NULL); whether it was on it. */
-static bool
-s_unlink(nm_task_t **head, nm_task_t **last, nm_task_t *t)
+bool
+nm_actor_list_unlink(nm_task_t **head, nm_task_t **last, nm_task_t *t)
 {
     nm_task_t *prev = NULL;
     for (nm_task_t *x = *head; x; prev = x, x = x->next) {
@@ -1190,17 +869,17 @@ nm_actor_failing(nm_t *nm, nm_task_t *t, int status, const char *text)
     nm_actor_t *a = t->actor;
     if (!a)
         return false;
-    if (!s_unlink(&a->queue, &a->queue_last, t) && !s_unlink(&a->limbo, NULL, t) &&
-        s_unlink(&a->sent, &a->sent_last, t))
+    if (!nm_actor_list_unlink(&a->queue, &a->queue_last, t) && !nm_actor_list_unlink(&a->limbo, NULL, t) &&
+        nm_actor_list_unlink(&a->sent, &a->sent_last, t))
         a->nsent--;
     /* a call that waited for its arguments held back the runs queued
        after it (calls, a checkpoint asked for): they go now */
-    s_dirty(nm, a);
+    nm_actor_dirty(nm, a);
     if (t == a->create) {
         a->create = NULL;
         if (!a->doom && a->state != A_DEAD && (a->doom = strdup(text)))
             a->doom_status = status;
-        s_dirty(nm, a);
+        nm_actor_dirty(nm, a);
         return false; /* failed as a task: its failure is logged */
     }
     if (t->run->replay) {
@@ -1209,7 +888,7 @@ nm_actor_failing(nm_t *nm, nm_task_t *t, int status, const char *text)
                  text);
         if (!a->doom && a->state != A_DEAD && (a->doom = strdup(why)))
             a->doom_status = status;
-        s_dirty(nm, a);
+        nm_actor_dirty(nm, a);
         nm_task_discard(nm, t);
         return true;
     }
@@ -1221,7 +900,7 @@ nm_actor_unlink(nm_t *nm, nm_task_t *t)
 {
     nm_actor_t *a = t->actor;
     (void) nm;
-    if (a && !s_unlink(&a->queue, &a->queue_last, t) && s_unlink(&a->sent, &a->sent_last, t))
+    if (a && !nm_actor_list_unlink(&a->queue, &a->queue_last, t) && nm_actor_list_unlink(&a->sent, &a->sent_last, t))
         a->nsent--;
 }
 
@@ -1266,10 +945,10 @@ s_lookup_none(nm_t *nm, struct nm_lookup **p, bool timed_out)
     char why[400];
     if (timed_out) {
         snprintf(why, sizeof why, "no actor named '%s' appeared in time", l->name);
-        s_reply(nm, l->c, l->req, LUX_ETIMEDOUT, NULL, why);
+        nm_actor_reply(nm, l->c, l->req, LUX_ETIMEDOUT, NULL, why);
     } else {
         snprintf(why, sizeof why, "no actor is named '%s'", l->name);
-        s_reply(nm, l->c, l->req, LUX_ENOTFOUND, NULL, why);
+        nm_actor_reply(nm, l->c, l->req, LUX_ENOTFOUND, NULL, why);
     }
     s_lookup_drop(p);
 }
@@ -1301,7 +980,7 @@ s_answer_lookups(nm_t *nm, nm_actor_t *a)
     for (struct nm_lookup **p = &nm->lookups; *p;) {
         struct nm_lookup *l = *p;
         if (strcmp(l->name, a->name) == 0) {
-            s_reply(nm, l->c, l->req, 0, &a->id, NULL);
+            nm_actor_reply(nm, l->c, l->req, 0, &a->id, NULL);
             s_lookup_drop(p);
         } else {
             p = &l->next;
@@ -1329,12 +1008,12 @@ nm_actor_op(nm_t *nm, nm_client_t *c, const uint8_t *p, size_t n)
     memcpy(id.b, idp, 16);
     nm_actor_t *a = op == S_OP_LOOKUP ? NULL : s_find(nm, &id);
     if (op != S_OP_LOOKUP && op != S_OP_KILL && op != S_OP_CHECKPOINT) {
-        s_reply(nm, c, req, LUX_EINVAL, NULL, "unknown actor request");
+        nm_actor_reply(nm, c, req, LUX_EINVAL, NULL, "unknown actor request");
         return;
     }
     if (op != S_OP_LOOKUP && !a) {
         snprintf(why, sizeof why, "no actor %s on this node", util_id_hex(&id, hex));
-        s_reply(nm, c, req, LUX_ENOTFOUND, &id, why);
+        nm_actor_reply(nm, c, req, LUX_ENOTFOUND, &id, why);
         return;
     }
     switch (op) {
@@ -1346,41 +1025,41 @@ nm_actor_op(nm_t *nm, nm_client_t *c, const uint8_t *p, size_t n)
             else
                 s_die(nm, a, LUX_EDEAD, "it was killed (lux_actor_kill)");
         }
-        s_reply(nm, c, req, 0, &id, NULL);
+        nm_actor_reply(nm, c, req, 0, &id, NULL);
         return;
     case S_OP_CHECKPOINT:
         if (a->remote && a->state != A_DEAD) {
             snprintf(why, sizeof why, "actor %s lives on another node: lux_actor_checkpoint "
                      "is asked on that node (its checkpoint_every works anywhere)",
                      util_id_hex(&id, hex));
-            s_reply(nm, c, req, LUX_EINVAL, &id, why);
+            nm_actor_reply(nm, c, req, LUX_EINVAL, &id, why);
             return;
         }
         if (a->state == A_DEAD) {
             snprintf(why, sizeof why, "actor %s (%s) is dead: %s", util_id_hex(&id, hex),
                      a->cls, a->death ? a->death : "?");
-            s_reply(nm, c, req, LUX_EDEAD, &id, why);
+            nm_actor_reply(nm, c, req, LUX_EDEAD, &id, why);
             return;
         }
         nm_task_t *t = s_run_new(nm, a, T_SAVE, c);
         if (!t) {
-            s_reply(nm, c, req, LUX_ENOMEM, &id, "out of memory");
+            nm_actor_reply(nm, c, req, LUX_ENOMEM, &id, "out of memory");
             return;
         }
         t->run->op_req = req; /* answered when it is saved */
-        s_append(&a->queue, &a->queue_last, t);
-        s_dirty(nm, a);
+        nm_actor_list_append(&a->queue, &a->queue_last, t);
+        nm_actor_dirty(nm, a);
         return;
     default:
         break;
     }
     /* lookup */
     if (!name || nlen == 0) {
-        s_reply(nm, c, req, LUX_EINVAL, NULL, "lux_actor_lookup: no name");
+        nm_actor_reply(nm, c, req, LUX_EINVAL, NULL, "lux_actor_lookup: no name");
         return;
     }
     if ((a = s_by_name(nm, name, nlen, NULL))) {
-        s_reply(nm, c, req, 0, &a->id, NULL);
+        nm_actor_reply(nm, c, req, 0, &a->id, NULL);
         return;
     }
     bool once = timeout == 0;
@@ -1388,13 +1067,13 @@ nm_actor_op(nm_t *nm, nm_client_t *c, const uint8_t *p, size_t n)
         timeout = S_LOOKUP_REMOTE_MS; /* the head is asked: its answer is waited for */
     if (timeout == 0) {
         snprintf(why, sizeof why, "no actor is named '%.*s'", (int) nlen, name);
-        s_reply(nm, c, req, LUX_ENOTFOUND, NULL, why);
+        nm_actor_reply(nm, c, req, LUX_ENOTFOUND, NULL, why);
         return;
     }
     struct nm_lookup *l = calloc(1, sizeof *l);
     if (!l || !(l->name = strndup(name, nlen))) {
         free(l);
-        s_reply(nm, c, req, LUX_ENOMEM, NULL, "out of memory");
+        nm_actor_reply(nm, c, req, LUX_ENOMEM, NULL, "out of memory");
         return;
     }
     l->c = c;
@@ -1426,7 +1105,7 @@ nm_actor_tick(nm_t *nm)
     for (size_t i = 0; i < all.n; i++)
         if (all.v[i]->state == A_WAITING || all.v[i]->room_wait) {
             all.v[i]->room_wait = false;
-            s_dirty(nm, all.v[i]);
+            nm_actor_dirty(nm, all.v[i]);
         }
     free(all.v);
 }
@@ -1462,16 +1141,6 @@ nm_actor_client_gone(nm_t *nm, nm_client_t *c)
               c->kind == EXEC_HELLO_WORKER ? "worker" : "driver", pid);
     }
     free(all.v);
-}
-
-void
-nm_actor_open(nm_t *nm)
-{
-    nm->ops.actor_submit = nm_actor_submit;
-    nm->ops.actor_kick = nm_actor_kick;
-    nm->ops.actor_failing = nm_actor_failing;
-    nm->ops.actor_result = nm_actor_result;
-    nm->ops.actor_worker_gone = nm_actor_worker_gone;
 }
 
 void

@@ -8,8 +8,6 @@
 
 #include "exec_node_int.h"
 
-/* Give the task graph the calls it makes to actors (nm->ops). */
-void nm_actor_open(nm_t *nm);
 
 /* A run of actor a (kind T_CREATE, T_CALL, T_SAVE or T_LOAD; a NULL for a
    call to no actor, which fails): a task of the task graph (nm_task_new,
@@ -24,13 +22,7 @@ void nm_actor_kick(nm_t *nm, nm_actor_t *a);      /* send what can be sent */
 
 void nm_actor_hello(nm_t *nm, nm_worker_t *w);    /* its worker is ready */
 
-void nm_actor_result(nm_t *nm, nm_worker_t *w, const exec_result_t *r);
-
-void nm_actor_worker_gone(nm_t *nm, nm_worker_t *w, const char *why);
-
 void nm_actor_pump(nm_t *nm);                     /* send what actors can take */
-
-void nm_actor_release(nm_t *nm);                  /* hand out results whose events committed */
 
 void nm_actor_op(nm_t *nm, nm_client_t *c, const uint8_t *p, size_t n);
 
@@ -61,5 +53,38 @@ void nm_actor_found(nm_t *nm, nm_actor_t *a);
 /* The head knows no actor named name: lookups of it that do not wait are
    answered LUX_ENOTFOUND. */
 void nm_actor_missed(nm_t *nm, const char *name);
+
+/* --- for exec_node_actor_res.c (an actor's results and its process's
+   death, above this part): the actor's lists and states ------------------ */
+
+/* Append t to a list of runs (head/last); take the first off it (NULL:
+   empty); unlink t from it (last may be NULL): whether it was on it. */
+void nm_actor_list_append(nm_task_t **head, nm_task_t **last, nm_task_t *t);
+nm_task_t *nm_actor_list_pop(nm_task_t **head, nm_task_t **last);
+bool nm_actor_list_unlink(nm_task_t **head, nm_task_t **last, nm_task_t *t);
+
+/* a enters state st (enum nm_actor_state); nm->actors_waiting counts A_WAITING. */
+void nm_actor_state(nm_t *nm, nm_actor_t *a, int st);
+
+/* a has runs to send: on nm->dirty_actors, for nm_actor_pump. */
+void nm_actor_dirty(nm_t *nm, nm_actor_t *a);
+
+/* Answer an ACTOR request req of c (status; the actor; msg when it failed). */
+void nm_actor_reply(nm_t *nm, nm_client_t *c, uint64_t req, int status, const util_id_t *actor,
+                    const char *msg);
+
+/* a lets go of the resources and GPUs it holds. */
+void nm_actor_give_back(nm_t *nm, nm_actor_t *a);
+
+/* A kept argument o is no longer kept: deleted when nothing else needs it. */
+void nm_actor_unuse(nm_t *nm, nm_obj_t *o);
+
+/* Keep call t's ref arguments for a replay; let go of those of the calls
+   up to upto (a checkpoint covers them). */
+void nm_actor_keep(nm_t *nm, nm_actor_t *a, nm_task_t *t);
+void nm_actor_unkeep(nm_t *nm, nm_actor_t *a, uint64_t upto);
+
+/* Drop one of a's runs that will not report, failing a call with why. */
+void nm_actor_drop_run(nm_t *nm, nm_actor_t *a, nm_task_t *t, int status, const char *why);
 
 #endif

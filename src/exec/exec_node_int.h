@@ -6,6 +6,7 @@
         exec_node_stats.c  the node's state for its heartbeat and lux status     exec_node_stats.h
         exec_store.c       the object store's requests (ALLOC, PUT, GET, FREE)    exec_store.h
         exec_node_cancel.c cancelling tasks, timeouts                             exec_node_cancel.h
+        exec_node_actor_res.c  what an actor's process answers: results, death   exec_node_actor_res.h
         exec_node_actor.c  actors: creation, calls, restarts, checkpoints         exec_node_actor.h
         exec_ractor.c      actors on other nodes                                  exec_ractor.h
         exec_remote.c      tasks spilled to other nodes, the global scheduler     exec_remote.h
@@ -93,6 +94,9 @@ struct nm_obj {
     bool cancelled;         /* ERROR: its task was cancelled (or one it needed) */
     uint16_t unread;        /* rebuilt since a task or a reader last had it: at
                                NM_REBUILD_UNREAD_MAX, nm_rebuild gives up on it */
+    struct nm_spill_job *spilling; /* SPILLED: its bytes on the heap while the writer
+                                      thread writes them, or after that failed
+                                      (exec_node_obj.c) */
 };
 
 /* How many times in a row an object may be rebuilt without any task or
@@ -460,6 +464,11 @@ struct nm {
     uint64_t inline_bytes;    /* inline objects held on the heap */
     nm_obj_t *lru_head, *lru_tail;
     char spill_dir[PATH_MAX];
+    struct exec_spill_writer_t *spillw; /* writes spills off the loop (exec_node_obj.c) */
+    bool spill_nothread;      /* none could be started: spills are written on the loop */
+    struct nm_spill_job *spill_jobs; /* every heap copy of a spilled put, all held */
+    uint64_t spill_held;      /* ... their bytes: at most the store's size */
+    uint32_t spill_pending;   /* ... of which the writer has not handed back */
     uint64_t store_gen;       /* bumped when room may have appeared */
     uint64_t waits_gen;       /* store_gen when the waiting ALLOCs were last tried */
     nm_alloc_wait_t *alloc_waits; /* in arrival order */

@@ -33,6 +33,12 @@ void nm_obj_delete(nm_t *nm, nm_obj_t *o);
    is then an error for good; another code. */
 int nm_obj_restore(nm_t *nm, nm_obj_t *o);
 
+/* Spills are written by a thread (exec_node_obj.c): hand back the writes
+   done (each tick), and at the node's end, after its objects are freed,
+   let the write in progress end and drop the rest. */
+void nm_obj_spill_tick(nm_t *nm);
+void nm_obj_spill_close(nm_t *nm);
+
 void nm_obj_describe(nm_t *nm, const nm_obj_t *o, exec_obj_t *d);
 
 /* Send m (header frame first) to client c: on its connection, or to the

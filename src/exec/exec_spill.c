@@ -339,3 +339,150 @@ exec_spill_size(const char *path)
         rc = util_err(LUX_ECORRUPT, "spill %s: no content size in the frame header", path);
     return rc;
 }
+
+/* ------------------------------------------------------------------------
+   The writer thread */
+
+typedef struct s_job {
+    struct s_job *next;
+    char *path;
+    const void *data;
+    size_t n;
+    void *arg;
+    int rc;
+    char msg[UTIL_ERRMSG_MAX];
+} s_job_t;
+
+struct exec_spill_writer_t {
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    s_job_t *todo, *todo_last; /* to write, oldest first */
+    s_job_t *done, *done_last; /* written, failed or cancelled, oldest first */
+    bool stop;
+};
+
+static void
+s_push(s_job_t **head, s_job_t **last, s_job_t *j)
+{
+    j->next = NULL;
+    if (*last)
+        (*last)->next = j;
+    else
+        *head = j;
+    *last = j;
+}
+
+static void *
+s_writer(void *arg)
+{
+    exec_spill_writer_t *self = arg;
+    pthread_mutex_lock(&self->mu);
+    for (;;) {
+        while (!self->todo && !self->stop)
+            pthread_cond_wait(&self->cv, &self->mu);
+        if (self->stop)
+            break; /* the ones not started are cancelled by the stop */
+        s_job_t *j = self->todo;
+        pthread_mutex_unlock(&self->mu);
+        j->rc = exec_spill_write(j->path, j->data, j->n);
+        if (j->rc)
+            snprintf(j->msg, sizeof j->msg, "%s", lux_errmsg());
+        pthread_mutex_lock(&self->mu);
+        self->todo = j->next;
+        if (!self->todo)
+            self->todo_last = NULL;
+        s_push(&self->done, &self->done_last, j);
+    }
+    pthread_mutex_unlock(&self->mu);
+    return NULL;
+}
+
+exec_spill_writer_t *
+exec_spill_writer_new(void)
+{
+    exec_spill_writer_t *self = calloc(1, sizeof *self);
+    if (!self) {
+        util_err(LUX_ENOMEM, "spill writer: out of memory");
+        return NULL;
+    }
+    pthread_mutex_init(&self->mu, NULL);
+    pthread_cond_init(&self->cv, NULL);
+    int e = pthread_create(&self->thread, NULL, s_writer, self);
+    if (e) {
+        util_err(LUX_EIO, "spill writer: cannot start its thread: %s", strerror(e));
+        pthread_mutex_destroy(&self->mu);
+        pthread_cond_destroy(&self->cv);
+        free(self);
+        return NULL;
+    }
+    return self;
+}
+
+void
+exec_spill_writer_destroy(exec_spill_writer_t **self_p,
+                          void (*fn)(void *ctx, void *arg, int rc, const char *msg), void *ctx)
+{
+    exec_spill_writer_t *self = *self_p;
+    if (!self)
+        return;
+    pthread_mutex_lock(&self->mu);
+    self->stop = true;
+    pthread_cond_signal(&self->cv);
+    pthread_mutex_unlock(&self->mu);
+    pthread_join(self->thread, NULL);
+    /* the write in progress has ended; the ones never started go back
+       cancelled, after those done */
+    while (self->todo) {
+        s_job_t *j = self->todo;
+        self->todo = j->next;
+        j->rc = LUX_ECANCELLED;
+        snprintf(j->msg, sizeof j->msg, "spill %s: not written, the node is stopping", j->path);
+        s_push(&self->done, &self->done_last, j);
+    }
+    self->todo_last = NULL;
+    exec_spill_writer_done(self, fn, ctx);
+    pthread_mutex_destroy(&self->mu);
+    pthread_cond_destroy(&self->cv);
+    free(self);
+    *self_p = NULL;
+}
+
+int
+exec_spill_writer_queue(exec_spill_writer_t *self, const char *path, const void *data,
+                        size_t n, void *arg)
+{
+    s_job_t *j = calloc(1, sizeof *j);
+    if (!j || !(j->path = strdup(path))) {
+        free(j);
+        return util_err(LUX_ENOMEM, "spill %s: out of memory", path);
+    }
+    j->data = data;
+    j->n = n;
+    j->arg = arg;
+    pthread_mutex_lock(&self->mu);
+    s_push(&self->todo, &self->todo_last, j);
+    pthread_cond_signal(&self->cv);
+    pthread_mutex_unlock(&self->mu);
+    return 0;
+}
+
+int
+exec_spill_writer_done(exec_spill_writer_t *self,
+                       void (*fn)(void *ctx, void *arg, int rc, const char *msg), void *ctx)
+{
+    pthread_mutex_lock(&self->mu);
+    s_job_t *list = self->done;
+    self->done = self->done_last = NULL;
+    pthread_mutex_unlock(&self->mu);
+    int count = 0;
+    while (list) {
+        s_job_t *j = list;
+        list = j->next;
+        fn(ctx, j->arg, j->rc, j->rc ? j->msg : "");
+        free(j->path);
+        free(j);
+        count++;
+    }
+    return count;
+}

@@ -51,4 +51,31 @@ int exec_spill_read(const char *path, void *dst, size_t n);
    file is not checked), or LUX_ENOTFOUND, LUX_ECORRUPT, LUX_EIO. */
 int64_t exec_spill_size(const char *path);
 
+/* A thread that writes spills (exec_spill_write) in the order queued, so
+   that the node's loop never waits for the disk: a spill of 1 GiB (lz4,
+   write, fsync) took seconds there, during which the node answered
+   nothing, heartbeats included. The bytes a write reads must stay put
+   until it is handed back by exec_spill_writer_done. */
+typedef struct exec_spill_writer_t exec_spill_writer_t;
+
+/* NULL (and a message) when no thread could be started. */
+exec_spill_writer_t *exec_spill_writer_new(void);
+
+/* Stop: the write in progress ends, then every write not yet handed back
+   is, through fn as in exec_spill_writer_done (those never started with
+   LUX_ECANCELLED); *self_p is NULL afterwards. */
+void exec_spill_writer_destroy(exec_spill_writer_t **self_p,
+                               void (*fn)(void *ctx, void *arg, int rc, const char *msg),
+                               void *ctx);
+
+/* Queue the write of the n bytes at data to path, arg handed back when it
+   is done. 0 or LUX_ENOMEM. */
+int exec_spill_writer_queue(exec_spill_writer_t *self, const char *path, const void *data,
+                            size_t n, void *arg);
+
+/* Hand back each write done since the last call, in the order queued:
+   fn(ctx, arg, rc, message) (message "" when rc is 0). How many. */
+int exec_spill_writer_done(exec_spill_writer_t *self,
+                           void (*fn)(void *ctx, void *arg, int rc, const char *msg), void *ctx);
+
 #endif

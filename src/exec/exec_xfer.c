@@ -9,17 +9,27 @@
         NODE_LOCATE_REP  req u64, rc i32, id[20], fpkind u8, fp[16], n u8,
                          n x (node[16], endpoint str); text str when rc
         NODE_PULL        req u64, id[20], op u8 (1 OPEN, 2 CHUNK, 3 CLOSE),
-                         off u64, len u32
+                         off u64, len u32 (OPEN: flags, 1 bulk wanted,
+                         2 AES-NI here)
         NODE_PULL_REP    req u64, rc i32, id[20], op u8, then
-                         OPEN: size u64, fp[16], and a frame of the bytes
-                         when size <= EXEC_INLINE_MAX;
+                         OPEN: size u64, fp[16], [bulk u8 (1), cipher u8,
+                         port u16, xid u64, key[32]] when the bulk path
+                         is offered, and a frame of the bytes when size
+                         <= EXEC_INLINE_MAX;
                          CHUNK: off u64, len u32, codec u8 (0 raw, 1 lz4),
                          and a frame of the (compressed) bytes;
                          rc != 0: text str
     req is the puller's token for one attempt at one source: an answer
     whose token is not the pull's current one is stale and dropped.
+
+    The chunks of an object over 64 KiB go over the bulk path
+    (exec_bulk.c) when both ends have it: the answer to OPEN, over CURVE,
+    hands the puller a one-time key for the source's bulk port. A bulk
+    connection that cannot be made, or is refused before any chunk, falls
+    back to CHUNK requests over CURVE (logged once per source node).
 */
 #include "exec_xfer.h"
+#include "exec_bulk.h"
 #include "exec_peer.h"
 #include "exec_node_log.h"
 #include "exec_node_obj.h"
@@ -31,6 +41,7 @@
 #include "../util/util_time.h"
 
 #include <lz4.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,8 +54,11 @@
 #define S_LOCATE_MS 2000           /* how long a location the log lacks is asked again */
 #define S_OPEN_IDLE_MS 30000       /* a source unpins an object nobody read for this long */
 #define S_PROBE 65536              /* bytes of a chunk lz4 tries first */
+#define S_FELL_MAX 32              /* source nodes remembered as reached over CURVE only */
+#define S_FELL_MS 60000            /* a bulk port that could not be reached is not asked again for this long */
 
 enum { OP_OPEN = 1, OP_CHUNK = 2, OP_CLOSE = 3 };
+enum { XF_BULK = 1, XF_AES = 2 }; /* OPEN's flags: the puller takes the bulk path; has AES-NI */
 enum { P_LOCATE = 1, P_OPEN, P_QUEUED, P_MOVING, P_DONE };
 enum { FP_NONE = 0, FP_EXACT, FP_OF_ONE }; /* what the log's fingerprint is of */
 
@@ -81,6 +95,10 @@ typedef struct s_pull {
     int64_t start_ms;        /* when its chunks began to move */
     int64_t wait_until_ms;   /* P_QUEUED: the end of its wait for room; P_LOCATE: of asking */
     int64_t locate_at_ms;    /* P_LOCATE: when to ask again (0: asked) */
+    bool bulk;               /* the source offered its bulk port for this attempt ... */
+    exec_bulk_key_t bkey;    /* ... with this key ... */
+    int bport;               /* ... on this port */
+    exec_bulk_pull_t *bh;    /* the bulk connection moving its chunks */
     int rc;                  /* P_DONE: the outcome ... */
     char *why;               /* ... and its message */
     struct s_pull *next;
@@ -91,8 +109,17 @@ typedef struct s_open {
     lux_ref_t id;
     uint64_t token;
     int64_t last_ms;
+    bool offered, served;    /* a bulk key was handed out; a connection took it */
+    exec_bulk_key_t key;
     struct s_open *next;
 } s_open_t;
+
+/* A source node whose bulk port was not used: logged once; not asked
+   for it again until until_ms when it could not be reached. */
+typedef struct {
+    char ep[DB_EP_MAX];
+    int64_t until_ms;
+} s_fell_t;
 
 struct nm_xfer {
     s_pull_t *pulls;
@@ -106,6 +133,9 @@ struct nm_xfer {
     uint8_t *zbuf;           /* scratch for a compressed chunk */
     size_t zcap;
     uint64_t n_done, n_failed, bytes, n_lz4;
+    exec_bulk_t *bulk;       /* the bulk path (NULL: LUX_XFER_BULK=0) */
+    s_fell_t fell[S_FELL_MAX];
+    int nfell;
 };
 
 static int64_t
@@ -207,7 +237,7 @@ s_on_locate(nm_t *nm, nm_peer_msg_t *m)
         nm_complain(nm, "malformed NODE_LOCATE");
         return;
     }
-    s_pull_t p = {0};
+    s_pull_t p = {.self = true}; /* another node asks: the head's own copy is a source too */
     memcpy(p.id.b, id, LUX_REF_LEN);
     int rc = nm_peer_is_head(nm) ? s_locate(nm, &p)
                                  : util_err(LUX_EINVAL, "only the head's node locates objects");
@@ -265,10 +295,42 @@ s_send_pull(nm_t *nm, s_pull_t *p, int op, uint64_t off, uint32_t len)
     return nm_peer_send(nm, p->src[p->cur].ep, NET_NODE_PULL, &m);
 }
 
+static s_fell_t *
+s_fell_find(nm_t *nm, const char *ep)
+{
+    struct nm_xfer *x = nm->xfer;
+    for (int i = 0; i < x->nfell; i++)
+        if (strcmp(x->fell[i].ep, ep) == 0)
+            return &x->fell[i];
+    return NULL;
+}
+
+/* OPEN, asking for the bulk path unless this node has none or the
+   source's bulk port could not be reached lately. */
+static int
+s_send_open(nm_t *nm, s_pull_t *p)
+{
+    s_fell_t *f = s_fell_find(nm, p->src[p->cur].ep);
+    uint32_t flags = 0;
+    if (nm->xfer->bulk && !(f && util_mono_ms() < f->until_ms))
+        flags = XF_BULK | (exec_bulk_cipher_here() == EXEC_BULK_AES256GCM ? XF_AES : 0);
+    return s_send_pull(nm, p, OP_OPEN, 0, flags);
+}
+
+/* The bulk path of p's attempt is over: its connection and its key go. */
+static void
+s_bulk_forget(nm_t *nm, s_pull_t *p)
+{
+    exec_bulk_pull_stop(nm->xfer->bulk, &p->bh);
+    exec_bulk_key_wipe(&p->bkey);
+    p->bulk = false;
+}
+
 /* Give back the block of an attempt that did not finish. */
 static void
 s_drop_block(nm_t *nm, s_pull_t *p)
 {
+    s_bulk_forget(nm, p);
     if (p->have_block) {
         nm_store_free(nm, p->off);
         p->have_block = false;
@@ -312,7 +374,7 @@ s_next_source(nm_t *nm, s_pull_t *p, int rc)
         p->inflight = 0;
         p->got = p->next_off = 0;
         p->last_ms = util_mono_ms();
-        if (s_send_pull(nm, p, OP_OPEN, 0, 0))
+        if (s_send_open(nm, p))
             s_next_source(nm, p, LUX_EIO);
         return;
     }
@@ -328,7 +390,7 @@ s_start_sources(nm_t *nm, s_pull_t *p)
     p->token = ++nm->xfer->next_token;
     p->state = P_OPEN;
     p->last_ms = p->start_ms = util_mono_ms();
-    if (s_send_pull(nm, p, OP_OPEN, 0, 0))
+    if (s_send_open(nm, p))
         s_next_source(nm, p, LUX_EIO);
 }
 
@@ -411,11 +473,71 @@ s_on_locate_rep(nm_t *nm, nm_peer_msg_t *m)
     }
 }
 
-/* Ask for chunks until the window is full. */
+static void s_pump(nm_t *nm, s_pull_t *p);
+
+/* p's bulk connection could not be made or was refused before any
+   chunk (the message in lux_errmsg()): its chunks come over CURVE
+   instead. Logged once per source node; one that could not be reached
+   (rc LUX_EIO) is not offered the bulk path again for S_FELL_MS. */
+static void
+s_fall_back(nm_t *nm, s_pull_t *p, int rc)
+{
+    struct nm_xfer *x = nm->xfer;
+    const char *ep = p->src[p->cur].ep;
+    s_fell_t *f = s_fell_find(nm, ep);
+    if (!f) {
+        log_warn("node %s: its bulk port was not used (%s); pulling over its CURVE endpoint "
+                 "(logged once per node)", ep, lux_errmsg());
+        if (x->nfell == S_FELL_MAX)
+            x->nfell--; /* forget the last remembered */
+        f = &x->fell[x->nfell++];
+        snprintf(f->ep, sizeof f->ep, "%s", ep);
+        f->until_ms = 0;
+    }
+    if (rc == LUX_EIO || rc == LUX_ETIMEDOUT)
+        f->until_ms = util_mono_ms() + S_FELL_MS;
+    s_bulk_forget(nm, p);
+    p->got = p->next_off = 0;
+    p->inflight = 0;
+    p->last_ms = util_mono_ms();
+    s_pump(nm, p);
+}
+
+/* Start p's bulk connection: 0, or a code (the caller falls back). */
+static int
+s_bulk_start(nm_t *nm, s_pull_t *p)
+{
+    struct nm_xfer *x = nm->xfer;
+    char host[DB_EP_MAX];
+    const char *h = strncmp(p->src[p->cur].ep, "tcp://", 6) == 0 ? p->src[p->cur].ep + 6 : "";
+    snprintf(host, sizeof host, "%s", h);
+    char *colon = strrchr(host, ':');
+    if (colon)
+        *colon = '\0';
+    if (host[0] == '[') { /* an IPv6 address */
+        memmove(host, host + 1, strlen(host));
+        char *end = strchr(host, ']');
+        if (end)
+            *end = '\0';
+    }
+    p->bh = exec_bulk_pull_start(x->bulk, host, p->bport, &p->bkey, p->id.b,
+                                 exec_arena_base(nm->arena) + p->off, p->size, x->chunk,
+                                 x->window, p);
+    return p->bh ? 0 : LUX_EIO;
+}
+
+/* Ask for chunks until the window is full (the bulk connection's source
+   streams them by itself). */
 static void
 s_pump(nm_t *nm, s_pull_t *p)
 {
     struct nm_xfer *x = nm->xfer;
+    if (p->bulk) {
+        int rc;
+        if (!p->bh && (rc = s_bulk_start(nm, p)))
+            s_fall_back(nm, p, rc);
+        return;
+    }
     while (p->state == P_MOVING && p->inflight < x->window && p->next_off < p->size) {
         uint64_t len = p->size - p->next_off < x->chunk ? p->size - p->next_off : x->chunk;
         if (s_send_pull(nm, p, OP_CHUNK, p->next_off, (uint32_t) len)) {
@@ -468,8 +590,12 @@ s_complete(nm_t *nm, s_pull_t *p)
     memcpy(o->fp, fp, 16);
     nm_log_copied(nm, o, &p->src[p->cur].node);
     int64_t ms = util_mono_ms() - p->start_ms;
-    log_info("pulled object %s (%llu bytes) from %s in %lld ms", s_hex(&p->id, hex),
-             (unsigned long long) p->size, p->src[p->cur].ep, (long long) ms);
+    log_info("pulled object %s (%llu bytes) from %s in %lld ms, %s", s_hex(&p->id, hex),
+             (unsigned long long) p->size, p->src[p->cur].ep, (long long) ms,
+             p->ibytes ? "with its OPEN"
+             : p->bulk ? (p->bkey.cipher == EXEC_BULK_AES256GCM ? "over the bulk path (aes256gcm)"
+                                                                : "over the bulk path (chacha20poly1305)")
+                       : "over CURVE");
     nm->xfer->n_done++;
     nm->xfer->bytes += p->size;
     s_send_pull(nm, p, OP_CLOSE, 0, 0);
@@ -564,6 +690,25 @@ s_on_pull_rep(nm_t *nm, nm_peer_msg_t *m)
             return;
         }
         memcpy(p->fp, fp, 16);
+        s_bulk_forget(nm, p);
+        if (util_rd_left(&r) >= 1 + 1 + 2 + 8 + EXEC_BULK_KEY && util_rd_u8(&r) == 1) {
+            int cipher = util_rd_u8(&r);
+            int port = util_rd_u16(&r);
+            uint64_t xid = util_rd_u64(&r);
+            uint8_t *key = (uint8_t *) util_rd_take(&r, EXEC_BULK_KEY);
+            if (key && nm->xfer->bulk && port > 0 &&
+                (cipher == EXEC_BULK_CHACHA20 ||
+                 (cipher == EXEC_BULK_AES256GCM &&
+                  exec_bulk_cipher_here() == EXEC_BULK_AES256GCM))) {
+                p->bulk = true;
+                p->bport = port;
+                p->bkey.cipher = cipher;
+                p->bkey.xid = xid;
+                memcpy(p->bkey.key, key, EXEC_BULK_KEY);
+            }
+            if (key)
+                sodium_memzero(key, EXEC_BULK_KEY); /* the message's copy */
+        }
         if (p->size <= EXEC_INLINE_MAX) {
             free(p->ibytes);
             if (!(p->ibytes = malloc(p->size ? p->size : 1))) {
@@ -654,13 +799,17 @@ s_close_open(nm_t *nm, s_open_t **q)
     nm_obj_t *obj = nm_obj_get(nm, &o->id);
     if (obj)
         nm_obj_unpin(nm, obj);
+    if (o->offered)
+        exec_bulk_drop(nm->xfer->bulk, o->key.xid); /* before the bytes are let go */
+    exec_bulk_key_wipe(&o->key);
     *q = o->next;
     free(o);
 }
 
-/* OPEN: the object's size and fingerprint, pinned until CLOSE. */
+/* OPEN: the object's size and fingerprint, pinned until CLOSE; and a
+   one-time key for the bulk port when the puller takes that path. */
 static void
-s_serve_open(nm_t *nm, nm_peer_msg_t *m, uint64_t token, const uint8_t *id)
+s_serve_open(nm_t *nm, nm_peer_msg_t *m, uint64_t token, const uint8_t *id, uint32_t flags)
 {
     char hex[2 * LUX_REF_LEN + 1];
     lux_ref_t ref;
@@ -699,7 +848,24 @@ s_serve_open(nm_t *nm, nm_peer_msg_t *m, uint64_t token, const uint8_t *id)
     util_buf_put_u8(hb, OP_OPEN);
     util_buf_put_u64(hb, o->size);
     util_buf_put(hb, o->fp, 16);
+    exec_bulk_t *bulk = nm->xfer->bulk;
+    size_t key_at = 0;
+    if ((flags & XF_BULK) && exec_bulk_port(bulk) && o->size > EXEC_INLINE_MAX &&
+        o->where == EXEC_W_ARENA) {
+        int here = exec_bulk_cipher_here();
+        exec_bulk_key_new(&op->key, (flags & XF_AES) && here == EXEC_BULK_AES256GCM
+                                        ? EXEC_BULK_AES256GCM : EXEC_BULK_CHACHA20);
+        op->offered = true;
+        util_buf_put_u8(hb, 1);
+        util_buf_put_u8(hb, (uint8_t) op->key.cipher);
+        util_buf_put_u16(hb, (uint16_t) exec_bulk_port(bulk));
+        util_buf_put_u64(hb, op->key.xid);
+        key_at = hb->len;
+        util_buf_put(hb, op->key.key, EXEC_BULK_KEY);
+    }
     zmsg_addmem(out, hb->data, hb->len);
+    if (key_at)
+        sodium_memzero(hb->data + key_at, EXEC_BULK_KEY); /* the buffer's copy */
     if (o->size <= EXEC_INLINE_MAX)
         zmsg_addmem(out, o->where == EXEC_W_ARENA ? exec_arena_base(nm->arena) + o->off
                                                   : o->bytes,
@@ -783,7 +949,7 @@ s_on_pull(nm_t *nm, nm_peer_msg_t *m)
         return;
     }
     if (op == OP_OPEN) {
-        s_serve_open(nm, m, token, id);
+        s_serve_open(nm, m, token, id, len);
     } else if (op == OP_CHUNK) {
         s_serve_chunk(nm, m, token, id, off, len);
     } else {
@@ -793,7 +959,86 @@ s_on_pull(nm_t *nm, nm_peer_msg_t *m)
     }
 }
 
+/* --- the bulk path's callbacks (exec_bulk.h) ------------------------------------------------ */
+
+static int
+s_bulk_serve(void *arg, uint64_t xid, const uint8_t id[LUX_REF_LEN], exec_bulk_key_t *key,
+             const uint8_t **bytes, uint64_t *size)
+{
+    nm_t *nm = arg;
+    s_open_t *op = nm->xfer->opens;
+    while (op && !(op->offered && op->key.xid == xid))
+        op = op->next;
+    if (!op)
+        return util_err(LUX_ENOTFOUND, "transfer %016llx is not one this node handed out (or "
+                        "it ended)", (unsigned long long) xid);
+    if (op->served)
+        return util_err(LUX_EINVAL, "transfer %016llx is being served already (a replayed "
+                        "request?)", (unsigned long long) xid);
+    *key = op->key;
+    if (!id)
+        return 0;
+    char hex[2 * LUX_REF_LEN + 1];
+    nm_obj_t *o = nm_obj_get(nm, &op->id);
+    if (memcmp(id, op->id.b, LUX_REF_LEN) != 0)
+        return util_err(LUX_EINVAL, "its request names another object than transfer %016llx's",
+                        (unsigned long long) xid);
+    if (!o || o->state != OBJ_READY || o->where != EXEC_W_ARENA)
+        return util_err(LUX_ENOTFOUND, "object %s of transfer %016llx is not in the store",
+                        s_hex(&op->id, hex), (unsigned long long) xid);
+    *bytes = exec_arena_base(nm->arena) + o->off;
+    *size = o->size;
+    op->served = true;
+    op->last_ms = util_mono_ms();
+    return 0;
+}
+
+static void
+s_bulk_sent(void *arg, uint64_t xid)
+{
+    nm_t *nm = arg;
+    for (s_open_t *op = nm->xfer->opens; op; op = op->next)
+        if (op->offered && op->key.xid == xid)
+            op->last_ms = util_mono_ms();
+}
+
+static void
+s_bulk_moved(void *arg, void *who)
+{
+    (void) arg;
+    ((s_pull_t *) who)->last_ms = util_mono_ms();
+}
+
+static void
+s_bulk_ended(void *arg, void *who, int rc, bool fallback)
+{
+    nm_t *nm = arg;
+    s_pull_t *p = who;
+    p->bh = NULL; /* gone already */
+    if (rc == 0) {
+        p->got = p->size;
+        s_complete(nm, p);
+    } else if (fallback) {
+        s_fall_back(nm, p, rc);
+    } else {
+        s_next_source(nm, p, rc);
+    }
+}
+
 /* --- the node's side ------------------------------------------------------------------------- */
+
+int
+nm_xfer_fd(nm_t *nm)
+{
+    return nm->xfer ? exec_bulk_fd(nm->xfer->bulk) : -1;
+}
+
+void
+nm_xfer_fired(nm_t *nm)
+{
+    if (nm->xfer && nm->xfer->bulk)
+        exec_bulk_fired(nm->xfer->bulk);
+}
 
 int
 nm_xfer_open(nm_t *nm)
@@ -814,6 +1059,16 @@ nm_xfer_open(nm_t *nm)
         (rc = nm_peer_on(nm, NET_NODE_PULL, s_on_pull)) ||
         (rc = nm_peer_on(nm, NET_NODE_PULL_REP, s_on_pull_rep)))
         return rc;
+    /* the bulk port: on the address the node's endpoint binds (the
+       head's listen host, a node's own address), never elsewhere */
+    if (s_env("LUX_XFER_BULK", 1, 0, 1)) {
+        static const exec_bulk_fns_t fns = {s_bulk_serve, s_bulk_sent, s_bulk_moved,
+                                            s_bulk_ended};
+        const char *host = nm_peer_is_head(nm) ? nm->cluster.listen + 6 : nm->address;
+        if (!(x->bulk = exec_bulk_new(host, nm->cluster.master_port + EXEC_BULK_PORT_OFFSET,
+                                      nm->address, &fns, nm)))
+            return util_err_ctx(LUX_EIO, "the bulk port");
+    }
     return 0;
 }
 
@@ -825,6 +1080,7 @@ s_pull_free(s_pull_t *p)
         p->reqs = q->next;
         free(q);
     }
+    exec_bulk_key_wipe(&p->bkey);
     free(p->ibytes);
     free(p->why);
     free(p);
@@ -844,6 +1100,7 @@ nm_xfer_close(nm_t *nm)
     }
     while (x->opens)
         s_close_open(nm, &x->opens);
+    exec_bulk_destroy(&x->bulk);
     db_query_close(&x->q);
     util_buf_free(&x->buf);
     free(x->zbuf);
@@ -924,12 +1181,17 @@ nm_xfer_tick(nm_t *nm)
             s_finish(nm, p, util_err(LUX_ETIMEDOUT, "object %s: the head's node did not say "
                                      "where it lives within %lld ms", s_hex(&p->id, hex),
                                      (long long) x->timeout_ms));
-        else if ((p->state == P_OPEN || p->state == P_MOVING) && now - p->last_ms > x->timeout_ms) {
+        else if (p->state == P_MOVING && p->bh && p->got == 0 && now - p->last_ms > x->timeout_ms) {
+            util_err(LUX_ETIMEDOUT, "no chunk came on its bulk connection in %lld ms",
+                     (long long) (now - p->last_ms));
+            s_fall_back(nm, p, LUX_ETIMEDOUT);
+        } else if ((p->state == P_OPEN || p->state == P_MOVING) && now - p->last_ms > x->timeout_ms) {
             util_err(LUX_EDEAD, "it sent nothing for %lld ms (dead, or cut off)",
                      (long long) (now - p->last_ms));
             s_next_source(nm, p, LUX_EDEAD);
         }
     }
+    exec_bulk_tick(x->bulk);
     s_admit(nm);
     /* the finished: each requester told once, then the pull goes */
     for (s_pull_t **pp = &x->pulls; *pp;) {

@@ -57,6 +57,11 @@ int nm_xfer_pull(nm_t *nm, const lux_ref_t *id, int prio, nm_xfer_done_fn *done,
    their done is never called. */
 void nm_xfer_forget(nm_t *nm, nm_xfer_done_fn *done, void *arg);
 
+/* The descriptor the node's loop polls for the bulk path's sockets
+   (exec_bulk.c), -1 when none; nm_xfer_fired when it is readable. */
+int nm_xfer_fd(nm_t *nm);
+void nm_xfer_fired(nm_t *nm);
+
 /* Each tick: admit waiting pulls that fit now, end those past their time. */
 void nm_xfer_tick(nm_t *nm);
 

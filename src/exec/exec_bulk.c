@@ -1,0 +1,1015 @@
+/*  exec_bulk - the bulk data path of objects between nodes (see
+    exec_bulk.h for the records and why the port is safe without CURVE).
+
+    Sections: records (seal, open), connections (the epoll set, killing
+    and sweeping), the source (accept, hello, request, stream), the
+    puller (connect, request, chunks, credit), and the part's life.
+
+    A connection killed while exec_bulk_fired walks its events is only
+    marked (its descriptor closed, its key wiped) and freed after the
+    walk, so a callback may stop any pull.
+*/
+#include "exec_bulk.h"
+#include "../util/util_buf.h"
+#include "../util/util_err.h"
+#include "../util/util_log.h"
+#include "../util/util_time.h"
+
+#include <errno.h>
+#include <lz4.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <arpa/inet.h>
+#include <unistd.h>
+
+#define S_HELLO 16             /* "LUXB", version, 0 [3], xid u64 */
+#define S_HDR 20               /* type, codec, 0 u16, plen, clen, off: the additional data */
+#define S_REC (S_HDR + 16)     /* a record's header and tag */
+#define S_REQ_LEN (LUX_REF_LEN + 8)
+#define S_SAY_MS 10000         /* a connection says who it is within this */
+#define S_UNSAID_MAX 16        /* connections not yet authenticated, at once */
+#define S_TURN_BYTES (8u << 20) /* bytes one connection moves per turn of the loop */
+#define S_PROBE 65536          /* bytes of a chunk lz4 tries first */
+#define S_CHUNK_MIN 4096
+#define S_CHUNK_MAX (64u << 20)
+
+enum { R_REQ = 1, R_CREDIT = 2, R_CHUNK = 3 };
+enum { K_LISTEN, K_SRC, K_PULL };
+/* a source connection: hello, request, streaming, waiting for the end */
+enum { SS_HELLO, SS_REQ, SS_STREAM, SS_DRAIN };
+/* a puller's: connecting, a record's header, its body; failed at once */
+enum { PS_CONNECT, PS_HDR, PS_BODY, PS_FAILED };
+
+typedef struct s_conn {
+    int kind;                 /* K_* */
+    int fd;
+    bool dead;                /* killed: freed at the sweep */
+    uint32_t events;          /* what epoll has for it now */
+    int st;                   /* SS_* or PS_* */
+    char peer[64];            /* the other end, IP:PORT */
+    exec_bulk_key_t key;      /* the transfer's */
+    uint64_t ctr_in, ctr_out; /* records opened from / sealed to the other end */
+    uint8_t in[S_REC + 64];   /* a header (or a small record) being read */
+    size_t in_len, in_need;
+    uint8_t *out;             /* what waits to be sent ... */
+    size_t out_cap, out_len, out_pos;
+    int64_t deadline_ms;      /* the source: when an unsaid connection goes */
+    /* the source's stream */
+    const uint8_t *bytes;     /* the object's */
+    uint64_t size, off;       /* its size; the next chunk's offset */
+    uint32_t chunk, credit;   /* chunk bytes asked; chunks it may still send */
+    bool flip;                /* test: a byte of its second chunk flipped after sealing */
+    /* the puller's */
+    void *who;
+    uint8_t id[LUX_REF_LEN];
+    uint8_t *dst;             /* the object's block */
+    uint8_t *zbuf;            /* a compressed chunk */
+    size_t zcap;
+    uint8_t *body;            /* where the current record's body goes */
+    uint64_t got;             /* bytes opened into dst */
+    uint32_t unthanked;       /* chunks opened, not yet credited back */
+    int window;
+    int fail_rc;              /* PS_FAILED: the code, and... */
+    char fail_why[256];       /* ...why */
+    struct s_conn *next;
+} s_conn_t;
+
+struct exec_bulk {
+    int epfd;
+    s_conn_t *listen;        /* NULL: serves nothing */
+    int port;
+    s_conn_t *conns;
+    int depth;               /* inside exec_bulk_fired: kill only marks */
+    exec_bulk_fns_t fns;
+    void *arg;
+    util_complain_t complain;
+    char *flip_file;         /* LUX_TEST_BULK_FLIP: a tampered chunk when this file exists */
+    char *badkey_file;       /* LUX_TEST_BULK_BADKEY: a wrong key when this file exists */
+    char *local;             /* the node's address: where its pulls come from */
+};
+
+/* --- records ---------------------------------------------------------------------------- */
+
+int
+exec_bulk_cipher_here(void)
+{
+    if (sodium_init() < 0)
+        return EXEC_BULK_CHACHA20;
+    return crypto_aead_aes256gcm_is_available() ? EXEC_BULK_AES256GCM : EXEC_BULK_CHACHA20;
+}
+
+void
+exec_bulk_key_new(exec_bulk_key_t *k, int cipher)
+{
+    if (sodium_init() < 0)
+        log_warn("bulk: sodium_init failed");
+    randombytes_buf(k->key, sizeof k->key);
+    randombytes_buf(&k->xid, sizeof k->xid);
+    k->cipher = cipher;
+}
+
+void
+exec_bulk_key_wipe(exec_bulk_key_t *k)
+{
+    sodium_memzero(k, sizeof *k);
+}
+
+static void
+s_nonce(uint8_t n[12], int dir, uint64_t ctr)
+{
+    memset(n, 0, 12);
+    n[0] = (uint8_t) dir;
+    for (int i = 0; i < 8; i++)
+        n[4 + i] = (uint8_t) (ctr >> (8 * i));
+}
+
+static void
+s_hdr(uint8_t h[S_HDR], int type, int codec, uint32_t plen, uint32_t clen, uint64_t off)
+{
+    memset(h, 0, S_HDR);
+    h[0] = (uint8_t) type;
+    h[1] = (uint8_t) codec;
+    for (int i = 0; i < 4; i++) {
+        h[4 + i] = (uint8_t) (plen >> (8 * i));
+        h[8 + i] = (uint8_t) (clen >> (8 * i));
+    }
+    for (int i = 0; i < 8; i++)
+        h[12 + i] = (uint8_t) (off >> (8 * i));
+}
+
+static uint32_t
+s_u32(const uint8_t *p)
+{
+    return (uint32_t) p[0] | (uint32_t) p[1] << 8 | (uint32_t) p[2] << 16 | (uint32_t) p[3] << 24;
+}
+
+static uint64_t
+s_u64(const uint8_t *p)
+{
+    return (uint64_t) s_u32(p) | (uint64_t) s_u32(p + 4) << 32;
+}
+
+/* Seal m (n bytes) into c (may be m) with the header h as additional data. */
+static void
+s_seal(const exec_bulk_key_t *k, int dir, uint64_t ctr, const uint8_t h[S_HDR],
+       uint8_t *c, const uint8_t *m, size_t n, uint8_t tag[16])
+{
+    uint8_t nonce[12];
+    s_nonce(nonce, dir, ctr);
+    if (k->cipher == EXEC_BULK_AES256GCM)
+        crypto_aead_aes256gcm_encrypt_detached(c, tag, NULL, m, n, h, S_HDR, NULL, nonce, k->key);
+    else
+        crypto_aead_chacha20poly1305_ietf_encrypt_detached(c, tag, NULL, m, n, h, S_HDR, NULL,
+                                                           nonce, k->key);
+}
+
+/* Open c (n bytes) in place: true when it is what the other end sealed. */
+static bool
+s_open(const exec_bulk_key_t *k, int dir, uint64_t ctr, const uint8_t h[S_HDR], uint8_t *c,
+       size_t n, const uint8_t tag[16])
+{
+    uint8_t nonce[12];
+    s_nonce(nonce, dir, ctr);
+    if (k->cipher == EXEC_BULK_AES256GCM)
+        return crypto_aead_aes256gcm_decrypt_detached(c, NULL, c, n, tag, h, S_HDR, nonce,
+                                                      k->key) == 0;
+    return crypto_aead_chacha20poly1305_ietf_decrypt_detached(c, NULL, c, n, tag, h, S_HDR,
+                                                              nonce, k->key) == 0;
+}
+
+/* --- connections ------------------------------------------------------------------------ */
+
+static void
+s_want(exec_bulk_t *b, s_conn_t *c, uint32_t ev)
+{
+    if (c->dead || c->fd < 0 || ev == c->events)
+        return;
+    struct epoll_event e = {.events = ev, .data.ptr = c};
+    if (epoll_ctl(b->epfd, c->events ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, c->fd, &e) == 0)
+        c->events = ev;
+}
+
+static void
+s_free(s_conn_t *c)
+{
+    free(c->out);
+    free(c->zbuf);
+    free(c);
+}
+
+static void
+s_sweep(exec_bulk_t *b)
+{
+    for (s_conn_t **q = &b->conns; *q;) {
+        if ((*q)->dead) {
+            s_conn_t *c = *q;
+            *q = c->next;
+            s_free(c);
+        } else {
+            q = &(*q)->next;
+        }
+    }
+}
+
+static void
+s_kill(exec_bulk_t *b, s_conn_t *c)
+{
+    if (c->dead)
+        return;
+    if (c->fd >= 0) {
+        epoll_ctl(b->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+        close(c->fd);
+        c->fd = -1;
+    }
+    exec_bulk_key_wipe(&c->key);
+    c->dead = true;
+    if (b->depth == 0)
+        s_sweep(b);
+}
+
+static s_conn_t *
+s_conn_new(exec_bulk_t *b, int kind, int fd)
+{
+    s_conn_t *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->kind = kind;
+    c->fd = fd;
+    c->next = b->conns;
+    b->conns = c;
+    return c;
+}
+
+static void
+s_peer_name(const struct sockaddr_storage *sa, char *out, size_t n)
+{
+    char host[INET6_ADDRSTRLEN] = "?";
+    int port = 0;
+    if (sa->ss_family == AF_INET) {
+        const struct sockaddr_in *a = (const struct sockaddr_in *) sa;
+        inet_ntop(AF_INET, &a->sin_addr, host, sizeof host);
+        port = ntohs(a->sin_port);
+    } else if (sa->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *) sa;
+        inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host);
+        port = ntohs(a->sin6_port);
+    }
+    snprintf(out, n, "%s:%d", host, port);
+}
+
+/* Send what waits in c->out: 0, or -1 when the connection broke. */
+static int
+s_flush(s_conn_t *c)
+{
+    while (c->out_pos < c->out_len) {
+        ssize_t k = send(c->fd, c->out + c->out_pos, c->out_len - c->out_pos,
+                         MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (k > 0) {
+            c->out_pos += (size_t) k;
+        } else if (k < 0 && errno == EINTR) {
+            continue;
+        } else if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            return 0;
+        } else {
+            return -1;
+        }
+    }
+    c->out_pos = c->out_len = 0;
+    return 0;
+}
+
+static int
+s_out_room(s_conn_t *c, size_t n)
+{
+    if (c->out_cap - c->out_len >= n)
+        return 0;
+    size_t cap = c->out_len + n;
+    uint8_t *p = realloc(c->out, cap);
+    if (!p)
+        return -1;
+    c->out = p;
+    c->out_cap = cap;
+    return 0;
+}
+
+/* Read into c->in up to c->in_need bytes: 1 when they are all there, 0
+   when more are to come, -1 at the end of the stream or an error (errno
+   0 for the end). */
+static int
+s_read_in(s_conn_t *c)
+{
+    while (c->in_len < c->in_need) {
+        ssize_t k = recv(c->fd, c->in + c->in_len, c->in_need - c->in_len, MSG_DONTWAIT);
+        if (k > 0)
+            c->in_len += (size_t) k;
+        else if (k == 0)
+            return errno = 0, -1;
+        else if (errno == EINTR)
+            continue;
+        else if (errno == EAGAIN || errno == EWOULDBLOCK)
+            return 0;
+        else
+            return -1;
+    }
+    return 1;
+}
+
+/* --- the source ------------------------------------------------------------------------- */
+
+static void
+s_refuse(exec_bulk_t *b, s_conn_t *c, const char *why)
+{
+    util_complain(&b->complain, "bulk port %d: refused the connection from %s: %s", b->port,
+                  c->peer, why);
+    s_kill(b, c);
+}
+
+static void
+s_accept(exec_bulk_t *b)
+{
+    for (int i = 0; i < 64; i++) {
+        struct sockaddr_storage sa;
+        socklen_t len = sizeof sa;
+        int fd = accept4(b->listen->fd, (struct sockaddr *) &sa, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0)
+            return;
+        char peer[64];
+        s_peer_name(&sa, peer, sizeof peer);
+        int unsaid = 0;
+        for (s_conn_t *c = b->conns; c; c = c->next)
+            unsaid += !c->dead && c->kind == K_SRC && c->st <= SS_REQ;
+        s_conn_t *c = unsaid < S_UNSAID_MAX ? s_conn_new(b, K_SRC, fd) : NULL;
+        if (!c) {
+            util_complain(&b->complain, "bulk port %d: refused the connection from %s: %d others "
+                          "have not said who they are yet", b->port, peer, unsaid);
+            close(fd);
+            continue;
+        }
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        snprintf(c->peer, sizeof c->peer, "%s", peer);
+        c->st = SS_HELLO;
+        c->in_need = S_HELLO;
+        c->deadline_ms = util_mono_ms() + S_SAY_MS;
+        s_want(b, c, EPOLLIN);
+    }
+}
+
+/* The next chunk into c->out, sealed (compressed first where a probe of
+   it says lz4 pays). -1 when there is no memory. */
+static int
+s_chunk(exec_bulk_t *b, s_conn_t *c)
+{
+    (void) b;
+    uint32_t len = c->size - c->off < c->chunk ? (uint32_t) (c->size - c->off) : c->chunk;
+    size_t bound = (size_t) LZ4_compressBound((int) len);
+    if (s_out_room(c, S_REC + bound))
+        return -1;
+    uint8_t *rec = c->out + c->out_len, *body = rec + S_REC;
+    const uint8_t *src = c->bytes + c->off;
+    int codec = 0, zn = 0;
+    if (len >= 4096) {
+        int probe = len < S_PROBE ? (int) len : S_PROBE;
+        int pn = LZ4_compress_default((const char *) src, (char *) body, probe, (int) bound);
+        if (pn > 0 && pn < probe * 3 / 4) {
+            zn = LZ4_compress_default((const char *) src, (char *) body, (int) len, (int) bound);
+            codec = zn > 0 && (size_t) zn < (size_t) len * 7 / 8;
+        }
+    }
+    uint32_t clen = codec ? (uint32_t) zn : len;
+    s_hdr(rec, R_CHUNK, codec, len, clen, c->off);
+    s_seal(&c->key, 0, c->ctr_out++, rec, body, codec ? body : src, clen, rec + S_HDR);
+    if (c->flip && (c->ctr_out == 2 || c->off + len == c->size)) {
+        body[clen / 2] ^= 0x40; /* the test's tampering, after the seal */
+        c->flip = false;
+        log_warn("bulk: flipped a byte of the chunk at %llu sent to %s (LUX_TEST_BULK_FLIP)",
+                 (unsigned long long) c->off, c->peer);
+    }
+    c->out_len += S_REC + clen;
+    c->off += len;
+    c->credit--;
+    return 0;
+}
+
+static void
+s_src_want(exec_bulk_t *b, s_conn_t *c)
+{
+    bool more = c->st == SS_STREAM && c->credit > 0 && c->off < c->size;
+    s_want(b, c, EPOLLIN | (c->out_pos < c->out_len || more ? EPOLLOUT : 0));
+}
+
+/* The hello and the request: the transfer named, the key proved. */
+static void
+s_src_say(exec_bulk_t *b, s_conn_t *c)
+{
+    int r = s_read_in(c);
+    if (r < 0) {
+        s_refuse(b, c, "it closed before saying who it is");
+        return;
+    }
+    if (r == 0)
+        return;
+    char why[300];
+    if (c->st == SS_HELLO) {
+        if (memcmp(c->in, "LUXB", 4) != 0 || c->in[4] != 1) {
+            s_refuse(b, c, "it does not open with a bulk hello");
+            return;
+        }
+        c->key.xid = s_u64(c->in + 8);
+        c->st = SS_REQ;
+        c->in_len = 0;
+        c->in_need = S_REC + S_REQ_LEN;
+        if ((r = s_read_in(c)) <= 0) {
+            if (r < 0)
+                s_refuse(b, c, "it closed before its request");
+            return;
+        }
+    }
+    /* the request: the right type and length, sealed with the key */
+    uint8_t *h = c->in;
+    if (h[0] != R_REQ || s_u32(h + 4) != S_REQ_LEN || s_u32(h + 8) != S_REQ_LEN) {
+        s_refuse(b, c, "its first record is not a request");
+        return;
+    }
+    exec_bulk_key_t k;
+    const uint8_t *bytes = NULL;
+    uint64_t size = 0;
+    uint8_t req[S_REQ_LEN];
+    memcpy(req, h + S_REC, S_REQ_LEN);
+    /* what the hello names must be a transfer handed out; its key opens
+       the request; only then is the transfer taken */
+    int rc = b->fns.serve(b->arg, c->key.xid, NULL, &k, NULL, NULL);
+    if (rc) {
+        snprintf(why, sizeof why, "%s", lux_errmsg());
+        s_refuse(b, c, why);
+        return;
+    }
+    if (!s_open(&k, 1, 0, h, req, S_REQ_LEN, h + S_HDR)) {
+        exec_bulk_key_wipe(&k);
+        snprintf(why, sizeof why, "its request does not open with the key of transfer %016llx "
+                 "(a wrong key, or not the puller it was handed to)",
+                 (unsigned long long) c->key.xid);
+        s_refuse(b, c, why);
+        return;
+    }
+    if ((rc = b->fns.serve(b->arg, c->key.xid, req, &k, &bytes, &size))) {
+        exec_bulk_key_wipe(&k);
+        snprintf(why, sizeof why, "%s", lux_errmsg());
+        s_refuse(b, c, why);
+        return;
+    }
+    c->key = k;
+    exec_bulk_key_wipe(&k);
+    c->ctr_in = 1;
+    c->bytes = bytes;
+    c->size = size;
+    c->chunk = s_u32(req + LUX_REF_LEN);
+    c->credit = s_u32(req + LUX_REF_LEN + 4);
+    if (c->chunk < S_CHUNK_MIN || c->chunk > S_CHUNK_MAX || c->credit == 0 || c->credit > 4096) {
+        s_refuse(b, c, "its request asks for chunks of a size or number this node does not send");
+        return;
+    }
+    if (b->flip_file) {
+        struct stat st;
+        if (stat(b->flip_file, &st) == 0 && unlink(b->flip_file) == 0)
+            c->flip = true;
+    }
+    c->st = SS_STREAM;
+    c->in_len = 0;
+    c->in_need = S_REC + 4;
+    log_debug("bulk: streaming transfer %016llx (%llu bytes) to %s",
+              (unsigned long long) c->key.xid, (unsigned long long) size, c->peer);
+}
+
+/* A streaming connection: credits read, chunks sent. */
+static void
+s_src_stream(exec_bulk_t *b, s_conn_t *c)
+{
+    for (;;) {
+        int r = s_read_in(c);
+        if (r < 0) { /* the puller went: it has all, or gave up */
+            if (c->off < c->size || c->out_pos < c->out_len)
+                log_info("bulk: %s closed transfer %016llx after %llu of %llu bytes", c->peer,
+                         (unsigned long long) c->key.xid, (unsigned long long) c->off,
+                         (unsigned long long) c->size);
+            s_kill(b, c);
+            return;
+        }
+        if (r == 0)
+            break;
+        uint8_t *h = c->in;
+        if (c->st != SS_STREAM || h[0] != R_CREDIT || s_u32(h + 4) != 4 || s_u32(h + 8) != 4 ||
+            !s_open(&c->key, 1, c->ctr_in, h, h + S_REC, 4, h + S_HDR)) {
+            s_refuse(b, c, "a record after its request that is not its credit");
+            return;
+        }
+        c->ctr_in++;
+        uint32_t n = s_u32(h + S_REC);
+        c->credit = c->credit + n > 4096 ? 4096 : c->credit + n;
+        c->in_len = 0;
+    }
+    size_t moved = 0;
+    while (moved < S_TURN_BYTES) {
+        if (s_flush(c)) {
+            log_info("bulk: the connection to %s broke during transfer %016llx: %s", c->peer,
+                     (unsigned long long) c->key.xid, strerror(errno));
+            s_kill(b, c);
+            return;
+        }
+        if (c->out_len || c->st != SS_STREAM || c->credit == 0 || c->off >= c->size)
+            break;
+        uint64_t before = c->off;
+        if (s_chunk(b, c)) {
+            log_error("bulk: out of memory for a chunk to %s", c->peer);
+            s_kill(b, c);
+            return;
+        }
+        moved += c->off - before;
+        b->fns.sent(b->arg, c->key.xid);
+    }
+    if (c->st == SS_STREAM && c->off >= c->size && !c->out_len) {
+        c->st = SS_DRAIN; /* all sent: wait for the puller to close (a close now could reset) */
+        c->deadline_ms = util_mono_ms() + S_SAY_MS;
+    }
+    s_src_want(b, c);
+}
+
+static void
+s_src_fired(exec_bulk_t *b, s_conn_t *c, uint32_t ev)
+{
+    (void) ev;
+    if (c->st <= SS_REQ) {
+        s_src_say(b, c);
+        if (c->dead || c->st <= SS_REQ)
+            return;
+    }
+    if (c->st == SS_DRAIN) {
+        uint8_t junk[256];
+        ssize_t k;
+        while ((k = recv(c->fd, junk, sizeof junk, MSG_DONTWAIT)) > 0)
+            ;
+        if (k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+            s_kill(b, c);
+        else
+            s_want(b, c, EPOLLIN);
+        return;
+    }
+    s_src_stream(b, c);
+}
+
+void
+exec_bulk_drop(exec_bulk_t *self, uint64_t xid)
+{
+    if (!self)
+        return;
+    for (s_conn_t *c = self->conns; c; c = c->next)
+        if (!c->dead && c->kind == K_SRC && c->st >= SS_STREAM && c->key.xid == xid)
+            s_kill(self, c);
+}
+
+/* --- the puller ------------------------------------------------------------------------- */
+
+/* The pull ends: the connection goes first, then the caller hears. */
+static void
+s_pull_end(exec_bulk_t *b, s_conn_t *c, int rc, bool fallback)
+{
+    void *who = c->who;
+    s_kill(b, c);
+    b->fns.ended(b->arg, who, rc, fallback);
+}
+
+/* Hand back credit for the chunks opened since the last (half a window
+   at a time). */
+static int
+s_credit(s_conn_t *c, bool all)
+{
+    uint32_t at = c->window > 1 ? (uint32_t) c->window / 2 : 1;
+    if (c->unthanked == 0 || (!all && c->unthanked < at))
+        return 0;
+    if (s_out_room(c, S_REC + 4))
+        return -1;
+    uint8_t *rec = c->out + c->out_len, n[4];
+    for (int i = 0; i < 4; i++)
+        n[i] = (uint8_t) (c->unthanked >> (8 * i));
+    s_hdr(rec, R_CREDIT, 0, 4, 4, 0);
+    s_seal(&c->key, 1, c->ctr_out++, rec, rec + S_REC, n, 4, rec + S_HDR);
+    c->out_len += S_REC + 4;
+    c->unthanked = 0;
+    return s_flush(c);
+}
+
+static void
+s_pull_fail(exec_bulk_t *b, s_conn_t *c, int rc, const char *fmt, const char *arg)
+{
+    util_err(rc, fmt, c->peer, arg ? arg : "");
+    s_pull_end(b, c, rc, false);
+}
+
+/* A record's header came: check it, and say where its body goes. */
+static int
+s_pull_hdr(exec_bulk_t *b, s_conn_t *c)
+{
+    const uint8_t *h = c->in;
+    uint32_t plen = s_u32(h + 4), clen = s_u32(h + 8);
+    uint64_t off = s_u64(h + 12);
+    if (h[0] != R_CHUNK || off != c->got || plen == 0 || plen > c->size - c->got ||
+        plen > c->chunk || (h[1] == 0 && clen != plen) || h[1] > 1 ||
+        (h[1] == 1 && clen > c->zcap)) {
+        char what[96];
+        snprintf(what, sizeof what, "%llu (%u bytes, codec %u)", (unsigned long long) off, plen,
+                 h[1]);
+        s_pull_fail(b, c, LUX_EPROTO, "the source %s sent a chunk that does not fit the object "
+                    "at %s", what);
+        return -1;
+    }
+    c->body = h[1] ? c->zbuf : c->dst + off;
+    c->st = PS_BODY;
+    return 0;
+}
+
+/* A record's body came: open it (where it lies), decompress, count. */
+static int
+s_pull_body(exec_bulk_t *b, s_conn_t *c)
+{
+    const uint8_t *h = c->in;
+    uint32_t plen = s_u32(h + 4), clen = s_u32(h + 8);
+    uint64_t off = s_u64(h + 12);
+    char where[64];
+    snprintf(where, sizeof where, "%llu", (unsigned long long) off);
+    if (!s_open(&c->key, 0, c->ctr_in, h, c->body, clen, h + S_HDR)) {
+        s_pull_fail(b, c, LUX_ECORRUPT, "the chunk at offset %2$s from %1$s failed "
+                    "authentication (altered, replayed or reordered on the way, or not sealed "
+                    "with this transfer's key)", where);
+        return -1;
+    }
+    c->ctr_in++;
+    if (h[1] == 1 && LZ4_decompress_safe((const char *) c->body, (char *) c->dst + off,
+                                         (int) clen, (int) plen) != (int) plen) {
+        s_pull_fail(b, c, LUX_ECORRUPT, "the compressed chunk at offset %2$s from %1$s does "
+                    "not decompress", where);
+        return -1;
+    }
+    c->got += plen;
+    c->unthanked++;
+    c->st = PS_HDR;
+    c->in_len = 0;
+    c->in_need = S_REC;
+    return 0;
+}
+
+static void
+s_pull_read(exec_bulk_t *b, s_conn_t *c)
+{
+    size_t moved = 0;
+    while (moved < S_TURN_BYTES && !c->dead) {
+        if (c->st == PS_HDR) {
+            int r = s_read_in(c);
+            if (r == 0)
+                break;
+            if (r < 0) {
+                const char *why = errno ? strerror(errno) : "it closed the connection";
+                if (c->got == 0) {
+                    util_err(LUX_EAUTH, "the source %s ended its bulk connection before any "
+                             "chunk (%s: it refused the request, or is gone)", c->peer, why);
+                    s_pull_end(b, c, LUX_EAUTH, true);
+                } else {
+                    char what[160];
+                    snprintf(what, sizeof what, "%llu of %llu bytes (%s)",
+                             (unsigned long long) c->got, (unsigned long long) c->size, why);
+                    s_pull_fail(b, c, LUX_EDEAD, "the bulk connection to %s ended after %s",
+                                what);
+                }
+                return;
+            }
+            if (s_pull_hdr(b, c))
+                return;
+        }
+        const uint8_t *h = c->in;
+        uint32_t clen = s_u32(h + 8);
+        size_t have = c->in_len - S_REC; /* body bytes read so far (in_len counts past the header) */
+        while (have < clen) {
+            ssize_t k = recv(c->fd, c->body + have, clen - have, MSG_DONTWAIT);
+            if (k > 0) {
+                have += (size_t) k;
+                moved += (size_t) k;
+            } else if (k < 0 && errno == EINTR) {
+                continue;
+            } else if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+                break;
+            } else {
+                char what[160];
+                snprintf(what, sizeof what, "%llu of %llu bytes (%s)",
+                         (unsigned long long) c->got, (unsigned long long) c->size,
+                         k == 0 ? "it closed the connection" : strerror(errno));
+                s_pull_fail(b, c, LUX_EDEAD, "the bulk connection to %s ended after %s", what);
+                return;
+            }
+        }
+        c->in_len = S_REC + have;
+        if (have < clen)
+            break;
+        if (s_pull_body(b, c))
+            return;
+        if (c->got == c->size) {
+            s_pull_end(b, c, 0, false);
+            return;
+        }
+        if (s_credit(c, false)) {
+            s_pull_fail(b, c, LUX_EDEAD, "the bulk connection to %s broke while asking for "
+                        "more%s", NULL);
+            return;
+        }
+    }
+    if (moved)
+        b->fns.moved(b->arg, c->who);
+}
+
+static void
+s_pull_fired(exec_bulk_t *b, s_conn_t *c, uint32_t ev)
+{
+    if (c->st == PS_CONNECT) {
+        int err = 0;
+        socklen_t len = sizeof err;
+        if (!(ev & (EPOLLOUT | EPOLLERR | EPOLLHUP)))
+            return;
+        if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+            err = errno;
+        if (err) {
+            util_err(LUX_EIO, "cannot connect to the bulk port %s: %s", c->peer, strerror(err));
+            s_pull_end(b, c, LUX_EIO, true);
+            return;
+        }
+        c->st = PS_HDR;
+        c->in_len = 0;
+        c->in_need = S_REC;
+    }
+    if (s_flush(c)) {
+        if (c->got == 0) {
+            util_err(LUX_EAUTH, "the bulk connection to %s broke before any chunk: %s", c->peer,
+                     strerror(errno));
+            s_pull_end(b, c, LUX_EAUTH, true);
+        } else {
+            s_pull_fail(b, c, LUX_EDEAD, "the bulk connection to %s broke%s", "");
+        }
+        return;
+    }
+    if (ev & (EPOLLIN | EPOLLHUP | EPOLLERR))
+        s_pull_read(b, c);
+    if (!c->dead)
+        s_want(b, c, EPOLLIN | (c->out_pos < c->out_len ? EPOLLOUT : 0));
+}
+
+/* A pull's connection comes from the node's own address (the one the
+   source's log names), not whatever the route picks. */
+static void
+s_bind_local(exec_bulk_t *b, int fd, int family)
+{
+    struct addrinfo hints = {.ai_family = family, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE | AI_NUMERICHOST}, *ai = NULL;
+    if (!b->local || getaddrinfo(b->local, "0", &hints, &ai))
+        return;
+    if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0)
+        log_debug("bulk: cannot send from %s (%s): the route picks", b->local, strerror(errno));
+    freeaddrinfo(ai);
+}
+
+exec_bulk_pull_t *
+exec_bulk_pull_start(exec_bulk_t *self, const char *host, int port, const exec_bulk_key_t *key,
+                     const uint8_t id[LUX_REF_LEN], uint8_t *dst, uint64_t size, uint32_t chunk,
+                     int window, void *who)
+{
+    char ps[16];
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
+    snprintf(ps, sizeof ps, "%d", port);
+    int g = getaddrinfo(host, ps, &hints, &ai);
+    if (g) {
+        util_err(LUX_EIO, "bulk port of %s: %s", host, gai_strerror(g));
+        return NULL;
+    }
+    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    s_conn_t *c = fd >= 0 ? s_conn_new(self, K_PULL, fd) : NULL;
+    size_t zcap = (size_t) LZ4_compressBound((int) chunk);
+    if (!c || !(c->zbuf = malloc(zcap)) || s_out_room(c, S_HELLO + S_REC + S_REQ_LEN)) {
+        util_err(LUX_ENOMEM, "bulk connection to %s: %s", host,
+                 fd < 0 ? strerror(errno) : "out of memory");
+        freeaddrinfo(ai);
+        if (c)
+            s_kill(self, c);
+        else if (fd >= 0)
+            close(fd);
+        return NULL;
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    s_bind_local(self, fd, ai->ai_family);
+    snprintf(c->peer, sizeof c->peer, "%s:%d", host, port);
+    c->key = *key;
+    c->who = who;
+    memcpy(c->id, id, LUX_REF_LEN);
+    c->dst = dst;
+    c->size = size;
+    c->chunk = chunk;
+    c->window = window;
+    c->zcap = zcap;
+    /* the hello and the request, sent once connected */
+    uint8_t *o = c->out;
+    memcpy(o, "LUXB\1\0\0\0", 8);
+    for (int i = 0; i < 8; i++)
+        o[8 + i] = (uint8_t) (key->xid >> (8 * i));
+    uint8_t *rec = o + S_HELLO, req[S_REQ_LEN];
+    memcpy(req, id, LUX_REF_LEN);
+    for (int i = 0; i < 4; i++) {
+        req[LUX_REF_LEN + i] = (uint8_t) (chunk >> (8 * i));
+        req[LUX_REF_LEN + 4 + i] = (uint8_t) ((uint32_t) window >> (8 * i));
+    }
+    s_hdr(rec, R_REQ, 0, S_REQ_LEN, S_REQ_LEN, 0);
+    exec_bulk_key_t k = *key;
+    struct stat st;
+    if (self->badkey_file && stat(self->badkey_file, &st) == 0 && unlink(self->badkey_file) == 0) {
+        k.key[0] ^= 1; /* the test's wrong key */
+        log_warn("bulk: a wrong key for the request to %s (LUX_TEST_BULK_BADKEY)", c->peer);
+    }
+    s_seal(&k, 1, c->ctr_out++, rec, rec + S_REC, req, S_REQ_LEN, rec + S_HDR);
+    exec_bulk_key_wipe(&k);
+    c->out_len = S_HELLO + S_REC + S_REQ_LEN;
+    c->st = PS_CONNECT;
+    if (connect(fd, ai->ai_addr, ai->ai_addrlen) < 0 && errno != EINPROGRESS) {
+        c->st = PS_FAILED; /* told on the next tick, never from in here */
+        c->fail_rc = LUX_EIO;
+        snprintf(c->fail_why, sizeof c->fail_why, "cannot connect to the bulk port %s: %s",
+                 c->peer, strerror(errno));
+    } else {
+        s_want(self, c, EPOLLOUT);
+    }
+    freeaddrinfo(ai);
+    return (exec_bulk_pull_t *) c;
+}
+
+void
+exec_bulk_pull_stop(exec_bulk_t *self, exec_bulk_pull_t **pull_p)
+{
+    if (!pull_p || !*pull_p)
+        return;
+    s_kill(self, (s_conn_t *) *pull_p);
+    *pull_p = NULL;
+}
+
+/* --- the part --------------------------------------------------------------------------- */
+
+static s_conn_t *
+s_listen(exec_bulk_t *b, const char *host, int port)
+{
+    char ps[16];
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE}, *ai = NULL;
+    snprintf(ps, sizeof ps, "%d", port);
+    int g = getaddrinfo(host, ps, &hints, &ai);
+    if (g) {
+        log_warn("bulk port %s:%d: %s; objects go out over CURVE only", host, port,
+                 gai_strerror(g));
+        return NULL;
+    }
+    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), one = 1;
+    const char *test = getenv("LUX_TEST_BULK_REFUSE"); /* bound, never listening: refused */
+    bool refuse = test && *test == '1';
+    if (fd >= 0)
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (fd < 0 || bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || (!refuse && listen(fd, 64) < 0)) {
+        log_warn("bulk port %s:%d cannot be bound (%s); objects go out over CURVE only", host,
+                 port, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        freeaddrinfo(ai);
+        return NULL;
+    }
+    freeaddrinfo(ai);
+    s_conn_t *c = s_conn_new(b, K_LISTEN, fd);
+    if (!c) {
+        close(fd);
+        return NULL;
+    }
+    if (!refuse)
+        s_want(b, c, EPOLLIN);
+    log_info("bulk port at %s:%d%s", host, port, refuse ? " (LUX_TEST_BULK_REFUSE: not listening)"
+                                                        : "");
+    return c;
+}
+
+static char *
+s_env_dup(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v ? strdup(v) : NULL;
+}
+
+exec_bulk_t *
+exec_bulk_new(const char *host, int port, const char *local, const exec_bulk_fns_t *fns,
+              void *arg)
+{
+    if (sodium_init() < 0) {
+        util_err(LUX_EIO, "libsodium cannot start");
+        return NULL;
+    }
+    exec_bulk_t *b = calloc(1, sizeof *b);
+    if (!b) {
+        util_err(LUX_ENOMEM, "out of memory");
+        return NULL;
+    }
+    b->fns = *fns;
+    b->arg = arg;
+    util_complain_init(&b->complain, UTIL_COMPLAIN_MS);
+    if ((b->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0) {
+        util_err(LUX_EIO, "bulk: epoll_create1: %s", strerror(errno));
+        free(b);
+        return NULL;
+    }
+    b->flip_file = s_env_dup("LUX_TEST_BULK_FLIP");
+    b->badkey_file = s_env_dup("LUX_TEST_BULK_BADKEY");
+    b->local = local && *local ? strdup(local) : NULL;
+    if (host && port > 0 && (b->listen = s_listen(b, host, port)))
+        b->port = port;
+    return b;
+}
+
+void
+exec_bulk_destroy(exec_bulk_t **self_p)
+{
+    exec_bulk_t *b = self_p ? *self_p : NULL;
+    if (!b)
+        return;
+    b->depth = 0;
+    for (s_conn_t *c = b->conns; c; c = c->next)
+        s_kill(b, c);
+    s_sweep(b);
+    close(b->epfd);
+    free(b->flip_file);
+    free(b->badkey_file);
+    free(b->local);
+    free(b);
+    *self_p = NULL;
+}
+
+int
+exec_bulk_port(exec_bulk_t *self)
+{
+    return self ? self->port : 0;
+}
+
+int
+exec_bulk_fd(exec_bulk_t *self)
+{
+    return self ? self->epfd : -1;
+}
+
+void
+exec_bulk_fired(exec_bulk_t *self)
+{
+    struct epoll_event evs[32];
+    self->depth++;
+    int n = epoll_wait(self->epfd, evs, 32, 0);
+    for (int i = 0; i < n; i++) {
+        s_conn_t *c = evs[i].data.ptr;
+        if (c->dead)
+            continue;
+        if (c->kind == K_LISTEN)
+            s_accept(self);
+        else if (c->kind == K_SRC)
+            s_src_fired(self, c, evs[i].events);
+        else
+            s_pull_fired(self, c, evs[i].events);
+    }
+    self->depth--;
+    s_sweep(self);
+}
+
+void
+exec_bulk_tick(exec_bulk_t *self)
+{
+    if (!self)
+        return;
+    int64_t now = util_mono_ms();
+    self->depth++;
+    for (s_conn_t *c = self->conns; c; c = c->next) {
+        if (c->dead)
+            continue;
+        if (c->kind == K_PULL && c->st == PS_FAILED) {
+            util_err(c->fail_rc, "%s", c->fail_why);
+            s_pull_end(self, c, c->fail_rc, true);
+        } else if (c->kind == K_SRC && (c->st <= SS_REQ || c->st == SS_DRAIN) &&
+                   now > c->deadline_ms) {
+            if (c->st == SS_DRAIN)
+                s_kill(self, c);
+            else
+                s_refuse(self, c, "it did not say who it is within 10 s");
+        }
+    }
+    self->depth--;
+    s_sweep(self);
+}

@@ -1,0 +1,394 @@
+/*  exec_node_actor_res - what an actor's process answers (DESIGN section
+    8): the results of its runs, and its death.
+
+    A creation or a load that reports makes the actor alive (or dead, with
+    the constructor's or the load's error); a checkpoint that reports
+    becomes the actor's newest checkpoint object and lets go of the
+    arguments kept for the calls it covers; a call's results are held on
+    this node until its actor_call event is acknowledged by the tail
+    (nm->held_calls), then handed out (nm_actor_release), so no result
+    leaves before the call is on record.
+
+    When the process dies, the numbered calls it had wait in limbo for the
+    replay, what was never sent stays queued, and the actor restarts while
+    restarts are left (its replay is exec_node_actor.c's), or dies.
+
+    Creating actors, sending their runs in order and replaying calls are
+    exec_node_actor.c's, below this part: this file uses the actor's lists
+    and states through the plumbing exec_node_actor.h declares for it.
+*/
+#include "exec_node_actor_res.h"
+#include "exec_node_actor.h"
+#include "exec_node_int.h"
+#include "exec_ractor.h"
+#include "exec_node_log.h"
+#include "exec_node_obj.h"
+#include "exec_node_graph.h"
+#include "exec_node_sched.h"
+#include "../util/util_err.h"
+#include "../util/util_hash.h"
+#include "../util/util_log.h"
+#include "../util/util_time.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* a dies for why (fmt, ...), unless it is dead already (nm_actor_die). */
+static void
+s_die(nm_t *nm, nm_actor_t *a, int status, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static void
+s_die(nm_t *nm, nm_actor_t *a, int status, const char *fmt, ...)
+{
+    char why[700]; /* as nm_actor_die's own */
+    va_list ap;
+    if (a->state == A_DEAD)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    nm_actor_die(nm, a, status, why);
+}
+
+/* --- results ------------------------------------------------------------------------------ */
+
+/* Take the arena room of outputs from the worker's grants: held calls and
+   checkpoints own it from now on. */
+static void
+s_take_grants(nm_client_t *c, const exec_obj_t *outs, uint8_t n)
+{
+    for (uint8_t i = 0; i < n; i++)
+        if (outs[i].where == EXEC_W_ARENA)
+            util_idmap_del(c->allocs, &outs[i].off);
+}
+
+static void
+s_set_value(nm_t *nm, nm_obj_t *o, const exec_obj_t *out, const uint8_t *fp)
+{
+    if (out->where == EXEC_W_ARENA)
+        nm_obj_set_arena(nm, o, out->off, out->size);
+    else
+        nm_obj_set_inline(nm, o, out->bytes, out->size);
+    memcpy(o->fp, fp, 16);
+    o->is_put = true; /* no lineage to rebuild it from: spill it, never drop it */
+}
+
+static void
+s_booted(nm_t *nm, nm_actor_t *a, nm_task_t *t, int status, const char *msg)
+{
+    char hex[UTIL_ID_HEX];
+    a->boot = NULL;
+    bool load = t->kind == T_LOAD;
+    if (load)
+        nm_task_discard(nm, t);
+    else {
+        nm_task_release_args(nm, t, false); /* unpinned; kept (uses) for a restart */
+        t->state = TASK_WAITING;            /* a restart sends it again */
+    }
+    if (status) {
+        if (load)
+            s_die(nm, a, status, "loading its checkpoint of call %llu failed: %s",
+                  (unsigned long long) a->ckpt_idx, msg);
+        else
+            s_die(nm, a, status, "its constructor failed: %s", msg);
+        return;
+    }
+    nm_actor_state(nm, a, A_ALIVE);
+    if (a->restarts)
+        log_info("actor %s (%s) restarted (%u of %u) from %s, replaying %llu calls",
+                 util_id_hex(&a->id, hex), a->cls, a->restarts, a->max_restarts,
+                 load ? "its checkpoint" : "its constructor",
+                 (unsigned long long) a->replaying);
+    nm_actor_dirty(nm, a);
+}
+
+static void
+s_saved(nm_t *nm, nm_actor_t *a, nm_task_t *t, nm_client_t *c, int status, const char *msg,
+        const exec_obj_t *outs, const uint8_t *fps)
+{
+    char hex[UTIL_ID_HEX];
+    if (t->run->idx > a->saved_idx)
+        a->saved_idx = t->run->idx;
+    if (status) {
+        log_warn("actor %s (%s): checkpoint after call %llu failed: %s",
+                 util_id_hex(&a->id, hex), a->cls, (unsigned long long) t->run->idx, msg);
+    } else if (!a->has_ckpt || t->run->idx > a->ckpt_idx) {
+        lux_ref_t id;
+        exec_ref_make(&id, &t->id, 0);
+        nm_obj_t *o = nm_obj_new(nm, &id);
+        if (!o) {
+            status = util_err(LUX_ENOMEM, "out of memory holding a checkpoint");
+            msg = lux_errmsg();
+        } else {
+            s_take_grants(c, outs, 1);
+            s_set_value(nm, o, &outs[0], fps);
+            o->owner = NULL; /* the actor's */
+            nm_log_actor_checkpoint(nm, a, t, o);
+            if (a->has_ckpt) {
+                nm_obj_t *old = nm_obj_get(nm, &a->ckpt);
+                if (old) {
+                    old->owned = false;
+                    nm_actor_unuse(nm, old);
+                }
+            }
+            a->ckpt = id;
+            a->ckpt_idx = t->run->idx;
+            a->has_ckpt = true;
+            nm_actor_unkeep(nm, a, t->run->idx);
+            nm_ractor_saved(nm, a, o); /* its home on another node keeps it too */
+        }
+    }
+    if (t->owner)
+        nm_actor_reply(nm, t->owner, t->run->op_req, status, &a->id, status ? msg : NULL);
+    nm_task_discard(nm, t);
+}
+
+static void
+s_called(nm_t *nm, nm_actor_t *a, nm_task_t *t, nm_client_t *c, const exec_result_t *r,
+         int status, const char *msg, const exec_obj_t *outs, const uint8_t *fps)
+{
+    nm_task_release_args(nm, t, false); /* unpinned; uses stay until it is done */
+    if (a->max_restarts && !t->run->replay && t->run->idx > a->ckpt_idx)
+        nm_actor_keep(nm, a, t);
+    if (t->run->replay) {
+        /* its results were handed out before: these go */
+        if (!status)
+            for (uint8_t i = 0; i < t->nret; i++)
+                if (outs[i].where == EXEC_W_ARENA) {
+                    util_idmap_del(c->allocs, &outs[i].off);
+                    nm_store_free(nm, outs[i].off);
+                }
+        if (a->replaying)
+            a->replaying--;
+        nm_task_discard(nm, t);
+        return;
+    }
+    if (status) {
+        t->run->fail_status = status;
+        t->run->fail_msg = strdup(msg);
+    } else {
+        uint64_t total = 0;
+        uint8_t fp[16];
+        util_blake_t h;
+        s_take_grants(c, outs, t->nret);
+        if (r->outs_len && !(t->run->held_outs = malloc(r->outs_len))) {
+            for (uint8_t i = 0; i < t->nret; i++)
+                if (outs[i].where == EXEC_W_ARENA)
+                    nm_store_free(nm, outs[i].off);
+            t->run->fail_status = LUX_ENOMEM;
+            t->run->fail_msg = strdup("out of memory holding its results");
+        } else {
+            if (r->outs_len)
+                memcpy(t->run->held_outs, r->outs, r->outs_len);
+            t->run->held_len = r->outs_len;
+            util_blake_init(&h, 16);
+            for (uint8_t i = 0; i < t->nret; i++) {
+                util_blake_update(&h, fps + 16 * i, 16);
+                total += outs[i].size;
+            }
+            util_blake_final(&h, fp, 16);
+            nm->n_finished++;
+            nm->work_ended_ns = util_mono_ns();
+            nm_log_finished(nm, t, a->worker, r, total, fp);
+        }
+    }
+    t->run->held = true;
+    nm_actor_list_append(&nm->held_calls, &nm->held_last, t);
+}
+
+void
+nm_actor_result(nm_t *nm, nm_worker_t *w, const exec_result_t *r)
+{
+    nm_actor_t *a = w->actor;
+    nm_task_t *t = a ? a->sent : NULL;
+    nm_client_t *c = w->client;
+    char hex[UTIL_ID_HEX], msg[600];
+    if (!t || memcmp(t->id.b, r->task.b, 16) != 0) {
+        log_warn("actor worker %d reported %s, which it was not running next", (int) w->pid,
+                 util_id_hex(&r->task, hex));
+        return;
+    }
+    nm_actor_list_pop(&a->sent, &a->sent_last);
+    a->nsent--;
+    exec_obj_t outs[EXEC_MAX_RETURNS];
+    const uint8_t *fps = NULL;
+    int status = r->status;
+    msg[0] = '\0';
+    if (status) {
+        snprintf(msg, sizeof msg, "%.*s", (int) r->msg_len, r->msg ? r->msg : "");
+        if (!msg[0])
+            snprintf(msg, sizeof msg, "it returned %s", lux_strerror(status));
+    } else if (nm_result_outputs(nm, c, t, r, outs, &fps)) {
+        status = LUX_EPROTO;
+        snprintf(msg, sizeof msg, "its worker reported malformed outputs");
+    }
+    switch (t->kind) {
+    case T_CREATE:
+    case T_LOAD:
+        s_booted(nm, a, t, status, msg);
+        return;
+    case T_SAVE:
+        s_saved(nm, a, t, c, status, msg, outs, fps);
+        break;
+    default:
+        s_called(nm, a, t, c, r, status, msg, outs, fps);
+    }
+    nm_actor_dirty(nm, a);
+}
+
+/* A held call's outputs, decoded into outs; their fingerprints. */
+static const uint8_t *
+s_held_outs(const nm_task_t *t, exec_obj_t *outs)
+{
+    util_rd_t rd;
+    util_rd_init(&rd, t->run->held_outs, t->run->held_len);
+    for (uint8_t i = 0; i < t->nret; i++)
+        exec_obj_decode(&rd, &outs[i]);
+    return util_rd_take(&rd, (size_t) t->nret * 16);
+}
+
+/* Results of one call whose event is committed: out they go. */
+static void
+s_release(nm_t *nm, nm_task_t *t)
+{
+    t->run->held = false;
+    if (t->run->fail_status) {
+        char msg[600];
+        snprintf(msg, sizeof msg, "%s", t->run->fail_msg ? t->run->fail_msg : "?");
+        nm_task_fail(nm, t, t->run->fail_status, msg);
+        return;
+    }
+    exec_obj_t outs[EXEC_MAX_RETURNS];
+    const uint8_t *fps = s_held_outs(t, outs);
+    for (uint8_t i = 0; i < t->nret; i++) {
+        nm_obj_t *o = nm_task_output(nm, t, i);
+        if (!o) {
+            if (outs[i].where == EXEC_W_ARENA)
+                nm_store_free(nm, outs[i].off);
+            continue;
+        }
+        s_set_value(nm, o, &outs[i], fps + 16 * i);
+    }
+    nm_task_outputs_ready(nm, t);
+}
+
+
+/* A held call whose event the log cannot take: its results go, it fails. */
+static void
+s_release_failed(nm_t *nm, nm_task_t *t, const char *why)
+{
+    char msg[700];
+    t->run->held = false;
+    if (!t->run->fail_status && t->run->held_outs) {
+        exec_obj_t outs[EXEC_MAX_RETURNS];
+        s_held_outs(t, outs);
+        for (uint8_t i = 0; i < t->nret; i++)
+            if (outs[i].where == EXEC_W_ARENA)
+                nm_store_free(nm, outs[i].off);
+    }
+    snprintf(msg, sizeof msg, "the log cannot record the call (it may have been applied): %s",
+             why);
+    nm_task_fail(nm, t, LUX_EIO, msg);
+}
+
+void
+nm_actor_release(nm_t *nm)
+{
+    /* events are acknowledged in order per shard: the list is released
+       from its front */
+    while (nm->held_calls && !nm_log_pending(nm, &nm->held_calls->id))
+        s_release(nm, nm_actor_list_pop(&nm->held_calls, &nm->held_last));
+    /* A call whose event's shard failed (a write error, a full disk)
+       fails with that reason, instead of its caller waiting for ever: the
+       event may still commit if another replica takes over, so the
+       caller is told the call may have been applied. */
+    if (!nm->held_calls || !nm_log_failed(nm, NULL))
+        return; /* the common case, without a walk of the held calls */
+    for (nm_task_t *t = nm->held_calls, *next; t; t = next) {
+        next = t->next;
+        const char *why = nm_log_failed(nm, &t->id);
+        if (why && nm_actor_list_unlink(&nm->held_calls, &nm->held_last, t))
+            s_release_failed(nm, t, why);
+    }
+}
+
+
+/* --- its process died --------------------------------------------------------------------- */
+
+void
+nm_actor_worker_gone(nm_t *nm, nm_worker_t *w, const char *why)
+{
+    nm_actor_t *a = w->actor;
+    char hex[UTIL_ID_HEX];
+    w->actor = NULL;
+    if (!a || a->worker != w)
+        return;
+    a->worker = NULL;
+    nm_actor_give_back(nm, a);
+    if (a->state == A_DEAD)
+        return;
+    log_warn("actor %s (%s): its process %d %s", util_id_hex(&a->id, hex), a->cls, (int) w->pid,
+             why);
+    /* numbered live calls wait for the replay; what was never sent stays
+       queued; re-applied calls, checkpoints and loads go */
+    nm_task_t *lists[2] = {a->sent, a->queue};
+    nm_task_t *limbo = NULL, *limbo_last = NULL, *queue = NULL, *queue_last = NULL;
+    a->sent = a->sent_last = a->queue = a->queue_last = NULL;
+    a->nsent = 0;
+    for (int i = 0; i < 2; i++)
+        for (nm_task_t *t = lists[i], *next; t; t = next) {
+            next = t->next;
+            t->next = NULL;
+            if (t == a->create) {
+                nm_task_release_args(nm, t, false);
+                t->state = TASK_WAITING;
+            } else if (t->kind == T_CALL && !t->run->replay && t->run->idx) {
+                nm_task_release_args(nm, t, false);
+                t->state = TASK_WAITING;
+                nm_actor_list_append(&limbo, &limbo_last, t);
+            } else if (t->kind == T_CALL && !t->run->replay) {
+                nm_actor_list_append(&queue, &queue_last, t);
+            } else {
+                nm_actor_drop_run(nm, a, t, LUX_EDEAD, "the actor's process died before it was done");
+            }
+        }
+    if (limbo_last) {
+        limbo_last->next = a->limbo;
+        a->limbo = limbo;
+    }
+    a->queue = queue;
+    a->queue_last = queue_last;
+    if (a->boot && a->boot != a->create)
+        nm_task_discard(nm, a->boot);
+    a->boot = NULL;
+    a->replaying = 0;
+    if (a->killed) {
+        s_die(nm, a, LUX_EDEAD, "it was killed (lux_actor_kill)");
+        return;
+    }
+    if (a->restarts >= a->max_restarts) {
+        s_die(nm, a, LUX_EDEAD, "its process %s, and it has no restarts left (max_restarts %u)",
+              why, a->max_restarts);
+        return;
+    }
+    a->restarts++;
+    nm_actor_state(nm, a, A_WAITING);
+    a->log_wait = true; /* then the replay is read and the restart logged */
+    nm_actor_dirty(nm, a);
+}
+
+
+/* --- setup ------------------------------------------------------------------------------- */
+
+void
+nm_actor_open(nm_t *nm)
+{
+    nm->ops.actor_submit = nm_actor_submit;
+    nm->ops.actor_kick = nm_actor_kick;
+    nm->ops.actor_failing = nm_actor_failing;
+    nm->ops.actor_result = nm_actor_result;
+    nm->ops.actor_worker_gone = nm_actor_worker_gone;
+}
+
