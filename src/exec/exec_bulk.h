@@ -11,7 +11,7 @@
     a request sealed with the key; the source refuses any connection whose
     first request does not open with the key of a transfer it handed out
     and has not yet served, so an unauthenticated peer gets nothing and
-    makes the node do no work beyond reading and checking 96 bytes.
+    makes the node do no work beyond reading and checking 80 bytes.
 
     Records, in both directions (little-endian):
         hello (puller, plain):  "LUXB" | version u8 (1) | 0 [3] | xid u64
