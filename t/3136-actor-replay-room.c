@@ -65,11 +65,7 @@ main(void)
 {
     setenv("LUX_STORE_WAIT_MS", "1000", 1);
     setenv("LUX_LOG", "error", 0);
-    lux_config_t cfg = {.module = graph_module(), .dir = tap_tmpdir(), .store_bytes = 16 * MB,
-                        .workers = 2, .record_puts = -1}; /* no blob writer's pins */
-    lux_t *lx = lux_init(&cfg);
-    if (!lx)
-        bail("lux_init: %s", lux_errmsg());
+    lux_t *lx = graph_unrecorded(NULL, 2, 16 * MB);
     uint8_t *p = malloc(3 * MB), *p2 = malloc(3 * MB), *buf = malloc(3 * MB);
     if (!p || !p2 || !buf)
         bail("out of memory");
