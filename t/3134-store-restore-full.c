@@ -76,11 +76,7 @@ main(void)
 {
     setenv("LUX_STORE_WAIT_MS", "3600000", 1);
     setenv("LUX_LOG", "error", 0);
-    lux_config_t cfg = {.module = graph_module(), .dir = tap_tmpdir(), .store_bytes = 16 * MB,
-                        .workers = 2, .record_puts = -1}; /* no blob writer's pins */
-    lux_t *lx = lux_init(&cfg);
-    if (!lx)
-        bail("lux_init: %s", lux_errmsg());
+    lux_t *lx = graph_unrecorded(NULL, 2, 16 * MB);
     lux_ref_t sp[3];
     lux_val_t kept[5], v;
     int rc = s_fill_store(lx, sp, 3, kept);
@@ -145,9 +141,7 @@ main(void)
        goes beyond the store's size; the held task is still running when
        the answer comes. */
     setenv("LUX_STORE_WAIT_MS", "1000", 1);
-    lx = lux_init(&cfg);
-    if (!lx)
-        bail("lux_init: %s", lux_errmsg());
+    lx = graph_unrecorded(NULL, 2, 16 * MB);
     rc = s_fill_store(lx, sp, 1, kept);
     ok(rc == 0, "the same store again: one spilled put, 15 MiB pinned (%s)",
        rc ? lux_errmsg() : "ok");

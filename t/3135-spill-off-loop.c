@@ -71,11 +71,7 @@ main(void)
     snprintf(waiting, sizeof waiting, "%s.waiting", gate);
     setenv("LUX_TEST_SPILL_GATE", gate, 1);
     setenv("LUX_LOG", "error", 0);
-    lux_config_t cfg = {.module = graph_module(), .dir = tap_tmpdir(), .store_bytes = 16 * MB,
-                        .workers = 1, .record_puts = -1}; /* no blob writer's pins */
-    lux_t *lx = lux_init(&cfg);
-    if (!lx)
-        bail("lux_init: %s", lux_errmsg());
+    lux_t *lx = graph_unrecorded(NULL, 1, 16 * MB);
 
     lux_ref_t a, c, out;
     int rc = s_put(lx, 11, 10 * MB, &a);
@@ -115,9 +111,7 @@ main(void)
     mkdir(cfg_dir, 0700);
     unlink(gate);
     unlink(waiting);
-    cfg.dir = cfg_dir;
-    if (!(lx = lux_init(&cfg)))
-        bail("lux_init: %s", lux_errmsg());
+    lx = graph_unrecorded(cfg_dir, 1, 16 * MB);
     rc = s_put(lx, 21, 10 * MB, &a);
     rc = rc ? rc : s_put(lx, 22, 1 * MB, &c);
     rc = rc ? rc : lux_call(lx, "t_big", 2, (lux_arg_t[]) {LUX_VAL(&seed, 8), LUX_VAL(&n, 8)}, 1,

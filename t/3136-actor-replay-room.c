@@ -65,11 +65,7 @@ main(void)
 {
     setenv("LUX_STORE_WAIT_MS", "1000", 1);
     setenv("LUX_LOG", "error", 0);
-    lux_config_t cfg = {.module = graph_module(), .dir = tap_tmpdir(), .store_bytes = 16 * MB,
-                        .workers = 2, .record_puts = -1}; /* no blob writer's pins */
-    lux_t *lx = lux_init(&cfg);
-    if (!lx)
-        bail("lux_init: %s", lux_errmsg());
+    lux_t *lx = graph_unrecorded(NULL, 2, 16 * MB);
     uint8_t *p = malloc(3 * MB), *p2 = malloc(3 * MB), *buf = malloc(3 * MB);
     if (!p || !p2 || !buf)
         bail("out of memory");
@@ -77,7 +73,9 @@ main(void)
     hx_fill(p2, 3 * MB, 2);
 
     lux_actor_t a;
-    lux_ref_t rp, sp, sp2, r;
+    lux_ref_t rp, sp, sp2, r, hold;
+    pid_t held;
+    int ready = 0;
     int64_t h0 = 5, pid = 0, got = 0;
     int rc = lux_actor_create(lx, "HAcc", 1, (lux_arg_t[]) {LUX_VAL(&h0, 8)},
                               &(lux_actor_opts_t) {.max_restarts = 3}, &a);
@@ -99,9 +97,6 @@ main(void)
     }
     ok(rc == 0, "five puts of 3 MiB read in place: 15 of the store's 16 MiB pinned by the "
        "driver, P and P2 spilled (%s)", rc ? lux_errmsg() : "ok");
-    lux_ref_t hold;
-    pid_t held;
-    int ready = 0;
     rc = fx_hold(lx, "hold", &hold, &held);
     ok(rc == 0, "a task is held running on a worker: a wait for room may end (%s)",
        rc == LUX_ETIMEDOUT ? "not running within 120 s" : rc ? lux_errmsg() : "ok");

@@ -19,6 +19,7 @@
 #include "exec_node_blob.h"
 #include "exec_node_int.h"
 #include "exec_blob.h"
+#include "exec_spill.h"
 #include "../util/util_err.h"
 #include "../util/util_log.h"
 
@@ -28,34 +29,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-/* A test's hook (t/3133): with LUX_TEST_BLOB_GATE=PATH, a blob's write
-   first makes PATH.waiting and then waits until PATH exists (at most 120
-   s), so that a test can hold a write in progress and see what the node
-   does meanwhile. The environment is read once, not on every write. */
-static const char *s_gate;
-static pthread_once_t s_gate_once = PTHREAD_ONCE_INIT;
-
-static void
-s_gate_read(void)
-{
-    s_gate = getenv("LUX_TEST_BLOB_GATE");
-}
-
-static void
-s_test_gate(void)
-{
-    pthread_once(&s_gate_once, s_gate_read);
-    const char *gate = s_gate;
-    char waiting[PATH_MAX];
-    if (!gate || !*gate || snprintf(waiting, sizeof waiting, "%s.waiting", gate) >= PATH_MAX)
-        return;
-    FILE *f = fopen(waiting, "w");
-    if (f)
-        fclose(f);
-    for (int i = 0; i < 12000 && access(gate, F_OK) != 0; i++)
-        usleep(10000);
-}
 
 struct nm_blob_job {
     struct nm_blob_job *next;
@@ -93,7 +66,7 @@ s_writer(void *arg)
         if (!j)
             break; /* stopped, and nothing left */
         pthread_mutex_unlock(&b->mu);
-        s_test_gate();
+        exec_test_gate(EXEC_GATE_BLOB);
         j->rc = exec_blob_write(b->dir, j->fp, j->data, j->n, &j->fresh);
         if (j->rc)
             snprintf(j->err, sizeof j->err, "%s", lux_errmsg());
@@ -197,7 +170,7 @@ nm_blob_start(nm_t *nm, nm_blob_job_t *j, nm_blob_done_fn *done, void *held)
         /* no thread: written here, as before there was one */
         char dir[PATH_MAX + 8];
         snprintf(dir, sizeof dir, "%s/blobs", nm->cluster.dir);
-        s_test_gate();
+        exec_test_gate(EXEC_GATE_BLOB);
         if ((j->rc = exec_blob_write(dir, j->fp, j->data, j->n, &j->fresh)))
             snprintf(j->err, sizeof j->err, "%s", lux_errmsg());
         s_finish(nm, j);

@@ -84,31 +84,30 @@ s_read_full(int fd, uint8_t *p, size_t n)
 /* ------------------------------------------------------------------------
    Writing */
 
-/* A test's hook (t/3135): with LUX_TEST_SPILL_GATE=PATH, a spill's write
-   first makes PATH.waiting and then waits until PATH exists (at most 120
-   s), so that a test can hold a spill in progress and see what the node
-   does meanwhile. The environment is read once, not on every write. */
-static const char *s_gate;
-static pthread_once_t s_gate_once = PTHREAD_ONCE_INIT;
+/* The tests' hooks (exec_spill.h): the environment is read once, not on
+   every write. */
+static const char *s_gates[EXEC_GATES];
+static pthread_once_t s_gates_once = PTHREAD_ONCE_INIT;
 
 static void
-s_gate_read(void)
+s_gates_read(void)
 {
-    s_gate = getenv("LUX_TEST_SPILL_GATE");
+    s_gates[EXEC_GATE_SPILL] = getenv("LUX_TEST_SPILL_GATE");
+    s_gates[EXEC_GATE_BLOB] = getenv("LUX_TEST_BLOB_GATE");
 }
 
-static void
-s_test_gate(void)
+void
+exec_test_gate(int which)
 {
-    pthread_once(&s_gate_once, s_gate_read);
+    pthread_once(&s_gates_once, s_gates_read);
+    const char *gate = s_gates[which];
     char waiting[PATH_MAX];
-    if (!s_gate || !*s_gate ||
-        snprintf(waiting, sizeof waiting, "%s.waiting", s_gate) >= (int) sizeof waiting)
+    if (!gate || !*gate || snprintf(waiting, sizeof waiting, "%s.waiting", gate) >= PATH_MAX)
         return;
     FILE *f = fopen(waiting, "w");
     if (f)
         fclose(f);
-    for (int i = 0; i < 12000 && access(s_gate, F_OK) != 0; i++)
+    for (int i = 0; i < 12000 && access(gate, F_OK) != 0; i++)
         usleep(10000);
 }
 
@@ -123,7 +122,7 @@ exec_spill_write(const char *path, const void *data, size_t n)
 
     if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int) sizeof tmp)
         return util_err(LUX_EINVAL, "spill %s: path too long", path);
-    s_test_gate();
+    exec_test_gate(EXEC_GATE_SPILL);
 
     LZ4F_preferences_t prefs;
     memset(&prefs, 0, sizeof prefs);

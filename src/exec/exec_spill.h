@@ -51,6 +51,14 @@ int exec_spill_read(const char *path, void *dst, size_t n);
    file is not checked), or LUX_ENOTFOUND, LUX_ECORRUPT, LUX_EIO. */
 int64_t exec_spill_size(const char *path);
 
+/* The tests' hooks: with LUX_TEST_SPILL_GATE=PATH (t/3135), a spill's
+   write, and with LUX_TEST_BLOB_GATE=PATH (t/3133) a blob's, first makes
+   PATH.waiting and then waits until PATH exists (at most 120 s), so that
+   a test can hold a write in progress and see what the node does
+   meanwhile. */
+enum { EXEC_GATE_SPILL, EXEC_GATE_BLOB, EXEC_GATES };
+void exec_test_gate(int which);
+
 /* A thread that writes spills (exec_spill_write) in the order queued, so
    that the node's loop never waits for the disk: a spill of 1 GiB (lz4,
    write, fsync) took seconds there, during which the node answered

@@ -328,6 +328,17 @@ graph_module(void)
 }
 
 lux_t *
+graph_unrecorded(const char *dir, int workers, uint64_t store_bytes)
+{
+    lux_config_t cfg = {.module = graph_module(), .dir = dir ? dir : tap_tmpdir(),
+                        .store_bytes = store_bytes, .workers = workers, .record_puts = -1};
+    lux_t *lx = lux_init(&cfg);
+    if (!lx)
+        bail("lux_init: %s", lux_errmsg());
+    return lx;
+}
+
+lux_t *
 graph_embedded(int workers, uint64_t store_bytes, const char *what)
 {
     lux_config_t cfg = {.module = graph_module(), .dir = tap_tmpdir(),

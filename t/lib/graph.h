@@ -69,6 +69,13 @@ int64_t graph_ticks(void);
 /* The path of t/lib's test module, built by make check. */
 const char *graph_module(void);
 
+/* The embedded default with the test module in dir (NULL: the test's
+   scratch directory), workers worker processes, an object store of
+   store_bytes and no put recorded for replay (so no blob writer's pins
+   in the store: the tests of a full store count every byte); bails out
+   if it does not start. */
+lux_t *graph_unrecorded(const char *dir, int workers, uint64_t store_bytes);
+
 /* The embedded default with the test module, workers worker processes and
    an object store of store_bytes, in the test's scratch directory; checks
    that it started (ok, described by what) and bails out if it did not. */
