@@ -117,6 +117,12 @@ main(void)
     free(buf);
     ok(rc == LUX_EFULL && nfill >= 1 && nfill < 8, "puts of 3 MiB read in place fill the spare "
        "region: %d, then refused (%s)", nfill, lux_errmsg());
+    /* the refusal says what the spare region has left, not only the
+       store's own largest block (which told the reader nothing of why
+       the spare could not take it) */
+    ok(strstr(lux_errmsg(), "spare region (whose free bytes are ") &&
+       strstr(lux_errmsg(), "largest free block outside it is"),
+       "... the refusal names the spare region's free bytes and the store's largest block");
     rc = s_check(lx, &sp[0], &got);
     ok(rc == LUX_ETASK && strstr(lux_errmsg(), "spilled argument") &&
        strstr(lux_errmsg(), "object store"),

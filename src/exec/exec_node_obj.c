@@ -433,12 +433,15 @@ nm_store_alloc(nm_t *nm, uint64_t size, uint64_t *off)
     return util_err(LUX_EFULL, "the object store (%llu bytes) has no room for %llu bytes:"
                     " %llu bytes are in use: %llu in %llu objects being read or used by"
                     " tasks, %llu granted to tasks and not yet filled, %llu in the spare"
-                    " region; the largest free block is %llu bytes",
+                    " region (whose free bytes are %llu); the largest free block outside it is %llu"
+                    " bytes",
                     (unsigned long long) nm->store_bytes, (unsigned long long) size,
                     (unsigned long long) exec_arena_used(nm->arena),
                     (unsigned long long) c.pinned_bytes, (unsigned long long) c.pinned,
                     (unsigned long long) c.granted,
                     (unsigned long long) exec_arena_spare_used(nm->arena),
+                    (unsigned long long) (exec_arena_size(nm->arena) - nm->store_bytes -
+                                          exec_arena_spare_used(nm->arena)),
                     (unsigned long long) exec_arena_largest_free(nm->arena));
 }
 

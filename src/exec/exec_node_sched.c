@@ -222,6 +222,13 @@ nm_task_room_wait(nm_t *nm, nm_task_t *t)
     return false;
 }
 
+/* Whether two tasks' resources (NULL: none but CPU) are the same. */
+static bool
+s_same_res(const char *a, const char *b)
+{
+    return a == b || (a && b && strcmp(a, b) == 0);
+}
+
 void
 nm_dispatch(nm_t *nm)
 {
@@ -258,7 +265,9 @@ nm_dispatch(nm_t *nm)
             batch = 1;
         if (batch > S_BATCH_MAX)
             batch = S_BATCH_MAX;
-        /* only tasks asking for the same as the first share a batch */
+        /* only tasks asking for the same as the first share a batch (the
+           worker runs them one after the other, holding what one needs):
+           the same CPUs and resources, none of GPUs (a batch of one) */
         util_buf_t *b = &nm->scratch;
         b->len = 0;
         util_buf_put_u32(b, 0);
@@ -269,7 +278,8 @@ nm_dispatch(nm_t *nm)
         uint64_t pinned = 0, budget = nm->store_bytes / (4 * (uint64_t) nm->target_workers);
         while (nm->ready && count < batch && (count == 0 || pinned < budget)) {
             nm_task_t *t = nm->ready;
-            if (count && (t->cpus_milli != first->cpus_milli || t->res || first->res ||
+            if (count && (t->cpus_milli != first->cpus_milli || gpus ||
+                          !s_same_res(t->res, first->res) ||
                           t->suspect || first->suspect || t->timeout_ms || first->timeout_ms))
                 break;
             nm->ready = t->next;

@@ -29,6 +29,11 @@
                          of G without waiting, then lux_wait for W without
                          waiting (both pulls asked), make FILE, then wait
                          for FILE.done (at most 10 minutes)
+        steps N MS RES   N calls of s_step(i, MS) with RES at once (i = 0 ..
+                         N-1): each makes DIR/step.I (failing when it is
+                         there: the call ran twice on that node), sleeps MS
+                         ms and returns "I DIR"; prints each result in
+                         order (a failed one "I error: MESSAGE", exit 1)
         echo HEX BYTES RES  call s_echo(the ref HEX) with RES: a copy of
                          the argument and the directory of the node that
                          ran it; prints "echo ok|wrong (N bytes) DIR" after
@@ -37,6 +42,8 @@
 */
 #include "lux.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -97,6 +104,29 @@ s_nap(lux_t *lx, int argc, const lux_val_t *argv)
     return lux_set(lx, 0, d, strlen(d) + 1);
 }
 LUX_FUNCTION(s_nap, 1, 1)
+
+/* Step i (argument 0) of a batch: DIR/step.I made, never twice on one
+   node; sleeps MS (argument 1) ms; "I DIR". */
+static int
+s_step(lux_t *lx, int argc, const lux_val_t *argv)
+{
+    (void) argc;
+    int64_t i, ms;
+    memcpy(&i, argv[0].data, 8);
+    memcpy(&ms, argv[1].data, 8);
+    const char *d = lux_dir(lx);
+    char path[1200], out[1200];
+    snprintf(path, sizeof path, "%s/step.%lld", d, (long long) i);
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    if (fd < 0)
+        return lux_raise(lx, "step %lld ran twice on %s (%s)", (long long) i, d, strerror(errno));
+    close(fd);
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+    int n = snprintf(out, sizeof out, "%lld %s", (long long) i, d);
+    return lux_set(lx, 0, out, (size_t) n + 1);
+}
+LUX_FUNCTION(s_step, 2, 1)
 
 /* No return values: it makes DIR/marked (DIR its node's directory). */
 static int
@@ -277,6 +307,28 @@ s_main(lux_t *lx, int argc, char **argv)
         printf("echo %s (%zu bytes) %.*s\n", good ? "ok" : "wrong", v.size, (int) d.size,
                (const char *) d.data);
         return good ? 0 : 1;
+    }
+    if (strcmp(argv[1], "steps") == 0 && argc >= 5) { /* steps N MS RES */
+        lux_opts_t so = {.resources = strcmp(argv[4], "-") ? argv[4] : NULL};
+        int64_t ms = atoll(argv[3]);
+        lux_ref_t *r = calloc((size_t) (n > 0 ? n : 1), sizeof *r);
+        int bad = 0;
+        if (!r)
+            return printf("error: out of memory\n"), 1;
+        for (int64_t i = 0; i < n; i++)
+            if (lux_call_opts(lx, &so, "s_step", 2,
+                              (lux_arg_t[]) {LUX_VAL(&i, 8), LUX_VAL(&ms, 8)}, 1, &r[i]))
+                return printf("error: %s\n", lux_errmsg()), 1;
+        for (int64_t i = 0; i < n; i++) {
+            if (lux_get(lx, &r[i], &v, 120000)) {
+                printf("%lld error: %s\n", (long long) i, lux_errmsg());
+                bad = 1;
+            } else {
+                printf("%.*s\n", (int) v.size, (const char *) v.data);
+            }
+        }
+        free(r);
+        return bad;
     }
     if (strcmp(argv[1], "naps") == 0) { /* naps N MS: no resources */
         int64_t ms = atoll(argv[3]);
