@@ -924,6 +924,22 @@ nm_actor_new(nm_t *nm, const util_id_t *id)
     return a;
 }
 
+void
+nm_actor_destroy(nm_actor_t **a_p)
+{
+    nm_actor_t *a = *a_p;
+    if (!a)
+        return;
+    *a_p = NULL;
+    free(a->kept);
+    free(a->kept_idx);
+    free(a->cls);
+    free(a->name);
+    free(a->death);
+    free(a->doom);
+    free(a);
+}
+
 /* --- lookups by name ---------------------------------------------------------------------- */
 
 /* Take the lookup at *p off the list and free it; *p is then the next one. */
@@ -1164,13 +1180,7 @@ nm_actor_close(nm_t *nm)
             }
         if (a->boot && a->boot->kind == T_LOAD)
             nm_task_free(a->boot);
-        free(a->kept);
-        free(a->kept_idx);
-        free(a->cls);
-        free(a->name);
-        free(a->death);
-        free(a->doom);
-        free(a);
+        nm_actor_destroy(&a);
     }
     free(all.v);
     util_idmap_destroy(&nm->actors);

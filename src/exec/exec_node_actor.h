@@ -47,6 +47,11 @@ void nm_actor_die(nm_t *nm, nm_actor_t *a, int status, const char *why);
    NULL when out of memory. */
 nm_actor_t *nm_actor_new(nm_t *nm, const util_id_t *id);
 
+/* Free an actor record and what it owns (its strings, the arguments kept
+   for a replay), and set *a_p to NULL: not its runs, nor its entry in
+   nm->actors (the caller's). */
+void nm_actor_destroy(nm_actor_t **a_p);
+
 /* Answer the lookups waiting for a's name. */
 void nm_actor_found(nm_t *nm, nm_actor_t *a);
 
