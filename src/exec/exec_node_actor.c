@@ -317,11 +317,8 @@ nm_actor_drop_run(nm_t *nm, nm_actor_t *a, nm_task_t *t, int status, const char 
     nm_task_discard(nm, t);
 }
 
-static void
-s_die(nm_t *nm, nm_actor_t *a, int status, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-
-static void
-s_die(nm_t *nm, nm_actor_t *a, int status, const char *fmt, ...)
+void
+nm_actor_dief(nm_t *nm, nm_actor_t *a, int status, const char *fmt, ...)
 {
     char hex[UTIL_ID_HEX], why[700], msg[800];
     va_list ap;
@@ -437,17 +434,17 @@ s_create(nm_t *nm, nm_client_t *c, const exec_spec_t *s)
     nm_actor_t *other = a->name ? s_by_name(nm, a->name, strlen(a->name), a) : NULL;
     if (other) {
         char oh[UTIL_ID_HEX];
-        s_die(nm, a, LUX_EEXIST, "the name '%s' is taken by actor %s", a->name,
-              util_id_hex(&other->id, oh));
+        nm_actor_dief(nm, a, LUX_EEXIST, "the name '%s' is taken by actor %s", a->name,
+                      util_id_hex(&other->id, oh));
         return 0;
     }
     int rc = nm_task_resolve(nm, t, why, sizeof why);
     if (rc) {
-        s_die(nm, a, rc, "its constructor's arguments: %s", why);
+        nm_actor_dief(nm, a, rc, "its constructor's arguments: %s", why);
         return 0;
     }
     if (!nm_res_needs(nm, t, a->needs, why, sizeof why)) {
-        s_die(nm, a, LUX_EINVAL, "%s", why);
+        nm_actor_dief(nm, a, LUX_EINVAL, "%s", why);
         return 0;
     }
     s_answer_lookups(nm, a);
@@ -675,7 +672,7 @@ s_prepare_replay(nm_t *nm, nm_actor_t *a)
         a->queue = x.head;
     }
     if (x.rc) {
-        s_die(nm, a, x.rc, "restart %u: %s", a->restarts, x.why);
+        nm_actor_dief(nm, a, x.rc, "restart %u: %s", a->restarts, x.why);
         return x.rc;
     }
     a->replaying = x.n;
@@ -703,7 +700,7 @@ s_start(nm_t *nm, nm_actor_t *a)
     a->gpus = nm_gpu_take(nm, a->needs);
     a->holds = true;
     if (nm_spawn_actor_worker(nm, a)) {
-        s_die(nm, a, LUX_EIO, "cannot start its process: %s", lux_errmsg());
+        nm_actor_dief(nm, a, LUX_EIO, "cannot start its process: %s", lux_errmsg());
         return;
     }
     nm_actor_state(nm, a, A_STARTING);
@@ -719,15 +716,15 @@ s_boot(nm_t *nm, nm_actor_t *a)
     if (!a->boot) {
         a->boot = a->has_ckpt ? s_run_new(nm, a, T_LOAD, NULL) : a->create;
         if (!a->boot) {
-            s_die(nm, a, LUX_ENOMEM, "out of memory restarting it");
+            nm_actor_dief(nm, a, LUX_ENOMEM, "out of memory restarting it");
             return;
         }
         if (a->boot->kind == T_LOAD) {
             char why[600];
             int rc = nm_task_resolve(nm, a->boot, why, sizeof why);
             if (rc) {
-                s_die(nm, a, rc, "its checkpoint (call %llu) cannot be read: %s",
-                      (unsigned long long) a->ckpt_idx, why);
+                nm_actor_dief(nm, a, rc, "its checkpoint (call %llu) cannot be read: %s",
+                              (unsigned long long) a->ckpt_idx, why);
                 return;
             }
         }
@@ -739,8 +736,8 @@ s_boot(nm_t *nm, nm_actor_t *a)
         s_add(a, a->boot, &bt);
         s_send(nm, a, &bt);
     } else if (rc != 1) {
-        s_die(nm, a, rc, "%s its state: %s", a->boot->kind == T_LOAD ? "loading" : "creating",
-              lux_errmsg());
+        nm_actor_dief(nm, a, rc, "%s its state: %s",
+                      a->boot->kind == T_LOAD ? "loading" : "creating", lux_errmsg());
     }
     free(bt.objs);
 }
@@ -771,9 +768,9 @@ s_calls(nm_t *nm, nm_actor_t *a)
         }
         if (rc) {
             if (t->run->replay) {
-                nm_actor_list_append(&a->queue, &a->queue_last, t); /* s_die drops it */
-                s_die(nm, a, rc, "cannot replay its call %llu: %s",
-                      (unsigned long long) t->run->idx, lux_errmsg());
+                nm_actor_list_append(&a->queue, &a->queue_last, t); /* nm_actor_dief drops it */
+                nm_actor_dief(nm, a, rc, "cannot replay its call %llu: %s",
+                              (unsigned long long) t->run->idx, lux_errmsg());
                 break;
             }
             nm_actor_drop_run(nm, a, t, rc, lux_errmsg());
@@ -811,7 +808,7 @@ nm_actor_pump(nm_t *nm)
         if (a->doom && a->state != A_DEAD) {
             char *why = a->doom;
             a->doom = NULL;
-            s_die(nm, a, a->doom_status, "%s", why);
+            nm_actor_dief(nm, a, a->doom_status, "%s", why);
             free(why);
         }
         if (a->remote && a->state != A_DEAD) {
@@ -869,7 +866,8 @@ nm_actor_failing(nm_t *nm, nm_task_t *t, int status, const char *text)
     nm_actor_t *a = t->actor;
     if (!a)
         return false;
-    if (!nm_actor_list_unlink(&a->queue, &a->queue_last, t) && !nm_actor_list_unlink(&a->limbo, NULL, t) &&
+    if (!nm_actor_list_unlink(&a->queue, &a->queue_last, t) &&
+        !nm_actor_list_unlink(&a->limbo, NULL, t) &&
         nm_actor_list_unlink(&a->sent, &a->sent_last, t))
         a->nsent--;
     /* a call that waited for its arguments held back the runs queued
@@ -900,14 +898,15 @@ nm_actor_unlink(nm_t *nm, nm_task_t *t)
 {
     nm_actor_t *a = t->actor;
     (void) nm;
-    if (a && !nm_actor_list_unlink(&a->queue, &a->queue_last, t) && nm_actor_list_unlink(&a->sent, &a->sent_last, t))
+    if (a && !nm_actor_list_unlink(&a->queue, &a->queue_last, t) &&
+        nm_actor_list_unlink(&a->sent, &a->sent_last, t))
         a->nsent--;
 }
 
 void
 nm_actor_die(nm_t *nm, nm_actor_t *a, int status, const char *why)
 {
-    s_die(nm, a, status, "%s", why);
+    nm_actor_dief(nm, a, status, "%s", why);
 }
 
 nm_actor_t *
@@ -922,6 +921,22 @@ nm_actor_new(nm_t *nm, const util_id_t *id)
     *p = a;
     a->id = *id;
     return a;
+}
+
+void
+nm_actor_destroy(nm_actor_t **a_p)
+{
+    nm_actor_t *a = *a_p;
+    if (!a)
+        return;
+    *a_p = NULL;
+    free(a->kept);
+    free(a->kept_idx);
+    free(a->cls);
+    free(a->name);
+    free(a->death);
+    free(a->doom);
+    free(a);
 }
 
 /* --- lookups by name ---------------------------------------------------------------------- */
@@ -1023,7 +1038,7 @@ nm_actor_op(nm_t *nm, nm_client_t *c, const uint8_t *p, size_t n)
             if (a->worker)
                 kill(a->worker->pid, SIGKILL); /* the reaper finds it; no restart */
             else
-                s_die(nm, a, LUX_EDEAD, "it was killed (lux_actor_kill)");
+                nm_actor_dief(nm, a, LUX_EDEAD, "it was killed (lux_actor_kill)");
         }
         nm_actor_reply(nm, c, req, 0, &id, NULL);
         return;
@@ -1137,8 +1152,8 @@ nm_actor_client_gone(nm_t *nm, nm_client_t *c)
         if (a->worker && a->worker->client == c)
             continue; /* its own process */
         a->owner_gone = true;
-        s_die(nm, a, LUX_EDEAD, "its creator (%s %s) went away",
-              c->kind == EXEC_HELLO_WORKER ? "worker" : "driver", pid);
+        nm_actor_dief(nm, a, LUX_EDEAD, "its creator (%s %s) went away",
+                      c->kind == EXEC_HELLO_WORKER ? "worker" : "driver", pid);
     }
     free(all.v);
 }
@@ -1164,13 +1179,7 @@ nm_actor_close(nm_t *nm)
             }
         if (a->boot && a->boot->kind == T_LOAD)
             nm_task_free(a->boot);
-        free(a->kept);
-        free(a->kept_idx);
-        free(a->cls);
-        free(a->name);
-        free(a->death);
-        free(a->doom);
-        free(a);
+        nm_actor_destroy(&a);
     }
     free(all.v);
     util_idmap_destroy(&nm->actors);

@@ -43,9 +43,18 @@ void nm_actor_unlink(nm_t *nm, nm_task_t *t);
 /* a dies now for why (its calls fail with it). */
 void nm_actor_die(nm_t *nm, nm_actor_t *a, int status, const char *why);
 
+/* nm_actor_die with why made from fmt, ...; nothing when a is dead already. */
+void nm_actor_dief(nm_t *nm, nm_actor_t *a, int status, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
 /* A new actor record for id, not on any list yet (exec_ractor.c's stubs);
    NULL when out of memory. */
 nm_actor_t *nm_actor_new(nm_t *nm, const util_id_t *id);
+
+/* Free an actor record and what it owns (its strings, the arguments kept
+   for a replay), and set *a_p to NULL: not its runs, nor its entry in
+   nm->actors (the caller's). */
+void nm_actor_destroy(nm_actor_t **a_p);
 
 /* Answer the lookups waiting for a's name. */
 void nm_actor_found(nm_t *nm, nm_actor_t *a);

@@ -30,27 +30,9 @@
 #include "../util/util_log.h"
 #include "../util/util_time.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* a dies for why (fmt, ...), unless it is dead already (nm_actor_die). */
-static void
-s_die(nm_t *nm, nm_actor_t *a, int status, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-
-static void
-s_die(nm_t *nm, nm_actor_t *a, int status, const char *fmt, ...)
-{
-    char why[700]; /* as nm_actor_die's own */
-    va_list ap;
-    if (a->state == A_DEAD)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(why, sizeof why, fmt, ap);
-    va_end(ap);
-    nm_actor_die(nm, a, status, why);
-}
 
 /* --- results ------------------------------------------------------------------------------ */
 
@@ -89,10 +71,10 @@ s_booted(nm_t *nm, nm_actor_t *a, nm_task_t *t, int status, const char *msg)
     }
     if (status) {
         if (load)
-            s_die(nm, a, status, "loading its checkpoint of call %llu failed: %s",
-                  (unsigned long long) a->ckpt_idx, msg);
+            nm_actor_dief(nm, a, status, "loading its checkpoint of call %llu failed: %s",
+                          (unsigned long long) a->ckpt_idx, msg);
         else
-            s_die(nm, a, status, "its constructor failed: %s", msg);
+            nm_actor_dief(nm, a, status, "its constructor failed: %s", msg);
         return;
     }
     nm_actor_state(nm, a, A_ALIVE);
@@ -351,7 +333,8 @@ nm_actor_worker_gone(nm_t *nm, nm_worker_t *w, const char *why)
             } else if (t->kind == T_CALL && !t->run->replay) {
                 nm_actor_list_append(&queue, &queue_last, t);
             } else {
-                nm_actor_drop_run(nm, a, t, LUX_EDEAD, "the actor's process died before it was done");
+                nm_actor_drop_run(nm, a, t, LUX_EDEAD,
+                                  "the actor's process died before it was done");
             }
         }
     if (limbo_last) {
@@ -365,12 +348,13 @@ nm_actor_worker_gone(nm_t *nm, nm_worker_t *w, const char *why)
     a->boot = NULL;
     a->replaying = 0;
     if (a->killed) {
-        s_die(nm, a, LUX_EDEAD, "it was killed (lux_actor_kill)");
+        nm_actor_dief(nm, a, LUX_EDEAD, "it was killed (lux_actor_kill)");
         return;
     }
     if (a->restarts >= a->max_restarts) {
-        s_die(nm, a, LUX_EDEAD, "its process %s, and it has no restarts left (max_restarts %u)",
-              why, a->max_restarts);
+        nm_actor_dief(nm, a, LUX_EDEAD,
+                      "its process %s, and it has no restarts left (max_restarts %u)", why,
+                      a->max_restarts);
         return;
     }
     a->restarts++;

@@ -405,15 +405,14 @@ s_unreserve_count(nm_t *nm, nm_task_t *t)
 static bool
 s_reserve(nm_t *nm, nm_task_t *t)
 {
-    util_rd_t r;
+    nm_args_t it;
     exec_arg_t a;
+    int i;
     uint64_t bytes = 0;
     if (t->pinned || !t->counted)
         return false;
-    util_rd_init(&r, t->args, t->args_len);
-    while (exec_arg_next(&r, &a)) {
-        if (a.kind != EXEC_ARG_REF)
-            continue;
+    nm_args_init(&it, t);
+    while (nm_args_next_ref(&it, &a, &i)) {
         nm_obj_t *o = nm_obj_get(nm, &a.ref);
         if (!o || o->state != OBJ_READY)
             return false; /* spilled or lost again already: dispatch brings it back */
@@ -422,10 +421,8 @@ s_reserve(nm_t *nm, nm_task_t *t)
     }
     if (nm->nresv && nm->resv_bytes + bytes > nm->store_bytes / 2)
         return false;
-    util_rd_init(&r, t->args, t->args_len);
-    while (exec_arg_next(&r, &a)) {
-        if (a.kind != EXEC_ARG_REF)
-            continue;
+    nm_args_init(&it, t);
+    while (nm_args_next_ref(&it, &a, &i)) {
         nm_obj_t *o = nm_obj_get(nm, &a.ref);
         nm_obj_pin(nm, o);
         if (o->resv++ == 0 && o->where == EXEC_W_ARENA)

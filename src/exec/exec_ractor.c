@@ -705,7 +705,7 @@ nm_ractor_stub(nm_t *nm, const util_id_t *id)
     if (!a || !(a->cls = strdup("?"))) {
         if (a)
             util_idmap_del(nm->actors, id->b);
-        free(a);
+        nm_actor_destroy(&a);
         return NULL;
     }
     a->remote = true;
@@ -735,11 +735,7 @@ nm_ractor_forget(nm_t *nm, nm_actor_t *stub, nm_actor_t *a)
                 break;
             }
     }
-    free(stub->cls);
-    free(stub->name);
-    free(stub->death);
-    free(stub->doom);
-    free(stub);
+    nm_actor_destroy(&stub); /* its entry in nm->actors is a's now */
 }
 
 void
