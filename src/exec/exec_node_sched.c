@@ -678,6 +678,19 @@ nm_task_output(nm_t *nm, nm_task_t *t, uint8_t i)
     return o;
 }
 
+/* t ended: a lull begins (the loop's next wait polls for the longest
+   window, exec_node.c s_wait), for the driver that gets t's outputs is
+   likely to ask again within tens of microseconds. Not when t came from
+   another node (exec_remote.c): its next comes over the network, hundreds
+   of microseconds later, and polling meanwhile took the CPU that trip
+   needs (spillback_latency_us about 3x longer on 2 loaded cores). */
+static void
+s_work_ended(nm_t *nm, const nm_task_t *t)
+{
+    if (!t->owner || !t->owner->peer)
+        nm->work_ended_ns = util_mono_ns();
+}
+
 /* Fail one task (already off the ready queue and its worker): its outputs
    become errors carrying text, its failure is logged, and it is freed. */
 static void
@@ -687,7 +700,7 @@ s_fail_one(nm_t *nm, nm_task_t *t, int status, const char *msg, const char *text
         return;
     s_forget_dependent(nm, t); /* it may still be on others' lists */
     nm->n_failed++;
-    nm->work_ended_ns = util_mono_ns();
+    s_work_ended(nm, t);
     exec_result_t r = {.task = t->id, .attempt = t->attempt, .status = status, .msg = msg,
                        .msg_len = (uint16_t) strlen(msg)};
     r.t_start = r.t_end = util_now_ns();
@@ -1264,7 +1277,7 @@ s_result(nm_t *nm, nm_worker_t *w, const exec_result_t *r)
     }
     util_blake_final(&h, fp, 16);
     nm->n_finished++;
-    nm->work_ended_ns = util_mono_ns();
+    s_work_ended(nm, t);
     nm_log_finished(nm, t, w, r, total, fp);
     nm_task_outputs_ready(nm, t);
 }
