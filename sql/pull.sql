@@ -9,8 +9,8 @@
 -- a row's prev is the hash of the row before it in the shard. The views
 -- are not here: `lux pull` creates those of sql/views.sql over this
 -- table, with the `shard` column in front (as `lux sql --dir` shows
--- them), and `events` from sql/span.sql, so that the file and a cluster
--- answer every query alike.
+-- them), so that the file and a cluster answer every query alike; nor
+-- are meta and event_kind, which are sql/base.sql's (run before this).
 --
 -- meta keys: format (lux-pull-1), cluster (its ID, 32 hex digits), shards,
 -- source (where it was pulled from, last), job (a --job pull: the job's
@@ -22,18 +22,6 @@
 -- the pull verified against the events it copied, with their signatures,
 -- so that the file carries the proof of its own (`lux audit OUT.db
 -- --public-key K` checks them again).
-
-PRAGMA foreign_keys = OFF;
-
-CREATE TABLE IF NOT EXISTS meta (
-    key   TEXT PRIMARY KEY,
-    value TEXT NOT NULL
-) WITHOUT ROWID;
-
-CREATE TABLE IF NOT EXISTS event_kind (
-    code INTEGER PRIMARY KEY,
-    name TEXT NOT NULL UNIQUE
-);
 
 CREATE TABLE IF NOT EXISTS shard_state (
     shard     INTEGER PRIMARY KEY,

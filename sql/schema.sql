@@ -8,18 +8,9 @@
 -- IDs are 16-byte BLOBs; the views show them as 32 lower-case hex digits.
 -- An object is (task, idx): its ID is the task ID followed by the return
 -- index as 4 big-endian bytes, 40 hex digits.
-
-PRAGMA foreign_keys = OFF;
-
-CREATE TABLE IF NOT EXISTS meta (
-    key   TEXT PRIMARY KEY,
-    value TEXT NOT NULL
-) WITHOUT ROWID;
-
-CREATE TABLE IF NOT EXISTS event_kind (
-    code INTEGER PRIMARY KEY,
-    name TEXT NOT NULL UNIQUE
-);
+--
+-- The tables meta and event_kind, which a pulled file has too, are in
+-- sql/base.sql: src/db runs it before this file.
 
 CREATE TABLE IF NOT EXISTS event (
     seq     INTEGER PRIMARY KEY,  -- dense per shard from 1, assigned at the head

@@ -133,16 +133,12 @@ s_bounded(void)
        waits for room only while another task runs, whose end may free
        some; with none it goes beyond the store's size at once, and the
        storm would end there */
-    char hold[PATH_MAX], release[PATH_MAX + 16];
-    snprintf(hold, sizeof hold, "%s/hold", tap_tmpdir());
-    snprintf(release, sizeof release, "%s/release", hold);
-    mkdir(hold, 0700);
     lux_ref_t h;
     lux_val_t v;
-    rc = lux_call(k.lx, "t_hold", 1, (lux_arg_t[]) {LUX_VAL(hold, strlen(hold))}, 1, &h);
     pid_t holder;
-    bool running = !rc && fx_held(hold, 1, &holder, 120000) == 1;
-    ok(running, "unheld: a task holds the other worker (%s)", rc ? lux_errmsg() : hold);
+    rc = fx_hold(k.lx, "hold", &h, &holder);
+    bool running = rc == 0;
+    ok(running, "unheld: a task holds the other worker (%s)", rc ? lux_errmsg() : "held");
     rc = lux_call(k.lx, "t_checks", 2, (lux_arg_t[]) {LUX_REF(k.x), LUX_REF(k.y)}, 1, &k.d);
     rc = rc ? rc : lux_get(k.lx, &k.d, &v, 90000);
     char msg[2048], hx[LUX_REF_LEN * 2 + 1], hy[LUX_REF_LEN * 2 + 1];
@@ -153,9 +149,7 @@ s_bounded(void)
     ok(rc == LUX_ETASK && named,
        "unheld: the storm ends in LUX_ETASK naming the object rebuilt unread (rc %d: %s)", rc,
        msg);
-    FILE *f = fopen(release, "w");
-    if (f)
-        fclose(f);
+    fx_release("hold");
     lux_get(k.lx, &h, &v, 60000);
     lux_shutdown(&k.lx);
     int64_t n = s_rebuilds(k.dir);

@@ -26,18 +26,6 @@
 
 #define MB (1024 * 1024)
 
-/* Wait (bounded) for path to exist. */
-static bool
-s_wait_file(const char *path, int ms)
-{
-    for (int i = 0; i < ms / 10; i++) {
-        if (access(path, F_OK) == 0)
-            return true;
-        usleep(10000);
-    }
-    return access(path, F_OK) == 0;
-}
-
 int
 main(void)
 {
@@ -55,7 +43,7 @@ main(void)
     lux_ref_t put, put2, out;
     int rc = lux_put(lx, buf, n, &put);
     is_int(rc, 0, "a put of 24 MiB");
-    ok(s_wait_file(waiting, 120000), "its blob's write has begun and is held (%s)", waiting);
+    ok(fx_wait_file(waiting, 120000), "its blob's write has begun and is held (%s)", waiting);
 
     /* the node answers while the write is held */
     int64_t a = 20, got = -1;

@@ -117,6 +117,12 @@ main(void)
     free(buf);
     ok(rc == LUX_EFULL && nfill >= 1 && nfill < 8, "puts of 3 MiB read in place fill the spare "
        "region: %d, then refused (%s)", nfill, lux_errmsg());
+    /* the refusal says what the spare region has left, not only the
+       store's own largest block (which told the reader nothing of why
+       the spare could not take it) */
+    ok(strstr(lux_errmsg(), "spare region (whose free bytes are ") &&
+       strstr(lux_errmsg(), "largest free block outside it is"),
+       "... the refusal names the spare region's free bytes and the store's largest block");
     rc = s_check(lx, &sp[0], &got);
     ok(rc == LUX_ETASK && strstr(lux_errmsg(), "spilled argument") &&
        strstr(lux_errmsg(), "object store"),
@@ -145,18 +151,10 @@ main(void)
     rc = s_fill_store(lx, sp, 1, kept);
     ok(rc == 0, "the same store again: one spilled put, 15 MiB pinned (%s)",
        rc ? lux_errmsg() : "ok");
-    char dir[PATH_MAX], rel[PATH_MAX + 16];
-    snprintf(dir, sizeof dir, "%s/hold", tap_tmpdir());
-    snprintf(rel, sizeof rel, "%s/release", dir);
-    mkdir(dir, 0700);
     lux_ref_t hold;
     pid_t held;
     int ready = 0;
-    rc = lux_call(lx, "t_hold", 1, (lux_arg_t[]) {LUX_VAL(dir, strlen(dir))}, 1, &hold);
-    if (!rc)
-        lux_wait(lx, 1, &hold, 1, 0, &ready); /* the call goes to the node now */
-    if (!rc && fx_held(dir, 1, &held, 120000) != 1)
-        rc = LUX_ETIMEDOUT;
+    rc = fx_hold(lx, "hold", &hold, &held);
     ok(rc == 0, "a task is held running on one worker (%s)",
        rc == LUX_ETIMEDOUT ? "not running within 120 s" : rc ? lux_errmsg() : "ok");
     got = -1;
@@ -165,9 +163,7 @@ main(void)
     ok(rc == 0 && got == want && !ready,
        "a task whose argument was spilled runs after the wait, beyond the store's size, "
        "while the held task still runs (%s)", rc ? lux_errmsg() : "ok");
-    FILE *f = fopen(rel, "w");
-    if (f)
-        fclose(f);
+    fx_release("hold");
     rc = lux_get(lx, &hold, &v, 120000);
     ok(rc == 0, "the held task ends once let go (%s)", rc ? lux_errmsg() : "ok");
     lux_shutdown(&lx);

@@ -17,15 +17,6 @@ trap '[ -n "$qpid" ] && kill -9 $qpid 2>/dev/null; "$LUX" stop --dir "$D" >/dev/
       tap_cleanup' EXIT
 
 one() { "$LUX" sql --dir "$D" --csv "$1" | sed -n 2p; }
-# wait_file FILE: until it exists (at most 120 s)
-wait_file() {
-    i=0
-    while [ ! -e "$1" ]; do
-        i=$((i + 1))
-        [ $i -gt 1200 ] && return 1
-        sleep 0.1
-    done
-}
 # held NAME BEFORE [AT]: lux sql of $Q held after its open (or at AT)
 # while lux compact --before BEFORE runs to its end; its answer into
 # $tmp/NAME

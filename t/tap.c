@@ -87,7 +87,7 @@ s_report(bool cond, const char *fmt, va_list ap)
 {
     s_register();
     s_run++;
-    if (!cond)
+    if (!cond && !strstr(fmt, "# TODO")) /* a TODO check's failure is expected */
         s_failed++;
     printf("%sok %d - ", cond ? "" : "not ", s_run);
     vprintf(fmt, ap);

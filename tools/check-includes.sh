@@ -51,16 +51,7 @@ fi
 # the check; an arrow listed here that the #include lines no longer draw
 # must leave the list.
 BACK="
-exec_node_obj exec_node nm_send: a client's connection to part from the loop
-exec_node_sched exec_node nm_send: a client's connection to part from the loop
-exec_node_actor exec_node nm_send: a client's connection to part from the loop
-exec_node_cancel exec_node nm_send: a client's connection to part from the loop
-exec_store exec_node nm_send: a client's connection to part from the loop
-exec_node_sched exec_remote spilling a task the node cannot run: to become a callback of the remote part
 exec_node_actor exec_ractor an actor living on another node: to become a callback of exec_ractor
-exec_remote exec_ractor an actor's placement answered: to become a callback of exec_ractor
-exec_node_blob exec_node_log a recorded put's event released: to become a callback
-exec_node_blob exec_node_obj the put pinned while it is written: to become a callback
 "
 edges=$tmp/edges
 for f in "$top"/src/exec/*.c "$top"/src/exec/*.h; do
@@ -101,9 +92,6 @@ MAX=1200
 # its file is split.
 LONG="
 src/exec/exec_node_actor.c its requests section (lookups, ACTOR ops) to part once actors own their struct (issue 27)
-tools/bench_exec.c the cli branch converts its command line first (issue 27)
-src/exec/exec_node_sched.c the store's spare-region waits grew it past the line; the task graph and dispatch to part (issue 27)
-tools/lux_replay.c the recorded job (loading, scope) and --foreground to part from the rounds (issue 29)
 "
 for f in "$top"/src/*/*.[ch] "$top"/tools/*.[ch] "$top"/t/*.[ch]; do
     [ -e "$f" ] || continue

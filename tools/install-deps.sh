@@ -6,11 +6,12 @@
 # t/9501-bench-compare.sh (Dask, the peer Lux is measured against), which
 # skips without it. graphviz draws `lux lineage --svg` and checks the
 # graphs of `lux lineage --dot` in t/9101-history.sh, which skips that part
+# without it. valgrind is for t/9158-hist-snapshot-fails.sh, which skips
 # without it.
 set -e
 PKGS="build-essential autoconf automake libtool pkg-config
 libsqlite3-dev libczmq-dev libzmq3-dev liblz4-dev libsodium-dev libxxhash-dev
-sqlite3 python3 python3-zmq iproute2 graphviz
+sqlite3 python3 python3-zmq iproute2 graphviz valgrind
 python3-distributed"
 missing=
 for p in $PKGS; do

@@ -4,6 +4,7 @@
 #include "lux_node.h"
 #include "lux.h"
 #include "util/util_log.h"
+#include "util/util_proc.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -116,8 +117,14 @@ main(int argc, char **argv)
         return 0;
     }
     for (size_t i = 0; i < sizeof s_cmds / sizeof s_cmds[0]; i++)
-        if (strcmp(argv[1], s_cmds[i].name) == 0)
+        if (strcmp(argv[1], s_cmds[i].name) == 0) {
+            /* before any socket: ZeroMQ aborts when one finds no descriptor */
+            if (util_fd_limit(UTIL_FD_NEED)) {
+                fprintf(stderr, "lux %s: %s\n", argv[1], lux_errmsg());
+                return 1;
+            }
             return s_cmds[i].fn(argc - 1, argv + 1);
+        }
     fprintf(stderr, "lux: unknown command '%s'\n\n", argv[1]);
     s_usage(stderr);
     return 2;

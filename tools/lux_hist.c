@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 struct lux_hist_t {
     db_query_t *q;   /* the cluster's shards, or the pulled file */
@@ -98,5 +99,31 @@ lux_hist_prepare(lux_hist_t *self, const char *sql)
 int
 lux_hist_snapshot(lux_hist_t *self)
 {
+    lux_hist_test_gate("open");
     return db_query_begin(self->q);
+}
+
+void
+lux_hist_test_gate(const char *at)
+{
+    const char *g = getenv("LUX_TEST_SQL_GATE");
+    char path[PATH_MAX], want[32] = "open";
+    if (!g || !*g)
+        return;
+    snprintf(path, sizeof path, "%s/at", g);
+    FILE *f = fopen(path, "r");
+    if (f) {
+        if (!fgets(want, sizeof want, f))
+            want[0] = 0;
+        want[strcspn(want, "\n")] = 0;
+        fclose(f);
+    }
+    snprintf(path, sizeof path, "%s/held", g);
+    if (strcmp(want, at) || util_exists(path))
+        return;
+    if (util_write_file(path, "held\n", 5, 0600))
+        return;
+    snprintf(path, sizeof path, "%s/go", g);
+    for (int i = 0; i < 12000 && !util_exists(path); i++)
+        usleep(10000);
 }

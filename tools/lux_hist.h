@@ -34,4 +34,13 @@ sqlite3_stmt *lux_hist_prepare(lux_hist_t *self, const char *sql);
    run once; not for one that waits for new events. 0 or a code. */
 int lux_hist_snapshot(lux_hist_t *self);
 
+/* Test hook: LUX_TEST_SQL_GATE=DIR holds the command at `at`: "open"
+   (lux sql between opening the log and its first statement; timeline,
+   lineage and replay in lux_hist_snapshot, before it reads) or, when
+   DIR/at says so, "statement" (lux sql's first statement begun and
+   prepared, before its first row): it writes DIR/held and waits (up to
+   120 s) until DIR/go exists, so that a test can end a compaction in that
+   window (t/9156, t/9158). */
+void lux_hist_test_gate(const char *at);
+
 #endif

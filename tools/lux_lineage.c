@@ -470,8 +470,10 @@ cmd_lineage(int argc, char **argv)
 
     s_walk_t w = {0};
     int rc = 0;
-    if (!(w.h = lux_hist_open(src)) || lux_hist_snapshot(w.h))
+    if (!(w.h = lux_hist_open(src)) || lux_hist_snapshot(w.h)) {
+        lux_hist_close(&w.h); /* NULL when it did not open */
         return lux_fail("lineage", "%s", lux_errmsg());
+    }
     if (!(w.seen = util_idmap_new(sizeof(uint32_t))))
         rc = util_err(LUX_ENOMEM, "out of memory");
     if (!rc && (!(w.spec = lux_hist_prepare(w.h, "SELECT kind, name, deps, actor FROM event"

@@ -186,12 +186,13 @@ s_open_file(s_pull_t *p, const char *out, const char *source)
             return util_err(LUX_EEXIST, "%s was pulled %s%s; pull again the same way, or into a "
                             "new file", out, j[0] ? "with --job " : "without --job", j);
     }
-    /* the tables of sql/pull.sql; the views of sql/views.sql and span.sql */
-    char *views = db_query_shardify(false);
+    /* the tables of sql/base.sql and pull.sql; the views of sql/views.sql */
+    char *views = db_query_shardify(false, NULL);
     if (!views)
         return util_err(LUX_ENOMEM, "out of memory");
     int vrc = s_exec(p, "PRAGMA journal_mode = DELETE; PRAGMA synchronous = NORMAL;") ||
-              s_exec(p, "BEGIN") || s_exec(p, db_sql_pull) || s_exec(p, views);
+              s_exec(p, "BEGIN") || s_exec(p, db_sql_base) || s_exec(p, db_sql_pull) ||
+              s_exec(p, views);
     free(views);
     if (vrc)
         return util_err_ctx(LUX_ESQL, "%s", out);

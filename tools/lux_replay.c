@@ -806,8 +806,10 @@ cmd_replay(int argc, char **argv)
         return lux_opt_usage(&p, "--task takes a task ID of 32 hex digits, not '%s'", task);
     if (foreground && !task)
         return lux_opt_usage(&p, "--foreground runs one task: name it with --task ID");
-    if (!(r.h = lux_hist_open(src)) || lux_hist_snapshot(r.h))
+    if (!(r.h = lux_hist_open(src)) || lux_hist_snapshot(r.h)) {
+        lux_hist_close(&r.h); /* NULL when it did not open */
         return lux_fail("replay", "%s", lux_errmsg());
+    }
     struct stat sb;
     if (blobs)
         snprintf(r.blobs, sizeof r.blobs, "%s", blobs);

@@ -6,6 +6,7 @@
     print as lower-case hex. Every row is printed: there is no cap.
 */
 #include "lux_cmd.h"
+#include "lux_hist.h"
 #include "lux_opt.h"
 #include "db/db_audit.h"
 #include "db/db_chain.h"
@@ -248,36 +249,6 @@ s_sql_warnings(const db_cluster_t *c)
     free(sh);
 }
 
-/* Test hook: LUX_TEST_SQL_GATE=DIR holds lux sql at `at`: "open"
-   (between opening the log and its first statement) or, when DIR/at
-   says so, "statement" (the first statement begun and prepared, before
-   its first row): it writes DIR/held and waits (up to 120 s) until DIR/go
-   exists, so that a test can end a compaction in that window (t/9156). */
-static void
-s_test_gate(const char *at)
-{
-    const char *g = getenv("LUX_TEST_SQL_GATE");
-    char path[PATH_MAX], want[32] = "open";
-    if (!g || !*g)
-        return;
-    snprintf(path, sizeof path, "%s/at", g);
-    FILE *f = fopen(path, "r");
-    if (f) {
-        if (!fgets(want, sizeof want, f))
-            want[0] = 0;
-        want[strcspn(want, "\n")] = 0;
-        fclose(f);
-    }
-    snprintf(path, sizeof path, "%s/held", g);
-    if (strcmp(want, at) || util_exists(path))
-        return;
-    if (util_write_file(path, "held\n", 5, 0600))
-        return;
-    snprintf(path, sizeof path, "%s/go", g);
-    for (int i = 0; i < 12000 && !util_exists(path); i++)
-        usleep(10000);
-}
-
 int
 cmd_sql(int argc, char **argv)
 {
@@ -316,7 +287,7 @@ cmd_sql(int argc, char **argv)
     db_query_t *q = dir ? db_query_open(&c) : db_query_open_pulled(file);
     if (!q)
         return lux_fail("sql", "%s", lux_errmsg());
-    s_test_gate("open");
+    lux_hist_test_gate("open");
     bool first_json = true;
     if (mode == OUT_JSON)
         printf("[");
@@ -331,7 +302,7 @@ cmd_sql(int argc, char **argv)
         if (!st) /* only whitespace or a comment left */
             break;
         statements++;
-        s_test_gate("statement");
+        lux_hist_test_gate("statement");
         rc = s_run(q, st, mode, &first_json);
         sqlite3_finalize(st);
         int end = db_query_end(q);

@@ -818,8 +818,10 @@ cmd_timeline(int argc, char **argv)
         return lux_opt_usage(&p, "--job takes a job ID of 32 hex digits, not '%s'",
                          job);
     tl.job_only = job != NULL;
-    if (!(tl.h = lux_hist_open(src)) || lux_hist_snapshot(tl.h))
+    if (!(tl.h = lux_hist_open(src)) || lux_hist_snapshot(tl.h)) {
+        lux_hist_close(&tl.h); /* NULL when it did not open */
         return lux_fail("timeline", "%s", lux_errmsg());
+    }
     int rc = 0;
     if (!(tl.by_task = util_idmap_new(sizeof(uint32_t))) ||
         !(tl.actor_tid = util_idmap_new(sizeof(int64_t))))

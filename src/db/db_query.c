@@ -27,7 +27,8 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Unions of the per-shard views; `events` comes from sql/span.sql. */
+/* Unions of the per-shard views; `events` is views.sql's over the union
+   of raw rows (see views.sql's header). */
 static const char *s_views[] = {"event",  "tasks",       "retries", "objects",
                                 "task_deps", "actors", "actor_calls", "actor_restarts", "nodes", "jobs",
                                 "object_locations"};
@@ -585,7 +586,7 @@ s_open_live(db_query_t *self, const db_cluster_t *c)
     if (narch) {
         /* archive and live as one log: `event` over every shard's
            s<S>_event, and the views of views.sql over it */
-        char *views = db_query_shardify(true);
+        char *views = db_query_shardify(true, NULL);
         if (!views) {
             util_err(LUX_ENOMEM, "out of memory");
             goto fail;
@@ -611,7 +612,14 @@ s_open_live(db_query_t *self, const db_cluster_t *c)
     fprintf(f, "CREATE TEMP VIEW event_kind AS SELECT * FROM s0.event_kind;\n");
     fclose(f);
     f = NULL;
-    if (s_exec(self, sql) || s_exec(self, db_sql_span))
+    char *events = db_query_shardify(true, "events");
+    if (!events) {
+        util_err(LUX_ENOMEM, "out of memory");
+        goto fail;
+    }
+    int erc = s_exec(self, sql) || s_exec(self, events);
+    free(events);
+    if (erc)
         goto fail;
 made:
     if (sqlite3_create_module(self->db, "lineage", &s_lineage, self) != SQLITE_OK) {
@@ -789,14 +797,23 @@ db_query_file(db_query_t *self, uint32_t shard)
 /* --- the views over an event table with a shard column ---------------------------------- */
 
 char *
-db_query_shardify(bool temp)
+db_query_shardify(bool temp, const char *view)
 {
+    const char *p = db_sql_views, *end = NULL;
+    if (view) {
+        char head[64];
+        snprintf(head, sizeof head, "\nCREATE VIEW %s AS\n", view);
+        if (!(p = strstr(db_sql_views, head)) || !(end = strstr(p, ";\n")))
+            return NULL;
+        p++;
+        end += 2;
+    }
     char *out = NULL;
     size_t cap = 0;
     FILE *f = open_memstream(&out, &cap);
     if (!f)
         return NULL;
-    for (const char *p = db_sql_views; *p;) {
+    while (end ? p < end : *p != 0) {
         char a[32], b[32];
         int n = 0;
         if (strncmp(p, "/*shard,", 8) == 0 && sscanf(p, "/*shard,%31[a-z]*/%n", a, &n) == 1 &&
@@ -816,16 +833,6 @@ db_query_shardify(bool temp)
         } else if (temp && strncmp(p, "DROP VIEW IF EXISTS ", 20) == 0) {
             fputs("DROP VIEW IF EXISTS temp.", f); /* never an attached file's */
             p += 20;
-        } else {
-            fputc(*p++, f);
-        }
-    }
-    /* span.sql's `events` replaces views.sql's, which has no shard */
-    fputs(temp ? "\nDROP VIEW IF EXISTS temp.events;\n" : "\nDROP VIEW IF EXISTS events;\n", f);
-    for (const char *p = db_sql_span; *p;) {
-        if (!temp && strncmp(p, "CREATE TEMP VIEW", 16) == 0) {
-            fputs("CREATE VIEW", f);
-            p += 16;
         } else {
             fputc(*p++, f);
         }

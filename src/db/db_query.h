@@ -35,10 +35,11 @@ db_query_t *db_query_open_pulled(const char *path);
 
 /* The views of sql/views.sql for an `event` table (or view) with a
    `shard` column: views.sql's text with its shard markers expanded (see
-   its header), then sql/span.sql's `events`; `temp` keeps CREATE TEMP
-   VIEW, else the views are made in the file. A malloc'd string, or NULL
-   (out of memory). */
-char *db_query_shardify(bool temp);
+   its header); `temp` makes them CREATE TEMP VIEW, else the views are
+   made in the file. `view` non-NULL: only the statement that creates
+   that view. A malloc'd string, or NULL (out of memory, or no such
+   view). */
+char *db_query_shardify(bool temp, const char *view);
 
 /* A read of the log as it is now, until db_query_end: every statement
    between them sees the same events, each exactly once, whatever a

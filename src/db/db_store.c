@@ -1,6 +1,6 @@
 /*  db_store - one replica of one shard of the log, in SQLite.
 
-    Layout: the tables and views of sql/schema.sql and sql/views.sql (their
+    Layout: the tables and views of sql/base.sql, schema.sql and views.sql (their
     text is compiled in from sql/ by tools/sql2c.sh). A `meta` table records
     the cluster ID, the shard and the schema version, so a file is never
     mistaken for another shard's.
@@ -188,7 +188,8 @@ s_setup(db_store_t *self, const db_store_opts_t *o)
             return rc;
         if ((rc = s_exec(self, "BEGIN IMMEDIATE")))
             return rc;
-        if ((rc = s_exec(self, db_sql_schema)) || (rc = s_exec(self, db_sql_views)))
+        if ((rc = s_exec(self, db_sql_base)) || (rc = s_exec(self, db_sql_schema)) ||
+            (rc = s_exec(self, db_sql_views)))
             goto fail;
         for (int k = 1; k < DB_K_MAX; k++) {
             char sql[128];

@@ -6,6 +6,7 @@
 #include "../util/util_err.h"
 #include "../util/util_fs.h"
 #include "../util/util_log.h"
+#include "../util/util_proc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +44,10 @@ lux_init(const lux_config_t *cfg)
 
     /* a library does not take over the program's signals */
     zsys_handler_set(NULL);
+    /* ZeroMQ aborts the process when a socket finds no descriptor: room
+       first, or a clear error */
+    if (util_fd_limit(UTIL_FD_NEED))
+        return NULL;
     zsys_init();
     util_log_init(UTIL_LOG_WARN);
     /* the module first: one that is missing or not a module fails here,

@@ -20,12 +20,14 @@
 #include "exec_gpu.h"
 #include "exec_node_gpu.h"
 #include "exec_remote.h"
+#include "exec_ractor.h"
 #include "exec_node_actor.h"
 #include "exec_node_cancel.h"
 #include "exec_node_cpu.h"
 #include "exec_node_far.h"
 #include "exec_node_log.h"
 #include "exec_node_obj.h"
+#include "exec_node_graph.h"
 #include "exec_node_sched.h"
 #include "exec_node_stats.h"
 #include "../net/net_raw.h"
@@ -170,17 +172,6 @@ static void
 s_conn_send(nm_t *nm, nm_conn_t *conn, zmsg_t **m)
 {
     net_link_send(conn->link, m); /* what it does not take now is queued */
-}
-
-void
-nm_send(nm_t *nm, nm_client_t *c, zmsg_t **m)
-{
-    if (c && c->conn)
-        s_conn_send(nm, c->conn, m);
-    else if (c && c->peer)
-        nm_remote_send(nm, c, m); /* another node, for the tasks it spilled here */
-    else
-        zmsg_destroy(m);
 }
 
 static void
@@ -564,7 +555,7 @@ static bool
 s_waits_on_time(nm_t *nm)
 {
     return nm->alloc_waits || nm->restore_waits || nm->room_waits || nm->actors_waiting ||
-           nm->lookups;
+           nm->actor_room_waits || nm->lookups;
 }
 
 /* Nothing happened for S_IDLE_AFTER_MS and nothing waits on time: the
@@ -796,6 +787,8 @@ s_setup(nm_t *nm, const exec_node_opts_t *o)
     nm_sched_open(nm);
     nm->ops.client_gone = nm_client_gone;
     nm->ops.conn_drain = nm_conn_drain;
+    nm->ops.obj_pin = nm_obj_pin;
+    nm->ops.obj_unpin = nm_obj_unpin;
     if (!nm->objects || !nm->tasks || !nm->clients || !nm->modules || !nm->actors)
         return util_err(LUX_ENOMEM, "out of memory");
     nm->store_bytes = o->store_bytes ? o->store_bytes : exec_node_default_store();
@@ -828,7 +821,7 @@ s_setup(nm_t *nm, const exec_node_opts_t *o)
     if ((nm->listen_fd = net_link_listen(nm->endpoint)) < 0)
         return nm->listen_fd;
     if ((rc = nm_peer_open(nm)) || (rc = nm_xfer_open(nm)) || (rc = nm_remote_open(nm)) ||
-        (rc = nm_log_open(nm)))
+        (rc = nm_ractor_open(nm)) || (rc = nm_log_open(nm)))
         return rc;
     nm_log_node(nm); /* with the endpoint's port */
     nm_cpu_setup(nm);
@@ -895,6 +888,7 @@ s_teardown(nm_t *nm)
     }
     if (nm->epfd >= 0)
         close(nm->epfd);
+    nm_ractor_close(nm); /* before what it uses of exec_remote.c */
     nm_remote_close(nm);
     nm_peer_close(nm);
     exec_arena_destroy(&nm->arena);

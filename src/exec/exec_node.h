@@ -49,9 +49,6 @@ struct nm;
 struct nm_client;
 struct nm_conn;
 
-/* Send m (header frame first) to client c; dropped when c is gone. */
-void nm_send(struct nm *nm, struct nm_client *c, zmsg_t **m);
-
 /* A client left or died: drop its pins, grants and waiting ALLOCs, disown
    its objects, and free it. */
 void nm_client_gone(struct nm *nm, struct nm_client *c);

@@ -37,9 +37,9 @@
 #include "exec_pool.h"
 #include "exec_node_gpu.h"
 #include "exec_ractor.h"
-#include "exec_node.h"
 #include "exec_node_log.h"
 #include "exec_node_obj.h"
+#include "exec_node_graph.h"
 #include "exec_node_sched.h"
 #include "../util/util_err.h"
 #include "../util/util_hash.h"
@@ -515,10 +515,14 @@ typedef struct {
     size_t cap;
 } s_batch_t;
 
-/* Pin t's arguments: 0, 1 (one was lost and t waits for it again), or a
-   code. */
+/* Pin t's arguments: 0, 1 (t waits: for an argument that was lost, or
+   for room to bring back a spilled one), or a code. A spilled argument
+   waits for room as a task's does, then goes beyond the store's size
+   (DESIGN 7 rule 9): a replayed call that took "no room yet" for a
+   failure killed its actor (t/3108 seed 3, t/3136). The actor's runs
+   wait behind t; nm_actor_tick tries again. */
 static int
-s_args(nm_t *nm, nm_task_t *t, s_batch_t *bt)
+s_args(nm_t *nm, nm_actor_t *a, nm_task_t *t, s_batch_t *bt)
 {
     if (t->argc > bt->cap) {
         exec_obj_t *o = realloc(bt->objs, 2 * t->argc * sizeof *o);
@@ -530,6 +534,15 @@ s_args(nm_t *nm, nm_task_t *t, s_batch_t *bt)
     int rc = nm_task_run_args(nm, t, bt->objs);
     if (rc == 1)
         t->state = TASK_WAITING;
+    if (rc == 2) {
+        if (!nm_task_room_wait(nm, t))
+            return LUX_EFULL;
+        a->room_wait = true;
+        nm->actor_room_waits = true;
+        return 1;
+    }
+    if (rc == 0)
+        t->room_since_ms = 0;
     return rc;
 }
 
@@ -717,7 +730,7 @@ s_boot(nm_t *nm, nm_actor_t *a)
     }
     if (a->boot->waiting || a->boot->state == TASK_RUNNING)
         return;
-    int rc = s_args(nm, a->boot, &bt);
+    int rc = s_args(nm, a, a->boot, &bt);
     if (rc == 0) {
         s_add(a, a->boot, &bt);
         s_send(nm, a, &bt);
@@ -744,7 +757,7 @@ s_calls(nm_t *nm, nm_actor_t *a)
         s_pop(&a->queue, &a->queue_last);
         if (t->kind == T_SAVE && !t->run->idx)
             t->run->idx = a->next_idx; /* on demand: after the calls numbered so far */
-        int rc = s_args(nm, t, &bt);
+        int rc = s_args(nm, a, t, &bt);
         if (rc == 1) {
             t->next = a->queue;
             a->queue = t;
@@ -1403,14 +1416,18 @@ nm_actor_tick(nm_t *nm)
         else
             p = &(*p)->next;
     }
-    /* actors waiting for resources or for their calls' events */
-    if (!nm->actors_waiting)
+    /* actors waiting for resources or for their calls' events, or whose
+       next run waits for room (s_args) */
+    if (!nm->actors_waiting && !nm->actor_room_waits)
         return;
+    nm->actor_room_waits = false;
     s_all_t all = {0};
     util_idmap_each(nm->actors, s_collect, &all);
     for (size_t i = 0; i < all.n; i++)
-        if (all.v[i]->state == A_WAITING)
+        if (all.v[i]->state == A_WAITING || all.v[i]->room_wait) {
+            all.v[i]->room_wait = false;
             s_dirty(nm, all.v[i]);
+        }
     free(all.v);
 }
 

@@ -1,7 +1,7 @@
 /*  exec_node_actor - actors on this node: creation, calls in the log's
     order, restarts from checkpoints, lookups by name (see
     exec_node_actor.c, DESIGN section 8). An actor's runs are tasks of the
-    task graph (exec_node_sched.h) with an actor.
+    task graph (exec_node_graph.h) with an actor.
 */
 #ifndef EXEC_NODE_ACTOR_H_INCLUDED
 #define EXEC_NODE_ACTOR_H_INCLUDED

@@ -19,8 +19,6 @@
 #include "exec_node_blob.h"
 #include "exec_node_int.h"
 #include "exec_blob.h"
-#include "exec_node_log.h"
-#include "exec_node_obj.h"
 #include "../util/util_err.h"
 #include "../util/util_log.h"
 
@@ -66,7 +64,8 @@ struct nm_blob_job {
     const void *data;     /* what is written: in the arena, or copy */
     size_t n;
     uint8_t fp[16];
-    void *held;           /* its object_put event, waiting (exec_node_log.c) */
+    nm_blob_done_fn *done; /* told when written, with ... */
+    void *held;           /* ... its object_put event, waiting (exec_node_log.c) */
     int rc, fresh;        /* the writer's outcome */
     char err[UTIL_ERRMSG_MAX];
 };
@@ -142,7 +141,7 @@ nm_blob_record(nm_t *nm, nm_obj_t *o, char *info, size_t n)
         memcpy(j->copy, o->bytes, j->n);
         j->data = j->copy;
     }
-    snprintf(info, n, "being recorded"); /* until nm_log_put_recorded */
+    snprintf(info, n, "being recorded"); /* until its write is done */
     return j;
 }
 
@@ -179,20 +178,21 @@ s_finish(nm_t *nm, nm_blob_job_t *j)
         snprintf(info, sizeof info, j->fresh ? "recorded" : "recorded (the same bytes were before)");
     if (j->rc)
         log_error("a put of %zu bytes was not recorded for replay: %s", j->n, j->err);
-    nm_log_put_recorded(nm, j->held, info);
-    if (j->o)
-        nm_obj_unpin(nm, j->o); /* deleted now if its owner freed it meanwhile */
+    j->done(nm, j->held, info);
+    if (j->o) /* deleted now if its owner freed it meanwhile */
+        nm->ops.obj_unpin(nm, j->o);
     free(j->copy);
     free(j);
 }
 
 void
-nm_blob_start(nm_t *nm, nm_blob_job_t *j, void *held)
+nm_blob_start(nm_t *nm, nm_blob_job_t *j, nm_blob_done_fn *done, void *held)
 {
     struct nm_blobw *b = s_writer_get(nm);
+    j->done = done;
     j->held = held;
     if (j->o)
-        nm_obj_pin(nm, j->o);
+        nm->ops.obj_pin(nm, j->o);
     if (!b) {
         /* no thread: written here, as before there was one */
         char dir[PATH_MAX + 8];

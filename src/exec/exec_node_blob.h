@@ -16,9 +16,14 @@ typedef struct nm_blob_job nm_blob_job_t;
 
 nm_blob_job_t *nm_blob_record(nm_t *nm, nm_obj_t *o, char *info, size_t n);
 
-/* Queue job (o stays pinned until it is written); when it is, its event
-   `held` gets the final info (nm_log_put_recorded). */
-void nm_blob_start(nm_t *nm, nm_blob_job_t *job, void *held);
+/* What the blob writer calls, on the node's loop, once a job's write is
+   done (or failed): held is what nm_blob_start was given, info the final
+   word on the put's bytes for its event. */
+typedef void (nm_blob_done_fn)(nm_t *nm, void *held, const char *info);
+
+/* Queue job (o stays pinned until it is written); when it is, done(held,
+   info) is called (the log's held object_put event gets its info). */
+void nm_blob_start(nm_t *nm, nm_blob_job_t *job, nm_blob_done_fn *done, void *held);
 
 /* Finish the writes that are done (from nm_log_tick). */
 void nm_blob_tick(nm_t *nm);

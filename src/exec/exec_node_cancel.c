@@ -35,9 +35,9 @@
 */
 #include "exec_node_cancel.h"
 #include "exec_node_int.h"
-#include "exec_node.h"
 #include "exec_node_log.h"
 #include "exec_node_obj.h"
+#include "exec_node_graph.h"
 #include "exec_node_sched.h"
 #include "../util/util_err.h"
 #include "../util/util_hash.h"

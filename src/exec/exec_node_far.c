@@ -22,7 +22,7 @@
 #include "exec_xfer.h"
 #include "exec_peer.h"
 #include "exec_node_obj.h"
-#include "exec_node_sched.h"
+#include "exec_node_graph.h"
 #include "../util/util_err.h"
 #include "../util/util_hash.h"
 #include "../util/util_log.h"

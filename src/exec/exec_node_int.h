@@ -9,8 +9,10 @@
         exec_node_actor.c  actors: creation, calls, restarts, checkpoints         exec_node_actor.h
         exec_ractor.c      actors on other nodes                                  exec_ractor.h
         exec_remote.c      tasks spilled to other nodes, the global scheduler     exec_remote.h
-        exec_node_sched.c  the task graph: tasks, dependencies, dispatch, results,
-                           failures, rebuilds                                     exec_node_sched.h
+        exec_node_sched.c  the local scheduler: submission, dispatch, results,
+                           workers blocked or dead                                exec_node_sched.h
+        exec_node_graph.c  the task graph: tasks, dependencies, arguments,
+                           finishing, failure cascades, rebuilds                  exec_node_graph.h
         exec_pool.c        worker processes and resources                         exec_pool.h
         exec_node_cpu.c    CPU placement of workers                               exec_node_cpu.h
         exec_node_gpu.c    which GPUs a task or actor holds                       exec_node_gpu.h
@@ -290,6 +292,8 @@ struct nm_actor {
     uint64_t *kept_idx;
     size_t nkept, capkept;
     uint64_t replaying;       /* calls still to re-apply after the last restart */
+    bool room_wait;           /* its next run waits for room to bring back a spilled
+                                 argument (nm_actor_tick tries again) */
     char *doom;               /* it must die, for this (found where it cannot die at once) */
     int doom_status;
     bool dirty;               /* on nm->dirty_actors */
@@ -396,10 +400,33 @@ typedef struct {
     /* arguments on other nodes (exec_node_far.c, nm_far_open), for the graph */
     bool (*far_here)(nm_t *nm, const lux_ref_t *id);
     int (*far_fetch)(nm_t *nm, nm_task_t *t, const lux_ref_t *id);
-    /* the task graph (exec_node_sched.c, nm_sched_open), for the store and
-       the worker pool */
+    /* the task graph and the scheduler (exec_node_graph.c, exec_node_sched.c,
+       nm_sched_open), for the store and the worker pool */
     bool (*unreserve_all)(nm_t *nm);
     void (*worker_gone)(nm_t *nm, nm_worker_t *w, const char *why);
+    /* other nodes (exec_remote.c, nm_remote_open; NULL without them):
+       for the graph, a task another node sent here ended (status 0: well)
+       and its sender is told; for the store's nm_send, what goes to such
+       a node's client (takes *m); for the scheduler, t offered to the
+       global scheduler (self: this node is one of the places weighed),
+       whether it took t, and the tasks offered in a pass sent */
+    void (*remote_ended)(nm_t *nm, const nm_task_t *t, int status, const char *msg);
+    void (*peer_send)(nm_t *nm, nm_client_t *c, zmsg_t **m);
+    bool (*remote_place)(nm_t *nm, nm_task_t *t, bool self);
+    void (*remote_flush)(nm_t *nm);
+    /* actors on other nodes (exec_ractor.c, nm_ractor_open; set with other
+       nodes), for exec_remote.c: the global scheduler's answer for an
+       actor's creation (text: where, or why not), the node holding an
+       actor (or one of its calls) found dead, an actor's run another node
+       sent here (after nm_submit), and each tick */
+    void (*ractor_placed)(nm_t *nm, nm_actor_t *a, char *text);
+    void (*ractor_lost)(nm_t *nm, nm_actor_t *a, const util_id_t *node);
+    void (*ractor_taken)(nm_t *nm, nm_client_t *c, const exec_spec_t *s, const nm_remote_ext_t *x);
+    void (*ractor_tick)(nm_t *nm);
+    /* the object store's pins (exec_node_obj.c, set by exec_node.c), for the
+       blob writer below it: a put is pinned while its bytes are written */
+    void (*obj_pin)(nm_t *nm, nm_obj_t *o);
+    void (*obj_unpin)(nm_t *nm, nm_obj_t *o);
     /* the loop (exec_node.c), for the worker pool */
     void (*client_gone)(nm_t *nm, nm_client_t *c);
     void (*conn_drain)(nm_t *nm, nm_conn_t *conn);
@@ -466,6 +493,7 @@ struct nm {
     nm_client_t *dirty;       /* clients with OBJECTS to send */
     util_idmap_t *actors;     /* actor ID -> nm_actor_t * (the dead too: calls to them fail) */
     int actors_waiting;       /* in A_WAITING */
+    bool actor_room_waits;    /* an actor's run waits for room (nm_actor_t.room_wait) */
     nm_task_t *held_calls, *held_last; /* finished calls waiting for their events (by ->next) */
     struct nm_actor *dirty_actors; /* actors with runs to send */
     struct nm_lookup *lookups; /* lux_actor_lookup waiting for a name */

@@ -74,7 +74,7 @@ typedef struct s_held {
     uint8_t *rec;
     size_t len;
     bool pending;         /* an object_put whose blob is being written (exec_node_blob.c):
-                             it and what follows wait until nm_log_put_recorded */
+                             it and what follows wait until s_put_recorded */
 } s_held_t;
 
 struct nm_log {
@@ -537,6 +537,8 @@ nm_log_retried(nm_t *nm, nm_task_t *t, const char *why)
     s_emit(nm, &e, NULL, NULL, 0);
 }
 
+static void s_put_recorded(nm_t *nm, void *held, const char *info);
+
 void
 nm_log_put(nm_t *nm, nm_obj_t *o)
 {
@@ -564,11 +566,13 @@ nm_log_put(nm_t *nm, nm_obj_t *o)
     s_held_t *h = s_hold(nm, &e, &task, NULL, 0, db_client_shard(nm->log, &e));
     if (h)
         h->pending = true;
-    nm_blob_start(nm, job, h);
+    nm_blob_start(nm, job, s_put_recorded, h);
 }
 
-void
-nm_log_put_recorded(nm_t *nm, void *held, const char *info)
+/* The blob writer is done with a put (nm_blob_start): its held
+   object_put event `held` may go, with info. */
+static void
+s_put_recorded(nm_t *nm, void *held, const char *info)
 {
     struct nm_log *L = nm->lg;
     s_held_t *h = held;

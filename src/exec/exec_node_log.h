@@ -21,9 +21,6 @@ void nm_log_retried(nm_t *nm, nm_task_t *t, const char *why);
 
 void nm_log_put(nm_t *nm, nm_obj_t *o);
 
-/* The held object_put event `held` may go, with info. */
-void nm_log_put_recorded(nm_t *nm, void *held, const char *info);
-
 void nm_log_object(nm_t *nm, nm_obj_t *o, int kind, const char *info);
 
 /* o is a copy of an object pulled from node `from` (exec_xfer.c):

@@ -15,7 +15,6 @@
 #include "exec_node_obj.h"
 #include "exec_node_int.h"
 #include "exec_spill.h"
-#include "exec_node.h"
 #include "exec_node_log.h"
 #include "../util/util_err.h"
 #include "../util/util_hash.h"
@@ -198,6 +197,17 @@ nm_obj_delete(nm_t *nm, nm_obj_t *o)
 }
 
 /* --- telling clients ------------------------------------------------------------------ */
+
+void
+nm_send(nm_t *nm, nm_client_t *c, zmsg_t **m)
+{
+    if (c && c->conn)
+        net_link_send(c->conn->link, m); /* what it does not take now is queued */
+    else if (c && c->peer && nm->ops.peer_send)
+        nm->ops.peer_send(nm, c, m); /* another node, for the tasks it spilled here */
+    else
+        zmsg_destroy(m);
+}
 
 void
 nm_client_send_obj(nm_t *nm, nm_client_t *c, const nm_obj_t *o, bool pinned)
@@ -423,12 +433,15 @@ nm_store_alloc(nm_t *nm, uint64_t size, uint64_t *off)
     return util_err(LUX_EFULL, "the object store (%llu bytes) has no room for %llu bytes:"
                     " %llu bytes are in use: %llu in %llu objects being read or used by"
                     " tasks, %llu granted to tasks and not yet filled, %llu in the spare"
-                    " region; the largest free block is %llu bytes",
+                    " region (whose free bytes are %llu); the largest free block outside it is %llu"
+                    " bytes",
                     (unsigned long long) nm->store_bytes, (unsigned long long) size,
                     (unsigned long long) exec_arena_used(nm->arena),
                     (unsigned long long) c.pinned_bytes, (unsigned long long) c.pinned,
                     (unsigned long long) c.granted,
                     (unsigned long long) exec_arena_spare_used(nm->arena),
+                    (unsigned long long) (exec_arena_size(nm->arena) - nm->store_bytes -
+                                          exec_arena_spare_used(nm->arena)),
                     (unsigned long long) exec_arena_largest_free(nm->arena));
 }
 

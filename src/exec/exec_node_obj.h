@@ -35,6 +35,10 @@ int nm_obj_restore(nm_t *nm, nm_obj_t *o);
 
 void nm_obj_describe(nm_t *nm, const nm_obj_t *o, exec_obj_t *d);
 
+/* Send m (header frame first) to client c: on its connection, or to the
+   node it stands for (nm->ops.peer_send); dropped when c is gone. */
+void nm_send(nm_t *nm, nm_client_t *c, zmsg_t **m);
+
 void nm_client_send_obj(nm_t *nm, nm_client_t *c, const nm_obj_t *o, bool pinned);
 
 void nm_client_pin(nm_t *nm, nm_client_t *c, nm_obj_t *o);

@@ -1,7 +1,8 @@
-/*  exec_node_sched - the task graph and the local scheduler: tasks,
-    their dependencies, the ready queue, dispatch to workers in batches,
-    results, failures and their cascade, rebuilding lost objects from their
-    lineage (see exec_node_sched.c, DESIGN section 7).
+/*  exec_node_sched - the local scheduler: submissions kept here or offered
+    to the global scheduler, dispatch of ready tasks to workers in batches,
+    their results, blocked workers and dead ones (see exec_node_sched.c,
+    DESIGN section 7). The tasks themselves are the task graph's
+    (exec_node_graph.h).
 */
 #ifndef EXEC_NODE_SCHED_H_INCLUDED
 #define EXEC_NODE_SCHED_H_INCLUDED
@@ -9,7 +10,7 @@
 #include "exec_node_int.h"
 
 /* Give the store and the worker pool the calls they make to the task
-   graph (nm->ops). */
+   graph and the scheduler (nm->ops). */
 void nm_sched_open(nm_t *nm);
 
 int nm_submit(nm_t *nm, nm_client_t *c, const exec_spec_t *s);
@@ -22,54 +23,15 @@ void nm_blocked(nm_t *nm, nm_client_t *c, const uint8_t *p, size_t n);
 
 void nm_worker_gone(nm_t *nm, nm_worker_t *w, const char *why);
 
-nm_task_t *nm_task_find(nm_t *nm, const util_id_t *id);
-
-/* A task from a spec, in nm->tasks when insert (a replayed call is not:
-   its live twin may be). */
-nm_task_t *nm_task_new(nm_t *nm, nm_client_t *owner, const exec_spec_t *s, bool insert);
-
-/* Count t's arguments, wait for those to come; 0 or a code with why. */
-int nm_task_resolve(nm_t *nm, nm_task_t *t, char *why, size_t n);
-
-/* t's arguments are ready: an actor's run is sent by its actor, a task queues. */
-void nm_task_wake(nm_t *nm, nm_task_t *t);
-
-/* Pin t's arguments into objs (0; 1: one was lost, t waits; or a code). */
-int nm_task_run_args(nm_t *nm, nm_task_t *t, exec_obj_t *objs);
-
-void nm_task_release_args(nm_t *nm, nm_task_t *t, bool uses);
-
-/* The store has no room: unpin the arguments reserved for ready tasks
-   (they are pinned again when dispatched). Whether any were. */
-bool nm_unreserve_all(nm_t *nm);
-
-/* Drop a task that will not run nor report (not in nm->tasks): off every
-   dependents list, its arguments released, freed. */
-void nm_task_discard(nm_t *nm, nm_task_t *t);
-
-/* t finished well, its outputs set: tell who waits for them, wake its
-   dependents, answer, free it. */
-void nm_task_outputs_ready(nm_t *nm, nm_task_t *t);
-
-/* Fail t and everything waiting for it (frees them). */
-void nm_task_fail(nm_t *nm, nm_task_t *t, int status, const char *msg);
-
-nm_obj_t *nm_task_output(nm_t *nm, nm_task_t *t, uint8_t i);
+/* After nm_task_run_args gave 2: whether t may wait for room (its wait
+   starts now, and ends with a try beyond the store's size); false with
+   the error set when LUX_STORE_WAIT_MS is 0. A task waits in the ready
+   queue, an actor's run in its actor's queue (exec_node_actor.c s_args). */
+bool nm_task_room_wait(nm_t *nm, nm_task_t *t);
 
 /* Decode a result's outputs, checking arena room was granted to c. 0 or
    LUX_EPROTO. */
 int nm_result_outputs(nm_t *nm, nm_client_t *c, nm_task_t *t, const exec_result_t *r,
                       exec_obj_t *outs, const uint8_t **fps);
-
-/* Add t to the tasks waiting for output idx of on. false: out of memory. */
-bool nm_task_depend(nm_t *nm, nm_task_t *on, nm_task_t *t, uint32_t idx);
-
-/* Re-run the task that made id: 0 when it is on its way; LUX_ENOTFOUND
-   when the log has no task that made it (a put, or nothing), LUX_ETASK
-   when the task cannot run (an argument of its own cannot be had), with a
-   message that starts with the object's hex ID and names the cause. */
-int nm_rebuild(nm_t *nm, const lux_ref_t *id);
-
-void nm_task_free(nm_task_t *t);
 
 #endif

@@ -51,7 +51,7 @@
 #include "exec_node_actor.h"
 #include "exec_node_log.h"
 #include "exec_node_obj.h"
-#include "exec_node_sched.h"
+#include "exec_node_graph.h"
 #include "exec_remote.h"
 #include "../db/db_query.h"
 #include "../util/util_err.h"
@@ -863,11 +863,17 @@ nm_ractor_tick(nm_t *nm)
 int
 nm_ractor_open(nm_t *nm)
 {
+    if (!nm->remote)
+        return 0; /* no other nodes */
     struct nm_ractor *r = calloc(1, sizeof *r);
     if (!r)
         return util_err(LUX_ENOMEM, "out of memory");
     util_buf_init(&r->buf);
     nm->ractor = r;
+    nm->ops.ractor_placed = nm_ractor_placed;
+    nm->ops.ractor_lost = nm_ractor_lost;
+    nm->ops.ractor_taken = nm_ractor_taken;
+    nm->ops.ractor_tick = nm_ractor_tick;
     int rc = nm_peer_on(nm, NET_NODE_ACTOR_WHERE, s_on_where);
     if (!rc)
         rc = nm_peer_on(nm, NET_NODE_ACTOR_WHERE_REP, s_on_where_rep);

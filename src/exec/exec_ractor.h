@@ -8,8 +8,9 @@
 
 #include "exec_node_int.h"
 
-/* Register the messages (from nm_remote_open: only on a node with an
-   endpoint). 0 or a code. */
+/* Register the messages and give exec_remote.c its calls to this part
+   (nm->ops.ractor_*), after nm_remote_open; nothing without other nodes
+   (nm_remote_open made none). 0 or a code. */
 int nm_ractor_open(nm_t *nm);
 void nm_ractor_close(nm_t *nm);
 /* Each tick (from nm_remote_tick): lookups and handles still unresolved

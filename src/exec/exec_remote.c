@@ -28,7 +28,6 @@
     requester is left out unless it is the only choice.
 */
 #include "exec_remote.h"
-#include "exec_ractor.h"
 #include "exec_rmodule.h"
 #include "exec_gsched.h"
 #include "exec_members.h"
@@ -40,6 +39,7 @@
 #include "exec_node_far.h"
 #include "exec_node_log.h"
 #include "exec_node_obj.h"
+#include "exec_node_graph.h"
 #include "exec_node_sched.h"
 #include "../util/util_err.h"
 #include "../util/util_fs.h"
@@ -508,7 +508,7 @@ s_placed(nm_t *nm, nm_task_t *t, char *text)
 {
     char v[512], ep[DB_EP_MAX];
     if (t->kind == T_CREATE && t->actor) {
-        nm_ractor_placed(nm, t->actor, text); /* an actor placed elsewhere */
+        nm->ops.ractor_placed(nm, t->actor, text); /* an actor placed elsewhere */
         return;
     }
     if (strncmp(text, "infeasible ", 11) == 0) {
@@ -775,7 +775,7 @@ s_on_task(nm_t *nm, nm_peer_msg_t *m)
             nm_remote_ext_t x = {.idx = s_le64(p + 8), .restarts = s_le32(p + 16),
                                  .flags = p[20]};
             memcpy(x.ckpt.b, p + 21, LUX_REF_LEN);
-            nm_ractor_taken(nm, c, &s, &x);
+            nm->ops.ractor_taken(nm, c, &s, &x);
         }
     }
 }
@@ -940,7 +940,7 @@ s_headless(nm_t *nm, s_list_t *l, int64_t now)
         if (t->actor) { /* dies with the reason (exec_ractor.c) */
             char text[620];
             snprintf(text, sizeof text, "dead %s\n", why);
-            nm_ractor_placed(nm, t->actor, text);
+            nm->ops.ractor_placed(nm, t->actor, text);
             continue;
         }
         t->remote = false; /* its failure is this node's event */
@@ -966,7 +966,7 @@ s_watch_table(nm_t *nm, const char *table)
         if (s_alive(table, &t->rnode))
             continue;
         if (t->actor) { /* an actor elsewhere, or one of its calls (exec_ractor.c) */
-            nm_ractor_lost(nm, t->actor, &t->rnode);
+            nm->ops.ractor_lost(nm, t->actor, &t->rnode);
             continue;
         }
         char hex[UTIL_ID_HEX], nh[UTIL_ID_HEX], why[300];
@@ -1063,7 +1063,7 @@ nm_remote_tick(nm_t *nm)
     int64_t now = util_mono_ms();
     if (!r)
         return;
-    nm_ractor_tick(nm);
+    nm->ops.ractor_tick(nm); /* actors on other nodes (exec_ractor.c) */
     nm_rmodule_tick(nm, r->mods);
     nm_remote_flush(nm);
     s_watch_read(nm, now);
@@ -1089,6 +1089,10 @@ nm_remote_open(nm_t *nm)
     if (!r)
         return util_err(LUX_ENOMEM, "out of memory");
     nm->remote = r;
+    nm->ops.remote_ended = nm_remote_ended;
+    nm->ops.peer_send = nm_remote_send;
+    nm->ops.remote_place = nm_remote_place;
+    nm->ops.remote_flush = nm_remote_flush;
     util_buf_init(&r->scratch);
     nm_peer_head_ep(nm, r->head_ep, sizeof r->head_ep);
     const char *rnd = getenv("LUX_PLACE_RANDOM");
@@ -1111,8 +1115,6 @@ nm_remote_open(nm_t *nm)
         rc = nm_peer_on(nm, NET_NODE_TASK, s_on_task);
     if (!rc)
         rc = nm_peer_on(nm, NET_NODE_TASK_DONE, s_on_done);
-    if (!rc)
-        rc = nm_ractor_open(nm);
     if (!rc && !(r->mods = nm_rmodule_new(nm, s_on_task)))
         rc = LUX_ENOMEM;
     return rc;
@@ -1124,7 +1126,6 @@ nm_remote_close(nm_t *nm)
     struct nm_remote *r = nm->remote;
     if (!r)
         return;
-    nm_ractor_close(nm);
     nm_rmodule_destroy(&r->mods);
     for (int i = 0; i < r->npend; i++)
         zmsg_destroy(&r->pend[i].m);

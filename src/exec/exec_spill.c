@@ -25,6 +25,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <lz4frame.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,6 +84,34 @@ s_read_full(int fd, uint8_t *p, size_t n)
 /* ------------------------------------------------------------------------
    Writing */
 
+/* A test's hook (t/3135): with LUX_TEST_SPILL_GATE=PATH, a spill's write
+   first makes PATH.waiting and then waits until PATH exists (at most 120
+   s), so that a test can hold a spill in progress and see what the node
+   does meanwhile. The environment is read once, not on every write. */
+static const char *s_gate;
+static pthread_once_t s_gate_once = PTHREAD_ONCE_INIT;
+
+static void
+s_gate_read(void)
+{
+    s_gate = getenv("LUX_TEST_SPILL_GATE");
+}
+
+static void
+s_test_gate(void)
+{
+    pthread_once(&s_gate_once, s_gate_read);
+    char waiting[PATH_MAX];
+    if (!s_gate || !*s_gate ||
+        snprintf(waiting, sizeof waiting, "%s.waiting", s_gate) >= (int) sizeof waiting)
+        return;
+    FILE *f = fopen(waiting, "w");
+    if (f)
+        fclose(f);
+    for (int i = 0; i < 12000 && access(s_gate, F_OK) != 0; i++)
+        usleep(10000);
+}
+
 int
 exec_spill_write(const char *path, const void *data, size_t n)
 {
@@ -94,6 +123,7 @@ exec_spill_write(const char *path, const void *data, size_t n)
 
     if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int) sizeof tmp)
         return util_err(LUX_EINVAL, "spill %s: path too long", path);
+    s_test_gate();
 
     LZ4F_preferences_t prefs;
     memset(&prefs, 0, sizeof prefs);

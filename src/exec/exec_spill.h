@@ -36,7 +36,8 @@
 
 /* Write the n bytes at data to path (see above). 0; LUX_EFULL when the
    disk is full; LUX_EIO; LUX_ENOMEM. On error path is unchanged and the
-   temporary file removed. */
+   temporary file removed. A test may hold it at its start with
+   LUX_TEST_SPILL_GATE=PATH (exec_spill.c, t/3135). */
 int exec_spill_write(const char *path, const void *data, size_t n);
 
 /* Read the object at path into dst, which holds exactly n bytes. 0;

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -220,4 +221,29 @@ util_pidfile_read(const char *path)
     long v = strtol(s, NULL, 10);
     free(s);
     return v > 0 ? (pid_t) v : 0;
+}
+
+int
+util_fd_limit(int need)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl))
+        return util_err(LUX_EIO, "cannot read the open-files limit: %s", strerror(errno));
+    rlim_t want = UTIL_FD_WANT;
+    if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < want)
+        want = rl.rlim_max;
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want) {
+        struct rlimit up = {.rlim_cur = want, .rlim_max = rl.rlim_max};
+        if (setrlimit(RLIMIT_NOFILE, &up) == 0)
+            rl.rlim_cur = want;
+    }
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < (rlim_t) need) {
+        char hard[32] = "unlimited";
+        if (rl.rlim_max != RLIM_INFINITY)
+            snprintf(hard, sizeof hard, "%llu", (unsigned long long) rl.rlim_max);
+        return util_err(LUX_EFULL, "the open-files limit (ulimit -n) is %llu, its hard limit "
+                        "%s: Lux needs %d at least (sockets, workers and log files); raise it, "
+                        "e.g. ulimit -n 1024", (unsigned long long) rl.rlim_cur, hard, need);
+    }
+    return 0;
 }

@@ -34,6 +34,15 @@ bool util_proc_is_worker(pid_t pid);
    /proc/PID/stat). */
 pid_t util_proc_ppid(pid_t pid);
 
+/* Make room for need open files at least: the soft limit (ulimit -n) is
+   raised towards UTIL_FD_WANT, no higher than the hard limit. 0, or
+   LUX_EFULL naming both limits when even the hard one is below need
+   (ZeroMQ aborts the process when a socket finds no descriptor, so a
+   process refuses to start instead). */
+#define UTIL_FD_NEED 256
+#define UTIL_FD_WANT 8192
+int util_fd_limit(int need);
+
 /* Take an exclusive lock on path (created 0600) for the life of the
    process; the fd is returned and kept open. LUX_EEXIST when
    another process holds it. */

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static db_cluster_t s_started[8];
@@ -249,6 +250,30 @@ fx_held(const char *dir, int n, pid_t *pids, int timeout_ms)
     }
 }
 
+int
+fx_hold(lux_t *lx, const char *name, lux_ref_t *ref, pid_t *pid)
+{
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/%s", tap_tmpdir(), name);
+    mkdir(dir, 0700);
+    int ready = 0, rc = lux_call(lx, "t_hold", 1, (lux_arg_t[]) {LUX_VAL(dir, strlen(dir))}, 1,
+                                 ref);
+    if (rc)
+        return rc;
+    lux_wait(lx, 1, ref, 1, 0, &ready); /* the call goes to the node now */
+    return fx_held(dir, 1, pid, 120000) == 1 ? 0 : LUX_ETIMEDOUT;
+}
+
+void
+fx_release(const char *name)
+{
+    char path[PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s/%s/release", tap_tmpdir(), name);
+    FILE *f = fopen(path, "w");
+    if (f)
+        fclose(f);
+}
+
 db_query_t *
 fx_query_open(const char *dir)
 {
@@ -325,6 +350,17 @@ fx_curve_handshake(const char *ep, bool pub, net_sec_t *server, net_sec_t *clien
     zsock_destroy(&m);
     zsock_destroy(&s);
     return got;
+}
+
+bool
+fx_wait_file(const char *path, int ms)
+{
+    for (int i = 0; i < ms / 10; i++) {
+        if (access(path, F_OK) == 0)
+            return true;
+        usleep(10000);
+    }
+    return access(path, F_OK) == 0;
 }
 
 void

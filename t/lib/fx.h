@@ -10,6 +10,7 @@
 #include "db/db_query.h"
 #include "db/db_sub.h"
 #include "net/net_wire.h"
+#include "lux.h"
 
 #include <stdbool.h>
 #include <sys/types.h>
@@ -56,6 +57,13 @@ int fx_children_of(pid_t parent, pid_t *pids, int max);
    (up to n). Returns how many were there at the end. */
 int fx_held(const char *dir, int n, pid_t *pids, int timeout_ms);
 
+/* Start a t_hold task on lx that holds a worker until fx_release(name):
+   its gate is tap_tmpdir()/name; waits up to 120 s for it to run. 0 with
+   *ref and *pid set; lux_call's code; or LUX_ETIMEDOUT (it never ran). */
+int fx_hold(lux_t *lx, const char *name, lux_ref_t *ref, pid_t *pid);
+/* Let fx_hold's task of that name end. */
+void fx_release(const char *name);
+
 /* Let the node manager this process starts (the embedded default) start
    its workers from the lux program itself, not through the libtool
    wrapper script that LUX_BIN names in a build tree: `lux --help` took
@@ -88,6 +96,9 @@ int fx_curve_handshake(const char *ep, bool pub, struct net_sec_t *server,
    write DIR/NAME holding text (bails out on failure); wait until DIR/held
    exists, polling cl meanwhile when not NULL (false after timeout_ms). */
 struct db_client_t;
+/* Wait until path exists, polling every 10 ms; false after ms. (A gate of
+   one file: LUX_TEST_BLOB_GATE, LUX_TEST_SPILL_GATE make PATH.waiting.) */
+bool fx_wait_file(const char *path, int ms);
 void fx_gate_touch(const char *dir, const char *name, const char *text);
 bool fx_gate_wait(const char *dir, struct db_client_t *cl, int timeout_ms);
 

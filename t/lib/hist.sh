@@ -7,7 +7,8 @@
 #   hist_replay    a scratch directory in tmp, TMPDIR=$tmp exported (the
 #                  replays' clusters go there); at exit tmp is removed
 # and match GOT REGEX DESCRIPTION: ok when a line of GOT matches the
-# extended REGEX, else both said.
+# extended REGEX, else both said; wait_file FILE: until FILE exists (at
+# most 120 s; 1 if it never came).
 LUX=${LUX_BIN:-./lux}
 B=${LUX_BUILDDIR:-.}
 HELLO=$B/examples/hello_log
@@ -31,4 +32,13 @@ match() { # match GOT REGEX DESCRIPTION
     printf '%s\n' "$1" | grep -Eq -- "$2"
     ok $? "$3"
     printf '%s\n' "$1" | grep -Eq -- "$2" || printf '#   got: %s\n#   expected to match: %s\n' "$1" "$2"
+}
+
+wait_file() { # wait_file FILE
+    _w=0
+    while [ ! -e "$1" ]; do
+        _w=$((_w + 1))
+        [ $_w -gt 1200 ] && return 1
+        sleep 0.1
+    done
 }

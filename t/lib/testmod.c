@@ -774,3 +774,12 @@ HAcc_step(lux_t *lx, void *self, int argc, const lux_val_t *argv)
     return lux_set(lx, 0, &a->h, 8);
 }
 LUX_METHOD(HAcc, step, -1, 1)
+
+/* pid(): its process (for a test that kills it). */
+static int
+HAcc_pid(lux_t *lx, void *self, int argc, const lux_val_t *argv)
+{
+    int64_t pid = getpid();
+    return lux_set(lx, 0, &pid, 8);
+}
+LUX_METHOD(HAcc, pid, 0, 1)
