@@ -602,6 +602,13 @@ nm_task_output(nm_t *nm, nm_task_t *t, uint8_t i)
     return o;
 }
 
+void
+nm_task_ended(nm_t *nm, const nm_task_t *t)
+{
+    if (!t->owner || !t->owner->peer)
+        nm->work_ended_ns = util_mono_ns();
+}
+
 /* Fail one task (already off the ready queue and its worker): its outputs
    become errors carrying text, its failure is logged, and it is freed. */
 static void
@@ -611,7 +618,7 @@ s_fail_one(nm_t *nm, nm_task_t *t, int status, const char *msg, const char *text
         return;
     s_forget_dependent(nm, t); /* it may still be on others' lists */
     nm->n_failed++;
-    nm->work_ended_ns = util_mono_ns();
+    nm_task_ended(nm, t);
     exec_result_t r = {.task = t->id, .attempt = t->attempt, .status = status, .msg = msg,
                        .msg_len = (uint16_t) strlen(msg)};
     r.t_start = r.t_end = util_now_ns();

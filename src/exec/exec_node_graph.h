@@ -25,6 +25,14 @@ int nm_task_resolve(nm_t *nm, nm_task_t *t, char *why, size_t n);
 /* Add t to the tasks waiting for output idx of on. false: out of memory. */
 bool nm_task_depend(nm_t *nm, nm_task_t *on, nm_task_t *t, uint32_t idx);
 
+/* t ended (finished or failed): a lull begins (exec_node.c s_wait polls
+   for the longest window), for the driver that gets t's outputs is likely
+   to ask again within tens of microseconds. Not when t came from another
+   node (exec_remote.c): its next comes over the network, hundreds of
+   microseconds later, and polling meanwhile took the CPU that trip needs
+   (spillback_latency_us about 3x longer on 2 loaded cores). */
+void nm_task_ended(nm_t *nm, const nm_task_t *t);
+
 /* t's arguments are ready: an actor's run is sent by its actor, a task queues. */
 void nm_task_wake(nm_t *nm, nm_task_t *t);
 

@@ -481,7 +481,7 @@ s_result(nm_t *nm, nm_worker_t *w, const exec_result_t *r)
     }
     util_blake_final(&h, fp, 16);
     nm->n_finished++;
-    nm->work_ended_ns = util_mono_ns();
+    nm_task_ended(nm, t);
     nm_log_finished(nm, t, w, r, total, fp);
     nm_task_outputs_ready(nm, t);
 }
