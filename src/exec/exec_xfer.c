@@ -29,6 +29,7 @@
     back to CHUNK requests over CURVE (logged once per source node).
 */
 #include "exec_xfer.h"
+#include "exec_xfer_src.h"
 #include "exec_bulk.h"
 #include "exec_peer.h"
 #include "exec_node_log.h"
@@ -46,19 +47,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define XFER_ACTIVE_MAX 4          /* pulls moving chunks at once */
-#define XFER_SRC_MAX 8             /* sources tried per pull */
-#define S_CHUNK_DEFAULT (1u << 20) /* bytes per chunk (LUX_XFER_CHUNK) */
-#define S_WINDOW_DEFAULT 8         /* chunks in flight per pull (LUX_XFER_WINDOW) */
-#define S_TIMEOUT_DEFAULT 10000    /* ms without an answer from a source (LUX_XFER_TIMEOUT_MS) */
-#define S_LOCATE_MS 2000           /* how long a location the log lacks is asked again */
-#define S_OPEN_IDLE_MS 30000       /* a source unpins an object nobody read for this long */
-#define S_PROBE 65536              /* bytes of a chunk lz4 tries first */
-#define S_FELL_MAX 32              /* source nodes remembered as reached over CURVE only */
-#define S_FELL_MS 60000            /* a bulk port that could not be reached is not asked again for this long */
-
-enum { OP_OPEN = 1, OP_CHUNK = 2, OP_CLOSE = 3 };
-enum { XF_BULK = 1, XF_AES = 2 }; /* OPEN's flags: the puller takes the bulk path; has AES-NI */
 enum { P_LOCATE = 1, P_OPEN, P_QUEUED, P_MOVING, P_DONE };
 enum { FP_NONE = 0, FP_EXACT, FP_OF_ONE }; /* what the log's fingerprint is of */
 
@@ -104,53 +92,12 @@ typedef struct s_pull {
     struct s_pull *next;
 } s_pull_t;
 
-/* An object this node serves to a puller (between OPEN and CLOSE). */
-typedef struct s_open {
-    lux_ref_t id;
-    uint64_t token;
-    int64_t last_ms;
-    bool offered, served;    /* a bulk key was handed out; a connection took it */
-    exec_bulk_key_t key;
-    struct s_open *next;
-} s_open_t;
-
-/* A source node whose bulk port was not used: logged once; not asked
-   for it again until until_ms when it could not be reached. */
-typedef struct {
-    char ep[DB_EP_MAX];
-    int64_t until_ms;
-} s_fell_t;
-
-struct nm_xfer {
-    s_pull_t *pulls;
-    s_open_t *opens;
-    uint64_t next_token;
-    uint32_t chunk;
-    int window;
-    int64_t timeout_ms;
-    db_query_t *q;           /* the head: the log, for NODE_LOCATE */
-    util_buf_t buf;
-    uint8_t *zbuf;           /* scratch for a compressed chunk */
-    size_t zcap;
-    uint64_t n_done, n_failed, bytes, n_lz4;
-    exec_bulk_t *bulk;       /* the bulk path (NULL: LUX_XFER_BULK=0) */
-    s_fell_t fell[S_FELL_MAX];
-    int nfell;
-};
-
 static int64_t
 s_env(const char *name, int64_t dflt, int64_t lo, int64_t hi)
 {
     const char *v = getenv(name);
     int64_t x = v && *v ? strtoll(v, NULL, 10) : dflt;
     return x < lo ? lo : x > hi ? hi : x;
-}
-
-static char *
-s_hex(const lux_ref_t *id, char out[2 * LUX_REF_LEN + 1])
-{
-    util_hex(out, id->b, LUX_REF_LEN);
-    return out;
 }
 
 /* --- the head: where objects live ------------------------------------------------------- */
@@ -366,7 +313,7 @@ s_next_source(nm_t *nm, s_pull_t *p, int rc)
     if (p->cur < p->nsrc)
         s_send_pull(nm, p, OP_CLOSE, 0, 0);
     if (p->cur + 1 < p->nsrc) {
-        log_warn("object %s: its source %s failed (%s); trying %s", s_hex(&p->id, hex),
+        log_warn("object %s: its source %s failed (%s); trying %s", xfer_hex(&p->id, hex),
                  p->src[p->cur].ep, why, p->src[p->cur + 1].ep);
         p->cur++;
         p->token = ++nm->xfer->next_token;
@@ -378,7 +325,7 @@ s_next_source(nm_t *nm, s_pull_t *p, int rc)
             s_next_source(nm, p, LUX_EIO);
         return;
     }
-    util_err(rc, "object %s: pulling it from node %s failed: %s", s_hex(&p->id, hex),
+    util_err(rc, "object %s: pulling it from node %s failed: %s", xfer_hex(&p->id, hex),
              p->cur < p->nsrc ? p->src[p->cur].ep : "?", why);
     s_finish(nm, p, rc);
 }
@@ -411,7 +358,7 @@ s_ask_location(nm_t *nm, s_pull_t *p)
         } else {
             if (rc == LUX_ENOTFOUND)
                 util_err(rc, "object %s: no live node holds it, as far as the log says",
-                         s_hex(&p->id, hex));
+                         xfer_hex(&p->id, hex));
             s_finish(nm, p, rc);
         }
         return;
@@ -465,10 +412,10 @@ s_on_locate_rep(nm_t *nm, nm_peer_msg_t *m)
         const char *text = rc && rc != LUX_ENOTFOUND ? util_rd_str(&r, &len) : NULL;
         if (text)
             util_err(rc, "object %s: the head could not say where it lives: %.*s",
-                     s_hex(&p->id, hex), (int) len, text);
+                     xfer_hex(&p->id, hex), (int) len, text);
         else
             util_err(LUX_ENOTFOUND, "object %s: no live node holds it, as far as the log says",
-                     s_hex(&p->id, hex));
+                     xfer_hex(&p->id, hex));
         s_finish(nm, p, text ? rc : LUX_ENOTFOUND);
     }
 }
@@ -564,7 +511,7 @@ s_complete(nm_t *nm, s_pull_t *p)
         util_err(LUX_ECORRUPT, "the %llu bytes that came are not the object%s (their "
                  "fingerprint differs)", (unsigned long long) p->size,
                  memcmp(fp, p->fp, 16) ? " the source announced" : " the log records");
-        log_error("object %s from %s: %s", s_hex(&p->id, hex), p->src[p->cur].ep,
+        log_error("object %s from %s: %s", xfer_hex(&p->id, hex), p->src[p->cur].ep,
                   lux_errmsg());
         s_next_source(nm, p, LUX_ECORRUPT);
         return;
@@ -590,7 +537,7 @@ s_complete(nm_t *nm, s_pull_t *p)
     memcpy(o->fp, fp, 16);
     nm_log_copied(nm, o, &p->src[p->cur].node);
     int64_t ms = util_mono_ms() - p->start_ms;
-    log_info("pulled object %s (%llu bytes) from %s in %lld ms, %s", s_hex(&p->id, hex),
+    log_info("pulled object %s (%llu bytes) from %s in %lld ms, %s", xfer_hex(&p->id, hex),
              (unsigned long long) p->size, p->src[p->cur].ep, (long long) ms,
              p->ibytes ? "with its OPEN"
              : p->bulk ? (p->bkey.cipher == EXEC_BULK_AES256GCM ? "over the bulk path (aes256gcm)"
@@ -635,7 +582,7 @@ s_admit(nm_t *nm)
                     return; /* a lower priority does not pass it */
                 char hex[2 * LUX_REF_LEN + 1];
                 util_err(LUX_EFULL, "object %s: waited %lld ms for room for its %llu bytes "
-                         "in this node's store", s_hex(&p->id, hex),
+                         "in this node's store", xfer_hex(&p->id, hex),
                          (long long) nm->store_wait_ms, (unsigned long long) p->size);
                 s_finish(nm, p, LUX_EFULL);
                 continue;
@@ -652,14 +599,14 @@ s_admit(nm_t *nm)
             p->last_ms = p->start_ms = util_mono_ms();
             moving++;
             char hex[2 * LUX_REF_LEN + 1];
-            log_info("pulling object %s (%llu bytes) from %s", s_hex(&p->id, hex),
+            log_info("pulling object %s (%llu bytes) from %s", xfer_hex(&p->id, hex),
                      (unsigned long long) p->size, p->src[p->cur].ep);
             s_pump(nm, p);
         }
 }
 
 static void
-s_on_pull_rep(nm_t *nm, nm_peer_msg_t *m)
+nm_xfer_src_on_pull_rep(nm_t *nm, nm_peer_msg_t *m)
 {
     struct nm_xfer *x = nm->xfer;
     util_rd_t r;
@@ -758,249 +705,7 @@ s_on_pull_rep(nm_t *nm, nm_peer_msg_t *m)
         s_pump(nm, p);
 }
 
-/* --- the source ------------------------------------------------------------------------------ */
-
-static void
-s_pull_reply(nm_t *nm, nm_peer_msg_t *m, uint64_t token, const uint8_t *id, int op, int rc,
-             zmsg_t *extra)
-{
-    util_buf_t *b = &nm->xfer->buf;
-    zmsg_t *out = zmsg_new();
-    b->len = 0;
-    util_buf_put_u64(b, token);
-    util_buf_put_u32(b, (uint32_t) rc);
-    util_buf_put(b, id, LUX_REF_LEN);
-    util_buf_put_u8(b, (uint8_t) op);
-    if (rc)
-        util_buf_put_str(b, lux_errmsg(), strlen(lux_errmsg()));
-    zmsg_addmem(out, b->data, b->len);
-    zframe_t *fr;
-    while (extra && (fr = zmsg_pop(extra)))
-        zmsg_append(out, &fr);
-    nm_peer_reply(nm, m, NET_NODE_PULL_REP, &out);
-}
-
-static s_open_t *
-s_open_find(nm_t *nm, const uint8_t *id, uint64_t token, s_open_t ***prev)
-{
-    for (s_open_t **q = &nm->xfer->opens; *q; q = &(*q)->next)
-        if ((*q)->token == token && memcmp((*q)->id.b, id, LUX_REF_LEN) == 0) {
-            if (prev)
-                *prev = q;
-            return *q;
-        }
-    return NULL;
-}
-
-static void
-s_close_open(nm_t *nm, s_open_t **q)
-{
-    s_open_t *o = *q;
-    nm_obj_t *obj = nm_obj_get(nm, &o->id);
-    if (obj)
-        nm_obj_unpin(nm, obj);
-    if (o->offered)
-        exec_bulk_drop(nm->xfer->bulk, o->key.xid); /* before the bytes are let go */
-    exec_bulk_key_wipe(&o->key);
-    *q = o->next;
-    free(o);
-}
-
-/* OPEN: the object's size and fingerprint, pinned until CLOSE; and a
-   one-time key for the bulk port when the puller takes that path. */
-static void
-s_serve_open(nm_t *nm, nm_peer_msg_t *m, uint64_t token, const uint8_t *id, uint32_t flags)
-{
-    char hex[2 * LUX_REF_LEN + 1];
-    lux_ref_t ref;
-    memcpy(ref.b, id, LUX_REF_LEN);
-    nm_obj_t *o = nm_obj_get(nm, &ref);
-    int rc = 0;
-    if (o && o->state == OBJ_SPILLED && (rc = nm_obj_restore(nm, o)))
-        util_err(rc, "node %s: object %s is spilled and could not be brought back: %s",
-                 nm->address, s_hex(&ref, hex), lux_errmsg());
-    else if (!o || o->state != OBJ_READY)
-        rc = util_err(LUX_ENOTFOUND, "node %s does not hold object %s (%s)", nm->address,
-                      s_hex(&ref, hex),
-                      !o ? "freed or never here" : o->state == OBJ_ERROR ? "it is an error"
-                                                                         : "evicted");
-    if (rc) {
-        s_pull_reply(nm, m, token, id, OP_OPEN, rc, NULL);
-        return;
-    }
-    s_open_t *op = calloc(1, sizeof *op);
-    if (!op) {
-        s_pull_reply(nm, m, token, id, OP_OPEN, util_err(LUX_ENOMEM, "out of memory"), NULL);
-        return;
-    }
-    op->id = ref;
-    op->token = token;
-    op->last_ms = util_mono_ms();
-    op->next = nm->xfer->opens;
-    nm->xfer->opens = op;
-    nm_obj_pin(nm, o);
-    util_buf_t *hb = &nm->xfer->buf;
-    zmsg_t *out = zmsg_new();
-    hb->len = 0;
-    util_buf_put_u64(hb, token);
-    util_buf_put_u32(hb, 0);
-    util_buf_put(hb, id, LUX_REF_LEN);
-    util_buf_put_u8(hb, OP_OPEN);
-    util_buf_put_u64(hb, o->size);
-    util_buf_put(hb, o->fp, 16);
-    exec_bulk_t *bulk = nm->xfer->bulk;
-    size_t key_at = 0;
-    if ((flags & XF_BULK) && exec_bulk_port(bulk) && o->size > EXEC_INLINE_MAX &&
-        o->where == EXEC_W_ARENA) {
-        int here = exec_bulk_cipher_here();
-        exec_bulk_key_new(&op->key, (flags & XF_AES) && here == EXEC_BULK_AES256GCM
-                                        ? EXEC_BULK_AES256GCM : EXEC_BULK_CHACHA20);
-        op->offered = true;
-        util_buf_put_u8(hb, 1);
-        util_buf_put_u8(hb, (uint8_t) op->key.cipher);
-        util_buf_put_u16(hb, (uint16_t) exec_bulk_port(bulk));
-        util_buf_put_u64(hb, op->key.xid);
-        key_at = hb->len;
-        util_buf_put(hb, op->key.key, EXEC_BULK_KEY);
-    }
-    zmsg_addmem(out, hb->data, hb->len);
-    if (key_at)
-        sodium_memzero(hb->data + key_at, EXEC_BULK_KEY); /* the buffer's copy */
-    if (o->size <= EXEC_INLINE_MAX)
-        zmsg_addmem(out, o->where == EXEC_W_ARENA ? exec_arena_base(nm->arena) + o->off
-                                                  : o->bytes,
-                    o->size);
-    nm_peer_reply(nm, m, NET_NODE_PULL_REP, &out);
-}
-
-/* CHUNK: len bytes at off, lz4-compressed when a probe says it pays. */
-static void
-s_serve_chunk(nm_t *nm, nm_peer_msg_t *m, uint64_t token, const uint8_t *id, uint64_t off,
-              uint32_t len)
-{
-    struct nm_xfer *x = nm->xfer;
-    char hex[2 * LUX_REF_LEN + 1];
-    lux_ref_t ref;
-    memcpy(ref.b, id, LUX_REF_LEN);
-    s_open_t *op = s_open_find(nm, id, token, NULL);
-    nm_obj_t *o = op ? nm_obj_get(nm, &ref) : NULL;
-    if (!o || o->state != OBJ_READY || o->where != EXEC_W_ARENA || off + len > o->size ||
-        len == 0) {
-        int rc = util_err(op ? LUX_EINVAL : LUX_ENOTFOUND,
-                          "node %s: object %s %s", nm->address, s_hex(&ref, hex),
-                          op ? "has no such chunk" : "was not opened (or was closed, "
-                          "after 30 s without a request)");
-        s_pull_reply(nm, m, token, id, OP_CHUNK, rc, NULL);
-        return;
-    }
-    op->last_ms = util_mono_ms();
-    const uint8_t *src = exec_arena_base(nm->arena) + o->off + off;
-    uint8_t codec = 0;
-    int zn = 0;
-    /* the probe: lz4 of the chunk's first S_PROBE bytes; only a clear
-       gain (under 3/4) pays for compressing the rest */
-    size_t probe = len < S_PROBE ? len : S_PROBE;
-    size_t bound = (size_t) LZ4_compressBound((int) len);
-    if (x->zcap < bound) {
-        uint8_t *z = realloc(x->zbuf, bound);
-        if (z) {
-            x->zbuf = z;
-            x->zcap = bound;
-        }
-    }
-    if (x->zcap >= bound && len >= 4096) {
-        int pn = LZ4_compress_default((const char *) src, (char *) x->zbuf, (int) probe,
-                                      (int) x->zcap);
-        if (pn > 0 && (size_t) pn < probe * 3 / 4) {
-            zn = LZ4_compress_default((const char *) src, (char *) x->zbuf, (int) len,
-                                      (int) x->zcap);
-            if (zn > 0 && (size_t) zn < (size_t) len * 7 / 8)
-                codec = 1;
-        }
-    }
-    util_buf_t *b = &x->buf;
-    zmsg_t *out = zmsg_new();
-    b->len = 0;
-    util_buf_put_u64(b, token);
-    util_buf_put_u32(b, 0);
-    util_buf_put(b, id, LUX_REF_LEN);
-    util_buf_put_u8(b, OP_CHUNK);
-    util_buf_put_u64(b, off);
-    util_buf_put_u32(b, len);
-    util_buf_put_u8(b, codec);
-    zmsg_addmem(out, b->data, b->len);
-    zmsg_addmem(out, codec ? x->zbuf : src, codec ? (size_t) zn : len);
-    nm_peer_reply(nm, m, NET_NODE_PULL_REP, &out);
-}
-
-static void
-s_on_pull(nm_t *nm, nm_peer_msg_t *m)
-{
-    util_rd_t r;
-    if (!nm_peer_body(nm, m, &r))
-        return;
-    uint64_t token = util_rd_u64(&r);
-    const uint8_t *id = util_rd_take(&r, LUX_REF_LEN);
-    uint8_t op = util_rd_u8(&r);
-    uint64_t off = util_rd_u64(&r);
-    uint32_t len = util_rd_u32(&r);
-    if (r.bad || !id || op < OP_OPEN || op > OP_CLOSE) {
-        nm_complain(nm, "malformed NODE_PULL");
-        return;
-    }
-    if (op == OP_OPEN) {
-        s_serve_open(nm, m, token, id, len);
-    } else if (op == OP_CHUNK) {
-        s_serve_chunk(nm, m, token, id, off, len);
-    } else {
-        s_open_t **q;
-        if (s_open_find(nm, id, token, &q))
-            s_close_open(nm, q);
-    }
-}
-
 /* --- the bulk path's callbacks (exec_bulk.h) ------------------------------------------------ */
-
-static int
-s_bulk_serve(void *arg, uint64_t xid, const uint8_t id[LUX_REF_LEN], exec_bulk_key_t *key,
-             const uint8_t **bytes, uint64_t *size)
-{
-    nm_t *nm = arg;
-    s_open_t *op = nm->xfer->opens;
-    while (op && !(op->offered && op->key.xid == xid))
-        op = op->next;
-    if (!op)
-        return util_err(LUX_ENOTFOUND, "transfer %016llx is not one this node handed out (or "
-                        "it ended)", (unsigned long long) xid);
-    if (op->served)
-        return util_err(LUX_EINVAL, "transfer %016llx is being served already (a replayed "
-                        "request?)", (unsigned long long) xid);
-    *key = op->key;
-    if (!id)
-        return 0;
-    char hex[2 * LUX_REF_LEN + 1];
-    nm_obj_t *o = nm_obj_get(nm, &op->id);
-    if (memcmp(id, op->id.b, LUX_REF_LEN) != 0)
-        return util_err(LUX_EINVAL, "its request names another object than transfer %016llx's",
-                        (unsigned long long) xid);
-    if (!o || o->state != OBJ_READY || o->where != EXEC_W_ARENA)
-        return util_err(LUX_ENOTFOUND, "object %s of transfer %016llx is not in the store",
-                        s_hex(&op->id, hex), (unsigned long long) xid);
-    *bytes = exec_arena_base(nm->arena) + o->off;
-    *size = o->size;
-    op->served = true;
-    op->last_ms = util_mono_ms();
-    return 0;
-}
-
-static void
-s_bulk_sent(void *arg, uint64_t xid)
-{
-    nm_t *nm = arg;
-    for (s_open_t *op = nm->xfer->opens; op; op = op->next)
-        if (op->offered && op->key.xid == xid)
-            op->last_ms = util_mono_ms();
-}
 
 static void
 s_bulk_moved(void *arg, void *who)
@@ -1056,13 +761,13 @@ nm_xfer_open(nm_t *nm)
     int rc;
     if ((rc = nm_peer_on(nm, NET_NODE_LOCATE, s_on_locate)) ||
         (rc = nm_peer_on(nm, NET_NODE_LOCATE_REP, s_on_locate_rep)) ||
-        (rc = nm_peer_on(nm, NET_NODE_PULL, s_on_pull)) ||
-        (rc = nm_peer_on(nm, NET_NODE_PULL_REP, s_on_pull_rep)))
+        (rc = nm_peer_on(nm, NET_NODE_PULL, nm_xfer_src_on_pull)) ||
+        (rc = nm_peer_on(nm, NET_NODE_PULL_REP, nm_xfer_src_on_pull_rep)))
         return rc;
     /* the bulk port: on the address the node's endpoint binds (the
        head's listen host, a node's own address), never elsewhere */
     if (s_env("LUX_XFER_BULK", 1, 0, 1)) {
-        static const exec_bulk_fns_t fns = {s_bulk_serve, s_bulk_sent, s_bulk_moved,
+        static const exec_bulk_fns_t fns = {nm_xfer_src_bulk_serve, nm_xfer_src_bulk_sent, s_bulk_moved,
                                             s_bulk_ended};
         const char *host = nm_peer_is_head(nm) ? nm->cluster.listen + 6 : nm->address;
         if (!(x->bulk = exec_bulk_new(host, nm->cluster.master_port + EXEC_BULK_PORT_OFFSET,
@@ -1099,7 +804,7 @@ nm_xfer_close(nm_t *nm)
         s_pull_free(p); /* its requesters go with the node */
     }
     while (x->opens)
-        s_close_open(nm, &x->opens);
+        nm_xfer_src_close(nm, &x->opens);
     exec_bulk_destroy(&x->bulk);
     db_query_close(&x->q);
     util_buf_free(&x->buf);
@@ -1179,7 +884,7 @@ nm_xfer_tick(nm_t *nm)
             s_ask_location(nm, p);
         else if (p->state == P_LOCATE && !p->locate_at_ms && now - p->last_ms > x->timeout_ms)
             s_finish(nm, p, util_err(LUX_ETIMEDOUT, "object %s: the head's node did not say "
-                                     "where it lives within %lld ms", s_hex(&p->id, hex),
+                                     "where it lives within %lld ms", xfer_hex(&p->id, hex),
                                      (long long) x->timeout_ms));
         else if (p->state == P_MOVING && p->bh && p->got == 0 && now - p->last_ms > x->timeout_ms) {
             util_err(LUX_ETIMEDOUT, "no chunk came on its bulk connection in %lld ms",
@@ -1214,7 +919,7 @@ nm_xfer_tick(nm_t *nm)
     /* objects served to pullers that went silent */
     for (s_open_t **q = &x->opens; *q;) {
         if (now - (*q)->last_ms > S_OPEN_IDLE_MS)
-            s_close_open(nm, q);
+            nm_xfer_src_close(nm, q);
         else
             q = &(*q)->next;
     }

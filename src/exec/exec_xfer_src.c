@@ -1,0 +1,263 @@
+/*  exec_xfer_src - the source's side of a pull (doc/DESIGN.md 7.3,
+    doc/protocol.md 17.1): NODE_PULL's OPEN pins the object and says its
+    size and fingerprint (with a one-time key for the bulk port when the
+    puller takes that path), CHUNK reads a part of it (lz4 where a probe
+    says it pays), CLOSE or silence unpins it; and the bulk port's
+    requests, served from the same table of opened objects. The puller's
+    side is exec_xfer.c.
+*/
+#include "exec_xfer_src.h"
+#include "exec_node_obj.h"
+#include "../util/util_err.h"
+#include "../util/util_log.h"
+#include "../util/util_time.h"
+
+#include <lz4.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* --- the source ------------------------------------------------------------------------------ */
+
+static void
+s_pull_reply(nm_t *nm, nm_peer_msg_t *m, uint64_t token, const uint8_t *id, int op, int rc,
+             zmsg_t *extra)
+{
+    util_buf_t *b = &nm->xfer->buf;
+    zmsg_t *out = zmsg_new();
+    b->len = 0;
+    util_buf_put_u64(b, token);
+    util_buf_put_u32(b, (uint32_t) rc);
+    util_buf_put(b, id, LUX_REF_LEN);
+    util_buf_put_u8(b, (uint8_t) op);
+    if (rc)
+        util_buf_put_str(b, lux_errmsg(), strlen(lux_errmsg()));
+    zmsg_addmem(out, b->data, b->len);
+    zframe_t *fr;
+    while (extra && (fr = zmsg_pop(extra)))
+        zmsg_append(out, &fr);
+    nm_peer_reply(nm, m, NET_NODE_PULL_REP, &out);
+}
+
+static s_open_t *
+s_open_find(nm_t *nm, const uint8_t *id, uint64_t token, s_open_t ***prev)
+{
+    for (s_open_t **q = &nm->xfer->opens; *q; q = &(*q)->next)
+        if ((*q)->token == token && memcmp((*q)->id.b, id, LUX_REF_LEN) == 0) {
+            if (prev)
+                *prev = q;
+            return *q;
+        }
+    return NULL;
+}
+
+void
+nm_xfer_src_close(nm_t *nm, s_open_t **q)
+{
+    s_open_t *o = *q;
+    nm_obj_t *obj = nm_obj_get(nm, &o->id);
+    if (obj)
+        nm_obj_unpin(nm, obj);
+    if (o->offered)
+        exec_bulk_drop(nm->xfer->bulk, o->key.xid); /* before the bytes are let go */
+    exec_bulk_key_wipe(&o->key);
+    *q = o->next;
+    free(o);
+}
+
+/* OPEN: the object's size and fingerprint, pinned until CLOSE; and a
+   one-time key for the bulk port when the puller takes that path. */
+static void
+s_serve_open(nm_t *nm, nm_peer_msg_t *m, uint64_t token, const uint8_t *id, uint32_t flags)
+{
+    char hex[2 * LUX_REF_LEN + 1];
+    lux_ref_t ref;
+    memcpy(ref.b, id, LUX_REF_LEN);
+    nm_obj_t *o = nm_obj_get(nm, &ref);
+    int rc = 0;
+    if (o && o->state == OBJ_SPILLED && (rc = nm_obj_restore(nm, o)))
+        util_err(rc, "node %s: object %s is spilled and could not be brought back: %s",
+                 nm->address, xfer_hex(&ref, hex), lux_errmsg());
+    else if (!o || o->state != OBJ_READY)
+        rc = util_err(LUX_ENOTFOUND, "node %s does not hold object %s (%s)", nm->address,
+                      xfer_hex(&ref, hex),
+                      !o ? "freed or never here" : o->state == OBJ_ERROR ? "it is an error"
+                                                                         : "evicted");
+    if (rc) {
+        s_pull_reply(nm, m, token, id, OP_OPEN, rc, NULL);
+        return;
+    }
+    s_open_t *op = calloc(1, sizeof *op);
+    if (!op) {
+        s_pull_reply(nm, m, token, id, OP_OPEN, util_err(LUX_ENOMEM, "out of memory"), NULL);
+        return;
+    }
+    op->id = ref;
+    op->token = token;
+    op->last_ms = util_mono_ms();
+    op->next = nm->xfer->opens;
+    nm->xfer->opens = op;
+    nm_obj_pin(nm, o);
+    util_buf_t *hb = &nm->xfer->buf;
+    zmsg_t *out = zmsg_new();
+    hb->len = 0;
+    util_buf_put_u64(hb, token);
+    util_buf_put_u32(hb, 0);
+    util_buf_put(hb, id, LUX_REF_LEN);
+    util_buf_put_u8(hb, OP_OPEN);
+    util_buf_put_u64(hb, o->size);
+    util_buf_put(hb, o->fp, 16);
+    exec_bulk_t *bulk = nm->xfer->bulk;
+    size_t key_at = 0;
+    if ((flags & XF_BULK) && exec_bulk_port(bulk) && o->size > EXEC_INLINE_MAX &&
+        o->where == EXEC_W_ARENA) {
+        int here = exec_bulk_cipher_here();
+        exec_bulk_key_new(&op->key, (flags & XF_AES) && here == EXEC_BULK_AES256GCM
+                                        ? EXEC_BULK_AES256GCM : EXEC_BULK_CHACHA20);
+        op->offered = true;
+        util_buf_put_u8(hb, 1);
+        util_buf_put_u8(hb, (uint8_t) op->key.cipher);
+        util_buf_put_u16(hb, (uint16_t) exec_bulk_port(bulk));
+        util_buf_put_u64(hb, op->key.xid);
+        key_at = hb->len;
+        util_buf_put(hb, op->key.key, EXEC_BULK_KEY);
+    }
+    zmsg_addmem(out, hb->data, hb->len);
+    if (key_at)
+        sodium_memzero(hb->data + key_at, EXEC_BULK_KEY); /* the buffer's copy */
+    if (o->size <= EXEC_INLINE_MAX)
+        zmsg_addmem(out, o->where == EXEC_W_ARENA ? exec_arena_base(nm->arena) + o->off
+                                                  : o->bytes,
+                    o->size);
+    nm_peer_reply(nm, m, NET_NODE_PULL_REP, &out);
+}
+
+/* CHUNK: len bytes at off, lz4-compressed when a probe says it pays. */
+static void
+s_serve_chunk(nm_t *nm, nm_peer_msg_t *m, uint64_t token, const uint8_t *id, uint64_t off,
+              uint32_t len)
+{
+    struct nm_xfer *x = nm->xfer;
+    char hex[2 * LUX_REF_LEN + 1];
+    lux_ref_t ref;
+    memcpy(ref.b, id, LUX_REF_LEN);
+    s_open_t *op = s_open_find(nm, id, token, NULL);
+    nm_obj_t *o = op ? nm_obj_get(nm, &ref) : NULL;
+    if (!o || o->state != OBJ_READY || o->where != EXEC_W_ARENA || off + len > o->size ||
+        len == 0) {
+        int rc = util_err(op ? LUX_EINVAL : LUX_ENOTFOUND,
+                          "node %s: object %s %s", nm->address, xfer_hex(&ref, hex),
+                          op ? "has no such chunk" : "was not opened (or was closed, "
+                          "after 30 s without a request)");
+        s_pull_reply(nm, m, token, id, OP_CHUNK, rc, NULL);
+        return;
+    }
+    op->last_ms = util_mono_ms();
+    const uint8_t *src = exec_arena_base(nm->arena) + o->off + off;
+    uint8_t codec = 0;
+    int zn = 0;
+    /* the probe: lz4 of the chunk's first S_PROBE bytes; only a clear
+       gain (under 3/4) pays for compressing the rest */
+    size_t probe = len < S_PROBE ? len : S_PROBE;
+    size_t bound = (size_t) LZ4_compressBound((int) len);
+    if (x->zcap < bound) {
+        uint8_t *z = realloc(x->zbuf, bound);
+        if (z) {
+            x->zbuf = z;
+            x->zcap = bound;
+        }
+    }
+    if (x->zcap >= bound && len >= 4096) {
+        int pn = LZ4_compress_default((const char *) src, (char *) x->zbuf, (int) probe,
+                                      (int) x->zcap);
+        if (pn > 0 && (size_t) pn < probe * 3 / 4) {
+            zn = LZ4_compress_default((const char *) src, (char *) x->zbuf, (int) len,
+                                      (int) x->zcap);
+            if (zn > 0 && (size_t) zn < (size_t) len * 7 / 8)
+                codec = 1;
+        }
+    }
+    util_buf_t *b = &x->buf;
+    zmsg_t *out = zmsg_new();
+    b->len = 0;
+    util_buf_put_u64(b, token);
+    util_buf_put_u32(b, 0);
+    util_buf_put(b, id, LUX_REF_LEN);
+    util_buf_put_u8(b, OP_CHUNK);
+    util_buf_put_u64(b, off);
+    util_buf_put_u32(b, len);
+    util_buf_put_u8(b, codec);
+    zmsg_addmem(out, b->data, b->len);
+    zmsg_addmem(out, codec ? x->zbuf : src, codec ? (size_t) zn : len);
+    nm_peer_reply(nm, m, NET_NODE_PULL_REP, &out);
+}
+
+void
+nm_xfer_src_on_pull(nm_t *nm, nm_peer_msg_t *m)
+{
+    util_rd_t r;
+    if (!nm_peer_body(nm, m, &r))
+        return;
+    uint64_t token = util_rd_u64(&r);
+    const uint8_t *id = util_rd_take(&r, LUX_REF_LEN);
+    uint8_t op = util_rd_u8(&r);
+    uint64_t off = util_rd_u64(&r);
+    uint32_t len = util_rd_u32(&r);
+    if (r.bad || !id || op < OP_OPEN || op > OP_CLOSE) {
+        nm_complain(nm, "malformed NODE_PULL");
+        return;
+    }
+    if (op == OP_OPEN) {
+        s_serve_open(nm, m, token, id, len);
+    } else if (op == OP_CHUNK) {
+        s_serve_chunk(nm, m, token, id, off, len);
+    } else {
+        s_open_t **q;
+        if (s_open_find(nm, id, token, &q))
+            nm_xfer_src_close(nm, q);
+    }
+}
+
+/* --- the bulk path: the source's callbacks (exec_bulk.h) ---------------------------------- */
+
+int
+nm_xfer_src_bulk_serve(void *arg, uint64_t xid, const uint8_t id[LUX_REF_LEN], exec_bulk_key_t *key,
+             const uint8_t **bytes, uint64_t *size)
+{
+    nm_t *nm = arg;
+    s_open_t *op = nm->xfer->opens;
+    while (op && !(op->offered && op->key.xid == xid))
+        op = op->next;
+    if (!op)
+        return util_err(LUX_ENOTFOUND, "transfer %016llx is not one this node handed out (or "
+                        "it ended)", (unsigned long long) xid);
+    if (op->served)
+        return util_err(LUX_EINVAL, "transfer %016llx is being served already (a replayed "
+                        "request?)", (unsigned long long) xid);
+    *key = op->key;
+    if (!id)
+        return 0;
+    char hex[2 * LUX_REF_LEN + 1];
+    nm_obj_t *o = nm_obj_get(nm, &op->id);
+    if (memcmp(id, op->id.b, LUX_REF_LEN) != 0)
+        return util_err(LUX_EINVAL, "its request names another object than transfer %016llx's",
+                        (unsigned long long) xid);
+    if (!o || o->state != OBJ_READY || o->where != EXEC_W_ARENA)
+        return util_err(LUX_ENOTFOUND, "object %s of transfer %016llx is not in the store",
+                        xfer_hex(&op->id, hex), (unsigned long long) xid);
+    *bytes = exec_arena_base(nm->arena) + o->off;
+    *size = o->size;
+    op->served = true;
+    op->last_ms = util_mono_ms();
+    return 0;
+}
+
+void
+nm_xfer_src_bulk_sent(void *arg, uint64_t xid)
+{
+    nm_t *nm = arg;
+    for (s_open_t *op = nm->xfer->opens; op; op = op->next)
+        if (op->offered && op->key.xid == xid)
+            op->last_ms = util_mono_ms();
+}
+

@@ -1,0 +1,84 @@
+/*  exec_xfer_src - the source's side of a pull (exec_xfer_src.c: OPEN
+    pins an object, CHUNK reads it, CLOSE or silence unpins it, the bulk
+    port's requests are served from the same table), and the state that
+    the puller's side (exec_xfer.c, above it) shares with it: the limits,
+    the opened objects, struct nm_xfer. For those two files alone.
+*/
+#ifndef LUX_EXEC_XFER_SRC_H
+#define LUX_EXEC_XFER_SRC_H
+
+#include "exec_bulk.h"
+#include "exec_peer.h"
+#include "../db/db_query.h"
+#include "../util/util_buf.h"
+#include "../util/util_hash.h"
+
+#include <sodium.h>
+
+#define XFER_ACTIVE_MAX 4          /* pulls moving chunks at once */
+#define XFER_SRC_MAX 8             /* sources tried per pull */
+#define S_CHUNK_DEFAULT (1u << 20) /* bytes per chunk (LUX_XFER_CHUNK) */
+#define S_WINDOW_DEFAULT 8         /* chunks in flight per pull (LUX_XFER_WINDOW) */
+#define S_TIMEOUT_DEFAULT 10000    /* ms without an answer from a source (LUX_XFER_TIMEOUT_MS) */
+#define S_LOCATE_MS 2000           /* how long a location the log lacks is asked again */
+#define S_OPEN_IDLE_MS 30000       /* a source unpins an object nobody read for this long */
+#define S_PROBE 65536              /* bytes of a chunk lz4 tries first */
+#define S_FELL_MAX 32              /* source nodes remembered as reached over CURVE only */
+#define S_FELL_MS 60000            /* a bulk port that could not be reached is not asked again for this long */
+
+enum { OP_OPEN = 1, OP_CHUNK = 2, OP_CLOSE = 3 };
+enum { XF_BULK = 1, XF_AES = 2 }; /* OPEN's flags: the puller takes the bulk path; has AES-NI */
+/* An object this node serves to a puller (between OPEN and CLOSE). */
+typedef struct s_open {
+    lux_ref_t id;
+    uint64_t token;
+    int64_t last_ms;
+    bool offered, served;    /* a bulk key was handed out; a connection took it */
+    exec_bulk_key_t key;
+    struct s_open *next;
+} s_open_t;
+
+/* A source node whose bulk port was not used: logged once; not asked
+   for it again until until_ms when it could not be reached. */
+typedef struct {
+    char ep[DB_EP_MAX];
+    int64_t until_ms;
+} s_fell_t;
+
+struct nm_xfer {
+    struct s_pull *pulls;     /* the puller's (exec_xfer.c) */
+    s_open_t *opens;
+    uint64_t next_token;
+    uint32_t chunk;
+    int window;
+    int64_t timeout_ms;
+    db_query_t *q;           /* the head: the log, for NODE_LOCATE */
+    util_buf_t buf;
+    uint8_t *zbuf;           /* scratch for a compressed chunk */
+    size_t zcap;
+    uint64_t n_done, n_failed, bytes, n_lz4;
+    exec_bulk_t *bulk;       /* the bulk path (NULL: LUX_XFER_BULK=0) */
+    s_fell_t fell[S_FELL_MAX];
+    int nfell;
+};
+
+static inline char *
+xfer_hex(const lux_ref_t *id, char out[2 * LUX_REF_LEN + 1])
+{
+    util_hex(out, id->b, LUX_REF_LEN);
+    return out;
+}
+
+/* --- the source (exec_xfer_src.c) --- */
+
+/* NODE_PULL (registered by nm_xfer_open). */
+void nm_xfer_src_on_pull(nm_t *nm, nm_peer_msg_t *m);
+/* Let the object served at *q go (unpinned, its bulk key dropped) and
+   unlink it. */
+void nm_xfer_src_close(nm_t *nm, s_open_t **q);
+/* exec_bulk's serve and sent callbacks (arg: the node). */
+int nm_xfer_src_bulk_serve(void *arg, uint64_t xid, const uint8_t id[LUX_REF_LEN],
+                           exec_bulk_key_t *key, const uint8_t **bytes, uint64_t *size);
+void nm_xfer_src_bulk_sent(void *arg, uint64_t xid);
+
+#endif
