@@ -228,7 +228,15 @@ main(void)
         pause();
         _exit(0);
     }
-    usleep(5000);
+    /* killed once it works on the second half's iterations (a fixed
+       5 ms could pass before it began, at a high load: then iteration 15,
+       which it never touched, was checked) */
+    for (int i = 0; i < 30000; i++) {
+        uint64_t a = atomic_load(s_peek(b, 0).key), c = atomic_load(s_peek(b, 1).key);
+        if ((int)((a > c ? a : c) >> 1) - 1 >= NIT / 2)
+            break;
+        usleep(1000);
+    }
     kill(victim, SIGKILL);
     waitpid(victim, NULL, 0);
     uint64_t k0 = atomic_load(s_peek(b, 0).key), k1 = atomic_load(s_peek(b, 1).key);
