@@ -15,7 +15,7 @@ trap '[ -n "$other" ] && "$LUX" stop --dir "$TAP_TMP/other" >/dev/null 2>&1; clu
 cluster_head --workers 1 --store-mb 32
 ok $CL_RC "the head starts on $CL_ADDRESS"
 # another cluster, on another port: its token is a valid one, of the wrong cluster
-port2=$((CL_PORT + 4)) # the head takes CL_PORT to CL_PORT+3
+port2=$((CL_PORT + 5)) # the head takes CL_PORT to CL_PORT+4 (+4: the bulk port of pulls)
 out=$("$LUX" start --head --dir "$TAP_TMP/other" --listen tcp://127.0.0.1 --port $port2 \
     --log-only 2>&1)
 ok $? "another cluster's head starts (port $port2)"

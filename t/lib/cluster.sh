@@ -42,7 +42,7 @@ CL_NS=            # the namespaces' prefix once cluster_netns_up ran
 CL_NODES=
 CL_HEAD_UP=
 
-# A port for the head's master (it takes PORT to PORT+3): from the
+# A port for the head's master (it takes PORT to PORT+4, +4 the bulk port): from the
 # test's pid, moved on by cluster_head when it is taken.
 CL_PORT=$((20000 + ($$ % 2000) * 7))
 
@@ -79,7 +79,7 @@ cluster_head() {
             if [ $_try -lt 5 ]; then
                 "$LUX" stop --dir "$CL_DIR/head" >/dev/null 2>&1
                 rm -rf "$CL_DIR/head"
-                CL_PORT=$((CL_PORT + 4))
+                CL_PORT=$((CL_PORT + 5))
                 continue
             fi
             ;;
