@@ -40,7 +40,14 @@ timeout -s KILL 240 python3 "$S/t/9153-trace-devtools.py" "$CHROMIUM" "$tmp/trac
     "$tmp/chromium" >"$tmp/engine.json" 2>"$tmp/err"
 ok $? "chromium's DevTools trace engine parsed it"
 [ -s "$tmp/err" ] && head -5 "$tmp/err" | sed 's/^/#   /'
-python3 - "$tmp/trace.json" "$tmp/engine.json" >"$tmp/checks" <<'PY'
+# the Performance panel itself (tools/timeline-view): the trace loaded and
+# drawn, a dependency's consumer selected through the panel's objects, and
+# the arrows the panel then draws are the file's flows into that slice
+timeout -s KILL 420 python3 "$S/tools/timeline-view" --chromium "$CHROMIUM" "$tmp/trace.json" \
+    "$tmp/view.png" >"$tmp/view.json" 2>"$tmp/err"
+ok $? "tools/timeline-view drew it in the Performance panel"
+[ -s "$tmp/err" ] && head -5 "$tmp/err" | sed 's/^/#   /'
+python3 - "$tmp/trace.json" "$tmp/engine.json" "$tmp/view.json" >"$tmp/checks" <<'PY'
 import json, sys
 trace = json.load(open(sys.argv[1]))
 ev = trace["traceEvents"] if isinstance(trace, dict) else trace
@@ -73,49 +80,28 @@ ok(len(starts) > 0 and got.get("flows") == len(starts),
    "every flow bound by the engine: %s of %d" % (got.get("flows"), len(starts)))
 ok(want and bound == want and all(None not in p for p in want),
    "...each from its producer's slice to its consumer's (%d arrows)" % len(bound))
-PY
-while IFS='|' read -r st what; do
-    if [ "$st" = "#" ]; then echo "# $what"; else ok "$st" "$what"; fi
-done <"$tmp/checks"
-
-# the Performance panel itself (tools/timeline-view): the trace loaded and
-# drawn, a dependency's consumer selected through the panel's objects, and
-# the arrows the panel then draws are the file's flows into that slice
-timeout -s KILL 300 python3 "$S/tools/timeline-view" --chromium "$CHROMIUM" "$tmp/trace.json" \
-    "$tmp/view.png" >"$tmp/view.json" 2>"$tmp/err"
-ok $? "tools/timeline-view drew it in the Performance panel"
-[ -s "$tmp/err" ] && head -5 "$tmp/err" | sed 's/^/#   /'
-python3 - "$tmp/trace.json" "$tmp/view.json" >"$tmp/checks" <<'PY'
-import json, sys
-trace = json.load(open(sys.argv[1]))
-ev = trace["traceEvents"] if isinstance(trace, dict) else trace
 try:
-    got = json.load(open(sys.argv[2]))
+    view = json.load(open(sys.argv[3]))
 except ValueError:
-    got = {}
-def ok(cond, what):
-    print("%d|%s" % (0 if cond else 1, what))
+    view = {}
 def png(path):
     try:
         return open(path, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
     except (OSError, TypeError):
         return False
-ok(png(got.get("screenshot")) and png(got.get("flow")),
-   "...the trace as loaded and with a slice selected, saved as PNG")
-xs = [e for e in ev if e["ph"] == "X"]
-at = dict(((e["pid"], e["tid"], e["ts"]), e["args"]["task_id"]) for e in xs)
-ends = dict((e["id"], e) for e in ev if e["ph"] == "f")
-pairs = set((at.get((s["pid"], s["tid"], s["ts"])),
-             at.get((ends[s["id"]]["pid"], ends[s["id"]]["tid"], ends[s["id"]]["ts"])))
-            for s in ev if s["ph"] == "s" and s["id"] in ends)
-sel = got.get("selected") or {}
+ok(png(view.get("screenshot")) and png(view.get("flow")),
+   "the Performance panel's view as loaded and with a slice selected, saved as PNG")
+pairs = set(want)
+sel = view.get("selected") or {}
 to = (sel.get("to") or {}).get("task_id")
 into = set(a for a, b in pairs if b == to)
 drawn = set((a.get("from_task"), a.get("to_task")) for a in sel.get("arrows") or [])
 ok(to and sel.get("selected_entry", -1) >= 0 and into,
-   "...the panel selected task %s, the consumer of %d flows in the file" % (to, len(into)))
+   "...its panel selected task %s, the consumer of %d flows in the file" % (to, len(into)))
 ok(drawn and any(p in drawn for p in ((a, to) for a in into)) and drawn <= pairs,
    "...and drew arrows of the file's flows for it: %s" % sorted(drawn))
 PY
-while IFS='|' read -r st what; do ok "$st" "$what"; done <"$tmp/checks"
+while IFS='|' read -r st what; do
+    if [ "$st" = "#" ]; then echo "# $what"; else ok "$st" "$what"; fi
+done <"$tmp/checks"
 done_testing
