@@ -525,8 +525,9 @@ s_complete(nm_t *nm, s_pull_t *p)
         s_finish(nm, p, util_err(LUX_ENOMEM, "out of memory"));
         return;
     }
-    o->owned = false; /* a copy: nobody's; it stays while the store has room */
+    o->owned = false; /* a copy: nobody's; it goes when its readers let it go */
     o->owner = NULL;
+    o->copy = true;   /* and its going is logged (nm_obj_delete) */
     o->is_put = false; /* dropped, not spilled, when room is needed: it can be pulled again */
     if (p->ibytes) {
         nm_obj_set_inline(nm, o, p->ibytes, p->size);
