@@ -167,6 +167,8 @@ struct nm_task {
     uint8_t attempt;          /* 1 for the first run */
     uint8_t max_attempts;
     bool rebuild;             /* run again to rebuild lost outputs */
+    bool keep_outputs;        /* rebuilt for another node's pull (exec_xfer.c s_make):
+                                 its outputs stay, unowned, until evicted */
     uint32_t cpus_milli;
     char *res;                /* custom resources, owned, or NULL */
     uint32_t waiting;         /* arguments not ready yet */
