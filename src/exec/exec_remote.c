@@ -183,28 +183,27 @@ s_table_parse(nm_t *nm, char *text, int64_t now)
     r->table_ms = now;
 }
 
-/* Ask the monitor for its table on the kept socket, without waiting (the
-   answer: s_table_take). 0 or a code with the message. */
+/* Send STATUS to the membership monitor on *sock (connected, with the
+   cluster's keys, when not yet), without waiting for the answer: the
+   scheduler's table (s_table_take) and the watch (s_watch_read) each keep
+   one. 0 or a code with the message. */
 static int
-s_table_ask(nm_t *nm, int64_t now)
+s_monitor_ask(nm_t *nm, zsock_t **sock)
 {
     struct nm_remote *r = nm->remote;
-    if (!r->sec) {
-        char keys[PATH_MAX + 32];
-        if (!(r->sec = net_sec_load(db_cluster_path(&nm->cluster, keys, sizeof keys, "keys"))))
-            return util_err_ctx(LUX_EAUTH, "the global scheduler");
-    }
-    char ep[DB_EP_MAX];
+    char keys[PATH_MAX + 32], ep[DB_EP_MAX];
+    if (!r->sec &&
+        !(r->sec = net_sec_load(db_cluster_path(&nm->cluster, keys, sizeof keys, "keys"))))
+        return util_err_ctx(LUX_EAUTH, "asking the membership monitor");
     db_cluster_members_ep(&nm->cluster, false, ep, sizeof ep);
-    if (!r->tsock && (r->tsock = net_connect(ZMQ_DEALER, ep, r->sec)))
-        zsock_set_linger(r->tsock, 0);
-    if (!r->tsock || zstr_send(r->tsock, "STATUS") != 0)
-        return util_err_ctx(LUX_EIO, "the global scheduler: the membership endpoint %s", ep);
-    r->tasked_ms = now;
+    if (!*sock && (*sock = net_connect(ZMQ_DEALER, ep, r->sec)))
+        zsock_set_linger(*sock, 0);
+    if (!*sock || zstr_send(*sock, "STATUS") != 0)
+        return util_err_ctx(LUX_EIO, "the membership endpoint %s", ep);
     return 0;
 }
 
-/* The monitor's answer to s_table_ask, when it came (wait_ms: how long
+/* The monitor's answer to the table's STATUS, when it came (wait_ms: how long
    to wait for it). 0, S_NOT_YET (1: not yet), or a code with the message;
    an ask unanswered for S_ASK_WAIT_MS is given up (its socket closed, so
    a late answer is dropped). */
@@ -246,11 +245,10 @@ s_table_take(nm_t *nm, int64_t now, int wait_ms)
     return rc;
 }
 
-/* The table of nodes for a decision. Read on a socket kept to the monitor
-   (before: a new CURVE connection per read, 4-29 ms on the loop at load
-   14, every S_TABLE_MS while tasks spilled), and asked ahead: a table
-   older than S_TABLE_MS is asked again and the one held serves meanwhile,
-   up to S_TABLE_STALE_MS; only an older one, or none, is waited for. */
+/* The table of nodes for a decision, on a socket kept to the monitor (not
+   a new CURVE connection per read: 4-29 ms on the loop at load 14) and
+   asked ahead: one older than S_TABLE_MS is asked again and serves, up to
+   S_TABLE_STALE_MS, meanwhile; only an older one, or none, is waited for. */
 static int
 s_table(nm_t *nm)
 {
@@ -262,15 +260,16 @@ s_table(nm_t *nm)
     if (r->nodes && now - r->table_ms < S_TABLE_MS)
         return 0;
     bool held = r->nodes && now - r->table_ms < S_TABLE_STALE_MS;
-    if (!r->tasked_ms && (rc = s_table_ask(nm, now)))
+    if (!r->tasked_ms && (rc = s_monitor_ask(nm, &r->tsock)))
         return held ? 0 : rc;
+    if (!r->tasked_ms)
+        r->tasked_ms = now;
     if (held)
         return 0; /* the answer is read by a later decision */
     while ((rc = s_table_take(nm, now, S_ASK_WAIT_MS / 4)) == S_NOT_YET)
         now = util_mono_ms();
     return r->nodes && now - r->table_ms < S_TABLE_STALE_MS ? 0 : rc;
 }
-
 
 /* The scheduler's answer to a request (text as in NODE_PLACE) into
    answer[n]: "node HEX\nendpoint EP\n", "local\n" or "infeasible WHY\n". */
@@ -1075,20 +1074,9 @@ s_watch_silent(nm_t *nm, int64_t now)
 static bool
 s_watch_ask(nm_t *nm, int64_t now)
 {
-    struct nm_remote *r = nm->remote;
-    if (!r->sec) {
-        char keys[PATH_MAX + 32];
-        r->sec = net_sec_load(db_cluster_path(&nm->cluster, keys, sizeof keys, "keys"));
-    }
-    if (r->sec && !r->watch) {
-        char ep[DB_EP_MAX];
-        db_cluster_members_ep(&nm->cluster, false, ep, sizeof ep);
-        if ((r->watch = net_connect(ZMQ_DEALER, ep, r->sec)))
-            zsock_set_linger(r->watch, 0);
-    }
-    if (!r->watch || zstr_send(r->watch, "STATUS") != 0)
+    if (s_monitor_ask(nm, &nm->remote->watch))
         return false;
-    r->asked_ms = now;
+    nm->remote->asked_ms = now;
     return true;
 }
 
