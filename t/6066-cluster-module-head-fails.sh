@@ -5,10 +5,11 @@
 # byte changed (test hook LUX_TEST_MODULE_BAD=1), so node 1 asks the head.
 #  - The head answers with wrong bytes too (the same hook): node 1 refuses
 #    them naming the hash, gives up on the module, and the task fails with
-#    an error naming the hash (no wait for the fetch's 20 s).
+#    an error naming the hash and why (no wait for the fetch's 20 s).
 #  - The head never answers (test hook LUX_TEST_MODULE_GATE on the head:
 #    it holds the ask): node 1 gives up after 20 s naming the head, and
-#    the task fails naming the hash, within the driver's 120 s get.
+#    the task fails naming the hash and why, within the driver's 120 s get
+#    (before: "module HASH: ...HASH.so: No such file or directory").
 # Each case uses a module of its own hash (schedmod.so with one byte
 # appended: a hash given up on is remembered for 20 s).
 . "${LUX_SRCDIR:-.}/t/lib/cluster_test.sh"
@@ -36,6 +37,8 @@ h1=$(basename "$1" .so)
 ok $([ $rc -ne 0 ]; echo $?) "a task whose module neither node 2 nor the head gives right fails" ||
     diag "$out"
 like "$out" "$h1" "... its error names the module's hash" || diag "$out"
+like "$out" "the bytes the head sent do not match the hash" "... and why it is not there" ||
+    diag "$out"
 like "$(nlog n1)" "module $h1: the bytes the head sent do not match the hash: refused: its \
 tasks fail" "node 1 refused the head's bytes, naming the hash"
 ok $([ ! -e "$CL_DIR/n1/modules/$h1.so" ]; echo $?) "... and keeps no module of that hash"
@@ -54,6 +57,8 @@ done
 ok $([ $rc -ne 0 ] && [ -n "$h2" ]; echo $?) "a task whose module the head never gives fails" ||
     diag "$(cat "$TAP_TMP/d2")"
 like "$(cat "$TAP_TMP/d2")" "$h2" "... its error names the module's hash"
+like "$(cat "$TAP_TMP/d2")" "neither the node that sent its task nor the head" \
+    "... and why it is not there: nobody gave it"
 like "$(nlog head)" "LUX_TEST_MODULE_GATE: an ask for a module held" "the head held the ask"
 like "$(nlog n1)" "module $h2: neither the node that sent its task nor the head (tcp://" \
     "node 1 gave up naming the head"
