@@ -35,6 +35,7 @@
 #define S_REC (S_HDR + 16)     /* a record's header and tag */
 #define S_REQ_LEN (LUX_REF_LEN + 8)
 #define S_SAY_MS 10000         /* a connection says who it is within this */
+#define S_SILENT_MS 10000      /* a streaming connection that moves nothing this long goes */
 #define S_UNSAID_MAX 16        /* connections not yet authenticated, at once */
 #define S_TURN_BYTES (8u << 20) /* bytes one connection moves per turn of the loop */
 #define S_PROBE 65536          /* bytes of a chunk lz4 tries first */
@@ -61,12 +62,13 @@ typedef struct s_conn {
     size_t in_len, in_need;
     uint8_t *out;             /* what waits to be sent ... */
     size_t out_cap, out_len, out_pos;
-    int64_t deadline_ms;      /* the source: when an unsaid connection goes */
+    int64_t deadline_ms;      /* the source: when an unsaid, silent or drained connection goes */
     /* the source's stream */
     const uint8_t *bytes;     /* the object's */
     uint64_t size, off;       /* its size; the next chunk's offset */
     uint32_t chunk, credit;   /* chunk bytes asked; chunks it may still send */
     bool flip;                /* test: a byte of its second chunk flipped after sealing */
+    bool hold, held;          /* test: nothing after the first chunk while the hold file is; said so */
     /* the puller's */
     void *who;
     uint8_t id[LUX_REF_LEN];
@@ -93,6 +95,7 @@ struct exec_bulk {
     util_complain_t complain;
     char *flip_file;         /* LUX_TEST_BULK_FLIP: a tampered chunk when this file exists */
     char *badkey_file;       /* LUX_TEST_BULK_BADKEY: a wrong key when this file exists */
+    char *hold_file;         /* LUX_TEST_BULK_HOLD: a source holds after one chunk while it exists */
     char *local;             /* the node's address: where its pulls come from */
 };
 
@@ -274,6 +277,7 @@ s_flush(s_conn_t *c)
                          MSG_NOSIGNAL | MSG_DONTWAIT);
         if (k > 0) {
             c->out_pos += (size_t) k;
+            c->deadline_ms = util_mono_ms() + S_SILENT_MS; /* it moves */
         } else if (k < 0 && errno == EINTR) {
             continue;
         } else if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
@@ -330,6 +334,19 @@ s_refuse(exec_bulk_t *b, s_conn_t *c, const char *why)
     util_complain(&b->complain, "bulk port %d: refused the connection from %s: %s", b->port,
                   c->peer, why);
     s_kill(b, c);
+}
+
+/* A connection that was served ends: it goes, then the transfer's holder
+   hears, once a chunk went (before that, the puller may still read the
+   object over CURVE under the same OPEN). */
+static void
+s_src_end(exec_bulk_t *b, s_conn_t *c)
+{
+    uint64_t xid = c->key.xid;
+    bool over = c->st >= SS_STREAM && c->ctr_out > 0;
+    s_kill(b, c);
+    if (over && b->fns.over)
+        b->fns.over(b->arg, xid);
 }
 
 static void
@@ -402,7 +419,8 @@ s_chunk(exec_bulk_t *b, s_conn_t *c)
 static void
 s_src_want(exec_bulk_t *b, s_conn_t *c)
 {
-    bool more = c->st == SS_STREAM && c->credit > 0 && c->off < c->size;
+    bool more = c->st == SS_STREAM && c->credit > 0 && c->off < c->size &&
+                !(c->hold && c->ctr_out > 0);
     s_want(b, c, EPOLLIN | (c->out_pos < c->out_len || more ? EPOLLOUT : 0));
 }
 
@@ -477,12 +495,12 @@ s_src_say(exec_bulk_t *b, s_conn_t *c)
         s_refuse(b, c, "its request asks for chunks of a size or number this node does not send");
         return;
     }
-    if (b->flip_file) {
-        struct stat st;
-        if (stat(b->flip_file, &st) == 0 && unlink(b->flip_file) == 0)
-            c->flip = true;
-    }
+    struct stat st;
+    if (b->flip_file && stat(b->flip_file, &st) == 0 && unlink(b->flip_file) == 0)
+        c->flip = true;
+    c->hold = b->hold_file && stat(b->hold_file, &st) == 0;
     c->st = SS_STREAM;
+    c->deadline_ms = util_mono_ms() + S_SILENT_MS;
     c->in_len = 0;
     c->in_need = S_REC + 4;
     log_debug("bulk: streaming transfer %016llx (%llu bytes) to %s",
@@ -500,7 +518,7 @@ s_src_stream(exec_bulk_t *b, s_conn_t *c)
                 log_info("bulk: %s closed transfer %016llx after %llu of %llu bytes", c->peer,
                          (unsigned long long) c->key.xid, (unsigned long long) c->off,
                          (unsigned long long) c->size);
-            s_kill(b, c);
+            s_src_end(b, c);
             return;
         }
         if (r == 0)
@@ -508,10 +526,14 @@ s_src_stream(exec_bulk_t *b, s_conn_t *c)
         uint8_t *h = c->in;
         if (c->st != SS_STREAM || h[0] != R_CREDIT || s_u32(h + 4) != 4 || s_u32(h + 8) != 4 ||
             !s_open(&c->key, 1, c->ctr_in, h, h + S_REC, 4, h + S_HDR)) {
-            s_refuse(b, c, "a record after its request that is not its credit");
+            util_complain(&b->complain, "bulk port %d: ended transfer %016llx to %s: a record "
+                          "after its request that is not its credit", b->port,
+                          (unsigned long long) c->key.xid, c->peer);
+            s_src_end(b, c);
             return;
         }
         c->ctr_in++;
+        c->deadline_ms = util_mono_ms() + S_SILENT_MS; /* the puller lives */
         uint32_t n = s_u32(h + S_REC);
         c->credit = c->credit + n > 4096 ? 4096 : c->credit + n;
         c->in_len = 0;
@@ -521,15 +543,23 @@ s_src_stream(exec_bulk_t *b, s_conn_t *c)
         if (s_flush(c)) {
             log_info("bulk: the connection to %s broke during transfer %016llx: %s", c->peer,
                      (unsigned long long) c->key.xid, strerror(errno));
-            s_kill(b, c);
+            s_src_end(b, c);
             return;
         }
         if (c->out_len || c->st != SS_STREAM || c->credit == 0 || c->off >= c->size)
             break;
+        if (c->hold && c->ctr_out > 0) {
+            if (!c->held)
+                log_warn("bulk: holding transfer %016llx to %s after its first chunk while %s "
+                         "exists (LUX_TEST_BULK_HOLD)", (unsigned long long) c->key.xid,
+                         c->peer, b->hold_file);
+            c->held = true;
+            break;
+        }
         uint64_t before = c->off;
         if (s_chunk(b, c)) {
             log_error("bulk: out of memory for a chunk to %s", c->peer);
-            s_kill(b, c);
+            s_src_end(b, c);
             return;
         }
         moved += c->off - before;
@@ -557,7 +587,7 @@ s_src_fired(exec_bulk_t *b, s_conn_t *c, uint32_t ev)
         while ((k = recv(c->fd, junk, sizeof junk, MSG_DONTWAIT)) > 0)
             ;
         if (k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
-            s_kill(b, c);
+            s_src_end(b, c);
         else
             s_want(b, c, EPOLLIN);
         return;
@@ -729,7 +759,7 @@ s_pull_read(exec_bulk_t *b, s_conn_t *c)
         }
     }
     if (moved)
-        b->fns.moved(b->arg, c->who);
+        b->fns.moved(b->arg, c->who, c->got);
 }
 
 static void
@@ -932,6 +962,7 @@ exec_bulk_new(const char *host, int port, const char *local, const exec_bulk_fns
     }
     b->flip_file = s_env_dup("LUX_TEST_BULK_FLIP");
     b->badkey_file = s_env_dup("LUX_TEST_BULK_BADKEY");
+    b->hold_file = s_env_dup("LUX_TEST_BULK_HOLD");
     b->local = local && *local ? strdup(local) : NULL;
     if (host && port > 0 && (b->listen = s_listen(b, host, port)))
         b->port = port;
@@ -951,6 +982,7 @@ exec_bulk_destroy(exec_bulk_t **self_p)
     close(b->epfd);
     free(b->flip_file);
     free(b->badkey_file);
+    free(b->hold_file);
     free(b->local);
     free(b);
     *self_p = NULL;
@@ -1002,12 +1034,27 @@ exec_bulk_tick(exec_bulk_t *self)
         if (c->kind == K_PULL && c->st == PS_FAILED) {
             util_err(c->fail_rc, "%s", c->fail_why);
             s_pull_end(self, c, c->fail_rc, true);
-        } else if (c->kind == K_SRC && (c->st <= SS_REQ || c->st == SS_DRAIN) &&
-                   now > c->deadline_ms) {
-            if (c->st == SS_DRAIN)
-                s_kill(self, c);
-            else
+        } else if (c->kind == K_SRC && c->hold) {
+            struct stat st;
+            c->deadline_ms = now + S_SILENT_MS; /* held by the test, not silent */
+            if (stat(self->hold_file, &st) != 0) {
+                c->hold = false;
+                log_info("bulk: transfer %016llx to %s goes on (LUX_TEST_BULK_HOLD is gone)",
+                         (unsigned long long) c->key.xid, c->peer);
+                s_src_want(self, c);
+            }
+        } else if (c->kind == K_SRC && now > c->deadline_ms) {
+            if (c->st == SS_DRAIN) {
+                s_src_end(self, c);
+            } else if (c->st == SS_STREAM) {
+                log_warn("bulk: transfer %016llx to %s moved nothing for %d s (the puller is "
+                         "stopped, or cut off without a close): ended after %llu of %llu bytes",
+                         (unsigned long long) c->key.xid, c->peer, S_SILENT_MS / 1000,
+                         (unsigned long long) c->off, (unsigned long long) c->size);
+                s_src_end(self, c);
+            } else {
                 s_refuse(self, c, "it did not say who it is within 10 s");
+            }
         }
     }
     self->depth--;

@@ -75,8 +75,14 @@ typedef struct {
                  exec_bulk_key_t *key, const uint8_t **bytes, uint64_t *size);
     /* The source: a chunk of xid went (the transfer is alive). */
     void (*sent)(void *arg, uint64_t xid);
-    /* The puller: bytes came for who's pull. */
-    void (*moved)(void *arg, void *who);
+    /* The source: the connection serving xid ended after it sent a chunk
+       (the puller has all, went away, or moved nothing for 10 s): the
+       transfer cannot be served again, so what it holds may go now. Not
+       called for exec_bulk_drop's ends, nor from exec_bulk_destroy. */
+    void (*over)(void *arg, uint64_t xid);
+    /* The puller: bytes came for who's pull; got of them are opened in
+       place so far. */
+    void (*moved)(void *arg, void *who, uint64_t got);
     /* The puller: who's pull ended (its handle is gone already): rc 0
        when every byte came and opened, else a code with lux_errmsg();
        fallback true when it ended before any chunk came because the
@@ -106,7 +112,9 @@ void exec_bulk_key_wipe(exec_bulk_key_t *k);
    when it is readable. */
 int exec_bulk_fd(exec_bulk_t *self);
 void exec_bulk_fired(exec_bulk_t *self);
-/* Each tick: connections that did not say who they are in time go. */
+/* Each tick: connections that did not say who they are in time go, and
+   those that moved nothing for 10 s (a puller or source stopped, or cut
+   off without a close). */
 void exec_bulk_tick(exec_bulk_t *self);
 
 /* The source: end any connection serving xid (its transfer closed). */

@@ -79,6 +79,9 @@ struct nm_obj {
     bool owned;             /* its owner has not freed it */
     bool freed;             /* a put its owner freed: gone for calls made after the free,
                                though the tasks queued for it still take it */
+    bool copy;              /* a copy pulled from another node (object_copied logged):
+                               its going is logged too (object_lost), so that
+                               object_locations does not list this node for it */
     uint64_t size;
     uint8_t *bytes;         /* INLINE value, or ERROR message (malloc'd) */
     uint64_t off;           /* ARENA offset */

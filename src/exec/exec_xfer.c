@@ -525,8 +525,9 @@ s_complete(nm_t *nm, s_pull_t *p)
         s_finish(nm, p, util_err(LUX_ENOMEM, "out of memory"));
         return;
     }
-    o->owned = false; /* a copy: nobody's; it stays while the store has room */
+    o->owned = false; /* a copy: nobody's; it goes when its readers let it go */
     o->owner = NULL;
+    o->copy = true;   /* and its going is logged (nm_obj_delete) */
     o->is_put = false; /* dropped, not spilled, when room is needed: it can be pulled again */
     if (p->ibytes) {
         nm_obj_set_inline(nm, o, p->ibytes, p->size);
@@ -707,11 +708,15 @@ nm_xfer_src_on_pull_rep(nm_t *nm, nm_peer_msg_t *m)
 
 /* --- the bulk path's callbacks (exec_bulk.h) ------------------------------------------------ */
 
+/* Bytes came: the source lives, and once a chunk is in, a stall is the
+   source's failure, not a bulk port to fall back from. */
 static void
-s_bulk_moved(void *arg, void *who)
+s_bulk_moved(void *arg, void *who, uint64_t got)
 {
     (void) arg;
-    ((s_pull_t *) who)->last_ms = util_mono_ms();
+    s_pull_t *p = who;
+    p->last_ms = util_mono_ms();
+    p->got = got;
 }
 
 static void
@@ -758,6 +763,7 @@ nm_xfer_new(nm_t *nm)
     x->chunk = (uint32_t) s_env("LUX_XFER_CHUNK", S_CHUNK_DEFAULT, 4096, 64 << 20);
     x->window = (int) s_env("LUX_XFER_WINDOW", S_WINDOW_DEFAULT, 1, 256);
     x->timeout_ms = s_env("LUX_XFER_TIMEOUT_MS", S_TIMEOUT_DEFAULT, 100, 3600000);
+    x->open_idle_ms = s_env("LUX_XFER_OPEN_IDLE_MS", S_OPEN_IDLE_MS, 100, 86400000);
     if (nm_peer_on(nm, NET_NODE_LOCATE, s_on_locate) ||
         nm_peer_on(nm, NET_NODE_LOCATE_REP, s_on_locate_rep) ||
         nm_peer_on(nm, NET_NODE_PULL, nm_xfer_src_on_pull) ||
@@ -768,7 +774,8 @@ nm_xfer_new(nm_t *nm)
     /* the bulk port: on the address the node's endpoint binds (the
        head's listen host, a node's own address), never elsewhere */
     if (s_env("LUX_XFER_BULK", 1, 0, 1)) {
-        static const exec_bulk_fns_t fns = {nm_xfer_src_bulk_serve, nm_xfer_src_bulk_sent, s_bulk_moved,
+        static const exec_bulk_fns_t fns = {nm_xfer_src_bulk_serve, nm_xfer_src_bulk_sent,
+                                            nm_xfer_src_bulk_over, s_bulk_moved,
                                             s_bulk_ended};
         const char *host = nm_peer_is_head(nm) ? nm->cluster.listen + 6 : nm->address;
         if (!(x->bulk = exec_bulk_new(host, nm->cluster.master_port + EXEC_BULK_PORT_OFFSET,
@@ -923,7 +930,7 @@ nm_xfer_tick(nm_t *nm)
     }
     /* objects served to pullers that went silent */
     for (s_open_t **q = &x->opens; *q;) {
-        if (now - (*q)->last_ms > S_OPEN_IDLE_MS)
+        if (now - (*q)->last_ms > x->open_idle_ms)
             nm_xfer_src_close(nm, q);
         else
             q = &(*q)->next;

@@ -147,8 +147,8 @@ s_serve_chunk(nm_t *nm, nm_peer_msg_t *m, uint64_t token, const uint8_t *id, uin
         len == 0) {
         int rc = util_err(op ? LUX_EINVAL : LUX_ENOTFOUND,
                           "node %s: object %s %s", nm->address, xfer_hex(&ref, hex),
-                          op ? "has no such chunk" : "was not opened (or was closed, "
-                          "after 30 s without a request)");
+                          op ? "has no such chunk" : "was not opened (or was closed: "
+                          "its bulk connection ended, or nothing asked for it a while)");
         s_pull_reply(nm, m, token, id, OP_CHUNK, rc, NULL);
         return;
     }
@@ -261,3 +261,14 @@ nm_xfer_src_bulk_sent(void *arg, uint64_t xid)
             op->last_ms = util_mono_ms();
 }
 
+
+void
+nm_xfer_src_bulk_over(void *arg, uint64_t xid)
+{
+    nm_t *nm = arg;
+    for (s_open_t **q = &nm->xfer->opens; *q; q = &(*q)->next)
+        if ((*q)->offered && (*q)->served && (*q)->key.xid == xid) {
+            nm_xfer_src_close(nm, q); /* unpinned now, not after S_OPEN_IDLE_MS */
+            return;
+        }
+}

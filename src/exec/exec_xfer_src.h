@@ -21,7 +21,8 @@
 #define S_WINDOW_DEFAULT 8         /* chunks in flight per pull (LUX_XFER_WINDOW) */
 #define S_TIMEOUT_DEFAULT 10000    /* ms without an answer from a source (LUX_XFER_TIMEOUT_MS) */
 #define S_LOCATE_MS 2000           /* how long a location the log lacks is asked again */
-#define S_OPEN_IDLE_MS 30000       /* a source unpins an object nobody read for this long */
+#define S_OPEN_IDLE_MS 30000       /* a source unpins an object nobody read for this long
+                                      (LUX_XFER_OPEN_IDLE_MS) */
 #define S_PROBE 65536              /* bytes of a chunk lz4 tries first */
 #define S_FELL_MAX 32              /* source nodes remembered as reached over CURVE only */
 #define S_FELL_MS 60000            /* a bulk port that could not be reached is not asked again for this long */
@@ -53,6 +54,7 @@ struct nm_xfer {
     uint32_t chunk;
     int window;
     int64_t timeout_ms;
+    int64_t open_idle_ms;    /* S_OPEN_IDLE_MS */
     db_query_t *q;           /* the head: the log, for NODE_LOCATE */
     util_buf_t buf;
     uint8_t *zbuf;           /* scratch for a compressed chunk */
@@ -77,9 +79,11 @@ void nm_xfer_src_on_pull(nm_t *nm, nm_peer_msg_t *m);
 /* Let the object served at *q go (unpinned, its bulk key dropped) and
    unlink it. */
 void nm_xfer_src_close(nm_t *nm, s_open_t **q);
-/* exec_bulk's serve and sent callbacks (arg: the node). */
+/* exec_bulk's serve, sent and over callbacks (arg: the node); over
+   closes the transfer's OPEN at once (unpins the object). */
 int nm_xfer_src_bulk_serve(void *arg, uint64_t xid, const uint8_t id[LUX_REF_LEN],
                            exec_bulk_key_t *key, const uint8_t **bytes, uint64_t *size);
 void nm_xfer_src_bulk_sent(void *arg, uint64_t xid);
+void nm_xfer_src_bulk_over(void *arg, uint64_t xid);
 
 #endif

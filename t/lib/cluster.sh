@@ -26,6 +26,8 @@
 #   cluster_wait_sql SQL WANT [SECS]   poll `lux sql --csv` on the head until
 #                                      its output holds WANT (0) or SECS pass
 #                                      (1); the output in $CL_SQL
+#   cluster_wait_value SQL WANT [SECS] the same, until the last line of its
+#                                      output is WANT (a count of 10 is not 0)
 #   cluster_wait_file FILE [SECS]      wait until FILE exists (0) or SECS
 #                                      (default 120) pass (1)
 #   cluster_kill_node I                kill -9 node I's daemon and its
@@ -131,6 +133,17 @@ cluster_wait_sql() { # cluster_wait_sql SQL WANT [SECS]
     while [ "$(date +%s)" -lt $_end ]; do
         CL_SQL=$("$LUX" sql --dir "$CL_DIR/head" --csv "$1" 2>&1)
         case "$CL_SQL" in *"$2"*) return 0 ;; esac
+        sleep 0.2
+    done
+    return 1
+}
+
+cluster_wait_value() { # cluster_wait_value SQL WANT [SECS]: as cluster_wait_sql, but the
+    # answer's last line (a one-value query's value) must be WANT itself, not hold it
+    _end=$(($(date +%s) + ${3:-60}))
+    while [ "$(date +%s)" -lt $_end ]; do
+        CL_SQL=$("$LUX" sql --dir "$CL_DIR/head" --csv "$1" 2>&1)
+        [ "$(printf '%s\n' "$CL_SQL" | tail -n 1)" = "$2" ] && return 0
         sleep 0.2
     done
     return 1
