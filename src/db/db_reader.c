@@ -15,6 +15,7 @@
 */
 #include "db_reader.h"
 #include "../net/net_pipe.h"
+#include "../net/net_req.h"
 #include "../net/net_wire.h"
 #include "../util/util_err.h"
 #include "../util/util_fs.h"
@@ -56,7 +57,7 @@ typedef struct {
     const char *gate;       /* LUX_TEST_READ_GATE, read once at start */
     s_worker_t workers[DB_READ_WORKERS];
     s_job_t *queue, *queue_last;
-    int64_t last_complaint; /* ms, to rate-limit garbage logs */
+    util_complain_t complain; /* garbage logged at most once a second */
     int64_t ckpt_ms;        /* when the last checkpoint ran */
     uint64_t full_at;       /* the WAL's size after the last whole FULL checkpoint */
     int64_t full_ms;        /* ...and when it ran */
@@ -192,11 +193,7 @@ s_dispatch(s_reader_t *self)
 static void
 s_complain(s_reader_t *self, const char *what)
 {
-    int64_t now = util_mono_ms();
-    if (now - self->last_complaint >= 1000) {
-        log_error("read endpoint: dropped a bad message: %s", what);
-        self->last_complaint = now;
-    }
+    util_complain(&self->complain, "read endpoint: dropped a bad message: %s", what);
 }
 
 /* Answer an ERROR to the requester, naming its request (the READ's
@@ -214,30 +211,21 @@ static int
 s_on_read(zloop_t *loop, zsock_t *sock, void *arg)
 {
     s_reader_t *self = arg;
-    zmsg_t *msg = zmsg_recv(sock);
-    zframe_t *rid, *hf, *body;
-    net_hdr_t h;
+    net_req_t r;
     char text[256];
-    int rc;
 
-    if (!msg)
-        return 0;
-    rid = zmsg_pop(msg);
-    hf = zmsg_pop(msg);
-    body = zmsg_pop(msg);
+    /* garbage: complained of and answered (EPROTO, or ENOSYS for another
+       protocol version) */
+    if (net_req_recv(&r, sock, &self->complain, "read endpoint", self->shard,
+                     atomic_load(&self->state->epoch)))
+        goto done;
+    zframe_t *body = r.body;
+    const net_hdr_t h = r.h;
     /* the request ID, for the ERROR that may answer it */
     uint64_t req = body && zframe_size(body) >= 8 ? util_rd64(zframe_data(body)) : 0;
-    if ((rc = net_hdr_decode(&h, hf))) {
-        /* EPROTO, or ENOSYS for another protocol version */
-        snprintf(text, sizeof text, "%s", lux_errmsg());
-        s_complain(self, text);
-        if (rid)
-            s_error(self, &rid, rc, text, 0);
-        goto done;
-    }
     if (h.type == NET_PING) {
         zmsg_t *m = zmsg_new();
-        zmsg_append(m, &rid);
+        zmsg_append(m, &r.rid);
         zmsg_append(m, &(zframe_t *) {net_hdr_frame(NET_PONG, self->shard,
                                                     atomic_load(&self->state->epoch))});
         zmsg_send(&m, sock);
@@ -247,7 +235,7 @@ s_on_read(zloop_t *loop, zsock_t *sock, void *arg)
         snprintf(text, sizeof text, "expected READ of 24 bytes, got %s with %zu bytes",
                  net_type_name(h.type), body ? zframe_size(body) : 0);
         s_complain(self, text);
-        s_error(self, &rid, LUX_EPROTO, text, h.type == NET_READ ? req : 0);
+        s_error(self, &r.rid, LUX_EPROTO, text, h.type == NET_READ ? req : 0);
         goto done;
     }
     if (h.shard != self->shard) {
@@ -256,7 +244,7 @@ s_on_read(zloop_t *loop, zsock_t *sock, void *arg)
         snprintf(text, sizeof text, "READ for shard %u at the read endpoint of shard %u",
                  h.shard, self->shard);
         s_complain(self, text);
-        s_error(self, &rid, LUX_ESHARD, text, req);
+        s_error(self, &r.rid, LUX_ESHARD, text, req);
         goto done;
     }
     uint64_t epoch = atomic_load(&self->state->epoch);
@@ -265,7 +253,7 @@ s_on_read(zloop_t *loop, zsock_t *sock, void *arg)
                  self->shard, (unsigned long long) h.epoch,
                  atomic_load(&self->state->is_tail) ? "this tail is at" : "not the tail at",
                  (unsigned long long) epoch);
-        s_error(self, &rid, h.epoch != epoch ? LUX_EEPOCH : LUX_ESTATE, text, req);
+        s_error(self, &r.rid, h.epoch != epoch ? LUX_EEPOCH : LUX_ESTATE, text, req);
         goto done;
     }
     const uint8_t *p = zframe_data(body);
@@ -274,16 +262,16 @@ s_on_read(zloop_t *loop, zsock_t *sock, void *arg)
            which a reader computes (doc/protocol.md 7) */
         snprintf(text, sizeof text, "shard %u: READ from seq 0: seqs start at 1 (the hash "
                  "before seq 1 is the genesis, computed, not read)", self->shard);
-        s_error(self, &rid, LUX_EINVAL, text, req);
+        s_error(self, &r.rid, LUX_EINVAL, text, req);
         goto done;
     }
     s_job_t *job = calloc(1, sizeof *job);
     if (!job) {
-        s_error(self, &rid, LUX_ENOMEM, "out of memory", req);
+        s_error(self, &r.rid, LUX_ENOMEM, "out of memory", req);
         goto done;
     }
-    job->rid = rid;
-    rid = NULL;
+    job->rid = r.rid;
+    r.rid = NULL;
     job->req = util_rd64(p);
     job->from = util_rd64(p + 8);
     job->max = util_rd32(p + 16);
@@ -305,10 +293,7 @@ s_on_read(zloop_t *loop, zsock_t *sock, void *arg)
     self->queue_last = job;
     s_dispatch(self);
 done:
-    zframe_destroy(&rid);
-    zframe_destroy(&hf);
-    zframe_destroy(&body);
-    zmsg_destroy(&msg);
+    net_req_done(&r);
     return 0;
 }
 
@@ -398,6 +383,7 @@ s_actor(zsock_t *pipe, void *arg)
     db_reader_opts_t *o = arg;
     s_reader_t self = {.pipe = pipe, .state = o->state, .shard = o->shard,
                        .gate = getenv("LUX_TEST_READ_GATE")};
+    util_complain_init(&self.complain, UTIL_COMPLAIN_MS);
     db_store_opts_t so = {.path = o->db_path, .cluster = *o->cluster, .shard = o->shard,
                           .reader = true};
     db_store_opts_t wo = so;

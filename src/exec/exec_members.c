@@ -6,6 +6,7 @@
 #include "../db/db_client.h"
 #include "../db/db_event.h"
 #include "../db/db_query.h"
+#include "../net/net_pipe.h"
 #include "../util/util_err.h"
 #include "../util/util_log.h"
 #include "../util/util_time.h"
@@ -301,10 +302,7 @@ s_actor(zsock_t *pipe, void *arg)
         int64_t wait = next - util_mono_ms();
         void *which = zpoller_wait(p, wait > 0 ? (int) wait : 0);
         if (which == pipe) {
-            char *cmd = zstr_recv(pipe);
-            bool stop = !cmd || strcmp(cmd, "$TERM") == 0;
-            free(cmd);
-            if (stop)
+            if (net_pipe_term(pipe))
                 break;
         } else if (which == m->router) {
             zmsg_t *msg = zmsg_recv(m->router);

@@ -828,9 +828,14 @@ s_setup(nm_t *nm, const exec_node_opts_t *o)
         return util_err(LUX_EIO, "epoll_create1: %s", strerror(errno));
     if ((nm->listen_fd = net_link_listen(nm->endpoint)) < 0)
         return nm->listen_fd;
-    if ((rc = nm_peer_open(nm)) || (rc = nm_xfer_open(nm)) || (rc = nm_remote_open(nm)) ||
-        (rc = nm_ractor_open(nm)) || (rc = nm_log_open(nm)))
-        return rc;
+    /* the parts over other nodes, with an endpoint (a tcp cluster), each
+       registering its messages there; then the log's side */
+    if (nm_peer_wanted(nm) &&
+        (!(nm->peer = nm_peer_new(nm)) || !(nm->xfer = nm_xfer_new(nm)) ||
+         !(nm->remote = nm_remote_new(nm)) || !(nm->ractor = nm_ractor_new(nm))))
+        return LUX_EIO; /* the message says what and why */
+    if (!(nm->lg = nm_log_new(nm)))
+        return LUX_EIO;
     nm_log_node(nm); /* with the endpoint's port */
     nm_cpu_setup(nm);
     for (int i = 0; i < nm->target_workers; i++)
@@ -853,8 +858,8 @@ s_teardown(nm_t *nm)
         nm->workers = w->next;
         free(w);
     }
-    nm_xfer_close(nm);
-    nm_log_close(nm);
+    nm_xfer_destroy(&nm->xfer);
+    nm_log_destroy(&nm->lg);
     nm_actor_close(nm);
     nm_store_alloc_waits_drop(nm, NULL);
     nm_store_restore_waits_drop(nm, NULL);
@@ -897,9 +902,9 @@ s_teardown(nm_t *nm)
     }
     if (nm->epfd >= 0)
         close(nm->epfd);
-    nm_ractor_close(nm); /* before what it uses of exec_remote.c */
-    nm_remote_close(nm);
-    nm_peer_close(nm);
+    nm_ractor_destroy(&nm->ractor); /* before what it uses of exec_remote.c */
+    nm_remote_destroy(&nm->remote);
+    nm_peer_destroy(&nm->peer);
     exec_arena_destroy(&nm->arena);
     util_buf_free(&nm->scratch);
 }

@@ -45,6 +45,7 @@ struct nm_blob_job {
 
 /* The writer: jobs in `todo` are written in order and moved to `done`. */
 struct nm_blobw {
+    nm_t *nm;                        /* the node it belongs to */
     pthread_t thread;
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -118,15 +119,13 @@ nm_blob_record(nm_t *nm, nm_obj_t *o, char *info, size_t n)
     return j;
 }
 
-/* The writer, made on first use. */
-static struct nm_blobw *
-s_writer_get(nm_t *nm)
+nm_blobw_t *
+nm_blob_new(nm_t *nm)
 {
-    if (nm->blobw)
-        return nm->blobw;
-    struct nm_blobw *b = calloc(1, sizeof *b);
+    nm_blobw_t *b = calloc(1, sizeof *b);
     if (!b)
         return NULL;
+    b->nm = nm;
     snprintf(b->dir, sizeof b->dir, "%s/blobs", nm->cluster.dir);
     pthread_mutex_init(&b->mu, NULL);
     pthread_cond_init(&b->cv, NULL);
@@ -136,8 +135,16 @@ s_writer_get(nm_t *nm)
         free(b);
         return NULL;
     }
-    nm->blobw = b;
     return b;
+}
+
+/* The writer, made on first use. */
+static nm_blobw_t *
+s_writer_get(nm_t *nm)
+{
+    if (!nm->blobw)
+        nm->blobw = nm_blob_new(nm);
+    return nm->blobw;
 }
 
 /* j written (or not): its event goes with what became of it. */
@@ -204,19 +211,20 @@ nm_blob_tick(nm_t *nm)
 }
 
 void
-nm_blob_close(nm_t *nm)
+nm_blob_destroy(nm_blobw_t **self_p)
 {
-    struct nm_blobw *b = nm->blobw;
+    nm_blobw_t *b = *self_p;
     if (!b)
         return;
+    nm_t *nm = b->nm;
     pthread_mutex_lock(&b->mu);
     b->stop = true;
     pthread_cond_signal(&b->cv);
     pthread_mutex_unlock(&b->mu);
     pthread_join(b->thread, NULL); /* what was queued is written first */
-    nm_blob_tick(nm);
+    nm_blob_tick(nm); /* reaches b at nm->blobw: self_p is &nm->blobw */
     pthread_mutex_destroy(&b->mu);
     pthread_cond_destroy(&b->cv);
     free(b);
-    nm->blobw = NULL;
+    *self_p = NULL;
 }

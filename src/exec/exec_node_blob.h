@@ -28,7 +28,13 @@ void nm_blob_start(nm_t *nm, nm_blob_job_t *job, nm_blob_done_fn *done, void *he
 /* Finish the writes that are done (from nm_log_tick). */
 void nm_blob_tick(nm_t *nm);
 
-/* Wait for every queued write, finish them, and stop the writer. */
-void nm_blob_close(nm_t *nm);
+typedef struct nm_blobw nm_blobw_t;
+
+/* The writer thread (for nm->blobw; made on the first nm_blob_start): NULL
+   when it cannot be made (puts are then written on the loop). */
+nm_blobw_t *nm_blob_new(nm_t *nm);
+/* Wait for every queued write, finish them, and stop the writer. self_p
+   is &nm->blobw (finishing reaches it there). */
+void nm_blob_destroy(nm_blobw_t **self_p);
 
 #endif

@@ -413,7 +413,7 @@ typedef struct {
        nm_sched_open), for the store and the worker pool */
     bool (*unreserve_all)(nm_t *nm);
     void (*worker_gone)(nm_t *nm, nm_worker_t *w, const char *why);
-    /* other nodes (exec_remote.c, nm_remote_open; NULL without them):
+    /* other nodes (exec_remote.c, nm_remote_new; NULL without them):
        for the graph, a task another node sent here ended (status 0: well)
        and its sender is told; for the store's nm_send, what goes to such
        a node's client (takes *m); for the scheduler, t offered to the
@@ -423,7 +423,7 @@ typedef struct {
     void (*peer_send)(nm_t *nm, nm_client_t *c, zmsg_t **m);
     bool (*remote_place)(nm_t *nm, nm_task_t *t, bool self);
     void (*remote_flush)(nm_t *nm);
-    /* actors on other nodes (exec_ractor.c, nm_ractor_open; set with other
+    /* actors on other nodes (exec_ractor.c, nm_ractor_new; set with other
        nodes), for exec_remote.c: the global scheduler's answer for an
        actor's creation (text: where, or why not), the node holding an
        actor (or one of its calls) found dead, an actor's run another node

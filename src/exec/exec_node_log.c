@@ -45,7 +45,7 @@
 #define S_HELD UINT64_MAX /* the event is held: not appended yet */
 #define S_FLUSH_NS 10000000 /* send events at most every 10 ms (but see nm_log_tick) */
 #define S_HELD_HURRY 256     /* held events past which released ones go at once */
-#define S_CLOSE_MS 10000     /* nm_log_close: what is not recorded by then is reported, not waited for */
+#define S_CLOSE_MS 10000     /* nm_log_destroy: what is not recorded by then is reported, not waited for */
 
 typedef struct {
     uint32_t shard;
@@ -78,6 +78,7 @@ typedef struct s_held {
 } s_held_t;
 
 struct nm_log {
+    nm_t *nm;              /* the node it belongs to */
     net_sec_t *sec;        /* the cluster key, for tcp clusters */
     int64_t flushed_ns;    /* when events were last sent */
     util_idmap_t *unacked; /* task ID -> s_pos_t */
@@ -90,48 +91,61 @@ struct nm_log {
     util_buf_t deps;       /* scratch: its deps (not rec: a held event is encoded there) */
 };
 
-int
-nm_log_open(nm_t *nm)
+nm_log_t *
+nm_log_new(nm_t *nm)
 {
     char keys[PATH_MAX + 32];
-    struct nm_log *L = calloc(1, sizeof *L);
-    if (!L)
-        return util_err(LUX_ENOMEM, "out of memory");
-    nm->lg = L;
+    nm_log_t *L = calloc(1, sizeof *L);
+    if (!L) {
+        util_err(LUX_ENOMEM, "out of memory");
+        return NULL;
+    }
+    L->nm = nm;
     util_buf_init(&L->rec);
     util_buf_init(&L->body);
     util_buf_init(&L->deps);
     L->unacked = util_idmap_new(sizeof(s_pos_t));
     L->fifos = calloc(nm->cluster.shards, sizeof *L->fifos);
     L->tails = calloc(nm->cluster.shards, sizeof *L->tails);
-    if (!L->unacked || !L->fifos || !L->tails)
-        return util_err(LUX_ENOMEM, "out of memory");
+    if (!L->unacked || !L->fifos || !L->tails) {
+        util_err(LUX_ENOMEM, "out of memory");
+        nm_log_destroy(&L);
+        return NULL;
+    }
     if (db_cluster_tcp(&nm->cluster) &&
-        !(L->sec = net_sec_load(db_cluster_path(&nm->cluster, keys, sizeof keys, "keys"))))
-        return LUX_EAUTH;
+        !(L->sec = net_sec_load(db_cluster_path(&nm->cluster, keys, sizeof keys, "keys")))) {
+        nm_log_destroy(&L);
+        return NULL;
+    }
     db_client_opts_t o = {.cluster = &nm->cluster, .sec = L->sec, .max_inflight = 262144};
-    if (!(nm->log = db_client_new(&o)))
-        return util_err_ctx(LUX_EIO, "the node manager cannot reach the log");
-    return 0;
+    if (!(nm->log = db_client_new(&o))) {
+        util_err_ctx(LUX_EIO, "the node manager cannot reach the log");
+        nm_log_destroy(&L);
+        return NULL;
+    }
+    return L;
 }
 
 void
-nm_log_close(nm_t *nm)
+nm_log_destroy(nm_log_t **self_p)
 {
-    struct nm_log *L = nm->lg;
+    nm_log_t *L = *self_p;
+    if (!L)
+        return;
+    nm_t *nm = L->nm;
     if (nm->log) {
         /* what is held goes out as its dependencies commit; not for ever
            if the log stops answering */
         /* one deadline for both steps: the head's stop waits for this */
         int64_t deadline = util_mono_ms() + S_CLOSE_MS;
-        nm_blob_close(nm); /* the blobs being written first: their events wait for them */
-        while (L && L->held && util_mono_ms() < deadline) {
+        nm_blob_destroy(&nm->blobw); /* the blobs being written first: their events wait for them */
+        while (L->held && util_mono_ms() < deadline) {
             nm->log_urgent = true; /* each level of held lineage at once... */
             nm_log_tick(nm);
             if (L->held)
                 db_client_poll(nm->log, 1); /* ...and wait for its acknowledgement, not spin */
         }
-        uint64_t held = L ? L->nheld : 0;
+        uint64_t held = L->nheld;
         int64_t left = deadline - util_mono_ms();
         int rc = db_client_sync(nm->log, left > 0 ? (int) left : 1);
         uint64_t sent = db_client_unacked(nm->log);
@@ -148,8 +162,6 @@ nm_log_close(nm_t *nm)
         }
         db_client_destroy(&nm->log);
     }
-    if (!L)
-        return;
     for (uint32_t s = 0; s < nm->cluster.shards; s++) {
         if (L->fifos)
             free(L->fifos[s].v);
@@ -171,7 +183,7 @@ nm_log_close(nm_t *nm)
     util_buf_free(&L->deps);
     net_sec_destroy(&L->sec);
     free(L);
-    nm->lg = NULL;
+    *self_p = NULL;
 }
 
 /* --- appending ------------------------------------------------------------------------- */

@@ -8,9 +8,15 @@
 
 #include "exec_node_int.h"
 
-int nm_log_open(nm_t *nm);
+typedef struct nm_log nm_log_t;
 
-void nm_log_close(nm_t *nm);
+/* The node's side of the log (for nm->lg), with nm->log, its client of
+   the log's head: NULL with the message (no key, the log unreachable). */
+nm_log_t *nm_log_new(nm_t *nm);
+/* What is held is flushed first (at most S_CLOSE_MS, what is left is
+   reported), then nm->log goes. self_p is &nm->lg: the flush reaches the
+   state there. */
+void nm_log_destroy(nm_log_t **self_p);
 
 void nm_log_submitted(nm_t *nm, nm_task_t *t);
 

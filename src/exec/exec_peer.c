@@ -24,6 +24,7 @@ typedef struct {
 } s_out_t;
 
 struct nm_peer {
+    nm_t *nm;                /* the node it belongs to */
     net_sec_t *sec;
     zsock_t *router;
     char ep[DB_EP_MAX];      /* what other nodes connect to */
@@ -65,38 +66,50 @@ nm_peer_head_ep(nm_t *nm, char *out, size_t n)
     return out;
 }
 
-int
-nm_peer_open(nm_t *nm)
+bool
+nm_peer_wanted(nm_t *nm)
+{
+    return db_cluster_tcp(&nm->cluster) && nm->address[0] && strcmp(nm->address, "local") != 0;
+}
+
+nm_peer_t *
+nm_peer_new(nm_t *nm)
 {
     char keys[PATH_MAX + 32], bind[DB_EP_MAX];
-    if (!db_cluster_tcp(&nm->cluster) || !nm->address[0] || strcmp(nm->address, "local") == 0)
-        return 0;
-    struct nm_peer *p = calloc(1, sizeof *p);
-    if (!p)
-        return util_err(LUX_ENOMEM, "out of memory");
-    nm->peer = p;
+    nm_peer_t *p = calloc(1, sizeof *p);
+    if (!p) {
+        util_err(LUX_ENOMEM, "out of memory");
+        return NULL;
+    }
+    p->nm = nm;
     /* the head binds the host it was told to listen on (a wildcard only
        when it was told so); a node its own address */
     const char *host = nm_peer_is_head(nm) ? nm->cluster.listen + 6 : nm->address;
     db_cluster_node_ep(&nm->cluster, host, bind, sizeof bind);
     db_cluster_node_ep(&nm->cluster, nm->address, p->ep, sizeof p->ep);
     p->port = nm->cluster.master_port + DB_NODE_PORT_OFFSET;
-    if (!(p->sec = net_sec_load(db_cluster_path(&nm->cluster, keys, sizeof keys, "keys"))))
-        return util_err_ctx(LUX_EAUTH, "the node's endpoint");
+    if (!(p->sec = net_sec_load(db_cluster_path(&nm->cluster, keys, sizeof keys, "keys")))) {
+        util_err_ctx(LUX_EAUTH, "the node's endpoint");
+        nm_peer_destroy(&p);
+        return NULL;
+    }
     /* no high-water mark on what it sends: an answer is never dropped
        (a puller asks for a bounded number of chunks at a time) */
-    if (!(p->router = net_bind_hwm(ZMQ_ROUTER, bind, p->sec, NULL, 0, 0, -1)))
-        return util_err_ctx(LUX_EIO, "the node's endpoint (port %d = --port + %d; every "
-                            "node takes it on its own address)", p->port, DB_NODE_PORT_OFFSET);
+    if (!(p->router = net_bind_hwm(ZMQ_ROUTER, bind, p->sec, NULL, 0, 0, -1))) {
+        util_err_ctx(LUX_EIO, "the node's endpoint (port %d = --port + %d; every "
+                     "node takes it on its own address)", p->port, DB_NODE_PORT_OFFSET);
+        nm_peer_destroy(&p);
+        return NULL;
+    }
     zsock_set_router_mandatory(p->router, 1); /* an answer to a gone peer fails, not blocks */
     log_info("node endpoint at %s", p->ep);
-    return 0;
+    return p;
 }
 
 void
-nm_peer_close(nm_t *nm)
+nm_peer_destroy(nm_peer_t **self_p)
 {
-    struct nm_peer *p = nm->peer;
+    nm_peer_t *p = *self_p;
     if (!p)
         return;
     for (int i = 0; i < p->nout; i++)
@@ -104,7 +117,7 @@ nm_peer_close(nm_t *nm)
     zsock_destroy(&p->router);
     net_sec_destroy(&p->sec);
     free(p);
-    nm->peer = NULL;
+    *self_p = NULL;
 }
 
 int

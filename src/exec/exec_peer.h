@@ -18,8 +18,8 @@
     manager's loop, so a handler may use the node's state freely.
 
     Types 40-47 are objects between nodes (exec_xfer.c), 48-63 scheduling
-    across nodes (net_wire.h). A part adds its handlers in nm_peer_open's
-    list (s_parts in exec_peer.c).
+    across nodes (net_wire.h). A part adds its handlers with nm_peer_on
+    when it is made (nm_xfer_new, nm_remote_new, nm_ractor_new).
 */
 #ifndef EXEC_PEER_H_INCLUDED
 #define EXEC_PEER_H_INCLUDED
@@ -38,12 +38,16 @@ typedef struct {
 
 typedef void nm_peer_fn(nm_t *nm, nm_peer_msg_t *m);
 
-/* Bind the node's endpoint when its cluster is tcp and the node has an
-   address (nm->address), and let each part register its handlers. 0 (also
-   when there is nothing to bind), or a code with the message (the port is
-   taken, say). */
-int nm_peer_open(nm_t *nm);
-void nm_peer_close(nm_t *nm);
+typedef struct nm_peer nm_peer_t;
+
+/* Whether the node has an endpoint to bind: its cluster is tcp and the
+   node has an address (nm->address, not "local"). */
+bool nm_peer_wanted(nm_t *nm);
+/* Bind the node's endpoint (for nm->peer; when nm_peer_wanted): the parts
+   above register their handlers on it when they are made. NULL with the
+   message (the port is taken, say). */
+nm_peer_t *nm_peer_new(nm_t *nm);
+void nm_peer_destroy(nm_peer_t **self_p);
 
 /* Whether this node has an endpoint (a tcp cluster), and which:
    "tcp://IP:PORT", or "" when none. */

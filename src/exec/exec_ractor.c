@@ -850,16 +850,15 @@ nm_ractor_tick(nm_t *nm)
 
 /* --- setup --------------------------------------------------------------------------------- */
 
-int
-nm_ractor_open(nm_t *nm)
+nm_ractor_t *
+nm_ractor_new(nm_t *nm)
 {
-    if (!nm->remote)
-        return 0; /* no other nodes */
-    struct nm_ractor *r = calloc(1, sizeof *r);
-    if (!r)
-        return util_err(LUX_ENOMEM, "out of memory");
+    nm_ractor_t *r = calloc(1, sizeof *r);
+    if (!r) {
+        util_err(LUX_ENOMEM, "out of memory");
+        return NULL;
+    }
     util_buf_init(&r->buf);
-    nm->ractor = r;
     nm->ops.ractor_placed = nm_ractor_placed;
     nm->ops.ractor_lost = nm_ractor_lost;
     nm->ops.ractor_taken = nm_ractor_taken;
@@ -877,13 +876,15 @@ nm_ractor_open(nm_t *nm)
         rc = nm_peer_on(nm, NET_NODE_ACTOR_KILL, s_on_kill);
     if (!rc)
         rc = nm_peer_on(nm, NET_NODE_ACTOR_CKPT, s_on_ckpt);
-    return rc;
+    if (rc)
+        nm_ractor_destroy(&r);
+    return r;
 }
 
 void
-nm_ractor_close(nm_t *nm)
+nm_ractor_destroy(nm_ractor_t **self_p)
 {
-    struct nm_ractor *r = nm->ractor;
+    nm_ractor_t *r = *self_p;
     if (!r)
         return;
     db_query_close(&r->q);
@@ -891,5 +892,5 @@ nm_ractor_close(nm_t *nm)
         free(r->names[i].name);
     util_buf_free(&r->buf);
     free(r);
-    nm->ractor = NULL;
+    *self_p = NULL;
 }

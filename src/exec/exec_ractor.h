@@ -8,12 +8,14 @@
 
 #include "exec_node_int.h"
 
+typedef struct nm_ractor nm_ractor_t;
+
 /* Register the messages and give exec_remote.c and the actors here
    (exec_node_actor.c, below this part) their calls to it (nm->ops.ractor_*),
-   after nm_remote_open; nothing without other nodes (nm_remote_open made
-   none), where those calls stay NULL. 0 or a code. */
-int nm_ractor_open(nm_t *nm);
-void nm_ractor_close(nm_t *nm);
+   for nm->ractor: made only with other nodes (after nm->remote); without
+   them those calls stay NULL. NULL with the message. */
+nm_ractor_t *nm_ractor_new(nm_t *nm);
+void nm_ractor_destroy(nm_ractor_t **self_p);
 /* Each tick (from nm_remote_tick): lookups and handles still unresolved
    ask the head again; handles nobody can find for S_LOST_MS die. */
 void nm_ractor_tick(nm_t *nm);

@@ -64,6 +64,7 @@
 #define S_CNT_EXT (21 + LUX_REF_LEN) /* NODE_TASK's count frame with an actor's extension */
 
 struct nm_remote {
+    nm_t *nm;             /* the node it belongs to */
     /* the head: the global scheduler */
     net_sec_t *sec;       /* to ask the membership monitor */
     gs_node_t *nodes;
@@ -1136,15 +1137,15 @@ nm_remote_tick(nm_t *nm)
 
 /* --- setup ------------------------------------------------------------------------------------ */
 
-int
-nm_remote_open(nm_t *nm)
+nm_remote_t *
+nm_remote_new(nm_t *nm)
 {
-    if (!nm_peer_up(nm))
-        return 0;
-    struct nm_remote *r = calloc(1, sizeof *r);
-    if (!r)
-        return util_err(LUX_ENOMEM, "out of memory");
-    nm->remote = r;
+    nm_remote_t *r = calloc(1, sizeof *r);
+    if (!r) {
+        util_err(LUX_ENOMEM, "out of memory");
+        return NULL;
+    }
+    r->nm = nm;
     nm->ops.remote_ended = nm_remote_ended;
     nm->ops.peer_send = nm_remote_send;
     nm->ops.remote_place = nm_remote_place;
@@ -1155,8 +1156,10 @@ nm_remote_open(nm_t *nm)
     r->random = rnd && strcmp(rnd, "1") == 0;
     const char *wait = getenv("LUX_WATCH_WAIT_MS");
     r->ask_wait_ms = wait && atoi(wait) > 0 ? atoi(wait) : S_ASK_WAIT_MS;
-    if (nm_rplace_open(nm))
-        return LUX_ENOMEM;
+    if (!(nm->rplace = nm_rplace_new(nm))) {
+        nm_remote_destroy(&r);
+        return NULL;
+    }
     if (r->random && nm_peer_is_head(nm)) {
         const char *sd = getenv("LUX_PLACE_SEED");
         uint64_t seed = gs_rand_seed(&r->rng, sd ? strtoull(sd, NULL, 10) : 0);
@@ -1175,15 +1178,18 @@ nm_remote_open(nm_t *nm)
         rc = nm_peer_on(nm, NET_NODE_TASK_DONE, s_on_done);
     if (!rc && !(r->mods = nm_rmodule_new(nm, s_on_task)))
         rc = LUX_ENOMEM;
-    return rc;
+    if (rc)
+        nm_remote_destroy(&r);
+    return r;
 }
 
 void
-nm_remote_close(nm_t *nm)
+nm_remote_destroy(nm_remote_t **self_p)
 {
-    struct nm_remote *r = nm->remote;
+    nm_remote_t *r = *self_p;
     if (!r)
         return;
+    nm_t *nm = r->nm;
     nm_rmodule_destroy(&r->mods);
     nm->rmodule = NULL; /* its handlers reach it there */
     for (int i = 0; i < r->npend; i++)
@@ -1192,9 +1198,9 @@ nm_remote_close(nm_t *nm)
     zsock_destroy(&r->tsock);
     net_sec_destroy(&r->sec);
     util_idmap_destroy(&r->unseen);
-    nm_rplace_close(nm);
+    nm_rplace_destroy(&nm->rplace);
     free(r->nodes);
     util_buf_free(&r->scratch);
     free(r);
-    nm->remote = NULL;
+    *self_p = NULL;
 }

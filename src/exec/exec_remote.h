@@ -8,10 +8,13 @@
 
 #include "exec_node_int.h"
 
-/* Register the messages on the node's endpoint (after nm_peer_open);
-   nothing on a node without one. 0 or a code. */
-int nm_remote_open(nm_t *nm);
-void nm_remote_close(nm_t *nm);
+typedef struct nm_remote nm_remote_t;
+
+/* Register the messages on the node's endpoint (for nm->remote; made when
+   the node has one, after nm->peer), with nm->rplace and the modules
+   fetched by hash: NULL with the message. */
+nm_remote_t *nm_remote_new(nm_t *nm);
+void nm_remote_destroy(nm_remote_t **self_p);
 
 /* Offer t (ready: its arguments are here; off the ready queue) to the
    global scheduler, because this node can never run it: true when taken

@@ -15,7 +15,7 @@ typedef struct nm_rmodule nm_rmodule_t;
 /* Take the NODE_TASK m again (its modules came, or will not). */
 typedef void nm_rmodule_run_fn(nm_t *nm, nm_peer_msg_t *m);
 
-/* Register NODE_MODULE_GET and NODE_MODULE (from nm_remote_open); NULL
+/* Register NODE_MODULE_GET and NODE_MODULE (from nm_remote_new); NULL
    with the error set. */
 nm_rmodule_t *nm_rmodule_new(nm_t *nm, nm_rmodule_run_fn *run);
 void nm_rmodule_destroy(nm_rmodule_t **self_p);

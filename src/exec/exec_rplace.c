@@ -256,13 +256,14 @@ nm_rplace_drop(nm_t *nm, const util_id_t *id)
     return true;
 }
 
-int
-nm_rplace_open(nm_t *nm)
+nm_rplace_t *
+nm_rplace_new(nm_t *nm)
 {
-    struct nm_rplace *r = calloc(1, sizeof *r);
+    nm_rplace_t *r = calloc(1, sizeof *r);
     if (!r || !(r->asking = util_idmap_new(sizeof(s_asking_t)))) {
         free(r);
-        return util_err(LUX_ENOMEM, "out of memory");
+        util_err(LUX_ENOMEM, "out of memory");
+        return NULL;
     }
     const char *resend = getenv("LUX_PLACE_RESEND_MS");
     r->place_resend_ms = resend && atoi(resend) > 0 ? atoi(resend) : S_PLACE_RESEND_MS;
@@ -272,17 +273,16 @@ nm_rplace_open(nm_t *nm)
         p = strchr(p, ',');
         p = p ? p + 1 : NULL;
     }
-    nm->rplace = r;
-    return 0;
+    return r;
 }
 
 void
-nm_rplace_close(nm_t *nm)
+nm_rplace_destroy(nm_rplace_t **self_p)
 {
-    struct nm_rplace *r = nm->rplace;
+    nm_rplace_t *r = *self_p;
     if (!r)
         return;
     util_idmap_destroy(&r->asking);
     free(r);
-    nm->rplace = NULL;
+    *self_p = NULL;
 }

@@ -8,9 +8,11 @@
 
 #include "exec_peer.h"
 
-/* Make nm->rplace (from nm_remote_open): 0 or a code. */
-int nm_rplace_open(nm_t *nm);
-void nm_rplace_close(nm_t *nm);
+typedef struct nm_rplace nm_rplace_t;
+
+/* Make nm->rplace (from nm_remote_new): NULL with the message. */
+nm_rplace_t *nm_rplace_new(nm_t *nm);
+void nm_rplace_destroy(nm_rplace_t **self_p);
 
 /* The NODE_PLACE request for t into text[n] (self: this node is one of
    the places weighed). */

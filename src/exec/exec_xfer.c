@@ -855,26 +855,27 @@ nm_xfer_fired(nm_t *nm)
         exec_bulk_fired(nm->xfer->bulk);
 }
 
-int
-nm_xfer_open(nm_t *nm)
+nm_xfer_t *
+nm_xfer_new(nm_t *nm)
 {
-    if (!nm_peer_up(nm))
-        return 0;
-    struct nm_xfer *x = calloc(1, sizeof *x);
-    if (!x)
-        return util_err(LUX_ENOMEM, "out of memory");
-    nm->xfer = x;
+    nm_xfer_t *x = calloc(1, sizeof *x);
+    if (!x) {
+        util_err(LUX_ENOMEM, "out of memory");
+        return NULL;
+    }
+    x->nm = nm;
     util_buf_init(&x->buf);
     x->chunk = (uint32_t) s_env("LUX_XFER_CHUNK", S_CHUNK_DEFAULT, 4096, 64 << 20);
     x->window = (int) s_env("LUX_XFER_WINDOW", S_WINDOW_DEFAULT, 1, 256);
     x->timeout_ms = s_env("LUX_XFER_TIMEOUT_MS", S_TIMEOUT_DEFAULT, 100, 3600000);
     x->open_idle_ms = s_env("LUX_XFER_OPEN_IDLE_MS", S_OPEN_IDLE_MS, 100, 86400000);
-    int rc;
-    if ((rc = nm_peer_on(nm, NET_NODE_LOCATE, s_on_locate)) ||
-        (rc = nm_peer_on(nm, NET_NODE_LOCATE_REP, s_on_locate_rep)) ||
-        (rc = nm_peer_on(nm, NET_NODE_PULL, nm_xfer_src_on_pull)) ||
-        (rc = nm_peer_on(nm, NET_NODE_PULL_REP, nm_xfer_src_on_pull_rep)))
-        return rc;
+    if (nm_peer_on(nm, NET_NODE_LOCATE, s_on_locate) ||
+        nm_peer_on(nm, NET_NODE_LOCATE_REP, s_on_locate_rep) ||
+        nm_peer_on(nm, NET_NODE_PULL, nm_xfer_src_on_pull) ||
+        nm_peer_on(nm, NET_NODE_PULL_REP, nm_xfer_src_on_pull_rep)) {
+        nm_xfer_destroy(&x);
+        return NULL;
+    }
     /* the bulk port: on the address the node's endpoint binds (the
        head's listen host, a node's own address), never elsewhere */
     if (s_env("LUX_XFER_BULK", 1, 0, 1)) {
@@ -883,10 +884,13 @@ nm_xfer_open(nm_t *nm)
                                             s_bulk_ended};
         const char *host = nm_peer_is_head(nm) ? nm->cluster.listen + 6 : nm->address;
         if (!(x->bulk = exec_bulk_new(host, nm->cluster.master_port + EXEC_BULK_PORT_OFFSET,
-                                      nm->address, &fns, nm)))
-            return util_err_ctx(LUX_EIO, "the bulk port");
+                                      nm->address, &fns, nm))) {
+            util_err_ctx(LUX_EIO, "the bulk port");
+            nm_xfer_destroy(&x);
+            return NULL;
+        }
     }
-    return 0;
+    return x;
 }
 
 static void
@@ -904,11 +908,12 @@ s_pull_free(s_pull_t *p)
 }
 
 void
-nm_xfer_close(nm_t *nm)
+nm_xfer_destroy(nm_xfer_t **self_p)
 {
-    struct nm_xfer *x = nm->xfer;
+    nm_xfer_t *x = *self_p;
     if (!x)
         return;
+    nm_t *nm = x->nm;
     while (x->pulls) {
         s_pull_t *p = x->pulls;
         x->pulls = p->next;
@@ -922,7 +927,7 @@ nm_xfer_close(nm_t *nm)
     util_buf_free(&x->buf);
     free(x->zbuf);
     free(x);
-    nm->xfer = NULL;
+    *self_p = NULL;
 }
 
 bool

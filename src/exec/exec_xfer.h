@@ -39,10 +39,13 @@ enum nm_xfer_prio {
    (LUX_ENOTFOUND: no live node holds it, as far as the log says). */
 typedef void nm_xfer_done_fn(nm_t *nm, void *arg, const lux_ref_t *id, int rc);
 
+typedef struct nm_xfer nm_xfer_t;
+
 /* Register the messages of objects between nodes on the node's endpoint
-   (after nm_peer_open). 0 or a code. */
-int nm_xfer_open(nm_t *nm);
-void nm_xfer_close(nm_t *nm); /* every pull still waiting ends with LUX_EDEAD */
+   (for nm->xfer; made when the node has one, after nm->peer): NULL with
+   the message. */
+nm_xfer_t *nm_xfer_new(nm_t *nm);
+void nm_xfer_destroy(nm_xfer_t **self_p); /* every pull still waiting ends with LUX_EDEAD */
 
 /* Whether pulls can be made here (the node has a tcp endpoint). */
 bool nm_xfer_on(nm_t *nm);

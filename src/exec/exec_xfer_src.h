@@ -47,6 +47,7 @@ typedef struct {
 } s_fell_t;
 
 struct nm_xfer {
+    nm_t *nm;                /* the node it belongs to */
     struct s_pull *pulls;     /* the puller's (exec_xfer.c) */
     s_open_t *opens;
     uint64_t next_token;
@@ -73,7 +74,7 @@ xfer_hex(const lux_ref_t *id, char out[2 * LUX_REF_LEN + 1])
 
 /* --- the source (exec_xfer_src.c) --- */
 
-/* NODE_PULL (registered by nm_xfer_open). */
+/* NODE_PULL (registered by nm_xfer_new). */
 void nm_xfer_src_on_pull(nm_t *nm, nm_peer_msg_t *m);
 /* Let the object served at *q go (unpinned, its bulk key dropped) and
    unlink it. */
