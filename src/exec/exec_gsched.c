@@ -190,3 +190,23 @@ gs_pick_random(const gs_node_t *nodes, size_t n, const gs_res_t *needs, const ut
     }
     return GS_INFEASIBLE;
 }
+
+bool
+gs_table_alive(const char *table, const util_id_t *node)
+{
+    char hex[UTIL_ID_HEX], v[64];
+    util_id_hex(node, hex);
+    for (const char *blk = table; blk && *blk;) {
+        const char *end = strstr(blk, "\n\n");
+        if (exec_members_get(blk, "node", v, sizeof v) && strcmp(v, hex) == 0) {
+            /* exec_members_get reads to the block's end only when it is cut */
+            char state[32] = "alive";
+            const char *st = strstr(blk, "\nstate ");
+            if (st && (!end || st < end))
+                sscanf(st + 7, "%31s", state);
+            return strcmp(state, "alive") == 0;
+        }
+        blk = end ? end + 2 : NULL;
+    }
+    return false;
+}

@@ -91,4 +91,8 @@ uint64_t gs_rand_seed(gs_rand_t *g, uint64_t seed);
 int gs_pick_random(const gs_node_t *nodes, size_t n, const gs_res_t *needs,
                    const util_id_t *skip, gs_rand_t *g, size_t *pick);
 
+/* Whether the membership monitor's table (exec_members.h's text) says
+   node is alive; absent: not. */
+bool gs_table_alive(const char *table, const util_id_t *node);
+
 #endif

@@ -940,27 +940,6 @@ s_collect_remote(void *arg, const void *key, void *value)
     return 0;
 }
 
-/* Whether the monitor's table says node is alive (absent: not). */
-static bool
-s_alive(const char *table, const util_id_t *node)
-{
-    char hex[UTIL_ID_HEX], v[64];
-    util_id_hex(node, hex);
-    for (const char *blk = table; blk && *blk;) {
-        const char *end = strstr(blk, "\n\n");
-        if (exec_members_get(blk, "node", v, sizeof v) && strcmp(v, hex) == 0) {
-            /* exec_members_get reads to the block's end only when it is cut */
-            char state[32] = "alive";
-            const char *st = strstr(blk, "\nstate ");
-            if (st && (!end || st < end))
-                sscanf(st + 7, "%31s", state);
-            return strcmp(state, "alive") == 0;
-        }
-        blk = end ? end + 2 : NULL;
-    }
-    return false;
-}
-
 /* The monitor cannot be asked who is alive (the head is down, or cut
    off): nothing tells this node whether the nodes its tasks and calls
    went to live. Those away for S_HEADLESS_MS of that silence fail, saying
@@ -1029,7 +1008,7 @@ s_watch_table(nm_t *nm, const char *table)
         nm_task_t *t = l.v[i];
         if (!t->remote || util_id_is_zero(&t->rnode)) /* placing, or an actor's taken back */
             continue;
-        if (s_alive(table, &t->rnode))
+        if (gs_table_alive(table, &t->rnode))
             continue;
         if (t->actor) { /* an actor elsewhere, or one of its calls (exec_ractor.c) */
             nm->ops.ractor_lost(nm, t->actor, &t->rnode);
