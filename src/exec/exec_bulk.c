@@ -42,7 +42,6 @@
 #define S_SILENT_MS 10000      /* a streaming connection that moves nothing this long goes */
 #define S_UNSAID_MAX 16        /* connections not yet authenticated, at once */
 #define S_TURN_BYTES (8u << 20) /* bytes one connection moves per turn of the loop */
-#define S_PROBE 65536          /* bytes of a chunk lz4 tries first */
 #define S_CHUNK_MIN 4096
 #define S_CHUNK_MAX (64u << 20)
 
@@ -259,6 +258,19 @@ s_open(s_conn_t *x, const exec_bulk_key_t *k, int dir, uint64_t ctr, const uint8
                                                       k->key) == 0;
     return crypto_aead_chacha20poly1305_ietf_decrypt_detached(c, NULL, c, n, tag, h, S_HDR,
                                                               nonce, k->key) == 0;
+}
+
+size_t
+exec_bulk_lz4(const uint8_t *src, uint32_t len, uint8_t *dst, size_t cap)
+{
+    if (len < 4096 || cap < (size_t) LZ4_compressBound((int) len))
+        return 0;
+    int probe = len < EXEC_BULK_PROBE ? (int) len : EXEC_BULK_PROBE;
+    int pn = LZ4_compress_default((const char *) src, (char *) dst, probe, (int) cap);
+    if (pn <= 0 || pn >= probe * 3 / 4)
+        return 0; /* only a clear gain on the probe pays for compressing the rest */
+    int zn = LZ4_compress_default((const char *) src, (char *) dst, (int) len, (int) cap);
+    return zn > 0 && (size_t) zn < (size_t) len * 7 / 8 ? (size_t) zn : 0;
 }
 
 /* --- connections ------------------------------------------------------------------------ */
@@ -496,16 +508,9 @@ s_chunk(exec_bulk_t *b, s_conn_t *c)
         return -1;
     uint8_t *rec = c->out + c->out_len, *body = rec + S_REC;
     const uint8_t *src = c->bytes + c->off;
-    int codec = 0, zn = 0;
     int64_t t0 = s_t0(c);
-    if (len >= 4096) {
-        int probe = len < S_PROBE ? (int) len : S_PROBE;
-        int pn = LZ4_compress_default((const char *) src, (char *) body, probe, (int) bound);
-        if (pn > 0 && pn < probe * 3 / 4) {
-            zn = LZ4_compress_default((const char *) src, (char *) body, (int) len, (int) bound);
-            codec = zn > 0 && (size_t) zn < (size_t) len * 7 / 8;
-        }
-    }
+    size_t zn = exec_bulk_lz4(src, len, body, bound);
+    int codec = zn > 0;
     uint32_t clen = codec ? (uint32_t) zn : len;
     s_add(c, &c->p_lz4, t0);
     s_hdr(rec, R_CHUNK, codec, len, clen, c->off);
