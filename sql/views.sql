@@ -168,8 +168,11 @@ WHERE j.kind = 1;
 -- dropped: object_lost). An object's events are all on its task's shard.
 -- Join `nodes` for whether the node is alive:
 --   SELECT * FROM object_locations JOIN nodes USING (node_id) WHERE state = 'alive'
--- (a node forgets a freed object without an event, so a row can outlive
--- its copy; a node asked for one it no longer has says so).
+-- (a pulled copy's going is logged, object_lost, but a node forgets a
+-- freed put or output without an event, among them the outputs it made
+-- for a task another node sent and gave back: such a row can outlive its
+-- object; a node asked for one it no longer has says so, and the pull
+-- asks the next source).
 CREATE VIEW object_locations AS
 WITH RECURSIVE r(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM r WHERE i < 255),
 made(/*shard,*/task, idx, node, how, size, fp, ts, seq) AS (

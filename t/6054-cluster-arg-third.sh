@@ -47,9 +47,10 @@ ok $? "a driver on node 1 puts 16 MiB and holds it ($REF)" || diag "$(cat "$TAP_
 out=$("$LUX" run --address "$CL_DIR/head" "$MOD" echo "$REF" $((16 * MB)) disk=1 2>&1)
 is "$out" "echo ok (16777216 bytes) $CL_DIR/n2" \
     "a task needing disk, submitted on the head, reads node 1's object on node 2, byte for byte"
-cluster_wait_sql "SELECT node_id, how FROM object_locations WHERE object_id = '$REF'" \
-    "$n2,copy" 30
-ok $? "object_locations: node 2 holds a copy" || diag "$CL_SQL"
+# (the copy goes once its task is done, and that is logged too: object_lost)
+cluster_wait_value "SELECT count(*) FROM events WHERE kind = 'object_copied' AND node_id = '$n2'
+    AND task_id = '$(echo "$REF" | cut -c1-32)'" 1 30
+ok $? "the log: node 2 made a copy (object_copied)" || diag "$CL_SQL"
 out=$("$LUX" run --address "$CL_DIR/n3" "$MOD" echo "$REF" $((16 * MB)) disk=1 2>&1)
 is "$out" "echo ok (16777216 bytes) $CL_DIR/n2" "submitted on node 3: the same"
 touch "$TAP_TMP/put16.done"

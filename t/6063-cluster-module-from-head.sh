@@ -21,7 +21,7 @@
 MOD=$(cluster_mod schedmod)
 nmlog() { cat "$CL_DIR/n$1"/log/*.log 2>/dev/null; }
 finished_on_n1() { # finished_on_n1 N: the tasks view shows N s_where finished on node 1
-    cluster_wait_sql "SELECT count(*) FROM tasks WHERE function = 's_where' AND node_id = '$n1' \
+    cluster_wait_value "SELECT count(*) FROM tasks WHERE function = 's_where' AND node_id = '$n1' \
         AND status = 'finished'" "$1" 60
 }
 fresh_n1() { # node 1 loses its copy of the module
@@ -58,23 +58,29 @@ refused: asking the head" "... and asked the head"
 cmp -s "$good" "$CL_DIR/n1/modules/$hash.so"
 ok $? "node 1 keeps the module's true bytes"
 
+# sender_dies N LOGN PATTERN WHAT: a driver on node N sends node 1 a task
+# of the module; once node LOGN's log says PATTERN (an ask held by the
+# gate: the check WHAT), the driver and node N are killed -9
+sender_dies() {
+    "$LUX" run --address "$CL_DIR/n$1" "$MOD" where 1 disk=1 >"$TAP_TMP/d$1" 2>&1 &
+    _d=$!
+    CL_DRIVERS="$CL_DRIVERS $_d"
+    _n=0
+    until nmlog "$2" | grep -q "$3"; do
+        _n=$((_n + 1))
+        [ $_n -lt 1200 ] || break
+        sleep 0.1
+    done
+    ok $([ $_n -lt 1200 ]; echo $?) "$4" || diag "$(cat "$TAP_TMP/d$1")"
+    kill -9 "$_d"
+    cluster_kill_node "$1"
+    ok $? "node $1 killed -9 before it answers (and its driver)"
+}
+
 # the sender killed before the fetch
 fresh_n1
 rm -f "$gate1"
-"$LUX" run --address "$CL_DIR/n3" "$MOD" where 1 disk=1 >"$TAP_TMP/d3" 2>&1 &
-d3=$!
-CL_DRIVERS="$CL_DRIVERS $d3"
-n=0
-until nmlog 1 | grep -q "ask for module $hash held"; do
-    n=$((n + 1))
-    [ $n -lt 1200 ] || break
-    sleep 0.1
-done
-ok $([ $n -lt 1200 ]; echo $?) "node 1 holds its ask for the module of node 3's task" ||
-    diag "$(cat "$TAP_TMP/d3")"
-kill -9 "$d3"
-cluster_kill_node 3
-ok $? "node 3, which sent the task, killed -9 (and its driver)"
+sender_dies 3 1 "ask for module $hash held" "node 1 holds its ask for the module of node 3's task"
 : >"$gate1"
 finished_on_n1 2
 ok $? "the task runs on node 1 all the same" || diag "$CL_SQL"
@@ -86,20 +92,7 @@ ok $? "... and keeps the module's bytes"
 # the sender dying mid-fetch
 fresh_n1
 rm -f "$gate2"
-"$LUX" run --address "$CL_DIR/n2" "$MOD" where 1 disk=1 >"$TAP_TMP/d2" 2>&1 &
-d2=$!
-CL_DRIVERS="$CL_DRIVERS $d2"
-n=0
-until nmlog 2 | grep -q "an ask for a module held"; do
-    n=$((n + 1))
-    [ $n -lt 1200 ] || break
-    sleep 0.1
-done
-ok $([ $n -lt 1200 ]; echo $?) "node 2 has node 1's ask for the module in hand" ||
-    diag "$(cat "$TAP_TMP/d2")"
-kill -9 "$d2"
-cluster_kill_node 2
-ok $? "node 2 killed -9 before it answers (and its driver)"
+sender_dies 2 2 "an ask for a module held" "node 2 has node 1's ask for the module in hand"
 finished_on_n1 3
 ok $? "the task runs on node 1 all the same" || diag "$CL_SQL"
 is "$(nmlog 1 | grep -c "$hash: no answer from the node that sent its task")" 2 \

@@ -7,7 +7,7 @@
 #   - a recorded output fingerprint altered in the file: exit 1 and the
 #     task named as a mismatch;
 #   - a module byte altered in the file: exit 1, the module's hash refused
-#     before anything runs;
+#     before anything runs, the hash recorded named;
 #   - --task replays one task and the tasks it depends on; with
 #     --foreground it runs it once more in the lux process (a gdb
 #     breakpoint in the function stops there), printing its arguments'
@@ -58,6 +58,8 @@ sqlite3 "$tmp/mod.db" "UPDATE event SET body = substr(body, 1, 2000) || X'00' ||
 timeout -s KILL 300 "$LUX" replay "$tmp/mod.db" --verify >"$tmp/out" 2>"$tmp/err"
 is $? 1 "a module byte altered: exit 1"
 like "$(cat "$tmp/err")" "they were altered" "...the module's hash refused"
+recorded=$(sqlite3 "$tmp/mod.db" "SELECT lower(hex(fp)) FROM event WHERE kind = 3 LIMIT 1")
+like "$(cat "$tmp/err")" "not to the recorded $recorded:" "...naming the hash recorded ($recorded)"
 
 timeout -s KILL 300 "$LUX" replay "$run" --task "$last" --verify >"$tmp/out" 2>"$tmp/err"
 is $? 0 "lux replay --task ID --verify"

@@ -6,24 +6,28 @@
 # first put reached the head seconds after it happened, and the timeline,
 # which drew slices at the workers' times and instants at ts, drew the
 # puts, the retry and the killed attempt after the retried attempt had run.
-# On two real runs with a worker killed by kill -9 -- the README's
+# On three real runs with a worker killed by kill -9 -- the README's
 # `lux run es.so --env CartPole-v1 --seed 1 --kill-workers` (run again, at
-# most 3 times, until a kill hit a task: the kills are random) and a random
-# task graph with nested tasks, puts small and large, and a task that kills
-# its own worker (t/9112-graph-run) -- t/9160-trace-order.py checks orders
-# that causality fixes: each retry after the attempt it ends and before the
-# next; each killed attempt before its task's next one; each put before
-# every attempt reading it; each attempt after its job started.
+# most 10 times, until a kill hit a task: the kills are random, and 4 runs
+# of 7 had one hit a task here, so all 10 miss about once in 4,000); a job
+# whose events wait behind puts of 32 and 16 MiB, one made inside a task
+# (t_hnest), while a task kills its own worker twice (t/9160-put-run); and
+# a random task graph with nested tasks, puts small and large, and a task
+# that kills its own worker (t/9112-graph-run) -- t/9160-trace-order.py
+# checks orders that causality fixes: each retry after the attempt it ends
+# and before the next; each killed attempt before its task's next one;
+# each put before every attempt reading it; each attempt after its job
+# started; each put made inside a task inside that task's slice.
 . "${LUX_SRCDIR:-.}/t/lib/tap.sh"
 . "${LUX_SRCDIR:-.}/t/lib/hist.sh"
 hist_replay
 S=${LUX_SRCDIR:-.}
 
-# check NAME RUN: the timeline of RUN, checked
+# check NAME RUN [PUTTERS.csv]: the timeline of RUN, checked
 check() {
     "$LUX" timeline "$2" -o "$tmp/$1.json" 2>"$tmp/err"
     ok $? "$1: lux timeline: $(cat "$tmp/err")"
-    python3 "$S/t/9160-trace-order.py" "$1" "$tmp/$1.json" >"$tmp/$1.tap" 2>&1
+    python3 "$S/t/9160-trace-order.py" "$1" "$tmp/$1.json" $3 >"$tmp/$1.tap" 2>&1
     ok $? "$1: the trace's checks ran"
     while IFS= read -r line; do
         case $line in
@@ -45,12 +49,27 @@ while :; do
     run=${run%/}
     retries=$("$LUX" sql --dir "$run" --csv "SELECT count(*) FROM event WHERE kind = 7
               AND info LIKE 'worker %'" 2>/dev/null | sed -n 2p)
-    [ "$rc" -ne 0 ] || [ "${retries:-0}" -gt 0 ] || [ $i -ge 3 ] && break
+    [ "$rc" -ne 0 ] || [ "${retries:-0}" -gt 0 ] || [ $i -ge 10 ] && break
     echo "# the ES run's kills hit no task (run $i): again"
 done
 ok $rc "the ES quick start ran with --kill-workers (run $i; $retries attempts killed)"
 [ "$rc" -eq 0 ] || sed 's/^/#   /' "$tmp/es.out" | tail -5
 check es "$run"
+
+LUX_BUILDDIR=$B timeout -s KILL 300 "$B/t/9160-put-run" "$tmp/put" \
+    >"$tmp/put.out" 2>"$tmp/put.err"
+rc=$?
+ok $rc "a job with puts of 32 and 16 MiB (one inside a task) and a task killing its worker"
+[ "$rc" -eq 0 ] || tail -3 "$tmp/put.err" | sed 's/^/#   /'
+run=$(sed -n 1p "$tmp/put.out")
+# the puts made inside a task: a task reading the put was submitted by a
+# task that ran, which made it (t_hnest)
+"$LUX" sql --dir "$run" --csv "SELECT DISTINCT d.object_id, lower(hex(s.parent)) AS task_id
+    FROM task_deps d JOIN event s ON s.kind = 4 AND lower(hex(s.task)) = d.task_id
+    JOIN event p ON p.kind = 8 AND lower(hex(p.task)) = d.dep_task_id
+    WHERE s.parent IN (SELECT task FROM event WHERE kind IN (5, 6) AND t_start > 0)" \
+    >"$tmp/putters.csv"
+check put "$run" "$tmp/putters.csv"
 
 LUX_BUILDDIR=$B timeout -s KILL 300 "$B/t/9112-graph-run" "$tmp/graph" 5 40 \
     >"$tmp/graph.out" 2>"$tmp/graph.err"

@@ -5,17 +5,20 @@ on one clock (issue 29: the log's event times, taken at the head when an
 append arrived, lagged the workers' task times by seconds, so puts, a
 retry and a killed attempt were drawn after the retried attempt ran).
 
-usage: 9160-trace-order.py NAME TRACE.json
+usage: 9160-trace-order.py NAME TRACE.json [PUTTERS.csv]
   NAME: the run's name, for the check lines.
+  PUTTERS.csv: object_id,task_id of puts made inside a task (the task that
+  submitted a task reading the put, when that one ran): each such put
+  comes inside a slice of its task.
 Prints TAP lines (no plan: the shell test counts them) and exits 0.
 
 What it checks, each an order that causality fixes whatever the load:
   - the run has a killed worker's attempt (a slice marked start_inferred
     whose status is not 0) and a retry: without them the rest tests little;
-  - each retry comes at or after the end of the attempt it follows (the
-    killed one, on the same task) and at or before the start of every
-    later attempt of its task: the node logs the retry before it sends the
-    task again;
+  - each retry comes at or after the end of its task's runs logged before
+    it (a rebuild's retry follows a finished run) and at or before the
+    start of the run logged next (the one it started): the node logs the
+    retry before it sends the task again;
   - each put comes before the start of every task attempt that reads it
     (a ref argument): a task is submitted only once its caller's put has
     returned;
@@ -39,6 +42,7 @@ def ok(cond, what, diag=None):
 
 
 name, path = sys.argv[1:3]
+putters = sys.argv[3] if len(sys.argv) > 3 else None
 with open(path) as f:
     events = json.load(f)["traceEvents"]
 slices = [e for e in events if e.get("ph") == "X"]
@@ -64,35 +68,41 @@ retries = [e for e in inst if e.get("cat") == "retry"]
 ok(killed and retries, "%s: the run has killed attempts (%d) and retries (%d)" %
    (name, len(killed), len(retries)))
 
+def seq(e):
+    return e["args"].get("seq", -1)
+
+
 bad = []
 for r in retries:
-    tid, a = r["args"]["task_id"], r["args"].get("attempt")
-    if not isinstance(a, int):
-        bad.append("retry %s names no attempt: %r" % (tid, r["args"]))
+    tid = r["args"]["task_id"]
+    if not isinstance(r["args"].get("seq"), int):
+        bad.append("retry %s names no event: %r" % (tid, r["args"]))
         continue
-    # the attempts before the retry (numbered below the one it starts) end
-    # before it; those it starts (the first not inferred: a killed one that
-    # "(not counted)" keeps its number) start after it
-    for s in by_task.get(tid, []):
-        sa = s["args"]["attempt"]
-        if sa < a and end(s) > r["ts"] + EPS:
-            bad.append("retry %s (attempt %d) at %.3f us: %s ends after it"
-                       % (tid, a, r["ts"], show(s)))
-        if sa >= a and not s["args"].get("start_inferred") and s["ts"] < r["ts"] - EPS:
-            bad.append("retry %s (attempt %d) at %.3f us: %s started before it"
-                       % (tid, a, r["ts"], show(s)))
+    # the task's events are in one shard, in the order its node made them:
+    # the runs logged before the retry end before it (a rebuild's retry
+    # follows a run that finished), the first logged after it -- the run
+    # it started -- starts after it. The killed attempt a dead worker
+    # ended is inferred from the retry itself (the same event).
+    runs = sorted((s for s in by_task.get(tid, []) if not s["args"].get("start_inferred")),
+                  key=seq)
+    for s in runs:
+        if seq(s) < seq(r) and end(s) > r["ts"] + EPS:
+            bad.append("retry %s (seq %d) at %.3f us: %s, logged before it, ends after it"
+                       % (tid, seq(r), r["ts"], show(s)))
+    nxt = [s for s in runs if seq(s) > seq(r)]
+    if nxt and nxt[0]["ts"] < r["ts"] - EPS:
+        bad.append("retry %s (seq %d) at %.3f us: %s, the run it started, started before it"
+                   % (tid, seq(r), r["ts"], show(nxt[0])))
 ok(retries and not bad,
-   "%s: each retry comes after the attempt it ends and before the attempts after it (%d)"
+   "%s: each retry comes after the runs before it and before the run it starts (%d)"
    % (name, len(retries)), bad)
 
 bad = []
 for k in killed:
     tid = k["args"]["task_id"]
-    # its task's next attempts: numbered above it, or with its number and
-    # not inferred (a retry "(not counted)" keeps the number)
-    later = [s for s in by_task[tid] if s is not k and (
-        s["args"]["attempt"] > k["args"]["attempt"] or
-        s["args"]["attempt"] == k["args"]["attempt"] and not s["args"].get("start_inferred"))]
+    # the runs of its task logged after the retry that ended it
+    later = [s for s in by_task[tid]
+             if not s["args"].get("start_inferred") and seq(s) > seq(k)]
     for s in later:
         if s["ts"] < end(k) - EPS:
             bad.append("killed %s ends at %.3f us after %s started"
@@ -134,3 +144,22 @@ for s in slices:
                    (j, started[j], s["args"]["task_id"], show(s)))
 ok(started and not bad,
    "%s: each task attempt starts after its job started (%d jobs)" % (name, len(started)), bad)
+
+if putters:
+    import csv
+    bad = []
+    rows = 0
+    with open(putters) as f:
+        for row in csv.DictReader(f):
+            rows += 1
+            p = puts.get(row["object_id"])
+            atts = by_task.get(row["task_id"], [])
+            if p is None or not atts:
+                bad.append("put %s by %s: %s" % (row["object_id"], row["task_id"],
+                           "not an instant" if p is None else "its task has no slice"))
+                continue
+            if not any(s["ts"] - EPS <= p["ts"] <= end(s) + EPS for s in atts):
+                bad.append("put %s at %.3f us, made inside %s" %
+                           (row["object_id"], p["ts"], ", ".join(show(s) for s in atts)))
+    ok(rows > 0 and not bad,
+       "%s: each put made inside a task comes inside that task's slice (%d)" % (name, rows), bad)

@@ -301,6 +301,34 @@ s_remove_driver_dir(const char *node_dir)
             ;
 }
 
+/* A driver's own node (lux run --address HOST:PORT, lux_run_remote.c)
+   leaves when that driver is gone, killed or not: LUX_NODE_OWNER_PID is
+   "PID:START" (its start time, util_proc_start) or "PID" (the start read
+   here: the driver waits for its node to join). *pid 0: no owner. -1
+   when the owner is gone already (logged). */
+static int
+s_owner(pid_t *pid, uint64_t *start)
+{
+    const char *own = getenv("LUX_NODE_OWNER_PID");
+    *pid = own ? (pid_t) atoi(own) : 0;
+    *start = 0;
+    if (*pid <= 0) {
+        *pid = 0;
+        return 0;
+    }
+    const char *colon = strchr(own, ':');
+    *start = colon ? strtoull(colon + 1, NULL, 10) : util_proc_start(*pid);
+    uint64_t now = util_proc_start(*pid);
+    if (!now || now != *start) {
+        log_warn("the driver (pid %d) whose node this is is gone already%s: leaving the "
+                 "cluster", (int) *pid, now ? " (its pid names another process now)" : "");
+        return -1;
+    }
+    log_info("the node of the driver pid %d (started at tick %llu): it leaves when that "
+             "process ends", (int) *pid, (unsigned long long) *start);
+    return 0;
+}
+
 int
 cmd_node(int argc, char **argv)
 {
@@ -361,14 +389,26 @@ cmd_node(int argc, char **argv)
              address);
     /* a driver's own node (lux run --address HOST:PORT, lux_run_remote.c):
        it leaves when that driver is gone, killed or not */
-    const char *own = getenv("LUX_NODE_OWNER_PID");
-    pid_t owner = own ? (pid_t) atoi(own) : 0;
-    if (owner > 0)
-        log_info("the node of the driver pid %d: it leaves when that process ends", (int) owner);
+    pid_t owner = 0;
+    uint64_t owner_start = 0;
+    if (s_owner(&owner, &owner_start)) {
+        orphan = true; /* gone before we looked: leave at once */
+        goto leave;
+    }
     while (!zsys_interrupted) {
-        if (owner > 0 && !util_proc_alive(owner)) {
-            log_warn("the driver (pid %d) whose node this is has ended without stopping it "
-                     "(killed?): leaving the cluster", (int) owner);
+        /* the pid and its start time name the driver: a pid reused by
+           another process since does not keep the node (one read of
+           /proc/PID/stat per turn, about 2 turns a second) */
+        uint64_t start = owner > 0 ? util_proc_start(owner) : 0;
+        if (owner > 0 && start != owner_start) {
+            if (start)
+                log_warn("the driver (pid %d, started at tick %llu) whose node this is has "
+                         "ended without stopping it (killed?), and its pid now names another "
+                         "process (started at tick %llu): leaving the cluster", (int) owner,
+                         (unsigned long long) owner_start, (unsigned long long) start);
+            else
+                log_warn("the driver (pid %d) whose node this is has ended without stopping "
+                         "it (killed?): leaving the cluster", (int) owner);
             orphan = true;
             break;
         }
@@ -379,6 +419,7 @@ cmd_node(int argc, char **argv)
         }
         lux_beat_wait(beat);
     }
+leave:
     log_info("stopping");
     char id[UTIL_ID_HEX] = "";
     if (lux_beat_node(beat))

@@ -884,10 +884,11 @@ cmd_replay(int argc, char **argv)
         goto out;
     free(bytes);
     if (memcmp(hash, sqlite3_column_blob(st, 1), 16) != 0) {
+        char rec[33];
         util_hex(hex, hash, 16);
-        util_hex(hex2, sqlite3_column_blob(st, 1), 16);
+        util_hex(rec, sqlite3_column_blob(st, 1), 16); /* not hex2: it takes the job's ID */
         rc = util_err(LUX_ECORRUPT, "job %s: the module bytes in the log hash to %s, not to the "
-                      "recorded %s: they were altered", util_id_hex(&r.job, hex2), hex, hex2);
+                      "recorded %s: they were altered", util_id_hex(&r.job, hex2), hex, rec);
         goto out;
     }
     printf("job %s: module %s, %zu bytes, its hash verified\n", util_id_hex(&r.job, hex),

@@ -11,12 +11,14 @@
     does, and stops it (node_left) when the driver ends. Its directory is
     a private temporary one, removed after a clean stop. A driver killed
     (SIGKILL: no stop) leaves its node behind no longer: the node is told
-    the driver's pid (LUX_NODE_OWNER_PID) and leaves the cluster when that
-    process is gone (lux_node.c).
+    the driver's pid and start time (LUX_NODE_OWNER_PID=PID:START) and
+    leaves the cluster when that process is gone, its pid free or reused
+    by another process (lux_node.c).
 */
 #include "lux_cmd.h"
 #include "util/util_err.h"
 #include "util/util_fs.h"
+#include "util/util_proc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -100,8 +102,9 @@ lux_run_node_up(const char *address, const char *token, const char *node_ip, cha
     }
     argv[k] = NULL;
     /* the node leaves when this process ends without stopping it (lux_node.c) */
-    char owner[32];
-    snprintf(owner, sizeof owner, "%d", (int) getpid());
+    char owner[48];
+    snprintf(owner, sizeof owner, "%d:%llu", (int) getpid(),
+             (unsigned long long) util_proc_start(getpid()));
     setenv("LUX_NODE_OWNER_PID", owner, 1);
     int rc = s_lux(argv, log);
     unsetenv("LUX_NODE_OWNER_PID");

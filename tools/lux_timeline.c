@@ -60,7 +60,8 @@
     monitor made it; never the event's ts, when it reached the head, which
     can be seconds later (a put's bytes being recorded holds the node's
     events behind it), save in a log older than those t_end fields. A
-    retry's args name the attempt it starts ("attempt"). Dependencies
+    retry's args name the attempt it starts ("attempt") and its event
+    ("shard", "seq"). Dependencies
     on put objects have no producing task and so no flow; the consumer's
     args list them.
 */
@@ -383,16 +384,18 @@ s_args(const char *k1, const char *v1, const char *k2, const char *v2, const cha
     return buf;
 }
 
-/* args (s_args' object, freed) with "attempt": N added: a retry names the
-   attempt it starts, a number (the same as the killed one's when the
-   reason says "(not counted)"). */
+/* args (s_args' object, freed) with "attempt", "shard" and "seq" added: a
+   retry names the attempt it starts (the same number as the killed one's
+   when the reason says "(not counted)", or for a rebuild) and its event,
+   whose place in the log orders it among its task's attempts. */
 static char *
-s_args_attempt(char *args, int64_t attempt)
+s_args_retry(char *args, int64_t attempt, uint32_t shard, uint64_t seq)
 {
     char *out = NULL;
     size_t n = args ? strlen(args) : 0;
-    if (n >= 2 && asprintf(&out, "%.*s%s\"attempt\": %" PRId64 "}", (int) n - 1, args,
-                           n > 2 ? ", " : "", attempt) < 0)
+    if (n >= 2 && asprintf(&out, "%.*s%s\"attempt\": %" PRId64 ", \"shard\": %" PRIu32
+                           ", \"seq\": %" PRIu64 "}", (int) n - 1, args, n > 2 ? ", " : "",
+                           attempt, shard, seq) < 0)
         out = NULL;
     free(args);
     return out;
@@ -490,8 +493,8 @@ s_read_events(s_tl_t *tl)
             util_id_hex(&sp->task, hex);
             snprintf(buf, sizeof buf, "retry %s", sp->name);
             r = s_add_instant(tl, buf, "retry", 't', pid, w, ts,
-                              s_args_attempt(s_args("task_id", hex, "reason", info, NULL, NULL),
-                                             attempt));
+                              s_args_retry(s_args("task_id", hex, "reason", info, NULL, NULL),
+                                           attempt, shard, seq));
             if (!r && w > 0) {
                 /* the attempt the dead worker ended: counted ones moved
                    attempt on, "(not counted)" ones did not */

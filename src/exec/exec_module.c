@@ -197,11 +197,24 @@ exec_module_load(const char *path, const uint8_t hash[16])
     if (rc || memcmp(got, hash, 16) != 0) {
         char hex[33];
         util_hex(hex, hash, 16);
-        if (rc)
+        char note[PATH_MAX + 8], first[UTIL_ERRMSG_MAX];
+        size_t len = strlen(path);
+        char *why = NULL;
+        snprintf(first, sizeof first, "%s", lux_errmsg());
+        if (rc && len > 3 && strcmp(path + len - 3, ".so") == 0 &&
+            snprintf(note, sizeof note, "%.*s.why", (int) (len - 3), path) < (int) sizeof note &&
+            util_exists(note))
+            why = util_read_file(note, NULL); /* a node that could not fetch it said why */
+        if (rc && why)
+            util_err(rc, "module %s is not on this node: %s", hex, why);
+        else if (rc) {
+            util_err(rc, "%s", first); /* the read's own message, as it was */
             util_err_ctx(rc, "module %s", hex);
+        }
         else
             util_err(LUX_EINVAL, "module %s: the bytes of %s do not match its hash (changed or "
                      "damaged since they were stored): refused", hex, path);
+        free(why);
         free(bytes);
         free(m);
         pthread_mutex_unlock(&s_lock);

@@ -9,7 +9,8 @@
     the task waits for the pull as it waits for an argument's task. When
     the pull fails (no live node holds it, or its source died mid-way),
     the object is rebuilt from its lineage where the log can be read (the
-    head's node); a put, which has none, fails the task with the pull's
+    head's node; another node's pull asks the head to, exec_xfer.c
+    s_make); a put, which has none, fails the task with the pull's
     error, naming the object and the node.
 
     Pulls report per object (done is called once per request, with no

@@ -504,11 +504,12 @@ s_answer_waiters(nm_t *nm, nm_task_t *t)
 
 /* t's outputs that nobody owns (rebuilt for nobody, or freed by their
    owner before they were made) and nothing needs once its waiters have
-   them: deleted. */
+   them: deleted; those rebuilt for another node's pull stay (evictable)
+   for it to come. */
 static void
 s_drop_unneeded(nm_t *nm, nm_task_t *t)
 {
-    for (uint8_t i = 0; i < t->nret; i++) {
+    for (uint8_t i = 0; i < t->nret && !t->keep_outputs; i++) {
         lux_ref_t id;
         exec_ref_make(&id, &t->id, i);
         nm_obj_t *o = nm_obj_get(nm, &id);

@@ -79,6 +79,9 @@ struct nm_obj {
     bool owned;             /* its owner has not freed it */
     bool freed;             /* a put its owner freed: gone for calls made after the free,
                                though the tasks queued for it still take it */
+    bool copy;              /* a copy pulled from another node (object_copied logged):
+                               its going is logged too (object_lost), so that
+                               object_locations does not list this node for it */
     uint64_t size;
     uint8_t *bytes;         /* INLINE value, or ERROR message (malloc'd) */
     uint64_t off;           /* ARENA offset */
@@ -164,6 +167,8 @@ struct nm_task {
     uint8_t attempt;          /* 1 for the first run */
     uint8_t max_attempts;
     bool rebuild;             /* run again to rebuild lost outputs */
+    bool keep_outputs;        /* rebuilt for another node's pull (exec_xfer.c s_make):
+                                 its outputs stay, unowned, until evicted */
     uint32_t cpus_milli;
     char *res;                /* custom resources, owned, or NULL */
     uint32_t waiting;         /* arguments not ready yet */

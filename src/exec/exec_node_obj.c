@@ -336,6 +336,8 @@ void
 nm_obj_delete(nm_t *nm, nm_obj_t *o)
 {
     char path[PATH_MAX + 64], hex[LUX_REF_LEN * 2 + 1];
+    if (o->copy && o->state == OBJ_READY) /* else already logged (evicted) */
+        nm_log_object(nm, o, DB_K_object_lost, "its copy here let go: nothing here holds it");
     if (o->state == OBJ_SPILLED) {
         util_hex(hex, o->id.b, LUX_REF_LEN);
         snprintf(path, sizeof path, "%s/%s.lz4", nm->spill_dir, hex);

@@ -21,7 +21,8 @@
     9); on the head itself the log is read at once. No good bytes from
     the head either, or no answer within S_FETCH_MS: the NODE_TASK is
     taken anyway, and its tasks fail as a worker finds no such module,
-    the error naming the hash; each reason is logged here.
+    the error naming the hash and the reason (DIR/modules/HASH.why,
+    written here, read by exec_module_load); each reason is logged here.
 
     Test hooks (read once): LUX_TEST_MODULE_GATE=FILE: while FILE does
     not exist this node neither sends its asks nor answers those of
@@ -42,6 +43,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define S_HELD_MAX 64     /* NODE_TASKs waiting for modules at once */
 #define S_KNOWN_MAX 64    /* module hashes checked here, remembered */
@@ -232,16 +234,26 @@ s_settle(nm_t *nm, nm_rmodule_t *self, const uint8_t hash[16], const uint8_t *by
     int k = s_ask_find(self, hash);
     if (k >= 0)
         s_ask_drop(self, k);
+    char note[PATH_MAX + 64], text[1100];
+    snprintf(note, sizeof note, "%s/modules/%s.why", nm->cluster.dir, hex);
     if (why) {
         log_error("module %s: %s: its tasks fail", hex, why);
         s_know(self, hash, util_mono_ms() + S_FETCH_MS);
     } else if (exec_module_store(nm->cluster.dir, hash, bytes, n, path, sizeof path)) {
-        log_error("module %s: cannot keep it: %s", hex, lux_errmsg());
+        snprintf(text, sizeof text, "fetched, but it cannot be kept: %s", lux_errmsg());
+        why = text;
+        log_error("module %s: %s", hex, why);
         s_know(self, hash, util_mono_ms() + S_FETCH_MS);
     } else {
         log_info("module %s: fetched from %s and kept (%zu bytes)", hex, from, n);
         s_know(self, hash, 0);
+        unlink(note);
     }
+    /* why its tasks fail, for the worker that finds no module to say
+       (exec_module_load) */
+    snprintf(path, sizeof path, "%s/modules", nm->cluster.dir);
+    if (why && (util_private_dir(path) || util_write_file(note, why, strlen(why), 0600)))
+        log_warn("module %s: cannot note why it is not here: %s", hex, lux_errmsg());
     s_release(nm, self, hash);
 }
 

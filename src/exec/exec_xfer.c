@@ -34,6 +34,7 @@
 #include "exec_peer.h"
 #include "exec_node_log.h"
 #include "exec_node_obj.h"
+#include "exec_node_graph.h"
 #include "../db/db_query.h"
 #include "../util/util_err.h"
 #include "../util/util_fp.h"
@@ -89,8 +90,21 @@ typedef struct s_pull {
     exec_bulk_pull_t *bh;    /* the bulk connection moving its chunks */
     int rc;                  /* P_DONE: the outcome ... */
     char *why;               /* ... and its message */
+    bool absent;             /* every source tried so far said it does not hold it */
+    bool stale;              /* so the head is told its sources are stale: make it */
+    int rounds;              /* times the head was asked so (S_MAKE_ROUNDS at most) */
     struct s_pull *next;
 } s_pull_t;
+
+/* NODE_LOCATE's flags: the sources the head listed do not hold it (every
+   one said so): the head makes it again (s_make). */
+#define S_LOCATE_STALE 1
+/* How often a pull asks the head to make an object that its sources
+   turned out not to hold, before it fails: each round is a rebuild at the
+   head, which nm_rebuild bounds too (NM_REBUILD_UNREAD_MAX). */
+#define S_MAKE_ROUNDS 8
+/* While the head makes it, the puller asks again this often. */
+#define S_MAKING_POLL_MS 200
 
 static int64_t
 s_env(const char *name, int64_t dflt, int64_t lo, int64_t hi)
@@ -172,6 +186,31 @@ s_locate(nm_t *nm, s_pull_t *p)
     return p->nsrc ? 0 : LUX_ENOTFOUND;
 }
 
+/* The head's node, asked for an object that no live node holds (or whose
+   listed holders all said they do not): have it here again. 0 when it is
+   here (*here) or on its way (rebuilt from its lineage: nm_rebuild, its
+   outputs kept here, unowned and evictable, for the pullers to come: a
+   task rebuilt for nobody would drop them at once); else nm_rebuild's
+   code and message (a put, which has no lineage; a rebuild that failed,
+   naming the root cause). */
+static int
+s_make(nm_t *nm, const lux_ref_t *id, bool *here)
+{
+    nm_obj_t *o = nm_obj_get(nm, id);
+    *here = o && (o->state == OBJ_READY || o->state == OBJ_SPILLED);
+    if (*here)
+        return 0;
+    int rc = nm_rebuild(nm, id);
+    if (rc)
+        return rc;
+    util_id_t tid;
+    exec_ref_task(id, &tid);
+    nm_task_t *t = nm_task_find(nm, &tid);
+    if (t)
+        t->keep_outputs = true;
+    return 0;
+}
+
 static void
 s_on_locate(nm_t *nm, nm_peer_msg_t *m)
 {
@@ -180,6 +219,7 @@ s_on_locate(nm_t *nm, nm_peer_msg_t *m)
         return;
     uint64_t req = util_rd_u64(&r);
     const uint8_t *id = util_rd_take(&r, LUX_REF_LEN);
+    uint8_t flags = util_rd_left(&r) > 0 ? util_rd_u8(&r) : 0; /* absent from older nodes */
     if (r.bad || !id) {
         nm_complain(nm, "malformed NODE_LOCATE");
         return;
@@ -188,6 +228,26 @@ s_on_locate(nm_t *nm, nm_peer_msg_t *m)
     memcpy(p.id.b, id, LUX_REF_LEN);
     int rc = nm_peer_is_head(nm) ? s_locate(nm, &p)
                                  : util_err(LUX_EINVAL, "only the head's node locates objects");
+    bool making = false, here = false;
+    char why[UTIL_ERRMSG_MAX] = "";
+    if (nm_peer_is_head(nm) && (rc == LUX_ENOTFOUND || rc == 0) && (flags & S_LOCATE_STALE)) {
+        /* the asker found nobody holding it, for longer than an event
+           takes to reach the log: made here again, from its lineage */
+        int mrc = s_make(nm, &p.id, &here);
+        if (mrc) {
+            rc = mrc;
+            snprintf(why, sizeof why, "%s", lux_errmsg());
+        } else if (here) {
+            /* the head's own copy, whatever the log listed */
+            rc = 0;
+            p.nsrc = 1;
+            p.src[0].node = nm->node;
+            nm_peer_head_ep(nm, p.src[0].ep, sizeof p.src[0].ep);
+        } else {
+            rc = LUX_ENOTFOUND;
+            making = true;
+        }
+    }
     util_buf_t *b = &nm->xfer->buf;
     b->len = 0;
     util_buf_put_u64(b, req);
@@ -201,7 +261,12 @@ s_on_locate(nm_t *nm, nm_peer_msg_t *m)
         util_buf_put_str(b, p.src[i].ep, strlen(p.src[i].ep));
     }
     if (rc && rc != LUX_ENOTFOUND)
-        util_buf_put_str(b, lux_errmsg(), strlen(lux_errmsg()));
+        util_buf_put_str(b, why[0] ? why : lux_errmsg(), strlen(why[0] ? why : lux_errmsg()));
+    if (rc == LUX_ENOTFOUND) {
+        /* being made here (ask again), or why it cannot be */
+        util_buf_put_u8(b, making);
+        util_buf_put_str(b, why, strlen(why));
+    }
     zmsg_t *out = zmsg_new();
     zmsg_addmem(out, b->data, b->len);
     nm_peer_reply(nm, m, NET_NODE_LOCATE_REP, &out);
@@ -312,6 +377,22 @@ s_next_source(nm_t *nm, s_pull_t *p, int rc)
     s_drop_block(nm, p);
     if (p->cur < p->nsrc)
         s_send_pull(nm, p, OP_CLOSE, 0, 0);
+    if (rc != LUX_ENOTFOUND)
+        p->absent = false;
+    if (p->cur + 1 >= p->nsrc && p->absent && !nm_peer_is_head(nm) &&
+        p->rounds < S_MAKE_ROUNDS) {
+        /* every listed node said it does not hold it (evicted, freed):
+           the log is behind; the head makes it again from its lineage */
+        log_info("object %s: no listed node holds it (%s); asking the head to make it again",
+                 xfer_hex(&p->id, hex), why);
+        p->rounds++;
+        p->stale = true;
+        p->state = P_LOCATE;
+        p->cur = p->nsrc; /* nothing more to close */
+        p->wait_until_ms = util_mono_ms() + S_LOCATE_MS;
+        p->locate_at_ms = util_mono_ms();
+        return;
+    }
     if (p->cur + 1 < p->nsrc) {
         log_warn("object %s: its source %s failed (%s); trying %s", xfer_hex(&p->id, hex),
                  p->src[p->cur].ep, why, p->src[p->cur + 1].ep);
@@ -334,6 +415,7 @@ static void
 s_start_sources(nm_t *nm, s_pull_t *p)
 {
     p->cur = 0;
+    p->absent = true;
     p->token = ++nm->xfer->next_token;
     p->state = P_OPEN;
     p->last_ms = p->start_ms = util_mono_ms();
@@ -368,6 +450,8 @@ s_ask_location(nm_t *nm, s_pull_t *p)
     b->len = 0;
     util_buf_put_u64(b, p->token);
     util_buf_put(b, p->id.b, LUX_REF_LEN);
+    util_buf_put_u8(b, p->stale ? S_LOCATE_STALE : 0);
+    p->stale = false;
     zmsg_t *m = zmsg_new();
     zmsg_addmem(m, b->data, b->len);
     if (nm_peer_send(nm, nm_peer_head_ep(nm, ep, sizeof ep), NET_NODE_LOCATE, &m))
@@ -403,14 +487,35 @@ s_on_locate_rep(nm_t *nm, nm_peer_msg_t *m)
     }
     p->fpkind = fpkind <= FP_OF_ONE ? fpkind : FP_NONE;
     memcpy(p->log_fp, fp, 16);
+    /* ENOTFOUND: whether the head is making it, or why it cannot */
+    size_t len = 0;
+    const char *text = rc && rc != LUX_ENOTFOUND ? util_rd_str(&r, &len) : NULL;
+    uint8_t making = rc == LUX_ENOTFOUND && util_rd_left(&r) > 0 ? util_rd_u8(&r) : 0;
+    if (rc == LUX_ENOTFOUND && util_rd_left(&r) > 0 && !r.bad)
+        text = util_rd_str(&r, &len);
+    if (r.bad || (text && len == 0))
+        text = NULL;
     if (rc == 0 && p->nsrc) {
         s_start_sources(nm, p);
-    } else if ((rc == 0 || rc == LUX_ENOTFOUND) && util_mono_ms() < p->wait_until_ms) {
+    } else if (making) {
+        /* rebuilt at the head from its lineage: asked again until it is
+           there (or the head says why not, or falls silent) */
+        p->wait_until_ms = util_mono_ms() + S_LOCATE_MS;
+        p->locate_at_ms = util_mono_ms() + S_MAKING_POLL_MS;
+    } else if ((rc == 0 || rc == LUX_ENOTFOUND) && !text && util_mono_ms() < p->wait_until_ms) {
         p->locate_at_ms = util_mono_ms() + 100; /* its event may be on its way */
+    } else if ((rc == 0 || rc == LUX_ENOTFOUND) && !text && p->rounds < S_MAKE_ROUNDS) {
+        /* no live node holds it, for longer than its event could take:
+           the head makes it again from its lineage (or says why not) */
+        p->rounds++;
+        p->stale = true;
+        p->wait_until_ms = util_mono_ms() + S_LOCATE_MS;
+        p->locate_at_ms = util_mono_ms();
     } else {
-        size_t len = 0;
-        const char *text = rc && rc != LUX_ENOTFOUND ? util_rd_str(&r, &len) : NULL;
-        if (text)
+        if (text && rc == LUX_ENOTFOUND)
+            util_err(rc, "object %s: no live node holds it, and the head cannot make it "
+                     "again: %.*s", xfer_hex(&p->id, hex), (int) len, text);
+        else if (text)
             util_err(rc, "object %s: the head could not say where it lives: %.*s",
                      xfer_hex(&p->id, hex), (int) len, text);
         else
@@ -527,8 +632,9 @@ s_complete(nm_t *nm, s_pull_t *p)
         s_finish(nm, p, util_err(LUX_ENOMEM, "out of memory"));
         return;
     }
-    o->owned = false; /* a copy: nobody's; it stays while the store has room */
+    o->owned = false; /* a copy: nobody's; it goes when its readers let it go */
     o->owner = NULL;
+    o->copy = true;   /* and its going is logged (nm_obj_delete) */
     o->is_put = false; /* dropped, not spilled, when room is needed: it can be pulled again */
     if (p->ibytes) {
         nm_obj_set_inline(nm, o, p->ibytes, p->size);

@@ -103,6 +103,7 @@ s_serve_open(nm_t *nm, nm_peer_msg_t *m, uint64_t token, const uint8_t *id, uint
     op->next = nm->xfer->opens;
     nm->xfer->opens = op;
     nm_obj_pin(nm, o);
+    o->unread = 0; /* a reader has it (nm_rebuild's bound counts rebuilds nobody read) */
     util_buf_t *hb = s_rep_head(nm, token, 0, id, OP_OPEN);
     zmsg_t *out = zmsg_new();
     util_buf_put_u64(hb, o->size);

@@ -157,6 +157,23 @@ util_proc_ppid(pid_t pid)
     return (pid_t) ppid;
 }
 
+uint64_t
+util_proc_start(pid_t pid)
+{
+    char buf[1024], state;
+    unsigned long long start = 0;
+    if (pid <= 0 || s_proc_read(pid, "stat", buf, sizeof buf) < 0)
+        return 0;
+    /* past the last ')' (comm may hold anything): field 3, the state, then
+       fields 4-21, then 22, the start time */
+    const char *p = strrchr(buf, ')');
+    if (!p || sscanf(p + 1, " %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
+                     "%*d %*d %*d %*d %llu", &state, &start) != 2 || state == 'Z' ||
+        state == 'X')
+        return 0;
+    return (uint64_t) start;
+}
+
 int64_t
 util_proc_rss(pid_t pid, int64_t *peak)
 {

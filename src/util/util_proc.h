@@ -23,6 +23,11 @@ bool util_proc_stop(pid_t pid, int sig, int timeout_ms);
 /* User+system CPU time of pid in ns (from /proc); -1 when unknown. */
 int64_t util_proc_cpu_ns(pid_t pid);
 
+/* When pid started (field 22 of /proc/PID/stat: clock ticks after boot),
+   0 when it is gone or a zombie. A pid is reused once its process ends;
+   the pid and its start time together name one process. */
+uint64_t util_proc_start(pid_t pid);
+
 /* Resident set size and its peak in bytes (from /proc); -1 when unknown. */
 int64_t util_proc_rss(pid_t pid, int64_t *peak);
 

@@ -26,6 +26,8 @@
 #   cluster_wait_sql SQL WANT [SECS]   poll `lux sql --csv` on the head until
 #                                      its output holds WANT (0) or SECS pass
 #                                      (1); the output in $CL_SQL
+#   cluster_wait_value SQL WANT [SECS] the same, until the last line of its
+#                                      output is WANT (a count of 10 is not 0)
 #   cluster_wait_file FILE [SECS]      wait until FILE exists (0) or SECS
 #                                      (default 120) pass (1)
 #   cluster_kill_node I                kill -9 node I's daemon and its
@@ -136,6 +138,17 @@ cluster_wait_sql() { # cluster_wait_sql SQL WANT [SECS]
     return 1
 }
 
+cluster_wait_value() { # cluster_wait_value SQL WANT [SECS]: as cluster_wait_sql, but the
+    # answer's last line (a one-value query's value) must be WANT itself, not hold it
+    _end=$(($(date +%s) + ${3:-60}))
+    while [ "$(date +%s)" -lt $_end ]; do
+        CL_SQL=$("$LUX" sql --dir "$CL_DIR/head" --csv "$1" 2>&1)
+        [ "$(printf '%s\n' "$CL_SQL" | tail -n 1)" = "$2" ] && return 0
+        sleep 0.2
+    done
+    return 1
+}
+
 cluster_wait_file() { # cluster_wait_file FILE [SECS]
     _end=$(($(date +%s) + ${2:-120}))
     while [ ! -e "$1" ] && [ "$(date +%s)" -lt $_end ]; do
@@ -148,7 +161,10 @@ cluster_kill_node() { # cluster_kill_node I
     _pid=$(cluster_node_pid "$1")
     [ -n "$_pid" ] || return 1
     _w=$(pgrep -P "$_pid" 2>/dev/null)
-    kill -9 "$_pid" $_w
+    kill -9 "$_pid" || return 1
+    # its workers: one may have died already (a test's own kills)
+    for _p in $_w; do kill -9 "$_p" 2>/dev/null; done
+    return 0
 }
 
 cluster_down() {

@@ -256,6 +256,17 @@ s_main(lux_t *lx, int argc, char **argv)
         }
         return s_hold(&r, argv[3]);
     }
+    if (strcmp(argv[1], "freed") == 0) { /* freed N - FILE: made here, then freed */
+        lux_ref_t r;
+        int64_t b = n;
+        if (lux_call(lx, "s_big", 1, (lux_arg_t[]) {LUX_VAL(&b, 8)}, 1, &r) ||
+            s_get(lx, &r, &v))
+            return printf("error: %s\n", lux_errmsg()), 1;
+        lux_free(lx, 1, &r); /* this node lets its copy go; the log still lists it */
+        int none = 0;
+        lux_wait(lx, 0, NULL, 0, 0, &none); /* sends the free (lux_free only queues it) */
+        return s_hold(&r, argv[3]);
+    }
     if (strcmp(argv[1], "pin") == 0) {
         uint8_t *p = calloc(1, (size_t) n);
         lux_ref_t r;

@@ -84,3 +84,7 @@ done_testing() {
     [ "$_tap_failed" -eq 0 ]
     exit $?
 }
+
+diag() { # diag TEXT...: a comment line in the TAP output, for each line of TEXT
+    printf '%s\n' "$*" | sed 's/^/# /'
+}
