@@ -11,6 +11,7 @@
    in flight, so that transfers last long enough to be caught in the middle. */
 #include "tap.h"
 #include "lib/fx.h"
+#include "lib/xfx.h"
 #include "lux.h"
 #include "util/util_err.h"
 #include "util/util_fs.h"
@@ -30,95 +31,10 @@
 enum { O_SMALL, O_NOISE, O_TEXT, O_TWICE, O_KILL, O_HUGE, O_N };
 static const size_t s_size[O_N] = {1000, 24 * MIB, 16 * MIB, 16 * MIB, 48 * MIB, 80 * MIB};
 
-/* The bytes of object k: noise (xorshift) or text, the same every time. */
-static void
-s_fill(int k, uint8_t *p, size_t n)
-{
-    if (k == O_TEXT) {
-        static const char line[] = "the quick brown fox jumps over the lazy dog %08zu\n";
-        for (size_t i = 0; i < n; i++)
-            p[i] = (uint8_t) line[(i + i / 4096) % (sizeof line - 1)];
-        return;
-    }
-    uint64_t x = 0x9e3779b97f4a7c15ull * (uint64_t) (k + 1);
-    for (size_t i = 0; i < n; i += 8) {
-        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-        memcpy(p + i, &x, n - i < 8 ? n - i : 8);
-    }
-}
+static xfx_obj_t s_obj[O_N]; /* noise of seed k + 1, or text */
 
 static char s_node[3][600]; /* the directories of the head, A and B */
 static char s_hex[O_N][2 * LUX_REF_LEN + 1];
-
-/* Node A's driver: put the objects, write their refs to fd, wait for a
-   byte on in, then leave (its puts go with it). */
-static void
-s_driver_a(int out, int in)
-{
-    lux_config_t cfg = {.address = s_node[1]};
-    lux_t *lx = lux_init(&cfg);
-    if (!lx)
-        _exit(2);
-    for (int k = 0; k < O_N; k++) {
-        uint8_t *p = malloc(s_size[k]);
-        lux_ref_t ref;
-        s_fill(k, p, s_size[k]);
-        if (lux_put(lx, p, s_size[k], &ref))
-            _exit(3);
-        free(p);
-        if (write(out, ref.b, sizeof ref.b) != (ssize_t) sizeof ref.b)
-            _exit(4);
-    }
-    char c;
-    if (read(in, &c, 1) < 0)
-        _exit(5);
-    lux_shutdown(&lx);
-    _exit(0);
-}
-
-/* A driver on B: get ref; write rc and lux_errmsg() to out. */
-static void
-s_driver_b(const lux_ref_t *ref, int out)
-{
-    lux_config_t cfg = {.address = s_node[2]};
-    lux_t *lx = lux_init(&cfg);
-    char msg[1024] = "";
-    int rc = lx ? 0 : LUX_EIO;
-    lux_val_t v;
-    if (lx && (rc = lux_get(lx, ref, &v, 120000)))
-        snprintf(msg, sizeof msg, "%s", lux_errmsg());
-    if (write(out, &rc, sizeof rc) < 0 || write(out, msg, strlen(msg) + 1) < 0)
-        _exit(4);
-    lux_shutdown(&lx);
-    _exit(0);
-}
-
-static pid_t
-s_spawn_b(const lux_ref_t *ref, int *fd)
-{
-    int p[2];
-    if (pipe(p))
-        bail("pipe");
-    pid_t pid = fork();
-    if (pid == 0) {
-        close(p[0]);
-        s_driver_b(ref, p[1]);
-    }
-    close(p[1]);
-    *fd = p[0];
-    return pid;
-}
-
-static int
-s_read_b(int fd, pid_t pid, char *msg, size_t n)
-{
-    int rc = LUX_EIO;
-    ssize_t k = read(fd, &rc, sizeof rc), m = k > 0 ? read(fd, msg, n - 1) : 0;
-    msg[m > 0 ? m : 0] = '\0';
-    close(fd);
-    waitpid(pid, NULL, 0);
-    return k == sizeof rc ? rc : LUX_EIO;
-}
 
 /* Wait until the log has what the SQL counts reach want (30 s). */
 static int64_t
@@ -140,14 +56,7 @@ s_wait_count(const char *dir, int64_t want, const char *sql)
 static int
 s_log_lines(const char *a, const char *b)
 {
-    char path[700];
-    snprintf(path, sizeof path, "%s/log/node.log", s_node[2]);
-    char *text = util_read_file(path, NULL);
-    int n = 0;
-    for (char *line = text ? strtok(text, "\n") : NULL; line; line = strtok(NULL, "\n"))
-        n += strstr(line, a) && strstr(line, b);
-    free(text);
-    return n;
+    return xfx_log_lines(s_node[2], false, a, b);
 }
 
 /* The nodes go at exit, however the test ends (fx stops the head). */
@@ -196,23 +105,11 @@ main(void)
     free(id);
 
     /* A puts */
-    int to_a[2], from_a[2];
-    if (pipe(to_a) || pipe(from_a))
-        bail("pipe");
-    pid_t pa = fork();
-    if (pa == 0) {
-        close(to_a[1]);
-        close(from_a[0]);
-        s_driver_a(from_a[1], to_a[0]);
-    }
-    close(to_a[0]);
-    close(from_a[1]);
     lux_ref_t refs[O_N];
-    for (int k = 0; k < O_N; k++) {
-        if (read(from_a[0], refs[k].b, sizeof refs[k].b) != (ssize_t) sizeof refs[k].b)
-            bail("node A's driver did not put its objects");
-        util_hex(s_hex[k], refs[k].b, LUX_REF_LEN);
-    }
+    xfx_putter_t pa;
+    for (int k = 0; k < O_N; k++)
+        s_obj[k] = (xfx_obj_t){.size = s_size[k], .text = k == O_TEXT, .seed = (uint64_t) k + 1};
+    xfx_put(&pa, s_node[1], s_obj, O_N, refs, s_hex);
     snprintf(sql, sizeof sql,
              "SELECT count(*) FROM object_locations WHERE node_id = '%s' AND how = 'put'", a_node);
     is_int(s_wait_count(c.dir, O_N, sql), O_N, "object_locations: A holds its %d puts", O_N);
@@ -227,11 +124,7 @@ main(void)
         int rc = lux_get(lx, &refs[k], &v, 120000);
         if (!is_int(rc, 0, "B gets A's object of %zu bytes", s_size[k]))
             diag("%s", lux_errmsg());
-        uint8_t *want = malloc(s_size[k]);
-        s_fill(k, want, s_size[k]);
-        ok(rc == 0 && v.size == s_size[k] && memcmp(v.data, want, s_size[k]) == 0,
-           "byte for byte");
-        free(want);
+        ok(rc == 0 && xfx_same(&s_obj[k], v.data, v.size), "byte for byte");
     }
     snprintf(sql, sizeof sql,
              "SELECT count(*) FROM object_locations l JOIN nodes n USING (node_id) WHERE "
@@ -248,9 +141,10 @@ main(void)
     /* two drivers at once: one transfer */
     int f1, f2;
     char m1[1024], m2[1024];
-    pid_t b1 = s_spawn_b(&refs[O_TWICE], &f1), b2 = s_spawn_b(&refs[O_TWICE], &f2);
-    is_int(s_read_b(f1, b1, m1, sizeof m1), 0, "two drivers on B get one object at once: the first");
-    is_int(s_read_b(f2, b2, m2, sizeof m2), 0, "and the second");
+    pid_t b1 = xfx_get_spawn(s_node[2], &refs[O_TWICE], &f1),
+          b2 = xfx_get_spawn(s_node[2], &refs[O_TWICE], &f2);
+    is_int(xfx_got(f1, b1, m1, sizeof m1), 0, "two drivers on B get one object at once: the first");
+    is_int(xfx_got(f2, b2, m2, sizeof m2), 0, "and the second");
     is_int(s_log_lines("pulling object", s_hex[O_TWICE]), 1, "in one transfer");
 
     /* a ref nobody made */
@@ -270,7 +164,7 @@ main(void)
 
     /* A dies in the middle of a transfer */
     int fk;
-    pid_t bk = s_spawn_b(&refs[O_KILL], &fk);
+    pid_t bk = xfx_get_spawn(s_node[2], &refs[O_KILL], &fk);
     int64_t end = util_mono_ms() + 60000;
     while (util_mono_ms() < end && s_log_lines("pulling object", s_hex[O_KILL]) == 0)
         usleep(20000);
@@ -282,7 +176,7 @@ main(void)
     ok(kill(a_pid, SIGKILL) == 0, "A killed (kill -9 %d)", (int) a_pid);
     int64_t t0 = util_mono_ms();
     char mk[1024];
-    rc = s_read_b(fk, bk, mk, sizeof mk);
+    rc = xfx_got(fk, bk, mk, sizeof mk);
     ok(rc != 0 && rc != LUX_ETIMEDOUT, "B's get ends with an error, not a hang (%d, after %lld ms)",
        rc, (long long) (util_mono_ms() - t0));
     ok(strstr(mk, s_hex[O_KILL]) && strstr(mk, "127.0.0.2"),
@@ -290,9 +184,7 @@ main(void)
     is_int(lux_get(lx, &refs[O_SMALL], &v, 60000), 0, "B still serves its own copy after A died");
 
     lux_shutdown(&lx);
-    if (write(to_a[1], "x", 1) < 0)
-        diag("node A's driver is gone already");
-    waitpid(pa, NULL, 0);
+    xfx_put_end(&pa);
     fx_stop(&c);
     done_testing();
 }

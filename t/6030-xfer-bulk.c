@@ -14,10 +14,12 @@
      next get of it is whole;
    - the head's bulk port refuses connections (LUX_TEST_BULK_REFUSE, as a
      firewall would): B pulls over CURVE, says so once for that node;
-   - A killed (kill -9 by its pid) in the middle of a bulk pull: B's get
-     ends with an error naming the object and A, not a hang. */
+   - A killed (kill -9 by its pid) in the middle of a bulk pull (A holds
+     it after its first chunk: LUX_TEST_BULK_HOLD): B's get ends with an
+     error naming the object and A, not a hang. */
 #include "tap.h"
 #include "lib/fx.h"
+#include "lib/xfx.h"
 #include "lux.h"
 #include "util/util_err.h"
 #include "util/util_fs.h"
@@ -41,138 +43,16 @@
 enum { O_NOISE, O_TEXT, O_BADKEY, O_GARB, O_FLIP, O_KILL, O_HEAD1, O_HEAD2, O_N };
 static const size_t s_size[O_N] = {8 * MIB, 8 * MIB, 4 * MIB, 4 * MIB,
                                    4 * MIB, 48 * MIB, 2 * MIB, 2 * MIB};
-
-static void
-s_fill(int k, uint8_t *p, size_t n)
-{
-    if (k == O_TEXT) {
-        static const char line[] = "the quick brown fox jumps over the lazy dog %08zu\n";
-        for (size_t i = 0; i < n; i++)
-            p[i] = (uint8_t) line[(i + i / 4096) % (sizeof line - 1)];
-        return;
-    }
-    uint64_t x = 0x9e3779b97f4a7c15ull * (uint64_t) (k + 7);
-    for (size_t i = 0; i < n; i += 8) {
-        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-        memcpy(p + i, &x, n - i < 8 ? n - i : 8);
-    }
-}
+static xfx_obj_t s_obj[O_N]; /* noise of seed k + 7, or text */
 
 static char s_node[3][600]; /* the directories of the head, A and B */
 static char s_hex[O_N][2 * LUX_REF_LEN + 1];
 
-/* A driver on dir: put objects from..to, write their refs to out, wait
-   for a byte on in, then leave. */
-static void
-s_driver_put(const char *dir, int from, int to, int out, int in)
-{
-    lux_config_t cfg = {.address = dir};
-    lux_t *lx = lux_init(&cfg);
-    if (!lx)
-        _exit(2);
-    for (int k = from; k <= to; k++) {
-        uint8_t *p = malloc(s_size[k]);
-        lux_ref_t ref;
-        s_fill(k, p, s_size[k]);
-        if (lux_put(lx, p, s_size[k], &ref))
-            _exit(3);
-        free(p);
-        if (write(out, ref.b, sizeof ref.b) != (ssize_t) sizeof ref.b)
-            _exit(4);
-    }
-    char c;
-    if (read(in, &c, 1) < 0)
-        _exit(5);
-    lux_shutdown(&lx);
-    _exit(0);
-}
-
-/* Start a putting driver; its refs into refs[from..to]; the pipe that
-   lets it go into *release. */
-static pid_t
-s_put(const char *dir, int from, int to, lux_ref_t *refs, int *release)
-{
-    int to_d[2], from_d[2];
-    if (pipe(to_d) || pipe(from_d))
-        bail("pipe");
-    pid_t pid = fork();
-    if (pid == 0) {
-        close(to_d[1]);
-        close(from_d[0]);
-        s_driver_put(dir, from, to, from_d[1], to_d[0]);
-    }
-    close(to_d[0]);
-    close(from_d[1]);
-    for (int k = from; k <= to; k++) {
-        if (read(from_d[0], refs[k].b, sizeof refs[k].b) != (ssize_t) sizeof refs[k].b)
-            bail("the driver on %s did not put its objects", dir);
-        util_hex(s_hex[k], refs[k].b, LUX_REF_LEN);
-    }
-    close(from_d[0]);
-    *release = to_d[1];
-    return pid;
-}
-
-/* A driver on B: get ref; rc and lux_errmsg() to out. */
-static pid_t
-s_spawn_get(const lux_ref_t *ref, int *fd)
-{
-    int p[2];
-    if (pipe(p))
-        bail("pipe");
-    pid_t pid = fork();
-    if (pid == 0) {
-        close(p[0]);
-        lux_config_t cfg = {.address = s_node[2]};
-        lux_t *lx = lux_init(&cfg);
-        char msg[1024] = "";
-        int rc = lx ? 0 : LUX_EIO;
-        lux_val_t v;
-        if (lx && (rc = lux_get(lx, ref, &v, 120000)))
-            snprintf(msg, sizeof msg, "%s", lux_errmsg());
-        if (write(p[1], &rc, sizeof rc) < 0 || write(p[1], msg, strlen(msg) + 1) < 0)
-            _exit(4);
-        lux_shutdown(&lx);
-        _exit(0);
-    }
-    close(p[1]);
-    *fd = p[0];
-    return pid;
-}
-
-static int
-s_read_get(int fd, pid_t pid, char *msg, size_t n)
-{
-    int rc = LUX_EIO;
-    ssize_t k = read(fd, &rc, sizeof rc), m = k > 0 ? read(fd, msg, n - 1) : 0;
-    msg[m > 0 ? m : 0] = '\0';
-    close(fd);
-    waitpid(pid, NULL, 0);
-    return k == sizeof rc ? rc : LUX_EIO;
-}
-
-/* How many lines of node i's log hold a and b (b may be NULL). */
+/* How many lines of node i's log (0: the head's) hold a and b (b may be NULL). */
 static int
 s_log_lines(int i, const char *a, const char *b)
 {
-    char path[700];
-    snprintf(path, sizeof path, "%s/log/%s.log", s_node[i], i ? "node" : "supervisor");
-    char *text = util_read_file(path, NULL);
-    int n = 0;
-    for (char *line = text ? strtok(text, "\n") : NULL; line; line = strtok(NULL, "\n"))
-        n += strstr(line, a) && (!b || strstr(line, b));
-    free(text);
-    return n;
-}
-
-/* Wait (60 s at most) until node i's log has a line with a and b. */
-static bool
-s_log_wait(int i, const char *a, const char *b)
-{
-    int64_t end = util_mono_ms() + 60000;
-    while (util_mono_ms() < end && s_log_lines(i, a, b) == 0)
-        usleep(20000);
-    return s_log_lines(i, a, b) > 0;
+    return xfx_log_lines(s_node[i], i == 0, a, b);
 }
 
 /* B gets object k with lx: rc; *same when its bytes are the object's. */
@@ -181,15 +61,9 @@ s_get(lux_t *lx, const lux_ref_t *refs, int k, bool *same)
 {
     lux_val_t v;
     int rc = lux_get(lx, &refs[k], &v, 120000);
-    *same = false;
     if (rc)
         diag("get of object %d: %s", k, lux_errmsg());
-    if (rc == 0 && v.size == s_size[k]) {
-        uint8_t *want = malloc(s_size[k]);
-        s_fill(k, want, s_size[k]);
-        *same = memcmp(v.data, want, s_size[k]) == 0;
-        free(want);
-    }
+    *same = rc == 0 && xfx_same(&s_obj[k], v.data, v.size);
     return rc;
 }
 
@@ -219,13 +93,14 @@ int
 main(void)
 {
     db_cluster_t c;
-    char extra[160], err[4096], sql[700], flip[700], badkey[700], msg[1024];
+    char extra[160], err[4096], sql[700], flip[700], badkey[700], hold[700], msg[1024];
     int port = 24000 + (int) (getpid() % 1400) * 7 + 1, bulk_port = port + 4;
     bool same;
     snprintf(extra, sizeof extra, "--listen tcp://127.0.0.1 --port %d --workers 1 --store-mb 16",
              port);
     snprintf(flip, sizeof flip, "%s/flip", tap_tmpdir());
     snprintf(badkey, sizeof badkey, "%s/badkey", tap_tmpdir());
+    snprintf(hold, sizeof hold, "%s/hold", tap_tmpdir());
     setenv("LUX_TEST_BULK_REFUSE", "1", 1); /* the head's bulk port: as if a firewall shut it */
     fx_start(&c, 1, 1, extra);
     unsetenv("LUX_TEST_BULK_REFUSE");
@@ -235,8 +110,10 @@ main(void)
         snprintf(s_node[i], sizeof s_node[i], "%s/n%d", tap_tmpdir(), i);
         if (i == 1) {
             setenv("LUX_TEST_BULK_FLIP", flip, 1);
+            setenv("LUX_TEST_BULK_HOLD", hold, 1); /* a pull held after one chunk, to kill A in */
         } else { /* B pulls in small chunks, two in flight: a pull lasts long enough to kill A */
             unsetenv("LUX_TEST_BULK_FLIP");
+            unsetenv("LUX_TEST_BULK_HOLD");
             setenv("LUX_TEST_BULK_BADKEY", badkey, 1);
             setenv("LUX_XFER_CHUNK", "16384", 1);
             setenv("LUX_XFER_WINDOW", "2", 1);
@@ -258,9 +135,12 @@ main(void)
        "head's on its own");
 
     lux_ref_t refs[O_N];
-    int rel_a, rel_h;
-    pid_t pa = s_put(s_node[1], O_NOISE, O_KILL, refs, &rel_a);
-    pid_t ph = s_put(s_node[0], O_HEAD1, O_HEAD2, refs, &rel_h);
+    xfx_putter_t pa, ph;
+    for (int k = 0; k < O_N; k++)
+        s_obj[k] = (xfx_obj_t){.size = s_size[k], .text = k == O_TEXT, .seed = (uint64_t) k + 7};
+    xfx_put(&pa, s_node[1], s_obj, O_KILL + 1, refs, s_hex);
+    xfx_put(&ph, s_node[0], s_obj + O_HEAD1, O_HEAD2 - O_HEAD1 + 1, refs + O_HEAD1,
+            s_hex + O_HEAD1);
     lux_config_t cfg = {.address = s_node[2]};
     lux_t *lx = lux_init(&cfg);
     if (!lx)
@@ -366,14 +246,19 @@ main(void)
 
     /* A dies in the middle of a bulk pull */
     int fk;
-    pid_t bk = s_spawn_get(&refs[O_KILL], &fk);
-    ok(s_log_wait(2, "pulling object", s_hex[O_KILL]),
-       "B is pulling the 48 MiB object from A (pid %d)", (int) a_pid);
+    if (util_write_file(hold, "x", 1, 0600))
+        bail("cannot write %s", hold);
+    pid_t bk = xfx_get_spawn(s_node[2], &refs[O_KILL], &fk);
+    ok(xfx_log_wait(s_node[2], false, "pulling object", s_hex[O_KILL], 0, 60000) &&
+       xfx_log_wait(s_node[1], false, "holding transfer", "127.0.0.3", 0, 60000),
+       "B is pulling the 48 MiB object from A (pid %d), held after its first chunk",
+       (int) a_pid);
     ok(a_pid > 0 && kill(a_pid, SIGSTOP) == 0, "A stopped in the middle");
+    unlink(hold);
     ok(s_log_lines(2, "pulled object", s_hex[O_KILL]) == 0, "before the transfer ended");
     ok(kill(a_pid, SIGKILL) == 0, "A killed (kill -9 %d)", (int) a_pid);
     int64_t t0 = util_mono_ms();
-    rc = s_read_get(fk, bk, msg, sizeof msg);
+    rc = xfx_got(fk, bk, msg, sizeof msg);
     ok(rc != 0 && rc != LUX_ETIMEDOUT, "B's get ends with an error, not a hang (%d, after %lld ms)",
        rc, (long long) (util_mono_ms() - t0));
     ok(strstr(msg, s_hex[O_KILL]) && strstr(msg, "127.0.0.2"),
@@ -381,10 +266,8 @@ main(void)
     is_int(s_get(lx, refs, O_FLIP, &same), 0, "B still serves its own copy after A died");
 
     lux_shutdown(&lx);
-    if (write(rel_a, "x", 1) < 0 || write(rel_h, "x", 1) < 0)
-        diag("a driver is gone already");
-    waitpid(pa, NULL, 0);
-    waitpid(ph, NULL, 0);
+    xfx_put_end(&pa);
+    xfx_put_end(&ph);
     fx_stop(&c);
     done_testing();
 }

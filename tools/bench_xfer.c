@@ -250,6 +250,14 @@ s_transfer(bench_ctx_t *ctx, const char *name)
         if (system(tail) != 0)
             fprintf(stderr, "lux bench: no log in %s\n", ndir[i]);
     }
+    const char *prof = getenv("LUX_XFER_PROFILE");
+    for (int i = 0; i < joined && prof && *prof == '1'; i++) { /* where the time went */
+        char lines[PATH_MAX + 128];
+        snprintf(lines, sizeof lines, "grep -h -e 'bulk profile' -e 'pulled object' "
+                 "'%s/log/node.log' >&2", ndir[i]);
+        if (system(lines) != 0)
+            fprintf(stderr, "lux bench: no profile lines in %s\n", ndir[i]);
+    }
     for (int i = 0; i < joined; i++) {
         if (lux_node_stop(ndir[i], 30000))
             fprintf(stderr, "lux bench: %s\n", lux_errmsg());

@@ -10,7 +10,7 @@
 # without it.
 set -e
 PKGS="build-essential autoconf automake libtool pkg-config
-libsqlite3-dev libczmq-dev libzmq3-dev liblz4-dev libsodium-dev libxxhash-dev
+libsqlite3-dev libczmq-dev libzmq3-dev liblz4-dev libsodium-dev libxxhash-dev libssl-dev
 sqlite3 python3 python3-zmq iproute2 graphviz valgrind
 python3-distributed"
 missing=

@@ -25,10 +25,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <arpa/inet.h>
 #include <unistd.h>
+#ifdef HAVE_OPENSSL
+#include <openssl/evp.h>
+#endif
 
 #define S_HELLO 16             /* "LUXB", version, 0 [3], xid u64 */
 #define S_HDR 20               /* type, codec, 0 u16, plen, clen, off: the additional data */
@@ -38,7 +42,6 @@
 #define S_SILENT_MS 10000      /* a streaming connection that moves nothing this long goes */
 #define S_UNSAID_MAX 16        /* connections not yet authenticated, at once */
 #define S_TURN_BYTES (8u << 20) /* bytes one connection moves per turn of the loop */
-#define S_PROBE 65536          /* bytes of a chunk lz4 tries first */
 #define S_CHUNK_MIN 4096
 #define S_CHUNK_MAX (64u << 20)
 
@@ -79,6 +82,14 @@ typedef struct s_conn {
     uint64_t got;             /* bytes opened into dst */
     uint32_t unthanked;       /* chunks opened, not yet credited back */
     int window;
+#ifdef HAVE_OPENSSL
+    EVP_CIPHER_CTX *enc, *dec; /* AES-256-GCM by OpenSSL: sealing, opening (their keys' schedules) */
+#endif
+    /* LUX_XFER_PROFILE: where a transfer's time went, logged at its end */
+    bool prof;
+    int64_t p_start, p_crypt, p_io, p_lz4; /* ns: all; sealing/opening; send/recv; lz4 */
+    uint64_t p_calls, p_turns;             /* send/recv calls; turns of the node's loop */
+    struct rusage p_ru;                    /* the loop thread's at the start */
     int fail_rc;              /* PS_FAILED: the code, and... */
     char fail_why[256];       /* ...why */
     struct s_conn *next;
@@ -97,7 +108,22 @@ struct exec_bulk {
     char *badkey_file;       /* LUX_TEST_BULK_BADKEY: a wrong key when this file exists */
     char *hold_file;         /* LUX_TEST_BULK_HOLD: a source holds after one chunk while it exists */
     char *local;             /* the node's address: where its pulls come from */
+    bool profile;            /* LUX_XFER_PROFILE=1 */
 };
+
+/* The profile's clock: 0 unless c is profiled. */
+static inline int64_t
+s_t0(const s_conn_t *c)
+{
+    return c->prof ? util_mono_ns() : 0;
+}
+
+static inline void
+s_add(const s_conn_t *c, int64_t *acc, int64_t t0)
+{
+    if (c->prof)
+        *acc += util_mono_ns() - t0;
+}
 
 /* --- records ---------------------------------------------------------------------------- */
 
@@ -160,13 +186,46 @@ s_u64(const uint8_t *p)
     return (uint64_t) s_u32(p) | (uint64_t) s_u32(p + 4) << 32;
 }
 
-/* Seal m (n bytes) into c (may be m) with the header h as additional data. */
+#ifdef HAVE_OPENSSL
+/* AES-256-GCM by OpenSSL's EVP: the same records as libsodium's
+   crypto_aead_aes256gcm (12-byte nonce, 16-byte tag, the header as
+   additional data), so either end may use either; OpenSSL's is 1.4-2.5
+   times as fast on this machine's AVX-512/VAES CPU (doc/benchmarks.md).
+   A context per direction per connection, made on first use; false when
+   OpenSSL fails (the caller then uses libsodium). */
+static EVP_CIPHER_CTX *
+s_evp(EVP_CIPHER_CTX **ctx, bool enc)
+{
+    if (!*ctx && (*ctx = EVP_CIPHER_CTX_new()) &&
+        !(enc ? EVP_EncryptInit_ex(*ctx, EVP_aes_256_gcm(), NULL, NULL, NULL)
+              : EVP_DecryptInit_ex(*ctx, EVP_aes_256_gcm(), NULL, NULL, NULL))) {
+        EVP_CIPHER_CTX_free(*ctx);
+        *ctx = NULL;
+    }
+    return *ctx;
+}
+#endif
+
+/* Seal m (n bytes) into c (may be m) with the header h as additional
+   data, with x's context. */
 static void
-s_seal(const exec_bulk_key_t *k, int dir, uint64_t ctr, const uint8_t h[S_HDR],
+s_seal(s_conn_t *x, const exec_bulk_key_t *k, int dir, uint64_t ctr, const uint8_t h[S_HDR],
        uint8_t *c, const uint8_t *m, size_t n, uint8_t tag[16])
 {
     uint8_t nonce[12];
     s_nonce(nonce, dir, ctr);
+#ifdef HAVE_OPENSSL
+    EVP_CIPHER_CTX *e;
+    int l;
+    if (k->cipher == EXEC_BULK_AES256GCM && (e = s_evp(&x->enc, true)) &&
+        EVP_EncryptInit_ex(e, NULL, NULL, k->key, nonce) &&
+        EVP_EncryptUpdate(e, NULL, &l, h, S_HDR) &&
+        EVP_EncryptUpdate(e, c, &l, m, (int) n) && EVP_EncryptFinal_ex(e, c + l, &l) &&
+        EVP_CIPHER_CTX_ctrl(e, EVP_CTRL_AEAD_GET_TAG, 16, tag))
+        return;
+#else
+    (void) x;
+#endif
     if (k->cipher == EXEC_BULK_AES256GCM)
         crypto_aead_aes256gcm_encrypt_detached(c, tag, NULL, m, n, h, S_HDR, NULL, nonce, k->key);
     else
@@ -174,18 +233,44 @@ s_seal(const exec_bulk_key_t *k, int dir, uint64_t ctr, const uint8_t h[S_HDR],
                                                            nonce, k->key);
 }
 
-/* Open c (n bytes) in place: true when it is what the other end sealed. */
+/* Open c (n bytes) in place with x's context: true when it is what the
+   other end sealed. */
 static bool
-s_open(const exec_bulk_key_t *k, int dir, uint64_t ctr, const uint8_t h[S_HDR], uint8_t *c,
-       size_t n, const uint8_t tag[16])
+s_open(s_conn_t *x, const exec_bulk_key_t *k, int dir, uint64_t ctr, const uint8_t h[S_HDR],
+       uint8_t *c, size_t n, const uint8_t tag[16])
 {
     uint8_t nonce[12];
     s_nonce(nonce, dir, ctr);
+#ifdef HAVE_OPENSSL
+    EVP_CIPHER_CTX *d;
+    int l;
+    if (k->cipher == EXEC_BULK_AES256GCM && (d = s_evp(&x->dec, false)))
+        return EVP_DecryptInit_ex(d, NULL, NULL, k->key, nonce) &&
+               EVP_DecryptUpdate(d, NULL, &l, h, S_HDR) &&
+               EVP_DecryptUpdate(d, c, &l, c, (int) n) &&
+               EVP_CIPHER_CTX_ctrl(d, EVP_CTRL_AEAD_SET_TAG, 16, (void *) tag) &&
+               EVP_DecryptFinal_ex(d, c + l, &l) > 0;
+#else
+    (void) x;
+#endif
     if (k->cipher == EXEC_BULK_AES256GCM)
         return crypto_aead_aes256gcm_decrypt_detached(c, NULL, c, n, tag, h, S_HDR, nonce,
                                                       k->key) == 0;
     return crypto_aead_chacha20poly1305_ietf_decrypt_detached(c, NULL, c, n, tag, h, S_HDR,
                                                               nonce, k->key) == 0;
+}
+
+size_t
+exec_bulk_lz4(const uint8_t *src, uint32_t len, uint8_t *dst, size_t cap)
+{
+    if (len < 4096 || cap < (size_t) LZ4_compressBound((int) len))
+        return 0;
+    int probe = len < EXEC_BULK_PROBE ? (int) len : EXEC_BULK_PROBE;
+    int pn = LZ4_compress_default((const char *) src, (char *) dst, probe, (int) cap);
+    if (pn <= 0 || pn >= probe * 3 / 4)
+        return 0; /* only a clear gain on the probe pays for compressing the rest */
+    int zn = LZ4_compress_default((const char *) src, (char *) dst, (int) len, (int) cap);
+    return zn > 0 && (size_t) zn < (size_t) len * 7 / 8 ? (size_t) zn : 0;
 }
 
 /* --- connections ------------------------------------------------------------------------ */
@@ -232,7 +317,31 @@ s_kill(exec_bulk_t *b, s_conn_t *c)
         close(c->fd);
         c->fd = -1;
     }
+    if (c->prof && c->p_start && c->kind != K_LISTEN) {
+        double all = (double) (util_mono_ns() - c->p_start) / 1e6;
+        struct rusage ru;
+        getrusage(RUSAGE_THREAD, &ru);
+        double cpu = (double) (ru.ru_utime.tv_sec - c->p_ru.ru_utime.tv_sec +
+                               ru.ru_stime.tv_sec - c->p_ru.ru_stime.tv_sec) * 1e3 +
+                     (double) (ru.ru_utime.tv_usec - c->p_ru.ru_utime.tv_usec +
+                               ru.ru_stime.tv_usec - c->p_ru.ru_stime.tv_usec) / 1e3;
+        log_info("bulk profile: %s %s, %llu of %llu bytes in %.1f ms (the node's loop thread: "
+                 "%.1f ms of CPU, %ld page faults): %s %.1f ms, %s %.1f ms in %llu calls, lz4 "
+                 "%.1f ms, %llu turns of the loop",
+                 c->kind == K_SRC ? "to" : "from", c->peer,
+                 (unsigned long long) (c->kind == K_SRC ? c->off : c->got),
+                 (unsigned long long) c->size, all, cpu, ru.ru_minflt - c->p_ru.ru_minflt,
+                 c->kind == K_SRC ? "seal" : "open",
+                 (double) c->p_crypt / 1e6, c->kind == K_SRC ? "send" : "recv",
+                 (double) c->p_io / 1e6, (unsigned long long) c->p_calls,
+                 (double) c->p_lz4 / 1e6, (unsigned long long) c->p_turns);
+    }
     exec_bulk_key_wipe(&c->key);
+#ifdef HAVE_OPENSSL
+    EVP_CIPHER_CTX_free(c->enc); /* cleansed: the last key's schedule goes too */
+    EVP_CIPHER_CTX_free(c->dec);
+    c->enc = c->dec = NULL;
+#endif
     c->dead = true;
     if (b->depth == 0)
         s_sweep(b);
@@ -246,6 +355,7 @@ s_conn_new(exec_bulk_t *b, int kind, int fd)
         return NULL;
     c->kind = kind;
     c->fd = fd;
+    c->prof = b->profile;
     c->next = b->conns;
     b->conns = c;
     return c;
@@ -273,8 +383,11 @@ static int
 s_flush(s_conn_t *c)
 {
     while (c->out_pos < c->out_len) {
+        int64_t t0 = s_t0(c);
         ssize_t k = send(c->fd, c->out + c->out_pos, c->out_len - c->out_pos,
                          MSG_NOSIGNAL | MSG_DONTWAIT);
+        s_add(c, &c->p_io, t0);
+        c->p_calls++;
         if (k > 0) {
             c->out_pos += (size_t) k;
             c->deadline_ms = util_mono_ms() + S_SILENT_MS; /* it moves */
@@ -311,7 +424,10 @@ static int
 s_read_in(s_conn_t *c)
 {
     while (c->in_len < c->in_need) {
+        int64_t t0 = s_t0(c);
         ssize_t k = recv(c->fd, c->in + c->in_len, c->in_need - c->in_len, MSG_DONTWAIT);
+        s_add(c, &c->p_io, t0);
+        c->p_calls++;
         if (k > 0)
             c->in_len += (size_t) k;
         else if (k == 0)
@@ -392,18 +508,15 @@ s_chunk(exec_bulk_t *b, s_conn_t *c)
         return -1;
     uint8_t *rec = c->out + c->out_len, *body = rec + S_REC;
     const uint8_t *src = c->bytes + c->off;
-    int codec = 0, zn = 0;
-    if (len >= 4096) {
-        int probe = len < S_PROBE ? (int) len : S_PROBE;
-        int pn = LZ4_compress_default((const char *) src, (char *) body, probe, (int) bound);
-        if (pn > 0 && pn < probe * 3 / 4) {
-            zn = LZ4_compress_default((const char *) src, (char *) body, (int) len, (int) bound);
-            codec = zn > 0 && (size_t) zn < (size_t) len * 7 / 8;
-        }
-    }
+    int64_t t0 = s_t0(c);
+    size_t zn = exec_bulk_lz4(src, len, body, bound);
+    int codec = zn > 0;
     uint32_t clen = codec ? (uint32_t) zn : len;
+    s_add(c, &c->p_lz4, t0);
     s_hdr(rec, R_CHUNK, codec, len, clen, c->off);
-    s_seal(&c->key, 0, c->ctr_out++, rec, body, codec ? body : src, clen, rec + S_HDR);
+    t0 = s_t0(c);
+    s_seal(c, &c->key, 0, c->ctr_out++, rec, body, codec ? body : src, clen, rec + S_HDR);
+    s_add(c, &c->p_crypt, t0);
     if (c->flip && (c->ctr_out == 2 || c->off + len == c->size)) {
         body[clen / 2] ^= 0x40; /* the test's tampering, after the seal */
         c->flip = false;
@@ -470,7 +583,7 @@ s_src_say(exec_bulk_t *b, s_conn_t *c)
         s_refuse(b, c, why);
         return;
     }
-    if (!s_open(&k, 1, 0, h, req, S_REQ_LEN, h + S_HDR)) {
+    if (!s_open(c, &k, 1, 0, h, req, S_REQ_LEN, h + S_HDR)) {
         exec_bulk_key_wipe(&k);
         snprintf(why, sizeof why, "its request does not open with the key of transfer %016llx "
                  "(a wrong key, or not the puller it was handed to)",
@@ -501,6 +614,9 @@ s_src_say(exec_bulk_t *b, s_conn_t *c)
     c->hold = b->hold_file && stat(b->hold_file, &st) == 0;
     c->st = SS_STREAM;
     c->deadline_ms = util_mono_ms() + S_SILENT_MS;
+    c->p_start = s_t0(c);
+    if (c->prof)
+        getrusage(RUSAGE_THREAD, &c->p_ru);
     c->in_len = 0;
     c->in_need = S_REC + 4;
     log_debug("bulk: streaming transfer %016llx (%llu bytes) to %s",
@@ -511,6 +627,7 @@ s_src_say(exec_bulk_t *b, s_conn_t *c)
 static void
 s_src_stream(exec_bulk_t *b, s_conn_t *c)
 {
+    c->p_turns++;
     for (;;) {
         int r = s_read_in(c);
         if (r < 0) { /* the puller went: it has all, or gave up */
@@ -525,7 +642,7 @@ s_src_stream(exec_bulk_t *b, s_conn_t *c)
             break;
         uint8_t *h = c->in;
         if (c->st != SS_STREAM || h[0] != R_CREDIT || s_u32(h + 4) != 4 || s_u32(h + 8) != 4 ||
-            !s_open(&c->key, 1, c->ctr_in, h, h + S_REC, 4, h + S_HDR)) {
+            !s_open(c, &c->key, 1, c->ctr_in, h, h + S_REC, 4, h + S_HDR)) {
             util_complain(&b->complain, "bulk port %d: ended transfer %016llx to %s: a record "
                           "after its request that is not its credit", b->port,
                           (unsigned long long) c->key.xid, c->peer);
@@ -630,7 +747,7 @@ s_credit(s_conn_t *c, bool all)
     for (int i = 0; i < 4; i++)
         n[i] = (uint8_t) (c->unthanked >> (8 * i));
     s_hdr(rec, R_CREDIT, 0, 4, 4, 0);
-    s_seal(&c->key, 1, c->ctr_out++, rec, rec + S_REC, n, 4, rec + S_HDR);
+    s_seal(c, &c->key, 1, c->ctr_out++, rec, rec + S_REC, n, 4, rec + S_HDR);
     c->out_len += S_REC + 4;
     c->unthanked = 0;
     return s_flush(c);
@@ -674,19 +791,24 @@ s_pull_body(exec_bulk_t *b, s_conn_t *c)
     uint64_t off = s_u64(h + 12);
     char where[64];
     snprintf(where, sizeof where, "%llu", (unsigned long long) off);
-    if (!s_open(&c->key, 0, c->ctr_in, h, c->body, clen, h + S_HDR)) {
+    int64_t t0 = s_t0(c);
+    bool opened = s_open(c, &c->key, 0, c->ctr_in, h, c->body, clen, h + S_HDR);
+    s_add(c, &c->p_crypt, t0);
+    if (!opened) {
         s_pull_fail(b, c, LUX_ECORRUPT, "the chunk at offset %2$s from %1$s failed "
                     "authentication (altered, replayed or reordered on the way, or not sealed "
                     "with this transfer's key)", where);
         return -1;
     }
     c->ctr_in++;
+    t0 = s_t0(c);
     if (h[1] == 1 && LZ4_decompress_safe((const char *) c->body, (char *) c->dst + off,
                                          (int) clen, (int) plen) != (int) plen) {
         s_pull_fail(b, c, LUX_ECORRUPT, "the compressed chunk at offset %2$s from %1$s does "
                     "not decompress", where);
         return -1;
     }
+    s_add(c, &c->p_lz4, t0);
     c->got += plen;
     c->unthanked++;
     c->st = PS_HDR;
@@ -699,6 +821,7 @@ static void
 s_pull_read(exec_bulk_t *b, s_conn_t *c)
 {
     size_t moved = 0;
+    c->p_turns++;
     while (moved < S_TURN_BYTES && !c->dead) {
         if (c->st == PS_HDR) {
             int r = s_read_in(c);
@@ -726,7 +849,10 @@ s_pull_read(exec_bulk_t *b, s_conn_t *c)
         uint32_t clen = s_u32(h + 8);
         size_t have = c->in_len - S_REC; /* body bytes read so far (in_len counts past the header) */
         while (have < clen) {
+            int64_t t0 = s_t0(c);
             ssize_t k = recv(c->fd, c->body + have, clen - have, MSG_DONTWAIT);
+            s_add(c, &c->p_io, t0);
+            c->p_calls++;
             if (k > 0) {
                 have += (size_t) k;
                 moved += (size_t) k;
@@ -867,10 +993,13 @@ exec_bulk_pull_start(exec_bulk_t *self, const char *host, int port, const exec_b
         k.key[0] ^= 1; /* the test's wrong key */
         log_warn("bulk: a wrong key for the request to %s (LUX_TEST_BULK_BADKEY)", c->peer);
     }
-    s_seal(&k, 1, c->ctr_out++, rec, rec + S_REC, req, S_REQ_LEN, rec + S_HDR);
+    s_seal(c, &k, 1, c->ctr_out++, rec, rec + S_REC, req, S_REQ_LEN, rec + S_HDR);
     exec_bulk_key_wipe(&k);
     c->out_len = S_HELLO + S_REC + S_REQ_LEN;
     c->st = PS_CONNECT;
+    c->p_start = s_t0(c);
+    if (c->prof)
+        getrusage(RUSAGE_THREAD, &c->p_ru);
     if (connect(fd, ai->ai_addr, ai->ai_addrlen) < 0 && errno != EINPROGRESS) {
         c->st = PS_FAILED; /* told on the next tick, never from in here */
         c->fail_rc = LUX_EIO;
@@ -963,6 +1092,8 @@ exec_bulk_new(const char *host, int port, const char *local, const exec_bulk_fns
     b->flip_file = s_env_dup("LUX_TEST_BULK_FLIP");
     b->badkey_file = s_env_dup("LUX_TEST_BULK_BADKEY");
     b->hold_file = s_env_dup("LUX_TEST_BULK_HOLD");
+    const char *prof = getenv("LUX_XFER_PROFILE");
+    b->profile = prof && *prof == '1';
     b->local = local && *local ? strdup(local) : NULL;
     if (host && port > 0 && (b->listen = s_listen(b, host, port)))
         b->port = port;

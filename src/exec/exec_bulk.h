@@ -102,6 +102,14 @@ void exec_bulk_destroy(exec_bulk_t **self_p);
 
 /* The port this node serves on, 0 when none. */
 int exec_bulk_port(exec_bulk_t *self);
+/* A chunk of len bytes at src lz4-compressed into dst (cap bytes, at
+   least LZ4_compressBound(len)) when it pays: lz4 of its first
+   EXEC_BULK_PROBE bytes must come under 3/4 of them, and the whole under
+   7/8 of len. Its compressed length, or 0 (send it raw). The one probe
+   of both paths of a pull (the bulk port's chunks, CURVE's CHUNK). */
+#define EXEC_BULK_PROBE 65536
+size_t exec_bulk_lz4(const uint8_t *src, uint32_t len, uint8_t *dst, size_t cap);
+
 /* The cipher this CPU does fastest (aes256gcm when AES-NI is here). */
 int exec_bulk_cipher_here(void);
 /* A fresh key for a transfer: cipher as given, key and xid random. */

@@ -608,7 +608,9 @@ s_complete(nm_t *nm, s_pull_t *p)
     char hex[2 * LUX_REF_LEN + 1];
     uint8_t fp[16], one[16];
     const uint8_t *bytes = p->ibytes ? p->ibytes : exec_arena_base(nm->arena) + p->off;
+    int64_t t0 = util_mono_ns();
     util_fp(fp, bytes, p->size);
+    int64_t fp_ns = util_mono_ns() - t0;
     util_blake(one, 16, fp, 16);
     if (memcmp(fp, p->fp, 16) != 0 ||
         (p->fpkind == FP_EXACT && memcmp(fp, p->log_fp, 16) != 0) ||
@@ -643,8 +645,9 @@ s_complete(nm_t *nm, s_pull_t *p)
     memcpy(o->fp, fp, 16);
     nm_log_copied(nm, o, &p->src[p->cur].node);
     int64_t ms = util_mono_ms() - p->start_ms;
-    log_info("pulled object %s (%llu bytes) from %s in %lld ms, %s", xfer_hex(&p->id, hex),
-             (unsigned long long) p->size, p->src[p->cur].ep, (long long) ms,
+    log_info("pulled object %s (%llu bytes) from %s in %lld ms (its check %.1f ms), %s",
+             xfer_hex(&p->id, hex), (unsigned long long) p->size, p->src[p->cur].ep,
+             (long long) ms, (double) fp_ns / 1e6,
              p->ibytes ? "with its OPEN"
              : p->bulk ? (p->bkey.cipher == EXEC_BULK_AES256GCM ? "over the bulk path (aes256gcm)"
                                                                 : "over the bulk path (chacha20poly1305)")

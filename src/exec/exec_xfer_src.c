@@ -19,23 +19,28 @@
 
 /* --- the source ------------------------------------------------------------------------------ */
 
-static void
-s_pull_reply(nm_t *nm, nm_peer_msg_t *m, uint64_t token, const uint8_t *id, int op, int rc,
-             zmsg_t *extra)
+/* The head of every NODE_PULL_REP into the node's buffer (emptied
+   first): req, rc, id, op. */
+static util_buf_t *
+s_rep_head(nm_t *nm, uint64_t token, int rc, const uint8_t *id, int op)
 {
     util_buf_t *b = &nm->xfer->buf;
-    zmsg_t *out = zmsg_new();
     b->len = 0;
     util_buf_put_u64(b, token);
     util_buf_put_u32(b, (uint32_t) rc);
     util_buf_put(b, id, LUX_REF_LEN);
     util_buf_put_u8(b, (uint8_t) op);
-    if (rc)
-        util_buf_put_str(b, lux_errmsg(), strlen(lux_errmsg()));
+    return b;
+}
+
+/* A refusal: the head and the message of rc. */
+static void
+s_pull_reply(nm_t *nm, nm_peer_msg_t *m, uint64_t token, const uint8_t *id, int op, int rc)
+{
+    util_buf_t *b = s_rep_head(nm, token, rc, id, op);
+    util_buf_put_str(b, lux_errmsg(), strlen(lux_errmsg()));
+    zmsg_t *out = zmsg_new();
     zmsg_addmem(out, b->data, b->len);
-    zframe_t *fr;
-    while (extra && (fr = zmsg_pop(extra)))
-        zmsg_append(out, &fr);
     nm_peer_reply(nm, m, NET_NODE_PULL_REP, &out);
 }
 
@@ -84,12 +89,12 @@ s_serve_open(nm_t *nm, nm_peer_msg_t *m, uint64_t token, const uint8_t *id, uint
                       !o ? "freed or never here" : o->state == OBJ_ERROR ? "it is an error"
                                                                          : "evicted");
     if (rc) {
-        s_pull_reply(nm, m, token, id, OP_OPEN, rc, NULL);
+        s_pull_reply(nm, m, token, id, OP_OPEN, rc);
         return;
     }
     s_open_t *op = calloc(1, sizeof *op);
     if (!op) {
-        s_pull_reply(nm, m, token, id, OP_OPEN, util_err(LUX_ENOMEM, "out of memory"), NULL);
+        s_pull_reply(nm, m, token, id, OP_OPEN, util_err(LUX_ENOMEM, "out of memory"));
         return;
     }
     op->id = ref;
@@ -99,13 +104,8 @@ s_serve_open(nm_t *nm, nm_peer_msg_t *m, uint64_t token, const uint8_t *id, uint
     nm->xfer->opens = op;
     nm_obj_pin(nm, o);
     o->unread = 0; /* a reader has it (nm_rebuild's bound counts rebuilds nobody read) */
-    util_buf_t *hb = &nm->xfer->buf;
+    util_buf_t *hb = s_rep_head(nm, token, 0, id, OP_OPEN);
     zmsg_t *out = zmsg_new();
-    hb->len = 0;
-    util_buf_put_u64(hb, token);
-    util_buf_put_u32(hb, 0);
-    util_buf_put(hb, id, LUX_REF_LEN);
-    util_buf_put_u8(hb, OP_OPEN);
     util_buf_put_u64(hb, o->size);
     util_buf_put(hb, o->fp, 16);
     exec_bulk_t *bulk = nm->xfer->bulk;
@@ -150,16 +150,11 @@ s_serve_chunk(nm_t *nm, nm_peer_msg_t *m, uint64_t token, const uint8_t *id, uin
                           "node %s: object %s %s", nm->address, xfer_hex(&ref, hex),
                           op ? "has no such chunk" : "was not opened (or was closed: "
                           "its bulk connection ended, or nothing asked for it a while)");
-        s_pull_reply(nm, m, token, id, OP_CHUNK, rc, NULL);
+        s_pull_reply(nm, m, token, id, OP_CHUNK, rc);
         return;
     }
     op->last_ms = util_mono_ms();
     const uint8_t *src = exec_arena_base(nm->arena) + o->off + off;
-    uint8_t codec = 0;
-    int zn = 0;
-    /* the probe: lz4 of the chunk's first S_PROBE bytes; only a clear
-       gain (under 3/4) pays for compressing the rest */
-    size_t probe = len < S_PROBE ? len : S_PROBE;
     size_t bound = (size_t) LZ4_compressBound((int) len);
     if (x->zcap < bound) {
         uint8_t *z = realloc(x->zbuf, bound);
@@ -168,28 +163,15 @@ s_serve_chunk(nm_t *nm, nm_peer_msg_t *m, uint64_t token, const uint8_t *id, uin
             x->zcap = bound;
         }
     }
-    if (x->zcap >= bound && len >= 4096) {
-        int pn = LZ4_compress_default((const char *) src, (char *) x->zbuf, (int) probe,
-                                      (int) x->zcap);
-        if (pn > 0 && (size_t) pn < probe * 3 / 4) {
-            zn = LZ4_compress_default((const char *) src, (char *) x->zbuf, (int) len,
-                                      (int) x->zcap);
-            if (zn > 0 && (size_t) zn < (size_t) len * 7 / 8)
-                codec = 1;
-        }
-    }
-    util_buf_t *b = &x->buf;
+    size_t zn = x->zbuf ? exec_bulk_lz4(src, len, x->zbuf, x->zcap) : 0; /* 0 also without room */
+    uint8_t codec = zn > 0;
+    util_buf_t *b = s_rep_head(nm, token, 0, id, OP_CHUNK);
     zmsg_t *out = zmsg_new();
-    b->len = 0;
-    util_buf_put_u64(b, token);
-    util_buf_put_u32(b, 0);
-    util_buf_put(b, id, LUX_REF_LEN);
-    util_buf_put_u8(b, OP_CHUNK);
     util_buf_put_u64(b, off);
     util_buf_put_u32(b, len);
     util_buf_put_u8(b, codec);
     zmsg_addmem(out, b->data, b->len);
-    zmsg_addmem(out, codec ? x->zbuf : src, codec ? (size_t) zn : len);
+    zmsg_addmem(out, codec ? x->zbuf : src, codec ? zn : len);
     nm_peer_reply(nm, m, NET_NODE_PULL_REP, &out);
 }
 

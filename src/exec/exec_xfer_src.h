@@ -23,7 +23,6 @@
 #define S_LOCATE_MS 2000           /* how long a location the log lacks is asked again */
 #define S_OPEN_IDLE_MS 30000       /* a source unpins an object nobody read for this long
                                       (LUX_XFER_OPEN_IDLE_MS) */
-#define S_PROBE 65536              /* bytes of a chunk lz4 tries first */
 #define S_FELL_MAX 32              /* source nodes remembered as reached over CURVE only */
 #define S_FELL_MS 60000            /* a bulk port that could not be reached is not asked again for this long */
 
