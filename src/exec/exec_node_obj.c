@@ -224,12 +224,35 @@ s_spilled_close(void *ctx, void *arg, int rc, const char *msg)
     ((struct nm_spill_job *) arg)->done = true;
 }
 
+/* A write the node's end did not wait for ended at last (its thread
+   calls this, the node being gone): its copy goes. */
+static void
+s_spill_abandoned(void *arg)
+{
+    struct nm_spill_job *j = arg;
+    free(j->buf);
+    free(j);
+}
+
 void
 nm_obj_spill_close(nm_t *nm)
 {
-    exec_spill_writer_destroy(&nm->spillw, s_spilled_close, nm);
-    while (nm->spill_jobs)
-        s_job_free(nm, nm->spill_jobs);
+    /* a write in progress may end; one that hangs (a dead disk) is waited
+       for LUX_SPILL_STOP_MS (default 10 s, under `lux stop`'s 30 s), then
+       left to its thread with its copy */
+    const char *e = getenv("LUX_SPILL_STOP_MS");
+    int wait_ms = e && atoi(e) > 0 ? atoi(e) : 10000;
+    if (exec_spill_writer_destroy(&nm->spillw, s_spilled_close, nm, wait_ms, s_spill_abandoned))
+        log_error("the node stops without its last spill: %s", lux_errmsg());
+    while (nm->spill_jobs) {
+        struct nm_spill_job *j = nm->spill_jobs;
+        if (j->done) {
+            s_job_free(nm, j);
+        } else { /* the abandoned write's: its thread frees it */
+            nm->spill_jobs = j->next;
+            nm->spill_held -= j->n;
+        }
+    }
     nm->spill_pending = 0;
 }
 
