@@ -169,7 +169,9 @@ int lux_put(lux_t *lx, const void *data, size_t size, lux_ref_t *ref);
    task, or the chain of objects down to the cause, and says why),
    LUX_ETIMEDOUT, LUX_ENOTFOUND for a ref that was never made (or freed
    and without lineage), LUX_EDEAD as soon as the node manager is gone (any
-   timeout, -1 included). */
+   timeout, -1 included). A copy that could not be brought here now (no
+   room in the store for a spilled one: LUX_EFULL; a pull from another
+   node that failed: its code) fails this call only: the next asks again. */
 int lux_get(lux_t *lx, const lux_ref_t *ref, lux_val_t *out, int timeout_ms);
 /* The same for n refs; 0 when all are there, else the first error. */
 int lux_get_many(lux_t *lx, int n, const lux_ref_t *refs, lux_val_t *out, int timeout_ms);

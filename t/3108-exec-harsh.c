@@ -24,11 +24,23 @@
 
    runs seeds S..S+N-1 with T tasks each (default 200-5000, picked by the
    seed), with chaos on the odd seeds when --chaos is given (a kill every
-   A-B ms, default 10-100), and prints one line per seed and a summary. */
+   A-B ms, default 10-100), and prints one line per seed and a summary.
+
+   On a running cluster instead of the embedded default (t/6091, a head
+   and nodes on this machine):
+
+       t/3108-exec-harsh.t --address ADDR [--kill-under DIR,DIR...] ...
+
+   the driver joins ADDR (the cluster's store sizes and workers hold),
+   and the chaos thread's victims are the workers of the node managers
+   whose directories are listed (read from DIR/run/node.pid at each kill,
+   so a node started again is found). The cluster's processes are not
+   this program's, so only its own children are checked at the end. */
 #include "tap.h"
 #include "lib/fx.h"
 #include "lib/graph.h"
 #include "lib/hx.h"
+#include "util/util_proc.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -308,6 +320,27 @@ static atomic_int s_stop;
 static atomic_int s_kills;
 static uint64_t s_krng = 3108;
 static int s_kill_min = 10, s_kill_max = 100; /* ms between kills */
+static const char *s_address;                 /* --address: a running cluster */
+static char *s_under[8];                      /* --kill-under: its node managers' dirs */
+static int s_nunder;
+
+/* The processes a kill may pick: this program's children (the embedded
+   default's), or the children of the node managers of --kill-under. */
+static int
+s_victims(pid_t *kids, int max)
+{
+    if (!s_nunder)
+        return fx_children(kids, max);
+    int n = 0;
+    for (int i = 0; i < s_nunder && n < max; i++) {
+        char path[600];
+        snprintf(path, sizeof path, "%s/run/node.pid", s_under[i]);
+        pid_t nm = util_pidfile_read(path);
+        if (nm > 0)
+            n += fx_children_of(nm, kids + n, max - n);
+    }
+    return n;
+}
 
 /* Every A-B ms (--kill-ms), and no sooner than 1-8 tasks of the graph
    have finished since the last kill (graph_ticks): on a fast machine the
@@ -328,7 +361,7 @@ s_killer(void *arg)
         while (!atomic_load(&s_stop) && graph_ticks() < due)
             usleep(2000);
         pid_t kids[256];
-        int n = fx_children(kids, 256);
+        int n = s_victims(kids, 256);
         if (n == 0 || atomic_load(&s_stop))
             continue;
         pid_t victim = kids[(s_krng >> 40) % (uint64_t) n];
@@ -344,7 +377,7 @@ static int
 s_seed(uint64_t seed, int ntasks, bool chaos, char *why, size_t wn)
 {
     lux_config_t cfg = {.module = graph_module(), .dir = tap_tmpdir(), .store_bytes = 64 * MB,
-                        .workers = 2};
+                        .workers = 2, .address = s_address};
     lux_opts_t opts = {.max_attempts = chaos ? 255 : 3};
     hgraph_t g = {.rng = seed * 0x9e3779b97f4a7c15ULL + 1};
     lux_actor_t act[2];
@@ -425,13 +458,19 @@ main(int argc, char **argv)
             tmax = atoi(argv[++i]);
         else if (strcmp(argv[i], "--chaos") == 0)
             chaos = true;
+        else if (strcmp(argv[i], "--address") == 0 && i + 1 < argc)
+            s_address = argv[++i];
+        else if (strcmp(argv[i], "--kill-under") == 0 && i + 1 < argc) {
+            for (char *d = strtok(argv[++i], ","); d && s_nunder < 8; d = strtok(NULL, ","))
+                s_under[s_nunder++] = d;
+        }
         else if (strcmp(argv[i], "--kill-ms") == 0 && i + 1 < argc &&
                  sscanf(argv[++i], "%d-%d", &s_kill_min, &s_kill_max) == 2 && s_kill_min > 0 &&
                  s_kill_max >= s_kill_min)
             ;
         else {
             fprintf(stderr, "usage: %s [--seeds N] [--first S] [--chaos] [--kill-ms A-B] [--min T] "
-                    "[--max T]\n",
+                    "[--max T] [--address ADDR [--kill-under DIR,DIR...]]\n",
                     argv[0]);
             return 2;
         }

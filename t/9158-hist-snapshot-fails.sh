@@ -17,8 +17,12 @@ trap '[ -n "$cpid" ] && kill -9 $cpid 2>/dev/null; "$LUX" stop --dir "$D" >/dev/
 
 run "$LUX" start --head --dir "$D" --shards 1 --replicas 1
 is "$rc" 0 "a head with 1 shard"
-for i in 1 2 3 4; do obj=$("$HELLO" --dir "$D" 2>"$tmp/err") || break; done
-ok $? "hello_log wrote four jobs (object $obj)"
+# (a failed job stops the loop: `|| break` alone would leave the loop's
+# status 0, and the check could not fail)
+jobs=0
+for i in 1 2 3 4; do obj=$("$HELLO" --dir "$D" 2>"$tmp/err") && jobs=$((jobs + 1)) || break; done
+is "$jobs" 4 "hello_log wrote four jobs (object $obj)"
+[ "$jobs" -eq 4 ] || sed 's/^/#   /' "$tmp/err" | tail -3
 "$LUX" stop --dir "$D" >/dev/null
 run "$LUX" compact --dir "$D" --before 20
 is "$rc" 0 "a first compaction: the log has an archive"

@@ -8,10 +8,9 @@
 #   2. the #include "..." lines among src/exec files form no circle. A
 #      file's part is its name without .c/.h (exec_arena.c and
 #      exec_arena.h are one part), so "A.c includes B.h and B.c includes
-#      A.h" is a circle even though no header includes itself. The arrows
-#      still pointing up while the node manager is split are listed in
-#      BACK below, each with its reason; one that is gone must leave the
-#      list;
+#      A.h" is a circle even though no header includes itself. No arrow
+#      may point back up: the list of those let through while the node
+#      manager was split (BACK) is gone with its last arrow (issue 27);
 #   3. no source file (src/, tools/, t/ .c and .h) is over 1,200 lines,
 #      but for those listed in LONG below, each with its reason.
 # Prints what is wrong and exits 1; exits 0 when all is well.
@@ -46,13 +45,6 @@ if [ -s "$tmp/misplaced" ]; then
 fi
 
 # --- 2. includes among src/exec files ---------------------------------
-# Arrows that still point up, "from to reason": each closes a circle the
-# node manager's split (issue 27) has yet to open. They are left out of
-# the check; an arrow listed here that the #include lines no longer draw
-# must leave the list.
-BACK="
-exec_node_actor exec_ractor an actor living on another node: to become a callback of exec_ractor
-"
 edges=$tmp/edges
 for f in "$top"/src/exec/*.c "$top"/src/exec/*.h; do
     [ -e "$f" ] || continue
@@ -66,20 +58,7 @@ for f in "$top"/src/exec/*.c "$top"/src/exec/*.h; do
         [ "$to" = "$from" ] || echo "$from $to" >>"$edges"
     done
 done
-sort -u "$edges" >"$edges.all"
-printf '%s\n' "$BACK" | awk 'NF >= 2 { print $1, $2 }' | sort -u >"$tmp/back"
-# a listed arrow no longer drawn (only where the tree has these parts:
-# the planted trees of t/3151 have not)
-if [ -e "$top/src/exec/exec_node_int.h" ]; then
-    comm -23 "$tmp/back" "$edges.all" | while read -r a b; do
-        echo "src/exec: $a no longer includes $b: remove the arrow from BACK in tools/check-includes.sh"
-    done >"$tmp/stale"
-    if [ -s "$tmp/stale" ]; then
-        cat "$tmp/stale"
-        status=1
-    fi
-fi
-comm -23 "$edges.all" "$tmp/back" >"$edges.dag"
+sort -u "$edges" >"$edges.dag"
 if ! tsort "$edges.dag" >/dev/null 2>"$edges.err"; then
     echo "src/exec: the #include lines form a circle (part -> part it includes):"
     sed -e 's/^tsort: //' -e 's/^[^ ]*: input contains a loop:/  a circle:/' "$edges.err"

@@ -38,7 +38,8 @@ typedef struct {
     bool want;           /* to replay (all, or --task's closure) */
     int scope;           /* 0 unknown, 1 in scope, -1 not (nested under an unwanted item) */
     int64_t attempt;     /* recorded: the last attempt */
-    int64_t ts, done_ts; /* recorded: when it was submitted, when it ended (t_end) */
+    int64_t ts, done_ts; /* recorded: when it was submitted, when it ended: both t_end, on
+                            the node's clock (the head's ts in an older log) */
     bool waited;         /* this round: its outputs were waited for */
     bool mirrored;       /* this round: a driver's call made on the tasks' twin too */
     lux_ref_t mirror[REPLAY_MAX_RET]; /* ...its refs there */

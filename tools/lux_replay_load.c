@@ -27,8 +27,8 @@ int
 replay_load(replay_t *r)
 {
     sqlite3_stmt *st = lux_hist_prepare(
-        r->h, "SELECT kind, task, parent, name, idx, body, actor, info, ts FROM event WHERE kind IN"
-              " (4, 11, 12) AND job = ?1 ORDER BY ts, shard, seq");
+        r->h, "SELECT kind, task, parent, name, idx, body, actor, info, coalesce(t_end, ts)"
+              " FROM event WHERE kind IN (4, 11, 12) AND job = ?1 ORDER BY ts, shard, seq");
     if (!st)
         return LUX_ESQL;
     sqlite3_bind_blob(st, 1, r->job.b, UTIL_ID_LEN, SQLITE_STATIC);

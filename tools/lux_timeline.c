@@ -53,7 +53,14 @@
                                 node deaths (global scope)
 
     ts is microseconds since the history's first timestamp (otherData.t0_ns
-    gives it in ns since the Unix epoch), with three decimals. Dependencies
+    gives it in ns since the Unix epoch), with three decimals. Every time
+    is taken where the thing happened (doc/protocol.md 6.5): a slice's
+    start and end on its worker, an instant (a submission, a put, a retry,
+    a death...) at its event's t_end, when the node manager or the head's
+    monitor made it; never the event's ts, when it reached the head, which
+    can be seconds later (a put's bytes being recorded holds the node's
+    events behind it), save in a log older than those t_end fields. A
+    retry's args name the attempt it starts ("attempt"). Dependencies
     on put objects have no producing task and so no flow; the consumer's
     args list them.
 */
@@ -235,8 +242,8 @@ static int
 s_read_specs(s_tl_t *tl)
 {
     sqlite3_stmt *st = lux_hist_prepare(
-        tl->h, "SELECT task, kind, name, job, actor, ts, deps, body, shard, seq FROM event"
-               " WHERE kind IN (4, 11, 12) ORDER BY ts, shard, seq");
+        tl->h, "SELECT task, kind, name, job, actor, coalesce(t_end, ts), deps, body, shard, seq"
+               " FROM event WHERE kind IN (4, 11, 12) ORDER BY ts, shard, seq");
     if (!st)
         return LUX_ESQL;
     int rc;
@@ -376,6 +383,21 @@ s_args(const char *k1, const char *v1, const char *k2, const char *v2, const cha
     return buf;
 }
 
+/* args (s_args' object, freed) with "attempt": N added: a retry names the
+   attempt it starts, a number (the same as the killed one's when the
+   reason says "(not counted)"). */
+static char *
+s_args_attempt(char *args, int64_t attempt)
+{
+    char *out = NULL;
+    size_t n = args ? strlen(args) : 0;
+    if (n >= 2 && asprintf(&out, "%.*s%s\"attempt\": %" PRId64 "}", (int) n - 1, args,
+                           n > 2 ? ", " : "", attempt) < 0)
+        out = NULL;
+    free(args);
+    return out;
+}
+
 /* The worker a retry's reason names ("worker 1234 ..."), or 0. */
 static int64_t
 s_reason_worker(const char *why)
@@ -420,6 +442,12 @@ s_read_events(s_tl_t *tl)
         const char *info = (const char *) sqlite3_column_text(st, 15);
         int64_t idx = sqlite3_column_int64(st, 16);
         s_spec_t *sp = task ? s_spec(tl, task) : NULL;
+        /* when it happened: t_end where it happened (an attempt's end on
+           its worker); the head's ts only in a log written before events
+           said (ts is when the event reached the head, which can be
+           seconds later) */
+        if (kind != DB_K_task_finished && kind != DB_K_task_failed && t_end > 0)
+            ts = t_end;
         int r = 0;
 
         switch (kind) {
@@ -462,7 +490,8 @@ s_read_events(s_tl_t *tl)
             util_id_hex(&sp->task, hex);
             snprintf(buf, sizeof buf, "retry %s", sp->name);
             r = s_add_instant(tl, buf, "retry", 't', pid, w, ts,
-                              s_args("task_id", hex, "reason", info, NULL, NULL));
+                              s_args_attempt(s_args("task_id", hex, "reason", info, NULL, NULL),
+                                             attempt));
             if (!r && w > 0) {
                 /* the attempt the dead worker ended: counted ones moved
                    attempt on, "(not counted)" ones did not */

@@ -159,11 +159,26 @@ s_on_objects(lux_t *lx, zframe_t *body)
             continue;
         }
         o->asked = false;
-        if (o->state != COBJ_PENDING && o->where == EXEC_W_INLINE && o->bytes) {
+        if (o->state == COBJ_READY && o->where == EXEC_W_INLINE && o->bytes) {
             /* told again (its owner is told, and a GET is answered): values
                never change, and lux_get handed out these bytes already */
             continue;
         }
+        if (d.where == EXEC_W_UNAVAILABLE) {
+            /* this get's answer, not the object's fate: its state stays */
+            if (o->state == COBJ_READY && (o->pinned || o->where == EXEC_W_INLINE))
+                continue; /* it came meanwhile */
+            s_obj_clear(o);
+            o->bytes = malloc(d.size + 1);
+            if (o->bytes) {
+                memcpy(o->bytes, d.bytes, d.size);
+                o->bytes[d.size] = '\0';
+            }
+            o->unavail = true;
+            o->code = (int8_t) d.code;
+            continue;
+        }
+        o->unavail = false;
         o->cancelled = d.where == EXEC_W_CANCELLED;
         if (d.where == EXEC_W_CANCELLED)
             d.where = EXEC_W_ERROR; /* an error whose code is LUX_ECANCELLED */
@@ -708,12 +723,25 @@ lux_put(lux_t *lx, const void *data, size_t size, lux_ref_t *ref)
 
 /* --- waiting ------------------------------------------------------------------------------ */
 
+/* An earlier get or wait of o could not be served (no room to bring back
+   a spilled copy, a pull from another node failed): a new one asks the
+   node again rather than repeat that answer. */
+static void
+s_ask_again(exec_cobj_t *o)
+{
+    if (!o->unavail)
+        return;
+    s_obj_clear(o);
+    o->unavail = false;
+    o->asked = false;
+}
+
 /* Whether o is as ready as we need: READY and readable (inline, or pinned
    in the store), or failed. Asks the node when it must. */
 static bool
 s_have(lux_t *lx, const lux_ref_t *ref, exec_cobj_t *o, bool readable)
 {
-    if (o->state == COBJ_ERROR || o->state == COBJ_MISSING)
+    if (o->state == COBJ_ERROR || o->state == COBJ_MISSING || o->unavail)
         return true;
     if (o->state == COBJ_READY && (!readable || o->where == EXEC_W_INLINE || o->pinned))
         return true;
@@ -789,6 +817,7 @@ s_get_many(lux_t *lx, int n, const lux_ref_t *refs, lux_val_t *out, int timeout_
         bool handover = false;
         if (!o)
             return util_err(LUX_ENOMEM, "lux_get: out of memory");
+        s_ask_again(o);
         while (!s_have(lx, &refs[i], o, true)) {
             int64_t left = deadline - util_mono_ms();
             if (left <= 0 && o->state == COBJ_READY && !handover) {
@@ -831,11 +860,12 @@ s_get_many(lux_t *lx, int n, const lux_ref_t *refs, lux_val_t *out, int timeout_
             }
             o = exec_client_obj(lx, &refs[i], true);
         }
-        if (o->state == COBJ_ERROR || o->state == COBJ_MISSING) {
+        if (o->state == COBJ_ERROR || o->state == COBJ_MISSING || o->unavail) {
             if (!rc)
-                rc = util_err(o->state == COBJ_MISSING ? LUX_ENOTFOUND
-                              : o->cancelled           ? LUX_ECANCELLED
-                                                       : LUX_ETASK,
+                rc = util_err(o->unavail                 ? o->code
+                              : o->state == COBJ_MISSING ? LUX_ENOTFOUND
+                              : o->cancelled             ? LUX_ECANCELLED
+                                                         : LUX_ETASK,
                               "%s",
                               o->bytes ? (char *) o->bytes : "task failed");
             out[i].data = NULL;
@@ -876,6 +906,11 @@ lux_wait(lux_t *lx, int n, const lux_ref_t *refs, int k, int timeout_ms, int *re
     if (k > n)
         k = n;
     exec_client_flush(lx);
+    for (int i = 0; i < n; i++) {
+        exec_cobj_t *o = exec_client_obj(lx, &refs[i], false);
+        if (o)
+            s_ask_again(o);
+    }
     for (;;) {
         count = 0;
         for (int i = 0; i < n; i++) {

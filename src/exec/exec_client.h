@@ -94,6 +94,9 @@ typedef struct {
     uint64_t size, off;
     uint8_t *bytes;            /* inline copy, or the error message */
     bool cancelled;            /* ERROR: its task was cancelled (LUX_ECANCELLED) */
+    bool unavail;              /* the node could not serve the last get of it now
+                                  (code, bytes: why); the next get or wait asks again */
+    int8_t code;
 } exec_cobj_t;
 
 /* Connect to the node manager at endpoint (a driver or a worker); NULL

@@ -88,6 +88,7 @@ s_append(s_mon_t *m, int kind, const s_node_t *nd, const char *info, int wait_ms
     memset(&e, 0, sizeof e);
     e.kind = (uint16_t) kind;
     DB_SET_ID(&e, node, DB_F_NODE, &nd->node);
+    DB_SET_INT(&e, t_end, DB_F_T_END, util_now_ns()); /* when it happened: exec_node_log.c */
     if (exec_members_get(nd->beat, "address", addr, sizeof addr))
         db_event_set_name(&e, addr);
     db_event_set_info(&e, info);

@@ -40,7 +40,6 @@
 #include "exec_node_int.h"
 #include "exec_pool.h"
 #include "exec_node_gpu.h"
-#include "exec_ractor.h"
 #include "exec_node_log.h"
 #include "exec_node_obj.h"
 #include "exec_node_graph.h"
@@ -338,8 +337,8 @@ nm_actor_dief(nm_t *nm, nm_actor_t *a, int status, const char *fmt, ...)
     a->death_status = status ? status : LUX_EDEAD;
     if (!a->remote || a->home)
         nm_log_actor_died(nm, a);
-    if (a->remote)
-        nm_ractor_died(nm, a); /* the node that holds it lets it go */
+    if (a->remote && nm->ops.ractor_died)
+        nm->ops.ractor_died(nm, a); /* the node that holds it lets it go */
     nm_actor_give_back(nm, a);
     if (a->worker) {
         /* its process goes, reaped as an extra worker with nothing to do */
@@ -405,8 +404,8 @@ s_create(nm_t *nm, nm_client_t *c, const exec_spec_t *s)
             *p = stub;
         return util_err(LUX_ENOMEM, "out of memory holding an actor");
     }
-    if (stub)
-        nm_ractor_forget(nm, stub, a); /* its calls are a's */
+    if (stub) /* only made with other nodes (nm->ops.ractor_stub) */
+        nm->ops.ractor_forget(nm, stub, a); /* its calls are a's */
     a->job = s->job;
     memcpy(a->module, s->module, 16);
     a->cls = strndup(s->fn, s->fn_len);
@@ -424,7 +423,7 @@ s_create(nm_t *nm, nm_client_t *c, const exec_spec_t *s)
     }
     t->nret = 0;
     a->create = t;
-    if (nm_ractor_elsewhere(nm, a, t)) {
+    if (nm->ops.ractor_elsewhere && nm->ops.ractor_elsewhere(nm, a, t)) {
         nm_actor_state(nm, a, A_ALIVE); /* another node holds it: its events are that node's */
         return 0;
     }
@@ -461,8 +460,8 @@ nm_actor_submit(nm_t *nm, nm_client_t *c, const exec_spec_t *s)
     if (nm_task_find(nm, &s->task))
         return 0; /* resent */
     nm_actor_t *a = s_find(nm, &s->actor);
-    if (!a)
-        a = nm_ractor_stub(nm, &s->actor); /* another node may hold it (NULL: none) */
+    if (!a && nm->ops.ractor_stub)
+        a = nm->ops.ractor_stub(nm, &s->actor); /* another node may hold it (NULL: none) */
     exec_spec_t s2 = *s;
     if (a)
         memcpy(s2.module, a->module, 16);
@@ -812,7 +811,7 @@ nm_actor_pump(nm_t *nm)
             free(why);
         }
         if (a->remote && a->state != A_DEAD) {
-            nm_ractor_pump(nm, a); /* its calls go to the node that holds it */
+            nm->ops.ractor_pump(nm, a); /* its calls go to the node that holds it */
             continue;
         }
         switch (a->state) {
@@ -1078,7 +1077,7 @@ nm_actor_op(nm_t *nm, nm_client_t *c, const uint8_t *p, size_t n)
         return;
     }
     bool once = timeout == 0;
-    if (once && nm_ractor_on(nm))
+    if (once && nm->ops.ractor_lookup) /* other nodes' actors */
         timeout = S_LOOKUP_REMOTE_MS; /* the head is asked: its answer is waited for */
     if (timeout == 0) {
         snprintf(why, sizeof why, "no actor is named '%.*s'", (int) nlen, name);
@@ -1097,7 +1096,8 @@ nm_actor_op(nm_t *nm, nm_client_t *c, const uint8_t *p, size_t n)
     l->deadline_ms = timeout == UINT32_MAX ? INT64_MAX : util_mono_ms() + timeout;
     l->next = nm->lookups;
     nm->lookups = l;
-    nm_ractor_lookup(nm, l->name, l->deadline_ms); /* the head knows the other nodes' actors */
+    if (nm->ops.ractor_lookup) /* the head knows the other nodes' actors */
+        nm->ops.ractor_lookup(nm, l->name, l->deadline_ms);
 }
 
 void

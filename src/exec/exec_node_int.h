@@ -427,6 +427,20 @@ typedef struct {
     void (*ractor_lost)(nm_t *nm, nm_actor_t *a, const util_id_t *node);
     void (*ractor_taken)(nm_t *nm, nm_client_t *c, const exec_spec_t *s, const nm_remote_ext_t *x);
     void (*ractor_tick)(nm_t *nm);
+    /* ... and for the actors here (exec_node_actor.c; all NULL without
+       other nodes, where an actor is always made here, no handle names
+       one elsewhere and nobody else is asked for a name): a's creation t
+       goes to another node (true) or is made here; a stub for a handle to
+       an actor this node does not know (NULL: none); a stub's actor made
+       here after all as a (stub freed); a's ready calls sent to the node
+       holding it; a died here, its holder told; a lookup of name asks the
+       head until deadline_ms */
+    bool (*ractor_elsewhere)(nm_t *nm, nm_actor_t *a, nm_task_t *t);
+    nm_actor_t *(*ractor_stub)(nm_t *nm, const util_id_t *id);
+    void (*ractor_forget)(nm_t *nm, nm_actor_t *stub, nm_actor_t *a);
+    void (*ractor_pump)(nm_t *nm, nm_actor_t *a);
+    void (*ractor_died)(nm_t *nm, nm_actor_t *a);
+    void (*ractor_lookup)(nm_t *nm, const char *name, int64_t deadline_ms);
     /* the object store's pins (exec_node_obj.c, set by exec_node.c), for the
        blob writer below it: a put is pinned while its bytes are written */
     void (*obj_pin)(nm_t *nm, nm_obj_t *o);

@@ -422,12 +422,18 @@ nm_log_busy(nm_t *nm)
 
 /* --- events -------------------------------------------------------------------------------- */
 
+/* Every event says when it happened, on this machine's clock (t_end; a
+   task attempt's are its worker's start and end): it can reach the log
+   much later than that -- held behind what it depends on, or behind a
+   put whose bytes are being recorded -- and the head's ts is when it
+   arrived there. */
 static void
 s_base(nm_t *nm, db_event_t *e, int kind)
 {
     memset(e, 0, sizeof *e);
     e->kind = (uint16_t) kind;
     DB_SET_ID(e, node, DB_F_NODE, &nm->node);
+    DB_SET_INT(e, t_end, DB_F_T_END, util_now_ns());
 }
 
 /* The refs among t's arguments: into L->deps (20 bytes each, for the

@@ -383,6 +383,20 @@ nm_send(nm_t *nm, nm_client_t *c, zmsg_t **m)
         zmsg_destroy(m);
 }
 
+static void
+s_client_put_obj(nm_t *nm, nm_client_t *c, const exec_obj_t *d)
+{
+    if (c->nout == 0)
+        util_buf_put_u32(&c->out, 0); /* count, set when sent */
+    exec_obj_encode(&c->out, d);
+    c->nout++;
+    if (!c->dirty) {
+        c->dirty = true;
+        c->next_dirty = nm->dirty;
+        nm->dirty = c;
+    }
+}
+
 void
 nm_client_send_obj(nm_t *nm, nm_client_t *c, const nm_obj_t *o, bool pinned)
 {
@@ -391,15 +405,19 @@ nm_client_send_obj(nm_t *nm, nm_client_t *c, const nm_obj_t *o, bool pinned)
         return;
     nm_obj_describe(nm, o, &d);
     d.pinned = pinned && d.where == EXEC_W_ARENA;
-    if (c->nout == 0)
-        util_buf_put_u32(&c->out, 0); /* count, set when sent */
-    exec_obj_encode(&c->out, &d);
-    c->nout++;
-    if (!c->dirty) {
-        c->dirty = true;
-        c->next_dirty = nm->dirty;
-        nm->dirty = c;
-    }
+    s_client_put_obj(nm, c, &d);
+}
+
+void
+nm_client_send_unavailable(nm_t *nm, nm_client_t *c, const lux_ref_t *id, int code,
+                           const char *msg)
+{
+    if (!c)
+        return;
+    size_t n = strlen(msg);
+    exec_obj_t d = {.id = *id, .where = EXEC_W_UNAVAILABLE, .bytes = (const uint8_t *) msg,
+                    .size = n > 4000 ? 4000 : n, .code = code < 0 && code > -256 ? code : LUX_EIO};
+    s_client_put_obj(nm, c, &d);
 }
 
 void

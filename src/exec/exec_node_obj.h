@@ -47,6 +47,12 @@ void nm_send(nm_t *nm, nm_client_t *c, zmsg_t **m);
 
 void nm_client_send_obj(nm_t *nm, nm_client_t *c, const nm_obj_t *o, bool pinned);
 
+/* Answer c's GET of id with "not now" (EXEC_W_UNAVAILABLE): code (a
+   LUX_E*) and msg say why; the object itself has not failed, so the
+   client asks again at its next get. */
+void nm_client_send_unavailable(nm_t *nm, nm_client_t *c, const lux_ref_t *id, int code,
+                                const char *msg);
+
 void nm_client_pin(nm_t *nm, nm_client_t *c, nm_obj_t *o);
 
 void nm_client_unpin(nm_t *nm, nm_client_t *c, const lux_ref_t *id);

@@ -100,10 +100,13 @@ exec_obj_encode(util_buf_t *b, const exec_obj_t *o)
     util_buf_put(b, o->id.b, LUX_REF_LEN);
     util_buf_put_u8(b, (uint8_t) (o->where | (o->pinned ? EXEC_W_PINNED : 0)));
     util_buf_put_u64(b, o->size);
-    if (o->where == EXEC_W_ARENA)
+    if (o->where == EXEC_W_ARENA) {
         util_buf_put_u64(b, o->off);
-    else
-        util_buf_put(b, o->bytes, (size_t) o->size);
+        return;
+    }
+    if (o->where == EXEC_W_UNAVAILABLE)
+        util_buf_put_u8(b, (uint8_t) -o->code);
+    util_buf_put(b, o->bytes, (size_t) o->size);
 }
 
 int
@@ -118,6 +121,7 @@ exec_obj_decode(util_rd_t *r, exec_obj_t *o)
     o->size = util_rd_u64(r);
     o->bytes = NULL;
     o->off = 0;
+    o->code = 0;
     switch (o->where) {
     case EXEC_W_INLINE:
         if (o->size > EXEC_INLINE_MAX)
@@ -125,6 +129,11 @@ exec_obj_decode(util_rd_t *r, exec_obj_t *o)
         else
             o->bytes = util_rd_take(r, (size_t) o->size);
         break;
+    case EXEC_W_UNAVAILABLE: /* its code, then the message as for an error */
+        o->code = -(int) util_rd_u8(r);
+        if (o->code >= 0)
+            r->bad = true;
+        /* fall through */
     case EXEC_W_ERROR:
     case EXEC_W_MISSING:
     case EXEC_W_CANCELLED:

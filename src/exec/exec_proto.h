@@ -28,8 +28,13 @@ enum exec_where {
     EXEC_W_ERROR = 3,  /* the task that makes it failed: a message follows */
     EXEC_W_MISSING = 4, /* no such object (never created, or freed and without
                            lineage): a message follows */
-    EXEC_W_CANCELLED = 5 /* the task that makes it was cancelled (lux_cancel),
+    EXEC_W_CANCELLED = 5, /* the task that makes it was cancelled (lux_cancel),
                             or one it needed was: a message follows */
+    EXEC_W_UNAVAILABLE = 6 /* sent to a client only: this GET could not be served
+                              now (no room to bring back a spilled copy, a pull
+                              from another node failed); the object has not
+                              failed, and a later GET may succeed. The code
+                              (LUX_E*, negated: one byte) and a message follow */
 };
 
 #define EXEC_W_PINNED 0x80 /* flag on `where` sent to a client: the node
@@ -42,6 +47,7 @@ typedef struct {
     uint64_t size;        /* bytes of the value (of the message, for an error) */
     const uint8_t *bytes; /* INLINE: the value; ERROR: the message */
     uint64_t off;         /* ARENA: where */
+    int code;             /* UNAVAILABLE: why, a LUX_E* code */
 } exec_obj_t;
 
 void exec_obj_encode(util_buf_t *b, const exec_obj_t *o);

@@ -80,12 +80,6 @@ struct nm_ractor {
     int nnames;
 };
 
-bool
-nm_ractor_on(nm_t *nm)
-{
-    return nm->ractor != NULL;
-}
-
 /* --- small things ------------------------------------------------------------------------- */
 
 static void
@@ -870,6 +864,12 @@ nm_ractor_open(nm_t *nm)
     nm->ops.ractor_lost = nm_ractor_lost;
     nm->ops.ractor_taken = nm_ractor_taken;
     nm->ops.ractor_tick = nm_ractor_tick;
+    nm->ops.ractor_elsewhere = nm_ractor_elsewhere;
+    nm->ops.ractor_stub = nm_ractor_stub;
+    nm->ops.ractor_forget = nm_ractor_forget;
+    nm->ops.ractor_pump = nm_ractor_pump;
+    nm->ops.ractor_died = nm_ractor_died;
+    nm->ops.ractor_lookup = nm_ractor_lookup;
     int rc = nm_peer_on(nm, NET_NODE_ACTOR_WHERE, s_on_where);
     if (!rc)
         rc = nm_peer_on(nm, NET_NODE_ACTOR_WHERE_REP, s_on_where_rep);

@@ -8,16 +8,15 @@
 
 #include "exec_node_int.h"
 
-/* Register the messages and give exec_remote.c its calls to this part
-   (nm->ops.ractor_*), after nm_remote_open; nothing without other nodes
-   (nm_remote_open made none). 0 or a code. */
+/* Register the messages and give exec_remote.c and the actors here
+   (exec_node_actor.c, below this part) their calls to it (nm->ops.ractor_*),
+   after nm_remote_open; nothing without other nodes (nm_remote_open made
+   none), where those calls stay NULL. 0 or a code. */
 int nm_ractor_open(nm_t *nm);
 void nm_ractor_close(nm_t *nm);
 /* Each tick (from nm_remote_tick): lookups and handles still unresolved
    ask the head again; handles nobody can find for S_LOST_MS die. */
 void nm_ractor_tick(nm_t *nm);
-/* Whether actors can live on other nodes (a cluster with endpoints). */
-bool nm_ractor_on(nm_t *nm);
 
 /* a, being created here with creation t, needs what this node never has:
    true when it goes to another node (placed by the global scheduler;

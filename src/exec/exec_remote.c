@@ -790,6 +790,8 @@ nm_remote_send(nm_t *nm, nm_client_t *c, zmsg_t **mp)
             break;
         if (d.where == EXEC_W_ARENA)
             s_obj_add(out, &d.id, EXEC_W_INLINE, exec_arena_base(nm->arena) + d.off, d.size);
+        else if (d.where == EXEC_W_UNAVAILABLE) /* a GET's answer, not a result: none here */
+            s_obj_add(out, &d.id, EXEC_W_ERROR, d.bytes, d.size);
         else
             s_obj_add(out, &d.id, d.where, d.bytes, d.size);
         done[n++] = d.id;

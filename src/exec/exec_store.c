@@ -243,12 +243,17 @@ s_pulled(nm_t *nm, void *arg, const lux_ref_t *id, int rc)
         s_get_one(nm, c, id, -1, NM_XFER_GET); /* -1: not pulled again */
         return;
     }
-    nm_obj_t err = {.id = *id, .state = rc == LUX_ENOTFOUND ? OBJ_MISSING : OBJ_ERROR};
     char msg[UTIL_ERRMSG_MAX];
     snprintf(msg, sizeof msg, "%s", lux_errmsg());
-    err.bytes = (uint8_t *) msg;
-    err.size = strlen(msg);
-    nm_client_send_obj(nm, c, &err, false);
+    if (rc == LUX_ENOTFOUND) {
+        nm_obj_t err = {.id = *id, .state = OBJ_MISSING, .bytes = (uint8_t *) msg,
+                        .size = strlen(msg)};
+        nm_client_send_obj(nm, c, &err, false);
+    } else {
+        /* the pull failed (a source died, a chunk failed to open): this
+           get ends; the object has not failed, the next get pulls again */
+        nm_client_send_unavailable(nm, c, id, rc, msg);
+    }
 }
 
 /* prio: NM_XFER_GET for a lux_get, NM_XFER_WAIT for a lux_wait (a pull
@@ -285,22 +290,20 @@ s_get_one(nm_t *nm, nm_client_t *c, const lux_ref_t *idp, int64_t deadline_ms, i
         }
         if (rc && o->state == OBJ_SPILLED) {
             /* not brought back (no room even beyond the store's size, a
-               read error): this reader gets the error; the object stays
-               spilled for later */
-            nm_obj_t err = {.id = id, .state = OBJ_ERROR};
-            char msg[UTIL_ERRMSG_MAX];
+               read error): this get ends with the error; the object stays
+               spilled for the next */
+            char msg[UTIL_ERRMSG_MAX + 96], hex[LUX_REF_LEN * 2 + 1];
+            util_hex(hex, id.b, LUX_REF_LEN);
             if (rc == LUX_EFULL && !over)
-                snprintf(msg, sizeof msg, "no room to bring it back (LUX_STORE_WAIT_MS is 0): %s",
-                         lux_errmsg());
+                snprintf(msg, sizeof msg, "spilled object %s: no room to bring it back "
+                         "(LUX_STORE_WAIT_MS is 0): %s", hex, lux_errmsg());
             else if (rc == LUX_EFULL)
-                snprintf(msg, sizeof msg, "no room to bring it back, even beyond the store's "
-                         "size%s: %s", waited ? " after the wait" :
+                snprintf(msg, sizeof msg, "spilled object %s: no room to bring it back, even "
+                         "beyond the store's size%s: %s", hex, waited ? " after the wait" :
                          " (no running task could free any)", lux_errmsg());
             else
-                snprintf(msg, sizeof msg, "%s", lux_errmsg());
-            err.bytes = (uint8_t *) msg;
-            err.size = strlen(msg);
-            nm_client_send_obj(nm, c, &err, false);
+                snprintf(msg, sizeof msg, "spilled object %s: %s", hex, lux_errmsg());
+            nm_client_send_unavailable(nm, c, &id, rc, msg);
             return;
         }
     }

@@ -148,7 +148,10 @@ cluster_kill_node() { # cluster_kill_node I
     _pid=$(cluster_node_pid "$1")
     [ -n "$_pid" ] || return 1
     _w=$(pgrep -P "$_pid" 2>/dev/null)
-    kill -9 "$_pid" $_w
+    kill -9 "$_pid" || return 1
+    # its workers: one may have died already (a test's own kills)
+    for _p in $_w; do kill -9 "$_p" 2>/dev/null; done
+    return 0
 }
 
 cluster_down() {

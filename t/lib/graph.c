@@ -206,7 +206,13 @@ graph_submit_opts(lux_t *lx, graph_t *g, int n, uint64_t seed, int64_t max_blob,
 void
 graph_ticks_start(void)
 {
-    snprintf(s_ticks, sizeof s_ticks, "%s/ticks", tap_tmpdir());
+    /* a cluster started before this program (t/6091) was given the file
+       in its environment, which its workers inherit */
+    const char *given = getenv("LUX_T_TICKS");
+    if (given && *given)
+        snprintf(s_ticks, sizeof s_ticks, "%s", given);
+    else
+        snprintf(s_ticks, sizeof s_ticks, "%s/ticks", tap_tmpdir());
     setenv("LUX_T_TICKS", s_ticks, 1);
 }
 

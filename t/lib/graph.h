@@ -63,7 +63,9 @@ bool graph_big_ok(const lux_val_t *v, int64_t seed, int64_t n);
    the environment variable LUX_T_TICKS, which this sets (call it before
    lux_init; graph_embedded does). */
 void graph_ticks_start(void);
-/* How many finished since graph_ticks_start (0 when it was not called). */
+/* (graph_ticks_start takes $LUX_T_TICKS when it is set already: the file
+   of a cluster started with it, whose workers count there.)
+   How many finished since graph_ticks_start (0 when it was not called). */
 int64_t graph_ticks(void);
 
 /* The path of t/lib's test module, built by make check. */
