@@ -106,11 +106,13 @@ main(void)
     lux_shutdown(&lx);
 
     /* a spilled put freed while its write is held */
-    char spill[PATH_MAX + 16];
+    char spill[PATH_MAX + 16], done[PATH_MAX + 16], apath[PATH_MAX + 64], hex[LUX_REF_LEN * 2 + 1];
     snprintf(cfg_dir, sizeof cfg_dir, "%s/n2", tap_tmpdir());
+    snprintf(done, sizeof done, "%s.done", gate);
     mkdir(cfg_dir, 0700);
     unlink(gate);
     unlink(waiting);
+    unlink(done);
     lx = graph_unrecorded(cfg_dir, 1, 16 * MB);
     rc = s_put(lx, 21, 10 * MB, &a);
     rc = rc ? rc : s_put(lx, 22, 1 * MB, &c);
@@ -127,10 +129,28 @@ main(void)
        "write still held (%s)", rc ? lux_errmsg() : "ok");
     util_write_file(gate, "", 0, 0600);
     snprintf(spill, sizeof spill, "%s/spill", lux_dir(lx));
+    snprintf(apath, sizeof apath, "%s/%s.lz4", spill, lux_ref_hex(&a, hex));
+    /* the write ends and is handed over to the node (PATH.done names it,
+       exec_test_gate_passed): only then may its file be removed; looked
+       at before, no file was there yet, and the check could not fail */
+    char line[PATH_MAX + 64] = "";
+    bool handed = false;
+    for (int i = 0; i < 12000 && !handed; i++) {
+        FILE *f = fopen(done, "r");
+        while (f && !handed && fgets(line, sizeof line, f)) {
+            line[strcspn(line, "\n")] = '\0';
+            handed = strcmp(line, apath) == 0;
+        }
+        if (f)
+            fclose(f);
+        if (!handed)
+            usleep(10000);
+    }
     int files = -1;
-    for (int i = 0; i < 12000 && (files = s_spill_files(spill)) != 0; i++)
+    for (int i = 0; handed && i < 12000 && (files = s_spill_files(spill)) != 0; i++)
         usleep(10000);
-    ok(files == 0, "the file written after the free is removed: %d left in %s", files, spill);
+    ok(handed && files == 0, "the file written after the free is removed once its write is "
+       "handed over: %d left in %s%s", files, spill, handed ? "" : " (never handed over)");
     lux_shutdown(&lx);
     return done_testing();
 }

@@ -488,6 +488,10 @@ struct nm {
     struct nm_spill_job *spill_jobs; /* every heap copy of a spilled put, all held */
     uint64_t spill_held;      /* ... their bytes: at most the store's size */
     uint32_t spill_pending;   /* ... of which the writer has not handed back */
+    uint64_t spill_credit;    /* bytes spill_held may pass the store's size by: those of
+                                 the heap copy a restore is about to free */
+    char spill_why[512];      /* why the last eviction could not spill a put, for the
+                                 store-full message ("": none failed) */
     uint64_t store_gen;       /* bumped when room may have appeared */
     uint64_t waits_gen;       /* store_gen when the waiting ALLOCs were last tried */
     nm_alloc_wait_t *alloc_waits; /* in arrival order */

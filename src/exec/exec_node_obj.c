@@ -187,7 +187,7 @@ s_spill(nm_t *nm, nm_obj_t *o, const char *path)
         log_warn("spills are written on the node's loop: %s", lux_errmsg());
         nm->spill_nothread = true;
     }
-    if (nm->spillw && nm->spill_held + o->size <= nm->store_bytes &&
+    if (nm->spillw && nm->spill_held + o->size <= nm->store_bytes + nm->spill_credit &&
         (j = calloc(1, sizeof *j)) && (j->buf = malloc(o->size ? o->size : 1))) {
         memcpy(j->buf, src, (size_t) o->size);
         j->id = o->id;
@@ -224,12 +224,35 @@ s_spilled_close(void *ctx, void *arg, int rc, const char *msg)
     ((struct nm_spill_job *) arg)->done = true;
 }
 
+/* A write the node's end did not wait for ended at last (its thread
+   calls this, the node being gone): its copy goes. */
+static void
+s_spill_abandoned(void *arg)
+{
+    struct nm_spill_job *j = arg;
+    free(j->buf);
+    free(j);
+}
+
 void
 nm_obj_spill_close(nm_t *nm)
 {
-    exec_spill_writer_destroy(&nm->spillw, s_spilled_close, nm);
-    while (nm->spill_jobs)
-        s_job_free(nm, nm->spill_jobs);
+    /* a write in progress may end; one that hangs (a dead disk) is waited
+       for LUX_SPILL_STOP_MS (default 10 s, under `lux stop`'s 30 s), then
+       left to its thread with its copy */
+    const char *e = getenv("LUX_SPILL_STOP_MS");
+    int wait_ms = e && atoi(e) > 0 ? atoi(e) : 10000;
+    if (exec_spill_writer_destroy(&nm->spillw, s_spilled_close, nm, wait_ms, s_spill_abandoned))
+        log_error("the node stops without its last spill: %s", lux_errmsg());
+    while (nm->spill_jobs) {
+        struct nm_spill_job *j = nm->spill_jobs;
+        if (j->done) {
+            s_job_free(nm, j);
+        } else { /* the abandoned write's: its thread frees it */
+            nm->spill_jobs = j->next;
+            nm->spill_held -= j->n;
+        }
+    }
     nm->spill_pending = 0;
 }
 
@@ -486,8 +509,11 @@ s_evict_one(nm_t *nm)
         s_spill_path(nm, o, path, sizeof path);
         int rc = s_spill(nm, o, path);
         if (rc) {
-            /* cannot spill: keep it, it is a put and has no lineage */
-            log_error("cannot spill object: %s", lux_errmsg());
+            /* cannot spill: keep it, it is a put and has no lineage; a
+               request refused for want of room says why (t/5105) */
+            snprintf(nm->spill_why, sizeof nm->spill_why, "%s", lux_errmsg());
+            log_error("cannot spill object: %s", nm->spill_why);
+            s_lru_append(nm, o); /* evictable again later (was: never again) */
             return false;
         }
         nm_store_free(nm, o->off);
@@ -587,6 +613,7 @@ nm_store_alloc(nm_t *nm, uint64_t size, uint64_t *off)
         return util_err(LUX_EFULL, "an object of %llu bytes is larger than the object store "
                         "(%llu bytes)", (unsigned long long) size,
                         (unsigned long long) nm->store_bytes);
+    nm->spill_why[0] = '\0';
     int rc = nm_store_try(nm, size, off);
     if (rc != LUX_EFULL)
         return rc; /* 0, or what the arena said */
@@ -597,7 +624,7 @@ nm_store_alloc(nm_t *nm, uint64_t size, uint64_t *off)
                     " %llu bytes are in use: %llu in %llu objects being read or used by"
                     " tasks, %llu granted to tasks and not yet filled, %llu in the spare"
                     " region (whose free bytes are %llu); the largest free block outside it is %llu"
-                    " bytes",
+                    " bytes%s%s",
                     (unsigned long long) nm->store_bytes, (unsigned long long) size,
                     (unsigned long long) exec_arena_used(nm->arena),
                     (unsigned long long) c.pinned_bytes, (unsigned long long) c.pinned,
@@ -605,7 +632,9 @@ nm_store_alloc(nm_t *nm, uint64_t size, uint64_t *off)
                     (unsigned long long) exec_arena_spare_used(nm->arena),
                     (unsigned long long) (exec_arena_size(nm->arena) - nm->store_bytes -
                                           exec_arena_spare_used(nm->arena)),
-                    (unsigned long long) exec_arena_largest_free(nm->arena));
+                    (unsigned long long) exec_arena_largest_free(nm->arena),
+                    nm->spill_why[0] ? "; puts that would make room cannot be spilled: " : "",
+                    nm->spill_why);
 }
 
 /* Whether c has an ALLOC waiting for room. */
@@ -702,8 +731,15 @@ nm_obj_restore(nm_t *nm, nm_obj_t *o)
     int rc;
     if (o->state != OBJ_SPILLED)
         return 0;
-    /* the object is not in the LRU list, so making room never evicts it */
-    if ((rc = nm_store_alloc(nm, o->size, &off)))
+    /* the object is not in the LRU list, so making room never evicts it;
+       a copy of it on the heap (its write on its way, or failed on a full
+       disk) goes once it is back, so the puts evicted for it may be held
+       there beyond the store's size by as much: else a disk full held its
+       puts out of the store for good (t/5105) */
+    nm->spill_credit = o->spilling ? o->size : 0;
+    rc = nm_store_alloc(nm, o->size, &off);
+    nm->spill_credit = 0;
+    if (rc)
         return rc;
     nm_obj_spill_tick(nm); /* a write done: the file is the copy (t/3123 checks it) */
     /* the block's pages first: writing a page /dev/shm has no room for

@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define S_BLOCK ((size_t) 4 << 20) /* content per block: LZ4F_max4MB */
@@ -109,6 +110,21 @@ exec_test_gate(int which)
         fclose(f);
     for (int i = 0; i < 12000 && access(gate, F_OK) != 0; i++)
         usleep(10000);
+}
+
+void
+exec_test_gate_passed(int which, const char *what)
+{
+    pthread_once(&s_gates_once, s_gates_read);
+    const char *gate = s_gates[which];
+    char done[PATH_MAX];
+    if (!gate || !*gate || snprintf(done, sizeof done, "%s.done", gate) >= PATH_MAX)
+        return;
+    int fd = open(done, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return;
+    dprintf(fd, "%s\n", what);
+    close(fd);
 }
 
 int
@@ -359,7 +375,19 @@ struct exec_spill_writer_t {
     s_job_t *todo, *todo_last; /* to write, oldest first */
     s_job_t *done, *done_last; /* written, failed or cancelled, oldest first */
     bool stop;
+    s_job_t *busy;  /* the job being written (the first of todo), or NULL */
+    bool ended;     /* the thread is about to return */
+    bool abandoned; /* the stop waited no longer: the thread frees what is left */
+    void (*abandon)(void *arg); /* ... the arg of its write, once it ends */
 };
+
+static void
+s_writer_free(exec_spill_writer_t *self)
+{
+    pthread_mutex_destroy(&self->mu);
+    pthread_cond_destroy(&self->cv);
+    free(self);
+}
 
 static void
 s_push(s_job_t **head, s_job_t **last, s_job_t *j)
@@ -382,17 +410,35 @@ s_writer(void *arg)
             pthread_cond_wait(&self->cv, &self->mu);
         if (self->stop)
             break; /* the ones not started are cancelled by the stop */
-        s_job_t *j = self->todo;
+        s_job_t *j = self->busy = self->todo;
         pthread_mutex_unlock(&self->mu);
         j->rc = exec_spill_write(j->path, j->data, j->n);
         if (j->rc)
             snprintf(j->msg, sizeof j->msg, "%s", lux_errmsg());
         pthread_mutex_lock(&self->mu);
+        self->busy = NULL;
+        if (self->abandoned) {
+            /* the node stopped without it (a disk that hung for longer
+               than the stop waits): nobody is left to hand it to */
+            pthread_mutex_unlock(&self->mu);
+            if (self->abandon)
+                self->abandon(j->arg);
+            exec_test_gate_passed(EXEC_GATE_SPILL, j->path);
+            free(j->path);
+            free(j);
+            s_writer_free(self);
+            return NULL;
+        }
         self->todo = j->next;
         if (!self->todo)
             self->todo_last = NULL;
         s_push(&self->done, &self->done_last, j);
+        pthread_mutex_unlock(&self->mu);
+        exec_test_gate_passed(EXEC_GATE_SPILL, j->path); /* handed back: a test may look */
+        pthread_mutex_lock(&self->mu);
     }
+    self->ended = true;
+    pthread_cond_broadcast(&self->cv);
     pthread_mutex_unlock(&self->mu);
     return NULL;
 }
@@ -405,8 +451,12 @@ exec_spill_writer_new(void)
         util_err(LUX_ENOMEM, "spill writer: out of memory");
         return NULL;
     }
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* the stop's wait has an end */
     pthread_mutex_init(&self->mu, NULL);
-    pthread_cond_init(&self->cv, NULL);
+    pthread_cond_init(&self->cv, &ca);
+    pthread_condattr_destroy(&ca);
     int e = pthread_create(&self->thread, NULL, s_writer, self);
     if (e) {
         util_err(LUX_EIO, "spill writer: cannot start its thread: %s", strerror(e));
@@ -418,33 +468,78 @@ exec_spill_writer_new(void)
     return self;
 }
 
-void
+/* fn(ctx, arg, rc, message) for each job of list, freeing them: how many. */
+static int
+s_hand_back(s_job_t *list, void (*fn)(void *ctx, void *arg, int rc, const char *msg), void *ctx)
+{
+    int count = 0;
+    while (list) {
+        s_job_t *j = list;
+        list = j->next;
+        fn(ctx, j->arg, j->rc, j->rc ? j->msg : "");
+        free(j->path);
+        free(j);
+        count++;
+    }
+    return count;
+}
+
+int
 exec_spill_writer_destroy(exec_spill_writer_t **self_p,
-                          void (*fn)(void *ctx, void *arg, int rc, const char *msg), void *ctx)
+                          void (*fn)(void *ctx, void *arg, int rc, const char *msg), void *ctx,
+                          int wait_ms, void (*abandon)(void *arg))
 {
     exec_spill_writer_t *self = *self_p;
+    int rc = 0;
     if (!self)
-        return;
+        return 0;
+    *self_p = NULL;
+    struct timespec end;
+    clock_gettime(CLOCK_MONOTONIC, &end);
+    end.tv_sec += wait_ms / 1000;
+    end.tv_nsec += (long) (wait_ms % 1000) * 1000000L;
+    if (end.tv_nsec >= 1000000000L) {
+        end.tv_sec++;
+        end.tv_nsec -= 1000000000L;
+    }
     pthread_mutex_lock(&self->mu);
     self->stop = true;
-    pthread_cond_signal(&self->cv);
+    pthread_cond_broadcast(&self->cv);
+    while (!self->ended && pthread_cond_timedwait(&self->cv, &self->mu, &end) != ETIMEDOUT)
+        ;
+    s_job_t *stuck = self->ended ? NULL : self->busy;
+    if (stuck) {
+        /* a write that does not end (a hung disk): the stop does not wait
+           for ever. The thread keeps that job (the first of todo) and,
+           when the write ends, if ever, frees it and the writer (abandon
+           lets the caller's arg go); nothing else here is touched by it,
+           and nothing of self by this function after the unlock. */
+        self->abandoned = true;
+        self->abandon = abandon;
+        self->todo = stuck->next;
+        stuck->next = NULL;
+        rc = util_err(LUX_ETIMEDOUT, "spill %s: its write had not ended after %d ms (a hung "
+                      "disk?): left to its thread", stuck->path, wait_ms);
+    }
+    s_job_t *todo = self->todo, *done = self->done, *done_last = self->done_last;
+    self->todo = self->todo_last = self->done = self->done_last = NULL;
     pthread_mutex_unlock(&self->mu);
-    pthread_join(self->thread, NULL);
-    /* the write in progress has ended; the ones never started go back
-       cancelled, after those done */
-    while (self->todo) {
-        s_job_t *j = self->todo;
-        self->todo = j->next;
+    if (stuck) {
+        pthread_detach(self->thread);
+    } else {
+        pthread_join(self->thread, NULL); /* ended, or about to (between two jobs) */
+        s_writer_free(self);
+    }
+    /* the ones never started go back cancelled, after those done */
+    while (todo) {
+        s_job_t *j = todo;
+        todo = j->next;
         j->rc = LUX_ECANCELLED;
         snprintf(j->msg, sizeof j->msg, "spill %s: not written, the node is stopping", j->path);
-        s_push(&self->done, &self->done_last, j);
+        s_push(&done, &done_last, j);
     }
-    self->todo_last = NULL;
-    exec_spill_writer_done(self, fn, ctx);
-    pthread_mutex_destroy(&self->mu);
-    pthread_cond_destroy(&self->cv);
-    free(self);
-    *self_p = NULL;
+    s_hand_back(done, fn, ctx);
+    return rc;
 }
 
 int
@@ -474,14 +569,5 @@ exec_spill_writer_done(exec_spill_writer_t *self,
     s_job_t *list = self->done;
     self->done = self->done_last = NULL;
     pthread_mutex_unlock(&self->mu);
-    int count = 0;
-    while (list) {
-        s_job_t *j = list;
-        list = j->next;
-        fn(ctx, j->arg, j->rc, j->rc ? j->msg : "");
-        free(j->path);
-        free(j);
-        count++;
-    }
-    return count;
+    return s_hand_back(list, fn, ctx);
 }

@@ -58,6 +58,10 @@ int64_t exec_spill_size(const char *path);
    meanwhile. */
 enum { EXEC_GATE_SPILL, EXEC_GATE_BLOB, EXEC_GATES };
 void exec_test_gate(int which);
+/* ... and a spill written by the writer thread and handed over to the
+   node (exec_spill_writer_done will give it) appends the line "what" to
+   PATH.done, so that a test can wait for that event (t/3123, t/3135). */
+void exec_test_gate_passed(int which, const char *what);
 
 /* A thread that writes spills (exec_spill_write) in the order queued, so
    that the node's loop never waits for the disk: a spill of 1 GiB (lz4,
@@ -71,10 +75,14 @@ exec_spill_writer_t *exec_spill_writer_new(void);
 
 /* Stop: the write in progress ends, then every write not yet handed back
    is, through fn as in exec_spill_writer_done (those never started with
-   LUX_ECANCELLED); *self_p is NULL afterwards. */
-void exec_spill_writer_destroy(exec_spill_writer_t **self_p,
-                               void (*fn)(void *ctx, void *arg, int rc, const char *msg),
-                               void *ctx);
+   LUX_ECANCELLED); *self_p is NULL afterwards. A write in progress that
+   has not ended after wait_ms (a hung disk) is not waited for: 0, or
+   LUX_ETIMEDOUT naming its path; that write is not handed back, its
+   thread goes on and, if the write ever ends, calls abandon(arg) (arg as
+   queued, never handed back) and frees itself. */
+int exec_spill_writer_destroy(exec_spill_writer_t **self_p,
+                              void (*fn)(void *ctx, void *arg, int rc, const char *msg),
+                              void *ctx, int wait_ms, void (*abandon)(void *arg));
 
 /* Queue the write of the n bytes at data to path, arg handed back when it
    is done. 0 or LUX_ENOMEM. */

@@ -775,6 +775,25 @@ HAcc_step(lux_t *lx, void *self, int argc, const lux_val_t *argv)
 }
 LUX_METHOD(HAcc, step, -1, 1)
 
+/* wait(PATH): makes PATH.waiting, then waits until PATH exists (120 s at
+   most) and returns h unchanged: a call that keeps the actor busy while
+   later calls queue behind it (t/3138). */
+static int
+HAcc_wait(lux_t *lx, void *self, int argc, const lux_val_t *argv)
+{
+    hacc_t *a = self;
+    char path[512], waiting[530];
+    s_path(&argv[0], path, sizeof path);
+    snprintf(waiting, sizeof waiting, "%s.waiting", path);
+    FILE *f = fopen(waiting, "w");
+    if (f)
+        fclose(f);
+    if (s_wait_file(path))
+        return lux_raise(lx, "HAcc.wait: %s did not appear within 120 s", path);
+    return lux_set(lx, 0, &a->h, 8);
+}
+LUX_METHOD(HAcc, wait, 1, 1)
+
 /* pid(): its process (for a test that kills it). */
 static int
 HAcc_pid(lux_t *lx, void *self, int argc, const lux_val_t *argv)
