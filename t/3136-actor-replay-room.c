@@ -22,7 +22,6 @@
 #include "lib/fx.h"
 #include "lib/graph.h"
 #include "lib/hx.h"
-#include "util/util_err.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -31,33 +30,13 @@
 
 #define MB (1024 * 1024)
 
-/* HAcc's step over one argument of n bytes */
-static uint64_t
-s_step(uint64_t h, const void *p, size_t n)
-{
-    return hx_mix(h ^ (hx_digest(p, n) + 0));
-}
-
-/* The int64 that ref holds (8 bytes), within 120 s. */
-static int
-s_get8(lux_t *lx, const lux_ref_t *ref, int64_t *out)
-{
-    lux_val_t v;
-    int rc = lux_get(lx, ref, &v, 120000);
-    if (!rc && v.size != 8)
-        rc = util_err(LUX_EPROTO, "%zu bytes, not 8", v.size);
-    if (!rc)
-        memcpy(out, v.data, 8);
-    return rc;
-}
-
 /* One step of a on arg; its answer into *h. */
 static int
 s_call(lux_t *lx, lux_actor_t *a, lux_arg_t arg, int64_t *h)
 {
     lux_ref_t r;
     int rc = lux_actor_call(lx, a, "step", 1, &arg, 1, &r);
-    return rc ? rc : s_get8(lx, &r, h);
+    return rc ? rc : graph_get8(lx, &r, h);
 }
 
 int
@@ -80,11 +59,11 @@ main(void)
     int rc = lux_actor_create(lx, "HAcc", 1, (lux_arg_t[]) {LUX_VAL(&h0, 8)},
                               &(lux_actor_opts_t) {.max_restarts = 3}, &a);
     rc = rc ? rc : lux_actor_call(lx, &a, "pid", 0, NULL, 1, &rp);
-    rc = rc ? rc : s_get8(lx, &rp, &pid);
+    rc = rc ? rc : graph_get8(lx, &rp, &pid);
     rc = rc ? rc : lux_put(lx, p, 3 * MB, &sp);
     rc = rc ? rc : lux_put(lx, p2, 3 * MB, &sp2);
     rc = rc ? rc : s_call(lx, &a, LUX_REF(sp), &got);
-    uint64_t h = s_step((uint64_t) h0, p, 3 * MB);
+    uint64_t h = hx_acc_step((uint64_t) h0, p, 3 * MB);
     ok(rc == 0 && pid > 0 && (uint64_t) got == h,
        "actor HAcc (pid %lld) took step(P), P a put of 3 MiB (%s)", (long long) pid,
        rc ? lux_errmsg() : "ok");
@@ -102,7 +81,7 @@ main(void)
        rc == LUX_ETIMEDOUT ? "not running within 120 s" : rc ? lux_errmsg() : "ok");
 
     rc = s_call(lx, &a, LUX_REF(sp2), &got);
-    h = s_step(h, p2, 3 * MB);
+    h = hx_acc_step(h, p2, 3 * MB);
     lux_wait(lx, 1, &hold, 1, 0, &ready);
     ok(rc == 0 && (uint64_t) got == h && !ready,
        "a live step(P2), P2 spilled, is answered after the wait for room, beyond the store's "
@@ -112,7 +91,7 @@ main(void)
        "the actor's process %lld is killed (SIGKILL)", (long long) pid);
     int64_t q = 77;
     rc = s_call(lx, &a, LUX_VAL(&q, 8), &got);
-    h = s_step(h, &q, 8);
+    h = hx_acc_step(h, &q, 8);
     lux_wait(lx, 1, &hold, 1, 0, &ready);
     ok(rc == 0 && (uint64_t) got == h && !ready,
        "restarted, it replays step(P) with P spilled (waits for room, then beyond the store's "

@@ -26,7 +26,6 @@
 #include "lib/fx.h"
 #include "lib/graph.h"
 #include "lib/hx.h"
-#include "util/util_err.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -35,26 +34,6 @@
 #include <unistd.h>
 
 #define MB (1024 * 1024)
-
-/* HAcc's step over one argument of n bytes */
-static uint64_t
-s_step(uint64_t h, const void *p, size_t n)
-{
-    return hx_mix(h ^ (hx_digest(p, n) + 0));
-}
-
-/* The int64 that ref holds (8 bytes), within 120 s. */
-static int
-s_get8(lux_t *lx, const lux_ref_t *ref, int64_t *out)
-{
-    lux_val_t v;
-    int rc = lux_get(lx, ref, &v, 120000);
-    if (!rc && v.size != 8)
-        rc = util_err(LUX_EPROTO, "%zu bytes, not 8", v.size);
-    if (!rc)
-        memcpy(out, v.data, 8);
-    return rc;
-}
 
 int
 main(void)
@@ -125,17 +104,17 @@ main(void)
     fx_release("hold");
     int64_t one = 1;
     uint64_t h = (uint64_t) h0;
-    bool right = s_get8(lx, &w, &got) == 0 && (uint64_t) got == h;
+    bool right = graph_get8(lx, &w, &got) == 0 && (uint64_t) got == h;
     if (!right)
         diag("wait: %s", lux_errmsg());
     for (int i = 0; i < 4; i++) {
         if (i < 2)
-            h = s_step(h, p[i], 3 * MB);
+            h = hx_acc_step(h, p[i], 3 * MB);
         else if (i == 2)
-            h = s_step(h, &one, 8);
+            h = hx_acc_step(h, &one, 8);
         else
-            h = s_step(h, p[2], 3 * MB);
-        rc = s_get8(lx, &r[i], &got);
+            h = hx_acc_step(h, p[2], 3 * MB);
+        rc = graph_get8(lx, &r[i], &got);
         if (rc || (uint64_t) got != h) {
             diag("step %d: %s", i, rc ? lux_errmsg() : "a wrong hash");
             right = false;

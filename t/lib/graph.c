@@ -1,6 +1,7 @@
 /*  graph - random task graphs (see graph.h). */
 #include "graph.h"
 #include "../tap.h"
+#include "util/util_err.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -355,4 +356,16 @@ graph_embedded(int workers, uint64_t store_bytes, const char *what)
     if (!lx)
         bail("lux_init: %s", lux_errmsg());
     return lx;
+}
+
+int
+graph_get8(lux_t *lx, const lux_ref_t *ref, int64_t *out)
+{
+    lux_val_t v;
+    int rc = lux_get(lx, ref, &v, 120000);
+    if (!rc && v.size != 8)
+        rc = util_err(LUX_EPROTO, "%zu bytes, not 8", v.size);
+    if (!rc)
+        memcpy(out, v.data, 8);
+    return rc;
 }

@@ -83,6 +83,10 @@ lux_t *graph_unrecorded(const char *dir, int workers, uint64_t store_bytes);
    that it started (ok, described by what) and bails out if it did not. */
 lux_t *graph_embedded(int workers, uint64_t store_bytes, const char *what);
 
+/* The int64 that ref holds (8 bytes) into *out, waiting up to 120 s: 0,
+   lux_get's code, or LUX_EPROTO for another size. */
+int graph_get8(lux_t *lx, const lux_ref_t *ref, int64_t *out);
+
 /* The tests' random numbers: the next of a 64-bit LCG (31 bits). */
 uint64_t graph_rand(uint64_t *rng);
 /* testmod.c's t_mix over n values: their sum, times 3 plus 1, mod GRAPH_M. */

@@ -50,4 +50,12 @@ hx_digest(const void *data, size_t n)
     return hx_mix(d);
 }
 
+/* HAcc's step (t/lib/testmod.c) over one argument of n bytes, its first:
+   the running hash after it. */
+static inline uint64_t
+hx_acc_step(uint64_t h, const void *p, size_t n)
+{
+    return hx_mix(h ^ (hx_digest(p, n) + 0));
+}
+
 #endif
