@@ -102,4 +102,15 @@ for r in CPU=abc GPU=x =3 GPU "GPU=-1"; do
     ok $? "and makes no run directory"
 done
 
+# a resource named twice is refused, not the last one taken (CPU=N may still
+# override the default CPU count, once)
+for r in GPU=1,GPU=2 CPU=1,x=2,CPU=3; do
+    run "$LUX" start --head --dir "$tmp/r" --resources "$r"
+    is "$rc" 2 "start --resources '$r' exits 2"
+    like "$err" "given twice" "saying a name is given twice ($err)"
+    [ "$rc" = 0 ] && "$LUX" stop --dir "$tmp/r" >/dev/null 2>&1
+    [ ! -e "$tmp/r" ]
+    ok $? "and makes no directory"
+done
+
 done_testing

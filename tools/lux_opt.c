@@ -120,7 +120,8 @@ lux_opt_resources(lux_opt_t *p, const char *name)
 {
     const char *s = optarg ? optarg : "";
     char names[16][32];
-    int kinds = 1; /* CPU is always one */
+    bool given[16] = {false};
+    int kinds = 1; /* CPU is always one; CPU=N overrides its default, once */
     snprintf(names[0], sizeof names[0], "CPU");
     while (*s) {
         size_t len = strcspn(s, ","), nlen = strcspn(s, "=,");
@@ -142,6 +143,11 @@ lux_opt_resources(lux_opt_t *p, const char *name)
             }
             snprintf(names[kinds++], sizeof names[0], "%.*s", (int) nlen, s);
         }
+        if (given[k]) {
+            lux_opt_usage(p, "%s: '%s' is given twice", name, names[k]);
+            return false;
+        }
+        given[k] = true;
         s += len + (s[len] == ',');
     }
     return true;

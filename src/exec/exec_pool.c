@@ -41,6 +41,10 @@ nm_parse_resources(nm_t *nm, const char *spec)
     nm->nres = 1;
     if (!spec || !*spec)
         return 0;
+    if (strlen(spec) >= sizeof buf)
+        return util_err(LUX_EINVAL, "resources: '%.40s...' is over %zu characters", spec,
+                        sizeof buf - 1);
+    bool given[16] = {false};
     snprintf(buf, sizeof buf, "%s", spec);
     for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         char *eq = strchr(tok, '=');
@@ -59,6 +63,9 @@ nm_parse_resources(nm_t *nm, const char *spec)
             r = &nm->res[nm->nres++];
             snprintf(r->name, sizeof r->name, "%s", tok);
         }
+        if (given[r - nm->res])
+            return util_err(LUX_EINVAL, "resources: '%s' is given twice", tok);
+        given[r - nm->res] = true;
         r->total = r->free = (int64_t) (v * 1000 + 0.5);
     }
     return 0;
