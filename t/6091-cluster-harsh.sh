@@ -19,6 +19,10 @@
 SEED=${1:-6091}
 TASKS=${2:-}
 B=${LUX_BUILDDIR:-.}
+if [ ! -x "$B/t/3108-exec-harsh.t" ]; then
+    echo "Bail out! $B/t/3108-exec-harsh.t is not built (make check-one T=t/6091-cluster-harsh.sh builds it)"
+    exit 1
+fi
 export LUX_T_TICKS="$TAP_TMP/ticks"
 : >"$LUX_T_TICKS"
 export LUX_LOG=error
