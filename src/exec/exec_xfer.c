@@ -92,6 +92,7 @@ typedef struct s_pull {
     char *why;               /* ... and its message */
     bool absent;             /* every source tried so far said it does not hold it */
     bool stale;              /* so the head is told its sources are stale: make it */
+    bool made;               /* s_locate found no holder, but the log records its making */
     int rounds;              /* times the head was asked so (S_MAKE_ROUNDS at most) */
     struct s_pull *next;
 } s_pull_t;
@@ -127,8 +128,15 @@ static const char s_locate_sql[] =
     "                  AND l.kind = 9 AND l.idx = ?2 AND l.node = e.node AND l.seq > e.seq) "
     "ORDER BY e.kind = 25, e.seq";
 
+/* Whether the log records the making of p's object (its task finished,
+   or it was put or copied), whoever holds it now. */
+static const char s_made_sql[] =
+    "SELECT 1 FROM event WHERE task = ?1 AND (kind = 5 OR (kind IN (8, 25) AND idx = ?2)) LIMIT 1";
+
 /* The live nodes the log says hold id, into p (origin first). 0, or
-   LUX_ENOTFOUND, or a code with the message. */
+   LUX_ENOTFOUND (p->made: the log records its making, so no event of it
+   is on its way and nothing will come by waiting), or a code with the
+   message. */
 static int
 s_locate(nm_t *nm, s_pull_t *p)
 {
@@ -179,6 +187,17 @@ s_locate(nm_t *nm, s_pull_t *p)
         rc = util_err(LUX_ESQL, "reading where objects live: %s",
                       sqlite3_errmsg(db_query_db(x->q)));
     sqlite3_finalize(st);
+    p->made = false;
+    if (!rc && !p->nsrc && !(rc = db_query_prepare(x->q, s_made_sql, &st, NULL))) {
+        sqlite3_bind_blob(st, 1, task.b, 16, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 2, exec_ref_idx(&p->id));
+        step = sqlite3_step(st);
+        p->made = step == SQLITE_ROW;
+        if (step != SQLITE_ROW && step != SQLITE_DONE)
+            rc = util_err(LUX_ESQL, "reading whether an object was made: %s",
+                          sqlite3_errmsg(db_query_db(x->q)));
+        sqlite3_finalize(st);
+    }
     if (rc) {
         db_query_close(&x->q);
         return rc;
@@ -230,9 +249,12 @@ s_on_locate(nm_t *nm, nm_peer_msg_t *m)
                                  : util_err(LUX_EINVAL, "only the head's node locates objects");
     bool making = false, here = false;
     char why[UTIL_ERRMSG_MAX] = "";
-    if (nm_peer_is_head(nm) && (rc == LUX_ENOTFOUND || rc == 0) && (flags & S_LOCATE_STALE)) {
+    if (nm_peer_is_head(nm) && (((rc == LUX_ENOTFOUND || rc == 0) && (flags & S_LOCATE_STALE)) ||
+                                (rc == LUX_ENOTFOUND && p.made))) {
         /* the asker found nobody holding it, for longer than an event
-           takes to reach the log: made here again, from its lineage */
+           takes to reach the log; or the log records it made and held by
+           no live node now, so that no event of it is on its way (asking
+           again would only wait): made here again, from its lineage */
         int mrc = s_make(nm, &p.id, &here);
         if (mrc) {
             rc = mrc;
@@ -389,7 +411,7 @@ s_next_source(nm_t *nm, s_pull_t *p, int rc)
         p->stale = true;
         p->state = P_LOCATE;
         p->cur = p->nsrc; /* nothing more to close */
-        p->wait_until_ms = util_mono_ms() + S_LOCATE_MS;
+        p->wait_until_ms = util_mono_ms() + nm->xfer->locate_ms;
         p->locate_at_ms = util_mono_ms();
         return;
     }
@@ -435,9 +457,11 @@ s_ask_location(nm_t *nm, s_pull_t *p)
         int rc = s_locate(nm, p);
         if (rc == 0) {
             s_start_sources(nm, p);
-        } else if (rc == LUX_ENOTFOUND && util_mono_ms() < p->wait_until_ms) {
+        } else if (rc == LUX_ENOTFOUND && !p->made && util_mono_ms() < p->wait_until_ms) {
             p->locate_at_ms = util_mono_ms() + 100; /* its event may be on its way */
         } else {
+            /* made, and no live node holds it: the caller rebuilds it
+               here (exec_node_far.c), without waiting for nothing */
             if (rc == LUX_ENOTFOUND)
                 util_err(rc, "object %s: no live node holds it, as far as the log says",
                          xfer_hex(&p->id, hex));
@@ -500,7 +524,7 @@ s_on_locate_rep(nm_t *nm, nm_peer_msg_t *m)
     } else if (making) {
         /* rebuilt at the head from its lineage: asked again until it is
            there (or the head says why not, or falls silent) */
-        p->wait_until_ms = util_mono_ms() + S_LOCATE_MS;
+        p->wait_until_ms = util_mono_ms() + nm->xfer->locate_ms;
         p->locate_at_ms = util_mono_ms() + S_MAKING_POLL_MS;
     } else if ((rc == 0 || rc == LUX_ENOTFOUND) && !text && util_mono_ms() < p->wait_until_ms) {
         p->locate_at_ms = util_mono_ms() + 100; /* its event may be on its way */
@@ -509,7 +533,7 @@ s_on_locate_rep(nm_t *nm, nm_peer_msg_t *m)
            the head makes it again from its lineage (or says why not) */
         p->rounds++;
         p->stale = true;
-        p->wait_until_ms = util_mono_ms() + S_LOCATE_MS;
+        p->wait_until_ms = util_mono_ms() + nm->xfer->locate_ms;
         p->locate_at_ms = util_mono_ms();
     } else {
         if (text && rc == LUX_ENOTFOUND)
@@ -872,6 +896,7 @@ nm_xfer_new(nm_t *nm)
     x->window = (int) s_env("LUX_XFER_WINDOW", S_WINDOW_DEFAULT, 1, 256);
     x->timeout_ms = s_env("LUX_XFER_TIMEOUT_MS", S_TIMEOUT_DEFAULT, 100, 3600000);
     x->open_idle_ms = s_env("LUX_XFER_OPEN_IDLE_MS", S_OPEN_IDLE_MS, 100, 86400000);
+    x->locate_ms = s_env("LUX_XFER_LOCATE_MS", S_LOCATE_MS, 100, 3600000);
     if (nm_peer_on(nm, NET_NODE_LOCATE, s_on_locate) ||
         nm_peer_on(nm, NET_NODE_LOCATE_REP, s_on_locate_rep) ||
         nm_peer_on(nm, NET_NODE_PULL, nm_xfer_src_on_pull) ||
@@ -967,7 +992,7 @@ nm_xfer_pull(nm_t *nm, const lux_ref_t *id, int prio, nm_xfer_done_fn *done, voi
     p->prio = prio;
     p->reqs = q;
     p->state = P_LOCATE;
-    p->wait_until_ms = util_mono_ms() + S_LOCATE_MS;
+    p->wait_until_ms = util_mono_ms() + nm->xfer->locate_ms;
     p->locate_at_ms = util_mono_ms(); /* asked on the next tick: done never runs in here */
     p->next = x->pulls;
     x->pulls = p;

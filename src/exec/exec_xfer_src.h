@@ -54,6 +54,7 @@ struct nm_xfer {
     int window;
     int64_t timeout_ms;
     int64_t open_idle_ms;    /* S_OPEN_IDLE_MS */
+    int64_t locate_ms;       /* S_LOCATE_MS (LUX_XFER_LOCATE_MS) */
     db_query_t *q;           /* the head: the log, for NODE_LOCATE */
     util_buf_t buf;
     uint8_t *zbuf;           /* scratch for a compressed chunk */

@@ -7,6 +7,12 @@
                          prints each one's directory, one a line
         sum BYTES RES    put BYTES bytes (i * 7 + 3, mod 251), call
                          s_sum(ref) with RES; prints "sum S want W"
+        chain N BYTES K FILE  a chain of N calls of s_link, each taking the
+                         one before's output of BYTES bytes; gets the last,
+                         writes link K's ref to FILE, waits for FILE.done (at most 10
+                         minutes), then gets link K (rebuilt from its
+                         lineage when evicted) and prints "chain ok|wrong
+                         MS" (MS: that get's wall time)
         big BYTES RES    call s_big(BYTES) with RES; prints "big ok" when
                          every byte is right
         nap MS RES       call s_nap(MS) with RES: it makes DIR/napping (DIR
@@ -151,6 +157,28 @@ s_echo(lux_t *lx, int argc, const lux_val_t *argv)
     return rc ? rc : lux_set(lx, 1, d, strlen(d) + 1);
 }
 LUX_FUNCTION(s_echo, 1, 2)
+
+/* Link i of a chain: argument 0 the previous link's output (or 8 bytes
+   of nothing for the first), argument 1 i; returns BYTES (argument 2)
+   bytes, byte j = (j * 7 + 3 + i) % 251, after checking the previous
+   link's first byte (i - 1 + 3) % 251. */
+static int
+s_link(lux_t *lx, int argc, const lux_val_t *argv)
+{
+    (void) argc;
+    int64_t i, n;
+    memcpy(&i, argv[1].data, 8);
+    memcpy(&n, argv[2].data, 8);
+    if (i > 0 && (argv[0].size < 1 || ((const uint8_t *) argv[0].data)[0] != (i + 2) % 251))
+        return lux_raise(lx, "link %lld: the previous link's bytes are wrong", (long long) i);
+    uint8_t *p = lux_set_alloc(lx, 0, (size_t) n);
+    if (!p)
+        return lux_raise(lx, "no room for %lld bytes", (long long) n);
+    for (int64_t j = 0; j < n; j++)
+        p[j] = (uint8_t) ((j * 7 + 3 + i) % 251);
+    return 0;
+}
+LUX_FUNCTION(s_link, 3, 1)
 
 /* Whether v holds the pattern of n bytes. */
 static bool
@@ -340,6 +368,41 @@ s_main(lux_t *lx, int argc, char **argv)
         }
         free(r);
         return bad;
+    }
+    if (strcmp(argv[1], "chain") == 0 && argc >= 6) { /* chain N BYTES K FILE */
+        int64_t bytes = atoll(argv[3]), k = atoll(argv[4]), zero = 0;
+        lux_ref_t *r = calloc((size_t) (n > 0 ? n : 1), sizeof *r);
+        if (!r || k < 0 || k >= n)
+            return printf("error: chain N BYTES K: K from 0 to N-1\n"), 1;
+        for (int64_t i = 0; i < n; i++)
+            if (lux_call(lx, "s_link", 3,
+                         (lux_arg_t[]) {i ? LUX_REF(r[i - 1]) : LUX_VAL(&zero, 8), LUX_VAL(&i, 8),
+                                        LUX_VAL(&bytes, 8)}, 1, &r[i]))
+                return printf("error: %s\n", lux_errmsg()), 1;
+        lux_val_t w;
+        if (s_get(lx, &r[n - 1], &w))
+            return 1;
+        lux_free(lx, 1, &r[n - 1]);
+        char hex[2 * LUX_REF_LEN + 1];
+        FILE *f = fopen(argv[5], "w"); /* the chain is made: its early links may go */
+        if (!f || fprintf(f, "%s\n", lux_ref_hex(&r[k], hex)) < 0 || fclose(f))
+            return printf("error: cannot write %s\n", argv[5]), 1;
+        char done[1100];
+        snprintf(done, sizeof done, "%s.done", argv[5]);
+        for (int i = 0; i < 6000 && access(done, F_OK) != 0; i++)
+            nanosleep(&(struct timespec) {.tv_sec = 0, .tv_nsec = 100000000L}, NULL);
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        if (s_get(lx, &r[k], &w))
+            return 1;
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        bool good = w.size == (size_t) bytes;
+        for (int64_t j = 0; good && j < bytes; j++)
+            good = ((const uint8_t *) w.data)[j] == (uint8_t) ((j * 7 + 3 + k) % 251);
+        printf("chain %s %lld ms\n", good ? "ok" : "wrong",
+               (long long) ((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000));
+        free(r);
+        return good ? 0 : 1;
     }
     if (strcmp(argv[1], "naps") == 0) { /* naps N MS: no resources */
         int64_t ms = atoll(argv[3]);
