@@ -10,7 +10,9 @@
     the log, recursively for lost arguments; a rebuilt object is held for
     the task that waits for it, and a task that waited has its arguments
     reserved (pinned) until it runs, so that two needed objects cannot
-    evict each other's rebuilt copies for ever. The arguments of a run are
+    evict each other's rebuilt copies for ever; a rebuilt copy nothing
+    needs any more stays until evicted, for the next rebuild that needs it
+    (nm_obj_let_go). The arguments of a run are
     pinned and described for the worker here too, a spilled one brought
     back (beyond the store's size when no running task could free room).
 
@@ -478,7 +480,7 @@ nm_task_release_args(nm_t *nm, nm_task_t *t, bool uses)
         if (t->pinned && o->pins)
             nm_obj_unpin(nm, o);
         else if (!o->owned && !o->uses && !o->pins && !o->nwaiters)
-            nm_obj_delete(nm, o);
+            nm_obj_let_go(nm, o);
     }
     t->pinned = false;
 }
@@ -514,7 +516,7 @@ s_drop_unneeded(nm_t *nm, nm_task_t *t)
         exec_ref_make(&id, &t->id, i);
         nm_obj_t *o = nm_obj_get(nm, &id);
         if (o && !o->owned && !o->pins && !o->uses && !o->nwaiters)
-            nm_obj_delete(nm, o);
+            nm_obj_let_go(nm, o);
     }
 }
 
@@ -599,6 +601,7 @@ nm_task_output(nm_t *nm, nm_task_t *t, uint8_t i)
         o->owned = t->owner != NULL && !(t->freed >> i & 1);
         o->owner = o->owned ? t->owner : NULL;
     }
+    o->rebuilt = t->rebuild && !o->owned; /* kept when let go (nm_obj_let_go) */
     o->lineage = t->lineage;
     return o;
 }

@@ -95,6 +95,10 @@ struct nm_obj {
     nm_client_t **waiters;  /* clients that asked for it (GET) before it existed */
     uint16_t nwaiters, capwaiters;
     bool cancelled;         /* ERROR: its task was cancelled (or one it needed) */
+    bool rebuilt;           /* a copy made by a rebuild for no owner: when nothing needs
+                               it any more it stays, evictable, for the next rebuild
+                               that needs it (nm_obj_let_go), and goes when evicted */
+    nm_obj_t *kept_prev, *kept_next; /* a rebuilt inline copy kept so: nm->kept list */
     uint16_t unread;        /* rebuilt since a task or a reader last had it: at
                                NM_REBUILD_UNREAD_MAX, nm_rebuild gives up on it */
     struct nm_spill_job *spilling; /* SPILLED: its bytes on the heap while the writer
@@ -108,6 +112,11 @@ struct nm_obj {
    than the node rebuilding it for ever (issue 24: 13,590 times in 21
    minutes, before rebuilt outputs were held for their tasks). */
 #define NM_REBUILD_UNREAD_MAX 16
+
+/* How many bytes of rebuilt inline copies (values under EXEC_INLINE_MAX,
+   on the node's heap) are kept once nothing needs them, for the next
+   rebuild that does (nm_obj_let_go); the oldest go first. */
+#define NM_KEPT_INLINE_MAX (4u << 20)
 
 /* --- tasks ---------------------------------------------------------------------------- */
 
@@ -482,6 +491,9 @@ struct nm {
     uint64_t store_bytes;     /* the arena's size: the store's limit */
     uint64_t inline_bytes;    /* inline objects held on the heap */
     nm_obj_t *lru_head, *lru_tail;
+    nm_obj_t *kept_head, *kept_tail; /* rebuilt inline copies nothing needs, oldest
+                                        first, at most NM_KEPT_INLINE_MAX bytes */
+    uint64_t kept_bytes;
     char spill_dir[PATH_MAX];
     struct exec_spill_writer_t *spillw; /* writes spills off the loop (exec_node_obj.c) */
     bool spill_nothread;      /* none could be started: spills are written on the loop */

@@ -256,11 +256,30 @@ nm_obj_spill_close(nm_t *nm)
     nm->spill_pending = 0;
 }
 
+/* o leaves the list of kept inline copies (if on it). */
+static void
+s_kept_unlink(nm_t *nm, nm_obj_t *o)
+{
+    if (!o->kept_prev && nm->kept_head != o)
+        return;
+    if (o->kept_prev)
+        o->kept_prev->kept_next = o->kept_next;
+    else
+        nm->kept_head = o->kept_next;
+    if (o->kept_next)
+        o->kept_next->kept_prev = o->kept_prev;
+    else
+        nm->kept_tail = o->kept_prev;
+    o->kept_prev = o->kept_next = NULL;
+    nm->kept_bytes -= o->size;
+}
+
 /* Drop the value (heap bytes or arena room), keeping the entry. */
 static void
 s_drop_value(nm_t *nm, nm_obj_t *o)
 {
     s_lru_unlink(nm, o);
+    s_kept_unlink(nm, o);
     if (o->spilling)
         s_spill_detach(nm, o);
     if (o->state == OBJ_READY && o->where == EXEC_W_ARENA)
@@ -349,9 +368,46 @@ nm_obj_unpin(nm_t *nm, nm_obj_t *o)
         return;
     if (--o->pins == 0) {
         if (!o->owned && !o->uses && o->nwaiters == 0)
-            nm_obj_delete(nm, o);
+            nm_obj_let_go(nm, o);
         else
             s_lru_append(nm, o);
+    }
+}
+
+/* Nothing holds o any more (no owner, use, pin or waiter). A rebuilt copy
+   ready in the store stays there, evictable, and goes when evicted: the
+   next rebuild that needs it finds it (DESIGN 7, rule 11). Without this,
+   an intermediate object its owner had freed was rebuilt for one consumer,
+   deleted when that consumer ran, and rebuilt again for the next, the
+   whole chain under it too: in t/3108's seed 3 cut to 1,500 tasks, 3,997
+   of 4,485 rebuilds were such, one object rebuilt 150 times (t/3139).
+   Anything else is deleted. */
+void
+nm_obj_let_go(nm_t *nm, nm_obj_t *o)
+{
+    if (o->rebuilt && o->state == OBJ_READY && o->where == EXEC_W_ARENA && !o->pins) {
+        s_lru_append(nm, o);
+        return;
+    }
+    if (!o->rebuilt || o->state != OBJ_READY || o->where != EXEC_W_INLINE || o->pins ||
+        o->size > NM_KEPT_INLINE_MAX) {
+        nm_obj_delete(nm, o);
+        return;
+    }
+    /* a small value, on the heap: kept, newest last, within a bound */
+    s_kept_unlink(nm, o);
+    o->kept_prev = nm->kept_tail;
+    if (nm->kept_tail)
+        nm->kept_tail->kept_next = o;
+    else
+        nm->kept_head = o;
+    nm->kept_tail = o;
+    nm->kept_bytes += o->size;
+    while (nm->kept_bytes > NM_KEPT_INLINE_MAX && nm->kept_head) {
+        nm_obj_t *x = nm->kept_head;
+        s_kept_unlink(nm, x);
+        if (!x->owned && !x->uses && !x->pins && !x->nwaiters)
+            nm_obj_delete(nm, x); /* else it is let go again later */
     }
 }
 
@@ -525,6 +581,8 @@ s_evict_one(nm_t *nm)
         o->state = OBJ_LOST;
         nm->n_evicted++;
         nm_log_object(nm, o, DB_K_object_lost, "evicted to make room");
+        if (o->rebuilt && !o->owned && !o->uses && !o->nwaiters)
+            nm_obj_delete(nm, o); /* a rebuilt copy nothing needed: gone */
     }
     return true;
 }

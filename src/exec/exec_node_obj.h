@@ -27,6 +27,10 @@ void nm_obj_unpin(nm_t *nm, nm_obj_t *o);
 
 void nm_obj_delete(nm_t *nm, nm_obj_t *o);
 
+/* Nothing holds o any more: a rebuilt copy in the store stays, evictable;
+   anything else is deleted. */
+void nm_obj_let_go(nm_t *nm, nm_obj_t *o);
+
 /* Bring a spilled put back: 0; LUX_EFULL while the store has no room
    (the message says what it holds: wait and try again); LUX_ECORRUPT when
    the bytes read back are not the object's (its fingerprint): the object
