@@ -717,9 +717,14 @@ exec_bulk_drop(exec_bulk_t *self, uint64_t xid)
 {
     if (!self)
         return;
+    /* s_kill at depth 0 frees what it ends (s_sweep): not while this walks
+       the list (it read a freed connection's link: t/6040) */
+    self->depth++;
     for (s_conn_t *c = self->conns; c; c = c->next)
         if (!c->dead && c->kind == K_SRC && c->st >= SS_STREAM && c->key.xid == xid)
             s_kill(self, c);
+    if (--self->depth == 0)
+        s_sweep(self);
 }
 
 /* --- the puller ------------------------------------------------------------------------- */
@@ -1106,9 +1111,10 @@ exec_bulk_destroy(exec_bulk_t **self_p)
     exec_bulk_t *b = self_p ? *self_p : NULL;
     if (!b)
         return;
-    b->depth = 0;
+    b->depth = 1; /* s_kill frees nothing while the list is walked (t/6040) */
     for (s_conn_t *c = b->conns; c; c = c->next)
         s_kill(b, c);
+    b->depth = 0;
     s_sweep(b);
     close(b->epfd);
     free(b->flip_file);
