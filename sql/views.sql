@@ -51,7 +51,13 @@ SELECT /*shard,e*/e.seq, e.ts,
        nullif(lower(hex(e.client)), '') AS client_id, e.cseq
 FROM event e LEFT JOIN event_kind k ON k.code = e.kind;
 
--- One row per task: its submission and its latest outcome.
+-- One row per task: its first submission and its latest outcome. A task
+-- can be submitted twice: a nested task submitted by its parent's attempt
+-- that was then killed, and again by the parent's retry, has two
+-- task_submitted events with the same ID and spec (the ID is derived from
+-- the parent's and the call's index, not from the attempt). The first one
+-- wins: it is when the task entered the log, and what ran, ran under that
+-- ID. task_deps and object_locations read the same first submission.
 CREATE VIEW tasks AS
 SELECT /*shard,s*/nullif(lower(hex(s.task)), '') AS task_id,
        nullif(lower(hex(s.job)), '') AS job_id,
@@ -74,7 +80,8 @@ SELECT /*shard,s*/nullif(lower(hex(s.task)), '') AS task_id,
 FROM event s
 LEFT JOIN event f
        ON /*same shard f s*/f.seq = (SELECT max(x.seq) FROM event x WHERE x.task = s.task AND x.kind IN (5, 6, 19))
-WHERE s.kind = 4;
+WHERE s.kind = 4
+  AND s.seq = (SELECT min(x.seq) FROM event x WHERE /*same shard x s*/x.task = s.task AND x.kind = 4);
 
 -- Every retry of a task, with its reason.
 CREATE VIEW retries AS
@@ -95,7 +102,8 @@ WHERE o.kind IN (8, 9, 10);
 -- The dependency edges of tasks: task_id reads object_id, made by dep_task_id.
 CREATE VIEW task_deps AS
 WITH RECURSIVE d(/*shard,*/seq, task, deps, i) AS (
-    SELECT /*shard,*/seq, task, deps, 0 FROM event WHERE kind = 4 AND length(deps) >= 20
+    SELECT /*shard,s*/s.seq, s.task, s.deps, 0 FROM event s WHERE s.kind = 4 AND length(s.deps) >= 20
+    AND s.seq = (SELECT min(x.seq) FROM event x WHERE /*same shard x s*/x.task = s.task AND x.kind = 4)
     UNION ALL
     SELECT /*shard,*/seq, task, deps, i + 1 FROM d WHERE 20 * (i + 2) <= length(deps)
 )
@@ -183,6 +191,7 @@ made(/*shard,*/task, idx, node, how, size, fp, ts, seq) AS (
     SELECT /*shard,f*/f.task, r.i, f.node, 'made', CASE WHEN s.idx = 1 THEN f.size END,
            NULL, f.ts, f.seq
     FROM event f JOIN event s ON /*same shard s f*/s.task = f.task AND s.kind = 4
+         AND s.seq = (SELECT min(x.seq) FROM event x WHERE /*same shard x s*/x.task = s.task AND x.kind = 4)
     JOIN r ON r.i < s.idx
     WHERE f.kind = 5
 )

@@ -31,8 +31,11 @@ ok "$([ "${killed:-0}" -gt 0 ]; echo $?)" "...a worker of the run killed by its 
 "$LUX" pull --dir "$run" "$tmp/run.db" >"$tmp/out"
 match "$(cat "$tmp/out")" "; [1-9][0-9]* recorded puts copied into blobs/ \\([0-9]+ bytes\\)$" \
     "lux pull copies the recorded puts into blobs/ beside the file"
-ntasks=$(sqlv "$tmp/run.db" "SELECT count(DISTINCT task_id) FROM tasks")
-nested=$(sqlv "$tmp/run.db" "SELECT count(DISTINCT task_id) FROM tasks WHERE parent_id IN (SELECT task_id FROM tasks)")
+ntasks=$(sqlv "$tmp/run.db" "SELECT count(*) FROM tasks")
+nested=$(sqlv "$tmp/run.db" "SELECT count(*) FROM tasks WHERE parent_id IN (SELECT task_id FROM tasks)")
+twice=$(sqlv "$tmp/run.db" "SELECT count(*) - count(DISTINCT task_id) FROM events WHERE kind = 'task_submitted'")
+is "$(sqlv "$tmp/run.db" "SELECT count(DISTINCT task_id) FROM tasks")" "$ntasks" \
+    "the tasks view gives one row per task ($twice submitted twice, by a killed parent and its retry)"
 retries=$(sqlv "$tmp/run.db" "SELECT count(*) FROM retries")
 ok "$([ "${nested:-0}" -gt 0 ]; echo $?)" "...with nested tasks ($nested of $ntasks)"
 ok "$([ "${retries:-0}" -gt 0 ]; echo $?)" "...and retries ($retries)"
@@ -77,6 +80,23 @@ timeout -s KILL 300 "$LUX" replay "$tmp/n.db" --verify >"$tmp/out" 2>"$tmp/err"
 is $? 1 "a nested task's recorded output altered: exit 1"
 like "$(cat "$tmp/out")" "MISMATCH      $ntask $nfn (attempt" "...naming it ($nfn)"
 like "$(cat "$tmp/out")" "$((ntasks - 1)) matched, 1 mismatched, 0 not deterministic" "...and only it"
+
+# A task submitted again by its parent's retry (the parent killed
+# after the first submission): its task_submitted event twice, the second
+# later in its shard. Still one row of tasks, the same edges and locations.
+dtask=$(sqlv "$tmp/run.db" "SELECT task_id FROM tasks WHERE status = 'finished' AND num_deps > 0
+    ORDER BY parent_id IN (SELECT task_id FROM tasks) DESC, seq LIMIT 1")
+cp "$tmp/run.db" "$tmp/d.db"
+ndeps=$(sqlv "$tmp/d.db" "SELECT count(*) FROM task_deps")
+nlocs=$(sqlv "$tmp/d.db" "SELECT count(*) FROM object_locations")
+sqlite3 "$tmp/d.db" "CREATE TEMP TABLE d AS SELECT * FROM event WHERE kind = 4 AND lower(hex(task)) = '$dtask';
+    UPDATE d SET seq = (SELECT max(seq) + 1 FROM event e WHERE e.shard = d.shard), cseq = cseq + 1000000;
+    INSERT INTO event SELECT * FROM d"
+is "$(sqlv "$tmp/d.db" "SELECT count(*) FROM events WHERE kind = 'task_submitted' AND task_id = '$dtask'")" 2 \
+    "a task with arguments submitted twice (as by a killed parent and its retry)"
+is "$(sqlv "$tmp/d.db" "SELECT count(*) FROM tasks")" "$ntasks" "...is one row of tasks"
+is "$(sqlv "$tmp/d.db" "SELECT count(*) FROM task_deps")" "$ndeps" "...its edges once in task_deps"
+is "$(sqlv "$tmp/d.db" "SELECT count(*) FROM object_locations")" "$nlocs" "...its outputs once in object_locations"
 
 set -- $("$LUX" sql "$tmp/run.db" --csv "SELECT task_id, function FROM tasks WHERE status =
     'finished' AND parent_id NOT IN (SELECT task_id FROM tasks) ORDER BY seq DESC LIMIT 1" |
