@@ -53,11 +53,7 @@
 #include <string.h>
 
 #define S_TABLE_MS 100   /* the head refreshes its table of nodes this often, at most */
-#define S_TABLE_STALE_MS S_TABLE_MS /* ... using the one it has meanwhile, up to this
-                                         old: a table older than a death the head
-                                         acts on placed an actor's restart on the
-                                         node that had just died (t/6073 in CI at
-                                         1 s); no older than before 2a173f7 */
+#define S_TABLE_STALE_MS S_TABLE_MS /* ... using the one it has meanwhile, up to this old */
 #define S_NOT_YET 1      /* s_table_take: no answer yet */
 #define S_NODES_MAX 1024
 #define S_WATCH_MS 1000  /* how often a node with tasks elsewhere asks who is alive */
@@ -74,6 +70,7 @@ struct nm_remote {
     gs_node_t *nodes;
     size_t nnodes;
     int64_t table_ms;     /* when the table was read */
+    int hold_ms;          /* test hook LUX_TEST_TABLE_HOLD_MS: a table read serves this long */
     zsock_t *tsock;       /* to the monitor, kept: the table asked without waiting */
     int64_t tasked_ms;    /* when the ask in flight on it went (0: none) */
     char head_ep[DB_EP_MAX];
@@ -262,7 +259,7 @@ s_table(nm_t *nm)
     int rc = s_table_take(nm, now, 0);
     if (rc && rc != S_NOT_YET)
         log_warn("%s", lux_errmsg());
-    if (r->nodes && now - r->table_ms < S_TABLE_MS)
+    if (r->nodes && now - r->table_ms < (r->hold_ms ? r->hold_ms : S_TABLE_MS))
         return 0;
     bool held = r->nodes && now - r->table_ms < S_TABLE_STALE_MS;
     if (!r->tasked_ms && (rc = s_monitor_ask(nm, &r->tsock)))
@@ -297,6 +294,13 @@ s_decide(nm_t *nm, const char *text, char *answer, size_t n)
                  "%s\n", lux_errmsg());
         return;
     }
+    /* deaths known here or to the requester count whatever the table's age */
+    util_id_t gone;
+    for (const char *p = strstr(text, "\ndead "); p; p = strstr(p + 1, "\ndead "))
+        if (sscanf(p + 6, "%32s", v) == 1 && !util_id_parse(&gone, v))
+            nm_rplace_dead(nm, &gone);
+    for (size_t i = 0; i < r->nnodes; i++)
+        r->nodes[i].alive = r->nodes[i].alive && !nm_rplace_is_dead(nm, &r->nodes[i].id);
     gs_arg_t args[S_ARGS_MAX];
     size_t nargs = 0;
     for (const char *p = strstr(text, "arg "); p && nargs < S_ARGS_MAX;
@@ -1014,6 +1018,7 @@ s_watch_table(nm_t *nm, const char *table)
             continue;
         if (gs_table_alive(table, &t->rnode))
             continue;
+        nm_rplace_dead(nm, &t->rnode); /* never placed on again, whatever the table's age */
         if (t->actor) { /* an actor elsewhere, or one of its calls (exec_ractor.c) */
             nm->ops.ractor_lost(nm, t->actor, &t->rnode);
             continue;
@@ -1139,6 +1144,8 @@ nm_remote_new(nm_t *nm)
     r->random = rnd && strcmp(rnd, "1") == 0;
     const char *wait = getenv("LUX_WATCH_WAIT_MS");
     r->ask_wait_ms = wait && atoi(wait) > 0 ? atoi(wait) : S_ASK_WAIT_MS;
+    const char *hold = getenv("LUX_TEST_TABLE_HOLD_MS");
+    r->hold_ms = hold && atoi(hold) > 0 ? atoi(hold) : 0;
     if (!(nm->rplace = nm_rplace_new(nm))) {
         nm_remote_destroy(&r);
         return NULL;

@@ -34,6 +34,7 @@
 #define S_PLACE_TRIES 6  /* ... and after this many sends, unanswered, its task fails */
 #define S_ANSWERS 128    /* the head: answers to NODE_PLACE kept, to answer a resend alike */
 #define S_ANSWER_KEEP_MS 300000 /* ... for this long */
+#define S_DEAD_MAX 64    /* nodes known dead, the latest (an older death is in the monitor's table) */
 
 struct nm_rplace {
     /* the submitting node: tasks and actor creations asking the global
@@ -48,6 +49,9 @@ struct nm_rplace {
         char answer[700];
     } answers[S_ANSWERS];
     int answer_next;
+    /* nodes this node knows are dead (nm_rplace_dead): a ring */
+    util_id_t dead[S_DEAD_MAX];
+    int ndead, dead_next;
     /* LUX_TEST_PLACE_DROP */
     struct {
         int n[8], count, next, left;
@@ -79,8 +83,11 @@ nm_rplace_answer(nm_t *nm, const util_id_t *id, const char *text, char *answer, 
     for (int i = 0; i < S_ANSWERS && k < 0; i++)
         if (r->answers[i].ms && util_id_eq(&r->answers[i].id, id))
             k = i;
-    if (k >= 0 && now - r->answers[k].ms < S_ANSWER_KEEP_MS && strstr(text, "\nagain\n")) {
-        char hex[UTIL_ID_HEX];
+    util_id_t was;
+    char hex[UTIL_ID_HEX];
+    if (k >= 0 && now - r->answers[k].ms < S_ANSWER_KEEP_MS && strstr(text, "\nagain\n") &&
+        (sscanf(r->answers[k].answer, "node %32s", hex) != 1 || util_id_parse(&was, hex) ||
+         !nm_rplace_is_dead(nm, &was))) { /* not the same answer when its node died since */
         log_warn("task %s: asked where it goes again (an answer lost?): given the same answer",
                  util_id_hex(id, hex));
         snprintf(answer, n, "%s", r->answers[k].answer);
@@ -122,7 +129,35 @@ nm_rplace_text(nm_t *nm, nm_task_t *t, bool self, char *text, size_t n)
             }
         }
     if (here && k < n)
-        snprintf(text + k, n - k, "arg %s %llu\n", hex, (unsigned long long) here);
+        k += (size_t) snprintf(text + k, n - k, "arg %s %llu\n", hex, (unsigned long long) here);
+    /* the deaths it knows of, so that the head knows them too (its table may be older) */
+    struct nm_rplace *r = nm->rplace;
+    for (int i = 0; r && i < r->ndead && k + UTIL_ID_HEX + 8 < n; i++)
+        k += (size_t) snprintf(text + k, n - k, "dead %s\n", util_id_hex(&r->dead[i], hex));
+}
+
+void
+nm_rplace_dead(nm_t *nm, const util_id_t *node)
+{
+    struct nm_rplace *r = nm->rplace;
+    if (!r || nm_rplace_is_dead(nm, node))
+        return;
+    char hex[UTIL_ID_HEX];
+    log_debug("node %s is dead: never a place for a task from now on", util_id_hex(node, hex));
+    r->dead[r->dead_next] = *node;
+    r->dead_next = (r->dead_next + 1) % S_DEAD_MAX;
+    if (r->ndead < S_DEAD_MAX)
+        r->ndead++;
+}
+
+bool
+nm_rplace_is_dead(nm_t *nm, const util_id_t *node)
+{
+    struct nm_rplace *r = nm->rplace;
+    for (int i = 0; r && i < r->ndead; i++)
+        if (util_id_eq(&r->dead[i], node))
+            return true;
+    return false;
 }
 
 /* Send t's NODE_PLACE to the head at head_ep (again: the same ask sent again, the

@@ -29,10 +29,16 @@ void nm_rplace_answered(nm_t *nm, const util_id_t *id);
    s_headless ends instead). */
 void nm_rplace_tick(nm_t *nm, const char *head_ep, bool silent);
 
+/* Node node is dead (the monitor said so, or a node asking where a task
+   goes says it knows): remembered (the latest S_DEAD_MAX), never placed
+   on, and told to the head with every NODE_PLACE ("dead HEX" lines). */
+void nm_rplace_dead(nm_t *nm, const util_id_t *node);
+bool nm_rplace_is_dead(nm_t *nm, const util_id_t *node);
+
 /* The head: the scheduler's decision for a request text into answer[n]. */
 typedef void nm_rplace_decide_fn(nm_t *nm, const char *text, char *answer, size_t n);
 /* The head's answer for task id: the one kept when text is marked
-   "again", else decide's, kept. */
+   "again" and the node it names is not known dead, else decide's, kept. */
 void nm_rplace_answer(nm_t *nm, const util_id_t *id, const char *text, char *answer, size_t n,
                       nm_rplace_decide_fn *decide);
 /* The head, test hook LUX_TEST_PLACE_DROP: whether this answer to task
