@@ -1,5 +1,5 @@
 #!/bin/sh
-# 5304-head-disk-full: the disk under a running head fills up (a 64 MiB
+# 5304-head-disk-full: the disk under a running head fills up (a 32 MiB
 # tmpfs, filled by a file this test writes after a first run). Nothing may
 # hang in silence, as it did (replicas restarting every few seconds,
 # appenders getting neither an acknowledgement nor an error, lux run
@@ -17,7 +17,7 @@
 
 LUX=${LUX_BIN:-./lux}
 SIM=${LUX_BUILDDIR:-.}/examples/actors/sim.so
-tap_small_disk 64m
+tap_small_disk 32m
 
 # Everything that needs the small disk runs inside the namespace; what
 # each step printed and its status come out in files under $tmp/r.
@@ -27,7 +27,7 @@ R=$tmp/r
 G=$tmp/gate
 mkdir -p "$G"
 unshare -m sh -c "
-    mount -t tmpfs -o size=64m tmpfs '$tmp/small' || exit 9
+    mount -t tmpfs -o size=32m tmpfs '$tmp/small' || exit 9
     LUX_TEST_APPEND_GATE='$G' '$LUX' start --head --dir '$D' --shards 1 --replicas 1 --heartbeat-ms 50 --dead-ms 400 \
         --workers 2 >'$R/start.out' 2>&1
     echo \$? >'$R/start.rc'
@@ -71,7 +71,7 @@ unshare -m sh -c "
     p=\$(cat '$D/run/supervisor.pid' 2>/dev/null)
     [ -n \"\$p\" ] && kill -0 \"\$p\" 2>/dev/null && kill -KILL \"\$p\"
 "
-is "$(cat "$R/start.rc")" 0 "start a head with one replica on a 64 MiB tmpfs"
+is "$(cat "$R/start.rc")" 0 "start a head with one replica on a 32 MiB tmpfs"
 is "$(cat "$R/run0.rc")" 0 "a run while there is room succeeds"
 rc=$(cat "$R/run.rc")
 ok "$([ "$rc" != 0 ] && [ "$rc" != 124 ] && [ "$rc" != 137 ]; echo $?)" \

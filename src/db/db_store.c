@@ -88,9 +88,8 @@ static int s_load_clients(db_store_t *self);
 static void
 s_sqlite_setup(void)
 {
-    /* Each connection is used by one thread at a time: skip SQLite's
-       per-connection mutexes. Fails harmlessly if the process already
-       initialised SQLite. */
+    /* Each connection is used by one thread at a time: skip SQLite's per-connection
+       mutexes. Fails harmlessly if the process already initialised SQLite. */
     sqlite3_config(SQLITE_CONFIG_MULTITHREAD);
     sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
     s_vfs_ok = db_vfs_register() == SQLITE_OK;
@@ -657,6 +656,8 @@ db_store_commit(db_store_t *self)
 {
     int rc;
     int64_t now = util_mono_ms();
+    if (!self->clients && (rc = s_load_clients(self))) /* a rollback could not */
+        return rc;
     for (size_t i = 0; i < self->nstage; i++)
         if (!s_merge(self, &self->stage[i].client, self->stage[i].cseq, self->stage[i].seq, true))
             return util_err(LUX_ENOMEM, "%s: out of memory", self->path);
@@ -686,11 +687,11 @@ db_store_rollback(db_store_t *self)
         sqlite3_exec(self->db, "ROLLBACK", NULL, NULL, NULL);
     self->in_txn = false;
     self->nstage = 0;
-    /* a failed commit may have marked entries written: write them all next */
-    if (self->clients)
-        self->seen_seq = 0;
     self->last_seq = self->saved_seq;
     memcpy(self->last_hash, self->saved_hash, DB_HASH_LEN);
+    /* a failed commit's events and write marks are in the map: read it again (t/9161) */
+    if (self->clients && s_load_clients(self))
+        util_idmap_destroy(&self->clients);
 }
 
 /* The row's columns are read through sqlite3_column_value, one API call
@@ -893,9 +894,8 @@ db_store_find(db_store_t *self, const util_id_t *task, int kind, util_buf_t *out
     }
     sqlite3_reset(self->find);
     if (rc == LUX_ENOTFOUND) {
-        /* not in the file: in the archive, when the base (read after the
-           miss, so that rows a compaction deleted meanwhile are there) says
-           some events went there */
+        /* not in the file: in the archive, when the base (read after the miss, so that
+           rows a compaction deleted meanwhile are there) says some events went there */
         uint64_t old = self->base_seq;
         if (s_load_base(self))
             self->base_seq = old;
