@@ -355,12 +355,19 @@ Acc_get(lux_t *lx, void *self, int argc, const lux_val_t *argv)
 }
 LUX_METHOD(Acc, get, 0, 1)
 
+/* Output 0: this process's pid, 8 bytes (for a test that kills it). */
+static int
+s_set_pid(lux_t *lx)
+{
+    int64_t pid = getpid();
+    return lux_set(lx, 0, &pid, 8);
+}
+
 /* pid(): its process. */
 static int
 Acc_pid(lux_t *lx, void *self, int argc, const lux_val_t *argv)
 {
-    int64_t pid = getpid();
-    return lux_set(lx, 0, &pid, 8);
+    return s_set_pid(lx);
 }
 LUX_METHOD(Acc, pid, 0, 1)
 
@@ -798,7 +805,6 @@ LUX_METHOD(HAcc, wait, 1, 1)
 static int
 HAcc_pid(lux_t *lx, void *self, int argc, const lux_val_t *argv)
 {
-    int64_t pid = getpid();
-    return lux_set(lx, 0, &pid, 8);
+    return s_set_pid(lx);
 }
 LUX_METHOD(HAcc, pid, 0, 1)
