@@ -236,6 +236,32 @@ s_bad_calls(lux_t *lx)
     ok(rc == 0 && v.size == (size_t) size, "and one of half the store is made (%s)",
        rc ? lux_errmsg() : "ok");
     lux_free(lx, 1, r);
+
+    /* two puts read in place (pinned by this reader) take 10 of the store's
+       and its spare region's 16 MiB, in blocks that leave no 4 MiB one: an
+       output that needs 4 MiB fails, and its error says who holds the
+       store (the long form's seed 1095 failed so with 62 objects pinned
+       and only 3 tasks running: which pins was the question) */
+    size_t fsz = 5u << 20;
+    char *fill = malloc(fsz);
+    lux_ref_t pr[2];
+    lux_val_t pv;
+    for (int i = 0; i < 2; i++) {
+        memset(fill, 'a' + i, fsz);
+        rc = lux_put(lx, fill, fsz, &pr[i]);
+        rc = rc ? rc : lux_get(lx, &pr[i], &pv, 20000);
+        ok(rc == 0 && pv.size == fsz, "put and read in place 5 MiB object %d of 2 (%s)", i + 1,
+           rc ? lux_errmsg() : "ok");
+    }
+    free(fill);
+    size = 4 << 20;
+    rc = lux_call(lx, "t_big", 2, (lux_arg_t[]) {LUX_VAL(&seed, 8), LUX_VAL(&size, 8)}, 1, r);
+    is_int(rc, 0, "submit a task with a 4 MiB output while they are read");
+    s_get_fails(lx, r, LUX_ETASK, msg, sizeof msg, "  it fails: no room");
+    s_like(msg, "  counting the readers' pins in its error", "no room for 4194304 bytes",
+           "pins of readers: 2, 10485760 bytes", "puts being recorded for replay: ", NULL);
+    lux_free(lx, 2, pr);
+    lux_free(lx, 1, r);
     s_submit_good(lx, 20);
 }
 

@@ -211,6 +211,23 @@ nm_blob_tick(nm_t *nm)
 }
 
 void
+nm_blob_census(nm_t *nm, uint64_t *n, uint64_t *bytes)
+{
+    struct nm_blobw *b = nm->blobw;
+    *n = *bytes = 0;
+    if (!b)
+        return;
+    pthread_mutex_lock(&b->mu);
+    for (int l = 0; l < 2; l++)
+        for (nm_blob_job_t *j = l ? b->done : b->todo; j; j = j->next)
+            if (j->o) {
+                (*n)++;
+                *bytes += j->n;
+            }
+    pthread_mutex_unlock(&b->mu);
+}
+
+void
 nm_blob_destroy(nm_blobw_t **self_p)
 {
     nm_blobw_t *b = *self_p;

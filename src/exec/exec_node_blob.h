@@ -28,6 +28,10 @@ void nm_blob_start(nm_t *nm, nm_blob_job_t *job, nm_blob_done_fn *done, void *he
 /* Finish the writes that are done (from nm_log_tick). */
 void nm_blob_tick(nm_t *nm);
 
+/* How many puts the writer holds pinned (queued or written, not yet
+   finished by nm_blob_tick), and their bytes: for a "no room" error. */
+void nm_blob_census(nm_t *nm, uint64_t *n, uint64_t *bytes);
+
 typedef struct nm_blobw nm_blobw_t;
 
 /* The writer thread (for nm->blobw; made on the first nm_blob_start): NULL

@@ -27,6 +27,7 @@
 #include "exec_node_int.h"
 #include "exec_spill.h"
 #include "exec_node_log.h"
+#include "exec_node_blob.h"
 #include "../util/util_err.h"
 #include "../util/util_hash.h"
 #include "../util/util_log.h"
@@ -588,7 +589,9 @@ s_evict_one(nm_t *nm)
 }
 
 typedef struct {
+    nm_t *nm;
     uint64_t pinned, pinned_bytes, arena_bytes, granted;
+    uint64_t read, read_bytes; /* pins of readers (lux_get in place), per reader */
 } s_census_t;
 
 static int
@@ -615,11 +618,25 @@ s_grant_sum(void *arg, const void *key, void *value)
 }
 
 static int
+s_census_read(void *arg, const void *key, void *value)
+{
+    s_census_t *c = arg;
+    nm_obj_t *o = nm_obj_get(c->nm, (const lux_ref_t *) key);
+    (void) value;
+    if (o && o->state == OBJ_READY && o->where == EXEC_W_ARENA) {
+        c->read++;
+        c->read_bytes += o->size;
+    }
+    return 0;
+}
+
+static int
 s_census_grants(void *arg, const void *key, void *value)
 {
     nm_client_t *c = *(nm_client_t **) value;
     (void) key;
     util_idmap_each(c->allocs, s_grant_sum, arg);
+    util_idmap_each(c->pins, s_census_read, arg);
     return 0;
 }
 
@@ -675,17 +692,23 @@ nm_store_alloc(nm_t *nm, uint64_t size, uint64_t *off)
     int rc = nm_store_try(nm, size, off);
     if (rc != LUX_EFULL)
         return rc; /* 0, or what the arena said */
-    s_census_t c = {0};
+    s_census_t c = {.nm = nm};
+    uint64_t blobs, blob_bytes;
     util_idmap_each(nm->objects, s_census, &c);
     util_idmap_each(nm->clients, s_census_grants, &c);
+    nm_blob_census(nm, &blobs, &blob_bytes);
     return util_err(LUX_EFULL, "the object store (%llu bytes) has no room for %llu bytes:"
                     " %llu bytes are in use: %llu in %llu objects being read or used by"
-                    " tasks, %llu granted to tasks and not yet filled, %llu in the spare"
+                    " tasks (pins of readers: %llu, %llu bytes; puts being recorded for"
+                    " replay: %llu, %llu bytes; the rest of tasks),"
+                    " %llu granted to tasks and not yet filled, %llu in the spare"
                     " region (whose free bytes are %llu); the largest free block outside it is %llu"
                     " bytes%s%s",
                     (unsigned long long) nm->store_bytes, (unsigned long long) size,
                     (unsigned long long) exec_arena_used(nm->arena),
                     (unsigned long long) c.pinned_bytes, (unsigned long long) c.pinned,
+                    (unsigned long long) c.read, (unsigned long long) c.read_bytes,
+                    (unsigned long long) blobs, (unsigned long long) blob_bytes,
                     (unsigned long long) c.granted,
                     (unsigned long long) exec_arena_spare_used(nm->arena),
                     (unsigned long long) (exec_arena_size(nm->arena) - nm->store_bytes -
