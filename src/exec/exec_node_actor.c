@@ -56,6 +56,10 @@
 #include <string.h>
 
 #define S_WINDOW 512 /* runs sent to an actor's process and not reported */
+/* ... and the store bytes their arguments (pinned until they report) may
+   take: a quarter of the store, one run whatever its size (DESIGN 7 rule
+   12; t/3152) */
+#define S_SENT_SHARE 4
 #define S_LOOKUP_REMOTE_MS 5000 /* a lookup without waiting, in a cluster: the head's answer */
 
 /* A lux_actor_lookup waiting for a name. */
@@ -364,6 +368,7 @@ nm_actor_dief(nm_t *nm, nm_actor_t *a, int status, const char *fmt, ...)
         nm_actor_drop_run(nm, a, t, a->death_status, msg);
     }
     a->nsent = 0;
+    a->sent_bytes = 0;
     if (a->boot && a->boot != a->create)
         nm_task_discard(nm, a->boot);
     a->boot = NULL;
@@ -564,6 +569,11 @@ s_add(nm_actor_t *a, nm_task_t *t, s_batch_t *bt)
     t->state = TASK_RUNNING;
     nm_actor_list_append(&a->sent, &a->sent_last, t);
     a->nsent++;
+    t->run->sent_bytes = 0;
+    for (int i = 0; i < t->argc; i++)
+        if ((bt->objs[i].where & ~EXEC_W_PINNED) == EXEC_W_ARENA)
+            t->run->sent_bytes += bt->objs[i].size;
+    a->sent_bytes += t->run->sent_bytes;
     bt->count++;
 }
 
@@ -750,6 +760,8 @@ s_calls(nm_t *nm, nm_actor_t *a)
         nm_task_t *t = a->queue;
         if (t->waiting)
             break; /* its arguments come first: nothing overtakes it */
+        if (a->nsent && a->sent_bytes + nm_task_arg_bytes(nm, t) > nm->store_bytes / S_SENT_SHARE)
+            break; /* sent when runs ahead of it report (S_SENT_SHARE) */
         if (t->kind == T_CALL && !t->run->idx && a->ckpt_every &&
             a->next_idx >= a->saved_idx + a->ckpt_every)
             break; /* the checkpoint before it first: a restart re-applies at
@@ -868,7 +880,7 @@ nm_actor_failing(nm_t *nm, nm_task_t *t, int status, const char *text)
     if (!nm_actor_list_unlink(&a->queue, &a->queue_last, t) &&
         !nm_actor_list_unlink(&a->limbo, NULL, t) &&
         nm_actor_list_unlink(&a->sent, &a->sent_last, t))
-        a->nsent--;
+        nm_actor_sent_gone(a, t);
     /* a call that waited for its arguments held back the runs queued
        after it (calls, a checkpoint asked for): they go now */
     nm_actor_dirty(nm, a);
@@ -899,7 +911,7 @@ nm_actor_unlink(nm_t *nm, nm_task_t *t)
     (void) nm;
     if (a && !nm_actor_list_unlink(&a->queue, &a->queue_last, t) &&
         nm_actor_list_unlink(&a->sent, &a->sent_last, t))
-        a->nsent--;
+        nm_actor_sent_gone(a, t);
 }
 
 void

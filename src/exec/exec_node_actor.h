@@ -39,6 +39,17 @@ bool nm_actor_failing(nm_t *nm, nm_task_t *t, int status, const char *text);
 
 /* Take t off its actor's lists (a call answered from another node). */
 void nm_actor_unlink(nm_t *nm, nm_task_t *t);
+/* t leaves its actor's sent list (reported, failed, unlinked): one run
+   fewer in flight, and the store bytes it pinned no longer count. */
+static inline void
+nm_actor_sent_gone(nm_actor_t *a, nm_task_t *t)
+{
+    uint64_t b = t->run ? t->run->sent_bytes : 0;
+    a->nsent--;
+    a->sent_bytes -= b < a->sent_bytes ? b : a->sent_bytes;
+    if (t->run)
+        t->run->sent_bytes = 0;
+}
 
 /* a dies now for why (its calls fail with it). */
 void nm_actor_die(nm_t *nm, nm_actor_t *a, int status, const char *why);

@@ -193,7 +193,7 @@ nm_actor_result(nm_t *nm, nm_worker_t *w, const exec_result_t *r)
         return;
     }
     nm_actor_list_pop(&a->sent, &a->sent_last);
-    a->nsent--;
+    nm_actor_sent_gone(a, t);
     exec_obj_t outs[EXEC_MAX_RETURNS];
     const uint8_t *fps = NULL;
     int status = r->status;
@@ -319,6 +319,7 @@ nm_actor_worker_gone(nm_t *nm, nm_worker_t *w, const char *why)
     nm_task_t *limbo = NULL, *limbo_last = NULL, *queue = NULL, *queue_last = NULL;
     a->sent = a->sent_last = a->queue = a->queue_last = NULL;
     a->nsent = 0;
+    a->sent_bytes = 0;
     for (int i = 0; i < 2; i++)
         for (nm_task_t *t = lists[i], *next; t; t = next) {
             next = t->next;

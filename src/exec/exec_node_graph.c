@@ -451,6 +451,26 @@ nm_unreserve_all(nm_t *nm)
     return any;
 }
 
+/* The store bytes t's arguments take when it runs: those in the store
+   or spilled (a lost one's size is not known until it is rebuilt). */
+uint64_t
+nm_task_arg_bytes(nm_t *nm, const nm_task_t *t)
+{
+    util_rd_t r;
+    exec_arg_t arg;
+    uint64_t n = 0;
+    util_rd_init(&r, t->args, t->args_len);
+    while (exec_arg_next(&r, &arg)) {
+        if (arg.kind != EXEC_ARG_REF)
+            continue;
+        nm_obj_t *o = nm_obj_get(nm, &arg.ref);
+        if (o && (o->state == OBJ_SPILLED || (o->state == OBJ_READY &&
+                                              o->where == EXEC_W_ARENA)))
+            n += o->size;
+    }
+    return n;
+}
+
 /* --- finishing -------------------------------------------------------------------------- */
 
 /* Let go of a task's arguments: unpin them if it was handed to a worker,

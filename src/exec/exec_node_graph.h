@@ -66,4 +66,8 @@ void nm_task_discard(nm_t *nm, nm_task_t *t);
    message that starts with the object's hex ID and names the cause. */
 int nm_rebuild(nm_t *nm, const lux_ref_t *id);
 
+/* The store bytes t's arguments take when it runs (in the store or
+   spilled; not the lost ones). */
+uint64_t nm_task_arg_bytes(nm_t *nm, const nm_task_t *t);
+
 #endif

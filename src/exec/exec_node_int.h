@@ -157,6 +157,7 @@ typedef struct nm_run {
                                  (the asking client is the task's ->owner) */
     uint8_t *held_outs;       /* held: its outputs as reported (exec_obj_t, then fps) */
     uint32_t held_len;
+    uint64_t sent_bytes;      /* sent: the store bytes of its arguments it holds pinned */
 } nm_run_t;
 
 struct nm_task {
@@ -305,6 +306,7 @@ struct nm_actor {
     nm_task_t *queue, *queue_last; /* runs not sent yet, in order */
     nm_task_t *sent, *sent_last;   /* sent and not reported, in order */
     uint32_t nsent;
+    uint64_t sent_bytes;      /* the runs in `sent`: store bytes of arguments they pin */
     nm_task_t *limbo;         /* numbered calls its dead process had: re-sent by the replay */
     lux_ref_t *kept;          /* arguments of calls since the checkpoint, kept for a replay */
     uint64_t *kept_idx;

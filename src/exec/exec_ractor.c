@@ -643,6 +643,7 @@ nm_ractor_lost(nm_t *nm, nm_actor_t *a, const util_id_t *node)
     }
     a->sent = a->sent_last = NULL;
     a->nsent = 0;
+    a->sent_bytes = 0;
     if (!a->home) {
         a->lost_ms = util_mono_ms();
         a->asked_ms = 0;
@@ -772,6 +773,7 @@ nm_ractor_pump(nm_t *nm, nm_actor_t *a)
         t->rgot = 0;
         s_push_back(&a->sent, &a->sent_last, t);
         a->nsent++;
+        t->run->sent_bytes = 0; /* pinned on the node it goes to, not here */
         if (nm_remote_push_x(nm, t, a->rep, t->run->idx ? &x : NULL)) {
             char why[600];
             snprintf(why, sizeof why, "sending it to %s, where its actor lives: %s", a->rep,
