@@ -50,6 +50,9 @@
 typedef struct {
     uint32_t shard;
     uint64_t cseq;        /* S_HELD while held */
+    uint8_t *rec;         /* a task_submitted event: its record (owned), for a rebuild
+                             that needs it before the log has it (nm_log_lookup) */
+    size_t len;
 } s_pos_t;
 
 typedef struct {
@@ -90,6 +93,39 @@ struct nm_log {
     util_buf_t body;       /* scratch: a task_submitted event's body */
     util_buf_t deps;       /* scratch: its deps (not rec: a held event is encoded there) */
 };
+
+/* p's task_submitted record, kept while unacknowledged: a copy of e. */
+static void
+s_pos_keep(struct nm_log *L, s_pos_t *p, const db_event_t *e)
+{
+    if (p->rec || e->kind != DB_K_task_submitted)
+        return;
+    L->rec.len = 0;
+    db_event_encode(e, &L->rec);
+    if (!L->rec.oom && (p->rec = malloc(L->rec.len))) {
+        memcpy(p->rec, L->rec.data, L->rec.len);
+        p->len = L->rec.len;
+    }
+}
+
+/* Forget task's entry in unacked. */
+static void
+s_pos_del(struct nm_log *L, const util_id_t *task)
+{
+    s_pos_t *p = util_idmap_get(L->unacked, task->b);
+    if (p)
+        free(p->rec);
+    util_idmap_del(L->unacked, task->b);
+}
+
+static int
+s_pos_free(void *arg, const void *key, void *value)
+{
+    (void) arg;
+    (void) key;
+    free(((s_pos_t *) value)->rec);
+    return 0;
+}
 
 nm_log_t *
 nm_log_new(nm_t *nm)
@@ -177,6 +213,8 @@ nm_log_destroy(nm_log_t **self_p)
     }
     free(L->fifos);
     free(L->tails);
+    if (L->unacked)
+        util_idmap_each(L->unacked, s_pos_free, NULL);
     util_idmap_destroy(&L->unacked);
     util_buf_free(&L->rec);
     util_buf_free(&L->body);
@@ -217,7 +255,7 @@ s_append(nm_t *nm, db_event_t *e, const util_id_t *task)
         /* held, its lineage will not come: what waits for it goes on */
         s_pos_t *p = task ? util_idmap_get(L->unacked, task->b) : NULL;
         if (p && p->cseq == S_HELD)
-            util_idmap_del(L->unacked, task->b);
+            s_pos_del(L, task);
         return;
     }
     if (!task)
@@ -226,8 +264,11 @@ s_append(nm_t *nm, db_event_t *e, const util_id_t *task)
     int fresh = 0;
     s_pos_t *p = util_idmap_put(L->unacked, task->b, &fresh);
     if (p && (fresh || p->cseq == S_HELD)) { /* else an older record is on its way */
+        if (fresh)
+            p->rec = NULL;
         p->shard = shard;
         p->cseq = e->cseq;
+        s_pos_keep(L, p, e);
         s_fifo_push(&L->fifos[shard], e->cseq, task);
     }
 }
@@ -302,8 +343,11 @@ s_hold(nm_t *nm, db_event_t *e, const util_id_t *task, const util_id_t *deps, ui
         h->lineage = true;
         int fresh = 0;
         s_pos_t *p = util_idmap_put(L->unacked, task->b, &fresh);
-        if (p && fresh)
+        if (p && fresh) {
             p->cseq = S_HELD; /* else an older record is on its way: it will do */
+            p->rec = NULL;
+            s_pos_keep(L, p, e);
+        }
     }
     if (L->held_last)
         L->held_last->next = h;
@@ -330,7 +374,7 @@ nm_log_tick(nm_t *nm)
         while (f->len && f->v[f->head].cseq <= acked) {
             s_pos_t *p = util_idmap_get(L->unacked, f->v[f->head].task.b);
             if (p && p->cseq == f->v[f->head].cseq)
-                util_idmap_del(L->unacked, f->v[f->head].task.b);
+                s_pos_del(L, &f->v[f->head].task);
             f->head++;
             f->len--;
         }
@@ -747,8 +791,20 @@ nm_log_lookup(nm_t *nm, const util_id_t *task, exec_spec_t *spec, util_buf_t *bu
     db_event_t e;
     int rc;
 
+    /* what we recorded and the log has not acknowledged yet: our copy.
+       Looking in the file instead failed such a rebuild for good, "never
+       created", when the log was more than a few seconds behind (t/3153:
+       the long form under ASan, seeds 1010 and 1011) */
+    s_pos_t *p = util_idmap_get(L->unacked, task->b);
+    buf->len = 0;
+    if (p && p->rec) {
+        util_buf_put(buf, p->rec, p->len);
+        if (buf->oom)
+            return util_err(LUX_ENOMEM, "out of memory");
+        goto found;
+    }
     /* what we appended must be there before we look */
-    if (util_idmap_get(L->unacked, task->b)) {
+    if (p) {
         int64_t deadline = util_mono_ms() + 5000;
         while (util_idmap_get(L->unacked, task->b) && util_mono_ms() < deadline) {
             nm_log_tick(nm);
@@ -763,6 +819,7 @@ nm_log_lookup(nm_t *nm, const util_id_t *task, exec_spec_t *spec, util_buf_t *bu
         db_store_close(&L->tails[s]);
         return rc;
     }
+found:
     if ((rc = db_event_decode(&e, buf->data, buf->len)))
         return rc;
     memset(spec, 0, sizeof *spec);
