@@ -42,6 +42,7 @@ struct db_seen_t {
     const char *path;       /* its file, for messages (borrowed) */
     sqlite3_stmt *upsert;   /* client_seen upsert, prepared at the first write */
     util_idmap_t *clients;  /* client -> s_seen_t; NULL until loaded */
+    int write_rc;           /* the failed upsert's code in s_write_seen, or 0 */
     s_stage_t *stage;       /* the open transaction's updates to `clients` */
     size_t nstage, capstage;
     uint64_t seen_seq;      /* client_seen in the file is exact up to here */
@@ -90,10 +91,35 @@ s_merge(db_seen_t *self, const util_id_t *client, uint64_t cseq, uint64_t seq, b
     return true;
 }
 
+/* Merge the (client, cseq, seq) rows of st into the map, and finalize
+   it. A read that fails is an error: a map that missed rows would take a
+   client's resends for new events, or refuse them (LUX_EGAP). */
+static int
+s_load_rows(db_seen_t *self, sqlite3_stmt *st, bool dirty, const char *what)
+{
+    int step, rc = 0;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        if (sqlite3_column_bytes(st, 0) != UTIL_ID_LEN)
+            continue;
+        util_id_t c;
+        memcpy(c.b, sqlite3_column_blob(st, 0), UTIL_ID_LEN);
+        if (!s_merge(self, &c, (uint64_t) sqlite3_column_int64(st, 1),
+                     (uint64_t) sqlite3_column_int64(st, 2), dirty)) {
+            rc = util_err(LUX_ENOMEM, "%s: out of memory", self->path);
+            break;
+        }
+    }
+    if (!rc && step != SQLITE_DONE)
+        rc = db_sqlerr(self->db, self->path, what);
+    sqlite3_finalize(st);
+    return rc;
+}
+
 static int
 s_load(db_seen_t *self)
 {
     sqlite3_stmt *st;
+    int rc;
     util_idmap_destroy(&self->clients);
     if (!(self->clients = util_idmap_new(sizeof(s_seen_t))))
         return util_err(LUX_ENOMEM, "%s: out of memory", self->path);
@@ -101,33 +127,22 @@ s_load(db_seen_t *self)
     if (sqlite3_prepare_v2(self->db, "SELECT value FROM meta WHERE key = 'seen_seq'", -1, &st,
                            NULL) != SQLITE_OK)
         return db_sqlerr(self->db, self->path, "meta");
-    if (sqlite3_step(st) == SQLITE_ROW)
+    if ((rc = sqlite3_step(st)) == SQLITE_ROW)
         self->seen_seq = strtoull((const char *) sqlite3_column_text(st, 0), NULL, 10);
+    rc = rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : db_sqlerr(self->db, self->path, "meta");
     sqlite3_finalize(st);
+    if (rc)
+        return rc;
     if (sqlite3_prepare_v2(self->db, "SELECT client, cseq, seq FROM client_seen", -1, &st, NULL) !=
         SQLITE_OK)
         return db_sqlerr(self->db, self->path, "client_seen");
-    while (sqlite3_step(st) == SQLITE_ROW)
-        if (sqlite3_column_bytes(st, 0) == UTIL_ID_LEN) {
-            util_id_t c;
-            memcpy(c.b, sqlite3_column_blob(st, 0), UTIL_ID_LEN);
-            s_merge(self, &c, (uint64_t) sqlite3_column_int64(st, 1),
-                    (uint64_t) sqlite3_column_int64(st, 2), false);
-        }
-    sqlite3_finalize(st);
+    if ((rc = s_load_rows(self, st, false, "client_seen")))
+        return rc;
     if (sqlite3_prepare_v2(self->db, "SELECT client, cseq, seq FROM event WHERE seq > ?1 AND"
                                      " client IS NOT NULL", -1, &st, NULL) != SQLITE_OK)
         return db_sqlerr(self->db, self->path, "event");
     sqlite3_bind_int64(st, 1, (int64_t) self->seen_seq);
-    while (sqlite3_step(st) == SQLITE_ROW)
-        if (sqlite3_column_bytes(st, 0) == UTIL_ID_LEN) {
-            util_id_t c;
-            memcpy(c.b, sqlite3_column_blob(st, 0), UTIL_ID_LEN);
-            s_merge(self, &c, (uint64_t) sqlite3_column_int64(st, 1),
-                    (uint64_t) sqlite3_column_int64(st, 2), true);
-        }
-    sqlite3_finalize(st);
-    return 0;
+    return s_load_rows(self, st, true, "events after seen_seq");
 }
 
 int
@@ -169,6 +184,17 @@ db_seen_note(db_seen_t *self, const util_id_t *client, uint64_t cseq, uint64_t s
     return 0;
 }
 
+/* The last call failed doing what: its error, saying whether SQLite
+   rolled the transaction back. */
+static int
+s_fail(db_seen_t *self, const char *what)
+{
+    char w[128];
+    snprintf(w, sizeof w, "%s%s", what,
+             sqlite3_get_autocommit(self->db) ? " (SQLite rolled the transaction back)" : "");
+    return db_sqlerr(self->db, self->path, w);
+}
+
 static int
 s_write_seen(void *arg, const void *client, void *value)
 {
@@ -180,11 +206,27 @@ s_write_seen(void *arg, const void *client, void *value)
     sqlite3_bind_int64(self->upsert, 2, (int64_t) v->cseq);
     sqlite3_bind_int64(self->upsert, 3, (int64_t) v->seq);
     int rc = sqlite3_step(self->upsert);
-    sqlite3_reset(self->upsert);
-    if (rc != SQLITE_DONE)
+    if (rc != SQLITE_DONE) {
+        self->write_rc = s_fail(self, "writing client_seen");
+        sqlite3_reset(self->upsert);
         return 1;
+    }
+    sqlite3_reset(self->upsert);
     v->dirty = false;
     return 0;
+}
+
+/* 0 while the store's transaction is open. A statement that fails with
+   a full disk or an I/O error may have made SQLite roll the whole
+   transaction back (sqlite3_get_autocommit), and the next statement would
+   then run, and commit, alone. */
+static int
+s_open(db_seen_t *self, const char *what)
+{
+    if (!sqlite3_get_autocommit(self->db))
+        return 0;
+    return util_err(LUX_EIO, "%s: %s: the transaction is rolled back (an earlier step failed)",
+                    self->path, what);
 }
 
 static int
@@ -194,12 +236,12 @@ s_put_seen_seq(db_seen_t *self, uint64_t seq)
     int rc = 0;
     if (sqlite3_prepare_v2(self->db, "INSERT OR REPLACE INTO meta VALUES ('seen_seq', ?1)", -1,
                            &st, NULL) != SQLITE_OK)
-        return db_sqlerr(self->db, self->path, "meta");
+        return s_fail(self, "writing seen_seq");
     char val[32];
     snprintf(val, sizeof val, "%llu", (unsigned long long) seq);
     sqlite3_bind_text(st, 1, val, -1, SQLITE_STATIC);
     if (sqlite3_step(st) != SQLITE_DONE)
-        rc = db_sqlerr(self->db, self->path, "meta");
+        rc = s_fail(self, "writing seen_seq");
     sqlite3_finalize(st);
     return rc;
 }
@@ -224,8 +266,17 @@ db_seen_commit(db_seen_t *self, uint64_t last_seq, bool now)
                                " WHERE excluded.cseq > cseq",
                                -1, SQLITE_PREPARE_PERSISTENT, &self->upsert, NULL) != SQLITE_OK)
             return db_sqlerr(self->db, self->path, "prepare");
+        /* Each step stops at a failure, and sees first that the
+           transaction is still open: seen_seq committed alone, past rows
+           of client_seen not written, loses the events in between from
+           the map once loaded again (t/9162: a client's resends refused
+           with LUX_EGAP for ever). */
+        if ((rc = s_open(self, "writing client_seen")))
+            return rc;
+        self->write_rc = 0;
         util_idmap_each(self->clients, s_write_seen, self);
-        if ((rc = s_put_seen_seq(self, last_seq)))
+        if ((rc = self->write_rc) || (rc = s_open(self, "writing seen_seq")) ||
+            (rc = s_put_seen_seq(self, last_seq)))
             return rc;
         self->seen_seq = last_seq;
         self->seen_ms = t;

@@ -529,6 +529,11 @@ s_commit(db_store_t *self, bool seen_now)
     int rc = db_seen_commit(self->seen, self->last_seq, seen_now);
     if (rc)
         return rc;
+    /* a step that failed (a full disk) may have rolled it back: COMMIT
+       would then fail with a message that hides why (db_seen.c, t/9162) */
+    if (sqlite3_get_autocommit(self->db))
+        return util_err(LUX_EIO, "%s: commit: the transaction is rolled back (an earlier step"
+                        " failed)", self->path);
     rc = sqlite3_step(self->commit);
     sqlite3_reset(self->commit);
     if (rc != SQLITE_DONE)
