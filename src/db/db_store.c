@@ -19,11 +19,11 @@
 #include "db_store.h"
 #include "db_vfs.h"
 #include "db_archive.h"
+#include "db_seen.h"
+#include "db_sqlerr.h"
 #include "../util/util_err.h"
 #include "../util/util_hash.h"
-#include "../util/util_idmap.h"
 #include "../util/util_log.h"
-#include "../util/util_time.h"
 
 #include <fcntl.h>
 #include <limits.h>
@@ -35,23 +35,6 @@
 #include <unistd.h>
 
 #define S_SCHEMA_VERSION "1"
-
-typedef struct {
-    uint64_t cseq, seq; /* newest event ID seen from a client, and its seq */
-    bool dirty;         /* not yet written to client_seen */
-} s_seen_t;
-
-/* client_seen is written every S_SEEN_EVENTS events or S_SEEN_MS ms, not in
-   every transaction: that third page per small commit cost a quarter of its
-   time. meta.seen_seq says how far it is exact; opening replays the events
-   after it (at most that many), so the table is exact after a crash too. */
-#define S_SEEN_EVENTS 65536
-#define S_SEEN_MS 200
-
-typedef struct {
-    util_id_t client;
-    uint64_t cseq, seq;
-} s_stage_t;
 
 struct db_store_t {
     sqlite3 *db;                     /* the connection */
@@ -70,20 +53,15 @@ struct db_store_t {
     sqlite3_stmt *hash_at;           /* hash of one seq */
     sqlite3_stmt *find;              /* an event by task and kind */
     sqlite3_stmt *actor_ev;          /* an actor's events of a kind, after an idx */
-    sqlite3_stmt *seen;              /* client_seen upsert */
     sqlite3_stmt *begin, *commit, *rollback;
-    util_idmap_t *clients;           /* client -> s_seen_t: newest event ID of each */
-    s_stage_t *stage;                /* the open transaction's updates to `clients` */
-    size_t nstage, capstage;
-    uint64_t seen_seq;               /* client_seen in the file is exact up to here */
-    int64_t seen_ms;                 /* when it was last written */
+    db_seen_t *seen;                 /* newest event ID of each client (db_seen.c) */
     uint64_t base_seq;               /* events up to here are in the archive (db_archive.c) */
     uint8_t base_hash[DB_HASH_LEN];  /* the hash at base_seq */
 };
 
 static pthread_once_t s_once = PTHREAD_ONCE_INIT;
 static bool s_vfs_ok; /* db_vfs registered: the writer's WAL writes gathered */
-static int s_load_clients(db_store_t *self);
+static int s_commit(db_store_t *self, bool seen_now);
 
 static void
 s_sqlite_setup(void)
@@ -98,13 +76,7 @@ s_sqlite_setup(void)
 static int
 s_sqlerr(db_store_t *self, const char *what)
 {
-    int code = sqlite3_extended_errcode(self->db);
-    int rc = (code & 0xff) == SQLITE_IOERR || (code & 0xff) == SQLITE_FULL ? LUX_EIO : LUX_ESQL;
-    if ((code & 0xff) == SQLITE_CORRUPT || (code & 0xff) == SQLITE_NOTADB)
-        rc = LUX_ECORRUPT;
-    if ((code & 0xff) == SQLITE_READONLY)
-        rc = LUX_EREADONLY;
-    return util_err(rc, "%s: %s: %s", self->path, what, sqlite3_errmsg(self->db));
+    return db_sqlerr(self->db, self->path, what);
 }
 
 static int
@@ -300,14 +272,11 @@ db_store_open(const db_store_opts_t *o)
     if (s_setup(self, o))
         goto fail;
     if (!o->readonly &&
-        (s_prepare(self, &self->ins,
-                   "INSERT INTO event (seq, ts, kind, client, cseq, job, task, parent, actor, node,"
-                   " idx, worker, attempt, status, t_start, t_end, size, name, info, fp, deps,"
-                   " body, hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13,"
-                   " ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23)") ||
-         s_prepare(self, &self->seen,
-                   "INSERT INTO client_seen VALUES (?1, ?2, ?3) ON CONFLICT (client) DO UPDATE"
-                   " SET cseq = excluded.cseq, seq = excluded.seq WHERE excluded.cseq > cseq")))
+        s_prepare(self, &self->ins,
+                  "INSERT INTO event (seq, ts, kind, client, cseq, job, task, parent, actor, node,"
+                  " idx, worker, attempt, status, t_start, t_end, size, name, info, fp, deps,"
+                  " body, hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13,"
+                  " ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23)"))
         goto fail;
     if (!o->readonly && !o->reader &&
         (s_prepare(self, &self->begin, "BEGIN") || s_prepare(self, &self->commit, "COMMIT") ||
@@ -319,11 +288,10 @@ db_store_open(const db_store_opts_t *o)
                   " hash FROM event WHERE seq >= ?1 ORDER BY seq LIMIT ?2") ||
         s_prepare(self, &self->hash_at, "SELECT hash FROM event WHERE seq = ?1"))
         goto fail;
-    if (db_store_refresh(self))
+    if (db_store_refresh(self) || !(self->seen = db_seen_new(self->db, self->path)))
         goto fail;
-    if (!o->readonly && !o->reader && s_load_clients(self))
+    if (!o->readonly && !o->reader && db_seen_load(self->seen))
         goto fail;
-    self->seen_ms = util_mono_ms();
     return self;
 fail:
     db_store_close(&self);
@@ -338,10 +306,9 @@ db_store_close(db_store_t **self_p)
         return;
     if (self->in_txn)
         db_store_rollback(self);
-    if (self->begin && self->clients && self->seen_seq < self->last_seq) {
+    if (self->begin && self->seen && db_seen_behind(self->seen, self->last_seq)) {
         /* write the client table now, so the next open replays nothing */
-        self->seen_ms = 0;
-        if (db_store_begin(self) == 0 && db_store_commit(self) != 0)
+        if (db_store_begin(self) == 0 && s_commit(self, true) != 0)
             db_store_rollback(self);
     }
     sqlite3_finalize(self->begin);
@@ -352,11 +319,9 @@ db_store_close(db_store_t **self_p)
     sqlite3_finalize(self->hash_at);
     sqlite3_finalize(self->find);
     sqlite3_finalize(self->actor_ev);
-    sqlite3_finalize(self->seen);
+    db_seen_destroy(&self->seen);
     if (self->db && sqlite3_close(self->db) != SQLITE_OK)
         log_warn("%s: close: %s", self->path, sqlite3_errmsg(self->db));
-    free(self->stage);
-    util_idmap_destroy(&self->clients);
     free(self->path);
     free(self);
     *self_p = NULL;
@@ -468,7 +433,7 @@ db_store_begin(db_store_t *self)
     self->in_txn = true;
     self->saved_seq = self->last_seq;
     memcpy(self->saved_hash, self->last_hash, DB_HASH_LEN);
-    self->nstage = 0;
+    db_seen_begin(self->seen);
     return 0;
 }
 
@@ -502,101 +467,6 @@ s_bind_bytes(sqlite3_stmt *st, int col, const db_event_t *e, uint32_t bit, const
         sqlite3_bind_text(st, col, n ? (const char *) p : "", (int) n, SQLITE_STATIC);
     else
         sqlite3_bind_blob(st, col, n ? p : "", (int) n, SQLITE_STATIC);
-}
-
-static int
-s_note_client(db_store_t *self, const db_event_t *e, uint64_t seq)
-{
-    for (size_t i = self->nstage; i-- > 0;) {
-        if (util_id_eq(&self->stage[i].client, &e->client)) {
-            if (e->cseq > self->stage[i].cseq) {
-                self->stage[i].cseq = e->cseq;
-                self->stage[i].seq = seq;
-            }
-            return 0;
-        }
-    }
-    if (self->nstage == self->capstage) {
-        size_t cap = self->capstage ? 2 * self->capstage : 16;
-        s_stage_t *p = realloc(self->stage, cap * sizeof *p);
-        if (!p)
-            return util_err(LUX_ENOMEM, "%s: out of memory", self->path);
-        self->stage = p;
-        self->capstage = cap;
-    }
-    self->stage[self->nstage++] = (s_stage_t) {e->client, e->cseq, seq};
-    return 0;
-}
-
-/* Merge a newest event ID into the map; false when memory ran out. */
-static bool
-s_merge(db_store_t *self, const util_id_t *client, uint64_t cseq, uint64_t seq, bool dirty)
-{
-    s_seen_t *v = util_idmap_put(self->clients, client, NULL);
-    if (!v)
-        return false;
-    if (cseq > v->cseq) {
-        v->cseq = cseq;
-        v->seq = seq;
-        v->dirty = v->dirty || dirty;
-    }
-    return true;
-}
-
-static int
-s_write_seen(void *arg, const void *client, void *value)
-{
-    db_store_t *self = arg;
-    s_seen_t *v = value;
-    if (!v->dirty)
-        return 0;
-    sqlite3_bind_blob(self->seen, 1, client, UTIL_ID_LEN, SQLITE_STATIC);
-    sqlite3_bind_int64(self->seen, 2, (int64_t) v->cseq);
-    sqlite3_bind_int64(self->seen, 3, (int64_t) v->seq);
-    int rc = sqlite3_step(self->seen);
-    sqlite3_reset(self->seen);
-    if (rc != SQLITE_DONE)
-        return 1;
-    v->dirty = false;
-    return 0;
-}
-
-/* (Re)build the client map: client_seen, then the events after seen_seq. */
-static int
-s_load_clients(db_store_t *self)
-{
-    sqlite3_stmt *st;
-    char val[64];
-    util_idmap_destroy(&self->clients);
-    if (!(self->clients = util_idmap_new(sizeof(s_seen_t))))
-        return util_err(LUX_ENOMEM, "%s: out of memory", self->path);
-    self->seen_seq = s_meta_get(self, "seen_seq", val, sizeof val) == 0
-                         ? strtoull(val, NULL, 10)
-                         : 0;
-    if (sqlite3_prepare_v2(self->db, "SELECT client, cseq, seq FROM client_seen", -1, &st, NULL) !=
-        SQLITE_OK)
-        return s_sqlerr(self, "client_seen");
-    while (sqlite3_step(st) == SQLITE_ROW)
-        if (sqlite3_column_bytes(st, 0) == UTIL_ID_LEN) {
-            util_id_t c;
-            memcpy(c.b, sqlite3_column_blob(st, 0), UTIL_ID_LEN);
-            s_merge(self, &c, (uint64_t) sqlite3_column_int64(st, 1),
-                    (uint64_t) sqlite3_column_int64(st, 2), false);
-        }
-    sqlite3_finalize(st);
-    if (sqlite3_prepare_v2(self->db, "SELECT client, cseq, seq FROM event WHERE seq > ?1 AND"
-                                     " client IS NOT NULL", -1, &st, NULL) != SQLITE_OK)
-        return s_sqlerr(self, "event");
-    sqlite3_bind_int64(st, 1, (int64_t) self->seen_seq);
-    while (sqlite3_step(st) == SQLITE_ROW)
-        if (sqlite3_column_bytes(st, 0) == UTIL_ID_LEN) {
-            util_id_t c;
-            memcpy(c.b, sqlite3_column_blob(st, 0), UTIL_ID_LEN);
-            s_merge(self, &c, (uint64_t) sqlite3_column_int64(st, 1),
-                    (uint64_t) sqlite3_column_int64(st, 2), true);
-        }
-    sqlite3_finalize(st);
-    return 0;
 }
 
 void
@@ -644,34 +514,26 @@ db_store_put(db_store_t *self, uint64_t seq, const uint8_t *rec, size_t n)
     sqlite3_reset(st);
     if (rc != SQLITE_DONE)
         return s_sqlerr(self, "insert");
-    if ((e.mask & DB_F_CLIENT) && (rc = s_note_client(self, &e, seq)))
+    if ((e.mask & DB_F_CLIENT) && (rc = db_seen_note(self->seen, &e.client, e.cseq, seq)))
         return rc;
     self->last_seq = seq;
     memcpy(self->last_hash, e.hash, DB_HASH_LEN);
     return 0;
 }
 
-int
-db_store_commit(db_store_t *self)
+/* Commit the open transaction; with seen_now, write the client table in
+   it whether or not it is due. */
+static int
+s_commit(db_store_t *self, bool seen_now)
 {
-    int rc;
-    int64_t now = util_mono_ms();
-    if (!self->clients && (rc = s_load_clients(self))) /* a rollback could not */
+    int rc = db_seen_commit(self->seen, self->last_seq, seen_now);
+    if (rc)
         return rc;
-    for (size_t i = 0; i < self->nstage; i++)
-        if (!s_merge(self, &self->stage[i].client, self->stage[i].cseq, self->stage[i].seq, true))
-            return util_err(LUX_ENOMEM, "%s: out of memory", self->path);
-    self->nstage = 0;
-    if (self->last_seq > self->seen_seq &&
-        (self->last_seq - self->seen_seq >= S_SEEN_EVENTS || now - self->seen_ms >= S_SEEN_MS)) {
-        char val[32];
-        util_idmap_each(self->clients, s_write_seen, self);
-        snprintf(val, sizeof val, "%llu", (unsigned long long) self->last_seq);
-        if ((rc = s_meta_put(self, "seen_seq", val)))
-            return rc;
-        self->seen_seq = self->last_seq;
-        self->seen_ms = now;
-    }
+    /* a step that failed (a full disk) may have rolled it back: COMMIT
+       would then fail with a message that hides why (db_seen.c, t/9162) */
+    if (sqlite3_get_autocommit(self->db))
+        return util_err(LUX_EIO, "%s: commit: the transaction is rolled back (an earlier step"
+                        " failed)", self->path);
     rc = sqlite3_step(self->commit);
     sqlite3_reset(self->commit);
     if (rc != SQLITE_DONE)
@@ -680,18 +542,21 @@ db_store_commit(db_store_t *self)
     return 0;
 }
 
+int
+db_store_commit(db_store_t *self)
+{
+    return s_commit(self, false);
+}
+
 void
 db_store_rollback(db_store_t *self)
 {
     if (sqlite3_get_autocommit(self->db) == 0)
         sqlite3_exec(self->db, "ROLLBACK", NULL, NULL, NULL);
     self->in_txn = false;
-    self->nstage = 0;
     self->last_seq = self->saved_seq;
     memcpy(self->last_hash, self->saved_hash, DB_HASH_LEN);
-    /* a failed commit's events and write marks are in the map: read it again (t/9161) */
-    if (self->clients && s_load_clients(self))
-        util_idmap_destroy(&self->clients);
+    db_seen_rollback(self->seen);
 }
 
 /* The row's columns are read through sqlite3_column_value, one API call
@@ -1013,7 +878,7 @@ static const char *const s_truncate_sql[] = {
        written before the cut (the usual case: what is cut is recent);
        otherwise a scan back from the cut finds it, stopping at the first
        match. Other clients' rows are untouched: they hold events before
-       the cut, and s_load_clients reads back those after seen_seq. */
+       the cut, and db_seen_load reads back those after seen_seq. */
     "UPDATE temp.cut SET seq = (SELECT s.seq FROM client_seen s WHERE s.client = cut.client"
     " AND s.cseq = cut.cseq - 1 AND s.seq <= ?1) WHERE cseq > 1",
     "UPDATE temp.cut SET seq = (SELECT e.seq FROM event e WHERE e.seq <= ?1"
@@ -1060,20 +925,7 @@ db_store_truncate(db_store_t *self, uint64_t after)
     }
     if ((rc = db_store_refresh(self)))
         return rc;
-    return s_load_clients(self);
-}
-
-typedef struct {
-    int (*fn)(void *arg, const util_id_t *client, uint64_t cseq, uint64_t seq);
-    void *arg;
-} s_each_t;
-
-static int
-s_each(void *arg, const void *client, void *value)
-{
-    s_each_t *e = arg;
-    s_seen_t *v = value;
-    return e->fn(e->arg, client, v->cseq, v->seq);
+    return db_seen_load(self->seen);
 }
 
 int
@@ -1081,12 +933,7 @@ db_store_clients(db_store_t *self,
                  int (*fn)(void *arg, const util_id_t *client, uint64_t cseq, uint64_t seq),
                  void *arg)
 {
-    int rc;
-    if (!self->clients && (rc = s_load_clients(self)))
-        return rc;
-    s_each_t e = {fn, arg};
-    util_idmap_each(self->clients, s_each, &e);
-    return 0;
+    return db_seen_each(self->seen, fn, arg);
 }
 
 int

@@ -17,6 +17,9 @@ static sqlite3_vfs s_vfs, *s_base;
 static sqlite3_io_methods s_methods;
 static long s_left;  /* > 0: calls until the fault; 0: disarmed */
 static bool s_dead;  /* the fault fired: everything fails until disarmed */
+static bool s_fired; /* the fault fired (s_dead, or the one call of arm_once) */
+static bool s_once;  /* armed by faultvfs_arm_once: only the k-th call fails */
+static bool s_reads; /* armed by faultvfs_arm_once with reads: reads count too */
 static long s_ops;
 
 /* false: fail this call */
@@ -27,7 +30,8 @@ s_pass(void)
         return false;
     s_ops++;
     if (s_left > 0 && --s_left == 0) {
-        s_dead = true;
+        s_fired = true;
+        s_dead = !s_once;
         return false;
     }
     return true;
@@ -46,6 +50,8 @@ s_close(sqlite3_file *f)
 static int
 s_read(sqlite3_file *f, void *p, int n, sqlite3_int64 off)
 {
+    if (s_reads && !s_pass())
+        return SQLITE_IOERR_READ;
     return M(f)->xRead(REAL(f), p, n, off);
 }
 static int
@@ -192,22 +198,30 @@ void
 faultvfs_arm(long k)
 {
     s_left = k > 0 ? k : 1;
-    s_dead = false;
+    s_dead = s_fired = s_once = s_reads = false;
     s_ops = 0;
+}
+
+void
+faultvfs_arm_once(long k, bool reads)
+{
+    faultvfs_arm(k);
+    s_once = true;
+    s_reads = reads;
 }
 
 bool
 faultvfs_fired(void)
 {
-    return s_dead;
+    return s_fired;
 }
 
 bool
 faultvfs_disarm(void)
 {
-    bool fired = s_dead;
+    bool fired = s_fired;
     s_left = 0;
-    s_dead = false;
+    s_dead = s_fired = s_once = s_reads = false;
     return fired;
 }
 

@@ -22,13 +22,21 @@ int faultvfs_install(void);
    (k >= 1). */
 void faultvfs_arm(long k);
 
+/* Only the k-th call from now fails (k >= 1), and the calls after it pass
+   again: a write that found the disk full where a later, smaller one finds
+   room (in a WAL written again from its start), or with reads, one read
+   that fails (EIO); reads are counted then, as writes, syncs, truncates
+   and deletes are. */
+void faultvfs_arm_once(long k, bool reads);
+
 /* Whether the armed fault has fired (the process is dead). */
 bool faultvfs_fired(void);
 
 /* Back to passing every call through. Returns whether the fault fired. */
 bool faultvfs_disarm(void);
 
-/* Writes, syncs and truncates passed through since the last arm. */
+/* Writes, syncs and truncates (and with arm_once's reads, reads) passed
+   through since the last arm. */
 long faultvfs_ops(void);
 
 #endif
