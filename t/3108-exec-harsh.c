@@ -42,12 +42,15 @@
 #include "lib/hx.h"
 #include "util/util_proc.h"
 
+#include <ftw.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -374,6 +377,28 @@ s_killer(void *arg)
 /* --- one seed ------------------------------------------------------------------------------- */
 
 static int
+s_rm_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void) st;
+    (void) ftw;
+    return type == FTW_DP ? rmdir(path) : unlink(path);
+}
+
+/* A passing seed's run directory goes (its log, blobs and spills are
+   100-300 MB: the long form's 1,000 seeds would fill the disk); a failing
+   one's stays, named, for its log to be read. */
+static void
+s_run_dir_done(const char *run, bool bad)
+{
+    if (!run[0])
+        return;
+    if (bad)
+        diag("  its run directory, kept: %s", run);
+    else if (nftw(run, s_rm_one, 16, FTW_DEPTH | FTW_PHYS) != 0)
+        diag("  could not remove its run directory %s", run);
+}
+
+static int
 s_seed(uint64_t seed, int ntasks, bool chaos, char *why, size_t wn)
 {
     lux_config_t cfg = {.module = graph_module(), .dir = tap_tmpdir(), .store_bytes = 64 * MB,
@@ -390,6 +415,9 @@ s_seed(uint64_t seed, int ntasks, bool chaos, char *why, size_t wn)
         snprintf(why, wn, "lux_init: %s", lux_errmsg());
         return 1;
     }
+    char run[PATH_MAX] = "";
+    if (!s_address)
+        snprintf(run, sizeof run, "%s", lux_dir(lx));
     lux_actor_opts_t ao0 = {.max_restarts = 65535, .checkpoint_every = 5};
     lux_actor_opts_t ao1 = {.max_restarts = 65535};
     if ((rc = lux_actor_create(lx, "HAcc", 1, (lux_arg_t[]) {LUX_VAL(&acc_h[0], 8)}, &ao0,
@@ -437,6 +465,7 @@ s_seed(uint64_t seed, int ntasks, bool chaos, char *why, size_t wn)
          g.counts[K_NEST], g.counts[K_CALL], g.ckpts,
          g.ckpt_dead ? " (some cut by a kill)" : "", chaos ? "chaos, " : "no chaos, ",
          atomic_load(&s_kills) - kills0, bad ? "FAILED: " : "ok", why);
+    s_run_dir_done(run, bad);
     free(g.nodes);
     return bad;
 }
