@@ -294,7 +294,8 @@ s_decide(nm_t *nm, const char *text, char *answer, size_t n)
                  "%s\n", lux_errmsg());
         return;
     }
-    /* deaths known here or to the requester count whatever the table's age */
+    /* deaths known here, in the log or to the requester count whatever the table's age */
+    nm_rplace_from_log(nm);
     util_id_t gone;
     for (const char *p = strstr(text, "\ndead "); p; p = strstr(p + 1, "\ndead "))
         if (sscanf(p + 6, "%32s", v) == 1 && !util_id_parse(&gone, v))

@@ -21,6 +21,8 @@
 #include "exec_node_far.h"
 #include "exec_node_graph.h"
 #include "exec_node_obj.h"
+#include "../db/db_event.h"
+#include "../db/db_query.h"
 #include "../util/util_err.h"
 #include "../util/util_hash.h"
 #include "../util/util_log.h"
@@ -35,6 +37,7 @@
 #define S_ANSWERS 128    /* the head: answers to NODE_PLACE kept, to answer a resend alike */
 #define S_ANSWER_KEEP_MS 300000 /* ... for this long */
 #define S_DEAD_MAX 64    /* nodes known dead, the latest (an older death is in the monitor's table) */
+#define S_LOG_EVERY_MS 100 /* the head reads the log's node events at most this often */
 
 struct nm_rplace {
     /* the submitting node: tasks and actor creations asking the global
@@ -49,9 +52,15 @@ struct nm_rplace {
         char answer[700];
     } answers[S_ANSWERS];
     int answer_next;
-    /* nodes this node knows are dead (nm_rplace_dead): a ring */
+    /* nodes this node knows are dead (nm_rplace_dead), oldest first */
     util_id_t dead[S_DEAD_MAX];
-    int ndead, dead_next;
+    int ndead;
+    /* the head: the log read for node events (nm_rplace_from_log), the
+       newest seq read of each shard, when last read */
+    db_query_t *q;
+    int64_t *log_seq;
+    uint32_t nshards;
+    int64_t log_ms, complained_ms;
     /* LUX_TEST_PLACE_DROP */
     struct {
         int n[8], count, next, left;
@@ -144,10 +153,9 @@ nm_rplace_dead(nm_t *nm, const util_id_t *node)
         return;
     char hex[UTIL_ID_HEX];
     log_debug("node %s is dead: never a place for a task from now on", util_id_hex(node, hex));
-    r->dead[r->dead_next] = *node;
-    r->dead_next = (r->dead_next + 1) % S_DEAD_MAX;
-    if (r->ndead < S_DEAD_MAX)
-        r->ndead++;
+    if (r->ndead == S_DEAD_MAX) /* the oldest goes */
+        memmove(&r->dead[0], &r->dead[1], --r->ndead * sizeof r->dead[0]);
+    r->dead[r->ndead++] = *node;
 }
 
 bool
@@ -158,6 +166,101 @@ nm_rplace_is_dead(nm_t *nm, const util_id_t *node)
         if (util_id_eq(&r->dead[i], node))
             return true;
     return false;
+}
+
+void
+nm_rplace_alive(nm_t *nm, const util_id_t *node)
+{
+    struct nm_rplace *r = nm->rplace;
+    for (int i = 0; r && i < r->ndead; i++)
+        if (util_id_eq(&r->dead[i], node)) {
+            char hex[UTIL_ID_HEX];
+            log_info("node %s joined again: a place for tasks again", util_id_hex(node, hex));
+            memmove(&r->dead[i], &r->dead[i + 1], (size_t) (r->ndead - i - 1) * sizeof r->dead[0]);
+            r->ndead--;
+            return;
+        }
+}
+
+/* The node events (joined, died, left) of the log not read yet, each
+   node's in order (they are all on one shard): node_died and node_left
+   make their node dead here, and a node_joined after one of them alive
+   again (not a node_joined alone: a death the monitor's table told before
+   its event reached the log stays). */
+static int
+s_from_log(nm_t *nm)
+{
+    struct nm_rplace *r = nm->rplace;
+    if (!r->q && !(r->q = db_query_open(&nm->cluster)))
+        return util_err_ctx(LUX_EIO, "reading the log for deaths of nodes");
+    uint32_t ns = db_query_shards(r->q);
+    if (ns != r->nshards) {
+        int64_t *v = calloc(2 * (size_t) (ns ? ns : 1), sizeof *v);
+        if (!v)
+            return util_err(LUX_ENOMEM, "out of memory");
+        free(r->log_seq);
+        r->log_seq = v; /* [0, ns): read before this read; [ns, 2 ns): read by it */
+        r->nshards = ns;
+    }
+    sqlite3_stmt *st;
+    int rc = db_query_prepare(r->q,
+                              "SELECT shard, seq, node, kind FROM event "
+                              "WHERE (kind < 4 OR kind > 13) AND kind IN (16, 17, 24) "
+                              "ORDER BY shard, node, seq", &st, NULL);
+    if (rc) {
+        db_query_close(&r->q); /* the tails may have changed: open again next time */
+        return rc;
+    }
+    int64_t *before = r->log_seq, *now = r->log_seq + ns;
+    memcpy(now, before, ns * sizeof *now);
+    util_id_t prev = {0};
+    bool died = false; /* prev has a death in the log before this row */
+    int step;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t shard = sqlite3_column_int64(st, 0), seq = sqlite3_column_int64(st, 1);
+        const void *node = sqlite3_column_blob(st, 2);
+        int kind = sqlite3_column_int(st, 3);
+        if (shard < 0 || shard >= (int64_t) ns || !node || sqlite3_column_bytes(st, 2) != 16)
+            continue;
+        util_id_t id;
+        memcpy(id.b, node, 16);
+        if (!util_id_eq(&id, &prev))
+            died = false;
+        prev = id;
+        if (seq > now[shard])
+            now[shard] = seq;
+        if (seq > before[shard]) {
+            if (kind != DB_K_node_joined)
+                nm_rplace_dead(nm, &id);
+            else if (died)
+                nm_rplace_alive(nm, &id);
+        }
+        died = kind != DB_K_node_joined;
+    }
+    if (step != SQLITE_DONE)
+        rc = util_err(LUX_ESQL, "reading the log for deaths of nodes: %s",
+                      sqlite3_errmsg(db_query_db(r->q)));
+    sqlite3_finalize(st);
+    if (rc)
+        db_query_close(&r->q);
+    else
+        memcpy(before, now, ns * sizeof *now);
+    return rc;
+}
+
+void
+nm_rplace_from_log(nm_t *nm)
+{
+    struct nm_rplace *r = nm->rplace;
+    int64_t now = util_mono_ms();
+    if (!r || now - r->log_ms < S_LOG_EVERY_MS)
+        return;
+    r->log_ms = now;
+    if (s_from_log(nm) && now - r->complained_ms >= 10000) {
+        r->complained_ms = now;
+        log_warn("the global scheduler cannot read the log's node events (deaths are known "
+                 "from the monitor's table and the asking nodes only): %s", lux_errmsg());
+    }
 }
 
 /* Send t's NODE_PLACE to the head at head_ep (again: the same ask sent again, the
@@ -318,6 +421,8 @@ nm_rplace_destroy(nm_rplace_t **self_p)
     if (!r)
         return;
     util_idmap_destroy(&r->asking);
+    db_query_close(&r->q);
+    free(r->log_seq);
     free(r);
     *self_p = NULL;
 }

@@ -29,11 +29,18 @@ void nm_rplace_answered(nm_t *nm, const util_id_t *id);
    s_headless ends instead). */
 void nm_rplace_tick(nm_t *nm, const char *head_ep, bool silent);
 
-/* Node node is dead (the monitor said so, or a node asking where a task
-   goes says it knows): remembered (the latest S_DEAD_MAX), never placed
+/* Node node is dead (the monitor said so, in its table or its node_died
+   event, or a node asking where a task goes says it knows): remembered (the latest S_DEAD_MAX), never placed
    on, and told to the head with every NODE_PLACE ("dead HEX" lines). */
 void nm_rplace_dead(nm_t *nm, const util_id_t *node);
 bool nm_rplace_is_dead(nm_t *nm, const util_id_t *node);
+/* Node node joined again (node_joined after its node_died): not dead. */
+void nm_rplace_alive(nm_t *nm, const util_id_t *node);
+/* The head, before a decision: the log's node events not read yet
+   (node_died, node_left: the monitor's verdict, whatever the age of the
+   scheduler's table; node_joined after them), read at most every
+   S_LOG_EVERY_MS. A log it cannot read is complained of, not fatal. */
+void nm_rplace_from_log(nm_t *nm);
 
 /* The head: the scheduler's decision for a request text into answer[n]. */
 typedef void nm_rplace_decide_fn(nm_t *nm, const char *text, char *answer, size_t n);
