@@ -595,6 +595,12 @@ db_client_shard(const db_client_t *self, const db_event_t *e)
 int
 db_client_append(db_client_t *self, db_event_t *e)
 {
+    return db_client_append_copy(self, e, NULL, NULL);
+}
+
+int
+db_client_append_copy(db_client_t *self, db_event_t *e, uint8_t **rec, size_t *len)
+{
     uint32_t s = db_client_shard(self, e);
     s_shard_t *sh = &self->shards[s];
     int64_t deadline = 0;
@@ -623,6 +629,11 @@ db_client_append(db_client_t *self, db_event_t *e)
     if (sh->out.oom)
         return util_err(LUX_ENOMEM, "out of memory");
     util_le32(sh->out.data + at, (uint32_t) (sh->out.len - at - 4));
+    if (rec) { /* before a flush below empties the batch */
+        *len = sh->out.len - at - 4;
+        if ((*rec = malloc(*len)))
+            memcpy(*rec, sh->out.data + at + 4, *len);
+    }
     sh->out_count++;
     sh->out_last = e->cseq;
     self->unacked++;

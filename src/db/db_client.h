@@ -40,6 +40,11 @@ void db_client_destroy(db_client_t **self_p);
    was not queued). */
 int db_client_append(db_client_t *self, db_event_t *e);
 
+/* db_client_append, and *rec (malloc'd, *len bytes) a copy of the record
+   as queued, so that a caller keeping it does not encode e again. *rec is
+   NULL when there was no memory for the copy (e is queued all the same). */
+int db_client_append_copy(db_client_t *self, db_event_t *e, uint8_t **rec, size_t *len);
+
 /* Send every partly filled batch now. */
 int db_client_flush(db_client_t *self);
 

@@ -94,17 +94,16 @@ struct nm_log {
     util_buf_t deps;       /* scratch: its deps (not rec: a held event is encoded there) */
 };
 
-/* p's task_submitted record, kept while unacknowledged: a copy of e. */
+/* p's task_submitted record, kept while unacknowledged: a copy of the
+   len bytes at rec (e's encoding). */
 static void
-s_pos_keep(struct nm_log *L, s_pos_t *p, const db_event_t *e)
+s_pos_keep(s_pos_t *p, const db_event_t *e, const uint8_t *rec, size_t len)
 {
     if (p->rec || e->kind != DB_K_task_submitted)
         return;
-    L->rec.len = 0;
-    db_event_encode(e, &L->rec);
-    if (!L->rec.oom && (p->rec = malloc(L->rec.len))) {
-        memcpy(p->rec, L->rec.data, L->rec.len);
-        p->len = L->rec.len;
+    if ((p->rec = malloc(len))) {
+        memcpy(p->rec, rec, len);
+        p->len = len;
     }
 }
 
@@ -250,7 +249,12 @@ static void
 s_append(nm_t *nm, db_event_t *e, const util_id_t *task)
 {
     struct nm_log *L = nm->lg;
-    if (db_client_append(nm->log, e)) {
+    uint8_t *rec = NULL; /* a task_submitted record as queued, for s_pos_t */
+    size_t len = 0;
+    int rc = task && e->kind == DB_K_task_submitted
+                 ? db_client_append_copy(nm->log, e, &rec, &len)
+                 : db_client_append(nm->log, e);
+    if (rc) {
         log_error("log: %s", lux_errmsg());
         /* held, its lineage will not come: what waits for it goes on */
         s_pos_t *p = task ? util_idmap_get(L->unacked, task->b) : NULL;
@@ -268,9 +272,14 @@ s_append(nm_t *nm, db_event_t *e, const util_id_t *task)
             p->rec = NULL;
         p->shard = shard;
         p->cseq = e->cseq;
-        s_pos_keep(L, p, e);
+        if (!p->rec && rec) { /* else the held copy stays */
+            p->rec = rec;
+            p->len = len;
+            rec = NULL;
+        }
         s_fifo_push(&L->fifos[shard], e->cseq, task);
     }
+    free(rec);
 }
 
 /* Whether an event for shard must wait for any of its n dependencies:
@@ -346,7 +355,7 @@ s_hold(nm_t *nm, db_event_t *e, const util_id_t *task, const util_id_t *deps, ui
         if (p && fresh) {
             p->cseq = S_HELD; /* else an older record is on its way: it will do */
             p->rec = NULL;
-            s_pos_keep(L, p, e);
+            s_pos_keep(p, e, h->rec, h->len);
         }
     }
     if (L->held_last)
