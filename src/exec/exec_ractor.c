@@ -113,6 +113,11 @@ s_find(nm_t *nm, const util_id_t *id)
 
 /* --- the head: where actors live ---------------------------------------------------------- */
 
+/* the kinds by their codes in the log's format (db_event.h) */
+_Static_assert(DB_K_actor_created == 11 && DB_K_actor_died == 15, "actor events");
+_Static_assert(DB_K_node_joined == 16 && DB_K_node_died == 17 && DB_K_node_left == 24,
+               "node events");
+
 /* The newest creation of the actor (by ID, or by name when ?1 is NULL)
    on a node alive, of an actor not dead since. */
 static const char s_where_sql[] =

@@ -203,6 +203,10 @@ s_from_log(nm_t *nm)
         r->nshards = ns;
     }
     sqlite3_stmt *st;
+    /* the kinds by their codes in the log's format (db_event.h) */
+    _Static_assert(DB_K_task_submitted == 4 && DB_K_actor_checkpoint == 13, "the rare range");
+    _Static_assert(DB_K_node_joined == 16 && DB_K_node_died == 17 && DB_K_node_left == 24,
+                   "node events");
     int rc = db_query_prepare(r->q,
                               "SELECT shard, seq, node, kind FROM event "
                               "WHERE (kind < 4 OR kind > 13) AND kind IN (16, 17, 24) "

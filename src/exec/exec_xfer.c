@@ -117,6 +117,12 @@ s_env(const char *name, int64_t dflt, int64_t lo, int64_t hi)
 
 /* --- the head: where objects live ------------------------------------------------------- */
 
+/* the kinds by their codes in the log's format (db_event.h) */
+_Static_assert(DB_K_task_submitted == 4 && DB_K_task_finished == 5 && DB_K_object_put == 8 &&
+                   DB_K_object_lost == 9 && DB_K_object_copied == 25,
+               "object events");
+_Static_assert(DB_K_node_joined == 16 && DB_K_node_died == 17 && DB_K_node_left == 24,
+               "node events");
 static const char s_locate_sql[] =
     "SELECT e.kind, e.node, e.fp, n.name, n.idx, "
     "       (SELECT s.idx FROM event s WHERE s.shard = e.shard AND s.task = e.task AND s.kind = 4), "
