@@ -48,22 +48,13 @@ main(void)
             bail("out of memory");
         hx_fill(p[i], 3 * MB, 1 + (uint64_t) i);
     }
-    char gate[PATH_MAX], waiting[PATH_MAX + 16], p3file[PATH_MAX + 64], hex[LUX_REF_LEN * 2 + 1];
-    snprintf(gate, sizeof gate, "%s/gate", tap_tmpdir());
-    snprintf(waiting, sizeof waiting, "%s.waiting", gate);
-
+    char gate[PATH_MAX], p3file[PATH_MAX + 64], hex[LUX_REF_LEN * 2 + 1];
     lux_actor_t a;
     lux_ref_t w, sp[3], r[4], hold, q;
     pid_t held;
     int64_t h0 = 5, got = 0;
-    int rc = lux_actor_create(lx, "HAcc", 1, (lux_arg_t[]) {LUX_VAL(&h0, 8)}, NULL, &a);
-    rc = rc ? rc : lux_actor_call(lx, &a, "wait", 1, (lux_arg_t[]) {LUX_VAL(gate, strlen(gate))},
-                                  1, &w);
-    int ready = 0;
-    if (!rc)
-        lux_wait(lx, 1, &w, 1, 0, &ready); /* the call goes to the node now */
-    ok(rc == 0 && fx_wait_file(waiting, 120000), "actor HAcc is busy in a call wait(GATE) (%s)",
-       rc ? lux_errmsg() : "ok");
+    int rc = graph_hacc_busy(lx, h0, NULL, gate, sizeof gate, &a, &w);
+    ok(rc == 0, "actor HAcc is busy in a call wait(GATE) (%s)", rc ? lux_errmsg() : "ok");
 
     for (int i = 0; i < 2 && !rc; i++) {
         rc = lux_put(lx, p[i], 3 * MB, &sp[i]);

@@ -24,14 +24,8 @@ ok $? "kill -9 node 1"
 cluster_wait_value "SELECT state FROM nodes WHERE node_id = '$nid'" "dead" 60
 ok $? "the log says node 1 died" || diag "$CL_SQL"
 
-start=$(date +%s)
-out=$("$LUX" run --address "$CL_DIR/head" "$SMOD" where 1 disk=1 2>&1)
-rc=$?
-took=$(($(date +%s) - start))
-ok $([ $rc -ne 0 ]; echo $?) "the next task needing disk fails" || diag "$out"
-like "$out" "no node of the cluster has disk=1" "... because no alive node has disk" ||
-    diag "$out"
-ok $([ "$took" -lt 60 ]; echo $?) "... within 60 s (${took} s)"
+cluster_run_fails "the next task needing disk fails" "no node of the cluster has disk=1" \
+    "$SMOD" where 1 disk=1
 sent=$(grep "where it ran, is dead" "$CL_DIR/head/log/supervisor.log")
 is "$sent" "" "... never sent to the dead node (the head's watch saw no task there)"
 

@@ -27,33 +27,10 @@
 #include <string.h>
 #include <unistd.h>
 
-static util_id_t s_cluster, s_client;
-static uint64_t s_cseq;
-
-static void
-s_make(void *arg, int i, uint64_t seq, db_event_t *e)
-{
-    (void) arg;
-    (void) i;
-    e->ts = (int64_t) seq;
-    e->kind = DB_K_note;
-    e->client = s_client;
-    e->cseq = ++s_cseq;
-    e->mask |= DB_F_CLIENT;
-}
+static util_id_t s_cluster;
+static tamper_client_t s_cl; /* the log client writing the events */
 
 static uint64_t s_got_cseq, s_got_seq;
-
-static int
-s_seen(void *arg, const util_id_t *c, uint64_t cseq, uint64_t seq)
-{
-    (void) arg;
-    if (util_id_eq(c, &s_client)) {
-        s_got_cseq = cseq;
-        s_got_seq = seq;
-    }
-    return 0;
-}
 
 static void
 s_round(int round, bool due)
@@ -64,16 +41,18 @@ s_round(int round, bool due)
     db_store_t *st = db_store_open(&o);
     if (!st)
         bail("%s", lux_errmsg());
-    s_cseq = 0;
+    s_cl.cseq = 0;
     /* the first commit writes client_seen (none written yet) ... */
-    is_int(tamper_store_append(st, 10, s_make, NULL), 0, "round %d: 10 events committed", round);
+    is_int(tamper_store_append(st, 10, tamper_client_make, &s_cl), 0,
+           "round %d: 10 events committed", round);
     /* ... the next within 200 ms does not, unless it is due */
-    is_int(tamper_store_append(st, 5, s_make, NULL), 0, "round %d: 5 more committed", round);
-    uint64_t last_cseq = s_cseq, last_seq = db_store_last_seq(st);
+    is_int(tamper_store_append(st, 5, tamper_client_make, &s_cl), 0, "round %d: 5 more committed",
+           round);
+    uint64_t last_cseq = s_cl.cseq, last_seq = db_store_last_seq(st);
     if (due)
         usleep(300 * 1000); /* past S_SEEN_MS: the failing commit writes client_seen */
     faultvfs_arm(1);
-    int rc = tamper_store_append(st, 5, s_make, NULL);
+    int rc = tamper_store_append(st, 5, tamper_client_make, &s_cl);
     bool fired = faultvfs_disarm();
     ok(rc != 0 && fired, "round %d: a commit whose writes fail fails (%s)", round,
        rc ? lux_errmsg() : "it did not");
@@ -85,8 +64,7 @@ s_round(int round, bool due)
     st = db_store_open(&o);
     if (!st)
         bail("reopen: %s", lux_errmsg());
-    s_got_cseq = s_got_seq = 0;
-    db_store_clients(st, s_seen, NULL);
+    tamper_client_seen(st, &s_cl.id, &s_got_cseq, &s_got_seq);
     ok(s_got_cseq == last_cseq && s_got_seq == last_seq,
        "round %d (client_seen %s): after the failed commit and a reopen, the client's newest "
        "event is the last committed one: (cseq %llu, seq %llu), want (%llu, %llu)",
@@ -102,7 +80,7 @@ main(void)
     if (faultvfs_install() != 0)
         bail("faultvfs_install failed");
     util_id_random(&s_cluster);
-    util_id_random(&s_client);
+    util_id_random(&s_cl.id);
     s_round(1, false);
     s_round(2, true);
     return done_testing();

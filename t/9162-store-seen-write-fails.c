@@ -35,41 +35,10 @@
 
 #define S_ROUNDS 24 /* per kind of fault: more than a commit makes calls */
 
-static util_id_t s_cluster, s_client;
-static uint64_t s_cseq;
-
-static void
-s_make(void *arg, int i, uint64_t seq, db_event_t *e)
-{
-    (void) arg;
-    (void) i;
-    e->ts = (int64_t) seq;
-    e->kind = DB_K_note;
-    e->client = s_client;
-    e->cseq = ++s_cseq;
-    e->mask |= DB_F_CLIENT;
-}
+static util_id_t s_cluster;
+static tamper_client_t s_cl; /* the log client writing the events */
 
 static uint64_t s_got_cseq, s_got_seq;
-
-static int
-s_seen(void *arg, const util_id_t *c, uint64_t cseq, uint64_t seq)
-{
-    (void) arg;
-    if (util_id_eq(c, &s_client)) {
-        s_got_cseq = cseq;
-        s_got_seq = seq;
-    }
-    return 0;
-}
-
-/* The client's newest (cseq, seq) in the store's table. */
-static void
-s_newest(db_store_t *st)
-{
-    s_got_cseq = s_got_seq = 0;
-    db_store_clients(st, s_seen, NULL);
-}
 
 /* Run sql on the file through a connection of its own; meta seen_seq
    when asked (-1: none). */
@@ -114,19 +83,19 @@ s_setup(const char *kind)
         db_store_opts_t o = {.path = r->path, .cluster = s_cluster, .shard = 0};
         if (!(r->st = db_store_open(&o)))
             bail("%s", lux_errmsg());
-        s_cseq = 0;
-        if (tamper_store_append(r->st, 10, s_make, NULL))
+        s_cl.cseq = 0;
+        if (tamper_store_append(r->st, 10, tamper_client_make, &s_cl))
             bail("append: %s", lux_errmsg());
-        r->cseq = s_cseq;
+        r->cseq = s_cl.cseq;
     }
     usleep(250 * 1000); /* the next commits write client_seen */
     for (int i = 0; i < S_ROUNDS; i++) {
         s_store_t *r = &s_st[i];
-        s_cseq = r->cseq;
-        if (tamper_store_append(r->st, 3, s_make, NULL) || /* writes client_seen */
-            tamper_store_append(r->st, 2, s_make, NULL))   /* does not: not due */
+        s_cl.cseq = r->cseq;
+        if (tamper_store_append(r->st, 3, tamper_client_make, &s_cl) || /* writes client_seen */
+            tamper_store_append(r->st, 2, tamper_client_make, &s_cl))   /* does not: not due */
             bail("append: %s", lux_errmsg());
-        r->cseq = s_cseq;
+        r->cseq = s_cl.cseq;
         /* another connection's commit: the store's next transaction reads
            its pages (client_seen's and meta's) from the file */
         s_other(r->path, "INSERT OR REPLACE INTO meta VALUES ('t9162', 'x')");
@@ -144,7 +113,7 @@ s_round(const char *kind, bool reads, long k)
     uint64_t last_seq = db_store_last_seq(st), last_cseq = r->cseq;
 
     /* as db_replica_pipe.c: begin, puts, commit; rollback on an error */
-    s_cseq = r->cseq;
+    s_cl.cseq = r->cseq;
     int rc = db_store_begin(st);
     util_buf_t b;
     util_buf_init(&b);
@@ -152,7 +121,7 @@ s_round(const char *kind, bool reads, long k)
         uint64_t seq = db_store_last_seq(st) + 1;
         db_event_t e;
         memset(&e, 0, sizeof e);
-        s_make(NULL, i, seq, &e);
+        tamper_client_make(&s_cl, i, seq, &e);
         b.len = 0;
         db_event_encode(&e, &b);
         db_event_chain(b.data + b.len - DB_HASH_LEN, db_store_last_hash(st), seq, b.data, b.len);
@@ -175,13 +144,13 @@ s_round(const char *kind, bool reads, long k)
     if (rc)
         db_store_rollback(st);
     else
-        last_seq = db_store_last_seq(st), last_cseq = s_cseq; /* a fault SQLite got over */
+        last_seq = db_store_last_seq(st), last_cseq = s_cl.cseq; /* a fault SQLite got over */
     diag("%s %ld: commit %s", kind, k, rc ? msg : "went through");
     if (reads && k == 1)
         ok(rc != 0 && strstr(msg, "client_seen"),
            "%s %ld: the failed client_seen write fails the commit, saying so: %s", kind, k,
            rc ? msg : "it did not fail");
-    s_newest(st);
+    tamper_client_seen(st, &s_cl.id, &s_got_cseq, &s_got_seq);
     ok(s_got_cseq == last_cseq && s_got_seq == last_seq,
        "%s %ld: after the commit, the store's newest event of the client is the last committed "
        "one: (cseq %llu, seq %llu), want (%llu, %llu)",
@@ -196,7 +165,7 @@ s_round(const char *kind, bool reads, long k)
     db_store_opts_t o = {.path = r->path, .cluster = s_cluster, .shard = 0};
     if (!(st = db_store_open(&o)))
         bail("reopen: %s", lux_errmsg());
-    s_newest(st);
+    tamper_client_seen(st, &s_cl.id, &s_got_cseq, &s_got_seq);
     ok(s_got_cseq == last_cseq && s_got_seq == last_seq,
        "%s %ld: reopened, the file's newest event of the client is the last committed one: "
        "(cseq %llu, seq %llu), want (%llu, %llu)",
@@ -224,7 +193,7 @@ main(void)
     if (faultvfs_install() != 0)
         bail("faultvfs_install failed");
     util_id_random(&s_cluster);
-    util_id_random(&s_client);
+    util_id_random(&s_cl.id);
     s_kind("read", true);
     s_kind("write", false);
     return done_testing();

@@ -157,6 +157,19 @@ cluster_wait_file() { # cluster_wait_file FILE [SECS]
     [ -e "$1" ]
 }
 
+cluster_run_fails() { # cluster_run_fails WHAT PATTERN ARGS...: `lux run --address HEAD ARGS`
+    # fails (check WHAT), says PATTERN, and within 60 s: three checks; its output in CL_OUT
+    _what=$1 _pat=$2
+    shift 2
+    _start=$(date +%s)
+    CL_OUT=$("$LUX" run --address "$CL_DIR/head" "$@" 2>&1)
+    _rc=$?
+    _took=$(($(date +%s) - _start))
+    ok $([ $_rc -ne 0 ]; echo $?) "$_what" || diag "$CL_OUT"
+    like "$CL_OUT" "$_pat" "... because: $_pat" || diag "$CL_OUT"
+    ok $([ "$_took" -lt 60 ]; echo $?) "... within 60 s (${_took} s)"
+}
+
 cluster_kill_node() { # cluster_kill_node I
     _pid=$(cluster_node_pid "$1")
     [ -n "$_pid" ] || return 1

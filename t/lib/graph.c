@@ -1,8 +1,10 @@
 /*  graph - random task graphs (see graph.h). */
 #include "graph.h"
+#include "fx.h"
 #include "../tap.h"
 #include "util/util_err.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -367,5 +369,23 @@ graph_get8(lux_t *lx, const lux_ref_t *ref, int64_t *out)
         rc = util_err(LUX_EPROTO, "%zu bytes, not 8", v.size);
     if (!rc)
         memcpy(out, v.data, 8);
+    return rc;
+}
+
+int
+graph_hacc_busy(lux_t *lx, int64_t h0, const lux_actor_opts_t *ao, char *gate, size_t n,
+                lux_actor_t *a, lux_ref_t *w)
+{
+    char waiting[PATH_MAX + 16];
+    snprintf(gate, n, "%s/gate", tap_tmpdir());
+    snprintf(waiting, sizeof waiting, "%s.waiting", gate);
+    int rc = lux_actor_create(lx, "HAcc", 1, (lux_arg_t[]) {LUX_VAL(&h0, 8)}, ao, a);
+    rc = rc ? rc : lux_actor_call(lx, a, "wait", 1, (lux_arg_t[]) {LUX_VAL(gate, strlen(gate))},
+                                  1, w);
+    int ready = 0;
+    if (!rc)
+        lux_wait(lx, 1, w, 1, 0, &ready); /* the call goes to the node now */
+    if (!rc && !fx_wait_file(waiting, 120000))
+        rc = util_err(LUX_ETIMEDOUT, "%s did not appear in 120 s", waiting);
     return rc;
 }

@@ -87,6 +87,15 @@ lux_t *graph_embedded(int workers, uint64_t store_bytes, const char *what);
    lux_get's code, or LUX_EPROTO for another size. */
 int graph_get8(lux_t *lx, const lux_ref_t *ref, int64_t *out);
 
+/* Actor HAcc (testmod.c, the running hash from h0, opts ao or NULL) in *a,
+   made busy in a call wait(GATE) whose result is *w: GATE is "gate" in
+   the test's scratch directory, its path into gate (n bytes); the call
+   returns once that file exists. Returns when the call has told it waits
+   (GATE.waiting, up to 120 s): 0, or the failing call's code, or
+   LUX_ETIMEDOUT. */
+int graph_hacc_busy(lux_t *lx, int64_t h0, const lux_actor_opts_t *ao, char *gate, size_t n,
+                    lux_actor_t *a, lux_ref_t *w);
+
 /* The tests' random numbers: the next of a 64-bit LCG (31 bits). */
 uint64_t graph_rand(uint64_t *rng);
 /* testmod.c's t_mix over n values: their sum, times 3 plus 1, mod GRAPH_M. */

@@ -176,3 +176,40 @@ tamper_store_append(db_store_t *st, int n, tamper_make_fn *make, void *arg)
     util_buf_free(&b);
     return rc;
 }
+
+void
+tamper_client_make(void *arg, int i, uint64_t seq, db_event_t *e)
+{
+    tamper_client_t *c = arg;
+    (void) i;
+    e->ts = (int64_t) seq;
+    e->kind = DB_K_note;
+    e->client = c->id;
+    e->cseq = ++c->cseq;
+    e->mask |= DB_F_CLIENT;
+}
+
+typedef struct {
+    const util_id_t *client;
+    uint64_t cseq, seq;
+} s_seen_t;
+
+static int
+s_seen_one(void *arg, const util_id_t *c, uint64_t cseq, uint64_t seq)
+{
+    s_seen_t *s = arg;
+    if (util_id_eq(c, s->client)) {
+        s->cseq = cseq;
+        s->seq = seq;
+    }
+    return 0;
+}
+
+void
+tamper_client_seen(db_store_t *st, const util_id_t *client, uint64_t *cseq, uint64_t *seq)
+{
+    s_seen_t s = {.client = client};
+    db_store_clients(st, s_seen_one, &s);
+    *cseq = s.cseq;
+    *seq = s.seq;
+}

@@ -61,6 +61,18 @@ typedef void(tamper_make_fn)(void *arg, int i, uint64_t seq, db_event_t *e);
    the code. */
 int tamper_store_append(db_store_t *st, int n, tamper_make_fn *make, void *arg);
 
+/* One client of the log, writing notes: a tamper_make_fn whose arg is a
+   tamper_client_t makes the client's next event (cseq counts up). */
+typedef struct {
+    util_id_t id;
+    uint64_t cseq; /* the last cseq made */
+} tamper_client_t;
+tamper_make_fn tamper_client_make;
+
+/* The client's row of st's client table: its newest (cseq, seq) in *cseq
+   and *seq, both 0 when it has none. */
+void tamper_client_seen(db_store_t *st, const util_id_t *client, uint64_t *cseq, uint64_t *seq);
+
 /* An edit: the event at seq *(uint64_t *) arg one nanosecond later. */
 tamper_edit_fn tamper_edit_ts;
 
