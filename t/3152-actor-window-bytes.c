@@ -65,7 +65,13 @@ main(void)
         lux_wait(lx, 1, &r[N - 1], 1, 0, &ready); /* sent to the node */
     ok(rc == 0, "%d puts of 3 MiB (36 MiB in a 16 MiB store) and step(P_i) on each, queued "
        "behind it (%s)", N, rc ? lux_errmsg() : "ok");
-    sleep(1); /* the node sends what it will send ahead */
+    /* A window for what must not happen: a node without the bound sends the
+       calls ahead as their puts come back from spill, within milliseconds.
+       Nothing marks that it is done, and nothing happens when it is right;
+       without this wait the task below got its room first in 2 runs of 3
+       with the bound taken out (checked 2026-11-29), and the test missed
+       the defect. */
+    sleep(1);
 
     /* a task whose output needs 4 MiB while the actor is still busy */
     int64_t seed = 5, size = 4 * MB;
