@@ -42,6 +42,7 @@
 #include "lib/hx.h"
 #include "util/util_proc.h"
 
+#include <dirent.h>
 #include <ftw.h>
 #include <limits.h>
 #include <pthread.h>
@@ -398,6 +399,25 @@ s_run_dir_done(const char *run, bool bad)
         diag("  could not remove its run directory %s", run);
 }
 
+/* The store files of this process's node managers (embedded: their
+   names carry our pid, exec_node.c) left in /dev/shm: their count, the
+   first's name in name. */
+static int
+s_shm_left(char *name, size_t n)
+{
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "lux-%d-%d-", (int) getuid(), (int) getpid());
+    DIR *d = opendir("/dev/shm");
+    int left = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d)))
+        if (strncmp(e->d_name, prefix, strlen(prefix)) == 0 && left++ == 0)
+            snprintf(name, n, "/dev/shm/%s", e->d_name);
+    if (d)
+        closedir(d);
+    return left;
+}
+
 static int
 s_seed(uint64_t seed, int ntasks, bool chaos, char *why, size_t wn)
 {
@@ -460,6 +480,11 @@ s_seed(uint64_t seed, int ntasks, bool chaos, char *why, size_t wn)
     if (left > 0 && !bad++)
         snprintf(why, wn, "%d processes of the cluster left after lux_shutdown (pid %d)", left,
                  (int) kids[0]);
+    char shm[300];
+    int shm_left = s_address ? 0 : s_shm_left(shm, sizeof shm);
+    if (shm_left > 0 && !bad++)
+        snprintf(why, wn, "%d store files left in /dev/shm after lux_shutdown (%s)", shm_left,
+                 shm);
     diag("seed %llu: %d nodes (puts %d, tasks %d, nested %d, actor calls %d, checkpoints %d%s), "
          "%s%d kills: %s%s", (unsigned long long) seed, g.n, g.counts[K_PUT], g.counts[K_TASK],
          g.counts[K_NEST], g.counts[K_CALL], g.ckpts,
@@ -527,7 +552,7 @@ main(int argc, char **argv)
         char why[1200];
         int bad = s_seed(seed, n, c, why, sizeof why);
         failed += bad != 0;
-        ok(bad == 0, "seed %llu: %d tasks%s: every output right, no process left%s%s",
+        ok(bad == 0, "seed %llu: %d tasks%s: every output right, no process or store file left%s%s",
            (unsigned long long) seed, n, c ? ", workers and actors killed at random" : "",
            bad ? ": " : "", why);
     }
