@@ -424,6 +424,8 @@ typedef struct {
        nm_sched_open), for the store and the worker pool */
     bool (*unreserve_all)(nm_t *nm);
     void (*worker_gone)(nm_t *nm, nm_worker_t *w, const char *why);
+    /* what the workers' tasks hold in the store, for a "no room" error */
+    void (*task_census)(nm_t *nm, char *out, size_t n);
     /* other nodes (exec_remote.c, nm_remote_new; NULL without them):
        for the graph, a task another node sent here ended (status 0: well)
        and its sender is told; for the store's nm_send, what goes to such

@@ -697,13 +697,16 @@ nm_store_alloc(nm_t *nm, uint64_t size, uint64_t *off)
     util_idmap_each(nm->objects, s_census, &c);
     util_idmap_each(nm->clients, s_census_grants, &c);
     nm_blob_census(nm, &blobs, &blob_bytes);
+    char tasks[256] = "";
+    if (nm->ops.task_census)
+        nm->ops.task_census(nm, tasks, sizeof tasks);
     return util_err(LUX_EFULL, "the object store (%llu bytes) has no room for %llu bytes:"
                     " %llu bytes are in use: %llu in %llu objects being read or used by"
                     " tasks (pins of readers: %llu, %llu bytes; puts being recorded for"
                     " replay: %llu, %llu bytes; the rest of tasks),"
                     " %llu granted to tasks and not yet filled, %llu in the spare"
                     " region (whose free bytes are %llu); the largest free block outside it is %llu"
-                    " bytes%s%s",
+                    " bytes%s%s%s",
                     (unsigned long long) nm->store_bytes, (unsigned long long) size,
                     (unsigned long long) exec_arena_used(nm->arena),
                     (unsigned long long) c.pinned_bytes, (unsigned long long) c.pinned,
@@ -713,7 +716,7 @@ nm_store_alloc(nm_t *nm, uint64_t size, uint64_t *off)
                     (unsigned long long) exec_arena_spare_used(nm->arena),
                     (unsigned long long) (exec_arena_size(nm->arena) - nm->store_bytes -
                                           exec_arena_spare_used(nm->arena)),
-                    (unsigned long long) exec_arena_largest_free(nm->arena),
+                    (unsigned long long) exec_arena_largest_free(nm->arena), tasks,
                     nm->spill_why[0] ? "; puts that would make room cannot be spilled: " : "",
                     nm->spill_why);
 }

@@ -573,6 +573,43 @@ nm_blocked(nm_t *nm, nm_client_t *c, const uint8_t *p, size_t n)
     }
 }
 
+/* --- what tasks hold ------------------------------------------------------------------- */
+
+typedef struct {
+    uint32_t n;
+    uint64_t bytes;
+} s_hold_t;
+
+/* The store bytes of the arguments of the workers' tasks, by what the
+   tasks are doing: why a store full of pins is full. An argument two
+   tasks share counts twice. */
+static void
+s_task_census(nm_t *nm, char *out, size_t n)
+{
+    s_hold_t run = {0}, blocked = {0}, sent = {0}, queued = {0};
+    uint32_t workers = 0;
+    for (nm_worker_t *w = nm->workers; w; w = w->next) {
+        if (w->reaped)
+            continue;
+        workers++;
+        if (w->actor) {
+            sent.n += w->actor->nsent;
+            sent.bytes += w->actor->sent_bytes;
+            continue;
+        }
+        for (nm_task_t *t = w->queue; t; t = t->next) {
+            s_hold_t *h = t != w->queue ? &queued : w->state == W_BLOCKED ? &blocked : &run;
+            h->n++;
+            h->bytes += nm_task_arg_bytes(nm, t);
+        }
+    }
+    snprintf(out, n, "; the arguments of the tasks of its %u workers: %u running, %llu bytes; "
+             "%u blocked in a get, %llu bytes; %u actor calls sent, %llu bytes; %u queued, "
+             "%llu bytes", workers, run.n, (unsigned long long) run.bytes, blocked.n,
+             (unsigned long long) blocked.bytes, sent.n, (unsigned long long) sent.bytes,
+             queued.n, (unsigned long long) queued.bytes);
+}
+
 /* --- setup ------------------------------------------------------------------------------ */
 
 void
@@ -580,4 +617,5 @@ nm_sched_open(nm_t *nm)
 {
     nm->ops.unreserve_all = nm_unreserve_all;
     nm->ops.worker_gone = nm_worker_gone;
+    nm->ops.task_census = s_task_census;
 }
