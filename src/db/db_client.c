@@ -18,17 +18,33 @@
     cost each side a ZMQ_EVENTS check of every ZeroMQ socket it polls, two
     system calls each, on every turn of its loop. A link that fails is
     dropped and the next resend connects again.
+
+    GAPS. The usual EGAP follows a batch the head never took (lost with a
+    link, refused during a restart): the batches behind it come back
+    refused, and one resend from the oldest fixes it, so the first resend
+    for a gap goes at once. A head that answers EGAP for good (its table
+    of our events is behind what it acknowledged: t/5304 once) would have
+    us resend everything in flight the moment each refusal came, and log
+    each: 292,000 lines, 31 MB of log in 25 s, a full disk. So resends for
+    gaps back off, 10 ms doubling up to 1 s, until something is
+    acknowledged (then the next gap is resent at once again), and a
+    head's refusals are logged the first, then one line each 10 s with
+    the count of those not logged (util_complain).
 */
 #include "db_client.h"
 #include "db_chain.h"
 #include "../net/net_link.h"
 #include "../net/net_wire.h"
+#include "../util/util_complain.h"
 #include "../util/util_err.h"
 #include "../util/util_log.h"
 #include "../util/util_time.h"
 
 #define S_RESEND_MS 1000
 #define S_SYNC_FULL_MS 20 /* db_client_sync reads every socket at least this often */
+#define S_GAP_FIRST_MS 10  /* the second resend for a gap waits this, doubling... */
+#define S_GAP_MAX_MS 1000  /* ...up to this, until something is acknowledged */
+#define S_REFUSED_LOG_MS 10000 /* a head's refusals: one line per this many ms */
 
 typedef struct s_msg {
     struct s_msg *next;
@@ -53,6 +69,9 @@ typedef struct {
     bool stale;           /* waiting for a new configuration */
     uint32_t failed;      /* batches in flight its head refused as failed (EIO) */
     uint32_t replicas;    /* in its chain, as last configured */
+    uint32_t gaps;        /* resends for a gap (EGAP) since something was acknowledged */
+    bool gap_due;         /* a resend for a gap is due at retry_ms */
+    util_complain_t refusals; /* its head's refusals (ERROR) logged: see GAPS */
     uint64_t cseq;        /* this shard's event IDs are dense: 1, 2, 3... */
     uint64_t acked_seq;
     uint64_t acked_cseq;
@@ -177,6 +196,10 @@ s_resend(db_client_t *self, uint32_t s)
         return;
     sh->progress_ms = util_mono_ms();
     sh->stale = false; /* set again if the link fails on the way */
+    if (sh->gap_due) {
+        sh->gap_due = false;
+        sh->gaps++;
+    }
     for (s_msg_t *m = sh->fly; m && s_up(sh); m = m->next) {
         s_send_bytes(self, s, &m->bytes);
         self->resends++;
@@ -229,8 +252,10 @@ s_apply(db_client_t *self, const db_chain_t *c)
     sh->replicas = c->n;
     const char *ep = c->m[0].ep[DB_EP_APPEND];
     bool moved = strcmp(ep, sh->head_ep) != 0;
-    if (moved || c->epoch > sh->epoch)
+    if (moved || c->epoch > sh->epoch) {
         s_unfail(sh); /* that was the old head, or it restarted: it may take them now */
+        sh->gaps = 0; /* and a gap it reports is resent at once */
+    }
     sh->epoch = c->epoch;
     if (!ep[0])
         return;
@@ -272,6 +297,39 @@ s_on_config(db_client_t *self, zframe_t *body)
     free(chains);
 }
 
+/* Something of shard s was acknowledged: its head takes our events
+   again. A resend for a gap waiting on the back-off goes now (as the
+   first one did), and the next gap is resent at once. */
+static void
+s_gap_over(db_client_t *self, uint32_t s)
+{
+    s_shard_t *sh = &self->shards[s];
+    int64_t now = util_mono_ms();
+    sh->gaps = 0;
+    if (sh->gap_due && sh->retry_ms > now)
+        sh->retry_ms = now;
+    if (sh->refusals.dropped) {
+        log_info("shard %u: acknowledged again; %llu more refusals in the last %.1f s were not "
+                 "logged", s, (unsigned long long) sh->refusals.dropped,
+                 (double) (now - sh->refusals.last_ms) / 1e3);
+        sh->refusals.dropped = 0;
+    }
+}
+
+/* How long to wait before a resend for a gap, after gaps such resends
+   with nothing acknowledged: 0 for the first, then 10, 20, 40 ms... up to
+   S_GAP_MAX_MS. */
+static int64_t
+s_gap_delay(uint32_t gaps)
+{
+    if (gaps == 0)
+        return 0;
+    if (gaps > 10)
+        return S_GAP_MAX_MS;
+    int64_t d = (int64_t) S_GAP_FIRST_MS << (gaps - 1);
+    return d < S_GAP_MAX_MS ? d : S_GAP_MAX_MS;
+}
+
 static int
 s_on_ack(db_client_t *self, uint32_t s, zframe_t *body)
 {
@@ -297,6 +355,8 @@ s_on_ack(db_client_t *self, uint32_t s, zframe_t *body)
     if (cseq > sh->acked_cseq)
         sh->acked_cseq = cseq;
     sh->progress_ms = util_mono_ms();
+    if (n > 0)
+        s_gap_over(self, s);
     return n;
 }
 
@@ -309,6 +369,7 @@ s_handle_msg(db_client_t *self, zmsg_t *msg, int shard)
     zframe_t *req = msg ? zmsg_first(msg) : NULL; /* an ERROR's: what it answers */
     net_hdr_t h;
     int n = 0;
+    int64_t now;
     if (msg && net_hdr_decode(&h, hf) == 0) {
         if (h.type == NET_CONFIG)
             s_on_config(self, body);
@@ -317,8 +378,9 @@ s_handle_msg(db_client_t *self, zmsg_t *msg, int shard)
         else if (h.type == NET_ERROR && shard >= 0) {
             int code;
             char text[UTIL_ERRMSG_MAX];
+            s_shard_t *sh = &self->shards[shard];
             net_error_decode(body, &code, text, sizeof text);
-            log_info("shard %d: %s", shard, text);
+            util_complain_lvl(&sh->refusals, UTIL_LOG_INFO, "shard %d: %s", shard, text);
             if ((code == LUX_ECORRUPT || code == LUX_EINVAL || code == LUX_EPROTO ||
                  code == LUX_ENOSYS) &&
                 !self->refused) {
@@ -339,12 +401,21 @@ s_handle_msg(db_client_t *self, zmsg_t *msg, int shard)
                    can say why not */
                 s_on_failed(self, (uint32_t) shard, h.epoch,
                             req && zframe_size(req) == 8 ? util_rd64(zframe_data(req)) : 0, text);
-            self->shards[shard].stale = true;
-            /* a gap means the head refused an earlier batch: resend from the
-               oldest in flight now; anything else waits for a configuration */
-            self->shards[shard].retry_ms = util_mono_ms() + (code == LUX_EGAP ? 0 : 100);
-            if (code != LUX_EGAP)
+            sh->stale = true;
+            now = util_mono_ms();
+            if (code != LUX_EGAP) {
+                /* wait for a configuration */
+                sh->gap_due = false;
+                sh->retry_ms = now + 100;
                 s_ask_config(self);
+            } else if (!sh->gap_due) {
+                /* the head refused an earlier batch: resend from the oldest
+                   in flight, at once or after the back-off (GAPS); the
+                   refusals of the other batches sent before that resend
+                   change nothing */
+                sh->gap_due = true;
+                sh->retry_ms = now + s_gap_delay(sh->gaps);
+            }
         }
     }
     zframe_destroy(&hf);
@@ -496,8 +567,10 @@ db_client_new(const db_client_opts_t *o)
     self->shards = calloc(self->cluster.shards, sizeof *self->shards);
     if (!self->shards)
         goto fail;
-    for (uint32_t s = 0; s < self->cluster.shards; s++)
+    for (uint32_t s = 0; s < self->cluster.shards; s++) {
         util_buf_init(&self->shards[s].out);
+        util_complain_init(&self->shards[s].refusals, S_REFUSED_LOG_MS);
+    }
     self->master = net_connect(ZMQ_DEALER, db_cluster_master_ep(&self->cluster, ep, sizeof ep),
                                self->sec);
     self->cfg = net_connect(ZMQ_SUB, db_cluster_master_pub(&self->cluster, ep, sizeof ep),

@@ -15,18 +15,23 @@ util_complain_init(util_complain_t *c, int64_t every_ms)
 }
 
 static bool
-s_vcomplain(util_complain_t *c, int64_t now_ms, const char *fmt, va_list ap)
+s_vcomplain(util_complain_t *c, int level, int64_t now_ms, const char *fmt, va_list ap)
 {
     if (c->last_ms != INT64_MIN && now_ms - c->last_ms < c->every_ms) {
         c->dropped++;
         return false;
     }
-    c->last_ms = now_ms;
-    if (UTIL_LOG_ERROR <= util_log_level) {
+    if (level <= util_log_level) {
         char line[1024];
         vsnprintf(line, sizeof line, fmt, ap);
-        util_log_write(UTIL_LOG_ERROR, "%s", line);
+        if (c->dropped)
+            util_log_write(level, "%s (%llu more like it in the last %.1f s)", line,
+                           (unsigned long long) c->dropped, (double) (now_ms - c->last_ms) / 1e3);
+        else
+            util_log_write(level, "%s", line);
     }
+    c->last_ms = now_ms;
+    c->dropped = 0;
     return true;
 }
 
@@ -35,7 +40,7 @@ util_complain(util_complain_t *c, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    bool logged = s_vcomplain(c, util_mono_ms(), fmt, ap);
+    bool logged = s_vcomplain(c, UTIL_LOG_ERROR, util_mono_ms(), fmt, ap);
     va_end(ap);
     return logged;
 }
@@ -45,7 +50,17 @@ util_complain_at(util_complain_t *c, int64_t now_ms, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    bool logged = s_vcomplain(c, now_ms, fmt, ap);
+    bool logged = s_vcomplain(c, UTIL_LOG_ERROR, now_ms, fmt, ap);
+    va_end(ap);
+    return logged;
+}
+
+bool
+util_complain_lvl(util_complain_t *c, int level, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    bool logged = s_vcomplain(c, level, util_mono_ms(), fmt, ap);
     va_end(ap);
     return logged;
 }

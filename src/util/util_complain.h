@@ -9,6 +9,9 @@
         util_complain_t c;
         util_complain_init(&c, 1000);
         util_complain(&c, "node: dropped a bad message: %s", what);
+
+    A line logged after some were not ends with their count and the time
+    since the last line: "(41 more like it in the last 1.0 s)".
 */
 #ifndef UTIL_COMPLAIN_H_INCLUDED
 #define UTIL_COMPLAIN_H_INCLUDED
@@ -19,7 +22,7 @@
 typedef struct {
     int64_t every_ms; /* at most one line per this many ms */
     int64_t last_ms;  /* monotonic ms of the last line; INT64_MIN: none yet */
-    uint64_t dropped; /* complaints not logged, as the interval had not passed */
+    uint64_t dropped; /* complaints not logged since the last line (the interval had not passed) */
 } util_complain_t;
 
 /* The interval most daemons use: one line a second. */
@@ -33,6 +36,11 @@ bool util_complain(util_complain_t *c, const char *fmt, ...) __attribute__((form
 
 /* The same at a given monotonic time (ms), for tests. */
 bool util_complain_at(util_complain_t *c, int64_t now_ms, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* The same at level (UTIL_LOG_*): for what the caller retries rather
+   than drops, a peer's refusal it will resend (db_client.c). */
+bool util_complain_lvl(util_complain_t *c, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 #endif
