@@ -391,7 +391,7 @@ struct nm_worker {
 typedef struct nm_alloc_wait {
     nm_client_t *c;
     uint64_t req, size;
-    int64_t deadline_ms;
+    int64_t since_ms, deadline_ms;
     struct nm_alloc_wait *next;
 } nm_alloc_wait_t;
 
@@ -571,6 +571,8 @@ struct nm {
     uint64_t n_spare; /* objects placed in the arena's spare region (nm_store_try) */
     uint64_t n_over;  /* of which beyond the store's size, after a wait (store_over) */
     bool store_over;  /* nm_store_try may go beyond the store's size (a wait has ended) */
+    int64_t room_may_ms; /* when a task that may free room was last seen running
+                            (nm_store_room_may_come): see nm_store_room_stuck */
     util_buf_t scratch;
 };
 

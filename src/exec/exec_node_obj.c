@@ -31,6 +31,7 @@
 #include "../util/util_err.h"
 #include "../util/util_hash.h"
 #include "../util/util_log.h"
+#include "../util/util_time.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -746,10 +747,31 @@ nm_store_room_may_come(nm_t *nm, const nm_client_t *c)
         if (w->client == c || w->reaped || w->call_blocked || !w->client ||
             s_alloc_waiting(nm, w->client))
             continue;
-        if (w->actor ? w->actor->sent != NULL : w->state == W_BUSY)
+        if (w->actor ? w->actor->sent != NULL : w->state == W_BUSY) {
+            nm->room_may_ms = util_mono_ms();
             return true;
+        }
     }
     return false;
+}
+
+bool
+nm_store_room_stuck(nm_t *nm, const nm_client_t *c)
+{
+    /* with no task blocked in a get, what holds the store is readers,
+       running tasks that have had their wait, and tasks not yet running:
+       the request has had its chance (rule 9) */
+    bool blocked = false;
+    for (nm_worker_t *w = nm->workers; w && !blocked; w = w->next)
+        blocked = !w->reaped && w->client && w->client != c &&
+                  (w->state == W_BLOCKED || w->call_blocked);
+    if (!blocked)
+        return true;
+    /* blocked ones let go when what they wait for ends: while something
+       runs, or ran lately (one may have just been woken), wait on */
+    if (nm_store_room_may_come(nm, c))
+        return false;
+    return util_mono_ms() - nm->room_may_ms >= nm->store_wait_ms;
 }
 
 void

@@ -74,6 +74,13 @@ void nm_store_free(nm_t *nm, uint64_t off);
    7, rule 9). */
 bool nm_store_room_may_come(nm_t *nm, const nm_client_t *c);
 
+/* Whether a request for room that found none even beyond the store's
+   size gives up: when no task (other than c's) is blocked in a get, at
+   once; else when no task that may free room has run for
+   LUX_STORE_WAIT_MS. Tasks blocked in gets let go when what they wait for
+   ends, so while that runs the request waits on (DESIGN 7, rule 13). */
+bool nm_store_room_stuck(nm_t *nm, const nm_client_t *c);
+
 /* Free the arena room c was granted and has not sealed. */
 void nm_client_drop_grants(nm_t *nm, nm_client_t *c);
 

@@ -136,6 +136,25 @@ nm_store_on_unalloc(nm_t *nm, nm_client_t *c, zframe_t *body)
    nm_alloc_waits) rather than failing at once, while tasks that are
    running may unpin their arguments when they finish; with none, it goes
    beyond the store's size at once, as it would after the wait. */
+/* Queue c's ALLOC req of size to be answered when room appears (or its
+   wait ends at deadline_ms): true, or false without the memory to. */
+static bool
+s_alloc_wait(nm_t *nm, nm_client_t *c, uint64_t req, uint64_t size, int64_t deadline_ms)
+{
+    nm_alloc_wait_t *w = calloc(1, sizeof *w), **p = &nm->alloc_waits;
+    if (!w)
+        return false;
+    w->c = c;
+    w->req = req;
+    w->size = size;
+    w->since_ms = util_mono_ms();
+    w->deadline_ms = deadline_ms;
+    while (*p)
+        p = &(*p)->next;
+    *p = w;
+    return true;
+}
+
 void
 nm_store_on_alloc(nm_t *nm, nm_client_t *c, zframe_t *body)
 {
@@ -152,18 +171,13 @@ nm_store_on_alloc(nm_t *nm, nm_client_t *c, zframe_t *body)
         nm->store_over = true; /* nothing to wait for */
         rc = nm_store_try(nm, size, &off);
         nm->store_over = false;
-    } else if (rc == LUX_EFULL && size <= nm->store_bytes && nm->store_wait_ms > 0) {
-        nm_alloc_wait_t *w = calloc(1, sizeof *w), **p = &nm->alloc_waits;
-        if (w) {
-            w->c = c;
-            w->req = req;
-            w->size = size;
-            w->deadline_ms = util_mono_ms() + nm->store_wait_ms;
-            while (*p)
-                p = &(*p)->next;
-            *p = w;
+        /* not even beyond it: tasks blocked in gets may yet let go (rule 13) */
+        if (rc == LUX_EFULL && !nm_store_room_stuck(nm, c) &&
+            s_alloc_wait(nm, c, req, size, util_mono_ms()))
             return;
-        }
+    } else if (rc == LUX_EFULL && size <= nm->store_bytes && nm->store_wait_ms > 0) {
+        if (s_alloc_wait(nm, c, req, size, util_mono_ms() + nm->store_wait_ms))
+            return;
     }
     if (rc == LUX_EFULL)
         rc = nm_store_alloc(nm, size, &off); /* for the message */
@@ -198,10 +212,16 @@ nm_store_retry(nm_t *nm)
             rc = nm_store_try(nm, w->size, &off);
             nm->store_over = false;
         }
+        if (rc == LUX_EFULL && !nm_store_room_stuck(nm, w->c)) {
+            /* not even there, while tasks blocked in gets hold the store
+               and what they wait for runs: on, until they let go or
+               nothing has run for the wait (DESIGN 7, rule 13) */
+            p = &w->next;
+            continue;
+        }
         if (rc == LUX_EFULL) {
             nm_store_alloc(nm, w->size, &off);
-            util_err_ctx(LUX_EFULL, "waited %lld ms",
-                         (long long) (now - (w->deadline_ms - nm->store_wait_ms)));
+            util_err_ctx(LUX_EFULL, "waited %lld ms", (long long) (now - w->since_ms));
         }
         s_alloc_reply(nm, w->c, w->req, rc, off, w->size);
         *p = w->next;
