@@ -16,9 +16,9 @@
    would for long. The client logs at the info level into a file of its
    own.
    - gap for ever: 100 events in 10 batches, the client polled for 2 s;
-     a sync times out, every event still in flight, the head got a
-     bounded number of APPENDs (resends back off to ~1 s) and the log has
-     a few lines;
+     a sync times out, waiting rather than spinning while the resend
+     waits, every event still in flight, the head got a bounded number of
+     APPENDs (resends back off to ~1 s) and the log has a few lines;
    - then the head takes them again: the sync ends, and a line says how
      many refusals were not logged;
    - the usual gap, with a new client: the head drops the first batch and
@@ -38,10 +38,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define S_EVENTS 100
 #define S_BATCH 10
 #define S_EVER_MS 2000 /* how long the head refuses everything */
+#define S_SYNC_MS 1000 /* then a sync's time-out */
 
 enum { S_GAP_EVER, S_TAKE, S_GAP_ONCE, S_STOP };
 
@@ -179,6 +181,15 @@ s_lines(const char *path, const char *with, char *last, size_t n)
     return k;
 }
 
+/* CPU time of the calling thread, in ms. */
+static int64_t
+s_cpu_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 static db_client_t *
 s_client(s_fake_t *f)
 {
@@ -238,8 +249,13 @@ main(void)
         db_client_poll(cl, 10);
     int appends = atomic_load(&f.appends), egaps = atomic_load(&f.egaps);
     int lines = s_lines(logpath, NULL, NULL, 0);
-    int rc = db_client_sync(cl, 100);
-    is_int(rc, LUX_ETIMEDOUT, "then a sync times out: %s", rc ? lux_errmsg() : "ok");
+    int64_t cpu0 = s_cpu_ms();
+    int rc = db_client_sync(cl, S_SYNC_MS);
+    int64_t cpu = s_cpu_ms() - cpu0;
+    is_int(rc, LUX_ETIMEDOUT, "then a sync of %d ms times out: %s", S_SYNC_MS,
+           rc ? lux_errmsg() : "ok");
+    ok(cpu < S_SYNC_MS / 4, "and waits, not spins: %lld ms of CPU in it, under %d",
+       (long long) cpu, S_SYNC_MS / 4);
     ok(db_client_unacked(cl) == S_EVENTS && db_client_inflight(cl) == S_EVENTS,
        "all %d events are still in flight (%llu)", S_EVENTS,
        (unsigned long long) db_client_inflight(cl));

@@ -726,8 +726,9 @@ db_client_append_copy(db_client_t *self, db_event_t *e, uint8_t **rec, size_t *l
    wait of db_client_sync, without the configuration sockets (ZeroMQ
    checks each socket polled with two system calls, before and after the
    sleep). db_client_poll still runs every S_SYNC_FULL_MS for those, and
-   for resends. */
-static void
+   for resends. false when no shard has one to wait on (every shard with
+   events in flight waits for a resend): nothing waited. */
+static bool
 s_wait_acks(db_client_t *self, int timeout_ms)
 {
     zmq_pollitem_t items[DB_MAX_SHARDS];
@@ -736,10 +737,12 @@ s_wait_acks(db_client_t *self, int timeout_ms)
     for (uint32_t s = 0; s < self->cluster.shards; s++)
         if (self->shards[s].fly && !self->shards[s].stale && s_item(&self->shards[s], &items[k]))
             shard_of[k++] = (int) s;
-    if (k == 0 || zmq_poll(items, k, timeout_ms) <= 0)
-        return;
-    for (int i = 0; i < k; i++)
-        s_shard_events(self, (uint32_t) shard_of[i], items[i].revents, 1);
+    if (k == 0)
+        return false;
+    if (zmq_poll(items, k, timeout_ms) > 0)
+        for (int i = 0; i < k; i++)
+            s_shard_events(self, (uint32_t) shard_of[i], items[i].revents, 1);
+    return true;
 }
 
 int
@@ -768,7 +771,18 @@ db_client_sync(db_client_t *self, int timeout_ms)
             db_client_poll(self, 0);
             continue;
         }
-        s_wait_acks(self, left < S_SYNC_FULL_MS ? (int) left : S_SYNC_FULL_MS);
+        int wait = left < S_SYNC_FULL_MS ? (int) left : S_SYNC_FULL_MS;
+        if (!s_wait_acks(self, wait)) {
+            /* every shard waits for a resend (a back-off, a configuration):
+               wait on every socket until the first is due, rather than spin */
+            for (uint32_t s = 0; s < self->cluster.shards; s++) {
+                const s_shard_t *sh = &self->shards[s];
+                if (sh->fly && sh->stale && sh->retry_ms - now < wait)
+                    wait = sh->retry_ms > now ? (int) (sh->retry_ms - now) : 0;
+            }
+            full_ms = now;
+            db_client_poll(self, wait);
+        }
     }
     return 0;
 }
