@@ -47,6 +47,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 
 enum { P_LOCATE = 1, P_OPEN, P_QUEUED, P_MOVING, P_DONE };
 enum { FP_NONE = 0, FP_EXACT, FP_OF_ONE }; /* what the log's fingerprint is of */
@@ -689,16 +690,37 @@ s_complete(nm_t *nm, s_pull_t *p)
     s_finish(nm, p, 0);
 }
 
-/* Room for p in the store: 0 (the block is p's), LUX_EFULL (not now). */
+/* Room for p in the store: 0 (the block is p's), LUX_EFULL (not now:
+   *now false), or an error that ends the pull now (*now true). */
 static int
-s_admit_one(nm_t *nm, s_pull_t *p)
+s_admit_one(nm_t *nm, s_pull_t *p, bool *now)
 {
+    *now = false;
     if (p->size <= EXEC_INLINE_MAX)
         return 0; /* its bytes came with the OPEN */
     int rc = nm_store_try(nm, p->size, &p->off);
     if (rc)
         return rc;
     p->have_block = true;
+    /* the block's pages before any chunk is written there: the store
+       file is sparse, and a write into a page /dev/shm has no room for
+       kills this process with SIGBUS (or fails the bulk receive with
+       EFAULT); a store that has the block but not the pages fails the
+       pull, naming the object and the room */
+    struct statvfs vfs; /* the room before: a failed prefault keeps what it took */
+    unsigned long long room =
+        statvfs("/dev/shm", &vfs) == 0 ? (unsigned long long) vfs.f_bavail * vfs.f_frsize : 0;
+    if ((rc = exec_arena_ready(nm->arena, p->off, (size_t) p->size))) {
+        char hex[2 * LUX_REF_LEN + 1], why[UTIL_ERRMSG_MAX];
+        snprintf(why, sizeof why, "%s", lux_errmsg());
+        rc = util_err(rc, "object %s: no room for its %llu bytes: the store has a block for "
+                      "them but not the pages: /dev/shm had %llu bytes free (%s)",
+                      xfer_hex(&p->id, hex), (unsigned long long) p->size, room, why);
+        log_warn("%s", lux_errmsg());
+        s_drop_block(nm, p);
+        *now = true;
+        return rc;
+    }
     return 0;
 }
 
@@ -715,8 +737,9 @@ s_admit(nm_t *nm)
         for (s_pull_t *p = x->pulls; p && moving < XFER_ACTIVE_MAX; p = p->next) {
             if (p->state != P_QUEUED || p->prio != prio)
                 continue;
-            int rc = s_admit_one(nm, p);
-            if (rc == LUX_EFULL) {
+            bool now;
+            int rc = s_admit_one(nm, p, &now);
+            if (rc == LUX_EFULL && !now) {
                 if (util_mono_ms() < p->wait_until_ms)
                     return; /* a lower priority does not pass it */
                 char hex[2 * LUX_REF_LEN + 1];
