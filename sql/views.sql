@@ -143,6 +143,9 @@ FROM event r WHERE r.kind = 14;
 
 -- Every node that joined: its address and the port of its node manager's
 -- tcp endpoint (objects and tasks between nodes; NULL on an ipc cluster).
+-- One row per node_joined. ended, state and why come from the node's
+-- latest node_died (17) or node_left (24): a node declared dead that came
+-- back and left, or was declared dead again, shows its last word.
 CREATE VIEW nodes AS
 SELECT /*shard,n*/nullif(lower(hex(n.node)), '') AS node_id, n.name AS address,
        n.idx AS port, n.info AS resources,
@@ -150,10 +153,10 @@ SELECT /*shard,n*/nullif(lower(hex(n.node)), '') AS node_id, n.name AS address,
        n.size AS store_bytes,
        (SELECT max(d.ts) FROM event d WHERE d.kind IN (17, 24) AND d.node = n.node) AS ended,
        CASE (SELECT d.kind FROM event d WHERE d.kind IN (17, 24) AND d.node = n.node
-             ORDER BY d.seq LIMIT 1)
+             ORDER BY d.ts DESC, d.seq DESC LIMIT 1)
             WHEN 17 THEN 'dead' WHEN 24 THEN 'left' ELSE 'alive' END AS state,
        (SELECT d.info FROM event d WHERE d.kind IN (17, 24) AND d.node = n.node
-        ORDER BY d.seq LIMIT 1) AS why,
+        ORDER BY d.ts DESC, d.seq DESC LIMIT 1) AS why,
        n.seq
 FROM event n WHERE n.kind = 16;
 
