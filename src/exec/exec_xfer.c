@@ -95,6 +95,7 @@ typedef struct s_pull {
     bool stale;              /* so the head is told its sources are stale: make it */
     bool made;               /* s_locate found no holder, but the log records its making */
     int rounds;              /* times the head was asked so (S_MAKE_ROUNDS at most) */
+    int64_t making_since_ms; /* when the head first answered "being made" (0: not yet) */
     struct s_pull *next;
 } s_pull_t;
 
@@ -528,9 +529,23 @@ s_on_locate_rep(nm_t *nm, nm_peer_msg_t *m)
         text = NULL;
     if (rc == 0 && p->nsrc) {
         s_start_sources(nm, p);
+    } else if (making && p->making_since_ms &&
+               util_mono_ms() - p->making_since_ms >= nm->xfer->making_ms) {
+        /* a rebuild that never ends, or whose output keeps going (evicted
+           again before the pull came) before the log lists it: the head
+           would make it again and again, and the puller ask for ever */
+        util_err(LUX_ETIMEDOUT, "object %s: the head has been making it again for %lld ms "
+                 "(LUX_XFER_MAKING_MS %lld) and no node holds it yet: its rebuild did not "
+                 "finish, or its output did not stay until pulled",
+                 xfer_hex(&p->id, hex), (long long) (util_mono_ms() - p->making_since_ms),
+                 (long long) nm->xfer->making_ms);
+        s_finish(nm, p, LUX_ETIMEDOUT);
     } else if (making) {
         /* rebuilt at the head from its lineage: asked again until it is
-           there (or the head says why not, or falls silent) */
+           there (or the head says why not, or falls silent, or it takes
+           longer than making_ms in all since the head first said so) */
+        if (!p->making_since_ms)
+            p->making_since_ms = util_mono_ms();
         p->wait_until_ms = util_mono_ms() + nm->xfer->locate_ms;
         p->locate_at_ms = util_mono_ms() + S_MAKING_POLL_MS;
     } else if ((rc == 0 || rc == LUX_ENOTFOUND) && !text && util_mono_ms() < p->wait_until_ms) {
@@ -926,6 +941,7 @@ nm_xfer_new(nm_t *nm)
     x->timeout_ms = s_env("LUX_XFER_TIMEOUT_MS", S_TIMEOUT_DEFAULT, 100, 3600000);
     x->open_idle_ms = s_env("LUX_XFER_OPEN_IDLE_MS", S_OPEN_IDLE_MS, 100, 86400000);
     x->locate_ms = s_env("LUX_XFER_LOCATE_MS", S_LOCATE_MS, 100, 3600000);
+    x->making_ms = s_env("LUX_XFER_MAKING_MS", S_MAKING_MS, 100, 86400000);
     if (nm_peer_on(nm, NET_NODE_LOCATE, s_on_locate) ||
         nm_peer_on(nm, NET_NODE_LOCATE_REP, s_on_locate_rep) ||
         nm_peer_on(nm, NET_NODE_PULL, nm_xfer_src_on_pull) ||

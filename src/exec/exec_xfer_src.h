@@ -21,6 +21,8 @@
 #define S_WINDOW_DEFAULT 8         /* chunks in flight per pull (LUX_XFER_WINDOW) */
 #define S_TIMEOUT_DEFAULT 10000    /* ms without an answer from a source (LUX_XFER_TIMEOUT_MS) */
 #define S_LOCATE_MS 2000           /* how long a location the log lacks is asked again */
+#define S_MAKING_MS 600000         /* how long in all a puller waits while the head makes an
+                                      object again (LUX_XFER_MAKING_MS) */
 #define S_OPEN_IDLE_MS 30000       /* a source unpins an object nobody read for this long
                                       (LUX_XFER_OPEN_IDLE_MS) */
 #define S_FELL_MAX 32              /* source nodes remembered as reached over CURVE only */
@@ -55,6 +57,7 @@ struct nm_xfer {
     int64_t timeout_ms;
     int64_t open_idle_ms;    /* S_OPEN_IDLE_MS */
     int64_t locate_ms;       /* S_LOCATE_MS (LUX_XFER_LOCATE_MS) */
+    int64_t making_ms;       /* S_MAKING_MS (LUX_XFER_MAKING_MS) */
     db_query_t *q;           /* the head: the log, for NODE_LOCATE */
     util_buf_t buf;
     uint8_t *zbuf;           /* scratch for a compressed chunk */

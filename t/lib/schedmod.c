@@ -44,6 +44,8 @@
                          the argument and the directory of the node that
                          ran it; prints "echo ok|wrong (N bytes) DIR" after
                          checking the copy against the pattern of BYTES
+    s_big waits while DIR/big.slow exists and DIR/big.go does not (at most
+    10 minutes): a rebuild that does not end (t/3140).
     A failed get prints "error: MESSAGE" and exits 1.
 */
 #include "lux.h"
@@ -84,6 +86,13 @@ s_big(lux_t *lx, int argc, const lux_val_t *argv)
     (void) argc;
     int64_t n;
     memcpy(&n, argv[0].data, 8);
+    /* DIR/big.slow (DIR its node's directory): a rebuild that does not
+       end until DIR/big.go exists (at most 10 minutes; t/3140) */
+    char slow[1200], go[1200];
+    snprintf(slow, sizeof slow, "%s/big.slow", lux_dir(lx));
+    snprintf(go, sizeof go, "%s/big.go", lux_dir(lx));
+    for (int i = 0; i < 6000 && access(slow, F_OK) == 0 && access(go, F_OK) != 0; i++)
+        nanosleep(&(struct timespec) {.tv_sec = 0, .tv_nsec = 100000000L}, NULL);
     uint8_t *p = lux_set_alloc(lx, 0, (size_t) n);
     if (!p)
         return lux_raise(lx, "no room for %lld bytes", (long long) n);
