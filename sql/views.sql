@@ -176,9 +176,12 @@ WHERE j.kind = 1;
 -- the log records them: the node that made it (a task's output, one row
 -- per return), put it, or pulled a copy of it from another node
 -- (object_copied, issue 28), unless that node lost it since (evicted and
--- dropped: object_lost). An object's events are all on its task's shard.
--- Join `nodes` for whether the node is alive:
---   SELECT * FROM object_locations JOIN nodes USING (node_id) WHERE state = 'alive'
+-- dropped: object_lost) or the node has died or left since it joined
+-- (node_died, node_left: its store went with it; a node's ID is new at
+-- every start). An object's events are all on its task's shard, a node's
+-- on its ID's: the test for deaths spans every shard in `lux sql` and in
+-- a pulled file, while a plain `sqlite3 replica-N.db` sees only the
+-- deaths its own shard holds.
 -- (a pulled copy's going is logged, object_lost, but a node forgets a
 -- freed put or output without an event, among them the outputs it made
 -- for a task another node sent and gave back: such a row can outlive its
@@ -203,4 +206,6 @@ SELECT /*shard,m*/lower(hex(m.task)) || printf('%08x', m.idx) AS object_id,
        nullif(lower(hex(m.fp)), '') AS fp, m.ts, m.seq
 FROM made m
 WHERE NOT EXISTS (SELECT 1 FROM event l WHERE /*same shard l m*/l.kind = 9 AND l.task = m.task
-                  AND l.idx = m.idx AND l.node = m.node AND l.seq > m.seq);
+                  AND l.idx = m.idx AND l.node = m.node AND l.seq > m.seq)
+  AND (m.node IS NULL
+       OR m.node NOT IN (SELECT d.node FROM event d WHERE d.kind IN (17, 24) AND d.node IS NOT NULL));

@@ -603,10 +603,17 @@ s_open_live(db_query_t *self, const db_cluster_t *c)
         goto made;
     }
     for (size_t v = 0; v < sizeof s_views / sizeof s_views[0]; v++) {
-        fprintf(f, "CREATE TEMP VIEW %s AS ", s_views[v]);
+        /* a copy's node dies on the node's shard, not the object's: each
+           shard's object_locations sees only its own shard's deaths, so the
+           union drops the copies of every node any shard says ended */
+        bool locs = strcmp(s_views[v], "object_locations") == 0;
+        fprintf(f, "CREATE TEMP VIEW %s AS %s", s_views[v], locs ? "SELECT * FROM (" : "");
         for (uint32_t s = 0; s < c->shards; s++)
             fprintf(f, "%sSELECT %u AS shard, * FROM s%u.%s", s ? " UNION ALL " : "", s, s,
                     s_views[v]);
+        if (locs)
+            fprintf(f, ") WHERE node_id IS NULL OR node_id NOT IN (SELECT node_id FROM nodes"
+                       " WHERE state <> 'alive')");
         fprintf(f, ";\n");
     }
     fprintf(f, "CREATE TEMP VIEW event_kind AS SELECT * FROM s0.event_kind;\n");
