@@ -53,7 +53,7 @@
 #include <string.h>
 
 #define S_TABLE_MS 100   /* the head refreshes its table of nodes this often, at most */
-#define S_TABLE_STALE_MS S_TABLE_MS /* ... using the one it has meanwhile, up to this old */
+#define S_TABLE_STALE_MS 1000 /* ... using the one it has meanwhile, up to this old */
 #define S_NOT_YET 1      /* s_table_take: no answer yet */
 #define S_NODES_MAX 1024
 #define S_WATCH_MS 1000  /* how often a node with tasks elsewhere asks who is alive */
@@ -214,7 +214,7 @@ s_table_take(nm_t *nm, int64_t now, int wait_ms)
 {
     struct nm_remote *r = nm->remote;
     char ep[DB_EP_MAX];
-    if (!r->tasked_ms)
+    if (!r->tasked_ms || nm_rplace_slow(nm, r->tasked_ms, now, wait_ms)) /* test hook */
         return S_NOT_YET;
     if (wait_ms > 0) {
         zpoller_t *p = zpoller_new(r->tsock, NULL);

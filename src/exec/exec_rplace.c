@@ -15,7 +15,9 @@
     so a lost answer never places a task twice; an ask without the mark
     (a task placed anew after its node died) is decided anew. Test hook
     LUX_TEST_PLACE_DROP=N1,N2,... (read once): the head drops the first
-    Nk answers to the k-th task that asks.
+    Nk answers to the k-th task that asks. Test hook
+    LUX_TEST_TABLE_SLOW_MS=MS: the head takes the monitor's answer to its
+    table's STATUS no sooner than MS after the ask (nm_rplace_slow).
 */
 #include "exec_rplace.h"
 #include "exec_node_far.h"
@@ -66,6 +68,7 @@ struct nm_rplace {
         int n[8], count, next, left;
         util_id_t id;     /* the task whose answers are being dropped */
     } drop;
+    int slow_ms;          /* test hook LUX_TEST_TABLE_SLOW_MS */
 };
 
 typedef struct {
@@ -398,6 +401,17 @@ nm_rplace_drop(nm_t *nm, const util_id_t *id)
     return true;
 }
 
+bool
+nm_rplace_slow(nm_t *nm, int64_t asked_ms, int64_t now, int wait_ms)
+{
+    int slow = nm->rplace->slow_ms;
+    if (!slow || now - asked_ms >= slow)
+        return false;
+    if (wait_ms > 0)
+        zclock_sleep((int) (asked_ms + slow - now < wait_ms ? asked_ms + slow - now : wait_ms));
+    return util_mono_ms() - asked_ms < slow;
+}
+
 nm_rplace_t *
 nm_rplace_new(nm_t *nm)
 {
@@ -409,6 +423,8 @@ nm_rplace_new(nm_t *nm)
     }
     const char *resend = getenv("LUX_PLACE_RESEND_MS");
     r->place_resend_ms = resend && atoi(resend) > 0 ? atoi(resend) : S_PLACE_RESEND_MS;
+    const char *slow = getenv("LUX_TEST_TABLE_SLOW_MS");
+    r->slow_ms = slow && atoi(slow) > 0 ? atoi(slow) : 0;
     const char *drop = getenv("LUX_TEST_PLACE_DROP");
     for (const char *p = drop; p && *p && nm_peer_is_head(nm) && r->drop.count < 8;) {
         r->drop.n[r->drop.count++] = atoi(p);

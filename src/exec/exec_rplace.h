@@ -52,4 +52,9 @@ void nm_rplace_answer(nm_t *nm, const util_id_t *id, const char *text, char *ans
    id is to be dropped (logged). */
 bool nm_rplace_drop(nm_t *nm, const util_id_t *id);
 
+/* Test hook LUX_TEST_TABLE_SLOW_MS (a slow membership monitor): true while
+   the head's table ask sent at asked_ms (now: the time) is under that old,
+   after sleeping up to wait_ms for it; the answer is then not taken. */
+bool nm_rplace_slow(nm_t *nm, int64_t asked_ms, int64_t now, int wait_ms);
+
 #endif

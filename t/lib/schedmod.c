@@ -44,6 +44,10 @@
                          the argument and the directory of the node that
                          ran it; prints "echo ok|wrong (N bytes) DIR" after
                          checking the copy against the pattern of BYTES
+        lat OVER_MS RES RUN_MS  one call of s_where with RES, then calls one
+                         at a time (submit to result) for RUN_MS ms; prints
+                         "lat N tasks, K over OVER_MS ms, slowest S ms" of
+                         those after the first
     s_big waits while DIR/big.slow exists and DIR/big.go does not (at most
     10 minutes): a rebuild that does not end (t/3140).
     A failed get prints "error: MESSAGE" and exits 1.
@@ -250,6 +254,14 @@ s_many(lux_t *lx, const lux_opts_t *o, const char *fn, int argc, const lux_arg_t
     return 0;
 }
 
+static int64_t
+s_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t) t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
 static int
 s_main(lux_t *lx, int argc, char **argv)
 {
@@ -412,6 +424,30 @@ s_main(lux_t *lx, int argc, char **argv)
                (long long) ((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000));
         free(r);
         return good ? 0 : 1;
+    }
+    if (strcmp(argv[1], "lat") == 0 && argc >= 5) { /* lat OVER_MS RES RUN_MS */
+        /* after one task (the first decision may wait for the head's table),
+           tasks one at a time, submit to result, for RUN_MS: how many, how
+           many took over OVER_MS, the slowest (ms) */
+        lux_ref_t r;
+        int64_t run_ms = atoll(argv[4]), t0 = 0, tasks = 0, over = 0, slowest = 0;
+        for (int64_t i = -1; i < 0 || s_ms() - t0 < run_ms; i++) {
+            int64_t a = s_ms();
+            if (lux_call_opts(lx, &o, "s_where", 0, NULL, 1, &r) || s_get(lx, &r, &v))
+                return printf("error: %s\n", lux_errmsg()), 1;
+            lux_free(lx, 1, &r);
+            int64_t took = s_ms() - a;
+            if (i < 0) {
+                t0 = s_ms();
+                continue;
+            }
+            tasks++;
+            over += took > n;
+            slowest = took > slowest ? took : slowest;
+        }
+        printf("lat %lld tasks, %lld over %lld ms, slowest %lld ms\n", (long long) tasks,
+               (long long) over, n, (long long) slowest);
+        return 0;
     }
     if (strcmp(argv[1], "naps") == 0) { /* naps N MS: no resources */
         int64_t ms = atoll(argv[3]);
