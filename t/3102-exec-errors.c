@@ -260,7 +260,8 @@ s_bad_calls(lux_t *lx)
     s_get_fails(lx, r, LUX_ETASK, msg, sizeof msg, "  it fails: no room");
     s_like(msg, "  counting the readers' pins in its error", "no room for 4194304 bytes",
            "pins of readers: 2, 10485760 bytes", "puts being recorded for replay: ",
-           "1 running, 0 bytes; 0 blocked in a get, 0 bytes; 0 actor calls sent", NULL);
+           "running 1 (0 B), blocked 0 (0 B), actor calls 0 (0 B)",
+           "waiting with rebuilt ones held 0 (0 B), reserved 0 (0 B)", NULL);
     lux_free(lx, 2, pr);
     lux_free(lx, 1, r);
     s_submit_good(lx, 20);

@@ -471,6 +471,43 @@ nm_task_arg_bytes(nm_t *nm, const nm_task_t *t)
     return n;
 }
 
+static int
+s_holds_one(void *arg, const void *key, void *value)
+{
+    nm_task_holds_t *h = ((void **) arg)[1];
+    nm_t *nm = ((void **) arg)[0];
+    nm_task_t *t = *(nm_task_t **) value;
+    (void) key;
+    if (t->worker)
+        return 0;
+    if (t->reserved) {
+        h->reserved++;
+        h->reserved_bytes += nm_task_arg_bytes(nm, t);
+        return 0;
+    }
+    if (!s_holds(t))
+        return 0;
+    nm_args_t it;
+    exec_arg_t a;
+    int i;
+    h->held++;
+    nm_args_init(&it, t);
+    while (nm_args_next(&it, &a, &i)) {
+        nm_obj_t *o = (t->counted[i] & NM_ARG_HELD) ? nm_obj_get(nm, &a.ref) : NULL;
+        if (o && o->state == OBJ_READY && o->where == EXEC_W_ARENA)
+            h->held_bytes += o->size;
+    }
+    return 0;
+}
+
+void
+nm_task_holds(nm_t *nm, nm_task_holds_t *h)
+{
+    void *arg[2] = {nm, h};
+    memset(h, 0, sizeof *h);
+    util_idmap_each(nm->tasks, s_holds_one, arg);
+}
+
 /* --- finishing -------------------------------------------------------------------------- */
 
 /* Let go of a task's arguments: unpin them if it was handed to a worker,

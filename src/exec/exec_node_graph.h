@@ -70,4 +70,14 @@ int nm_rebuild(nm_t *nm, const lux_ref_t *id);
    spilled; not the lost ones). */
 uint64_t nm_task_arg_bytes(nm_t *nm, const nm_task_t *t);
 
+/* What tasks not handed to a worker hold pinned in the store: the rebuilt
+   arguments held for tasks that wait (NM_ARG_HELD, rule 10) and the
+   arguments of reserved ready tasks (rule 3), as counts of tasks and
+   bytes (an object two tasks hold counts twice). */
+typedef struct {
+    uint32_t held, reserved;
+    uint64_t held_bytes, reserved_bytes;
+} nm_task_holds_t;
+void nm_task_holds(nm_t *nm, nm_task_holds_t *h);
+
 #endif

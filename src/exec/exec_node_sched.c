@@ -603,11 +603,15 @@ s_task_census(nm_t *nm, char *out, size_t n)
             h->bytes += nm_task_arg_bytes(nm, t);
         }
     }
-    snprintf(out, n, "; the arguments of the tasks of its %u workers: %u running, %llu bytes; "
-             "%u blocked in a get, %llu bytes; %u actor calls sent, %llu bytes; %u queued, "
-             "%llu bytes", workers, run.n, (unsigned long long) run.bytes, blocked.n,
-             (unsigned long long) blocked.bytes, sent.n, (unsigned long long) sent.bytes,
-             queued.n, (unsigned long long) queued.bytes);
+    nm_task_holds_t h;
+    nm_task_holds(nm, &h);
+    snprintf(out, n, "; args of tasks (%u workers): running %u (%llu B), blocked %u (%llu B), "
+             "actor calls %u (%llu B), queued %u (%llu B), waiting with rebuilt ones held %u "
+             "(%llu B), reserved %u (%llu B)", workers, run.n, (unsigned long long) run.bytes,
+             blocked.n, (unsigned long long) blocked.bytes, sent.n,
+             (unsigned long long) sent.bytes, queued.n, (unsigned long long) queued.bytes, h.held,
+             (unsigned long long) h.held_bytes, h.reserved,
+             (unsigned long long) h.reserved_bytes);
 }
 
 /* --- setup ------------------------------------------------------------------------------ */
