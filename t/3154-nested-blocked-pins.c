@@ -25,24 +25,16 @@
 #include "lib/fx.h"
 #include "lib/graph.h"
 #include "lib/hx.h"
+#include "util/util_time.h"
 
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
 #define MB (1024 * 1024)
 #define N 8
-
-static int64_t
-s_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 int
 main(void)
@@ -193,7 +185,7 @@ main(void)
     f = fopen(go2, "w");
     if (f)
         fclose(f);
-    int64_t t0 = s_ms();
+    int64_t t0 = util_mono_ms();
     lux_val_t xv;
     rc = lux_get(lx, &x, &xv, 120000);
     ok(rc == LUX_ETASK && strstr(lux_errmsg(), "no room"), "X, let go, fails for want of room "
@@ -203,7 +195,7 @@ main(void)
         lux_val_t v;
         failed += lux_get(lx, &nest[i], &v, 120000) == LUX_ETASK;
     }
-    int64_t took = s_ms() - t0;
+    int64_t took = util_mono_ms() - t0;
     is_int(failed, N, "so do the nested tasks that waited for it");
     ok(took < 60000, "... within 60 s, not for ever (%lld ms)", (long long) took);
     free(buf);
