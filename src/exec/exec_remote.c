@@ -247,12 +247,12 @@ s_table_take(nm_t *nm, int64_t now, int wait_ms)
     return rc;
 }
 
-/* The table of nodes for a decision, on a socket kept to the monitor (not
-   a new CURVE connection per read: 4-29 ms on the loop at load 14) and
-   asked ahead: one older than S_TABLE_MS is asked again and serves, up to
-   S_TABLE_STALE_MS, meanwhile; only an older one, or none, is waited for. */
+/* The table of nodes for a decision, on a socket kept to the monitor (no
+   CURVE connection per read: 4-29 ms at load 14), asked ahead: one older
+   than S_TABLE_MS is asked again and serves up to S_TABLE_STALE_MS; an
+   older one is waited for, and any with fresh (a "no" is not said on it). */
 static int
-s_table(nm_t *nm)
+s_table(nm_t *nm, bool fresh)
 {
     struct nm_remote *r = nm->remote;
     int64_t now = util_mono_ms();
@@ -261,7 +261,7 @@ s_table(nm_t *nm)
         log_warn("%s", lux_errmsg());
     if (r->nodes && now - r->table_ms < (r->hold_ms ? r->hold_ms : S_TABLE_MS))
         return 0;
-    bool held = r->nodes && now - r->table_ms < S_TABLE_STALE_MS;
+    bool held = !fresh && r->nodes && now - r->table_ms < S_TABLE_STALE_MS;
     if (!r->tasked_ms && (rc = s_monitor_ask(nm, &r->tsock)))
         return held ? 0 : rc;
     if (!r->tasked_ms)
@@ -289,11 +289,11 @@ s_decide(nm_t *nm, const char *text, char *answer, size_t n)
         snprintf(answer, n, "infeasible its resources do not parse\n");
         return;
     }
-    if (s_table(nm)) {
-        snprintf(answer, n, "infeasible the global scheduler cannot read the table of nodes: "
-                 "%s\n", lux_errmsg());
-        return;
-    }
+    bool fresh = false;
+again:
+    if (s_table(nm, fresh))
+        return (void) snprintf(answer, n, "infeasible the global scheduler cannot read the "
+                               "table of nodes: %s\n", lux_errmsg());
     /* deaths known here, in the log or to the requester count whatever the table's age */
     nm_rplace_from_log(nm);
     util_id_t gone;
@@ -341,6 +341,8 @@ s_decide(nm_t *nm, const char *text, char *answer, size_t n)
             break;
         }
     if (!was && gs_place(r->nodes, r->nnodes, &needs, args, nargs, &pick, why, sizeof why)) {
+        if (!fresh && util_mono_ms() - r->table_ms >= S_TABLE_MS && (fresh = true))
+            goto again; /* a node may have joined since the held table (t/6061) */
         snprintf(answer, n, "infeasible %s\n", why);
         return;
     }
