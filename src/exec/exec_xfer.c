@@ -844,6 +844,11 @@ nm_xfer_src_on_pull_rep(nm_t *nm, nm_peer_msg_t *m)
         p->state = P_QUEUED;
         p->wait_until_ms = util_mono_ms() + nm->store_wait_ms;
         s_admit(nm);
+        if (p->state == P_QUEUED) { /* why a get is slow; a test's cue */
+            char hex[2 * LUX_REF_LEN + 1];
+            log_info("object %s (%llu bytes) waits for room, priority %s", xfer_hex(&p->id, hex),
+                     (unsigned long long) p->size, (const char *[]) {"get", "wait", "arg"}[p->prio]);
+        }
         return;
     }
     if (op != OP_CHUNK || p->state != P_MOVING)
