@@ -19,6 +19,19 @@ void nm_obj_set_arena(nm_t *nm, nm_obj_t *o, uint64_t off, uint64_t size);
 
 void nm_obj_set_error(nm_t *nm, nm_obj_t *o, const char *msg);
 
+/* A value made again for o (a rebuild runs its task again and makes every
+   output; a replay does every call's results): true when o holds one
+   already (READY), which stays, and the caller drops the new one. fp, the
+   new value's fingerprint (NULL: not known), is compared with the one
+   kept: a difference is logged (a function that is not deterministic). */
+bool nm_obj_made_again(nm_t *nm, const nm_obj_t *o, const uint8_t *fp);
+
+/* Make o's value from size bytes that came in a message (another node's
+   result): inline when small, else in the store, its fingerprint
+   computed; a value o holds already stays (nm_obj_made_again). 0 or a
+   code (no room). */
+int nm_obj_fill(nm_t *nm, nm_obj_t *o, const void *bytes, size_t size);
+
 void nm_obj_ready(nm_t *nm, nm_obj_t *o);       /* tell waiters and the owner */
 
 void nm_obj_pin(nm_t *nm, nm_obj_t *o);

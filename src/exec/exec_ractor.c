@@ -395,7 +395,7 @@ s_on_ckpt(nm_t *nm, nm_peer_msg_t *m)
     nm_obj_t *o = nm_obj_get(nm, &oid);
     if (o || !(o = nm_obj_new(nm, &oid)))
         return;
-    if (nm_remote_obj_fill(nm, o, zframe_data(bytes), zframe_size(bytes))) {
+    if (nm_obj_fill(nm, o, zframe_data(bytes), zframe_size(bytes))) {
         log_warn("actor %s (%s): no room here for its checkpoint of call %llu (%zu bytes): "
                  "a restart starts from the one before: %s", util_id_hex(&a->id, hex), a->cls,
                  (unsigned long long) idx, zframe_size(bytes), lux_errmsg());

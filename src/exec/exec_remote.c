@@ -129,23 +129,6 @@ s_obj_next(zmsg_t *m, lux_ref_t *id, uint8_t *where, zframe_t **f)
     return true;
 }
 
-int
-nm_remote_obj_fill(nm_t *nm, nm_obj_t *o, const void *bytes, size_t size)
-{
-    if (size <= EXEC_INLINE_MAX) {
-        nm_obj_set_inline(nm, o, bytes, size);
-    } else {
-        uint64_t off;
-        int rc = nm_store_alloc(nm, size, &off);
-        if (rc)
-            return rc;
-        memcpy(exec_arena_base(nm->arena) + off, bytes, size);
-        nm_obj_set_arena(nm, o, off, size);
-    }
-    exec_fingerprint(o->fp, bytes, size);
-    return 0;
-}
-
 /* --- the head: the global scheduler ---------------------------------------------------------- */
 
 /* The monitor's table (STATUS's answer) taken as the scheduler's. */
@@ -731,7 +714,7 @@ s_on_done(nm_t *nm, nm_peer_msg_t *m)
         nm_obj_t *o = nm_task_output(nm, t, (uint8_t) idx);
         if (!o)
             continue;
-        if (nm_remote_obj_fill(nm, o, zframe_data(f), zframe_size(f))) {
+        if (nm_obj_fill(nm, o, zframe_data(f), zframe_size(f))) {
             char why[600];
             snprintf(why, sizeof why, "its output %u came back from the node that ran it, and "
                      "this node has no room for it: %s", idx, lux_errmsg());
@@ -832,7 +815,7 @@ s_on_task(nm_t *nm, nm_peer_msg_t *m)
                 continue; /* held here already */
             if (!(o = nm_obj_new(nm, &id)))
                 break;
-            if (nm_remote_obj_fill(nm, o, zframe_data(bytes), zframe_size(bytes)))
+            if (nm_obj_fill(nm, o, zframe_data(bytes), zframe_size(bytes)))
                 nm_obj_set_error(nm, o, lux_errmsg()); /* the task fails naming it */
             o->is_put = true; /* no lineage here: spilled, not dropped, if room is short */
         }

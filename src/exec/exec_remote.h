@@ -39,9 +39,6 @@ int nm_remote_push(nm_t *nm, nm_task_t *t, const char *ep);
 
 /* nm_remote_push with x (may be NULL: nm_remote_push). 0 or a code. */
 int nm_remote_push_x(nm_t *nm, nm_task_t *t, const char *ep, const nm_remote_ext_t *x);
-/* Make o's value from size bytes (inline when small, else in the store;
-   its fingerprint computed). 0 or a code (no room). */
-int nm_remote_obj_fill(nm_t *nm, nm_obj_t *o, const void *bytes, size_t size);
 
 /* Whether this node can spill at all (a cluster of nodes with endpoints). */
 bool nm_remote_on(nm_t *nm);
