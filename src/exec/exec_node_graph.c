@@ -687,8 +687,8 @@ s_fail_one(nm_t *nm, nm_task_t *t, int status, const char *msg, const char *text
         nm_log_finished(nm, t, t->worker, &r, 0, NULL);
     for (uint8_t i = 0; i < t->nret; i++) {
         nm_obj_t *o = nm_task_output(nm, t, i);
-        if (!o)
-            continue;
+        if (!o || nm_obj_made_again(nm, o, NULL))
+            continue; /* a failed rebuild's output still here stays, and readers' with it */
         nm_obj_set_error(nm, o, text);
         o->cancelled = status == LUX_ECANCELLED; /* lux_get says LUX_ECANCELLED */
         nm_obj_ready(nm, o);

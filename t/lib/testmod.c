@@ -687,6 +687,22 @@ t_h2(lux_t *lx, int argc, const lux_val_t *argv)
 }
 LUX_FUNCTION(t_h2, -1, 2)
 
+/* t_h2 of ctl (argument 1; no other argument taken in) the first time;
+   after that (the file argument 0 exists) it fails: a rebuild that fails. */
+static int
+t_h2once(lux_t *lx, int argc, const lux_val_t *argv)
+{
+    char path[512];
+    s_path(&argv[0], path, sizeof path);
+    if (access(path, F_OK) == 0)
+        return lux_raise(lx, "t_h2once: %s exists: this run fails", path);
+    FILE *f = fopen(path, "w");
+    if (f)
+        fclose(f);
+    return hx_outputs(lx, &argv[1], 2, hx_mix((uint64_t) hx_ctl(&argv[1], 0)));
+}
+LUX_FUNCTION(t_h2once, 2, 2)
+
 static int
 t_h3(lux_t *lx, int argc, const lux_val_t *argv)
 {
