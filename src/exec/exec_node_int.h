@@ -573,6 +573,8 @@ struct nm {
 
     /* counters, for tests and `lux status` */
     uint64_t n_submitted, n_finished, n_failed, n_retried, n_rebuilt, n_evicted, n_spilled;
+    uint64_t n_table_waits; /* the head: placement decisions that waited for the monitor's
+                               table of nodes (exec_remote.c s_table) */
     uint64_t n_spare; /* objects placed in the arena's spare region (nm_store_try) */
     uint64_t n_over;  /* of which beyond the store's size, after a wait (store_over) */
     bool store_over;  /* nm_store_try may go beyond the store's size (a wait has ended) */
