@@ -20,7 +20,9 @@
    answer, with the same value as a run of the same task alone
    afterwards, and the task its 5 MiB. Last, when the blocked tasks wait
    for the very task that needs the room, that task fails after its
-   wait instead of waiting for ever (DESIGN 7, rule 13). */
+   wait instead of waiting for ever (DESIGN 7, rule 13); and while a task
+   runs for ever, a request for room fails after LUX_STORE_WAIT_MAX_MS in
+   all (part 3). */
 #include "tap.h"
 #include "lib/fx.h"
 #include "lib/graph.h"
@@ -179,7 +181,6 @@ main(void)
     int nkids = 0;
     for (int i = 0; i < 1200 && (nkids = fx_children(kids, 64)) < 8; i++)
         usleep(100 * 1000);
-    sleep(1);
     ok(rc == 0 && nkids >= 8, "task X held at a second gate, and %d nested tasks that block in a "
        "get of it, six of them running (%d workers; %s)", N, nkids, rc ? lux_errmsg() : "ok");
     f = fopen(go2, "w");
@@ -198,6 +199,81 @@ main(void)
     int64_t took = util_mono_ms() - t0;
     is_int(failed, N, "so do the nested tasks that waited for it");
     ok(took < 60000, "... within 60 s, not for ever (%lld ms)", (long long) took);
+    lux_shutdown(&lx);
+
+    /* Part 3: the wait of rule 13 has an end even while a task runs for
+       ever. A store wait of 300 ms, so that its bound, 10 times that by
+       default (LUX_STORE_WAIT_MAX_MS), is 3 s. G3, held at a third gate,
+       stands for a task that never ends (a server's loop); the driver
+       reads six puts of 5 MiB and keeps them (30 MiB of the store and its
+       spare region, pinned by a reader); two nested tasks block in a get
+       of G3. A task making 5 MiB then finds no room even beyond the
+       store while tasks are blocked and G3 runs: before, its ALLOC waited
+       as long as G3 ran; now it fails after 3 s in all, saying so. */
+    setenv("LUX_STORE_WAIT_MS", "300", 1);
+    lx = graph_unrecorded(NULL, 2, 16 * MB);
+    char gate3[PATH_MAX], go3[PATH_MAX + 8];
+    snprintf(gate3, sizeof gate3, "%s/gate3", tap_tmpdir());
+    snprintf(go3, sizeof go3, "%s/go", gate3);
+    mkdir(gate3, 0700);
+    int64_t g3ctl[2] = {31570, 64};
+    lux_ref_t g3, p3[6], small, nest3[2];
+    rc = lux_call(lx, "t_gateh1", 2,
+                  (lux_arg_t[]) {LUX_VAL(gate3, strlen(gate3)), LUX_VAL(g3ctl, sizeof g3ctl)}, 1,
+                  &g3);
+    if (!rc)
+        lux_wait(lx, 1, &g3, 1, 0, ready);
+    if (!rc && fx_held(gate3, 1, held, 120000) != 1)
+        rc = LUX_ETIMEDOUT;
+    for (int i = 0; i < 6 && !rc; i++) {
+        hx_fill(buf, 5 * MB, 700 + (uint64_t) i);
+        rc = lux_put(lx, buf, 5 * MB, &p3[i]);
+    }
+    for (int i = 0; i < 6 && !rc; i++) {
+        lux_val_t v;
+        rc = lux_get(lx, &p3[i], &v, 120000); /* pinned while the driver holds it */
+    }
+    rc = rc ? rc : lux_put(lx, buf, 64, &small);
+    for (int i = 0; i < 2 && !rc; i++) {
+        ctl[i][0] = 31580 + i;
+        rc = lux_call(lx, "t_hnest", 3,
+                      (lux_arg_t[]) {LUX_VAL(ctl[i], sizeof ctl[i]), LUX_VAL(g3.b, sizeof g3.b),
+                                     LUX_REF(small)},
+                      1, &nest3[i]);
+    }
+    if (!rc)
+        lux_wait(lx, 2, nest3, 2, 0, ready);
+    /* the first to block while the other waits makes the node start an
+       extra worker: 3 workers mean one blocked at least */
+    for (int i = 0; i < 1200 && (nkids = fx_children(kids, 64)) < 3; i++)
+        usleep(100 * 1000);
+    ok(rc == 0 && nkids >= 3, "part 3: G3 held at a gate (a task that runs for ever), six "
+       "reads of 5 MiB kept, nested tasks blocked in a get of G3 (%d workers; %s)", nkids,
+       rc ? lux_errmsg() : "ok");
+    t0 = util_mono_ms();
+    rc = graph_call_big(lx, 3157, 5 * MB, &big);
+    rc = rc ? rc : lux_get(lx, &big, &bv, 60000);
+    took = util_mono_ms() - t0;
+    const char *w = rc == LUX_ETASK ? strstr(lux_errmsg(), "waited ") : NULL;
+    long long waited = w ? atoll(w + 7) : 0;
+    ok(rc == LUX_ETASK && strstr(lux_errmsg(), "no room") &&
+       strstr(lux_errmsg(), "LUX_STORE_WAIT_MAX_MS"), "a task making 5 MiB meanwhile fails "
+       "for want of room, though G3 runs on, saying it waited its most (%s)",
+       rc == LUX_ETIMEDOUT ? "it still waited after 60 s" : rc ? lux_errmsg() : "it did not");
+    ok(waited >= 3000 && took < 60000, "... after its wait of 3 s in all (10 x LUX_STORE_WAIT_MS)"
+       ", not for ever (waited %lld ms; %lld ms after its call)", waited, (long long) took);
+    f = fopen(go3, "w");
+    if (f)
+        fclose(f);
+    answered = 0;
+    for (int i = 0; i < 2; i++) {
+        lux_val_t v;
+        int r = lux_get(lx, &nest3[i], &v, 120000);
+        answered += r == 0 && v.size == 64;
+        if (r)
+            diag("part 3, nested task %d: %s", i, lux_errmsg());
+    }
+    is_int(answered, 2, "G3 let go: the nested tasks answer");
     free(buf);
     lux_shutdown(&lx);
     return done_testing();

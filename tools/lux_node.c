@@ -595,7 +595,7 @@ lux_nodes_print(const db_cluster_t *c, net_sec_t *sec, bool json)
     static const char *keys[] = {"node", "state", "address", "host", "role", "pid", "resources",
                                  "free", "store_used", "store_bytes", "workers", "busy",
                                  "actors", "queue", "gpus", "age_ms", "why", "dir",
-                                 "submitted", "finished", "failed"};
+                                 "submitted", "finished", "failed", "table_waits"};
     enum { K = sizeof keys / sizeof *keys };
     if (json)
         printf(", \"nodes\": [");

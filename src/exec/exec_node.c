@@ -768,6 +768,8 @@ s_find_lux(nm_t *nm)
     return util_err(LUX_ENOTFOUND, "cannot find the lux program to start workers (set LUX_BIN)");
 }
 
+#define S_ROOM_NOTE_MS 10000 /* "waits for room past LUX_STORE_WAIT_MS": one line per this, at most */
+
 static int
 s_setup(nm_t *nm, const exec_node_opts_t *o)
 {
@@ -804,6 +806,14 @@ s_setup(nm_t *nm, const exec_node_opts_t *o)
     nm->spill_queue = sq && atoi(sq) > 0 ? atoi(sq) : 8;
     const char *wait = getenv("LUX_STORE_WAIT_MS");
     nm->store_wait_ms = wait && *wait ? strtoll(wait, NULL, 10) : 10000;
+    /* rule 13's wait on tasks blocked in gets ends too, even while some
+       other task runs for ever (a server loop): this long in all */
+    const char *wait_max = getenv("LUX_STORE_WAIT_MAX_MS");
+    nm->store_wait_max_ms = wait_max && *wait_max ? strtoll(wait_max, NULL, 10)
+                                                  : 10 * nm->store_wait_ms;
+    if (nm->store_wait_max_ms < nm->store_wait_ms)
+        nm->store_wait_max_ms = nm->store_wait_ms;
+    util_complain_init(&nm->room_note, S_ROOM_NOTE_MS);
     const char *unheld = getenv("LUX_TEST_REBUILD_UNHELD"); /* a test's hook: t/3132 */
     nm->test_unheld = unheld && strcmp(unheld, "1") == 0;
     /* named with our pid, so that a store left by a node manager that was

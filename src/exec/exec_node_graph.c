@@ -827,8 +827,17 @@ nm_task_run_args(nm_t *nm, nm_task_t *t, exec_obj_t *objs)
                that may free room (tasks blocked in gets hold the store,
                and what they wait for runs: t/3154), and fails only when
                none has run for LUX_STORE_WAIT_MS (DESIGN 7, rule 13) */
-            if (rc == LUX_EFULL && over > 0 && !nm_store_room_stuck(nm, NULL))
+            int64_t since = t->room_since_ms ? t->room_since_ms : util_mono_ms();
+            if (rc == LUX_EFULL && over > 0 &&
+                !nm_store_room_stuck(nm, NULL, since, &t->room_noted, "a task's spilled argument",
+                                     o->size))
                 over = 0;
+            else if (rc == LUX_EFULL && over > 0 &&
+                     util_mono_ms() - since >= nm->store_wait_max_ms)
+                rc = util_err_ctx(rc, "no room to bring back a spilled argument, even beyond "
+                                  "the store's size, after a wait of %lld ms, the most "
+                                  "(LUX_STORE_WAIT_MAX_MS) while tasks blocked in gets hold "
+                                  "the store", (long long) (util_mono_ms() - since));
             else if (rc == LUX_EFULL && over > 0)
                 rc = util_err_ctx(rc, "no room to bring back a spilled argument, even beyond "
                                   "the store's size, and no running task has freed any for "

@@ -192,6 +192,7 @@ struct nm_task {
                                  it is reserved (below) */
     bool reserved;            /* in the ready queue with its arguments pinned (s_reserve) */
     int64_t room_since_ms;    /* an argument to restore has found no room since then (0) */
+    bool room_noted;          /* ... and it was logged waiting past LUX_STORE_WAIT_MS */
     bool doomed;              /* failing with another task (a failure cascade) */
     bool suspect;             /* its worker died holding it and others: runs alone */
     bool nested;              /* submitted by a task: queued ahead of drivers' work */
@@ -392,6 +393,7 @@ typedef struct nm_alloc_wait {
     nm_client_t *c;
     uint64_t req, size;
     int64_t since_ms, deadline_ms;
+    bool noted;               /* logged waiting past LUX_STORE_WAIT_MS (rule 13) */
     struct nm_alloc_wait *next;
 } nm_alloc_wait_t;
 
@@ -512,6 +514,9 @@ struct nm {
     uint64_t waits_gen;       /* store_gen when the waiting ALLOCs were last tried */
     nm_alloc_wait_t *alloc_waits; /* in arrival order */
     int64_t store_wait_ms;    /* how long an ALLOC waits for room (LUX_STORE_WAIT_MS) */
+    int64_t store_wait_max_ms; /* the most any request waits for room, rule 13's wait
+                                 included (LUX_STORE_WAIT_MAX_MS; 10 x the above) */
+    util_complain_t room_note; /* rate limit on "waits for room past LUX_STORE_WAIT_MS" */
     uint64_t resv_bytes;      /* objects pinned for ready tasks not yet dispatched */
     uint32_t nresv;           /* ... for this many tasks */
     struct nm_restore_wait *restore_waits; /* GETs of spilled objects waiting for room */
@@ -568,6 +573,8 @@ struct nm {
 
     /* counters, for tests and `lux status` */
     uint64_t n_submitted, n_finished, n_failed, n_retried, n_rebuilt, n_evicted, n_spilled;
+    uint64_t n_table_waits; /* the head: placement decisions that waited for the monitor's
+                               table of nodes (exec_remote.c s_table) */
     uint64_t n_spare; /* objects placed in the arena's spare region (nm_store_try) */
     uint64_t n_over;  /* of which beyond the store's size, after a wait (store_over) */
     bool store_over;  /* nm_store_try may go beyond the store's size (a wait has ended) */

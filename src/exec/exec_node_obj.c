@@ -797,7 +797,8 @@ nm_store_room_may_come(nm_t *nm, const nm_client_t *c)
 }
 
 bool
-nm_store_room_stuck(nm_t *nm, const nm_client_t *c)
+nm_store_room_stuck(nm_t *nm, const nm_client_t *c, int64_t since_ms, bool *noted,
+                    const char *what, uint64_t size)
 {
     /* with no task blocked in a get, what holds the store is readers,
        running tasks that have had their wait, and tasks not yet running:
@@ -808,11 +809,25 @@ nm_store_room_stuck(nm_t *nm, const nm_client_t *c)
                   (w->state == W_BLOCKED || w->call_blocked);
     if (!blocked)
         return true;
+    /* however long tasks run: one that never ends (a server's loop) must
+       not hold the request for ever either */
+    int64_t now = util_mono_ms();
+    if (now - since_ms >= nm->store_wait_max_ms)
+        return true;
     /* blocked ones let go when what they wait for ends: while something
        runs, or ran lately (one may have just been woken), wait on */
-    if (nm_store_room_may_come(nm, c))
-        return false;
-    return util_mono_ms() - nm->room_may_ms >= nm->store_wait_ms;
+    if (!nm_store_room_may_come(nm, c) && now - nm->room_may_ms >= nm->store_wait_ms)
+        return true;
+    if (!*noted && now - since_ms >= nm->store_wait_ms) {
+        *noted = true;
+        util_complain_lvl(&nm->room_note, UTIL_LOG_WARN,
+                          "%s of %llu bytes waits for room past LUX_STORE_WAIT_MS (%lld ms): "
+                          "tasks blocked in gets hold the store while others run (DESIGN 7, "
+                          "rule 13); it fails after LUX_STORE_WAIT_MAX_MS (%lld ms) in all",
+                          what, (unsigned long long) size, (long long) nm->store_wait_ms,
+                          (long long) nm->store_wait_max_ms);
+    }
+    return false;
 }
 
 void

@@ -90,9 +90,13 @@ bool nm_store_room_may_come(nm_t *nm, const nm_client_t *c);
 /* Whether a request for room that found none even beyond the store's
    size gives up: when no task (other than c's) is blocked in a get, at
    once; else when no task that may free room has run for
-   LUX_STORE_WAIT_MS. Tasks blocked in gets let go when what they wait for
-   ends, so while that runs the request waits on (DESIGN 7, rule 13). */
-bool nm_store_room_stuck(nm_t *nm, const nm_client_t *c);
+   LUX_STORE_WAIT_MS, or when it has waited LUX_STORE_WAIT_MAX_MS since
+   since_ms. Tasks blocked in gets let go when what they wait for ends, so
+   while that runs the request waits on (DESIGN 7, rule 13). The first
+   time a request (what, of size bytes; *noted its own flag, false at
+   first) waits on past LUX_STORE_WAIT_MS, that is logged (rate-limited). */
+bool nm_store_room_stuck(nm_t *nm, const nm_client_t *c, int64_t since_ms, bool *noted,
+                         const char *what, uint64_t size);
 
 /* Free the arena room c was granted and has not sealed. */
 void nm_client_drop_grants(nm_t *nm, nm_client_t *c);

@@ -214,8 +214,10 @@ nm_worker_gone(nm_t *nm, nm_worker_t *w, const char *why)
 bool
 nm_task_room_wait(nm_t *nm, nm_task_t *t)
 {
-    if (!t->room_since_ms)
+    if (!t->room_since_ms) {
         t->room_since_ms = util_mono_ms();
+        t->room_noted = false;
+    }
     if (nm->store_wait_ms > 0)
         return true;
     util_err_ctx(LUX_EFULL, "no room to bring back a spilled argument (LUX_STORE_WAIT_MS is 0)");

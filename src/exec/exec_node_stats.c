@@ -38,11 +38,12 @@ nm_stats_send(nm_t *nm)
     snprintf(text, sizeof text,
              "node %s\npid %d\nendpoint %s\nresources %s\nfree %s\nstore_used %llu\n"
              "store_bytes %llu\nworkers %d\nbusy %d\nactors %d\nqueue %llu\n"
-             "submitted %llu\nfinished %llu\nfailed %llu\n",
+             "submitted %llu\nfinished %llu\nfailed %llu\ntable_waits %llu\n",
              util_id_hex(&nm->node, hex), (int) getpid(), nm->endpoint, total, free_,
              (unsigned long long) (exec_arena_used(nm->arena) + nm->inline_bytes),
              (unsigned long long) nm->store_bytes, nm->nworkers, busy, actors,
              (unsigned long long) queued, (unsigned long long) nm->n_submitted,
-             (unsigned long long) nm->n_finished, (unsigned long long) nm->n_failed);
+             (unsigned long long) nm->n_finished, (unsigned long long) nm->n_failed,
+             (unsigned long long) nm->n_table_waits);
     zstr_send(nm->pipe, text);
 }

@@ -251,6 +251,7 @@ s_table(nm_t *nm, bool fresh)
         r->tasked_ms = now;
     if (held)
         return 0; /* the answer is read by a later decision */
+    nm->n_table_waits++; /* `lux status --json`: table_waits (t/6105) */
     while ((rc = s_table_take(nm, now, S_ASK_WAIT_MS / 4)) == S_NOT_YET)
         now = util_mono_ms();
     return r->nodes && now - r->table_ms < S_TABLE_STALE_MS ? 0 : rc;

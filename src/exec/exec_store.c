@@ -31,6 +31,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define S_ALLOC_WHAT "an ALLOC (a task's output or a put)" /* how the rule 13 log names one */
+
 static void s_restore_retry(nm_t *nm, bool changed);
 
 void
@@ -172,7 +174,9 @@ nm_store_on_alloc(nm_t *nm, nm_client_t *c, zframe_t *body)
         rc = nm_store_try(nm, size, &off);
         nm->store_over = false;
         /* not even beyond it: tasks blocked in gets may yet let go (rule 13) */
-        if (rc == LUX_EFULL && !nm_store_room_stuck(nm, c) &&
+        bool noted = false;
+        if (rc == LUX_EFULL &&
+            !nm_store_room_stuck(nm, c, util_mono_ms(), &noted, S_ALLOC_WHAT, size) &&
             s_alloc_wait(nm, c, req, size, util_mono_ms()))
             return;
     } else if (rc == LUX_EFULL && size <= nm->store_bytes && nm->store_wait_ms > 0) {
@@ -212,16 +216,22 @@ nm_store_retry(nm_t *nm)
             rc = nm_store_try(nm, w->size, &off);
             nm->store_over = false;
         }
-        if (rc == LUX_EFULL && !nm_store_room_stuck(nm, w->c)) {
+        if (rc == LUX_EFULL &&
+            !nm_store_room_stuck(nm, w->c, w->since_ms, &w->noted, S_ALLOC_WHAT, w->size)) {
             /* not even there, while tasks blocked in gets hold the store
-               and what they wait for runs: on, until they let go or
-               nothing has run for the wait (DESIGN 7, rule 13) */
+               and what they wait for runs: on, until they let go, nothing
+               has run for the wait, or the wait's bound (DESIGN 7, rule 13) */
             p = &w->next;
             continue;
         }
         if (rc == LUX_EFULL) {
             nm_store_alloc(nm, w->size, &off);
-            util_err_ctx(LUX_EFULL, "waited %lld ms", (long long) (now - w->since_ms));
+            if (now - w->since_ms >= nm->store_wait_max_ms)
+                util_err_ctx(LUX_EFULL, "waited %lld ms, the most (LUX_STORE_WAIT_MAX_MS) while "
+                             "tasks blocked in gets hold the store",
+                             (long long) (now - w->since_ms));
+            else
+                util_err_ctx(LUX_EFULL, "waited %lld ms", (long long) (now - w->since_ms));
         }
         s_alloc_reply(nm, w->c, w->req, rc, off, w->size);
         *p = w->next;
