@@ -182,11 +182,12 @@ WHERE j.kind = 1;
 -- on its ID's: the test for deaths spans every shard in `lux sql` and in
 -- a pulled file, while a plain `sqlite3 replica-N.db` sees only the
 -- deaths its own shard holds.
--- (a pulled copy's going is logged, object_lost, but a node forgets a
--- freed put or output without an event, among them the outputs it made
--- for a task another node sent and gave back: such a row can outlive its
--- object; a node asked for one it no longer has says so, and the pull
--- asks the next source).
+-- On a tcp cluster a node logs the going of every copy listed here
+-- (object_lost: evicted, freed by its owner or its owner gone, a pulled
+-- copy let go, a spilled task's output sent to the node that spilled it,
+-- which logs object_copied for it); on one machine (ipc) a freed put or
+-- output goes without an event, so its row can outlive it. A node asked
+-- for a copy it no longer has says so, and the pull asks the next source.
 CREATE VIEW object_locations AS
 WITH RECURSIVE r(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM r WHERE i < 255),
 made(/*shard,*/task, idx, node, how, size, fp, ts, seq) AS (

@@ -19,8 +19,16 @@ typedef struct {
     char *beat;         /* its last BEAT's text */
     int64_t seen_ms;    /* when (util_mono_ms) */
     enum { M_ALIVE, M_DEAD, M_LEFT } state;
-    char why[160];      /* for dead and left */
+    char why[400];      /* for dead and left */
 } s_node_t;
+
+/* A node the log says has died or left, read when the monitor started
+   (s_rebuild): its beat is refused, not taken for a new node's first. */
+typedef struct {
+    util_id_t node;
+    bool left;          /* node_left was its last word, else node_died */
+    char *why;          /* the log's reason */
+} s_gone_t;
 
 typedef struct {
     zsock_t *pipe;
@@ -31,6 +39,8 @@ typedef struct {
     int dead_ms;
     s_node_t *nodes;
     size_t n;
+    s_gone_t *gone;     /* the log's ended nodes not in nodes (s_rebuild) */
+    size_t ngone;
 } s_mon_t;
 
 char *
@@ -112,6 +122,62 @@ s_reply(s_mon_t *m, zframe_t *who, const char *what, const char *text)
     zmsg_send(&r, m->router);
 }
 
+/* A table entry for node id, with its beat's text. NULL when out of
+   memory or the table is full. */
+static s_node_t *
+s_add(s_mon_t *m, const util_id_t *id, const char *text)
+{
+    if (m->n == EXEC_MEMBERS_MAX)
+        return NULL;
+    s_node_t *v = realloc(m->nodes, (m->n + 1) * sizeof *v);
+    char *beat = strdup(text);
+    if (!v || !beat) {
+        if (v)
+            m->nodes = v;
+        free(beat);
+        return NULL;
+    }
+    m->nodes = v;
+    s_node_t *nd = &m->nodes[m->n++];
+    memset(nd, 0, sizeof *nd);
+    nd->node = *id;
+    nd->beat = beat;
+    nd->seen_ms = util_mono_ms();
+    return nd;
+}
+
+/* The beat of a node not in the table: when the log said it had died or
+   left (s_rebuild), *out is its entry now, dead or left, so the beat is
+   refused and `lux status` lists it; else *out is NULL (a new node).
+   Without this a restarted head took such a node back, silently, under an
+   ID the log says is dead (t/6109). LUX_ENOMEM when it cannot be kept. */
+static int
+s_from_gone(s_mon_t *m, const util_id_t *id, const char *text, s_node_t **out)
+{
+    *out = NULL;
+    for (size_t i = 0; i < m->ngone; i++) {
+        s_gone_t *g = &m->gone[i];
+        if (!util_id_eq(&g->node, id))
+            continue;
+        s_node_t *nd = s_add(m, id, text);
+        if (!nd)
+            return LUX_ENOMEM;
+        nd->state = g->left ? M_LEFT : M_DEAD;
+        snprintf(nd->why, sizeof nd->why,
+                 "the log says it %s before the head's restart: %s (a node's ID never comes "
+                 "back; started again, it joins as a new node)",
+                 g->left ? "left" : "died", g->why ? g->why : "no reason recorded");
+        char hex[UTIL_ID_HEX];
+        log_warn("node %.12s beats, but the log says it %s: refused", util_id_hex(id, hex),
+                 g->left ? "left" : "died");
+        free(g->why);
+        m->gone[i] = m->gone[--m->ngone];
+        *out = nd;
+        return 0;
+    }
+    return 0;
+}
+
 static void
 s_beat(s_mon_t *m, zframe_t *who, const char *text)
 {
@@ -122,24 +188,21 @@ s_beat(s_mon_t *m, zframe_t *who, const char *text)
         return;
     }
     s_node_t *nd = s_find(m, &id);
+    if (!nd && s_from_gone(m, &id, text, &nd)) {
+        s_reply(m, who, "ERR", m->n == EXEC_MEMBERS_MAX ? "the head keeps no more nodes"
+                                                         : "out of memory");
+        return;
+    }
     if (nd && nd->state != M_ALIVE) {
         s_reply(m, who, "DEAD", nd->why);
         return;
     }
     if (!nd) {
-        if (m->n == EXEC_MEMBERS_MAX) {
-            s_reply(m, who, "ERR", "the head keeps no more nodes");
+        if (!(nd = s_add(m, &id, text))) {
+            s_reply(m, who, "ERR", m->n == EXEC_MEMBERS_MAX ? "the head keeps no more nodes"
+                                                             : "out of memory");
             return;
         }
-        s_node_t *v = realloc(m->nodes, (m->n + 1) * sizeof *v);
-        if (!v) {
-            s_reply(m, who, "ERR", "out of memory");
-            return;
-        }
-        m->nodes = v;
-        nd = &m->nodes[m->n++];
-        memset(nd, 0, sizeof *nd);
-        nd->node = id;
         char addr[128] = "?";
         exec_members_get(text, "address", addr, sizeof addr);
         log_info("node %.12s at %s beats", hex, addr);
@@ -204,19 +267,22 @@ s_status(s_mon_t *m, zframe_t *who)
     free(text);
 }
 
-/* The nodes the log says are alive (joined, neither dead nor left),
-   taken into the table as if they had just beaten: one that does not beat
-   within dead_ms is declared dead, so a node that died while the head was
-   down (or the head's own node of an earlier run, killed with it) gets
-   its node_died. The head's files are on this machine: the tails are
-   read as `lux sql` reads them. */
+/* The nodes of the log, read when the monitor starts. Those it says are
+   alive (joined, neither dead nor left) are taken into the table as if
+   they had just beaten: one that does not beat within dead_ms is declared
+   dead, so a node that died while the head was down (or the head's own
+   node of an earlier run, killed with it) gets its node_died. Those it
+   says have died or left are kept aside (m->gone), so that a beat from one
+   (a node cut off, or stopped, that goes on after its death was logged) is
+   refused as the monitor that logged the death refused it (s_from_gone).
+   The head's files are on this machine: the tails are read as `lux sql`
+   reads them. */
 static void
 s_rebuild(s_mon_t *m)
 {
     db_query_t *q = db_query_open(&m->cluster);
     sqlite3_stmt *st = NULL;
-    if (!q || db_query_prepare(q, "SELECT node_id, address FROM nodes WHERE state = 'alive'",
-                               &st, NULL)) {
+    if (!q || db_query_prepare(q, "SELECT node_id, address, state, why FROM nodes", &st, NULL)) {
         log_info("no nodes from the log (%s)", lux_errmsg()); /* a new cluster's files */
         db_query_close(&q);
         return;
@@ -226,21 +292,29 @@ s_rebuild(s_mon_t *m)
     while (sqlite3_step(st) == SQLITE_ROW) {
         const char *hex = (const char *) sqlite3_column_text(st, 0);
         const char *addr = (const char *) sqlite3_column_text(st, 1);
+        const char *state = (const char *) sqlite3_column_text(st, 2);
+        const char *why = (const char *) sqlite3_column_text(st, 3);
         util_id_t id;
-        if (!hex || util_id_parse(&id, hex) || s_find(m, &id))
+        if (!hex || !state || util_id_parse(&id, hex) || s_find(m, &id))
             continue;
-        s_node_t *v = realloc(m->nodes, (m->n + 1) * sizeof *v);
-        if (!v)
-            break;
-        m->nodes = v;
-        s_node_t *nd = &m->nodes[m->n++];
-        memset(nd, 0, sizeof *nd);
-        nd->node = id;
-        nd->seen_ms = now;
+        if (strcmp(state, "alive") != 0) {
+            s_gone_t *g = realloc(m->gone, (m->ngone + 1) * sizeof *g);
+            if (!g)
+                break;
+            m->gone = g;
+            g = &m->gone[m->ngone++];
+            g->node = id;
+            g->left = strcmp(state, "left") == 0;
+            g->why = why ? strdup(why) : NULL;
+            continue;
+        }
         char text[256];
         snprintf(text, sizeof text, "node %s\naddress %s\nrole from-log\n", hex,
                  addr ? addr : "?");
-        nd->beat = strdup(text);
+        s_node_t *nd = s_add(m, &id, text);
+        if (!nd)
+            break;
+        nd->seen_ms = now;
         n++;
     }
     sqlite3_finalize(st);
@@ -248,6 +322,8 @@ s_rebuild(s_mon_t *m)
     if (n)
         log_info("%d nodes the log says are alive: each is dead unless it beats within %d ms", n,
                  m->dead_ms);
+    if (m->ngone)
+        log_info("%zu nodes the log says have died or left: their beats are refused", m->ngone);
 }
 
 /* Nodes silent for dead_ms are dead: said in the log once. */
@@ -346,6 +422,9 @@ s_mon_free(s_mon_t *m)
     for (size_t i = 0; i < m->n; i++)
         free(m->nodes[i].beat);
     free(m->nodes);
+    for (size_t i = 0; i < m->ngone; i++)
+        free(m->gone[i].why);
+    free(m->gone);
     free(m);
 }
 

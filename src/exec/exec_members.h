@@ -12,7 +12,9 @@
     monitor appends `node_died` (the node, its address, and why) to the
     log and answers that node's next BEAT with DEAD, so a node cut off
     for longer than that stops rather than coming back under an ID the log
-    says is dead. A node that leaves (`lux stop`) says LEAVE and the
+    says is dead; a monitor started again (the head restarted) reads the
+    log's dead and departed nodes and refuses their beats the same way. A
+    node that leaves (`lux stop`) says LEAVE and the
     monitor appends `node_left`. `lux status` asks STATUS.
 
     The messages (doc/protocol.md, "Membership"), DEALER to ROUTER:

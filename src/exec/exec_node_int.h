@@ -79,9 +79,12 @@ struct nm_obj {
     bool owned;             /* its owner has not freed it */
     bool freed;             /* a put its owner freed: gone for calls made after the free,
                                though the tasks queued for it still take it */
-    bool copy;              /* a copy pulled from another node (object_copied logged):
-                               its going is logged too (object_lost), so that
-                               object_locations does not list this node for it */
+    bool copy;              /* a copy pulled from another node (object_copied logged) */
+    bool listed;            /* object_locations lists this node for it: its object_put,
+                               its task's task_finished or its object_copied was logged
+                               here; on a tcp cluster (and for a pulled copy) its going
+                               is logged too (object_lost, nm_obj_delete), so that the
+                               view stops listing this node for it */
     uint64_t size;
     uint8_t *bytes;         /* INLINE value, or ERROR message (malloc'd) */
     uint64_t off;           /* ARENA offset */

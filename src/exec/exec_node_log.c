@@ -616,6 +616,7 @@ nm_log_put(nm_t *nm, nm_obj_t *o)
     db_event_t e;
     util_id_t task;
     exec_ref_task(&o->id, &task);
+    o->listed = true; /* object_locations lists it here: its going is logged (nm_obj_delete) */
     s_base(nm, &e, DB_K_object_put);
     DB_SET_ID(&e, task, DB_F_TASK, &task);
     if (o->owner)
@@ -691,6 +692,7 @@ nm_log_copied(nm_t *nm, nm_obj_t *o, const util_id_t *from)
     util_id_t task;
     char info[80], hex[UTIL_ID_HEX];
     exec_ref_task(&o->id, &task);
+    o->listed = true; /* as for a put */
     s_base(nm, &e, DB_K_object_copied);
     DB_SET_ID(&e, task, DB_F_TASK, &task);
     DB_SET_INT(&e, idx, DB_F_IDX, exec_ref_idx(&o->id));

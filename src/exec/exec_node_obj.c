@@ -457,9 +457,29 @@ nm_obj_let_go(nm_t *nm, nm_obj_t *o)
 void
 nm_obj_delete(nm_t *nm, nm_obj_t *o)
 {
+    nm_obj_delete_why(nm, o, NULL);
+}
+
+/* object_locations lists this node for o (o->listed) until an object_lost
+   says it went: logged here on a tcp cluster, where nodes ask the log
+   where objects live (a pull's sources, the scheduler's locality), and
+   for a pulled copy anywhere. Before, only pulled copies and evictions
+   were logged: a put or task output freed by its driver, or its driver
+   gone, and a spilled task's output sent back to the node that spilled
+   it, stayed listed for ever (t/6110). A LOST object was logged when it
+   was evicted. On one machine a free is not logged: a task and its free
+   would be three events where they are two, for a view with one node. */
+void
+nm_obj_delete_why(nm_t *nm, nm_obj_t *o, const char *why)
+{
     char path[PATH_MAX + 64], hex[LUX_REF_LEN * 2 + 1];
-    if (o->copy && o->state == OBJ_READY) /* else already logged (evicted) */
-        nm_log_object(nm, o, DB_K_object_lost, "its copy here let go: nothing here holds it");
+    if (o->listed && (o->copy || nm->remote) &&
+        (o->state == OBJ_READY || o->state == OBJ_SPILLED))
+        nm_log_object(nm, o, DB_K_object_lost,
+                      why      ? why
+                      : o->copy ? "its copy here let go: nothing here holds it"
+                                : "let go here: freed by its owner, or its owner gone, and "
+                                  "nothing here reads it");
     if (o->state == OBJ_SPILLED) {
         util_hex(hex, o->id.b, LUX_REF_LEN);
         snprintf(path, sizeof path, "%s/%s.lz4", nm->spill_dir, hex);

@@ -39,6 +39,9 @@ void nm_obj_pin(nm_t *nm, nm_obj_t *o);
 void nm_obj_unpin(nm_t *nm, nm_obj_t *o);
 
 void nm_obj_delete(nm_t *nm, nm_obj_t *o);
+/* The same, saying why it went when object_locations listed it here
+   (the object_lost event's info; NULL: the usual reasons). */
+void nm_obj_delete_why(nm_t *nm, nm_obj_t *o, const char *why);
 
 /* Nothing holds o any more: a rebuilt copy in the store stays, evictable;
    anything else is deleted. */

@@ -487,6 +487,7 @@ s_result(nm_t *nm, nm_worker_t *w, const exec_result_t *r)
             nm_obj_set_inline(nm, o, outs[i].bytes, outs[i].size);
         }
         memcpy(o->fp, fps + 16 * i, 16);
+        o->listed = t->kind == T_TASK; /* its task_finished lists it (object_locations) */
         util_blake_update(&h, o->fp, 16);
         total += outs[i].size;
     }

@@ -722,6 +722,8 @@ s_on_done(nm_t *nm, nm_peer_msg_t *m)
             s_fail(nm, t, LUX_EFULL, why);
             continue;
         }
+        if (t->kind == T_TASK) /* it lives here now, not where it ran (t/6110) */
+            nm_log_copied(nm, o, &t->rnode);
         if (++t->rgot == t->nret) {
             nm->n_finished++;
             if (t->actor)
@@ -874,14 +876,15 @@ nm_remote_send(nm_t *nm, nm_client_t *c, zmsg_t **mp)
     nm_peer_msg_t to = {.type = NET_NODE_TASK, .rid = zframe_new(c->peer_rid, c->peer_rid_len)};
     nm_peer_reply(nm, &to, NET_NODE_TASK_DONE, &out);
     zframe_destroy(&to.rid);
-    /* the sender has its copy: this node's go when nothing else holds them */
+    /* the sender has its copy (object_copied): this node's go when nothing
+       else holds them */
     for (uint32_t i = 0; i < n; i++) {
         nm_obj_t *o = nm_obj_get(nm, &done[i]);
         if (o && o->owner == c) {
             o->owned = false;
             o->owner = NULL;
             if (!o->pins && !o->uses && !o->nwaiters)
-                nm_obj_delete(nm, o);
+                nm_obj_delete_why(nm, o, "sent to the node whose task made it");
         }
     }
     free(done);

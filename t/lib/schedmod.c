@@ -24,6 +24,8 @@
                          it) until FILE.done exists (at most 10 minutes)
         make BYTES FILE  the same with the output of s_big(BYTES), a task
                          run where this driver is (lineage in the log)
+        makeon BYTES RES FILE  the same with s_big(BYTES) called with RES
+                         (run wherever RES sends it, its output sent back)
         marks N RES FILE  N calls of s_mark with RES (no return values: it
                          makes DIR/marked), then one of s_where with RES;
                          prints its DIR, makes FILE and waits (at most 10
@@ -305,13 +307,21 @@ s_main(lux_t *lx, int argc, char **argv)
         }
         return s_hold(&r, argv[3]);
     }
+    if (strcmp(argv[1], "makeon") == 0 && argc >= 5) { /* makeon N RES FILE */
+        lux_ref_t r; /* a task needing RES makes N bytes; this driver holds them */
+        int64_t b = n;
+        if (lux_call_opts(lx, &o, "s_big", 1, (lux_arg_t[]) {LUX_VAL(&b, 8)}, 1, &r) ||
+            s_get(lx, &r, &v))
+            return printf("error: %s\n", lux_errmsg()), 1;
+        return s_hold(&r, argv[4]);
+    }
     if (strcmp(argv[1], "freed") == 0) { /* freed N - FILE: made here, then freed */
         lux_ref_t r;
         int64_t b = n;
         if (lux_call(lx, "s_big", 1, (lux_arg_t[]) {LUX_VAL(&b, 8)}, 1, &r) ||
             s_get(lx, &r, &v))
             return printf("error: %s\n", lux_errmsg()), 1;
-        lux_free(lx, 1, &r); /* this node lets its copy go; the log still lists it */
+        lux_free(lx, 1, &r); /* this node lets its copy go (object_lost on a tcp cluster) */
         int none = 0;
         lux_wait(lx, 0, NULL, 0, 0, &none); /* sends the free (lux_free only queues it) */
         return s_hold(&r, argv[3]);
