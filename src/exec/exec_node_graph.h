@@ -71,8 +71,9 @@ int nm_rebuild(nm_t *nm, const lux_ref_t *id);
 uint64_t nm_task_arg_bytes(nm_t *nm, const nm_task_t *t);
 
 /* What tasks not handed to a worker hold pinned in the store: the rebuilt
-   arguments held for tasks that wait (NM_ARG_HELD, rule 10) and the
-   arguments of reserved ready tasks (rule 3), as counts of tasks and
+   arguments held for tasks that wait (rule 10: the tasks holding any, and
+   the bytes they hold pinned, NM_ARG_HELD, not those held on disk) and
+   the arguments of reserved ready tasks (rule 3), as counts of tasks and
    bytes (an object two tasks hold counts twice). */
 typedef struct {
     uint32_t held, reserved;

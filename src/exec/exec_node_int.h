@@ -66,7 +66,8 @@ typedef struct {
 enum nm_obj_state {
     OBJ_READY = 1,   /* the value is here: inline bytes or in the arena */
     OBJ_ERROR,       /* the task that makes it failed: bytes hold the message */
-    OBJ_SPILLED,     /* a put, moved to disk to make room */
+    OBJ_SPILLED,     /* a put, moved to disk to make room (or an output held on
+                        disk for a task that waits: held_disk) */
     OBJ_LOST,        /* a task output, dropped to make room: rebuild from lineage */
     OBJ_MISSING      /* not in the table: what a GET of an ID nobody made is told */
 };
@@ -91,6 +92,11 @@ struct nm_obj {
     uint32_t pins;          /* readers holding pointers, and running tasks: no eviction */
     uint32_t uses;          /* queued tasks that will read it: no deletion */
     uint32_t resv;          /* of its pins, those of ready tasks reserving it */
+    uint32_t held;          /* of its pins, those of tasks waiting that hold it rebuilt
+                               (NM_ARG_HELD, DESIGN 7 rule 10): in nm->held_bytes */
+    uint32_t held_disk;     /* tasks waiting that hold it rebuilt beyond rule 10's bound
+                               (NM_ARG_DISK): not pinned, but spilled, not dropped,
+                               when evicted */
     nm_client_t *owner;     /* who gets told when it is ready (NULL: gone) */
     nm_logpos_t lineage;    /* the event that records how it was made */
     uint8_t fp[16];         /* fingerprint of the value */
@@ -123,7 +129,7 @@ struct nm_obj {
 
 /* --- tasks ---------------------------------------------------------------------------- */
 
-enum { NM_ARG_COUNTED = 1, NM_ARG_HELD = 2 }; /* nm_task_t.counted[i] */
+enum { NM_ARG_COUNTED = 1, NM_ARG_HELD = 2, NM_ARG_DISK = 4 }; /* nm_task_t.counted[i] */
 
 /* What an nm_task_t is: a task, or one of an actor's runs. */
 enum nm_task_kind {
@@ -174,7 +180,8 @@ struct nm_task {
     uint16_t argc;
     uint8_t *counted;         /* per argument (refs only): NM_ARG_COUNTED, counted in its
                                  object's uses; NM_ARG_HELD, a rebuilt object pinned for
-                                 this task until it is handed to a worker */
+                                 this task until it is handed to a worker; NM_ARG_DISK,
+                                 one held beyond the bound: spilled if evicted */
     uint8_t nret;
     uint8_t state;            /* enum nm_task_state */
     uint8_t attempt;          /* 1 for the first run */
@@ -522,6 +529,8 @@ struct nm {
     util_complain_t room_note; /* rate limit on "waits for room past LUX_STORE_WAIT_MS" */
     uint64_t resv_bytes;      /* objects pinned for ready tasks not yet dispatched */
     uint32_t nresv;           /* ... for this many tasks */
+    uint64_t held_bytes;      /* rebuilt objects pinned for tasks that wait (rule 10), each
+                                 counted once: at most half the store, or one object */
     struct nm_restore_wait *restore_waits; /* GETs of spilled objects waiting for room */
     bool room_waits;          /* a ready task waits for room to restore an argument */
     bool test_unheld;         /* LUX_TEST_REBUILD_UNHELD=1 (t/3132 only): rebuilt outputs

@@ -2,14 +2,15 @@
 
     An object is READY (its value inline on the heap, when it is at most
     EXEC_INLINE_MAX bytes, or in the arena), ERROR (the task that makes it
-    failed), SPILLED (a put moved to disk, lz4, to make room) or LOST (a
+    failed), SPILLED (a put moved to disk, lz4, to make room; or a rebuilt
+    output held for a task that waits beyond rule 10's bound) or LOST (a
     task output dropped to make room; lineage rebuilds it).
 
     Pins: a client reading an arena object in place (lux_get), and a task
     that will run with it as an argument, pin it. Unpinned READY arena
     objects sit in an LRU list, oldest first; when the arena has no room,
-    nm_store_alloc evicts from the front: task outputs are dropped, puts are
-    spilled. An object is deleted once its owner freed it and nothing pins
+    nm_store_alloc evicts from the front: task outputs are dropped, puts
+    (and outputs held on disk for a waiting task, NM_ARG_DISK) spilled. An object is deleted once its owner freed it and nothing pins
     it or waits for it.
 
     A spill is written off the node's loop (issue 24 item 2: a 1 GiB spill
@@ -624,17 +625,28 @@ s_evict_one(nm_t *nm)
     if (!o)
         return false;
     s_lru_unlink(nm, o);
-    if (o->is_put) {
+    /* a put has no lineage; a rebuilt output held for a waiting task
+       beyond rule 10's bound (held_disk) is brought back for it, far
+       cheaper than rebuilt, and cannot be evicted and rebuilt in turn
+       for ever (DESIGN 7, rule 10) */
+    bool spill = o->is_put || o->held_disk;
+    int rc = 0;
+    if (spill) {
         s_spill_path(nm, o, path, sizeof path);
-        int rc = s_spill(nm, o, path);
-        if (rc) {
-            /* cannot spill: keep it, it is a put and has no lineage; a
-               request refused for want of room says why (t/5105) */
-            snprintf(nm->spill_why, sizeof nm->spill_why, "%s", lux_errmsg());
-            log_error("cannot spill object: %s", nm->spill_why);
-            s_lru_append(nm, o); /* evictable again later (was: never again) */
-            return false;
-        }
+        rc = s_spill(nm, o, path);
+    }
+    if (rc && o->is_put) {
+        /* cannot spill: keep it, it is a put and has no lineage; a
+           request refused for want of room says why (t/5105) */
+        snprintf(nm->spill_why, sizeof nm->spill_why, "%s", lux_errmsg());
+        log_error("cannot spill object: %s", nm->spill_why);
+        s_lru_append(nm, o); /* evictable again later (was: never again) */
+        return false;
+    }
+    if (rc) /* a rebuilt one: dropped as any output, rebuilt if needed */
+        log_warn("cannot spill an object held for a task that waits, so it is dropped: %s",
+                 lux_errmsg());
+    if (spill && !rc) {
         nm_store_free(nm, o->off);
         o->state = OBJ_SPILLED;
         nm->n_spilled++;
