@@ -277,12 +277,21 @@ s_kept_unlink(nm_t *nm, nm_obj_t *o)
     nm->kept_bytes -= o->size;
 }
 
-/* Drop the value (heap bytes or arena room), keeping the entry. */
+/* Drop the value (heap bytes, arena room or spill file), keeping the
+   entry. A spilled object's file goes with it, whether the object is
+   deleted or given a new value: an output held on disk for a waiting task
+   and made again by a rebuild of its task for a lost sibling (t/3156)
+   left its file behind for good. */
 static void
 s_drop_value(nm_t *nm, nm_obj_t *o)
 {
+    char path[PATH_MAX + 64];
     s_lru_unlink(nm, o);
     s_kept_unlink(nm, o);
+    if (o->state == OBJ_SPILLED) { /* one on its way is removed when written */
+        s_spill_path(nm, o, path, sizeof path);
+        unlink(path);
+    }
     if (o->spilling)
         s_spill_detach(nm, o);
     if (o->state == OBJ_READY && o->where == EXEC_W_ARENA)
@@ -473,7 +482,6 @@ nm_obj_delete(nm_t *nm, nm_obj_t *o)
 void
 nm_obj_delete_why(nm_t *nm, nm_obj_t *o, const char *why)
 {
-    char path[PATH_MAX + 64], hex[LUX_REF_LEN * 2 + 1];
     if (o->listed && (o->copy || nm->remote) &&
         (o->state == OBJ_READY || o->state == OBJ_SPILLED))
         nm_log_object(nm, o, DB_K_object_lost,
@@ -481,12 +489,7 @@ nm_obj_delete_why(nm_t *nm, nm_obj_t *o, const char *why)
                       : o->copy ? "its copy here let go: nothing here holds it"
                                 : "let go here: freed by its owner, or its owner gone, and "
                                   "nothing here reads it");
-    if (o->state == OBJ_SPILLED) {
-        util_hex(hex, o->id.b, LUX_REF_LEN);
-        snprintf(path, sizeof path, "%s/%s.lz4", nm->spill_dir, hex);
-        unlink(path);
-    }
-    s_drop_value(nm, o);
+    s_drop_value(nm, o); /* a spill file too */
     free(o->waiters);
     util_idmap_del(nm->objects, o->id.b);
     free(o);
