@@ -152,13 +152,12 @@ static void
 s_finish(nm_t *nm, nm_blob_job_t *j)
 {
     char info[UTIL_ERRMSG_MAX + 32];
-    if (j->rc)
+    if (j->rc) {
         snprintf(info, sizeof info, "not recorded: %s", j->err);
-    else
-        snprintf(info, sizeof info, j->fresh ? "recorded" : "recorded (the same bytes were before)");
-    if (j->rc)
         log_error("a put of %zu bytes was not recorded for replay: %s", j->n, j->err);
-    j->done(nm, j->held, info);
+    }
+    j->done(nm, j->held,
+            j->rc ? info : j->fresh ? "recorded" : "recorded (the same bytes were before)");
     if (j->o) /* deleted now if its owner freed it meanwhile */
         nm->ops.obj_unpin(nm, j->o);
     free(j->copy);

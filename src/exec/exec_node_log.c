@@ -78,6 +78,8 @@ typedef struct s_held {
     size_t len;
     bool pending;         /* an object_put whose blob is being written (exec_node_blob.c):
                              it and what follows wait until s_put_recorded */
+    char *info;           /* what became of that blob (s_put_recorded): the event's info
+                             when it goes, set then rather than encoded twice */
 } s_held_t;
 
 struct nm_log {
@@ -208,6 +210,7 @@ nm_log_destroy(nm_log_t **self_p)
         L->held = h->next;
         free(h->deps);
         free(h->rec);
+        free(h->info);
         free(h);
     }
     free(L->fifos);
@@ -401,12 +404,16 @@ nm_log_tick(nm_t *nm)
         if (!L->held)
             L->held_last = NULL;
         L->nheld--;
-        if (db_event_decode(&e, h->rec, h->len) == 0)
+        if (db_event_decode(&e, h->rec, h->len) == 0) {
+            if (h->info)
+                db_event_set_info(&e, h->info);
             s_append(nm, &e, h->lineage ? &h->task : NULL);
-        else
+        } else {
             log_error("log: a held event does not decode: %s", lux_errmsg());
+        }
         free(h->deps);
         free(h->rec);
+        free(h->info);
         free(h);
         released = true;
     }
@@ -642,32 +649,20 @@ nm_log_put(nm_t *nm, nm_obj_t *o)
 }
 
 /* The blob writer is done with a put (nm_blob_start): its held
-   object_put event `held` may go, with info. */
+   object_put event `held` may go, with info, which is set when it goes:
+   decoding and encoding the event again here cost the node's loop 2,100
+   instructions a put (callgrind, doc/benchmarks.md, 2026-11-29). */
 static void
 s_put_recorded(nm_t *nm, void *held, const char *info)
 {
-    struct nm_log *L = nm->lg;
     s_held_t *h = held;
-    db_event_t e;
+    (void) nm;
     if (!h)
         return; /* appended at once for want of memory: its info stays */
     h->pending = false;
-    if (db_event_decode(&e, h->rec, h->len)) {
-        log_error("log: a held event does not decode: %s", lux_errmsg());
-        return;
-    }
-    db_event_set_info(&e, info);
-    L->rec.len = 0;
-    db_event_encode(&e, &L->rec); /* e points into h->rec until this is done */
-    uint8_t *rec = L->rec.oom ? NULL : malloc(L->rec.len);
-    if (!rec) {
+    free(h->info);
+    if (!(h->info = strdup(info)))
         log_error("log: out of memory recording what became of a put's blob (%s)", info);
-        return;
-    }
-    memcpy(rec, L->rec.data, L->rec.len);
-    free(h->rec);
-    h->rec = rec;
-    h->len = L->rec.len;
 }
 
 void
