@@ -73,6 +73,14 @@ s_expect(db_store_t *st, int want_clients, const char *when)
        "event ID before the cut (%d listed, %d wrong)", when, want_clients, s_seen_n, s_seen_bad);
 }
 
+static int
+s_fail_one(void *arg, const util_id_t *c, uint64_t cseq, uint64_t seq)
+{
+    (void) arg, (void) c, (void) cseq, (void) seq;
+    s_seen_n++;
+    return LUX_ENOMEM;
+}
+
 int
 main(void)
 {
@@ -135,6 +143,13 @@ main(void)
     s_want_cseq[1]++;
     s_want_seq[1] = db_store_last_seq(st);
     s_expect(st, 4, "after more appends");
+
+    /* a visitor that fails (the replica's, out of memory: db_replica.c
+       s_setup) stops the walk, and its code is what the walk returns */
+    s_seen_n = 0;
+    is_int(db_store_clients(st, s_fail_one, NULL), LUX_ENOMEM,
+           "a visitor's failure stops db_store_clients, which returns its code");
+    is_int(s_seen_n, 1, "... after the one client it failed on");
     db_store_close(&st);
     return done_testing();
 }

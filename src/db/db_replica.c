@@ -345,7 +345,10 @@ s_setup(db_rep_t *self)
     so.reader = true;
     if (!(self->rstore = db_store_open(&so)))
         return LUX_EIO;
-    db_rep_seen_load(self, self->rstore);
+    /* without it, resent events would be taken as new: no start */
+    int rc = db_rep_seen_load(self, self->rstore);
+    if (rc)
+        return util_err_ctx(rc, "%s: the table of clients' newest events", self->db_path);
     db_reader_opts_t ro = {.db_path = self->db_path, .cluster = &self->cluster.id,
                            .shard = self->shard, .sec = self->sec, .state = &self->rstate,
                            .bound = self->ep[DB_EP_READ], .bound_len = DB_EP_MAX};

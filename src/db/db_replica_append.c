@@ -348,10 +348,11 @@ s_load_seen(void *arg, const util_id_t *client, uint64_t cseq, uint64_t seq)
 {
     db_rep_t *self = arg;
     db_rep_seen_t *s = util_idmap_put(self->seen, client, NULL);
-    if (s) {
-        s->cseq = cseq;
-        s->seq = seq;
-    }
+    if (!s) /* a table missing a client would take its resends for new events */
+        return util_err(LUX_ENOMEM, "shard %u: out of memory loading the client table "
+                        "(%zu clients loaded)", self->shard, util_idmap_size(self->seen));
+    s->cseq = cseq;
+    s->seq = seq;
     return 0;
 }
 

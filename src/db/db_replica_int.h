@@ -184,7 +184,9 @@ int db_rep_on_append(zloop_t *loop, zsock_t *sock, void *arg);
 /* One message of the append socket or of a local link (taken). */
 void db_rep_append_msg(db_rep_t *self, zmsg_t *msg);
 void db_rep_ack_clients(db_rep_t *self);
-/* Read the client table from the store again (after a truncation). */
+/* Read the client table from the store (at start, and again after a
+   truncation). 0, or a code with the message (out of memory, a failed
+   read of the store's table). */
 int db_rep_seen_load(db_rep_t *self, db_store_t *store);
 /* A client's event taken at seq (from the predecessor or the tail). */
 void db_rep_note_seen(db_rep_t *self, const db_event_t *e, uint64_t seq);

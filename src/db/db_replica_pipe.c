@@ -293,8 +293,8 @@ s_on_writer(zloop_t *loop, zsock_t *sock, void *arg)
                 db_rep_fail(self, LUX_EIO, lux_errmsg());
             /* the truncated events' IDs must not count as seen: rebuild from
                the store (the writer is idle: the store is ours now) */
-            if (db_rep_seen_load(self, self->store))
-                db_rep_fail(self, LUX_ENOMEM, "cannot rebuild the client table");
+            if ((code = db_rep_seen_load(self, self->store)))
+                db_rep_fail(self, code, lux_errmsg()); /* names why: memory, a read */
             db_rep_truncated(self);
         }
     } else if (cmd == 'E') {

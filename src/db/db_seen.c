@@ -302,6 +302,7 @@ db_seen_behind(db_seen_t *self, uint64_t last_seq)
 typedef struct {
     int (*fn)(void *arg, const util_id_t *client, uint64_t cseq, uint64_t seq);
     void *arg;
+    int rc; /* what fn returned when it stopped the walk */
 } s_each_t;
 
 static int
@@ -309,7 +310,7 @@ s_each(void *arg, const void *client, void *value)
 {
     s_each_t *e = arg;
     s_seen_t *v = value;
-    return e->fn(e->arg, client, v->cseq, v->seq);
+    return e->rc = e->fn(e->arg, client, v->cseq, v->seq);
 }
 
 int
@@ -319,7 +320,7 @@ db_seen_each(db_seen_t *self,
     int rc;
     if (!self->clients && (rc = db_seen_load(self)))
         return rc;
-    s_each_t e = {fn, arg};
+    s_each_t e = {fn, arg, 0};
     util_idmap_each(self->clients, s_each, &e);
-    return 0;
+    return e.rc;
 }

@@ -65,7 +65,8 @@ void db_seen_rollback(db_seen_t *self);
 bool db_seen_behind(db_seen_t *self, uint64_t last_seq);
 
 /* Each client's newest (cseq, seq), loading the map when it is not. fn
-   returns nonzero to stop. 0, or the load's code. */
+   returns nonzero to stop. 0, the load's code, or what fn returned when
+   it stopped. */
 int db_seen_each(db_seen_t *self,
                  int (*fn)(void *arg, const util_id_t *client, uint64_t cseq, uint64_t seq),
                  void *arg);

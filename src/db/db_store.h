@@ -95,7 +95,8 @@ int db_store_hash_at(db_store_t *self, uint64_t seq, uint8_t out[DB_HASH_LEN]);
 int db_store_truncate(db_store_t *self, uint64_t after);
 
 /* The newest (cseq, seq) recorded for each client. fn returns nonzero to
-   stop. */
+   stop. 0, the code of a failed read of the table, or what fn returned
+   when it stopped. */
 int db_store_clients(db_store_t *self,
                      int (*fn)(void *arg, const util_id_t *client, uint64_t cseq, uint64_t seq),
                      void *arg);

@@ -581,12 +581,13 @@ struct nm {
     struct nm_remote *remote; /* tasks spilled to other nodes, the global scheduler on the
                                  head (exec_remote.c) */
     struct nm_rplace *rplace; /* asks of the global scheduler, its answers kept (exec_rplace.c) */
+    struct nm_table *table;   /* the global scheduler's table of nodes (exec_table.c) */
     struct nm_rmodule *rmodule; /* modules fetched by hash (exec_rmodule.c) */
 
     /* counters, for tests and `lux status` */
     uint64_t n_submitted, n_finished, n_failed, n_retried, n_rebuilt, n_evicted, n_spilled;
     uint64_t n_table_waits; /* the head: placement decisions that waited for the monitor's
-                               table of nodes (exec_remote.c s_table) */
+                               table of nodes (exec_table.c s_table) */
     uint64_t n_spare; /* objects placed in the arena's spare region (nm_store_try) */
     uint64_t n_over;  /* of which beyond the store's size, after a wait (store_over) */
     bool store_over;  /* nm_store_try may go beyond the store's size (a wait has ended) */

@@ -23,17 +23,17 @@
     waits for its resources) where it was placed.
 
     The global scheduler (the head). NODE_PLACE is answered by the head's
-    node manager from the membership monitor's table (STATUS, asked again
-    when older than S_TABLE_MS) and the decision of exec_gsched.c. The
-    requester is left out unless it is the only choice.
+    node manager (s_on_place): the table of nodes and the decision are
+    exec_table.c's, the answers kept for a request sent again
+    exec_rplace.c's.
 */
 #include "exec_remote.h"
 #include "exec_rmodule.h"
 #include "exec_rplace.h"
 #include "exec_gsched.h"
+#include "exec_table.h"
 #include "exec_members.h"
 #include "exec_peer.h"
-#include "exec_xfer.h"
 #include "../net/net_ep.h"
 #include "exec_module.h"
 #include "exec_node_actor.h"
@@ -52,32 +52,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define S_TABLE_MS 100   /* the head refreshes its table of nodes this often, at most */
-#define S_TABLE_STALE_MS 1000 /* ... using the one it has meanwhile, up to this old */
-#define S_NOT_YET 1      /* s_table_take: no answer yet */
-#define S_NODES_MAX 1024
 #define S_WATCH_MS 1000  /* how often a node with tasks elsewhere asks who is alive */
-#define S_ASK_WAIT_MS 2000 /* ... and how long it waits for the answer */
 #define S_HEADLESS_MS 30000 /* work away this long while the monitor cannot be asked: failed */
 #define S_PEND_MAX 16    /* nodes with a NODE_TASK being filled at once */
-#define S_ARGS_MAX 64    /* (node, bytes) pairs of a task's arguments weighed */
 #define S_CNT_EXT (21 + LUX_REF_LEN) /* NODE_TASK's count frame with an actor's extension */
 
 struct nm_remote {
     nm_t *nm;             /* the node it belongs to */
-    /* the head: the global scheduler */
-    net_sec_t *sec;       /* to ask the membership monitor */
-    gs_node_t *nodes;
-    size_t nnodes;
-    int64_t table_ms;     /* when the table was read */
-    int hold_ms;          /* test hook LUX_TEST_TABLE_HOLD_MS: a table read serves this long */
-    zsock_t *tsock;       /* to the monitor, kept: the table asked without waiting */
-    int64_t tasked_ms;    /* when the ask in flight on it went (0: none) */
     char head_ep[DB_EP_MAX];
     util_buf_t scratch;
     uint64_t n_spilled, n_taken;
-    bool random;          /* LUX_PLACE_RANDOM=1: placed at random (benchmarks only) */
-    gs_rand_t rng;        /* ... drawn from this (seed: LUX_PLACE_SEED, or said in the log) */
     nm_rmodule_t *mods;   /* modules fetched by hash (exec_rmodule.c) */
     int64_t watch_ms;     /* when who is alive was last asked */
     int ask_wait_ms;      /* how long an answer is waited for (LUX_WATCH_WAIT_MS, tests) */
@@ -129,222 +113,11 @@ s_obj_next(zmsg_t *m, lux_ref_t *id, uint8_t *where, zframe_t **f)
     return true;
 }
 
-/* --- the head: the global scheduler ---------------------------------------------------------- */
-
-/* The monitor's table (STATUS's answer) taken as the scheduler's. */
-static void
-s_table_parse(nm_t *nm, char *text, int64_t now)
-{
-    struct nm_remote *r = nm->remote;
-    size_t n = 0, cap = 8;
-    gs_node_t *v = calloc(cap, sizeof *v);
-    for (char *blk = text; v && blk && *blk && n < S_NODES_MAX;) {
-        char *end = strstr(blk, "\n\n");
-        if (end)
-            end[1] = '\0';
-        if (n == cap) {
-            gs_node_t *p = realloc(v, 2 * cap * sizeof *v);
-            if (!p)
-                break;
-            v = p;
-            cap *= 2;
-        }
-        if (gs_node_from_text(&v[n], blk) == 0) {
-            /* what was placed there since its beat still counts */
-            for (size_t i = 0; i < r->nnodes; i++)
-                if (util_id_eq(&r->nodes[i].id, &v[n].id))
-                    v[n].placed = r->nodes[i].placed;
-            n++;
-        }
-        blk = end ? end + 2 : NULL;
-    }
-    if (!v) {
-        log_error("out of memory reading the table of nodes: the last one is used");
-        return;
-    }
-    free(r->nodes);
-    r->nodes = v;
-    r->nnodes = n;
-    r->table_ms = now;
-}
-
-/* Send STATUS to the membership monitor on *sock (connected, with the
-   cluster's keys, when not yet), without waiting for the answer: the
-   scheduler's table (s_table_take) and the watch (s_watch_read) each keep
-   one. 0 or a code with the message. */
-static int
-s_monitor_ask(nm_t *nm, zsock_t **sock)
-{
-    struct nm_remote *r = nm->remote;
-    char keys[PATH_MAX + 32], ep[DB_EP_MAX];
-    if (!r->sec &&
-        !(r->sec = net_sec_load(db_cluster_path(&nm->cluster, keys, sizeof keys, "keys"))))
-        return util_err_ctx(LUX_EAUTH, "asking the membership monitor");
-    db_cluster_members_ep(&nm->cluster, false, ep, sizeof ep);
-    if (!*sock && (*sock = net_connect(ZMQ_DEALER, ep, r->sec)))
-        zsock_set_linger(*sock, 0);
-    if (!*sock || zstr_send(*sock, "STATUS") != 0)
-        return util_err_ctx(LUX_EIO, "the membership endpoint %s", ep);
-    return 0;
-}
-
-/* The monitor's answer to the table's STATUS, when it came (wait_ms: how long
-   to wait for it). 0, S_NOT_YET (1: not yet), or a code with the message;
-   an ask unanswered for S_ASK_WAIT_MS is given up (its socket closed, so
-   a late answer is dropped). */
-static int
-s_table_take(nm_t *nm, int64_t now, int wait_ms)
-{
-    struct nm_remote *r = nm->remote;
-    char ep[DB_EP_MAX];
-    if (!r->tasked_ms || nm_rplace_slow(nm, r->tasked_ms, now, wait_ms)) /* test hook */
-        return S_NOT_YET;
-    if (wait_ms > 0) {
-        zpoller_t *p = zpoller_new(r->tsock, NULL);
-        zpoller_set_nonstop(p, true);
-        zpoller_wait(p, wait_ms);
-        zpoller_destroy(&p);
-        now = util_mono_ms();
-    }
-    zmsg_t *m = zmsg_recv_nowait(r->tsock);
-    if (!m) {
-        if (now - r->tasked_ms < S_ASK_WAIT_MS)
-            return S_NOT_YET;
-        r->tasked_ms = 0;
-        zsock_destroy(&r->tsock);
-        db_cluster_members_ep(&nm->cluster, false, ep, sizeof ep);
-        return util_err(LUX_ETIMEDOUT, "the global scheduler: the head's membership endpoint "
-                        "%s did not answer STATUS within %d ms", ep, S_ASK_WAIT_MS);
-    }
-    r->tasked_ms = 0;
-    char *head = zmsg_popstr(m), *body = zmsg_popstr(m);
-    int rc = 0;
-    if (head && body && (strcmp(head, "OK") == 0 || strcmp(head, "NODES") == 0))
-        s_table_parse(nm, body, now);
-    else
-        rc = util_err(LUX_EIO, "the global scheduler: the head's membership monitor refused "
-                      "STATUS: %s", body ? body : "no reason given");
-    free(head);
-    free(body);
-    zmsg_destroy(&m);
-    return rc;
-}
-
-/* The table of nodes for a decision, on a socket kept to the monitor (no
-   CURVE connection per read: 4-29 ms at load 14), asked ahead: one older
-   than S_TABLE_MS is asked again and serves up to S_TABLE_STALE_MS; an
-   older one is waited for, and any with fresh (a "no" is not said on it). */
-static int
-s_table(nm_t *nm, bool fresh)
-{
-    struct nm_remote *r = nm->remote;
-    int64_t now = util_mono_ms();
-    int rc = s_table_take(nm, now, 0);
-    if (rc && rc != S_NOT_YET)
-        log_warn("%s", lux_errmsg());
-    if (r->nodes && now - r->table_ms < (r->hold_ms ? r->hold_ms : S_TABLE_MS))
-        return 0;
-    bool held = !fresh && r->nodes && now - r->table_ms < S_TABLE_STALE_MS;
-    if (!r->tasked_ms && (rc = s_monitor_ask(nm, &r->tsock)))
-        return held ? 0 : rc;
-    if (!r->tasked_ms)
-        r->tasked_ms = now;
-    if (held)
-        return 0; /* the answer is read by a later decision */
-    nm->n_table_waits++; /* `lux status --json`: table_waits (t/6105) */
-    while ((rc = s_table_take(nm, now, S_ASK_WAIT_MS / 4)) == S_NOT_YET)
-        now = util_mono_ms();
-    return r->nodes && now - r->table_ms < S_TABLE_STALE_MS ? 0 : rc;
-}
-
-/* The scheduler's answer to a request (text as in NODE_PLACE) into
-   answer[n]: "node HEX\nendpoint EP\n", "local\n" or "infeasible WHY\n". */
-static void
-s_decide(nm_t *nm, const char *text, char *answer, size_t n)
-{
-    struct nm_remote *r = nm->remote;
-    char v[512];
-    util_id_t from;
-    gs_res_t needs;
-    memset(&from, 0, sizeof from);
-    if (exec_members_get(text, "from", v, sizeof v))
-        util_id_parse(&from, v);
-    if (!exec_members_get(text, "needs", v, sizeof v) || gs_res_parse(&needs, v, false)) {
-        snprintf(answer, n, "infeasible its resources do not parse\n");
-        return;
-    }
-    bool fresh = false;
-again:
-    if (s_table(nm, fresh))
-        return (void) snprintf(answer, n, "infeasible the global scheduler cannot read the "
-                               "table of nodes: %s\n", lux_errmsg());
-    /* deaths known here, in the log or to the requester count whatever the table's age */
-    nm_rplace_from_log(nm);
-    util_id_t gone;
-    for (const char *p = strstr(text, "\ndead "); p; p = strstr(p + 1, "\ndead "))
-        if (sscanf(p + 6, "%32s", v) == 1 && !util_id_parse(&gone, v))
-            nm_rplace_dead(nm, &gone);
-    for (size_t i = 0; i < r->nnodes; i++)
-        r->nodes[i].alive = r->nodes[i].alive && !nm_rplace_is_dead(nm, &r->nodes[i].id);
-    gs_arg_t args[S_ARGS_MAX];
-    size_t nargs = 0;
-    for (const char *p = strstr(text, "arg "); p && nargs < S_ARGS_MAX;
-         p = strstr(p + 1, "\narg ")) {
-        const char *q = p[0] == '\n' ? p + 5 : p + 4;
-        char hex[40];
-        unsigned long long bytes;
-        if (sscanf(q, "%32s %llu", hex, &bytes) == 2 && !util_id_parse(&args[nargs].node, hex))
-            args[nargs++].bytes = bytes;
-    }
-    /* arguments the requester does not hold: where the log says they live */
-    for (const char *p = strstr(text, "\nref "); p && nargs < S_ARGS_MAX;
-         p = strstr(p + 1, "\nref ")) {
-        char hex[2 * LUX_REF_LEN + 2];
-        lux_ref_t id;
-        util_id_t at[8];
-        uint64_t size = 0;
-        if (sscanf(p + 5, "%41s", hex) != 1 || strlen(hex) != 2 * LUX_REF_LEN ||
-            util_unhex(id.b, LUX_REF_LEN, hex))
-            continue;
-        int k = nm_xfer_where(nm, &id, at, 8, &size);
-        for (int i = 0; i < k && nargs < S_ARGS_MAX; i++)
-            args[nargs++] = (gs_arg_t) {.node = at[i], .bytes = size};
-    }
-    /* the requester only when nobody else can, unless it asks to be one of
-       the places (a task it can run, placed for its arguments' sake) */
-    size_t pick = 0;
-    char why[300];
-    bool was = false;
-    bool self = strstr(text, "\nself\n") != NULL;
-    for (size_t i = 0; i < r->nnodes && !self; i++)
-        if (util_id_eq(&r->nodes[i].id, &from) && r->nodes[i].alive) {
-            r->nodes[i].alive = false;
-            int rc = gs_place(r->nodes, r->nnodes, &needs, args, nargs, &pick, why, sizeof why);
-            r->nodes[i].alive = true;
-            was = rc == GS_PLACED;
-            break;
-        }
-    if (!was && gs_place(r->nodes, r->nnodes, &needs, args, nargs, &pick, why, sizeof why)) {
-        if (!fresh && util_mono_ms() - r->table_ms >= S_TABLE_MS && (fresh = true))
-            goto again; /* a node may have joined since the held table (t/6061) */
-        snprintf(answer, n, "infeasible %s\n", why);
-        return;
-    }
-    if (r->random) /* benchmarks only: any node that fits, not the one the bytes are on */
-        gs_pick_random(r->nodes, r->nnodes, &needs, self ? NULL : &from, &r->rng, &pick);
-    gs_node_t *x = &r->nodes[pick];
-    char ep[DB_EP_MAX], hex[UTIL_ID_HEX];
-    if (util_id_eq(&x->id, &from))
-        snprintf(answer, n, "local\n");
-    else if (!db_cluster_node_ep(&nm->cluster, x->address, ep, sizeof ep))
-        snprintf(answer, n, "infeasible node %s has no endpoint\n", util_id_hex(&x->id, hex));
-    else
-        snprintf(answer, n, "node %s\nendpoint %s\n", util_id_hex(&x->id, hex), ep);
-}
+/* --- the head: the global scheduler's requests ------------------------------------------------ */
 
 /* NODE_PLACE: frame 1 the task's ID (16), frame 2 "from HEX\nneeds
    RES\n" and "arg HEX BYTES" lines. Answer NODE_PLACE_REP: the task's ID,
-   then s_decide's answer. */
+   then the scheduler's answer (exec_table.c). */
 static void
 s_on_place(nm_t *nm, nm_peer_msg_t *m)
 {
@@ -355,7 +128,7 @@ s_on_place(nm_t *nm, nm_peer_msg_t *m)
         snprintf(answer, sizeof answer, "infeasible the request to place it was malformed\n");
     else
         nm_rplace_answer(nm, (const util_id_t *) zframe_data(idf), text, answer, sizeof answer,
-                         s_decide);
+                         nm_table_decide);
     if (idf && zframe_size(idf) == 16 && nm_rplace_drop(nm, (const util_id_t *) zframe_data(idf))) {
         zframe_destroy(&idf); /* test hook: the answer is lost */
         free(text);
@@ -493,7 +266,7 @@ s_ask(nm_t *nm, nm_task_t *t, bool self)
         t->state = TASK_RUNNING;
         t->worker = NULL;
         r->n_spilled++;
-        s_decide(nm, text, answer, sizeof answer);
+        nm_table_decide(nm, text, answer, sizeof answer);
         s_placed(nm, t, answer);
         return true;
     }
@@ -1053,7 +826,7 @@ s_watch_silent(nm_t *nm, int64_t now)
 static bool
 s_watch_ask(nm_t *nm, int64_t now)
 {
-    if (s_monitor_ask(nm, &nm->remote->watch))
+    if (nm_table_monitor_ask(nm, &nm->remote->watch))
         return false;
     nm->remote->asked_ms = now;
     return true;
@@ -1130,22 +903,11 @@ nm_remote_new(nm_t *nm)
     nm->ops.remote_flush = nm_remote_flush;
     util_buf_init(&r->scratch);
     nm_peer_head_ep(nm, r->head_ep, sizeof r->head_ep);
-    const char *rnd = getenv("LUX_PLACE_RANDOM");
-    r->random = rnd && strcmp(rnd, "1") == 0;
     const char *wait = getenv("LUX_WATCH_WAIT_MS");
-    r->ask_wait_ms = wait && atoi(wait) > 0 ? atoi(wait) : S_ASK_WAIT_MS;
-    const char *hold = getenv("LUX_TEST_TABLE_HOLD_MS");
-    r->hold_ms = hold && atoi(hold) > 0 ? atoi(hold) : 0;
-    if (!(nm->rplace = nm_rplace_new(nm))) {
+    r->ask_wait_ms = wait && atoi(wait) > 0 ? atoi(wait) : NM_TABLE_ASK_WAIT_MS;
+    if (!(nm->rplace = nm_rplace_new(nm)) || !(nm->table = nm_table_new(nm))) {
         nm_remote_destroy(&r);
         return NULL;
-    }
-    if (r->random && nm_peer_is_head(nm)) {
-        const char *sd = getenv("LUX_PLACE_SEED");
-        uint64_t seed = gs_rand_seed(&r->rng, sd ? strtoull(sd, NULL, 10) : 0);
-        log_warn("the global scheduler places tasks at random (LUX_PLACE_RANDOM=1, for "
-                 "benchmarks only), seed %llu: LUX_PLACE_SEED=%llu repeats its draws",
-                 (unsigned long long) seed, (unsigned long long) seed);
     }
     int rc = 0;
     if (nm_peer_is_head(nm))
@@ -1175,11 +937,9 @@ nm_remote_destroy(nm_remote_t **self_p)
     for (int i = 0; i < r->npend; i++)
         zmsg_destroy(&r->pend[i].m);
     zsock_destroy(&r->watch);
-    zsock_destroy(&r->tsock);
-    net_sec_destroy(&r->sec);
     util_idmap_destroy(&r->unseen);
     nm_rplace_destroy(&nm->rplace);
-    free(r->nodes);
+    nm_table_destroy(&nm->table);
     util_buf_free(&r->scratch);
     free(r);
     *self_p = NULL;
