@@ -12,13 +12,16 @@
                             task needing that resource: median in us (the
                             same for a task kept on the head, "local_us");
                             and what each task cost the whole run, load or
-                            not: CPU time ("cpu_us_per_task") and context
-                            switches ("ctxsw_per_task", voluntary and not)
-                            of the bench and every process it started (the
-                            daemons, their workers), summed over their
-                            threads from /proc; "local_cpu_us_per_task" and
-                            "local_ctxsw_per_task" the same kept on the head.
-                            LUX_BENCH_PROCS=1 prints them per process too
+                            not: the wake-ups ("wakeups_per_task": a thread
+                            that slept woken, voluntary context switches),
+                            the preemptions ("preempted_per_task") and the
+                            CPU time ("cpu_us_per_task": on a loaded VM it
+                            grows with the load, spins and stolen time
+                            counted) of the bench and every process it
+                            started (the daemons, their workers), summed
+                            over their threads from /proc; "local_..." the
+                            same kept on the head. LUX_BENCH_PROCS=1 prints
+                            them per process too
 */
 #include "lux_bench.h"
 #include "lux_node.h"
@@ -87,7 +90,7 @@ typedef struct {
     int n;
     pid_t pid[S_PROCS_MAX];
     char comm[S_PROCS_MAX][20];
-    int64_t cpu_ns[S_PROCS_MAX], ctxsw[S_PROCS_MAX];
+    int64_t cpu_ns[S_PROCS_MAX], vol[S_PROCS_MAX], invol[S_PROCS_MAX];
 } s_usage_t;
 
 static pid_t
@@ -110,13 +113,13 @@ s_ppid(pid_t pid, char *comm, size_t n)
 
 /* One process's threads: sum_exec_runtime (schedstat) and switches. */
 static void
-s_proc_usage(pid_t pid, int64_t *cpu_ns, int64_t *ctxsw)
+s_proc_usage(pid_t pid, int64_t *cpu_ns, int64_t *vol, int64_t *invol)
 {
     char path[64], line[128];
     snprintf(path, sizeof path, "/proc/%d/task", (int) pid);
     DIR *d = opendir(path);
     struct dirent *e;
-    *cpu_ns = *ctxsw = 0;
+    *cpu_ns = *vol = *invol = 0;
     while (d && (e = readdir(d))) {
         if (e->d_name[0] < '0' || e->d_name[0] > '9')
             continue;
@@ -131,9 +134,10 @@ s_proc_usage(pid_t pid, int64_t *cpu_ns, int64_t *ctxsw)
         if (!(f = fopen(path, "r")))
             continue;
         while (fgets(line, sizeof line, f))
-            if ((sscanf(line, "voluntary_ctxt_switches: %lld", &v) == 1 ||
-                 sscanf(line, "nonvoluntary_ctxt_switches: %lld", &v) == 1))
-                *ctxsw += v;
+            if (sscanf(line, "voluntary_ctxt_switches: %lld", &v) == 1)
+                *vol += v;
+            else if (sscanf(line, "nonvoluntary_ctxt_switches: %lld", &v) == 1)
+                *invol += v;
         fclose(f);
     }
     if (d)
@@ -166,33 +170,36 @@ s_usage(s_usage_t *u)
                 memcpy(u->comm[u->n++], comms[i], sizeof comms[i]);
             }
     for (int k = 0; k < u->n; k++)
-        s_proc_usage(u->pid[k], &u->cpu_ns[k], &u->ctxsw[k]);
+        s_proc_usage(u->pid[k], &u->cpu_ns[k], &u->vol[k], &u->invol[k]);
 }
 
-/* After minus before, per task: CPU us and switches, summed; per process
-   to stderr with LUX_BENCH_PROCS=1. */
+/* After minus before, per task: CPU us, wake-ups and preemptions, summed;
+   per process to stderr with LUX_BENCH_PROCS=1. */
 static void
-s_usage_diff(const s_usage_t *a, const s_usage_t *b, int tasks, const char *what, double *cpu_us,
-             double *ctxsw)
+s_usage_diff(const s_usage_t *a, const s_usage_t *b, int tasks, const char *what, double out[3])
 {
     const char *procs = getenv("LUX_BENCH_PROCS");
-    int64_t cpu = 0, sw = 0;
+    int64_t cpu = 0, vol = 0, invol = 0;
     for (int k = 0; k < b->n; k++) {
-        int64_t c0 = 0, s0 = 0;
+        int64_t c0 = 0, v0 = 0, i0 = 0;
         for (int j = 0; j < a->n; j++)
             if (a->pid[j] == b->pid[k]) {
                 c0 = a->cpu_ns[j];
-                s0 = a->ctxsw[j];
+                v0 = a->vol[j];
+                i0 = a->invol[j];
             }
         cpu += b->cpu_ns[k] - c0;
-        sw += b->ctxsw[k] - s0;
+        vol += b->vol[k] - v0;
+        invol += b->invol[k] - i0;
         if (procs && *procs == '1' && b->cpu_ns[k] - c0 > 0)
-            fprintf(stderr, "lux bench: %s: pid %d %s: %.1f us CPU, %.2f switches per task\n",
+            fprintf(stderr,
+                    "lux bench: %s: pid %d %s: %.1f us CPU, %.2f wake-ups, %.2f preempted per task\n",
                     what, (int) b->pid[k], b->comm[k], (double) (b->cpu_ns[k] - c0) / 1e3 / tasks,
-                    (double) (b->ctxsw[k] - s0) / tasks);
+                    (double) (b->vol[k] - v0) / tasks, (double) (b->invol[k] - i0) / tasks);
     }
-    *cpu_us = (double) cpu / 1e3 / tasks;
-    *ctxsw = (double) sw / tasks;
+    out[0] = (double) cpu / 1e3 / tasks;
+    out[1] = (double) vol / tasks;
+    out[2] = (double) invol / tasks;
 }
 
 /* n empty tasks at once with resources res (NULL: none): tasks/s, or -1. */
@@ -280,22 +287,23 @@ s_sched(bench_ctx_t *ctx, const char *name)
         int n = (int) (400 * ctx->scale);
         n = n < 50 ? 50 : n;
         static s_usage_t u0, u1, u2;
-        double lcpu, lsw, fcpu, fsw;
+        double lu[3], fu[3];
         s_usage(&u0);
         double local = s_latency(lx, n, NULL);
         s_usage(&u1);
         double far = s_latency(lx, n, "far=1");
         s_usage(&u2);
-        s_usage_diff(&u0, &u1, n, "local", &lcpu, &lsw);
-        s_usage_diff(&u1, &u2, n, "spilled", &fcpu, &fsw);
+        s_usage_diff(&u0, &u1, n, "local", lu);
+        s_usage_diff(&u1, &u2, n, "spilled", fu);
         if (local < 0 || far < 0)
             rc = util_err_ctx(LUX_EIO, "spillback_latency_us");
         else
             bench_report(ctx, "spillback_latency_us", far, "us",
-                         ", \"local_us\": %.0f, \"runs\": %d, \"cpu_us_per_task\": %.1f, "
-                         "\"ctxsw_per_task\": %.2f, \"local_cpu_us_per_task\": %.1f, "
-                         "\"local_ctxsw_per_task\": %.2f",
-                         local, n, fcpu, fsw, lcpu, lsw);
+                         ", \"local_us\": %.0f, \"runs\": %d, \"wakeups_per_task\": %.2f, "
+                         "\"preempted_per_task\": %.2f, \"cpu_us_per_task\": %.1f, "
+                         "\"local_wakeups_per_task\": %.2f, \"local_preempted_per_task\": %.2f, "
+                         "\"local_cpu_us_per_task\": %.1f",
+                         local, n, fu[1], fu[2], fu[0], lu[1], lu[2], lu[0]);
     }
     lux_shutdown(&lx);
     s_down(ctx, &c, ndir);
