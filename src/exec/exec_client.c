@@ -18,6 +18,7 @@
 #include "exec_client.h"
 #include "../net/net_ep.h"
 #include "../net/net_wire.h"
+#include "../util/util_prof.h"
 #include "../util/util_err.h"
 #include "../util/util_fp.h"
 #include "../util/util_hash.h"
@@ -643,6 +644,7 @@ lux_call_opts(lux_t *lx, const lux_opts_t *opts, const char *fn, int argc, const
                      .timeout_ms = (uint32_t) (opts && opts->timeout_ms > 0 ? opts->timeout_ms : 0)};
     memcpy(s.module, exec_module_hash(m), 16);
     exec_client_next_id(lx, &s.task);
+    util_prof_stamp("d_call", s.task.b);
     exec_client_batch_start(lx, &lx->submit, lx->nsubmit);
     exec_spec_encode(&lx->submit, &s);
     if (lx->submit.oom)
@@ -875,6 +877,11 @@ s_get_many(lux_t *lx, int n, const lux_ref_t *refs, lux_val_t *out, int timeout_
         out[i].data = o->where == EXEC_W_INLINE ? (const void *) o->bytes
                                                 : exec_arena_base(lx->arena) + o->off;
         out[i].size = (size_t) o->size;
+        if (util_prof_state == 2) {
+            util_id_t tid;
+            exec_ref_task(&refs[i], &tid);
+            util_prof_stamp("d_got", tid.b);
+        }
     }
     s_block(lx, false);
     return rc;

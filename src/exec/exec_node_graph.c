@@ -30,6 +30,7 @@
 #include "exec_node_int.h"
 #include "exec_node_log.h"
 #include "exec_node_obj.h"
+#include "../util/util_prof.h"
 #include "../util/util_err.h"
 #include "../util/util_hash.h"
 #include "../util/util_time.h"
@@ -658,6 +659,8 @@ s_done(nm_t *nm, nm_task_t *t)
 void
 nm_task_outputs_ready(nm_t *nm, nm_task_t *t)
 {
+    if (t->remote)
+        util_prof_stamp("h_ready", t->id.b);
     if (nm->ops.remote_ended) /* one of none another node sent: it is told */
         nm->ops.remote_ended(nm, t, 0, NULL);
     for (uint8_t i = 0; i < t->nret; i++) {

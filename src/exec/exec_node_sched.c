@@ -31,6 +31,7 @@
 #include "exec_node_gpu.h"
 #include "exec_node_log.h"
 #include "exec_node_obj.h"
+#include "../util/util_prof.h"
 #include "../util/util_err.h"
 #include "../util/util_hash.h"
 #include "../util/util_log.h"
@@ -101,6 +102,8 @@ nm_submit(nm_t *nm, nm_client_t *c, const exec_spec_t *s)
     exec_ref_make(&out0, &s->task, 0);
     if (nm_task_find(nm, &s->task) || (s->nret && nm_obj_get(nm, &out0)))
         return 0; /* submitted before: a client resending is not a new task */
+    if (!c || !c->peer)
+        util_prof_stamp("h_submit", s->task.b);
     nm_task_t *t = nm_task_new(nm, c, s, true);
     if (!t)
         return util_err(LUX_ENOMEM, "out of memory holding a task");
@@ -330,6 +333,7 @@ nm_dispatch(nm_t *nm)
                     pinned += objs[k].size;
             t->state = TASK_RUNNING;
             t->worker = w;
+            util_prof_stamp("b_dispatch", t->id.b);
             if (t->timeout_ms) /* alone in its batch: it starts now */
                 nm->ops.cancel_started(nm, t);
             if (w->queue_last)
@@ -439,6 +443,7 @@ s_result(nm_t *nm, nm_worker_t *w, const exec_result_t *r)
 {
     nm_task_t *t = nm_task_find(nm, &r->task);
     nm_client_t *c = w->client;
+    util_prof_stamp("b_result", r->task.b);
     if (!t || t->worker != w || t->attempt != r->attempt) {
         char hex[UTIL_ID_HEX];
         log_warn("worker %d reported task %s it was not running", (int) w->pid,

@@ -42,6 +42,7 @@
 #include "exec_node_obj.h"
 #include "exec_node_graph.h"
 #include "exec_node_sched.h"
+#include "../util/util_prof.h"
 #include "../util/util_err.h"
 #include "../util/util_fs.h"
 #include "../util/util_hash.h"
@@ -202,6 +203,7 @@ nm_remote_flush(nm_t *nm)
             if (exec_spec_decode(&rd, &s))
                 break;
             ids[n++] = s.task;
+            util_prof_stamp("h_send", s.task.b);
             zframe_t *c = (zmsg_next(m), zmsg_next(m));
             uint32_t objs = c && zframe_size(c) >= 4 ? s_le32(zframe_data(c)) : 0;
             for (uint32_t i = 0; i < 2 * objs; i++)
@@ -268,6 +270,7 @@ s_ask(nm_t *nm, nm_task_t *t, bool self)
         r->n_spilled++;
         nm_table_decide(nm, text, answer, sizeof answer);
         s_placed(nm, t, answer);
+        util_prof_stamp("h_placed", t->id.b);
         return true;
     }
     if (nm_rplace_send(nm, t, self, false, r->head_ep)) {
@@ -473,6 +476,7 @@ s_on_done(nm_t *nm, nm_peer_msg_t *m)
         exec_ref_task(&id, &tid);
         nm_task_t *t = nm_task_find(nm, &tid);
         uint32_t idx = exec_ref_idx(&id);
+        util_prof_stamp("h_done", tid.b);
         if (t && t->remote && t->nret == 0 && idx == 0 && t->kind != T_CREATE) {
             s_ended(nm, t, where, f); /* one with no return values ended */
             continue;
@@ -565,6 +569,7 @@ s_on_task(nm_t *nm, nm_peer_msg_t *m)
             nm_complain(nm, "NODE_TASK: a malformed task");
             return;
         }
+        util_prof_stamp("b_recv", s.task.b);
         if (zframe_size(mod)) { /* a module's bytes (an older sender): kept as a driver's MODULE is */
             uint8_t hash[16];
             char path[PATH_MAX + 64];
@@ -647,6 +652,8 @@ nm_remote_send(nm_t *nm, nm_client_t *c, zmsg_t **mp)
     zmsg_destroy(&m);
     /* an answer to the sender's NODE_TASK, however late: its routing ID */
     nm_peer_msg_t to = {.type = NET_NODE_TASK, .rid = zframe_new(c->peer_rid, c->peer_rid_len)};
+    for (uint32_t i = 0; i < n && util_prof_state == 2; i++)
+        util_prof_stamp("b_reply", done[i].b); /* a ref begins with its task's ID */
     nm_peer_reply(nm, &to, NET_NODE_TASK_DONE, &out);
     zframe_destroy(&to.rid);
     /* the sender has its copy (object_copied): this node's go when nothing

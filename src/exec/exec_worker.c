@@ -30,6 +30,7 @@
 #include "exec_worker.h"
 #include "exec_client.h"
 #include "../net/net_wire.h"
+#include "../util/util_prof.h"
 #include "../util/util_err.h"
 #include "../util/util_hash.h"
 #include "../util/util_log.h"
@@ -440,7 +441,9 @@ s_batch(s_worker_t *w, zmsg_t *msg)
             r.t_start = r.t_end = util_now_ns();
             s_report(w, &r, NULL, NULL);
         } else {
+            util_prof_stamp("w_start", run->task.b);
             s_run(w, run);
+            util_prof_stamp("w_end", run->task.b);
         }
         s_running_token = 0;
         bool last = true;

@@ -1,0 +1,31 @@
+/*  util_prof - where a spilled task's time goes (LUX_SPILL_PROFILE).
+
+    With LUX_SPILL_PROFILE set to a directory, each process (drivers, node
+    managers, workers) notes a monotonic timestamp at each hop of a task
+    (util_prof_stamp) and writes them to DIR/PID.prof as lines
+    "HOP TASK-ID NS" when its buffer fills and at exit; CLOCK_MONOTONIC is
+    the same clock in every process of a machine, so hops of one task in
+    different processes can be subtracted (tools/spill_profile.sh joins
+    them). Unset (the default): util_prof_stamp costs a load and a branch.
+*/
+#ifndef UTIL_PROF_H_INCLUDED
+#define UTIL_PROF_H_INCLUDED
+
+#include <stdbool.h>
+#include <stdint.h>
+
+extern int util_prof_state; /* 0: not looked at yet, 1: off, 2: on */
+
+bool util_prof_init(void);
+void util_prof_note(const char *hop, const uint8_t id[16]);
+
+/* Note that the task with this 16-byte ID passed hop (a short literal). */
+static inline void
+util_prof_stamp(const char *hop, const uint8_t id[16])
+{
+    if (util_prof_state == 1 || (util_prof_state == 0 && !util_prof_init()))
+        return;
+    util_prof_note(hop, id);
+}
+
+#endif
