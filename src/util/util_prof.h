@@ -5,7 +5,7 @@
     (util_prof_stamp) and writes them to DIR/PID.prof as lines
     "HOP TASK-ID NS" when its buffer fills and at exit; CLOCK_MONOTONIC is
     the same clock in every process of a machine, so hops of one task in
-    different processes can be subtracted (tools/spill_profile.sh joins
+    different processes can be subtracted (tools/spill-profile.py joins
     them). Unset (the default): util_prof_stamp costs a load and a branch.
 */
 #ifndef UTIL_PROF_H_INCLUDED
