@@ -719,8 +719,11 @@ s_fail_one(nm_t *nm, nm_task_t *t, int status, const char *msg, const char *text
         nm_log_finished(nm, t, t->worker, &r, 0, NULL);
     for (uint8_t i = 0; i < t->nret; i++) {
         nm_obj_t *o = nm_task_output(nm, t, i);
-        if (!o || nm_obj_made_again(nm, o, NULL))
-            continue; /* a failed rebuild's output still here stays, and readers' with it */
+        /* a failed rebuild's output still here stays, and readers' with it
+           (rule 14); so does one held on disk for a waiting task, whose
+           spilled copy is as good (rule 10), and its file with it */
+        if (!o || o->state == OBJ_SPILLED || nm_obj_made_again(nm, o, NULL))
+            continue;
         nm_obj_set_error(nm, o, text);
         o->cancelled = status == LUX_ECANCELLED; /* lux_get says LUX_ECANCELLED */
         nm_obj_ready(nm, o);

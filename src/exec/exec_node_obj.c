@@ -526,7 +526,12 @@ void
 nm_client_send_obj(nm_t *nm, nm_client_t *c, const nm_obj_t *o, bool pinned)
 {
     exec_obj_t d;
-    if (!c)
+    /* a spilled one would be described by the place it left: a failed
+       rebuild keeps its task's outputs held on disk, and answers the
+       clients waiting for the task with all its outputs (s_answer_waiters);
+       a peer that got such a place would be sent the bytes there now
+       (nm_remote_send). A client learns of it when it asks. */
+    if (!c || o->state == OBJ_SPILLED)
         return;
     nm_obj_describe(nm, o, &d);
     d.pinned = pinned && d.where == EXEC_W_ARENA;

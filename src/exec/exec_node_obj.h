@@ -59,12 +59,17 @@ int nm_obj_restore(nm_t *nm, nm_obj_t *o);
 void nm_obj_spill_tick(nm_t *nm);
 void nm_obj_spill_close(nm_t *nm);
 
+/* o as a client is told of it: its value inline, its place in the store,
+   or its error. A SPILLED object has no place to tell (its old offset is
+   other objects' room now). */
 void nm_obj_describe(nm_t *nm, const nm_obj_t *o, exec_obj_t *d);
 
 /* Send m (header frame first) to client c: on its connection, or to the
    node it stands for (nm->ops.peer_send); dropped when c is gone. */
 void nm_send(nm_t *nm, nm_client_t *c, zmsg_t **m);
 
+/* Tell c of o (pinned: pinned for c). Nothing is sent for a SPILLED
+   object: a GET of one brings it back first (exec_store.c). */
 void nm_client_send_obj(nm_t *nm, nm_client_t *c, const nm_obj_t *o, bool pinned);
 
 /* Answer c's GET of id with "not now" (EXEC_W_UNAVAILABLE): code (a
