@@ -174,7 +174,8 @@ WHERE j.kind = 1;
 
 -- Where every object lives: one row per copy of an object on a node, as
 -- the log records them: the node that made it (a task's output, one row
--- per return), put it, or pulled a copy of it from another node
+-- per return; an actor call's, whose task_finished says how many in idx,
+-- as it has no task_submitted), put it, or pulled a copy of it from another node
 -- (object_copied, issue 28), unless that node lost it since (evicted and
 -- dropped: object_lost) or the node has died or left since it joined
 -- (node_died, node_left: its store went with it; a node's ID is new at
@@ -201,6 +202,11 @@ made(/*shard,*/task, idx, node, how, size, fp, ts, seq) AS (
          AND s.seq = (SELECT min(x.seq) FROM event x WHERE /*same shard x s*/x.task = s.task AND x.kind = 4)
     JOIN r ON r.i < s.idx
     WHERE f.kind = 5
+    UNION ALL
+    SELECT /*shard,f*/f.task, r.i, f.node, 'made', CASE WHEN f.idx = 1 THEN f.size END,
+           NULL, f.ts, f.seq
+    FROM event f JOIN r ON r.i < f.idx
+    WHERE f.kind = 5 AND f.idx IS NOT NULL
 )
 SELECT /*shard,m*/lower(hex(m.task)) || printf('%08x', m.idx) AS object_id,
        nullif(lower(hex(m.node)), '') AS node_id, m.how, m.size,

@@ -252,6 +252,7 @@ s_release(nm_t *nm, nm_task_t *t)
             continue;
         }
         s_set_value(nm, o, &outs[i], fps + 16 * i);
+        o->listed = true; /* its task_finished lists it (object_locations) */
     }
     nm_task_outputs_ready(nm, t);
 }

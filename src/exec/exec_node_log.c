@@ -593,6 +593,8 @@ nm_log_finished(nm_t *nm, nm_task_t *t, nm_worker_t *w, const exec_result_t *r,
     DB_SET_INT(&e, size, DB_F_SIZE, (int64_t) out_bytes);
     if (w)
         DB_SET_INT(&e, worker, DB_F_WORKER, w->pid);
+    if (t->kind == T_CALL) /* its outputs: an actor call has no task_submitted to say */
+        DB_SET_INT(&e, idx, DB_F_IDX, t->nret);
     if (fp) {
         memcpy(e.fp, fp, 16);
         e.mask |= DB_F_FP;

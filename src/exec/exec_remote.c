@@ -499,7 +499,7 @@ s_on_done(nm_t *nm, nm_peer_msg_t *m)
             s_fail(nm, t, LUX_EFULL, why);
             continue;
         }
-        if (t->kind == T_TASK) /* it lives here now, not where it ran (t/6110) */
+        if (t->kind == T_TASK || t->kind == T_CALL) /* here now, not where it ran (t/6110, 6119) */
             nm_log_copied(nm, o, &t->rnode);
         if (++t->rgot == t->nret) {
             nm->n_finished++;

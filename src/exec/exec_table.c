@@ -8,7 +8,8 @@
     14), and asks ahead: a table older than S_TABLE_MS is asked again at
     the next decision, which uses the one held meanwhile, up to
     S_TABLE_STALE_MS old (0b72c44: a spilled task waited on the head's loop
-    for the monitor's answer every 100 ms before). Only a decision with no
+    for the monitor's answer every 100 ms before). A table is as old as
+    its ask, whenever its answer was taken. Only a decision with no
     table, or one older than that, waits for the answer (nm->n_table_waits
     counts them: `lux status --json`, table_waits). Deaths count whatever
     the table's age: those in the log (exec_rplace.c reads node_died and
@@ -20,10 +21,13 @@
     requester is left out unless it is the only choice or asks to be
     weighed; exec_gsched.c weighs the rest. A task no node fits is said
     infeasible on a fresh table only (33f9110). Test hooks:
-    LUX_TEST_TABLE_HOLD_MS (a table read serves this long: t/6093, t/6094)
-    and LUX_TEST_TABLE_SLOW_MS (exec_rplace.c: the monitor's answer is
-    taken late: t/6105). LUX_PLACE_RANDOM=1 places at random among the
-    nodes that fit (benchmarks only; LUX_PLACE_SEED repeats the draws).
+    LUX_TEST_TABLE_HOLD_MS (a table read serves this long: t/6093, t/6094),
+    LUX_TEST_TABLE_STALE_MS (a held table serves up to this old, for
+    S_TABLE_STALE_MS: t/6120, so that a decision uses a held table and
+    asks ahead whatever the load) and LUX_TEST_TABLE_SLOW_MS
+    (exec_rplace.c: the monitor's answer is taken late: t/6105).
+    LUX_PLACE_RANDOM=1 places at random among the nodes that fit
+    (benchmarks only; LUX_PLACE_SEED repeats the draws).
 */
 #include "exec_table.h"
 #include "exec_gsched.h"
@@ -54,6 +58,8 @@ struct nm_table {
     size_t nnodes;
     int64_t table_ms;     /* when the table was read */
     int hold_ms;          /* test hook LUX_TEST_TABLE_HOLD_MS: a table read serves this long */
+    int stale_ms;         /* a held table serves up to this old: S_TABLE_STALE_MS, or the
+                             test hook LUX_TEST_TABLE_STALE_MS */
     zsock_t *tsock;       /* to the monitor, kept: the table asked without waiting */
     int64_t tasked_ms;    /* when the ask in flight on it went (0: none) */
     bool random;          /* LUX_PLACE_RANDOM=1: placed at random (benchmarks only) */
@@ -62,9 +68,10 @@ struct nm_table {
 
 /* --- the table of nodes --------------------------------------------------------------------- */
 
-/* The monitor's table (STATUS's answer) taken as the scheduler's. */
+/* The monitor's table (STATUS's answer) taken as the scheduler's, as old
+   as asked_ms, when it was asked. */
 static void
-s_table_parse(nm_t *nm, char *text, int64_t now)
+s_table_parse(nm_t *nm, char *text, int64_t asked_ms)
 {
     nm_table_t *r = nm->table;
     size_t n = 0, cap = 8;
@@ -96,7 +103,7 @@ s_table_parse(nm_t *nm, char *text, int64_t now)
     free(r->nodes);
     r->nodes = v;
     r->nnodes = n;
-    r->table_ms = now;
+    r->table_ms = asked_ms;
 }
 
 int
@@ -118,7 +125,11 @@ nm_table_monitor_ask(nm_t *nm, zsock_t **sock)
 /* The monitor's answer to the table's STATUS, when it came (wait_ms: how long
    to wait for it). 0, S_NOT_YET (1: not yet), or a code with the message;
    an ask unanswered for NM_TABLE_ASK_WAIT_MS is given up (its socket closed, so
-   a late answer is dropped). */
+   a late answer is dropped). The table taken is as old as the ask, not
+   the taking: an answer asked before an idle spell and taken at the
+   first decision after it is as old as the spell. Stamped with the time
+   it was taken, it counted as fresh, and a "no" was said on it though a
+   node had joined since the ask (t/6120). */
 static int
 s_table_take(nm_t *nm, int64_t now, int wait_ms)
 {
@@ -143,11 +154,12 @@ s_table_take(nm_t *nm, int64_t now, int wait_ms)
         return util_err(LUX_ETIMEDOUT, "the global scheduler: the head's membership endpoint "
                         "%s did not answer STATUS within %d ms", ep, NM_TABLE_ASK_WAIT_MS);
     }
+    int64_t asked_ms = r->tasked_ms;
     r->tasked_ms = 0;
     char *head = zmsg_popstr(m), *body = zmsg_popstr(m);
     int rc = 0;
     if (head && body && (strcmp(head, "OK") == 0 || strcmp(head, "NODES") == 0))
-        s_table_parse(nm, body, now);
+        s_table_parse(nm, body, asked_ms);
     else
         rc = util_err(LUX_EIO, "the global scheduler: the head's membership monitor refused "
                       "STATUS: %s", body ? body : "no reason given");
@@ -174,7 +186,7 @@ s_table(nm_t *nm, bool fresh)
         log_warn("%s", lux_errmsg());
     if (r->nodes && now - r->table_ms < (r->hold_ms ? r->hold_ms : S_TABLE_MS))
         return 0;
-    bool held = !fresh && r->nodes && now - r->table_ms < S_TABLE_STALE_MS;
+    bool held = !fresh && r->nodes && now - r->table_ms < r->stale_ms;
     if (!r->tasked_ms && (rc = nm_table_monitor_ask(nm, &r->tsock)))
         return held ? 0 : rc;
     if (!r->tasked_ms)
@@ -184,7 +196,7 @@ s_table(nm_t *nm, bool fresh)
     nm->n_table_waits++;
     while ((rc = s_table_take(nm, now, NM_TABLE_ASK_WAIT_MS / 4)) == S_NOT_YET)
         now = util_mono_ms();
-    return r->nodes && now - r->table_ms < S_TABLE_STALE_MS ? 0 : rc;
+    return r->nodes && now - r->table_ms < r->stale_ms ? 0 : rc;
 }
 
 /* --- the decision ----------------------------------------------------------------------------- */
@@ -274,9 +286,12 @@ nm_table_decide(nm_t *nm, const char *text, char *answer, size_t n)
     gs_arg_t args[S_ARGS_MAX];
     size_t nargs = s_args(nm, text, args), pick = 0;
     bool self = strstr(text, "\nself\n") != NULL;
-    /* a "no" is said on a fresh table only: a node may have joined since
-       the held one was read (t/6061), so a task no node of it fits is
-       decided again on a fresh one */
+    /* a "no" is said on a fresh table only, one asked at most S_TABLE_MS
+       before this decision began: a node may have joined since the held
+       one was asked (t/6061, t/6120), so a task no node of it fits is
+       decided again on a fresh one. One this decision waited for was
+       asked after it began: no second wait */
+    int64_t began = util_mono_ms();
     for (bool fresh = false;; fresh = true) {
         if (s_table(nm, fresh)) {
             snprintf(answer, n, "infeasible the global scheduler cannot read the table of "
@@ -286,7 +301,7 @@ nm_table_decide(nm_t *nm, const char *text, char *answer, size_t n)
         s_deaths(nm, text);
         if (s_pick(r, &needs, args, nargs, &from, self, &pick, why, sizeof why))
             break;
-        if (fresh || util_mono_ms() - r->table_ms < S_TABLE_MS) {
+        if (fresh || began - r->table_ms < S_TABLE_MS) {
             snprintf(answer, n, "infeasible %s\n", why);
             return;
         }
@@ -315,6 +330,8 @@ nm_table_new(nm_t *nm)
     }
     const char *hold = getenv("LUX_TEST_TABLE_HOLD_MS");
     r->hold_ms = hold && atoi(hold) > 0 ? atoi(hold) : 0;
+    const char *stale = getenv("LUX_TEST_TABLE_STALE_MS");
+    r->stale_ms = stale && atoi(stale) > 0 ? atoi(stale) : S_TABLE_STALE_MS;
     const char *rnd = getenv("LUX_PLACE_RANDOM");
     r->random = rnd && strcmp(rnd, "1") == 0;
     if (r->random && nm_peer_is_head(nm)) {

@@ -127,7 +127,8 @@ _Static_assert(DB_K_node_joined == 16 && DB_K_node_died == 17 && DB_K_node_left 
                "node events");
 static const char s_locate_sql[] =
     "SELECT e.kind, e.node, e.fp, n.name, n.idx, "
-    "       (SELECT s.idx FROM event s WHERE s.shard = e.shard AND s.task = e.task AND s.kind = 4), "
+    "       CASE WHEN e.kind = 5 AND e.idx IS NOT NULL THEN e.idx ELSE "
+    "       (SELECT s.idx FROM event s WHERE s.shard = e.shard AND s.task = e.task AND s.kind = 4) END, "
     "       e.size "
     "FROM event e JOIN event n ON n.kind = 16 AND n.node = e.node "
     "WHERE e.task = ?1 AND (e.kind = 5 OR (e.kind IN (8, 25) AND e.idx = ?2)) AND n.idx > 0 "

@@ -1,5 +1,5 @@
 /*  actormod - the module of the tests of actors across nodes (t/6070,
-    t/6071): a counter that says which node holds it, and an entry point
+    t/6071, t/6119): a counter that says which node holds it, and an entry point
     (`lux run --address DIR actormod.so MODE ...`):
 
         own NAME RES RESTARTS K GO
@@ -30,6 +30,14 @@
                        call add(1) and print its answer until the file
                        STOP exists (then print "stopped" and end); a
                        get waits at most 60 s
+        hold NAME RES BYTES FILE
+                       create a counter named NAME holding RES ("-":
+                       none), or with RES "=" find it (waiting up to
+                       60 s); call fill(BYTES) (BYTES bytes, i * 7 + 3
+                       mod 251), get it and check every byte, write the
+                       ref's hex to FILE, wait for FILE.free, free it
+                       (and send the free), make FILE.freed, wait for
+                       FILE.done; waits are at most 300 s each
     An answer is a line "DIR COUNT": the directory of the node that holds
     the counter (lux_dir) and its count after the call. A failed call
     prints "error: MESSAGE" and exits 1.
@@ -103,6 +111,24 @@ Counter_bump(lux_t *lx, void *self, int argc, const lux_val_t *argv)
 }
 LUX_METHOD(Counter, bump, 0, 0)
 
+/* fill(n): n bytes, byte i (i * 7 + 3) mod 251, as schedmod's puts */
+static int
+Counter_fill(lux_t *lx, void *self, int argc, const lux_val_t *argv)
+{
+    (void) self, (void) argc;
+    int64_t n;
+    memcpy(&n, argv[0].data, 8);
+    uint8_t *p = n >= 0 ? malloc((size_t) n + 1) : NULL;
+    if (!p)
+        return lux_raise(lx, "fill: cannot make %lld bytes", (long long) n);
+    for (int64_t i = 0; i < n; i++)
+        p[i] = (uint8_t) ((i * 7 + 3) % 251);
+    int rc = lux_set(lx, 0, p, (size_t) n);
+    free(p);
+    return rc;
+}
+LUX_METHOD(Counter, fill, 1, 1)
+
 /* K calls of bump, then add(0), its answer printed. 0, or 1 after
    printing the error. */
 static int
@@ -162,6 +188,49 @@ s_ready_wait(const char *go)
     if (f)
         fclose(f);
     s_wait(go);
+    return 0;
+}
+
+/* Make the file path (empty). */
+static void
+s_touch(const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (f)
+        fclose(f);
+}
+
+/* hold: fill(n) on a, checked, its ref written to file; freed on
+   file.free. 0, or 1 after printing the error. */
+static int
+s_hold(lux_t *lx, const lux_actor_t *a, int64_t n, const char *file)
+{
+    lux_ref_t r;
+    lux_val_t v;
+    char hex[2 * LUX_REF_LEN + 1], path[1100];
+    if (lux_actor_call(lx, a, "fill", 1, (lux_arg_t[]) {LUX_VAL(&n, 8)}, 1, &r) ||
+        lux_get(lx, &r, &v, 120000))
+        return printf("error: %s\n", lux_errmsg()), 1;
+    int64_t i = 0;
+    while (v.size == (size_t) n && i < n &&
+           ((const uint8_t *) v.data)[i] == (uint8_t) ((i * 7 + 3) % 251))
+        i++;
+    if (i < n || v.size != (size_t) n)
+        return printf("error: fill's %zu bytes are not the pattern of %lld\n", v.size,
+                          (long long) n), 1;
+    snprintf(path, sizeof path, "%s.tmp", file);
+    FILE *f = fopen(path, "w");
+    if (!f || fprintf(f, "%s\n", lux_ref_hex(&r, hex)) < 0 || fclose(f) || rename(path, file))
+        return printf("error: cannot write %s\n", file), 1;
+    snprintf(path, sizeof path, "%s.free", file);
+    s_wait(path);
+    lux_free(lx, 1, &r);
+    int none = 0;
+    lux_wait(lx, 0, NULL, 0, 0, &none); /* sends the free (lux_free only queues it) */
+    snprintf(path, sizeof path, "%s.freed", file);
+    s_touch(path);
+    snprintf(path, sizeof path, "%s.done", file);
+    s_wait(path);
     return 0;
 }
 
@@ -253,6 +322,14 @@ s_main(lux_t *lx, int argc, char **argv)
         }
         printf("stopped\n");
         return 0;
+    }
+    if (argc == 6 && strcmp(argv[1], "hold") == 0) {
+        lux_actor_opts_t o = {.name = argv[2],
+                              .resources = strcmp(argv[3], "-") ? argv[3] : NULL};
+        if (strcmp(argv[3], "=") == 0 ? lux_actor_lookup(lx, argv[2], &a, 60000)
+                                      : lux_actor_create(lx, "Counter", 0, NULL, &o, &a))
+            return printf("error: %s\n", lux_errmsg()), 1;
+        return s_hold(lx, &a, atoll(argv[4]), argv[5]);
     }
     if (argc == 4 && strcmp(argv[1], "use") == 0) {
         if (lux_actor_lookup(lx, argv[2], &a, 60000))

@@ -30,6 +30,11 @@
 #                                      output is WANT (a count of 10 is not 0)
 #   cluster_wait_file FILE [SECS]      wait until FILE exists (0) or SECS
 #                                      (default 120) pass (1)
+#   cluster_head_beat SINCE [MIN]      "W S": the head's node manager's
+#                                      table_waits and tasks submitted, from
+#                                      a heartbeat it sent at SINCE (ms since
+#                                      the epoch) or later that counts at
+#                                      least MIN submitted (1: none in 60 s)
 #   cluster_kill_node I                kill -9 node I's daemon and its
 #                                      workers (a machine that dies takes
 #                                      them with it)
@@ -168,6 +173,25 @@ cluster_run_fails() { # cluster_run_fails WHAT PATTERN ARGS...: `lux run --addre
     ok $([ $_rc -ne 0 ]; echo $?) "$_what" || diag "$CL_OUT"
     like "$CL_OUT" "$_pat" "... because: $_pat" || diag "$CL_OUT"
     ok $([ "$_took" -lt 60 ]; echo $?) "... within 60 s (${_took} s)"
+}
+
+cluster_head_beat() { # cluster_head_beat SINCE [MIN]
+    _end=$(($(date +%s%3N) + 60000))
+    while :; do
+        _q=$(date +%s%3N)
+        _l=$("$LUX" status --dir "$CL_DIR/head" --json 2>/dev/null | tr '{' '\n' |
+            grep "\"dir\": \"$CL_DIR/head\"")
+        _age=$(echo "$_l" | sed -n 's/.*"age_ms": \([0-9]*\).*/\1/p')
+        _w=$(echo "$_l" | sed -n 's/.*"table_waits": \([0-9]*\).*/\1/p')
+        _s=$(echo "$_l" | sed -n 's/.*"submitted": \([0-9]*\).*/\1/p')
+        if [ -n "$_age" ] && [ -n "$_w" ] && [ -n "$_s" ] && [ $((_q - _age)) -ge "$1" ] &&
+            [ "$_s" -ge "${2:-0}" ]; then
+            echo "$_w $_s"
+            return 0
+        fi
+        [ "$_q" -ge "$_end" ] && return 1
+        sleep 0.1
+    done
 }
 
 cluster_kill_node() { # cluster_kill_node I
