@@ -674,6 +674,9 @@ typedef struct {
     nm_t *nm;
     uint64_t pinned, pinned_bytes, arena_bytes, granted;
     uint64_t read, read_bytes; /* pins of readers (lux_get in place), per reader */
+    uint64_t spilled, spilled_bytes; /* on disk (or on their way there), out of the store */
+    uint64_t disk, disk_bytes; /* of those, outputs held on disk for tasks that wait
+                                  (rule 10), each brought back at its task's dispatch */
 } s_census_t;
 
 static int
@@ -686,6 +689,13 @@ s_census(void *arg, const void *key, void *value)
         if (o->pins) {
             c->pinned++;
             c->pinned_bytes += o->size;
+        }
+    } else if (o->state == OBJ_SPILLED) {
+        c->spilled++;
+        c->spilled_bytes += o->size;
+        if (o->held_disk) {
+            c->disk++;
+            c->disk_bytes += o->size;
         }
     }
     return 0;
@@ -779,16 +789,25 @@ nm_store_alloc(nm_t *nm, uint64_t size, uint64_t *off)
     util_idmap_each(nm->objects, s_census, &c);
     util_idmap_each(nm->clients, s_census_grants, &c);
     nm_blob_census(nm, &blobs, &blob_bytes);
-    char tasks[256] = "";
+    char tasks[256] = "", disk[128] = "";
     if (nm->ops.task_census)
         nm->ops.task_census(nm, tasks, sizeof tasks);
+    /* out of the store, but each needs its room again when read or run:
+       rule 10's held copies are brought back at their tasks' dispatch
+       (said only when there are some: the message has UTIL_ERRMSG_MAX
+       bytes, and a spill's error comes last) */
+    if (c.spilled)
+        snprintf(disk, sizeof disk, "; spilled: %llu objects (%llu B), %llu of them held on "
+                 "disk for tasks that wait (%llu B)", (unsigned long long) c.spilled,
+                 (unsigned long long) c.spilled_bytes, (unsigned long long) c.disk,
+                 (unsigned long long) c.disk_bytes);
     return util_err(LUX_EFULL, "the object store (%llu bytes) has no room for %llu bytes:"
                     " %llu bytes are in use: %llu in %llu objects being read or used by"
                     " tasks (pins of readers: %llu, %llu bytes; puts being recorded for"
                     " replay: %llu, %llu bytes; the rest of tasks),"
                     " %llu granted to tasks and not yet filled, %llu in the spare"
                     " region (whose free bytes are %llu); the largest free block outside it is %llu"
-                    " bytes%s%s%s",
+                    " bytes%s%s%s%s",
                     (unsigned long long) nm->store_bytes, (unsigned long long) size,
                     (unsigned long long) exec_arena_used(nm->arena),
                     (unsigned long long) c.pinned_bytes, (unsigned long long) c.pinned,
@@ -798,7 +817,7 @@ nm_store_alloc(nm_t *nm, uint64_t size, uint64_t *off)
                     (unsigned long long) exec_arena_spare_used(nm->arena),
                     (unsigned long long) (exec_arena_size(nm->arena) - nm->store_bytes -
                                           exec_arena_spare_used(nm->arena)),
-                    (unsigned long long) exec_arena_largest_free(nm->arena), tasks,
+                    (unsigned long long) exec_arena_largest_free(nm->arena), disk, tasks,
                     nm->spill_why[0] ? "; puts that would make room cannot be spilled: " : "",
                     nm->spill_why);
 }
