@@ -336,9 +336,8 @@ nm_obj_set_arena(nm_t *nm, nm_obj_t *o, uint64_t off, uint64_t size)
    under their pointers (long-form seed 1223 of t/3108: a task's output
    read back with the right size and the wrong bytes; t/3163). */
 bool
-nm_obj_made_again(nm_t *nm, const nm_obj_t *o, const uint8_t *fp)
+nm_obj_made_again(const nm_obj_t *o, const uint8_t *fp)
 {
-    (void) nm;
     if (o->state != OBJ_READY)
         return false;
     if (fp && memcmp(fp, o->fp, 16) != 0) {
@@ -354,7 +353,7 @@ nm_obj_made_again(nm_t *nm, const nm_obj_t *o, const uint8_t *fp)
 int
 nm_obj_fill(nm_t *nm, nm_obj_t *o, const void *bytes, size_t size)
 {
-    if (nm_obj_made_again(nm, o, NULL))
+    if (nm_obj_made_again(o, NULL))
         return 0;
     if (size <= EXEC_INLINE_MAX) {
         nm_obj_set_inline(nm, o, bytes, size);
