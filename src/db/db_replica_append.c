@@ -333,14 +333,19 @@ db_rep_on_append(zloop_t *loop, zsock_t *sock, void *arg)
 
 /* --- the client table ------------------------------------------------------------------ */
 
-void
+int
 db_rep_note_seen(db_rep_t *self, const db_event_t *e, uint64_t seq)
 {
     db_rep_seen_t *s = util_idmap_put(self->seen, &e->client, NULL);
-    if (s && e->cseq > s->cseq) {
+    if (!s) /* a table missing a client would take its resends for new events */
+        return util_err(LUX_ENOMEM, "shard %u: out of memory noting seq %llu in the client "
+                        "table (%zu clients)", self->shard, (unsigned long long) seq,
+                        util_idmap_size(self->seen));
+    if (e->cseq > s->cseq) {
         s->cseq = e->cseq;
         s->seq = seq;
     }
+    return 0;
 }
 
 static int

@@ -188,8 +188,9 @@ void db_rep_ack_clients(db_rep_t *self);
    truncation). 0, or a code with the message (out of memory, a failed
    read of the store's table). */
 int db_rep_seen_load(db_rep_t *self, db_store_t *store);
-/* A client's event taken at seq (from the predecessor or the tail). */
-void db_rep_note_seen(db_rep_t *self, const db_event_t *e, uint64_t seq);
+/* A client's event taken at seq (from the predecessor or the tail). 0, or
+   LUX_ENOMEM with the message: the table could not take its client. */
+int db_rep_note_seen(db_rep_t *self, const db_event_t *e, uint64_t seq);
 void db_rep_waiters_drop(db_rep_t *self);
 void db_rep_append_free(db_rep_t *self);
 

@@ -367,6 +367,7 @@ db_rep_take_batch(db_rep_t *self, const net_batch_t *in, bool *gap, char *why, s
     uint32_t taken = 0;
     db_rep_batch_t *b = NULL;
     uint8_t h[DB_HASH_LEN];
+    bool unseen = false; /* a client's event the client table could not take */
 
     *gap = in->count && in->first > self->recv_seq + 1;
     if (*gap)
@@ -389,16 +390,20 @@ db_rep_take_batch(db_rep_t *self, const net_batch_t *in, bool *gap, char *why, s
         if (!b && !(b = db_rep_batch_new(seq)))
             break;
         net_batch_add(&b->data, rec, n);
-        if (e.mask & DB_F_CLIENT)
-            db_rep_note_seen(self, &e, seq);
+        if ((e.mask & DB_F_CLIENT) && (unseen = db_rep_note_seen(self, &e, seq) != 0))
+            break;
         self->recv_seq = seq;
         memcpy(self->recv_hash, h, DB_HASH_LEN);
         taken++;
     }
-    if (b && !b->data.oom)
+    if (b && !b->data.oom && !unseen) {
         db_rep_submit(self, b, taken);
-    else if (b)
-        db_rep_fail(self, LUX_ENOMEM, "out of memory taking a batch");
+    } else if (b) {
+        /* a replica that goes on without its client's event in the table
+           takes the client's resends for new events (duplicates in the log) */
+        db_rep_fail(self, LUX_ENOMEM, unseen ? lux_errmsg() : "out of memory taking a batch");
+        db_rep_batch_free(b);
+    }
     return (int) taken;
 }
 

@@ -877,7 +877,7 @@ s_get_many(lux_t *lx, int n, const lux_ref_t *refs, lux_val_t *out, int timeout_
         out[i].data = o->where == EXEC_W_INLINE ? (const void *) o->bytes
                                                 : exec_arena_base(lx->arena) + o->off;
         out[i].size = (size_t) o->size;
-        if (util_prof_state == 2) {
+        if (util_prof_on()) {
             util_id_t tid;
             exec_ref_task(&refs[i], &tid);
             util_prof_stamp("d_got", tid.b);

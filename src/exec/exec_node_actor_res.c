@@ -246,7 +246,7 @@ s_release(nm_t *nm, nm_task_t *t)
     const uint8_t *fps = s_held_outs(t, outs);
     for (uint8_t i = 0; i < t->nret; i++) {
         nm_obj_t *o = nm_task_output(nm, t, i);
-        if (!o || nm_obj_made_again(nm, o, fps + 16 * i)) { /* a replay's: the copy stays */
+        if (!o || nm_obj_made_again(o, fps + 16 * i)) { /* a replay's: the copy stays */
             if (outs[i].where == EXEC_W_ARENA)
                 nm_store_free(nm, outs[i].off);
             continue;

@@ -722,7 +722,7 @@ s_fail_one(nm_t *nm, nm_task_t *t, int status, const char *msg, const char *text
         /* a failed rebuild's output still here stays, and readers' with it
            (rule 14); so does one held on disk for a waiting task, whose
            spilled copy is as good (rule 10), and its file with it */
-        if (!o || o->state == OBJ_SPILLED || nm_obj_made_again(nm, o, NULL))
+        if (!o || o->state == OBJ_SPILLED || nm_obj_made_again(o, NULL))
             continue;
         nm_obj_set_error(nm, o, text);
         o->cancelled = status == LUX_ECANCELLED; /* lux_get says LUX_ECANCELLED */

@@ -336,9 +336,8 @@ nm_obj_set_arena(nm_t *nm, nm_obj_t *o, uint64_t off, uint64_t size)
    under their pointers (long-form seed 1223 of t/3108: a task's output
    read back with the right size and the wrong bytes; t/3163). */
 bool
-nm_obj_made_again(nm_t *nm, const nm_obj_t *o, const uint8_t *fp)
+nm_obj_made_again(const nm_obj_t *o, const uint8_t *fp)
 {
-    (void) nm;
     if (o->state != OBJ_READY)
         return false;
     if (fp && memcmp(fp, o->fp, 16) != 0) {
@@ -354,7 +353,7 @@ nm_obj_made_again(nm_t *nm, const nm_obj_t *o, const uint8_t *fp)
 int
 nm_obj_fill(nm_t *nm, nm_obj_t *o, const void *bytes, size_t size)
 {
-    if (nm_obj_made_again(nm, o, NULL))
+    if (nm_obj_made_again(o, NULL))
         return 0;
     if (size <= EXEC_INLINE_MAX) {
         nm_obj_set_inline(nm, o, bytes, size);
@@ -674,6 +673,9 @@ typedef struct {
     nm_t *nm;
     uint64_t pinned, pinned_bytes, arena_bytes, granted;
     uint64_t read, read_bytes; /* pins of readers (lux_get in place), per reader */
+    uint64_t spilled, spilled_bytes; /* on disk (or on their way there), out of the store */
+    uint64_t disk, disk_bytes; /* of those, outputs held on disk for tasks that wait
+                                  (rule 10), each brought back at its task's dispatch */
 } s_census_t;
 
 static int
@@ -686,6 +688,13 @@ s_census(void *arg, const void *key, void *value)
         if (o->pins) {
             c->pinned++;
             c->pinned_bytes += o->size;
+        }
+    } else if (o->state == OBJ_SPILLED) {
+        c->spilled++;
+        c->spilled_bytes += o->size;
+        if (o->held_disk) {
+            c->disk++;
+            c->disk_bytes += o->size;
         }
     }
     return 0;
@@ -779,16 +788,25 @@ nm_store_alloc(nm_t *nm, uint64_t size, uint64_t *off)
     util_idmap_each(nm->objects, s_census, &c);
     util_idmap_each(nm->clients, s_census_grants, &c);
     nm_blob_census(nm, &blobs, &blob_bytes);
-    char tasks[256] = "";
+    char tasks[256] = "", disk[128] = "";
     if (nm->ops.task_census)
         nm->ops.task_census(nm, tasks, sizeof tasks);
+    /* out of the store, but each needs its room again when read or run:
+       rule 10's held copies are brought back at their tasks' dispatch
+       (said only when there are some: the message has UTIL_ERRMSG_MAX
+       bytes, and a spill's error comes last) */
+    if (c.spilled)
+        snprintf(disk, sizeof disk, "; spilled: %llu objects (%llu B), %llu of them held on "
+                 "disk for tasks that wait (%llu B)", (unsigned long long) c.spilled,
+                 (unsigned long long) c.spilled_bytes, (unsigned long long) c.disk,
+                 (unsigned long long) c.disk_bytes);
     return util_err(LUX_EFULL, "the object store (%llu bytes) has no room for %llu bytes:"
                     " %llu bytes are in use: %llu in %llu objects being read or used by"
                     " tasks (pins of readers: %llu, %llu bytes; puts being recorded for"
                     " replay: %llu, %llu bytes; the rest of tasks),"
                     " %llu granted to tasks and not yet filled, %llu in the spare"
                     " region (whose free bytes are %llu); the largest free block outside it is %llu"
-                    " bytes%s%s%s",
+                    " bytes%s%s%s%s",
                     (unsigned long long) nm->store_bytes, (unsigned long long) size,
                     (unsigned long long) exec_arena_used(nm->arena),
                     (unsigned long long) c.pinned_bytes, (unsigned long long) c.pinned,
@@ -798,7 +816,7 @@ nm_store_alloc(nm_t *nm, uint64_t size, uint64_t *off)
                     (unsigned long long) exec_arena_spare_used(nm->arena),
                     (unsigned long long) (exec_arena_size(nm->arena) - nm->store_bytes -
                                           exec_arena_spare_used(nm->arena)),
-                    (unsigned long long) exec_arena_largest_free(nm->arena), tasks,
+                    (unsigned long long) exec_arena_largest_free(nm->arena), disk, tasks,
                     nm->spill_why[0] ? "; puts that would make room cannot be spilled: " : "",
                     nm->spill_why);
 }

@@ -24,7 +24,7 @@ void nm_obj_set_error(nm_t *nm, nm_obj_t *o, const char *msg);
    already (READY), which stays, and the caller drops the new one. fp, the
    new value's fingerprint (NULL: not known), is compared with the one
    kept: a difference is logged (a function that is not deterministic). */
-bool nm_obj_made_again(nm_t *nm, const nm_obj_t *o, const uint8_t *fp);
+bool nm_obj_made_again(const nm_obj_t *o, const uint8_t *fp);
 
 /* Make o's value from size bytes that came in a message (another node's
    result): inline when small, else in the store, its fingerprint

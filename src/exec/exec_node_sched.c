@@ -476,7 +476,7 @@ s_result(nm_t *nm, nm_worker_t *w, const exec_result_t *r)
         nm_obj_t *o = nm_task_output(nm, t, i);
         if (!o)
             continue;
-        if (nm_obj_made_again(nm, o, fps + 16 * i)) { /* a rebuild's: the copy here stays */
+        if (nm_obj_made_again(o, fps + 16 * i)) { /* a rebuild's: the copy here stays */
             if (outs[i].where == EXEC_W_ARENA) {
                 util_idmap_del(c->allocs, &outs[i].off);
                 nm_store_free(nm, outs[i].off);

@@ -378,44 +378,42 @@ nm_remote_push(nm_t *nm, nm_task_t *t, const char *ep)
 int
 nm_remote_push_x(nm_t *nm, nm_task_t *t, const char *ep, const nm_remote_ext_t *x)
 {
-    {
-        /* frames: the spec, an empty frame (once the module's bytes: a
-           node fetches them by hash now), how many objects (u32), then the
-           arguments' objects; added to what goes to that node this turn */
-        util_buf_t *b = &nm->remote->scratch;
-        b->len = 0;
-        zmsg_t *objs = zmsg_new();
-        if (x && (x->flags & NM_EXT_CKPT)) { /* the checkpoint it starts from, first */
-            nm_obj_t *o = nm_obj_get(nm, &x->ckpt);
-            if (o && o->state == OBJ_READY)
-                s_obj_add(objs, &o->id, EXEC_W_INLINE,
-                          o->where == EXEC_W_INLINE ? o->bytes
-                                                    : exec_arena_base(nm->arena) + o->off,
-                          o->size);
-        }
-        int rc = s_encode(nm, t, b, objs);
-        zmsg_t *out = zmsg_new();
-        zmsg_addmem(out, b->data, b->len);
-        zmsg_addmem(out, NULL, 0); /* the module: by hash (the spec), fetched (exec_rmodule.c) */
-        uint8_t cnt[S_CNT_EXT];
-        util_le32(cnt, (uint32_t) (zmsg_size(objs) / 2));
-        util_le32(cnt + 4, t->kind == T_TASK ? t->attempt : 1);
-        if (x) {
-            util_le64(cnt + 8, x->idx);
-            util_le32(cnt + 16, x->restarts);
-            cnt[20] = x->flags;
-            memcpy(cnt + 21, x->ckpt.b, LUX_REF_LEN);
-        }
-        zmsg_addmem(out, cnt, x ? S_CNT_EXT : 8);
-        zframe_t *f;
-        while ((f = zmsg_pop(objs)))
-            zmsg_append(out, &f);
-        zmsg_destroy(&objs);
-        if (!rc)
-            rc = s_pend(nm, ep, &out);
-        zmsg_destroy(&out);
-        return rc;
+    /* frames: the spec, an empty frame (once the module's bytes: a
+       node fetches them by hash now), how many objects (u32), then the
+       arguments' objects; added to what goes to that node this turn */
+    util_buf_t *b = &nm->remote->scratch;
+    b->len = 0;
+    zmsg_t *objs = zmsg_new();
+    if (x && (x->flags & NM_EXT_CKPT)) { /* the checkpoint it starts from, first */
+        nm_obj_t *o = nm_obj_get(nm, &x->ckpt);
+        if (o && o->state == OBJ_READY)
+            s_obj_add(objs, &o->id, EXEC_W_INLINE,
+                      o->where == EXEC_W_INLINE ? o->bytes
+                                                : exec_arena_base(nm->arena) + o->off,
+                      o->size);
     }
+    int rc = s_encode(nm, t, b, objs);
+    zmsg_t *out = zmsg_new();
+    zmsg_addmem(out, b->data, b->len);
+    zmsg_addmem(out, NULL, 0); /* the module: by hash (the spec), fetched (exec_rmodule.c) */
+    uint8_t cnt[S_CNT_EXT];
+    util_le32(cnt, (uint32_t) (zmsg_size(objs) / 2));
+    util_le32(cnt + 4, t->kind == T_TASK ? t->attempt : 1);
+    if (x) {
+        util_le64(cnt + 8, x->idx);
+        util_le32(cnt + 16, x->restarts);
+        cnt[20] = x->flags;
+        memcpy(cnt + 21, x->ckpt.b, LUX_REF_LEN);
+    }
+    zmsg_addmem(out, cnt, x ? S_CNT_EXT : 8);
+    zframe_t *f;
+    while ((f = zmsg_pop(objs)))
+        zmsg_append(out, &f);
+    zmsg_destroy(&objs);
+    if (!rc)
+        rc = s_pend(nm, ep, &out);
+    zmsg_destroy(&out);
+    return rc;
 }
 
 /* NODE_PLACE_REP: the task's ID, the scheduler's answer. */
@@ -652,7 +650,7 @@ nm_remote_send(nm_t *nm, nm_client_t *c, zmsg_t **mp)
     zmsg_destroy(&m);
     /* an answer to the sender's NODE_TASK, however late: its routing ID */
     nm_peer_msg_t to = {.type = NET_NODE_TASK, .rid = zframe_new(c->peer_rid, c->peer_rid_len)};
-    for (uint32_t i = 0; i < n && util_prof_state == 2; i++)
+    for (uint32_t i = 0; i < n && util_prof_on(); i++)
         util_prof_stamp("b_reply", done[i].b); /* a ref begins with its task's ID */
     nm_peer_reply(nm, &to, NET_NODE_TASK_DONE, &out);
     zframe_destroy(&to.rid);

@@ -17,7 +17,7 @@ typedef struct {
     int64_t ns;
 } s_rec_t;
 
-int util_prof_state;
+atomic_int util_prof_state;
 static s_rec_t *s_recs;
 static int s_n;
 static char s_dir[PATH_MAX - 16], s_path[PATH_MAX];
@@ -52,14 +52,14 @@ bool
 util_prof_init(void)
 {
     const char *dir = getenv("LUX_SPILL_PROFILE");
-    util_prof_state = 1;
+    atomic_store_explicit(&util_prof_state, 1, memory_order_relaxed);
     if (!dir || !*dir)
         return false;
     if (strlen(dir) >= sizeof s_dir || !(s_recs = calloc(S_MAX, sizeof *s_recs)))
         return false;
     strcpy(s_dir, dir);
     snprintf(s_path, sizeof s_path, "%s/%d.prof", s_dir, (int) getpid());
-    util_prof_state = 2;
+    atomic_store_explicit(&util_prof_state, 2, memory_order_relaxed);
     atexit(s_write);
     pthread_atfork(NULL, NULL, s_child);
     return true;

@@ -11,19 +11,31 @@
 #ifndef UTIL_PROF_H_INCLUDED
 #define UTIL_PROF_H_INCLUDED
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
-extern int util_prof_state; /* 0: not looked at yet, 1: off, 2: on */
+/* 0: not looked at yet, 1: off, 2: on. Read by every thread that stamps
+   (a driver's and the node manager's it hosts, the embedded default), so
+   atomic (relaxed: a load and a branch, as before). */
+extern atomic_int util_prof_state;
 
 bool util_prof_init(void);
 void util_prof_note(const char *hop, const uint8_t id[16]);
+
+/* Whether stamps are taken (after the first stamp looked). */
+static inline bool
+util_prof_on(void)
+{
+    return atomic_load_explicit(&util_prof_state, memory_order_relaxed) == 2;
+}
 
 /* Note that the task with this 16-byte ID passed hop (a short literal). */
 static inline void
 util_prof_stamp(const char *hop, const uint8_t id[16])
 {
-    if (util_prof_state == 1 || (util_prof_state == 0 && !util_prof_init()))
+    int st = atomic_load_explicit(&util_prof_state, memory_order_relaxed);
+    if (st == 1 || (st == 0 && !util_prof_init()))
         return;
     util_prof_note(hop, id);
 }
