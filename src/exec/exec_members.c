@@ -41,6 +41,7 @@ typedef struct {
     size_t n;
     s_gone_t *gone;     /* the log's ended nodes not in nodes (s_rebuild) */
     size_t ngone;
+    int64_t tick_ms;    /* when s_tick last ran (0: not yet) */
 } s_mon_t;
 
 char *
@@ -326,11 +327,28 @@ s_rebuild(s_mon_t *m)
         log_info("%zu nodes the log says have died or left: their beats are refused", m->ngone);
 }
 
-/* Nodes silent for dead_ms are dead: said in the log once. */
+/* Nodes silent for dead_ms are dead: said in the log once. The time the
+   monitor itself did not run (its process stopped, its machine paused or
+   starved: its tick came more than a beat period late) is not counted as
+   the nodes' silence: their beats meanwhile wait unread in its socket.
+   Before, the first tick after a stop longer than dead_ms declared dead
+   every node whose beat it had not read yet, and a node told it is dead
+   goes (t/6121; t/6059 at load 22). A node that died meanwhile is
+   declared dead_ms after the monitor runs again. */
 static void
 s_tick(s_mon_t *m)
 {
     int64_t now = util_mono_ms();
+    int64_t away = m->tick_ms ? now - m->tick_ms - EXEC_MEMBERS_BEAT_MS / 2 : 0;
+    m->tick_ms = now;
+    if (away > EXEC_MEMBERS_BEAT_MS) {
+        log_warn("the membership monitor did not run for %lld ms (stopped or starved): the "
+                 "nodes' silence meanwhile is not counted", (long long) away);
+        for (size_t i = 0; i < m->n; i++)
+            if (m->nodes[i].state == M_ALIVE)
+                m->nodes[i].seen_ms =
+                    m->nodes[i].seen_ms + away < now ? m->nodes[i].seen_ms + away : now;
+    }
     for (size_t i = 0; i < m->n; i++) {
         s_node_t *nd = &m->nodes[i];
         if (nd->state != M_ALIVE || now - nd->seen_ms < m->dead_ms)
