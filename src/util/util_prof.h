@@ -6,7 +6,8 @@
     "HOP TASK-ID NS" when its buffer fills and at exit; CLOCK_MONOTONIC is
     the same clock in every process of a machine, so hops of one task in
     different processes can be subtracted (tools/spill-profile.py joins
-    them). Unset (the default): util_prof_stamp costs a load and a branch.
+    them). Unset (the default): util_prof_stamp costs a load and a branch;
+    set, a lock (threads of one process stamp at once).
 */
 #ifndef UTIL_PROF_H_INCLUDED
 #define UTIL_PROF_H_INCLUDED
@@ -17,7 +18,8 @@
 
 /* 0: not looked at yet, 1: off, 2: on. Read by every thread that stamps
    (a driver's and the node manager's it hosts, the embedded default), so
-   atomic (relaxed: a load and a branch, as before). */
+   atomic; relaxed, as it orders nothing: it only says whether to take
+   the records' lock (util_prof.c), which orders the rest. */
 extern atomic_int util_prof_state;
 
 bool util_prof_init(void);
