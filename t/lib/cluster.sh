@@ -133,25 +133,27 @@ cluster_join() { # cluster_join I [OPTIONS]
 
 cluster_node_pid() { cat "$CL_DIR/n$1/run/node.pid" 2>/dev/null; }
 
+# Both ask at least once: with SECS 1 the second could tick over before
+# the first ask, and the wait failed having asked nothing (CL_SQL empty).
 cluster_wait_sql() { # cluster_wait_sql SQL WANT [SECS]
     _end=$(($(date +%s) + ${3:-60}))
-    while [ "$(date +%s)" -lt $_end ]; do
+    while :; do
         CL_SQL=$("$LUX" sql --dir "$CL_DIR/head" --csv "$1" 2>&1)
         case "$CL_SQL" in *"$2"*) return 0 ;; esac
+        [ "$(date +%s)" -lt $_end ] || return 1
         sleep 0.2
     done
-    return 1
 }
 
 cluster_wait_value() { # cluster_wait_value SQL WANT [SECS]: as cluster_wait_sql, but the
     # answer's last line (a one-value query's value) must be WANT itself, not hold it
     _end=$(($(date +%s) + ${3:-60}))
-    while [ "$(date +%s)" -lt $_end ]; do
+    while :; do
         CL_SQL=$("$LUX" sql --dir "$CL_DIR/head" --csv "$1" 2>&1)
         [ "$(printf '%s\n' "$CL_SQL" | tail -n 1)" = "$2" ] && return 0
+        [ "$(date +%s)" -lt $_end ] || return 1
         sleep 0.2
     done
-    return 1
 }
 
 cluster_wait_file() { # cluster_wait_file FILE [SECS]
