@@ -1,15 +1,27 @@
 /*  exec_bulk - the bulk data path of objects between nodes (see
     exec_bulk.h for the records and why the port is safe without CURVE).
 
-    Sections: records (seal, open), connections (the epoll set, killing
-    and sweeping), the source (accept, hello, request, stream), the
-    puller (connect, request, chunks, credit), and the part's life.
+    Sections: connections (the epoll set, killing and sweeping), the
+    source (accept, hello, request, the stream's sealing slots), the
+    puller (connect, request, chunks, credit), and the part's life. The
+    records themselves are exec_bulk_rec.c's.
+
+    The source seals on the pool's threads (exec_bulk_pool.c) while the
+    loop sends: a streaming connection has S_SLOTS slots, each one
+    record; the loop fills a free slot (the chunk's offset and its record
+    number, taken in order, so the nonce is still the record counter) and
+    pushes it to the pool, and sends the oldest slot once it is sealed.
+    At most S_SLOTS chunks per connection are sealed or waiting, never
+    the object. A connection is killed only after its slots' jobs are
+    taken off the queue or have finished (exec_bulk_pool_cancel), so no
+    thread reads the object or the key after exec_bulk_drop returns.
 
     A connection killed while exec_bulk_fired walks its events is only
     marked (its descriptor closed, its key wiped) and freed after the
     walk, so a callback may stop any pull.
 */
 #include "exec_bulk.h"
+#include "exec_bulk_pool.h"
 #include "../util/util_buf.h"
 #include "../util/util_err.h"
 #include "../util/util_log.h"
@@ -30,13 +42,10 @@
 #include <sys/stat.h>
 #include <arpa/inet.h>
 #include <unistd.h>
-#ifdef HAVE_OPENSSL
-#include <openssl/evp.h>
-#endif
 
 #define S_HELLO 16             /* "LUXB", version, 0 [3], xid u64 */
-#define S_HDR 20               /* type, codec, 0 u16, plen, clen, off: the additional data */
-#define S_REC (S_HDR + 16)     /* a record's header and tag */
+#define S_HDR EXEC_BULK_HDR    /* type, codec, 0 u16, plen, clen, off: the additional data */
+#define S_REC EXEC_BULK_REC    /* a record's header and tag */
 #define S_REQ_LEN (LUX_REF_LEN + 8)
 #define S_SAY_MS 10000         /* a connection says who it is within this */
 #define S_SILENT_MS 10000      /* a streaming connection that moves nothing this long goes */
@@ -44,6 +53,7 @@
 #define S_TURN_BYTES (8u << 20) /* bytes one connection moves per turn of the loop */
 #define S_CHUNK_MIN 4096
 #define S_CHUNK_MAX (64u << 20)
+#define S_SLOTS 4              /* a streaming connection's chunks sealed or being sealed, at most */
 
 enum { R_REQ = 1, R_CREDIT = 2, R_CHUNK = 3 };
 enum { K_LISTEN, K_SRC, K_PULL };
@@ -51,6 +61,22 @@ enum { K_LISTEN, K_SRC, K_PULL };
 enum { SS_HELLO, SS_REQ, SS_STREAM, SS_DRAIN };
 /* a puller's: connecting, a record's header, its body; failed at once */
 enum { PS_CONNECT, PS_HDR, PS_BODY, PS_FAILED };
+
+struct s_conn;
+
+/* One record of a source's stream: sealed on a pool thread, sent by the loop. */
+typedef struct {
+    exec_bulk_job_t job;      /* first: the pool's */
+    struct s_conn *c;         /* the connection it is for */
+    uint8_t *buf;             /* the record: header, tag, body */
+    size_t cap;
+    uint64_t off, ctr;        /* the chunk's offset in the object; its record number */
+    uint32_t len, clen;       /* the chunk's bytes; the body's (compressed when codec 1) */
+    size_t pos;               /* bytes of the record sent */
+    bool seen;                /* the loop has taken it sealed (profile counted, test flip done) */
+    exec_bulk_aead_t aead;    /* the slot's cipher context (one thread at a time uses it) */
+    int64_t p_crypt, p_lz4, p_cpu; /* LUX_XFER_PROFILE, ns: sealing, lz4, the thread's CPU */
+} s_slot_t;
 
 typedef struct s_conn {
     int kind;                 /* K_* */
@@ -68,8 +94,10 @@ typedef struct s_conn {
     int64_t deadline_ms;      /* the source: when an unsaid, silent or drained connection goes */
     /* the source's stream */
     const uint8_t *bytes;     /* the object's */
-    uint64_t size, off;       /* its size; the next chunk's offset */
+    uint64_t size, off, sent; /* its size; the next chunk's offset; bytes sent */
     uint32_t chunk, credit;   /* chunk bytes asked; chunks it may still send */
+    s_slot_t slot[S_SLOTS];   /* a ring: the oldest at s_head, s_n of them in use */
+    int s_head, s_n;
     bool flip;                /* test: a byte of its second chunk flipped after sealing */
     bool hold, held;          /* test: nothing after the first chunk while the hold file is; said so */
     /* the puller's */
@@ -82,12 +110,11 @@ typedef struct s_conn {
     uint64_t got;             /* bytes opened into dst */
     uint32_t unthanked;       /* chunks opened, not yet credited back */
     int window;
-#ifdef HAVE_OPENSSL
-    EVP_CIPHER_CTX *enc, *dec; /* AES-256-GCM by OpenSSL: sealing, opening (their keys' schedules) */
-#endif
+    exec_bulk_aead_t enc, dec; /* the loop thread's cipher contexts: sealing, opening */
     /* LUX_XFER_PROFILE: where a transfer's time went, logged at its end */
     bool prof;
     int64_t p_start, p_crypt, p_io, p_lz4; /* ns: all; sealing/opening; send/recv; lz4 */
+    int64_t p_cpu;                         /* ns: the sealing threads' CPU for it */
     uint64_t p_calls, p_turns;             /* send/recv calls; turns of the node's loop */
     struct rusage p_ru;                    /* the loop thread's at the start */
     int fail_rc;              /* PS_FAILED: the code, and... */
@@ -101,6 +128,7 @@ struct exec_bulk {
     int port;
     s_conn_t *conns;
     int depth;               /* inside exec_bulk_fired: kill only marks */
+    exec_bulk_pool_t *pool;  /* the threads that seal a source's chunks */
     exec_bulk_fns_t fns;
     void *arg;
     util_complain_t complain;
@@ -125,154 +153,6 @@ s_add(const s_conn_t *c, int64_t *acc, int64_t t0)
         *acc += util_mono_ns() - t0;
 }
 
-/* --- records ---------------------------------------------------------------------------- */
-
-int
-exec_bulk_cipher_here(void)
-{
-    if (sodium_init() < 0)
-        return EXEC_BULK_CHACHA20;
-    return crypto_aead_aes256gcm_is_available() ? EXEC_BULK_AES256GCM : EXEC_BULK_CHACHA20;
-}
-
-void
-exec_bulk_key_new(exec_bulk_key_t *k, int cipher)
-{
-    if (sodium_init() < 0)
-        log_warn("bulk: sodium_init failed");
-    randombytes_buf(k->key, sizeof k->key);
-    randombytes_buf(&k->xid, sizeof k->xid);
-    k->cipher = cipher;
-}
-
-void
-exec_bulk_key_wipe(exec_bulk_key_t *k)
-{
-    sodium_memzero(k, sizeof *k);
-}
-
-static void
-s_nonce(uint8_t n[12], int dir, uint64_t ctr)
-{
-    memset(n, 0, 12);
-    n[0] = (uint8_t) dir;
-    for (int i = 0; i < 8; i++)
-        n[4 + i] = (uint8_t) (ctr >> (8 * i));
-}
-
-static void
-s_hdr(uint8_t h[S_HDR], int type, int codec, uint32_t plen, uint32_t clen, uint64_t off)
-{
-    memset(h, 0, S_HDR);
-    h[0] = (uint8_t) type;
-    h[1] = (uint8_t) codec;
-    for (int i = 0; i < 4; i++) {
-        h[4 + i] = (uint8_t) (plen >> (8 * i));
-        h[8 + i] = (uint8_t) (clen >> (8 * i));
-    }
-    for (int i = 0; i < 8; i++)
-        h[12 + i] = (uint8_t) (off >> (8 * i));
-}
-
-static uint32_t
-s_u32(const uint8_t *p)
-{
-    return (uint32_t) p[0] | (uint32_t) p[1] << 8 | (uint32_t) p[2] << 16 | (uint32_t) p[3] << 24;
-}
-
-static uint64_t
-s_u64(const uint8_t *p)
-{
-    return (uint64_t) s_u32(p) | (uint64_t) s_u32(p + 4) << 32;
-}
-
-#ifdef HAVE_OPENSSL
-/* AES-256-GCM by OpenSSL's EVP: the same records as libsodium's
-   crypto_aead_aes256gcm (12-byte nonce, 16-byte tag, the header as
-   additional data), so either end may use either; OpenSSL's is 1.4-2.5
-   times as fast on this machine's AVX-512/VAES CPU (doc/benchmarks.md).
-   A context per direction per connection, made on first use; false when
-   OpenSSL fails (the caller then uses libsodium). */
-static EVP_CIPHER_CTX *
-s_evp(EVP_CIPHER_CTX **ctx, bool enc)
-{
-    if (!*ctx && (*ctx = EVP_CIPHER_CTX_new()) &&
-        !(enc ? EVP_EncryptInit_ex(*ctx, EVP_aes_256_gcm(), NULL, NULL, NULL)
-              : EVP_DecryptInit_ex(*ctx, EVP_aes_256_gcm(), NULL, NULL, NULL))) {
-        EVP_CIPHER_CTX_free(*ctx);
-        *ctx = NULL;
-    }
-    return *ctx;
-}
-#endif
-
-/* Seal m (n bytes) into c (may be m) with the header h as additional
-   data, with x's context. */
-static void
-s_seal(s_conn_t *x, const exec_bulk_key_t *k, int dir, uint64_t ctr, const uint8_t h[S_HDR],
-       uint8_t *c, const uint8_t *m, size_t n, uint8_t tag[16])
-{
-    uint8_t nonce[12];
-    s_nonce(nonce, dir, ctr);
-#ifdef HAVE_OPENSSL
-    EVP_CIPHER_CTX *e;
-    int l;
-    if (k->cipher == EXEC_BULK_AES256GCM && (e = s_evp(&x->enc, true)) &&
-        EVP_EncryptInit_ex(e, NULL, NULL, k->key, nonce) &&
-        EVP_EncryptUpdate(e, NULL, &l, h, S_HDR) &&
-        EVP_EncryptUpdate(e, c, &l, m, (int) n) && EVP_EncryptFinal_ex(e, c + l, &l) &&
-        EVP_CIPHER_CTX_ctrl(e, EVP_CTRL_AEAD_GET_TAG, 16, tag))
-        return;
-#else
-    (void) x;
-#endif
-    if (k->cipher == EXEC_BULK_AES256GCM)
-        crypto_aead_aes256gcm_encrypt_detached(c, tag, NULL, m, n, h, S_HDR, NULL, nonce, k->key);
-    else
-        crypto_aead_chacha20poly1305_ietf_encrypt_detached(c, tag, NULL, m, n, h, S_HDR, NULL,
-                                                           nonce, k->key);
-}
-
-/* Open c (n bytes) in place with x's context: true when it is what the
-   other end sealed. */
-static bool
-s_open(s_conn_t *x, const exec_bulk_key_t *k, int dir, uint64_t ctr, const uint8_t h[S_HDR],
-       uint8_t *c, size_t n, const uint8_t tag[16])
-{
-    uint8_t nonce[12];
-    s_nonce(nonce, dir, ctr);
-#ifdef HAVE_OPENSSL
-    EVP_CIPHER_CTX *d;
-    int l;
-    if (k->cipher == EXEC_BULK_AES256GCM && (d = s_evp(&x->dec, false)))
-        return EVP_DecryptInit_ex(d, NULL, NULL, k->key, nonce) &&
-               EVP_DecryptUpdate(d, NULL, &l, h, S_HDR) &&
-               EVP_DecryptUpdate(d, c, &l, c, (int) n) &&
-               EVP_CIPHER_CTX_ctrl(d, EVP_CTRL_AEAD_SET_TAG, 16, (void *) tag) &&
-               EVP_DecryptFinal_ex(d, c + l, &l) > 0;
-#else
-    (void) x;
-#endif
-    if (k->cipher == EXEC_BULK_AES256GCM)
-        return crypto_aead_aes256gcm_decrypt_detached(c, NULL, c, n, tag, h, S_HDR, nonce,
-                                                      k->key) == 0;
-    return crypto_aead_chacha20poly1305_ietf_decrypt_detached(c, NULL, c, n, tag, h, S_HDR,
-                                                              nonce, k->key) == 0;
-}
-
-size_t
-exec_bulk_lz4(const uint8_t *src, uint32_t len, uint8_t *dst, size_t cap)
-{
-    if (len < 4096 || cap < (size_t) LZ4_compressBound((int) len))
-        return 0;
-    int probe = len < EXEC_BULK_PROBE ? (int) len : EXEC_BULK_PROBE;
-    int pn = LZ4_compress_default((const char *) src, (char *) dst, probe, (int) cap);
-    if (pn <= 0 || pn >= probe * 3 / 4)
-        return 0; /* only a clear gain on the probe pays for compressing the rest */
-    int zn = LZ4_compress_default((const char *) src, (char *) dst, (int) len, (int) cap);
-    return zn > 0 && (size_t) zn < (size_t) len * 7 / 8 ? (size_t) zn : 0;
-}
-
 /* --- connections ------------------------------------------------------------------------ */
 
 static void
@@ -288,6 +168,8 @@ s_want(exec_bulk_t *b, s_conn_t *c, uint32_t ev)
 static void
 s_free(s_conn_t *c)
 {
+    for (int i = 0; i < S_SLOTS; i++)
+        free(c->slot[i].buf);
     free(c->out);
     free(c->zbuf);
     free(c);
@@ -317,31 +199,47 @@ s_kill(exec_bulk_t *b, s_conn_t *c)
         close(c->fd);
         c->fd = -1;
     }
+    /* no thread seals for it any more: then its key and the object's
+       bytes are no longer read (exec_bulk_drop's promise) */
+    for (int i = 0; i < c->s_n; i++) {
+        s_slot_t *sl = &c->slot[(c->s_head + i) % S_SLOTS];
+        exec_bulk_pool_cancel(b->pool, &sl->job);
+        if (sl->seen)
+            continue;
+        c->p_crypt += sl->p_crypt, c->p_lz4 += sl->p_lz4, c->p_cpu += sl->p_cpu;
+    }
+    c->s_n = 0;
+    for (int i = 0; i < S_SLOTS; i++)
+        exec_bulk_aead_free(&c->slot[i].aead);
     if (c->prof && c->p_start && c->kind != K_LISTEN) {
         double all = (double) (util_mono_ns() - c->p_start) / 1e6;
         struct rusage ru;
         getrusage(RUSAGE_THREAD, &ru);
+        char threads[96] = "";
+        int nth = exec_bulk_pool_threads(b->pool);
+        if (c->kind == K_SRC && nth)
+            snprintf(threads, sizeof threads, "; sealed on %d thread%s: %.1f ms of their CPU",
+                     nth, nth == 1 ? "" : "s", (double) c->p_cpu / 1e6);
+        else if (c->kind == K_SRC)
+            snprintf(threads, sizeof threads, "; sealed in the loop's thread");
         double cpu = (double) (ru.ru_utime.tv_sec - c->p_ru.ru_utime.tv_sec +
                                ru.ru_stime.tv_sec - c->p_ru.ru_stime.tv_sec) * 1e3 +
                      (double) (ru.ru_utime.tv_usec - c->p_ru.ru_utime.tv_usec +
                                ru.ru_stime.tv_usec - c->p_ru.ru_stime.tv_usec) / 1e3;
         log_info("bulk profile: %s %s, %llu of %llu bytes in %.1f ms (the node's loop thread: "
                  "%.1f ms of CPU, %ld page faults): %s %.1f ms, %s %.1f ms in %llu calls, lz4 "
-                 "%.1f ms, %llu turns of the loop",
+                 "%.1f ms, %llu turns of the loop%s",
                  c->kind == K_SRC ? "to" : "from", c->peer,
-                 (unsigned long long) (c->kind == K_SRC ? c->off : c->got),
+                 (unsigned long long) (c->kind == K_SRC ? c->sent : c->got),
                  (unsigned long long) c->size, all, cpu, ru.ru_minflt - c->p_ru.ru_minflt,
                  c->kind == K_SRC ? "seal" : "open",
                  (double) c->p_crypt / 1e6, c->kind == K_SRC ? "send" : "recv",
                  (double) c->p_io / 1e6, (unsigned long long) c->p_calls,
-                 (double) c->p_lz4 / 1e6, (unsigned long long) c->p_turns);
+                 (double) c->p_lz4 / 1e6, (unsigned long long) c->p_turns, threads);
     }
     exec_bulk_key_wipe(&c->key);
-#ifdef HAVE_OPENSSL
-    EVP_CIPHER_CTX_free(c->enc); /* cleansed: the last key's schedule goes too */
-    EVP_CIPHER_CTX_free(c->dec);
-    c->enc = c->dec = NULL;
-#endif
+    exec_bulk_aead_free(&c->enc); /* cleansed: the last key's schedule goes too */
+    exec_bulk_aead_free(&c->dec);
     c->dead = true;
     if (b->depth == 0)
         s_sweep(b);
@@ -496,45 +394,137 @@ s_accept(exec_bulk_t *b)
     }
 }
 
-/* The next chunk into c->out, sealed (compressed first where a probe of
-   it says lz4 pays). -1 when there is no memory. */
-static int
-s_chunk(exec_bulk_t *b, s_conn_t *c)
+static int64_t
+s_cpu_ns(void)
 {
-    (void) b;
-    uint32_t len = c->size - c->off < c->chunk ? (uint32_t) (c->size - c->off) : c->chunk;
-    size_t bound = (size_t) LZ4_compressBound((int) len);
-    if (s_out_room(c, S_REC + bound))
-        return -1;
-    uint8_t *rec = c->out + c->out_len, *body = rec + S_REC;
-    const uint8_t *src = c->bytes + c->off;
-    int64_t t0 = s_t0(c);
-    size_t zn = exec_bulk_lz4(src, len, body, bound);
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (int64_t) t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* A slot's chunk, sealed (compressed first where a probe of it says lz4
+   pays): on a pool thread. Reads the object's bytes and the key, both
+   fixed while the connection streams; writes only the slot. */
+static void
+s_seal_run(exec_bulk_job_t *job)
+{
+    s_slot_t *sl = (s_slot_t *) job;
+    const s_conn_t *c = sl->c;
+    int64_t cpu0 = c->prof ? s_cpu_ns() : 0, t0 = s_t0(c);
+    uint8_t *rec = sl->buf, *body = rec + S_REC;
+    const uint8_t *src = c->bytes + sl->off;
+    size_t zn = exec_bulk_lz4(src, sl->len, body, sl->cap - S_REC);
     int codec = zn > 0;
-    uint32_t clen = codec ? (uint32_t) zn : len;
-    s_add(c, &c->p_lz4, t0);
-    s_hdr(rec, R_CHUNK, codec, len, clen, c->off);
+    sl->clen = codec ? (uint32_t) zn : sl->len;
+    s_add(c, &sl->p_lz4, t0);
+    exec_bulk_hdr(rec, R_CHUNK, codec, sl->len, sl->clen, sl->off);
     t0 = s_t0(c);
-    s_seal(c, &c->key, 0, c->ctr_out++, rec, body, codec ? body : src, clen, rec + S_HDR);
-    s_add(c, &c->p_crypt, t0);
-    if (c->flip && (c->ctr_out == 2 || c->off + len == c->size)) {
-        body[clen / 2] ^= 0x40; /* the test's tampering, after the seal */
-        c->flip = false;
-        log_warn("bulk: flipped a byte of the chunk at %llu sent to %s (LUX_TEST_BULK_FLIP)",
-                 (unsigned long long) c->off, c->peer);
+    exec_bulk_seal(&sl->aead, &c->key, 0, sl->ctr, rec, body, codec ? body : src, sl->clen,
+                   rec + S_HDR);
+    s_add(c, &sl->p_crypt, t0);
+    if (c->prof)
+        sl->p_cpu += s_cpu_ns() - cpu0;
+}
+
+/* Chunks into free slots, to be sealed, while the puller's credit lasts:
+   each takes the next offset and record number. -1 when there is no
+   memory for a slot. */
+static int
+s_src_fill(exec_bulk_t *b, s_conn_t *c)
+{
+    while (c->s_n < S_SLOTS && c->st == SS_STREAM && c->credit > 0 && c->off < c->size &&
+           !(c->hold && c->ctr_out > 0)) {
+        s_slot_t *sl = &c->slot[(c->s_head + c->s_n) % S_SLOTS];
+        uint32_t len = c->size - c->off < c->chunk ? (uint32_t) (c->size - c->off) : c->chunk;
+        size_t need = S_REC + (size_t) LZ4_compressBound((int) len);
+        if (sl->cap < need) {
+            uint8_t *p = realloc(sl->buf, need);
+            if (!p)
+                return -1;
+            sl->buf = p;
+            sl->cap = need;
+        }
+        sl->c = c;
+        sl->off = c->off;
+        sl->len = len;
+        sl->ctr = c->ctr_out++;
+        sl->pos = 0;
+        sl->seen = false;
+        sl->p_crypt = sl->p_lz4 = sl->p_cpu = 0;
+        sl->job.run = s_seal_run;
+        c->off += len;
+        c->credit--;
+        c->s_n++;
+        exec_bulk_pool_push(b->pool, &sl->job);
     }
-    c->out_len += S_REC + clen;
-    c->off += len;
-    c->credit--;
+    return 0;
+}
+
+/* The oldest slot, when it is sealed: counted, tampered with by the test. */
+static s_slot_t *
+s_src_ready(exec_bulk_t *b, s_conn_t *c)
+{
+    if (c->s_n == 0)
+        return NULL;
+    s_slot_t *sl = &c->slot[c->s_head];
+    if (!sl->seen) {
+        if (!exec_bulk_pool_done(b->pool, &sl->job))
+            return NULL;
+        sl->seen = true;
+        c->p_crypt += sl->p_crypt, c->p_lz4 += sl->p_lz4, c->p_cpu += sl->p_cpu;
+        if (c->flip && (sl->ctr == 1 || sl->off + sl->len == c->size)) {
+            sl->buf[S_REC + sl->clen / 2] ^= 0x40; /* the test's tampering, after the seal */
+            c->flip = false;
+            log_warn("bulk: flipped a byte of the chunk at %llu sent to %s (LUX_TEST_BULK_FLIP)",
+                     (unsigned long long) sl->off, c->peer);
+        }
+    }
+    return sl;
+}
+
+/* Send sealed slots in order, up to S_TURN_BYTES: 0, or -1 when the
+   connection broke. */
+static int
+s_src_send(exec_bulk_t *b, s_conn_t *c)
+{
+    size_t moved = 0;
+    s_slot_t *sl;
+    while (moved < S_TURN_BYTES && (sl = s_src_ready(b, c))) {
+        size_t all = S_REC + sl->clen;
+        while (sl->pos < all) {
+            int64_t t0 = s_t0(c);
+            ssize_t k = send(c->fd, sl->buf + sl->pos, all - sl->pos, MSG_NOSIGNAL | MSG_DONTWAIT);
+            s_add(c, &c->p_io, t0);
+            c->p_calls++;
+            if (k > 0) {
+                sl->pos += (size_t) k;
+                moved += (size_t) k;
+                c->deadline_ms = util_mono_ms() + S_SILENT_MS; /* it moves */
+            } else if (k < 0 && errno == EINTR) {
+                continue;
+            } else if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+                return 0;
+            } else {
+                return -1;
+            }
+        }
+        c->sent += sl->len;
+        c->s_head = (c->s_head + 1) % S_SLOTS;
+        c->s_n--;
+        b->fns.sent(b->arg, c->key.xid);
+        if (s_src_fill(b, c))
+            return errno = ENOMEM, -1;
+    }
     return 0;
 }
 
 static void
 s_src_want(exec_bulk_t *b, s_conn_t *c)
 {
-    bool more = c->st == SS_STREAM && c->credit > 0 && c->off < c->size &&
-                !(c->hold && c->ctr_out > 0);
-    s_want(b, c, EPOLLIN | (c->out_pos < c->out_len || more ? EPOLLOUT : 0));
+    /* writable matters only when the oldest slot is sealed; until then
+       the pool's eventfd says when it is */
+    bool out = c->s_n > 0 && c->slot[c->s_head].seen;
+    s_want(b, c, EPOLLIN | (out ? EPOLLOUT : 0));
 }
 
 /* The hello and the request: the transfer named, the key proved. */
@@ -554,7 +544,7 @@ s_src_say(exec_bulk_t *b, s_conn_t *c)
             s_refuse(b, c, "it does not open with a bulk hello");
             return;
         }
-        c->key.xid = s_u64(c->in + 8);
+        c->key.xid = exec_bulk_u64(c->in + 8);
         c->st = SS_REQ;
         c->in_len = 0;
         c->in_need = S_REC + S_REQ_LEN;
@@ -566,7 +556,7 @@ s_src_say(exec_bulk_t *b, s_conn_t *c)
     }
     /* the request: the right type and length, sealed with the key */
     uint8_t *h = c->in;
-    if (h[0] != R_REQ || s_u32(h + 4) != S_REQ_LEN || s_u32(h + 8) != S_REQ_LEN) {
+    if (h[0] != R_REQ || exec_bulk_u32(h + 4) != S_REQ_LEN || exec_bulk_u32(h + 8) != S_REQ_LEN) {
         s_refuse(b, c, "its first record is not a request");
         return;
     }
@@ -583,7 +573,7 @@ s_src_say(exec_bulk_t *b, s_conn_t *c)
         s_refuse(b, c, why);
         return;
     }
-    if (!s_open(c, &k, 1, 0, h, req, S_REQ_LEN, h + S_HDR)) {
+    if (!exec_bulk_open(&c->dec, &k, 1, 0, h, req, S_REQ_LEN, h + S_HDR)) {
         exec_bulk_key_wipe(&k);
         snprintf(why, sizeof why, "its request does not open with the key of transfer %016llx "
                  "(a wrong key, or not the puller it was handed to)",
@@ -602,8 +592,8 @@ s_src_say(exec_bulk_t *b, s_conn_t *c)
     c->ctr_in = 1;
     c->bytes = bytes;
     c->size = size;
-    c->chunk = s_u32(req + LUX_REF_LEN);
-    c->credit = s_u32(req + LUX_REF_LEN + 4);
+    c->chunk = exec_bulk_u32(req + LUX_REF_LEN);
+    c->credit = exec_bulk_u32(req + LUX_REF_LEN + 4);
     if (c->chunk < S_CHUNK_MIN || c->chunk > S_CHUNK_MAX || c->credit == 0 || c->credit > 4096) {
         s_refuse(b, c, "its request asks for chunks of a size or number this node does not send");
         return;
@@ -631,9 +621,9 @@ s_src_stream(exec_bulk_t *b, s_conn_t *c)
     for (;;) {
         int r = s_read_in(c);
         if (r < 0) { /* the puller went: it has all, or gave up */
-            if (c->off < c->size || c->out_pos < c->out_len)
+            if (c->sent < c->size)
                 log_info("bulk: %s closed transfer %016llx after %llu of %llu bytes", c->peer,
-                         (unsigned long long) c->key.xid, (unsigned long long) c->off,
+                         (unsigned long long) c->key.xid, (unsigned long long) c->sent,
                          (unsigned long long) c->size);
             s_src_end(b, c);
             return;
@@ -641,8 +631,8 @@ s_src_stream(exec_bulk_t *b, s_conn_t *c)
         if (r == 0)
             break;
         uint8_t *h = c->in;
-        if (c->st != SS_STREAM || h[0] != R_CREDIT || s_u32(h + 4) != 4 || s_u32(h + 8) != 4 ||
-            !s_open(c, &c->key, 1, c->ctr_in, h, h + S_REC, 4, h + S_HDR)) {
+        if (c->st != SS_STREAM || h[0] != R_CREDIT || exec_bulk_u32(h + 4) != 4 || exec_bulk_u32(h + 8) != 4 ||
+            !exec_bulk_open(&c->dec, &c->key, 1, c->ctr_in, h, h + S_REC, 4, h + S_HDR)) {
             util_complain(&b->complain, "bulk port %d: ended transfer %016llx to %s: a record "
                           "after its request that is not its credit", b->port,
                           (unsigned long long) c->key.xid, c->peer);
@@ -651,38 +641,22 @@ s_src_stream(exec_bulk_t *b, s_conn_t *c)
         }
         c->ctr_in++;
         c->deadline_ms = util_mono_ms() + S_SILENT_MS; /* the puller lives */
-        uint32_t n = s_u32(h + S_REC);
+        uint32_t n = exec_bulk_u32(h + S_REC);
         c->credit = c->credit + n > 4096 ? 4096 : c->credit + n;
         c->in_len = 0;
     }
-    size_t moved = 0;
-    while (moved < S_TURN_BYTES) {
-        if (s_flush(c)) {
-            log_info("bulk: the connection to %s broke during transfer %016llx: %s", c->peer,
-                     (unsigned long long) c->key.xid, strerror(errno));
-            s_src_end(b, c);
-            return;
-        }
-        if (c->out_len || c->st != SS_STREAM || c->credit == 0 || c->off >= c->size)
-            break;
-        if (c->hold && c->ctr_out > 0) {
-            if (!c->held)
-                log_warn("bulk: holding transfer %016llx to %s after its first chunk while %s "
-                         "exists (LUX_TEST_BULK_HOLD)", (unsigned long long) c->key.xid,
-                         c->peer, b->hold_file);
-            c->held = true;
-            break;
-        }
-        uint64_t before = c->off;
-        if (s_chunk(b, c)) {
-            log_error("bulk: out of memory for a chunk to %s", c->peer);
-            s_src_end(b, c);
-            return;
-        }
-        moved += c->off - before;
-        b->fns.sent(b->arg, c->key.xid);
+    if (c->hold && c->ctr_out > 0 && !c->held) {
+        log_warn("bulk: holding transfer %016llx to %s after its first chunk while %s exists "
+                 "(LUX_TEST_BULK_HOLD)", (unsigned long long) c->key.xid, c->peer, b->hold_file);
+        c->held = true;
     }
-    if (c->st == SS_STREAM && c->off >= c->size && !c->out_len) {
+    if (s_src_fill(b, c) || s_src_send(b, c)) {
+        log_info("bulk: the connection to %s broke during transfer %016llx: %s", c->peer,
+                 (unsigned long long) c->key.xid, strerror(errno));
+        s_src_end(b, c);
+        return;
+    }
+    if (c->st == SS_STREAM && c->off >= c->size && c->s_n == 0) {
         c->st = SS_DRAIN; /* all sent: wait for the puller to close (a close now could reset) */
         c->deadline_ms = util_mono_ms() + S_SAY_MS;
     }
@@ -751,8 +725,8 @@ s_credit(s_conn_t *c, bool all)
     uint8_t *rec = c->out + c->out_len, n[4];
     for (int i = 0; i < 4; i++)
         n[i] = (uint8_t) (c->unthanked >> (8 * i));
-    s_hdr(rec, R_CREDIT, 0, 4, 4, 0);
-    s_seal(c, &c->key, 1, c->ctr_out++, rec, rec + S_REC, n, 4, rec + S_HDR);
+    exec_bulk_hdr(rec, R_CREDIT, 0, 4, 4, 0);
+    exec_bulk_seal(&c->enc, &c->key, 1, c->ctr_out++, rec, rec + S_REC, n, 4, rec + S_HDR);
     c->out_len += S_REC + 4;
     c->unthanked = 0;
     return s_flush(c);
@@ -770,8 +744,8 @@ static int
 s_pull_hdr(exec_bulk_t *b, s_conn_t *c)
 {
     const uint8_t *h = c->in;
-    uint32_t plen = s_u32(h + 4), clen = s_u32(h + 8);
-    uint64_t off = s_u64(h + 12);
+    uint32_t plen = exec_bulk_u32(h + 4), clen = exec_bulk_u32(h + 8);
+    uint64_t off = exec_bulk_u64(h + 12);
     if (h[0] != R_CHUNK || off != c->got || plen == 0 || plen > c->size - c->got ||
         plen > c->chunk || (h[1] == 0 && clen != plen) || h[1] > 1 ||
         (h[1] == 1 && clen > c->zcap)) {
@@ -792,12 +766,12 @@ static int
 s_pull_body(exec_bulk_t *b, s_conn_t *c)
 {
     const uint8_t *h = c->in;
-    uint32_t plen = s_u32(h + 4), clen = s_u32(h + 8);
-    uint64_t off = s_u64(h + 12);
+    uint32_t plen = exec_bulk_u32(h + 4), clen = exec_bulk_u32(h + 8);
+    uint64_t off = exec_bulk_u64(h + 12);
     char where[64];
     snprintf(where, sizeof where, "%llu", (unsigned long long) off);
     int64_t t0 = s_t0(c);
-    bool opened = s_open(c, &c->key, 0, c->ctr_in, h, c->body, clen, h + S_HDR);
+    bool opened = exec_bulk_open(&c->dec, &c->key, 0, c->ctr_in, h, c->body, clen, h + S_HDR);
     s_add(c, &c->p_crypt, t0);
     if (!opened) {
         s_pull_fail(b, c, LUX_ECORRUPT, "the chunk at offset %2$s from %1$s failed "
@@ -851,7 +825,7 @@ s_pull_read(exec_bulk_t *b, s_conn_t *c)
                 return;
         }
         const uint8_t *h = c->in;
-        uint32_t clen = s_u32(h + 8);
+        uint32_t clen = exec_bulk_u32(h + 8);
         size_t have = c->in_len - S_REC; /* body bytes read so far (in_len counts past the header) */
         while (have < clen) {
             int64_t t0 = s_t0(c);
@@ -991,14 +965,14 @@ exec_bulk_pull_start(exec_bulk_t *self, const char *host, int port, const exec_b
         req[LUX_REF_LEN + i] = (uint8_t) (chunk >> (8 * i));
         req[LUX_REF_LEN + 4 + i] = (uint8_t) ((uint32_t) window >> (8 * i));
     }
-    s_hdr(rec, R_REQ, 0, S_REQ_LEN, S_REQ_LEN, 0);
+    exec_bulk_hdr(rec, R_REQ, 0, S_REQ_LEN, S_REQ_LEN, 0);
     exec_bulk_key_t k = *key;
     struct stat st;
     if (self->badkey_file && stat(self->badkey_file, &st) == 0 && unlink(self->badkey_file) == 0) {
         k.key[0] ^= 1; /* the test's wrong key */
         log_warn("bulk: a wrong key for the request to %s (LUX_TEST_BULK_BADKEY)", c->peer);
     }
-    s_seal(c, &k, 1, c->ctr_out++, rec, rec + S_REC, req, S_REQ_LEN, rec + S_HDR);
+    exec_bulk_seal(&c->enc, &k, 1, c->ctr_out++, rec, rec + S_REC, req, S_REQ_LEN, rec + S_HDR);
     exec_bulk_key_wipe(&k);
     c->out_len = S_HELLO + S_REC + S_REQ_LEN;
     c->st = PS_CONNECT;
@@ -1100,6 +1074,13 @@ exec_bulk_new(const char *host, int port, const char *local, const exec_bulk_fns
     const char *prof = getenv("LUX_XFER_PROFILE");
     b->profile = prof && *prof == '1';
     b->local = local && *local ? strdup(local) : NULL;
+    struct epoll_event e = {.events = EPOLLIN, .data.ptr = NULL}; /* NULL: the pool */
+    if (!(b->pool = exec_bulk_pool_new(-1)) ||
+        epoll_ctl(b->epfd, EPOLL_CTL_ADD, exec_bulk_pool_fd(b->pool), &e) < 0) {
+        util_err_ctx(LUX_EIO, "bulk: its sealing threads");
+        exec_bulk_destroy(&b);
+        return NULL;
+    }
     if (host && port > 0 && (b->listen = s_listen(b, host, port)))
         b->port = port;
     return b;
@@ -1116,6 +1097,7 @@ exec_bulk_destroy(exec_bulk_t **self_p)
         s_kill(b, c);
     b->depth = 0;
     s_sweep(b);
+    exec_bulk_pool_destroy(&b->pool);
     close(b->epfd);
     free(b->flip_file);
     free(b->badkey_file);
@@ -1145,6 +1127,13 @@ exec_bulk_fired(exec_bulk_t *self)
     int n = epoll_wait(self->epfd, evs, 32, 0);
     for (int i = 0; i < n; i++) {
         s_conn_t *c = evs[i].data.ptr;
+        if (!c) { /* chunks were sealed: send them */
+            exec_bulk_pool_clear(self->pool);
+            for (s_conn_t *s = self->conns; s; s = s->next)
+                if (!s->dead && s->kind == K_SRC && s->st == SS_STREAM && s->s_n > 0)
+                    s_src_stream(self, s);
+            continue;
+        }
         if (c->dead)
             continue;
         if (c->kind == K_LISTEN)
@@ -1178,7 +1167,7 @@ exec_bulk_tick(exec_bulk_t *self)
                 c->hold = false;
                 log_info("bulk: transfer %016llx to %s goes on (LUX_TEST_BULK_HOLD is gone)",
                          (unsigned long long) c->key.xid, c->peer);
-                s_src_want(self, c);
+                s_src_stream(self, c);
             }
         } else if (c->kind == K_SRC && now > c->deadline_ms) {
             if (c->st == SS_DRAIN) {
@@ -1187,7 +1176,7 @@ exec_bulk_tick(exec_bulk_t *self)
                 log_warn("bulk: transfer %016llx to %s moved nothing for %d s (the puller is "
                          "stopped, or cut off without a close): ended after %llu of %llu bytes",
                          (unsigned long long) c->key.xid, c->peer, S_SILENT_MS / 1000,
-                         (unsigned long long) c->off, (unsigned long long) c->size);
+                         (unsigned long long) c->sent, (unsigned long long) c->size);
                 s_src_end(self, c);
             } else {
                 s_refuse(self, c, "it did not say who it is within 10 s");

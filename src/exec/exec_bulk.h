@@ -20,8 +20,8 @@
     type 1 REQ (puller: id [20], chunk u32, window u32), 2 CREDIT (puller:
     n u32, more chunks it has room for), 3 CHUNK (source: the object's
     bytes at off, plen of them, lz4-compressed to clen when codec is 1).
-    Each record's bytes are sealed (crypto_aead_aes256gcm where both CPUs
-    have AES-NI, else crypto_aead_chacha20poly1305_ietf) with its first 20
+    Each record's bytes are sealed (exec_bulk_rec.c: AES-256-GCM where
+    both CPUs have AES-NI, else ChaCha20-Poly1305-IETF) with its first 20
     bytes as additional data and the nonce dir u8 | 0 [3] | counter u64:
     dir 0 from the source, 1 from the puller, the counter each side's
     record number. A record replayed, reordered, dropped, altered or cut
@@ -33,13 +33,16 @@
     block): no buffer of the whole object on either side.
 
     Every socket is in one epoll set whose descriptor the node's loop
-    polls (exec_bulk_fd); exec_bulk_fired does what came. What the source
+    polls (exec_bulk_fd), with the eventfd of the threads that seal the
+    source's chunks while the loop sends (exec_bulk_pool.h);
+    exec_bulk_fired does what came. What the source
     serves and what the puller wants are exec_xfer.c's: the callbacks
     below. Keys are wiped (sodium_memzero) when their transfer ends.
 */
 #ifndef EXEC_BULK_H_INCLUDED
 #define EXEC_BULK_H_INCLUDED
 
+#include "exec_bulk_rec.h"
 #include "../util/util_complain.h"
 #include "lux.h"
 
@@ -49,19 +52,9 @@
 
 /* The bulk port is the head's --port plus this, on every node's address. */
 #define EXEC_BULK_PORT_OFFSET 4
-#define EXEC_BULK_KEY 32
-
-enum { EXEC_BULK_AES256GCM = 1, EXEC_BULK_CHACHA20 = 2 };
 
 typedef struct exec_bulk exec_bulk_t;
 typedef struct exec_bulk_pull exec_bulk_pull_t;
-
-/* A transfer's secret, made by the source for one pull. */
-typedef struct {
-    uint8_t key[EXEC_BULK_KEY];
-    uint64_t xid;  /* names the transfer on the bulk port (not a secret) */
-    int cipher;    /* EXEC_BULK_* */
-} exec_bulk_key_t;
 
 /* What exec_xfer.c answers for the bulk part. */
 typedef struct {
@@ -102,20 +95,6 @@ void exec_bulk_destroy(exec_bulk_t **self_p);
 
 /* The port this node serves on, 0 when none. */
 int exec_bulk_port(exec_bulk_t *self);
-/* A chunk of len bytes at src lz4-compressed into dst (cap bytes, at
-   least LZ4_compressBound(len)) when it pays: lz4 of its first
-   EXEC_BULK_PROBE bytes must come under 3/4 of them, and the whole under
-   7/8 of len. Its compressed length, or 0 (send it raw). The one probe
-   of both paths of a pull (the bulk port's chunks, CURVE's CHUNK). */
-#define EXEC_BULK_PROBE 65536
-size_t exec_bulk_lz4(const uint8_t *src, uint32_t len, uint8_t *dst, size_t cap);
-
-/* The cipher this CPU does fastest (aes256gcm when AES-NI is here). */
-int exec_bulk_cipher_here(void);
-/* A fresh key for a transfer: cipher as given, key and xid random. */
-void exec_bulk_key_new(exec_bulk_key_t *k, int cipher);
-void exec_bulk_key_wipe(exec_bulk_key_t *k);
-
 /* The epoll set's descriptor, for the node's poll; then exec_bulk_fired
    when it is readable. */
 int exec_bulk_fd(exec_bulk_t *self);
