@@ -22,6 +22,7 @@
 */
 #include "exec_bulk.h"
 #include "exec_bulk_pool.h"
+#include "../net/net_tcp.h"
 #include "../util/util_buf.h"
 #include "../util/util_err.h"
 #include "../util/util_log.h"
@@ -29,7 +30,6 @@
 
 #include <errno.h>
 #include <lz4.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sodium.h>
@@ -40,7 +40,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <arpa/inet.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #define S_HELLO 16             /* "LUXB", version, 0 [3], xid u64 */
@@ -70,6 +70,7 @@ typedef struct {
     struct s_conn *c;         /* the connection it is for */
     uint8_t *buf;             /* the record: header, tag, body */
     size_t cap;
+    const uint8_t *body;      /* the body sent: in buf, or (GMAC, raw) the object's own bytes */
     uint64_t off, ctr;        /* the chunk's offset in the object; its record number */
     uint32_t len, clen;       /* the chunk's bytes; the body's (compressed when codec 1) */
     size_t pos;               /* bytes of the record sent */
@@ -259,23 +260,6 @@ s_conn_new(exec_bulk_t *b, int kind, int fd)
     return c;
 }
 
-static void
-s_peer_name(const struct sockaddr_storage *sa, char *out, size_t n)
-{
-    char host[INET6_ADDRSTRLEN] = "?";
-    int port = 0;
-    if (sa->ss_family == AF_INET) {
-        const struct sockaddr_in *a = (const struct sockaddr_in *) sa;
-        inet_ntop(AF_INET, &a->sin_addr, host, sizeof host);
-        port = ntohs(a->sin_port);
-    } else if (sa->ss_family == AF_INET6) {
-        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *) sa;
-        inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host);
-        port = ntohs(a->sin6_port);
-    }
-    snprintf(out, n, "%s:%d", host, port);
-}
-
 /* Send what waits in c->out: 0, or -1 when the connection broke. */
 static int
 s_flush(s_conn_t *c)
@@ -373,7 +357,7 @@ s_accept(exec_bulk_t *b)
         if (fd < 0)
             return;
         char peer[64];
-        s_peer_name(&sa, peer, sizeof peer);
+        net_tcp_name(&sa, peer, sizeof peer);
         int unsaid = 0;
         for (s_conn_t *c = b->conns; c; c = c->next)
             unsaid += !c->dead && c->kind == K_SRC && c->st <= SS_REQ;
@@ -416,11 +400,13 @@ s_seal_run(exec_bulk_job_t *job)
     size_t zn = exec_bulk_lz4(src, sl->len, body, sl->cap - S_REC);
     int codec = zn > 0;
     sl->clen = codec ? (uint32_t) zn : sl->len;
+    /* integrity only: a raw chunk is sent from the store as it is */
+    sl->body = codec || c->key.cipher != EXEC_BULK_GMAC ? body : src;
     s_add(c, &sl->p_lz4, t0);
     exec_bulk_hdr(rec, R_CHUNK, codec, sl->len, sl->clen, sl->off);
     t0 = s_t0(c);
-    exec_bulk_seal(&sl->aead, &c->key, 0, sl->ctr, rec, body, codec ? body : src, sl->clen,
-                   rec + S_HDR);
+    exec_bulk_seal(&sl->aead, &c->key, 0, sl->ctr, rec, sl->body == src ? NULL : body,
+                   codec ? body : src, sl->clen, rec + S_HDR);
     s_add(c, &sl->p_crypt, t0);
     if (c->prof)
         sl->p_cpu += s_cpu_ns() - cpu0;
@@ -473,6 +459,8 @@ s_src_ready(exec_bulk_t *b, s_conn_t *c)
         sl->seen = true;
         c->p_crypt += sl->p_crypt, c->p_lz4 += sl->p_lz4, c->p_cpu += sl->p_cpu;
         if (c->flip && (sl->ctr == 1 || sl->off + sl->len == c->size)) {
+            if (sl->body != sl->buf + S_REC) /* not the store's bytes: a copy */
+                sl->body = memcpy(sl->buf + S_REC, sl->body, sl->clen);
             sl->buf[S_REC + sl->clen / 2] ^= 0x40; /* the test's tampering, after the seal */
             c->flip = false;
             log_warn("bulk: flipped a byte of the chunk at %llu sent to %s (LUX_TEST_BULK_FLIP)",
@@ -492,8 +480,16 @@ s_src_send(exec_bulk_t *b, s_conn_t *c)
     while (moved < S_TURN_BYTES && (sl = s_src_ready(b, c))) {
         size_t all = S_REC + sl->clen;
         while (sl->pos < all) {
+            /* the header and tag from the slot, the body from where it lies */
+            struct iovec iov[2] = {{sl->buf + sl->pos, S_REC - sl->pos},
+                                   {(uint8_t *) sl->body, sl->clen}};
+            if (sl->pos >= S_REC)
+                iov[1].iov_base = (uint8_t *) sl->body + (sl->pos - S_REC),
+                iov[1].iov_len = all - sl->pos;
+            struct msghdr mh = {.msg_iov = iov + (sl->pos >= S_REC), .msg_iovlen = 2 -
+                                (sl->pos >= S_REC)};
             int64_t t0 = s_t0(c);
-            ssize_t k = send(c->fd, sl->buf + sl->pos, all - sl->pos, MSG_NOSIGNAL | MSG_DONTWAIT);
+            ssize_t k = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
             s_add(c, &c->p_io, t0);
             c->p_calls++;
             if (k > 0) {
@@ -512,6 +508,12 @@ s_src_send(exec_bulk_t *b, s_conn_t *c)
         c->s_head = (c->s_head + 1) % S_SLOTS;
         c->s_n--;
         b->fns.sent(b->arg, c->key.xid);
+        if (c->hold && !c->held) { /* said once its first chunk went */
+            log_warn("bulk: holding transfer %016llx to %s after its first chunk while %s "
+                     "exists (LUX_TEST_BULK_HOLD)", (unsigned long long) c->key.xid, c->peer,
+                     b->hold_file);
+            c->held = true;
+        }
         if (s_src_fill(b, c))
             return errno = ENOMEM, -1;
     }
@@ -644,11 +646,6 @@ s_src_stream(exec_bulk_t *b, s_conn_t *c)
         uint32_t n = exec_bulk_u32(h + S_REC);
         c->credit = c->credit + n > 4096 ? 4096 : c->credit + n;
         c->in_len = 0;
-    }
-    if (c->hold && c->ctr_out > 0 && !c->held) {
-        log_warn("bulk: holding transfer %016llx to %s after its first chunk while %s exists "
-                 "(LUX_TEST_BULK_HOLD)", (unsigned long long) c->key.xid, c->peer, b->hold_file);
-        c->held = true;
     }
     if (s_src_fill(b, c) || s_src_send(b, c)) {
         log_info("bulk: the connection to %s broke during transfer %016llx: %s", c->peer,
@@ -902,49 +899,26 @@ s_pull_fired(exec_bulk_t *b, s_conn_t *c, uint32_t ev)
         s_want(b, c, EPOLLIN | (c->out_pos < c->out_len ? EPOLLOUT : 0));
 }
 
-/* A pull's connection comes from the node's own address (the one the
-   source's log names), not whatever the route picks. */
-static void
-s_bind_local(exec_bulk_t *b, int fd, int family)
-{
-    struct addrinfo hints = {.ai_family = family, .ai_socktype = SOCK_STREAM,
-                             .ai_flags = AI_PASSIVE | AI_NUMERICHOST}, *ai = NULL;
-    if (!b->local || getaddrinfo(b->local, "0", &hints, &ai))
-        return;
-    if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0)
-        log_debug("bulk: cannot send from %s (%s): the route picks", b->local, strerror(errno));
-    freeaddrinfo(ai);
-}
-
 exec_bulk_pull_t *
 exec_bulk_pull_start(exec_bulk_t *self, const char *host, int port, const exec_bulk_key_t *key,
                      const uint8_t id[LUX_REF_LEN], uint8_t *dst, uint64_t size, uint32_t chunk,
                      int window, void *who)
 {
-    char ps[16];
-    struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
-    snprintf(ps, sizeof ps, "%d", port);
-    int g = getaddrinfo(host, ps, &hints, &ai);
-    if (g) {
-        util_err(LUX_EIO, "bulk port of %s: %s", host, gai_strerror(g));
+    int err, fd = net_tcp_dial(host, port, self->local, &err);
+    if (fd < 0) {
+        util_err_ctx(LUX_EIO, "bulk port");
         return NULL;
     }
-    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    s_conn_t *c = fd >= 0 ? s_conn_new(self, K_PULL, fd) : NULL;
+    s_conn_t *c = s_conn_new(self, K_PULL, fd);
     size_t zcap = (size_t) LZ4_compressBound((int) chunk);
     if (!c || !(c->zbuf = malloc(zcap)) || s_out_room(c, S_HELLO + S_REC + S_REQ_LEN)) {
-        util_err(LUX_ENOMEM, "bulk connection to %s: %s", host,
-                 fd < 0 ? strerror(errno) : "out of memory");
-        freeaddrinfo(ai);
+        util_err(LUX_ENOMEM, "bulk connection to %s: out of memory", host);
         if (c)
             s_kill(self, c);
-        else if (fd >= 0)
+        else
             close(fd);
         return NULL;
     }
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    s_bind_local(self, fd, ai->ai_family);
     snprintf(c->peer, sizeof c->peer, "%s:%d", host, port);
     c->key = *key;
     c->who = who;
@@ -979,15 +953,14 @@ exec_bulk_pull_start(exec_bulk_t *self, const char *host, int port, const exec_b
     c->p_start = s_t0(c);
     if (c->prof)
         getrusage(RUSAGE_THREAD, &c->p_ru);
-    if (connect(fd, ai->ai_addr, ai->ai_addrlen) < 0 && errno != EINPROGRESS) {
+    if (err) {
         c->st = PS_FAILED; /* told on the next tick, never from in here */
         c->fail_rc = LUX_EIO;
         snprintf(c->fail_why, sizeof c->fail_why, "cannot connect to the bulk port %s: %s",
-                 c->peer, strerror(errno));
+                 c->peer, strerror(err));
     } else {
         s_want(self, c, EPOLLOUT);
     }
-    freeaddrinfo(ai);
     return (exec_bulk_pull_t *) c;
 }
 
@@ -1005,29 +978,13 @@ exec_bulk_pull_stop(exec_bulk_t *self, exec_bulk_pull_t **pull_p)
 static s_conn_t *
 s_listen(exec_bulk_t *b, const char *host, int port)
 {
-    char ps[16];
-    struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE}, *ai = NULL;
-    snprintf(ps, sizeof ps, "%d", port);
-    int g = getaddrinfo(host, ps, &hints, &ai);
-    if (g) {
-        log_warn("bulk port %s:%d: %s; objects go out over CURVE only", host, port,
-                 gai_strerror(g));
-        return NULL;
-    }
-    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), one = 1;
     const char *test = getenv("LUX_TEST_BULK_REFUSE"); /* bound, never listening: refused */
     bool refuse = test && *test == '1';
-    if (fd >= 0)
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (fd < 0 || bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || (!refuse && listen(fd, 64) < 0)) {
-        log_warn("bulk port %s:%d cannot be bound (%s); objects go out over CURVE only", host,
-                 port, strerror(errno));
-        if (fd >= 0)
-            close(fd);
-        freeaddrinfo(ai);
+    int fd = net_tcp_listen(host, port, !refuse);
+    if (fd < 0) {
+        log_warn("bulk port %s; objects go out over CURVE only", lux_errmsg());
         return NULL;
     }
-    freeaddrinfo(ai);
     s_conn_t *c = s_conn_new(b, K_LISTEN, fd);
     if (!c) {
         close(fd);

@@ -19,10 +19,22 @@ exec_bulk_cipher_here(void)
     return crypto_aead_aes256gcm_is_available() ? EXEC_BULK_AES256GCM : EXEC_BULK_CHACHA20;
 }
 
+bool
+exec_bulk_gmac_here(void)
+{
+#ifdef HAVE_OPENSSL
+    return exec_bulk_cipher_here() == EXEC_BULK_AES256GCM;
+#else
+    return false; /* libsodium's AES-GCM takes its additional data in one piece */
+#endif
+}
+
 const char *
 exec_bulk_cipher_name(int cipher)
 {
-    return cipher == EXEC_BULK_AES256GCM ? "aes256gcm" : "chacha20poly1305";
+    return cipher == EXEC_BULK_AES256GCM ? "aes256gcm"
+           : cipher == EXEC_BULK_GMAC    ? "gmac"
+                                         : "chacha20poly1305";
 }
 
 void
@@ -107,6 +119,20 @@ exec_bulk_seal(exec_bulk_aead_t *x, const exec_bulk_key_t *k, int dir, uint64_t 
 #ifdef HAVE_OPENSSL
     EVP_CIPHER_CTX *e;
     int l;
+    uint8_t none[16];
+    if (k->cipher == EXEC_BULK_GMAC) {
+        /* the header and the bytes as additional data, nothing encrypted */
+        if (c && c != m)
+            memmove(c, m, n);
+        if ((e = s_evp(x, true)) && EVP_EncryptInit_ex(e, NULL, NULL, k->key, nonce) &&
+            EVP_EncryptUpdate(e, NULL, &l, h, EXEC_BULK_HDR) &&
+            (n == 0 || EVP_EncryptUpdate(e, NULL, &l, m, (int) n)) &&
+            EVP_EncryptFinal_ex(e, none, &l) &&
+            EVP_CIPHER_CTX_ctrl(e, EVP_CTRL_AEAD_GET_TAG, 16, tag))
+            return;
+        memset(tag, 0, 16); /* OpenSSL failed: a tag that opens nothing */
+        return;
+    }
     if (k->cipher == EXEC_BULK_AES256GCM && (e = s_evp(x, true)) &&
         EVP_EncryptInit_ex(e, NULL, NULL, k->key, nonce) &&
         EVP_EncryptUpdate(e, NULL, &l, h, EXEC_BULK_HDR) &&
@@ -115,6 +141,10 @@ exec_bulk_seal(exec_bulk_aead_t *x, const exec_bulk_key_t *k, int dir, uint64_t 
         return;
 #else
     (void) x;
+    if (k->cipher == EXEC_BULK_GMAC) { /* never offered without OpenSSL */
+        memset(tag, 0, 16);
+        return;
+    }
 #endif
     if (k->cipher == EXEC_BULK_AES256GCM)
         crypto_aead_aes256gcm_encrypt_detached(c, tag, NULL, m, n, h, EXEC_BULK_HDR, NULL, nonce,
@@ -133,6 +163,13 @@ exec_bulk_open(exec_bulk_aead_t *x, const exec_bulk_key_t *k, int dir, uint64_t 
 #ifdef HAVE_OPENSSL
     EVP_CIPHER_CTX *d;
     int l;
+    uint8_t none[16];
+    if (k->cipher == EXEC_BULK_GMAC)
+        return (d = s_evp(x, false)) && EVP_DecryptInit_ex(d, NULL, NULL, k->key, nonce) &&
+               EVP_DecryptUpdate(d, NULL, &l, h, EXEC_BULK_HDR) &&
+               (n == 0 || EVP_DecryptUpdate(d, NULL, &l, c, (int) n)) &&
+               EVP_CIPHER_CTX_ctrl(d, EVP_CTRL_AEAD_SET_TAG, 16, (void *) tag) &&
+               EVP_DecryptFinal_ex(d, none, &l) > 0;
     if (k->cipher == EXEC_BULK_AES256GCM && (d = s_evp(x, false)))
         return EVP_DecryptInit_ex(d, NULL, NULL, k->key, nonce) &&
                EVP_DecryptUpdate(d, NULL, &l, h, EXEC_BULK_HDR) &&
@@ -141,6 +178,8 @@ exec_bulk_open(exec_bulk_aead_t *x, const exec_bulk_key_t *k, int dir, uint64_t 
                EVP_DecryptFinal_ex(d, c + l, &l) > 0;
 #else
     (void) x;
+    if (k->cipher == EXEC_BULK_GMAC)
+        return false; /* never offered without OpenSSL */
 #endif
     if (k->cipher == EXEC_BULK_AES256GCM)
         return crypto_aead_aes256gcm_decrypt_detached(c, NULL, c, n, tag, h, EXEC_BULK_HDR,

@@ -19,7 +19,11 @@
 #define EXEC_BULK_HDR 20               /* type, codec, 0 u16, plen, clen, off: the additional data */
 #define EXEC_BULK_REC (EXEC_BULK_HDR + 16) /* a record's header and tag */
 
-enum { EXEC_BULK_AES256GCM = 1, EXEC_BULK_CHACHA20 = 2 };
+/* The records' ciphers. GMAC is integrity only (LUX_BULK_CIPHER=gmac at
+   both ends, DESIGN 10): AES-256-GCM over no plaintext, with the header
+   and the bytes as the additional data, so the tag covers both and the
+   bytes go as they are. */
+enum { EXEC_BULK_AES256GCM = 1, EXEC_BULK_CHACHA20 = 2, EXEC_BULK_GMAC = 3 };
 
 /* A transfer's secret, made by the source for one pull. */
 typedef struct {
@@ -35,6 +39,9 @@ typedef struct {
 
 /* The cipher this CPU does fastest (aes256gcm when AES-NI is here). */
 int exec_bulk_cipher_here(void);
+/* Whether this build and CPU can seal and open GMAC records (OpenSSL's
+   AES-GCM, whose additional data may come in parts, and AES-NI). */
+bool exec_bulk_gmac_here(void);
 /* The cipher's name, as logs and lux bench say it. */
 const char *exec_bulk_cipher_name(int cipher);
 /* A fresh key for a transfer: cipher as given, key and xid random. */
@@ -48,11 +55,15 @@ uint32_t exec_bulk_u32(const uint8_t *p);
 uint64_t exec_bulk_u64(const uint8_t *p);
 
 /* Seal m (n bytes) into c (may be m) with the header h as additional
-   data, the nonce dir | counter, x's context; the tag into tag. */
+   data, the nonce dir | counter, x's context; the tag into tag. With
+   EXEC_BULK_GMAC m is not encrypted: the tag covers h and m, and m is
+   copied to c as it is unless c is NULL (a chunk sent from where it
+   lies) or m. */
 void exec_bulk_seal(exec_bulk_aead_t *x, const exec_bulk_key_t *k, int dir, uint64_t ctr,
                     const uint8_t h[EXEC_BULK_HDR], uint8_t *c, const uint8_t *m, size_t n,
                     uint8_t tag[16]);
-/* Open c (n bytes) in place: true when it is what the other end sealed. */
+/* Open c (n bytes) in place: true when it is what the other end sealed
+   (with GMAC: when the tag is that of h and c, which stay as they are). */
 bool exec_bulk_open(exec_bulk_aead_t *x, const exec_bulk_key_t *k, int dir, uint64_t ctr,
                     const uint8_t h[EXEC_BULK_HDR], uint8_t *c, size_t n, const uint8_t tag[16]);
 /* The context goes (OpenSSL cleanses its key schedule). */

@@ -356,7 +356,8 @@ s_send_open(nm_t *nm, s_pull_t *p)
     s_fell_t *f = s_fell_find(nm, p->src[p->cur].ep);
     uint32_t flags = 0;
     if (nm->xfer->bulk && !(f && util_mono_ms() < f->until_ms))
-        flags = XF_BULK | (exec_bulk_cipher_here() == EXEC_BULK_AES256GCM ? XF_AES : 0);
+        flags = XF_BULK | (exec_bulk_cipher_here() == EXEC_BULK_AES256GCM ? XF_AES : 0) |
+                (nm->xfer->gmac ? XF_GMAC : 0);
     return s_send_pull(nm, p, OP_OPEN, 0, flags);
 }
 
@@ -692,13 +693,13 @@ s_complete(nm_t *nm, s_pull_t *p)
     memcpy(o->fp, fp, 16);
     nm_log_copied(nm, o, &p->src[p->cur].node);
     int64_t ms = util_mono_ms() - p->start_ms;
-    log_info("pulled object %s (%llu bytes) from %s in %lld ms (its check %.1f ms), %s",
+    log_info("pulled object %s (%llu bytes) from %s in %lld ms (its check %.1f ms), %s%s%s%s",
              xfer_hex(&p->id, hex), (unsigned long long) p->size, p->src[p->cur].ep,
              (long long) ms, (double) fp_ns / 1e6,
              p->ibytes ? "with its OPEN"
-             : p->bulk ? (p->bkey.cipher == EXEC_BULK_AES256GCM ? "over the bulk path (aes256gcm)"
-                                                                : "over the bulk path (chacha20poly1305)")
-                       : "over CURVE");
+             : p->bulk ? "over the bulk path" : "over CURVE", p->bulk && !p->ibytes ? " (" : "",
+             p->bulk && !p->ibytes ? exec_bulk_cipher_name(p->bkey.cipher) : "",
+             p->bulk && !p->ibytes ? ")" : "");
     nm->xfer->n_done++;
     nm->xfer->bytes += p->size;
     s_send_pull(nm, p, OP_CLOSE, 0, 0);
@@ -822,7 +823,7 @@ nm_xfer_src_on_pull_rep(nm_t *nm, nm_peer_msg_t *m)
             uint64_t xid = util_rd_u64(&r);
             uint8_t *key = (uint8_t *) util_rd_take(&r, EXEC_BULK_KEY);
             if (key && nm->xfer->bulk && port > 0 &&
-                (cipher == EXEC_BULK_CHACHA20 ||
+                (cipher == EXEC_BULK_CHACHA20 || (cipher == EXEC_BULK_GMAC && nm->xfer->gmac) ||
                  (cipher == EXEC_BULK_AES256GCM &&
                   exec_bulk_cipher_here() == EXEC_BULK_AES256GCM))) {
                 p->bulk = true;
@@ -957,6 +958,19 @@ nm_xfer_new(nm_t *nm)
     }
     /* the bulk port: on the address the node's endpoint binds (the
        head's listen host, a node's own address), never elsewhere */
+    const char *bc = getenv("LUX_BULK_CIPHER");
+    if (bc && *bc && strcmp(bc, "gmac") != 0 && strcmp(bc, "aead") != 0) {
+        util_err(LUX_EINVAL, "LUX_BULK_CIPHER=%s: not a bulk cipher setting (\"aead\", the "
+                 "default: objects' bytes sealed; \"gmac\": integrity only, where both ends "
+                 "allow it)", bc);
+        nm_xfer_destroy(&x);
+        return NULL;
+    }
+    if ((x->gmac = bc && strcmp(bc, "gmac") == 0) && !exec_bulk_gmac_here()) {
+        log_warn("LUX_BULK_CIPHER=gmac: this node cannot (it needs AES-NI and lux built with "
+                 "OpenSSL's libcrypto); its bulk transfers stay sealed");
+        x->gmac = false;
+    }
     if (s_env("LUX_XFER_BULK", 1, 0, 1)) {
         static const exec_bulk_fns_t fns = {nm_xfer_src_bulk_serve, nm_xfer_src_bulk_sent,
                                             nm_xfer_src_bulk_over, s_bulk_moved,

@@ -113,7 +113,8 @@ s_serve_open(nm_t *nm, nm_peer_msg_t *m, uint64_t token, const uint8_t *id, uint
     if ((flags & XF_BULK) && exec_bulk_port(bulk) && o->size > EXEC_INLINE_MAX &&
         o->where == EXEC_W_ARENA) {
         int here = exec_bulk_cipher_here();
-        exec_bulk_key_new(&op->key, (flags & XF_AES) && here == EXEC_BULK_AES256GCM
+        exec_bulk_key_new(&op->key, (flags & XF_GMAC) && nm->xfer->gmac ? EXEC_BULK_GMAC
+                                    : (flags & XF_AES) && here == EXEC_BULK_AES256GCM
                                         ? EXEC_BULK_AES256GCM : EXEC_BULK_CHACHA20);
         op->offered = true;
         util_buf_put_u8(hb, 1);

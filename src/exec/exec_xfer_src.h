@@ -29,7 +29,9 @@
 #define S_FELL_MS 60000            /* a bulk port that could not be reached is not asked again for this long */
 
 enum { OP_OPEN = 1, OP_CHUNK = 2, OP_CLOSE = 3 };
-enum { XF_BULK = 1, XF_AES = 2 }; /* OPEN's flags: the puller takes the bulk path; has AES-NI */
+/* OPEN's flags: the puller takes the bulk path; has AES-NI; allows
+   integrity only (GMAC: LUX_BULK_CIPHER=gmac, DESIGN 7.3 and 10) */
+enum { XF_BULK = 1, XF_AES = 2, XF_GMAC = 4 };
 /* An object this node serves to a puller (between OPEN and CLOSE). */
 typedef struct s_open {
     lux_ref_t id;
@@ -64,6 +66,8 @@ struct nm_xfer {
     size_t zcap;
     uint64_t n_done, n_failed, bytes, n_lz4;
     exec_bulk_t *bulk;       /* the bulk path (NULL: LUX_XFER_BULK=0) */
+    bool gmac;               /* LUX_BULK_CIPHER=gmac and this build can: integrity only
+                                when the other end allows it too */
     s_fell_t fell[S_FELL_MAX];
     int nfell;
 };
