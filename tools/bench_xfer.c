@@ -8,7 +8,16 @@
     28: the transfer should reach 0.8 of it). Three runs of each,
     alternating, medians reported; the resident memory of both node
     daemons after the runs (RssAnon: a buffer of the whole object would
-    show there) in the row's extra fields.
+    show there) in the row's extra fields. The row says which cipher the
+    pulls used ("cipher", from B's log).
+
+    Then the same again with a second pair of nodes that both allow the
+    bulk path's integrity-only mode (LUX_BULK_CIPHER=gmac, doc/DESIGN.md
+    7.3 and 10): object_transfer_gmac_gigabytes, its own row, whose
+    "of_tcp_stream" is against the streams of its own runs; the default
+    row repeats it as "integrity_only_gigabytes" and
+    "integrity_only_of_tcp_stream", so that one row says what each mode
+    reaches.
 */
 #include "lux_bench.h"
 #include "lux_node.h"
@@ -140,31 +149,52 @@ s_status_mb(pid_t pid, const char *key)
     return v;
 }
 
-static int
-s_transfer(bench_ctx_t *ctx, const char *name)
+/* What one pair of nodes measured: each run's pull and stream seconds,
+   the daemons' memory after them, the cipher B's log says it pulled with. */
+typedef struct {
+    double xfer[S_RUNS], tcp[S_RUNS];
+    double rss[2][3]; /* A, B: RssAnon, RssShmem, VmHWM in MiB */
+    char cipher[32];
+} s_phase_t;
+
+/* The cipher of the last "over the bulk path (NAME)" in the node log of
+   dir into out ("curve" when none). */
+static void
+s_cipher_said(const char *dir, char *out, size_t n)
 {
-    (void) name;
-    db_cluster_t c;
+    char path[PATH_MAX + 32], *text, *p, *last = NULL;
+    static const char said[] = "over the bulk path (";
+    snprintf(path, sizeof path, "%s/log/node.log", dir);
+    snprintf(out, n, "curve");
+    if (!(text = util_read_file(path, NULL)))
+        return;
+    for (p = text; (p = strstr(p, said)); p += sizeof said - 1)
+        last = p + sizeof said - 1;
+    if (last)
+        snprintf(out, n, "%.*s", (int) strcspn(last, ")\n"), last);
+    free(text);
+}
+
+/* Nodes A and B joined to the head c (LUX_BULK_CIPHER=cipher_env in their
+   environment when not NULL), S_RUNS pulls of n bytes each followed by
+   the stream of the same bytes, then the nodes stopped and removed. */
+static int
+s_phase(bench_ctx_t *ctx, db_cluster_t *c, size_t n, const char *cipher_env, s_phase_t *ph)
+{
     char token[PATH_MAX + 32], address[64], ndir[2][PATH_MAX + 32], ip[32], path[PATH_MAX + 64];
-    size_t n = ctx->scale < 1 ? (size_t) 64 << 20 : (size_t) 1 << 30;
-    int rc = bench_own_cluster(ctx, "it starts a head and two nodes of its own");
-    /* a slow heartbeat is not what this measures: on a loaded machine a
-       transfer that takes the cores for a minute made the head declare a
-       node dead (no beat answered for 5 s), so its head waits longer */
-    if (!getenv("LUX_NODE_DEAD_MS"))
-        setenv("LUX_NODE_DEAD_MS", "60000", 1);
-    if (rc || (rc = bench_tcp_head(ctx, &c)))
-        return rc;
-    lux_token_path(&c, token, sizeof token);
-    snprintf(address, sizeof address, "127.0.0.1:%d", c.master_port);
-    int joined = 0;
+    int rc = 0, joined = 0;
     pid_t pa = -1, npid[2] = {0, 0};
     int to_a[2] = {-1, -1}, from_a[2] = {-1, -1};
     uint8_t *buf = NULL;
     lux_t *lx = NULL;
-    double xfer[S_RUNS], tcp[S_RUNS];
+    lux_token_path(c, token, sizeof token);
+    snprintf(address, sizeof address, "127.0.0.1:%d", c->master_port);
+    if (cipher_env)
+        setenv("LUX_BULK_CIPHER", cipher_env, 1);
+    else
+        unsetenv("LUX_BULK_CIPHER");
     for (int i = 0; i < 2 && !rc; i++, joined++) {
-        snprintf(ndir[i], sizeof ndir[i], "%s-n%d", c.dir, i);
+        snprintf(ndir[i], sizeof ndir[i], "%s-n%d%s", c->dir, i, cipher_env ? cipher_env : "");
         snprintf(ip, sizeof ip, "127.0.0.%d", 2 + i);
         lux_join_args_t ja = {.address = address, .dir = ndir[i], .token_file = token,
                               .node_ip = ip, .workers = 1,
@@ -174,6 +204,7 @@ s_transfer(bench_ctx_t *ctx, const char *name)
         snprintf(path, sizeof path, "%s/run/node.pid", ndir[i]);
         npid[i] = util_pidfile_read(path);
     }
+    unsetenv("LUX_BULK_CIPHER");
     if (!rc && (pipe(to_a) || pipe(from_a)))
         rc = util_err(LUX_EIO, "pipe: %s", strerror(errno));
     if (!rc && (pa = fork()) == 0) {
@@ -196,43 +227,27 @@ s_transfer(bench_ctx_t *ctx, const char *name)
         int64_t t0 = util_mono_ns();
         if ((rc = lux_get(lx, &ref, &v, 600000)))
             break;
-        xfer[r] = (double) (util_mono_ns() - t0) / 1e9;
+        ph->xfer[r] = (double) (util_mono_ns() - t0) / 1e9;
         if (v.size != n) {
             rc = util_err(LUX_ECORRUPT, "got %zu bytes of %zu", v.size, n);
             break;
         }
         lux_free(lx, 1, &ref);
         s_fill(buf, n, (uint64_t) r); /* the same bytes, over plain tcp */
-        if ((tcp[r] = s_stream(buf, n)) < 0) {
+        if ((ph->tcp[r] = s_stream(buf, n)) < 0) {
             rc = LUX_EIO;
             break;
         }
         if (write(to_a[1], "n", 1) != 1)
             rc = util_err(LUX_EIO, "node A's driver is gone");
     }
-    double rss[2][3];
     for (int i = 0; i < 2; i++) {
-        rss[i][0] = npid[i] > 0 ? s_status_mb(npid[i], "RssAnon:") : -1;
-        rss[i][1] = npid[i] > 0 ? s_status_mb(npid[i], "RssShmem:") : -1;
-        rss[i][2] = npid[i] > 0 ? s_status_mb(npid[i], "VmHWM:") : -1;
+        ph->rss[i][0] = npid[i] > 0 ? s_status_mb(npid[i], "RssAnon:") : -1;
+        ph->rss[i][1] = npid[i] > 0 ? s_status_mb(npid[i], "RssShmem:") : -1;
+        ph->rss[i][2] = npid[i] > 0 ? s_status_mb(npid[i], "VmHWM:") : -1;
     }
-    if (!rc) {
-        double gx[S_RUNS], gt[S_RUNS];
-        for (int r = 0; r < S_RUNS; r++)
-            gx[r] = (double) n / xfer[r] / 1e9, gt[r] = (double) n / tcp[r] / 1e9;
-        double mx = bench_median(gx, S_RUNS), mt = bench_median(gt, S_RUNS);
-        bench_report(ctx, "object_transfer_gigabytes", mx, "GB/s",
-                     ", \"bytes\": %zu, \"runs\": %d, \"of_tcp_stream\": %.2f, "
-                     "\"node_a_rss_anon_mb\": %.0f, \"node_a_rss_shmem_mb\": %.0f, "
-                     "\"node_a_hwm_mb\": %.0f, \"node_b_rss_anon_mb\": %.0f, "
-                     "\"node_b_rss_shmem_mb\": %.0f, \"node_b_hwm_mb\": %.0f",
-                     n, S_RUNS, mx / mt, rss[0][0], rss[0][1], rss[0][2], rss[1][0], rss[1][1],
-                     rss[1][2]);
-        bench_report(ctx, "tcp_stream_gigabytes", mt, "GB/s",
-                     ", \"bytes\": %zu, \"runs\": %d, \"from\": \"127.0.0.2\", "
-                     "\"to\": \"127.0.0.3\"",
-                     n, S_RUNS);
-    }
+    if (joined == 2)
+        s_cipher_said(ndir[1], ph->cipher, sizeof ph->cipher);
     free(buf);
     lux_shutdown(&lx);
     if (to_a[1] >= 0)
@@ -265,6 +280,64 @@ s_transfer(bench_ctx_t *ctx, const char *name)
         if (system(path) != 0)
             fprintf(stderr, "lux bench: could not remove %s\n", ndir[i]);
     }
+    (void) ctx;
+    return rc;
+}
+
+/* The medians of a phase: pull and stream GB/s. */
+static void
+s_medians(const s_phase_t *ph, size_t n, double *mx, double *mt)
+{
+    double gx[S_RUNS], gt[S_RUNS];
+    for (int r = 0; r < S_RUNS; r++)
+        gx[r] = (double) n / ph->xfer[r] / 1e9, gt[r] = (double) n / ph->tcp[r] / 1e9;
+    *mx = bench_median(gx, S_RUNS);
+    *mt = bench_median(gt, S_RUNS);
+}
+
+static int
+s_transfer(bench_ctx_t *ctx, const char *name)
+{
+    (void) name;
+    db_cluster_t c;
+    size_t n = ctx->scale < 1 ? (size_t) 64 << 20 : (size_t) 1 << 30;
+    int rc = bench_own_cluster(ctx, "it starts a head and two nodes of its own");
+    /* a slow heartbeat is not what this measures: on a loaded machine a
+       transfer that takes the cores for a minute made the head declare a
+       node dead (no beat answered for 5 s), so its head waits longer */
+    if (!getenv("LUX_NODE_DEAD_MS"))
+        setenv("LUX_NODE_DEAD_MS", "60000", 1);
+    if (rc || (rc = bench_tcp_head(ctx, &c)))
+        return rc;
+    /* the default (sealed) pair, then a pair that both allow integrity
+       only (LUX_BULK_CIPHER=gmac), each against its own streams */
+    s_phase_t ph[2] = {{.cipher = ""}, {.cipher = ""}};
+    rc = s_phase(ctx, &c, n, NULL, &ph[0]);
+    if (!rc)
+        rc = s_phase(ctx, &c, n, "gmac", &ph[1]);
+    if (!rc) {
+        double mx, mt, gx, gt;
+        s_medians(&ph[0], n, &mx, &mt);
+        s_medians(&ph[1], n, &gx, &gt);
+        bench_report(ctx, "object_transfer_gigabytes", mx, "GB/s",
+                     ", \"bytes\": %zu, \"runs\": %d, \"cipher\": \"%s\", \"of_tcp_stream\": %.2f, "
+                     "\"integrity_only_gigabytes\": %.6g, \"integrity_only_of_tcp_stream\": %.2f, "
+                     "\"node_a_rss_anon_mb\": %.0f, \"node_a_rss_shmem_mb\": %.0f, "
+                     "\"node_a_hwm_mb\": %.0f, \"node_b_rss_anon_mb\": %.0f, "
+                     "\"node_b_rss_shmem_mb\": %.0f, \"node_b_hwm_mb\": %.0f",
+                     n, S_RUNS, ph[0].cipher, mx / mt, gx, gx / gt, ph[0].rss[0][0],
+                     ph[0].rss[0][1], ph[0].rss[0][2], ph[0].rss[1][0], ph[0].rss[1][1],
+                     ph[0].rss[1][2]);
+        bench_report(ctx, "tcp_stream_gigabytes", mt, "GB/s",
+                     ", \"bytes\": %zu, \"runs\": %d, \"from\": \"127.0.0.2\", "
+                     "\"to\": \"127.0.0.3\"",
+                     n, S_RUNS);
+        bench_report(ctx, "object_transfer_gmac_gigabytes", gx, "GB/s",
+                     ", \"bytes\": %zu, \"runs\": %d, \"cipher\": \"%s\", \"of_tcp_stream\": %.2f, "
+                     "\"tcp_stream_gigabytes\": %.6g, \"node_a_rss_anon_mb\": %.0f, "
+                     "\"node_b_rss_anon_mb\": %.0f",
+                     n, S_RUNS, ph[1].cipher, gx / gt, gt, ph[1].rss[0][0], ph[1].rss[1][0]);
+    }
     bench_cluster_stop(ctx, &c);
     return rc;
 }
@@ -274,5 +347,7 @@ const bench_t bench_xfer[] = {
      "one object (1 GiB) put on node A, lux_get on node B (loopback), GB/s"},
     {"tcp_stream_gigabytes", s_transfer,
      "the same bytes over one plain TCP connection A to B, same run, GB/s"},
+    {"object_transfer_gmac_gigabytes", s_transfer,
+     "the same pull between two nodes that allow integrity only (LUX_BULK_CIPHER=gmac), GB/s"},
 };
 const int bench_xfer_n = sizeof bench_xfer / sizeof bench_xfer[0];
