@@ -36,6 +36,7 @@ typedef struct {
         uint64_t seq;
     } *held;
     int64_t start_ms;
+    int64_t tick_ms;          /* when s_on_timer last ran (0: not yet) */
     util_complain_t complain; /* garbage logs, at most once a second */
     util_buf_t buf;
     const char *join_gate;     /* LUX_TEST_JOIN_GATE, read once at start */
@@ -437,12 +438,32 @@ s_on_router(zloop_t *loop, zsock_t *sock, void *arg)
     return 0;
 }
 
-/* Remove members that fell silent; a chain always keeps one. */
+/* Remove members that fell silent; a chain always keeps one. Silence is
+   counted in the master's own running time: when this tick comes more
+   than a heartbeat period late (the process stopped, its machine paused
+   or starved), the time away is taken off every replica's silence (and
+   off the start grace of those not heard yet), with a warning: their
+   beats meanwhile wait unread in the router, and zloop runs a due timer
+   before it reads. Before, the first tick after a stop longer than
+   dead_ms removed every member but one of each chain (t/1012). A replica
+   that died meanwhile is removed dead_ms after the master runs again. */
 static int
 s_on_timer(zloop_t *loop, int timer_id, void *arg)
 {
     s_master_t *self = arg;
     int64_t now = util_mono_ms();
+    int64_t period = self->cluster.heartbeat_ms;
+    int64_t away = self->tick_ms ? now - self->tick_ms - period : 0;
+    self->tick_ms = now;
+    if (away > period) {
+        log_warn("the chain master did not run for %lld ms (stopped or starved): the "
+                 "replicas' silence meanwhile is not counted", (long long) away);
+        for (uint32_t i = 0; i < self->cluster.shards * self->cluster.replicas; i++)
+            if (self->slots[i].heard)
+                self->slots[i].seen_ms =
+                    self->slots[i].seen_ms + away < now ? self->slots[i].seen_ms + away : now;
+        self->start_ms = self->start_ms + away < now ? self->start_ms + away : now;
+    }
     int64_t grace = self->cluster.dead_ms * 5 > 5000 ? self->cluster.dead_ms * 5 : 5000;
     for (uint32_t s = 0; s < self->cluster.shards; s++) {
         db_chain_t *c = &self->chains[s];
