@@ -14,7 +14,8 @@
 #     and outputs' fingerprints against the recorded one;
 #   - a run with a put and an actor (checkpoints every 2 calls, its process
 #     killed and restarted from a checkpoint, a call returning its pid): the
-#     put is read from the blob store beside the log, the actor re-created
+#     put is read from its event (a small put's bytes are there, t/3167),
+#     the actor re-created
 #     and its calls made in the recorded order, the restart re-enacted (the
 #     re-created actor's process killed after the same call), each call
 #     and checkpoint
@@ -98,8 +99,8 @@ LUX_BUILDDIR=$B timeout -s KILL 180 "$B/t/9101-history-run" "$tmp/runs2" \
 run2=$(sed -n 1p "$tmp/run2.out")
 timeout -s KILL 300 "$LUX" replay "$run2" --verify >"$tmp/out" 2>"$tmp/err"
 is $? 1 "a run with a put, an actor restarted and a pid call: exit 1"
-like "$(cat "$tmp/out")" "1 recorded puts (8 bytes) read from $run2/blobs" \
-    "...the put read from the blob store"
+like "$(cat "$tmp/out")" "0 recorded puts (0 bytes) read from $run2/blobs and 1 (8 bytes) from their events" \
+    "...the put (8 bytes) read from its event"
 like "$(cat "$tmp/out")" "(5 actor calls, 0 nested): 11 matched, 0 mismatched, 1 not deterministic, 0 not replayable; 1 actors re-created, 2 of 2 checkpoints matched; 1 of 1 recorded actor restarts re-enacted" \
     "...every task and call replayed, the calls after the restart and the checkpoints matched"
 like "$(cat "$tmp/out")" "NOT DETERMINISTIC" "...the pid call reported as not deterministic"

@@ -1,8 +1,8 @@
 #!/bin/sh
 # 9110-replay-es: the ES quick start's run (lux run es.so, default options)
 # replays with every task verified, through its recorded puts (the noise
-# table and the policies are puts: their bytes are in RUN/blobs, not in the
-# log):
+# table and the policies are puts: the table's bytes are in RUN/blobs, not in
+# the log; a policy, about 1 KiB, is small enough to be in its own event):
 #   - lux replay --verify exits 0, every task of the run counted as matched,
 #     and the puts read back with their hashes checked;
 #   - a rollout's recorded output fingerprint altered (in a file lux pull
@@ -32,8 +32,8 @@ timeout -s KILL 300 "$LUX" replay "$run" --verify >"$tmp/rep" 2>"$tmp/rep.err"
 is $? 0 "lux replay RUN --verify of the ES run: exit 0"
 like "$(cat "$tmp/rep")" "replayed $ntasks tasks" "...every one of its $ntasks tasks replayed"
 like "$(cat "$tmp/rep")" "$ntasks matched, 0 mismatched, 0 not deterministic, 0 not replayable" "...and matched"
-match "$(cat "$tmp/rep")" "recorded puts \\([0-9]+ bytes\\) read from $run/blobs, their hashes verified" \
-    "...the puts read from the blob store"
+match "$(cat "$tmp/rep")" " 1 recorded puts \\([0-9]+ bytes\\) read from $run/blobs and [1-9][0-9]* \\([0-9]+ bytes\\) from their events, their hashes verified" \
+    "...the table read from the blob store, the policies from their events"
 
 "$LUX" pull --dir "$run" "$tmp/run.db" >/dev/null
 roll=$(sql "$run" "SELECT task_id FROM tasks WHERE function = 'es_rollouts' ORDER BY seq LIMIT 1 OFFSET 3")

@@ -992,7 +992,8 @@ lux_pull_run(const lux_pull_opts_t *o, lux_pull_stats_t *stats)
    the cluster's DIR/blobs into blobs/ beside the file, where lux replay
    looks by default: each one not there yet, checked (frame and
    fingerprint) before it is written. A put the log says was recorded but
-   DIR/blobs lacks is counted, not an error: replay names it. */
+   DIR/blobs lacks is counted, not an error: replay names it. A small
+   put's bytes are in its event (its body), with no blob to copy. */
 static int
 s_copy_blobs(const char *dir, const char *out, lux_pull_stats_t *stats)
 {
@@ -1005,7 +1006,8 @@ s_copy_blobs(const char *dir, const char *out, lux_pull_stats_t *stats)
     int rc = 0;
     char sql[200];
     snprintf(sql, sizeof sql, "SELECT DISTINCT fp, size FROM event WHERE kind = %d AND"
-             " length(fp) = 16 AND coalesce(info, '') NOT LIKE 'not recorded%%'", DB_K_object_put);
+             " length(fp) = 16 AND body IS NULL AND coalesce(info, '') NOT LIKE 'not recorded%%'",
+             DB_K_object_put);
     if (sqlite3_open_v2(out, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
         rc = util_err(LUX_ESQL, "%s: the puts to copy: %s", out, sqlite3_errmsg(db));

@@ -14,9 +14,10 @@
     each task with its recorded arguments, each actor re-created with its
     recorded options, each call made in the recorded order. A ref argument
     is the replayed output of the task or call that made it, or a put: its
-    bytes come from the blob store beside the log (exec_blob.h), their
-    fingerprint checked against the one its object_put event recorded, and
-    are put once on the replay's cluster. The recording's object and actor
+    bytes come from its object_put event (a put of at most
+    EXEC_BLOB_IN_EVENT_MAX bytes) or from the blob store beside the log
+    (exec_blob.h), their fingerprint checked against the one its
+    object_put event recorded, and are put once on the replay's cluster. The recording's object and actor
     IDs inside a value argument (a handle, a struct holding a ref) are
     replaced by the replay's. Every call of an actor the driver created,
     its tasks' calls too, is made by the replay's driver in the recorded
@@ -67,6 +68,7 @@
 #include "exec/exec_module.h"
 #include "exec/exec_proto.h"
 #include "util/util_err.h"
+#include "util/util_fp.h"
 #include "util/util_fs.h"
 #include "util/util_hash.h"
 #include "util/util_idmap.h"
@@ -92,10 +94,11 @@ s_free_why(void *arg, const void *key, void *value)
 
 /* --- a replay ------------------------------------------------------------------------ */
 
-/* The replay's copy of put obj (an object ID of the log), from the blob
-   store: its object_put event gives its size and fingerprint, the blob its
-   bytes (their hash checked). 0 with *out set, or an error with why[n]
-   saying what is missing or wrong. */
+/* The replay's copy of put obj (an object ID of the log): its object_put
+   event gives its size and fingerprint, and its bytes in its body (a small
+   put, exec_blob.h) or else the blob store (the hash of the bytes checked
+   against the fingerprint either way). 0 with *out set, or an error with
+   why[n] saying what is missing or wrong. */
 static int
 s_put(replay_t *r, lux_t *lx, const uint8_t *obj, lux_ref_t *out, char *why, size_t n)
 {
@@ -107,8 +110,8 @@ s_put(replay_t *r, lux_t *lx, const uint8_t *obj, lux_ref_t *out, char *why, siz
     }
     util_hex(hex, obj, LUX_REF_LEN);
     if (!r->put_st &&
-        !(r->put_st = lux_hist_prepare(r->h, "SELECT size, fp, info FROM event WHERE kind = 8"
-                                             " AND task = ?1 AND idx = ?2 LIMIT 1"))) {
+        !(r->put_st = lux_hist_prepare(r->h, "SELECT size, fp, info, body FROM event WHERE"
+                                             " kind = 8 AND task = ?1 AND idx = ?2 LIMIT 1"))) {
         snprintf(why, n, "object %s: %s", hex, lux_errmsg());
         return LUX_ESQL;
     }
@@ -127,14 +130,39 @@ s_put(replay_t *r, lux_t *lx, const uint8_t *obj, lux_ref_t *out, char *why, siz
         uint8_t fp[16];
         memcpy(fp, sqlite3_column_blob(st, 1), 16);
         const char *info = (const char *) sqlite3_column_text(st, 2);
-        rc = exec_blob_read(r->blobs, fp, (size_t) size, &bytes);
-        if (rc == LUX_ENOTFOUND && info && strncmp(info, "not recorded", 12) == 0)
-            snprintf(why, n, "put %s (%" PRId64 " bytes): %s", hex, size, info);
-        else if (rc)
-            snprintf(why, n, "put %s (%" PRId64 " bytes): %s", hex, size, lux_errmsg());
-        else if ((rc = lux_put(lx, bytes, (size_t) size, out)))
+        bool in_event = sqlite3_column_type(st, 3) != SQLITE_NULL;
+        const void *data = NULL;
+        if (in_event) { /* a small put: its bytes are in its event */
+            int len = sqlite3_column_bytes(st, 3);
+            uint8_t got[16];
+            char want[33];
+            if (!(data = sqlite3_column_blob(st, 3)))
+                data = ""; /* an empty put */
+            util_fp(got, data, (size_t) len);
+            util_hex(want, fp, 16);
+            rc = LUX_ECORRUPT;
+            if (len != size)
+                snprintf(why, n, "put %s (%" PRId64 " bytes): its event holds %d bytes", hex,
+                         size, len);
+            else if (memcmp(got, fp, 16) != 0)
+                snprintf(why, n, "put %s (%" PRId64 " bytes): its bytes in the log do not hash "
+                         "to the recorded fingerprint %s (altered)", hex, size, want);
+            else
+                rc = 0;
+        } else {
+            rc = exec_blob_read(r->blobs, fp, (size_t) size, &bytes);
+            if (rc == LUX_ENOTFOUND && info && strncmp(info, "not recorded", 12) == 0)
+                snprintf(why, n, "put %s (%" PRId64 " bytes): %s", hex, size, info);
+            else if (rc)
+                snprintf(why, n, "put %s (%" PRId64 " bytes): %s", hex, size, lux_errmsg());
+            data = bytes;
+        }
+        if (!rc && (rc = lux_put(lx, data, (size_t) size, out)))
             snprintf(why, n, "put %s (%" PRId64 " bytes): lux_put: %s", hex, size, lux_errmsg());
-        else {
+        else if (!rc && in_event) {
+            r->ev_puts++;
+            r->ev_put_bytes += (uint64_t) size;
+        } else if (!rc) {
             r->puts++;
             r->put_bytes += (uint64_t) size;
         }
@@ -585,8 +613,8 @@ s_round(replay_t *r, int round)
     if (!lx)
         return LUX_EIO;
     util_idmap_clear(r->objs);
-    r->puts = 0;
-    r->put_bytes = 0;
+    r->puts = r->ev_puts = 0;
+    r->put_bytes = r->ev_put_bytes = 0;
     for (size_t i = 0; i < r->n; i++) {
         replay_item_t *t = &r->t[i];
         t->sent = t->mapped = t->created = t->task_created = t->waited = t->mirrored = false;
@@ -766,8 +794,9 @@ cmd_replay(int argc, char **argv)
                 "function that is not deterministic. What could not run (a put over\n"
                 "record_puts, a blob missing or altered) is reported as not replayable.\n"
                 "--task ID replays one task and what it depends on; --foreground then runs it\n"
-                "again in this process (gdb-friendly). --blobs DIR: the recorded puts\n"
-                "(default: RUN/blobs, or blobs/ beside OUT.db). Exit status 0 only when\n"
+                "again in this process (gdb-friendly). --blobs DIR: the recorded puts over\n"
+                "2 KiB (default: RUN/blobs, or blobs/ beside OUT.db; a smaller one is in its\n"
+                "event). Exit status 0 only when\n"
                 "everything was replayed and, with --verify, matched. See lux(1).\n"};
     int o;
     while ((o = lux_opt_next(&p, argc, argv)) != -1) {
@@ -1052,9 +1081,11 @@ cmd_replay(int argc, char **argv)
     if (verify)
         printf(", %zu of %zu checkpoints matched", ck_match, ck_match + ck_bad);
     printf("; %zu of %zu recorded actor restarts re-enacted (the actor's process killed with "
-           "SIGKILL after the same call); %zu recorded puts (%" PRIu64 " bytes) read from %s, "
-           "their hashes verified\nthe replay's log: %s\n",
-           rs_done, rs_done + rs_bad, r.puts, r.put_bytes, r.blobs, r.newdir[0]);
+           "SIGKILL after the same call); %zu recorded puts (%" PRIu64 " bytes) read from %s "
+           "and %zu (%" PRIu64 " bytes) from their events, their hashes verified\n"
+           "the replay's log: %s\n",
+           rs_done, rs_done + rs_bad, r.puts, r.put_bytes, r.blobs, r.ev_puts, r.ev_put_bytes,
+           r.newdir[0]);
     if (r.newdir[1][0])
         printf("the second replay's log: %s\n", r.newdir[1]);
     status = (ran > 0 && skipped == 0 && rs_bad == 0 &&

@@ -93,8 +93,10 @@ typedef struct {
     replay_restart_t *rs;         /* recorded actor restarts, in log order */
     size_t nrs;
     char blobs[PATH_MAX];    /* the recorded puts (exec_blob.h) */
-    size_t puts;             /* recorded puts read back, their hash checked */
+    size_t puts;             /* recorded puts read back from blobs, their hash checked */
     uint64_t put_bytes;
+    size_t ev_puts;          /* and from their object_put events' bodies (a small put) */
+    uint64_t ev_put_bytes;
     sqlite3_stmt *put_st;    /* a put's object_put event */
     util_idmap_t *bad_puts;  /* object ID -> char * why it could not be read (once each) */
     util_idmap_t *objs;      /* old object ID -> new ref, this round */

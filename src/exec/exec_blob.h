@@ -11,12 +11,23 @@
     one file. Reading one back checks the frame and then the fingerprint
     against the name, so a blob altered, truncated or swapped for another
     is refused, naming the blob.
+
+    A put of at most EXEC_BLOB_IN_EVENT_MAX bytes is not kept here: its
+    bytes go in its own object_put event (the event's body), as an
+    argument value goes in its task's (exec_node_blob.c says why).
 */
 #ifndef EXEC_BLOB_H_INCLUDED
 #define EXEC_BLOB_H_INCLUDED
 
 #include <stddef.h>
 #include <stdint.h>
+
+/* The largest put recorded in its object_put event rather than in a blob
+   (DESIGN "Recording puts"): below a 4 KiB block a blob file costs the
+   disk more than its bytes (a block, an inode, an fsync of its own), and
+   the event, with its other fields, stays within one 4 KiB page of the
+   log's SQLite file (a row over 4,061 bytes spills to overflow pages). */
+#define EXEC_BLOB_IN_EVENT_MAX 2048
 
 /* DIR/blobs/<32 hex digits>.lz4 into out[n]; out. */
 char *exec_blob_path(const char *blobs, const uint8_t fp[16], char *out, size_t n);

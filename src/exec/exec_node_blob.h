@@ -7,6 +7,13 @@
 
 #include "exec_node_int.h"
 
+/* Put o's bytes for its object_put event's body, when the cluster records
+   puts of its size (record_puts) and it is small enough to go there
+   (EXEC_BLOB_IN_EVENT_MAX): they are then recorded with the event, with
+   no blob, no writer and no wait. NULL when it is not: nm_blob_record
+   then says what becomes of it. The pointer is valid until o changes. */
+const void *nm_blob_in_event(nm_t *nm, const nm_obj_t *o);
+
 /* Keep put o's bytes for replay, under the cluster's
    record_puts. NULL when nothing is to be written (info[n] says why, for
    its object_put event); else a write for the blob writer thread, to be

@@ -634,10 +634,20 @@ nm_log_put(nm_t *nm, nm_obj_t *o)
     DB_SET_INT(&e, size, DB_F_SIZE, (int64_t) o->size);
     memcpy(e.fp, o->fp, 16);
     e.mask |= DB_F_FP;
+    /* the bytes, for lux replay: in this event when small; else written
+       by the blob writer while the event waits in `held`, and what comes
+       after it too, so that the log's order stays the order things
+       happened */
+    const void *bytes = nm_blob_in_event(nm, o);
+    if (bytes) {
+        e.body = bytes;
+        e.body_len = (uint32_t) o->size;
+        e.mask |= DB_F_BODY;
+        db_event_set_info(&e, "recorded in this event");
+        s_emit(nm, &e, &task, NULL, 0);
+        return;
+    }
     char info[300];
-    /* the bytes, for lux replay: written here when small, else by the
-       blob writer while the event waits in `held`, and what comes after it
-       too, so that the log's order stays the order things happened */
     nm_blob_job_t *job = nm_blob_record(nm, o, info, sizeof info);
     db_event_set_info(&e, info);
     if (!job) {
