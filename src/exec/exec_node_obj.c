@@ -945,6 +945,38 @@ s_restore_file(nm_t *nm, nm_obj_t *o, uint64_t off)
 }
 
 int
+nm_obj_copy_spilled(nm_t *nm, const nm_obj_t *o, uint8_t **out)
+{
+    char path[PATH_MAX + 64], hex[LUX_REF_LEN * 2 + 1];
+    uint8_t fp[16];
+    int rc;
+    *out = NULL;
+    util_hex(hex, o->id.b, LUX_REF_LEN);
+    uint8_t *buf = malloc(o->size ? (size_t) o->size : 1);
+    if (!buf)
+        return util_err(LUX_ENOMEM, "object %s: no memory for a copy of its %llu spilled bytes",
+                        hex, (unsigned long long) o->size);
+    if (o->spilling) { /* its write on its way (or failed): the heap copy is its copy */
+        memcpy(buf, o->spilling->buf, (size_t) o->size);
+        *out = buf;
+        return 0;
+    }
+    s_spill_path(nm, o, path, sizeof path);
+    if ((rc = exec_spill_read(path, buf, (size_t) o->size))) {
+        free(buf);
+        return util_err_ctx(rc, "object %s: reading its spilled copy", hex);
+    }
+    exec_fingerprint(fp, buf, (size_t) o->size);
+    if (memcmp(fp, o->fp, 16) != 0) {
+        free(buf);
+        return util_err(LUX_ECORRUPT, "object %s: its spilled copy %s does not match the "
+                        "object's fingerprint (the file was changed or damaged)", hex, path);
+    }
+    *out = buf;
+    return 0;
+}
+
+int
 nm_obj_restore(nm_t *nm, nm_obj_t *o)
 {
     uint64_t off;

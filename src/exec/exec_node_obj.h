@@ -53,6 +53,13 @@ void nm_obj_let_go(nm_t *nm, nm_obj_t *o);
    is then an error for good; another code. */
 int nm_obj_restore(nm_t *nm, nm_obj_t *o);
 
+/* A copy of the bytes of o, SPILLED, on the heap in *out (the caller
+   frees it), without bringing o back into the store: from its heap copy
+   while its write is on its way, else read from its file and checked
+   against its fingerprint (o and its file stay as they are). 0, or a
+   code whose message names the object and why. */
+int nm_obj_copy_spilled(nm_t *nm, const nm_obj_t *o, uint8_t **out);
+
 /* Spills are written by a thread (exec_node_obj.c): hand back the writes
    done (each tick), and at the node's end, after its objects are freed,
    let the write in progress end and drop the rest. */

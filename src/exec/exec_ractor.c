@@ -431,10 +431,18 @@ nm_ractor_taken(nm_t *nm, nm_client_t *c, const exec_spec_t *s, const nm_remote_
         if (!(x->flags & NM_EXT_CKPT))
             return;
         nm_obj_t *o = nm_obj_get(nm, &x->ckpt);
-        if (!o || o->state != OBJ_READY) {
-            log_warn("actor %s (%s): its checkpoint of call %llu did not come with it: it "
-                     "starts from its constructor", util_id_hex(&a->id, hex), a->cls,
-                     (unsigned long long) x->idx);
+        /* (one spilled here is brought back for its load, as any argument) */
+        if (!o || (o->state != OBJ_READY && o->state != OBJ_SPILLED)) {
+            /* from its constructor, the calls re-applied after the
+               checkpoint would meet the wrong state: it dies, saying why */
+            char why[UTIL_ERRMSG_MAX + 200];
+            snprintf(why, sizeof why, "its checkpoint of call %llu did not come with it from "
+                     "its home (%s): it cannot start from the state its later calls need",
+                     (unsigned long long) x->idx,
+                     !o ? "not sent" : o->state == OBJ_ERROR && o->bytes ? (const char *) o->bytes
+                                                                         : "no value");
+            log_error("actor %s (%s): %s", util_id_hex(&a->id, hex), a->cls, why);
+            s_doom(nm, a, LUX_ENOTFOUND, why);
             return;
         }
         o->owned = true; /* the actor's */

@@ -100,6 +100,39 @@ s_obj_add(zmsg_t *m, const lux_ref_t *id, uint8_t where, const void *bytes, uint
     zmsg_addmem(m, bytes, (size_t) size);
 }
 
+/* A ref's hex, in a buffer of the caller's. */
+static const char *
+s_ref_hex(const lux_ref_t *r, char *hex)
+{
+    util_hex(hex, r->b, LUX_REF_LEN);
+    return hex;
+}
+
+/* o's bytes added to m as s_obj_add does, when o is here: in the store,
+   inline, or spilled (read back from disk onto the heap, not into the
+   store: it goes to another node, which stores it). 0 when added; 1 when
+   o has no value here (lost, an error, not made yet); else the code of
+   reading its spilled copy. */
+static int
+s_obj_add_held(nm_t *nm, zmsg_t *m, const nm_obj_t *o)
+{
+    if (o->state == OBJ_READY) {
+        s_obj_add(m, &o->id, EXEC_W_INLINE,
+                  o->where == EXEC_W_INLINE ? o->bytes : exec_arena_base(nm->arena) + o->off,
+                  o->size);
+        return 0;
+    }
+    if (o->state != OBJ_SPILLED)
+        return 1;
+    uint8_t *copy;
+    int rc = nm_obj_copy_spilled(nm, o, &copy);
+    if (rc)
+        return rc;
+    s_obj_add(m, &o->id, EXEC_W_INLINE, copy, o->size);
+    free(copy);
+    return 0;
+}
+
 /* The next object of m into id, where, f (its bytes' frame); false at the
    end or on garbage. */
 static bool
@@ -302,7 +335,8 @@ s_encode(nm_t *nm, nm_task_t *t, util_buf_t *b, zmsg_t *m)
             s_obj_add(m, &o->id, EXEC_W_INLINE,
                       o->where == EXEC_W_INLINE ? o->bytes : exec_arena_base(nm->arena) + o->off,
                       o->size);
-        /* else the node placed may hold it */
+        /* else the node placed may hold it, or pulls it from here (a
+           spilled one is brought back for the pull: exec_xfer_src.c) */
     }
     exec_spec_t s = {.task = t->id, .parent = t->parent, .job = t->job, .fn = t->fn,
                      .fn_len = (uint16_t) strlen(t->fn), .nret = t->nret,
@@ -384,15 +418,23 @@ nm_remote_push_x(nm_t *nm, nm_task_t *t, const char *ep, const nm_remote_ext_t *
     util_buf_t *b = &nm->remote->scratch;
     b->len = 0;
     zmsg_t *objs = zmsg_new();
+    int rc = 0;
     if (x && (x->flags & NM_EXT_CKPT)) { /* the checkpoint it starts from, first */
+        /* in the store or spilled (held on disk: DESIGN 7, rule 10); without
+           it the actor would start from its constructor and re-apply the
+           calls after the checkpoint to the wrong state (t/3169) */
         nm_obj_t *o = nm_obj_get(nm, &x->ckpt);
-        if (o && o->state == OBJ_READY)
-            s_obj_add(objs, &o->id, EXEC_W_INLINE,
-                      o->where == EXEC_W_INLINE ? o->bytes
-                                                : exec_arena_base(nm->arena) + o->off,
-                      o->size);
+        char rh[LUX_REF_LEN * 2 + 1];
+        rc = o ? s_obj_add_held(nm, objs, o) : 1;
+        if (rc == 1)
+            rc = util_err(LUX_ENOTFOUND, "its checkpoint of call %llu (object %s) is not held "
+                          "here (%s)", (unsigned long long) x->idx, s_ref_hex(&x->ckpt, rh),
+                          o ? "it has no value" : "no such object");
+        else if (rc)
+            rc = util_err_ctx(rc, "its checkpoint of call %llu", (unsigned long long) x->idx);
     }
-    int rc = s_encode(nm, t, b, objs);
+    if (!rc)
+        rc = s_encode(nm, t, b, objs);
     zmsg_t *out = zmsg_new();
     zmsg_addmem(out, b->data, b->len);
     zmsg_addmem(out, NULL, 0); /* the module: by hash (the spec), fetched (exec_rmodule.c) */

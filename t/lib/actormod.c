@@ -26,6 +26,13 @@
                        directory), then "at DIR"; make GO.ready, wait for
                        GO, call add(i) for i = K+1..2K the same way, make
                        GO.done and end
+        ckpt NAME RES EVERY K GO FILL
+                       the same, with a counter whose checkpoints carry
+                       256 KiB more (held in a store, not inline), and
+                       FILL MiB of puts (4 MiB each, held to the end)
+                       made after call K and before GO.ready: they fill
+                       this node's store, so that the actor's checkpoint
+                       held here is spilled (t/3169)
         loop NAME STOP find the counter named NAME (waiting up to 60 s),
                        call add(1) and print its answer until the file
                        STOP exists (then print "stopped" and end); a
@@ -44,6 +51,7 @@
 */
 #include "lux.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,13 +61,25 @@
 
 typedef struct {
     int64_t count;
+    int64_t pad; /* its checkpoint's bytes after the count (t/3169): made by its
+                    constructor's optional argument, a u64 */
 } counter_t;
+
+/* The pad's byte i: (i * 7 + 3) mod 251. */
+static uint8_t
+s_pad_byte(int64_t i)
+{
+    return (uint8_t) ((i * 7 + 3) % 251);
+}
 
 static void *
 Counter_create(lux_t *lx, int argc, const lux_val_t *argv)
 {
-    (void) lx, (void) argc, (void) argv;
-    return calloc(1, sizeof(counter_t));
+    (void) lx;
+    counter_t *c = calloc(1, sizeof(counter_t));
+    if (c && argc >= 1 && argv[0].size == 8)
+        memcpy(&c->pad, argv[0].data, 8);
+    return c;
 }
 
 static void
@@ -67,25 +87,46 @@ Counter_destroy(void *self)
 {
     free(self);
 }
+
+/* The count (8 bytes), then with a pad its size (8) and its bytes. */
 static int
 Counter_save(lux_t *lx, void *self)
 {
-    return lux_set(lx, 0, &((counter_t *) self)->count, 8);
+    counter_t *c = self;
+    if (c->pad <= 0)
+        return lux_set(lx, 0, &c->count, 8);
+    uint8_t *p = malloc((size_t) c->pad + 16);
+    if (!p)
+        return lux_raise(lx, "save: no memory for %lld bytes", (long long) c->pad);
+    memcpy(p, &c->count, 8);
+    memcpy(p + 8, &c->pad, 8);
+    for (int64_t i = 0; i < c->pad; i++)
+        p[16 + i] = s_pad_byte(i);
+    int rc = lux_set(lx, 0, p, (size_t) c->pad + 16);
+    free(p);
+    return rc;
 }
 
 static void *
 Counter_load(lux_t *lx, const lux_val_t *state)
 {
     counter_t *c = calloc(1, sizeof *c);
-    if (!c || state->size != 8) {
+    const uint8_t *p = state->data;
+    if (c && state->size >= 16)
+        memcpy(&c->pad, p + 8, 8);
+    bool good = c && (state->size == 8 || (c->pad > 0 && state->size == (size_t) c->pad + 16));
+    for (int64_t i = 0; good && state->size > 8 && i < c->pad; i++)
+        good = p[16 + i] == s_pad_byte(i);
+    if (!good) {
         free(c);
-        lux_raise(lx, "a counter's checkpoint is 8 bytes, not %zu", state->size);
+        lux_raise(lx, "a counter's checkpoint is 8 bytes, or 16 and its pad: not these %zu",
+                  state->size);
         return NULL;
     }
-    memcpy(&c->count, state->data, 8);
+    memcpy(&c->count, p, 8);
     return c;
 }
-LUX_ACTOR(Counter, 0, Counter_create, Counter_destroy, Counter_save, Counter_load)
+LUX_ACTOR(Counter, -1, Counter_create, Counter_destroy, Counter_save, Counter_load)
 
 static int
 Counter_add(lux_t *lx, void *self, int argc, const lux_val_t *argv)
@@ -202,6 +243,30 @@ s_touch(const char *path)
 
 /* hold: fill(n) on a, checked, its ref written to file; freed on
    file.free. 0, or 1 after printing the error. */
+/* mib MiB of puts of 4 MiB, held (never freed: this driver's to its end). */
+static int
+s_fill(lux_t *lx, long mib)
+{
+    size_t n = 4u << 20;
+    uint8_t *buf = malloc(n);
+    if (!buf)
+        return printf("error: out of memory\n"), 1;
+    lux_ref_t r;
+    lux_val_t v;
+    for (long i = 0; i < mib / 4; i++) {
+        memset(buf, (int) (i + 1), n);
+        if (lux_put(lx, buf, n, &r)) {
+            free(buf);
+            return printf("error: put %ld: %s\n", i, lux_errmsg()), 1;
+        }
+    }
+    free(buf);
+    /* a get of the last sends the batch and answers once the node has them all */
+    if (mib >= 4 && lux_get(lx, &r, &v, 120000))
+        return printf("error: get of the last put: %s\n", lux_errmsg()), 1;
+    return 0;
+}
+
 static int
 s_hold(lux_t *lx, const lux_actor_t *a, int64_t n, const char *file)
 {
@@ -274,13 +339,14 @@ s_main(lux_t *lx, int argc, char **argv)
             return printf("error: %s\n", lux_errmsg()), 1;
         return s_bumps(lx, &a, atol(argv[3])) ? 1 : s_ready_wait(argv[4]);
     }
-    if (argc == 7 && strcmp(argv[1], "ckpt") == 0) {
+    if ((argc == 7 || argc == 8) && strcmp(argv[1], "ckpt") == 0) {
         lux_actor_opts_t o = {.name = argv[2],
                               .resources = strcmp(argv[3], "-") ? argv[3] : NULL,
                               .max_restarts = 1, .checkpoint_every = atoi(argv[4])};
         long k = atol(argv[5]);
         char path[1100];
-        if (lux_actor_create(lx, "Counter", 0, NULL, &o, &a))
+        int64_t pad = 256 * 1024; /* with FILL: a checkpoint held in the store, not inline */
+        if (lux_actor_create(lx, "Counter", argc == 8, (lux_arg_t[]) {LUX_VAL(&pad, 8)}, &o, &a))
             return printf("error: %s\n", lux_errmsg()), 1;
         for (long i = 1; i <= 2 * k; i++) {
             int64_t n = i;
@@ -295,12 +361,18 @@ s_main(lux_t *lx, int argc, char **argv)
                 printf("at %.*s\n", sp ? (int) (sp - (const char *) v.data) : 0,
                        (const char *) v.data);
                 fflush(stdout);
-                snprintf(path, sizeof path, "%s.%s", argv[6], i == k ? "ready" : "done");
-                FILE *f = fopen(path, "w");
-                if (f)
+                FILE *f = NULL;
+                snprintf(path, sizeof path, "%s.done", argv[6]);
+                if (i == 2 * k && (f = fopen(path, "w")))
                     fclose(f);
-                if (i == k)
+                if (i == k && argc == 8 && s_fill(lx, atol(argv[7])))
+                    return 1;
+                if (i == k) {
+                    snprintf(path, sizeof path, "%s.ready", argv[6]);
+                    if ((f = fopen(path, "w")))
+                        fclose(f);
                     s_wait(argv[6]);
+                }
             }
             lux_free(lx, 1, &r);
         }
