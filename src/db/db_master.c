@@ -13,6 +13,7 @@
 #include "../util/util_err.h"
 #include "../util/util_fs.h"
 #include "../util/util_log.h"
+#include "../util/util_stall.h"
 #include "../util/util_time.h"
 
 #include <unistd.h>
@@ -36,7 +37,7 @@ typedef struct {
         uint64_t seq;
     } *held;
     int64_t start_ms;
-    int64_t tick_ms;          /* when s_on_timer last ran (0: not yet) */
+    util_stall_t stall;       /* s_on_timer's lateness: the time the master did not run */
     util_complain_t complain; /* garbage logs, at most once a second */
     util_buf_t buf;
     const char *join_gate;     /* LUX_TEST_JOIN_GATE, read once at start */
@@ -446,23 +447,21 @@ s_on_router(zloop_t *loop, zsock_t *sock, void *arg)
    beats meanwhile wait unread in the router, and zloop runs a due timer
    before it reads. Before, the first tick after a stop longer than
    dead_ms removed every member but one of each chain (t/1012). A replica
-   that died meanwhile is removed dead_ms after the master runs again. */
+   that died meanwhile is removed dead_ms after the master runs again.
+   The rule is util_stall.h's, shared with the membership monitor. */
 static int
 s_on_timer(zloop_t *loop, int timer_id, void *arg)
 {
     s_master_t *self = arg;
     int64_t now = util_mono_ms();
-    int64_t period = self->cluster.heartbeat_ms;
-    int64_t away = self->tick_ms ? now - self->tick_ms - period : 0;
-    self->tick_ms = now;
-    if (away > period) {
+    int64_t away = util_stall_tick(&self->stall, now);
+    if (away) {
         log_warn("the chain master did not run for %lld ms (stopped or starved): the "
                  "replicas' silence meanwhile is not counted", (long long) away);
         for (uint32_t i = 0; i < self->cluster.shards * self->cluster.replicas; i++)
             if (self->slots[i].heard)
-                self->slots[i].seen_ms =
-                    self->slots[i].seen_ms + away < now ? self->slots[i].seen_ms + away : now;
-        self->start_ms = self->start_ms + away < now ? self->start_ms + away : now;
+                util_stall_credit(&self->slots[i].seen_ms, away, now);
+        util_stall_credit(&self->start_ms, away, now);
     }
     int64_t grace = self->cluster.dead_ms * 5 > 5000 ? self->cluster.dead_ms * 5 : 5000;
     for (uint32_t s = 0; s < self->cluster.shards; s++) {
@@ -495,6 +494,8 @@ s_actor(zsock_t *pipe, void *arg)
     util_buf_init(&self->buf);
     util_complain_init(&self->complain, UTIL_COMPLAIN_MS);
     self->start_ms = util_mono_ms();
+    /* s_on_timer runs every heartbeat; more than one late is a stall */
+    util_stall_init(&self->stall, self->cluster.heartbeat_ms, self->cluster.heartbeat_ms);
     self->chains = calloc(self->cluster.shards, sizeof *self->chains);
     self->slots = calloc(self->cluster.shards * self->cluster.replicas, sizeof *self->slots);
     self->held = calloc(self->cluster.shards, sizeof *self->held);
