@@ -13,6 +13,7 @@
 #include "../util/util_err.h"
 #include "../util/util_fs.h"
 #include "../util/util_log.h"
+#include "../util/util_stall.h"
 #include "../util/util_time.h"
 
 #include <unistd.h>
@@ -36,11 +37,12 @@ typedef struct {
         uint64_t seq;
     } *held;
     int64_t start_ms;
-    int64_t tick_ms;          /* when s_on_timer last ran (0: not yet) */
+    util_stall_t stall;       /* s_on_timer's lateness: the time the master did not run */
     util_complain_t complain; /* garbage logs, at most once a second */
     util_buf_t buf;
     const char *join_gate;     /* LUX_TEST_JOIN_GATE, read once at start */
     bool join_gated;           /* ...and used: it holds one join only */
+    bool seq_gated;            /* ...and its "seq-" point used (s_join_gate) */
     char err[UTIL_ERRMSG_MAX]; /* why setup failed, for db_master_new */
 } s_master_t;
 
@@ -144,6 +146,29 @@ s_refuse(s_master_t *self, zframe_t *rid, uint32_t shard, int code, const char *
     zmsg_t *e = net_error_msg(shard, 0, code, "%s", text);
     zmsg_prepend(e, &(zframe_t *) {zframe_dup(rid)});
     zmsg_send(&e, self->router);
+}
+
+/* The time the master did not run (util_stall.h: its loop stopped,
+   paused or starved) taken off every heard replica's silence and off the
+   start grace of those not heard yet, with a warning: their beats
+   meanwhile wait unread in the router. Called by the timer (s_on_timer),
+   and before a replica's silence is judged outside it (s_on_join_seq),
+   since a stop can fall after zloop ran its timers and before it reads
+   (t/1013). Returns now (util_mono_ms). */
+static int64_t
+s_not_run(s_master_t *self)
+{
+    int64_t now = util_mono_ms();
+    int64_t away = util_stall_tick(&self->stall, now);
+    if (away) {
+        log_warn("the chain master did not run for %lld ms (stopped or starved): the "
+                 "replicas' silence meanwhile is not counted", (long long) away);
+        for (uint32_t i = 0; i < self->cluster.shards * self->cluster.replicas; i++)
+            if (self->slots[i].heard)
+                util_stall_credit(&self->slots[i].seen_ms, away, now);
+        util_stall_credit(&self->start_ms, away, now);
+    }
+    return now;
 }
 
 static void
@@ -271,28 +296,32 @@ s_on_join(s_master_t *self, zframe_t *rid, const net_hdr_t *h, zframe_t *body)
     }
 }
 
-/* Test hook: LUX_TEST_JOIN_GATE=DIR makes the master, about to admit a
-   joiner for the first time after DIR/armed exists, create DIR/held and
-   wait (up to 120 s) until DIR/go exists, so that a test can act at that
-   moment (t/5010). The variable is read once, when the master starts. */
+/* Test hook: LUX_TEST_JOIN_GATE=DIR makes the master stop at a point of
+   a join, the first time after DIR/<P>armed exists: it creates
+   DIR/<P>held and waits (up to 120 s) until DIR/<P>go exists, so that a
+   test can act at that moment. The points P: "" about to admit a joiner
+   (t/5010, t/5040); "seq-" a JOIN_SEQ just read, before it is judged
+   (t/1013 stops the head's process there). The variable is read once,
+   when the master starts. */
 static void
-s_join_gate(s_master_t *self, uint32_t shard, uint32_t index, uint64_t at)
+s_join_gate(s_master_t *self, const char *point, uint32_t shard, uint32_t index, uint64_t at)
 {
     const char *dir = self->join_gate;
+    bool *gated = *point ? &self->seq_gated : &self->join_gated;
     char path[PATH_MAX];
-    if (!dir || !*dir || self->join_gated)
+    if (!dir || !*dir || *gated)
         return;
-    snprintf(path, sizeof path, "%s/armed", dir);
+    snprintf(path, sizeof path, "%s/%sarmed", dir, point);
     if (!util_exists(path))
         return;
-    self->join_gated = true;
-    snprintf(path, sizeof path, "%s/held", dir);
+    *gated = true;
+    snprintf(path, sizeof path, "%s/%sheld", dir, point);
     FILE *f = fopen(path, "w");
     if (f) {
         fprintf(f, "shard %u replica %u seq %llu\n", shard, index, (unsigned long long) at);
         fclose(f);
     }
-    snprintf(path, sizeof path, "%s/go", dir);
+    snprintf(path, sizeof path, "%s/%sgo", dir, point);
     for (int64_t t0 = util_mono_ms(); util_mono_ms() - t0 < 120000 && !util_exists(path);)
         usleep(10000);
     unlink(path);
@@ -302,7 +331,10 @@ s_join_gate(s_master_t *self, uint32_t shard, uint32_t index, uint64_t at)
    everything up to the held seq; send it back to fetch when it has not;
    release the tail (ERROR naming its token) when the joiner cannot join
    at this epoch. An answer at another epoch, or to a replica that is not
-   the tail, is the current configuration. */
+   the tail, is the current configuration. The joiner's silence is judged
+   without the time the master did not run (s_not_run): before, a stop of
+   the head between zloop's timers and this read refused a joiner that
+   beat all along, "it fell silent" (t/1013; it asked again). */
 static void
 s_on_join_seq(s_master_t *self, zframe_t *rid, const net_hdr_t *h, zframe_t *body)
 {
@@ -325,11 +357,12 @@ s_on_join_seq(s_master_t *self, zframe_t *rid, const net_hdr_t *h, zframe_t *bod
     }
     self->held[h->shard].epoch = c->epoch;
     self->held[h->shard].seq = held;
+    s_join_gate(self, "seq-", h->shard, index, last);
     s_slot_t *js = index < self->cluster.replicas ? s_slot(self, h->shard, index) : NULL;
     const char *no = NULL;
     if (!js || !js->heard)
         no = "it is unknown to the master";
-    else if (util_mono_ms() - js->seen_ms > self->cluster.dead_ms)
+    else if (s_not_run(self) - js->seen_ms > self->cluster.dead_ms)
         no = "it fell silent";
     else if (db_chain_find(c, index) >= 0)
         no = "it is a member already";
@@ -359,7 +392,7 @@ s_on_join_seq(s_master_t *self, zframe_t *rid, const net_hdr_t *h, zframe_t *bod
         }
         return;
     }
-    s_join_gate(self, h->shard, index, last);
+    s_join_gate(self, "", h->shard, index, last);
     char why[128];
     snprintf(why, sizeof why, "replica %u joined at the tail at seq %llu (the tail held at %llu)",
              index, (unsigned long long) last, (unsigned long long) held);
@@ -446,24 +479,13 @@ s_on_router(zloop_t *loop, zsock_t *sock, void *arg)
    beats meanwhile wait unread in the router, and zloop runs a due timer
    before it reads. Before, the first tick after a stop longer than
    dead_ms removed every member but one of each chain (t/1012). A replica
-   that died meanwhile is removed dead_ms after the master runs again. */
+   that died meanwhile is removed dead_ms after the master runs again.
+   The rule is util_stall.h's, shared with the membership monitor. */
 static int
 s_on_timer(zloop_t *loop, int timer_id, void *arg)
 {
     s_master_t *self = arg;
-    int64_t now = util_mono_ms();
-    int64_t period = self->cluster.heartbeat_ms;
-    int64_t away = self->tick_ms ? now - self->tick_ms - period : 0;
-    self->tick_ms = now;
-    if (away > period) {
-        log_warn("the chain master did not run for %lld ms (stopped or starved): the "
-                 "replicas' silence meanwhile is not counted", (long long) away);
-        for (uint32_t i = 0; i < self->cluster.shards * self->cluster.replicas; i++)
-            if (self->slots[i].heard)
-                self->slots[i].seen_ms =
-                    self->slots[i].seen_ms + away < now ? self->slots[i].seen_ms + away : now;
-        self->start_ms = self->start_ms + away < now ? self->start_ms + away : now;
-    }
+    int64_t now = s_not_run(self);
     int64_t grace = self->cluster.dead_ms * 5 > 5000 ? self->cluster.dead_ms * 5 : 5000;
     for (uint32_t s = 0; s < self->cluster.shards; s++) {
         db_chain_t *c = &self->chains[s];
@@ -495,6 +517,8 @@ s_actor(zsock_t *pipe, void *arg)
     util_buf_init(&self->buf);
     util_complain_init(&self->complain, UTIL_COMPLAIN_MS);
     self->start_ms = util_mono_ms();
+    /* s_on_timer runs every heartbeat; more than one late is a stall */
+    util_stall_init(&self->stall, self->cluster.heartbeat_ms, self->cluster.heartbeat_ms);
     self->chains = calloc(self->cluster.shards, sizeof *self->chains);
     self->slots = calloc(self->cluster.shards * self->cluster.replicas, sizeof *self->slots);
     self->held = calloc(self->cluster.shards, sizeof *self->held);

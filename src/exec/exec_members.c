@@ -9,6 +9,7 @@
 #include "../net/net_pipe.h"
 #include "../util/util_err.h"
 #include "../util/util_log.h"
+#include "../util/util_stall.h"
 #include "../util/util_time.h"
 
 #include <stdlib.h>
@@ -41,7 +42,7 @@ typedef struct {
     size_t n;
     s_gone_t *gone;     /* the log's ended nodes not in nodes (s_rebuild) */
     size_t ngone;
-    int64_t tick_ms;    /* when s_tick last ran (0: not yet) */
+    util_stall_t stall; /* s_tick's lateness: the time the monitor did not run */
 } s_mon_t;
 
 char *
@@ -334,20 +335,19 @@ s_rebuild(s_mon_t *m)
    Before, the first tick after a stop longer than dead_ms declared dead
    every node whose beat it had not read yet, and a node told it is dead
    goes (t/6121; t/6059 at load 22). A node that died meanwhile is
-   declared dead_ms after the monitor runs again. */
+   declared dead_ms after the monitor runs again. The rule is
+   util_stall.h's, shared with the chain master. */
 static void
 s_tick(s_mon_t *m)
 {
     int64_t now = util_mono_ms();
-    int64_t away = m->tick_ms ? now - m->tick_ms - EXEC_MEMBERS_BEAT_MS / 2 : 0;
-    m->tick_ms = now;
-    if (away > EXEC_MEMBERS_BEAT_MS) {
+    int64_t away = util_stall_tick(&m->stall, now);
+    if (away) {
         log_warn("the membership monitor did not run for %lld ms (stopped or starved): the "
                  "nodes' silence meanwhile is not counted", (long long) away);
         for (size_t i = 0; i < m->n; i++)
             if (m->nodes[i].state == M_ALIVE)
-                m->nodes[i].seen_ms =
-                    m->nodes[i].seen_ms + away < now ? m->nodes[i].seen_ms + away : now;
+                util_stall_credit(&m->nodes[i].seen_ms, away, now);
     }
     for (size_t i = 0; i < m->n; i++) {
         s_node_t *nd = &m->nodes[i];
@@ -466,6 +466,8 @@ exec_members_new(const exec_members_opts_t *o)
     }
     m->cluster = *o->cluster;
     m->sec = o->sec;
+    /* s_tick runs every half beat; more than a beat late is a stall */
+    util_stall_init(&m->stall, EXEC_MEMBERS_BEAT_MS / 2, EXEC_MEMBERS_BEAT_MS);
     const char *env = getenv("LUX_NODE_DEAD_MS");
     m->dead_ms = o->dead_ms > 0 ? o->dead_ms
                  : env && atoi(env) > 0 ? atoi(env)
