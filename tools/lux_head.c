@@ -951,6 +951,7 @@ cmd_supervise(int argc, char **argv)
        heartbeat for this long (t/6129: its node declared dead) */
     const char *gap_env = getenv("LUX_TEST_HEAD_BEAT_GAP_MS");
     int64_t beat_gap_ms = gap_env ? strtoll(gap_env, NULL, 10) : 0, beat_gap_until = 0;
+    bool own_told = false; /* the monitor knows its own node (exec_members.h) */
     retain.next_ms = checked + retain.every_ms;
     if (retain.age)
         log_info("compacting events older than %s every %lld ms", retain.age,
@@ -1030,6 +1031,10 @@ cmd_supervise(int argc, char **argv)
             if (!(beat = lux_beat_new(&c, sec, host, "head")))
                 log_error("the head's node will not beat: %s", lux_errmsg());
         }
+        if (beat && node && members && !own_told && lux_beat_node(beat)) {
+            zstr_sendx(members, "OWN", lux_beat_node(beat), NULL);
+            own_told = true;
+        }
         if (beat && node && now >= beat_gap_until) {
             if (beat_gap_ms > 0 && lux_beat_node(beat)) {
                 log_warn("LUX_TEST_HEAD_BEAT_GAP_MS: no heartbeat for %lld ms",
@@ -1037,15 +1042,17 @@ cmd_supervise(int argc, char **argv)
                 beat_gap_until = now + beat_gap_ms;
                 beat_gap_ms = 0;
             } else if (lux_beat_tick(beat, node, NULL) == LUX_EDEAD) {
-                /* As a node daemon stops when told it is dead, the node
-                   manager stops here: its workers, its tasks and its store
-                   go, as the rest of the cluster already takes them to be.
-                   The head's node then starts again under a new ID (a dead
-                   ID stays dead): before, it beat on for a node that stayed
-                   dead, and the head ran no task again (t/6129). */
+                /* The monitor does not judge this node by its silence
+                   (exec_members.h), but one told it is dead does what a
+                   node daemon does: the node manager stops (its workers,
+                   tasks and store go, as the rest of the cluster takes
+                   them to be), and starts again under a new ID (a dead ID
+                   stays dead). Before, it beat on for a node that stayed
+                   dead, and the head ran no placed task again (t/6129). */
                 log_error("%s: starting its node manager again, as a new node", lux_errmsg());
                 lux_beat_destroy(&beat);
                 zactor_destroy(&node);
+                own_told = false;
             }
         }
         zclock_sleep(20);

@@ -43,6 +43,8 @@ typedef struct {
     s_gone_t *gone;     /* the log's ended nodes not in nodes (s_rebuild) */
     size_t ngone;
     util_stall_t stall; /* s_tick's lateness: the time the monitor did not run */
+    util_id_t own;      /* the head's own node (OWN on the pipe): not judged by silence */
+    bool has_own, judge_own; /* judge_own: LUX_TEST_MEMBERS_JUDGE_OWN=1 (t/6129) */
 } s_mon_t;
 
 char *
@@ -353,6 +355,8 @@ s_tick(s_mon_t *m)
         s_node_t *nd = &m->nodes[i];
         if (nd->state != M_ALIVE || now - nd->seen_ms < m->dead_ms)
             continue;
+        if (m->has_own && !m->judge_own && util_id_eq(&nd->node, &m->own))
+            continue; /* see exec_members_own */
         nd->state = M_DEAD;
         snprintf(nd->why, sizeof nd->why,
                  "no heartbeat for %lld ms (the head's membership monitor declares a node dead "
@@ -396,7 +400,15 @@ s_actor(zsock_t *pipe, void *arg)
         int64_t wait = next - util_mono_ms();
         void *which = zpoller_wait(p, wait > 0 ? (int) wait : 0);
         if (which == pipe) {
-            if (net_pipe_term(pipe))
+            zmsg_t *cmd = zmsg_recv(pipe);
+            char *what = cmd ? zmsg_popstr(cmd) : NULL, *hex = cmd ? zmsg_popstr(cmd) : NULL;
+            bool stop = !what || strcmp(what, "$TERM") == 0;
+            if (what && strcmp(what, "OWN") == 0 && hex && util_id_parse(&m->own, hex) == 0)
+                m->has_own = true;
+            free(what);
+            free(hex);
+            zmsg_destroy(&cmd);
+            if (stop)
                 break;
         } else if (which == m->router) {
             zmsg_t *msg = zmsg_recv(m->router);
@@ -472,6 +484,8 @@ exec_members_new(const exec_members_opts_t *o)
     m->dead_ms = o->dead_ms > 0 ? o->dead_ms
                  : env && atoi(env) > 0 ? atoi(env)
                                         : EXEC_MEMBERS_DEAD_MS;
+    const char *judge = getenv("LUX_TEST_MEMBERS_JUDGE_OWN");
+    m->judge_own = judge && strcmp(judge, "1") == 0;
     /* zactor_new waits for the thread's signal: st lives until then */
     zactor_t *a = zactor_new(s_run, &st);
     if (!a) {

@@ -48,6 +48,16 @@ typedef struct {
    bound). */
 zactor_t *exec_members_new(const exec_members_opts_t *opts);
 
+/* The head's own node, told the monitor by the head's supervisor as
+   "OWN" and the node's ID in hex on the monitor's pipe: that node is
+   not declared dead for its silence. It runs in the monitor's process,
+   beating from the supervisor's loop, and it is the global scheduler:
+   its silence is the supervisor's loop starved or busy, not the node
+   gone, and declaring it dead either left the head without a node or
+   (stopping it) cut every driver off the head (t/6129). Its death is
+   logged when the head starts again (the rebuild). Test hook
+   LUX_TEST_MEMBERS_JUDGE_OWN=1: judged like any node. */
+
 /* One request to the monitor of cluster c: send what (and text, when
    not NULL), wait up to timeout_ms for the answer. *reply gets the
    answer's text (the second frame, or "" when none; free it) and the
