@@ -459,6 +459,12 @@ db_replica_new(const db_replica_opts_t *o)
                           sizeof self->db_path);
     const char *gate = getenv("LUX_TEST_APPEND_GATE"); /* read once: see s_append_gate */
     snprintf(self->append_gate, sizeof self->append_gate, "%s", gate ? gate : "");
+    /* test hook: LUX_TEST_TAKE_FAIL=INDEX:SEQ (db_replica_pipe.c db_rep_take_batch) */
+    const char *tf = getenv("LUX_TEST_TAKE_FAIL");
+    unsigned ti;
+    unsigned long long ts;
+    if (tf && sscanf(tf, "%u:%llu", &ti, &ts) == 2 && ti == o->index)
+        self->take_fail_seq = ts;
     /* On success the actor owns self and frees it when it stops. On a
        failed setup it signals and returns without freeing, leaving the
        message in db_path for us. */

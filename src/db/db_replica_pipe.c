@@ -368,6 +368,7 @@ db_rep_take_batch(db_rep_t *self, const net_batch_t *in, bool *gap, char *why, s
     db_rep_batch_t *b = NULL;
     uint8_t h[DB_HASH_LEN];
     bool unseen = false; /* a client's event the client table could not take */
+    uint64_t oom_seq = 0; /* the record the batch could not be made or grown for */
 
     *gap = in->count && in->first > self->recv_seq + 1;
     if (*gap)
@@ -387,23 +388,49 @@ db_rep_take_batch(db_rep_t *self, const net_batch_t *in, bool *gap, char *why, s
                      (unsigned long long) seq, (unsigned long long) self->recv_seq);
             break;
         }
-        if (!b && !(b = db_rep_batch_new(seq)))
+        /* the batch made for the first record, grown for the others; the
+           test hook fails either for the record it names (t/1015) */
+        bool hook = self->take_fail_seq && seq == self->take_fail_seq;
+        if (!b && (hook || !(b = db_rep_batch_new(seq)))) {
+            oom_seq = seq;
             break;
-        net_batch_add(&b->data, rec, n);
+        }
+        if (hook)
+            b->data.oom = true;
+        else
+            net_batch_add(&b->data, rec, n);
+        if (b->data.oom) {
+            oom_seq = seq;
+            break;
+        }
         if ((e.mask & DB_F_CLIENT) && (unseen = db_rep_note_seen(self, &e, seq) != 0))
             break;
         self->recv_seq = seq;
         memcpy(self->recv_hash, h, DB_HASH_LEN);
         taken++;
     }
-    if (b && !b->data.oom && !unseen) {
-        db_rep_submit(self, b, taken);
-    } else if (b) {
-        /* a replica that goes on without its client's event in the table
+    if (oom_seq || unseen) {
+        /* records it cannot take: nothing of the batch is submitted, and
+           the replica fails, the same way for the first record as for a
+           later one (the first went unsaid before: the batch was dropped
+           and the replica went on as if it had taken nothing). And a
+           replica that goes on without its client's event in the table
            takes the client's resends for new events (duplicates in the log) */
-        db_rep_fail(self, LUX_ENOMEM, unseen ? lux_errmsg() : "out of memory taking a batch");
-        db_rep_batch_free(b);
+        char text[300];
+        if (unseen)
+            snprintf(text, sizeof text, "%s", lux_errmsg());
+        else
+            snprintf(text, sizeof text, "shard %u replica %u: out of memory taking seq %llu "
+                     "(a batch from seq %llu, %u taken before it)%s", self->shard, self->index,
+                     (unsigned long long) oom_seq, (unsigned long long) in->first, taken,
+                     self->take_fail_seq == oom_seq ? " (test hook LUX_TEST_TAKE_FAIL)" : "");
+        db_rep_fail(self, LUX_ENOMEM, text);
+        if (b)
+            db_rep_batch_free(b);
+        return (int) taken;
     }
+    if (b)
+        db_rep_submit(self, b, taken);
     return (int) taken;
 }
 

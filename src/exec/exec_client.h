@@ -19,6 +19,7 @@
 #include "exec_module.h"
 #include "exec_proto.h"
 #include "../util/util_buf.h"
+#include "../util/util_err.h"
 #include "../util/util_idmap.h"
 #include "../util/util_spin.h"
 
@@ -37,7 +38,7 @@ typedef struct {
     exec_obj_t *outs;      /* what lux_set set */
     uint8_t *outs_set;     /* 1 when set */
     uint8_t **outs_own;    /* inline copies we own */
-    char err[600];         /* lux_raise's message */
+    char err[UTIL_ERRMSG_MAX]; /* lux_raise's message (a "no room" census fits) */
     int status;
 } exec_task_ctx_t;
 

@@ -772,6 +772,36 @@ nm_store_try(nm_t *nm, uint64_t size, uint64_t *off)
     return rc;
 }
 
+#define S_CTX_ROOM 200 /* bytes a "no room" error leaves for its callers' context
+                          (a task's "task ID (fn) failed: ", lux_set's "return I of N
+                          bytes: "...) within UTIL_ERRMSG_MAX */
+#define S_WHY_MIN 96   /* ... and the least it gives the spill's error */
+
+/* src, a spill's error ("spill PATH: write: WHY"), into dst of n bytes:
+   whole when it fits, else with the middle of its path cut out for
+   "...", the text after the path (the disk's error) kept whole. */
+static void
+s_elide_path(char *dst, size_t n, const char *src)
+{
+    size_t len = strlen(src);
+    if (len < n) {
+        memcpy(dst, src, len + 1);
+        return;
+    }
+    const char *path = strchr(src, '/');
+    const char *end = path ? strstr(path, ": ") : NULL;
+    size_t head = path ? (size_t) (path - src) : 0;
+    size_t cut = len - (n - 1) + 3; /* what goes, "..." included */
+    size_t plen = path && end ? (size_t) (end - path) : 0;
+    if (plen < cut + 16) { /* no path to cut, or too little of it: the end goes */
+        snprintf(dst, n, "%s", src);
+        return;
+    }
+    size_t keep = plen - cut, front = keep / 3, back = keep - front;
+    snprintf(dst, n, "%.*s%.*s...%.*s%s", (int) head, src, (int) front, path, (int) back,
+             end - back, end);
+}
+
 int
 nm_store_alloc(nm_t *nm, uint64_t size, uint64_t *off)
 {
@@ -800,13 +830,14 @@ nm_store_alloc(nm_t *nm, uint64_t size, uint64_t *off)
                  "disk for tasks that wait (%llu B)", (unsigned long long) c.spilled,
                  (unsigned long long) c.spilled_bytes, (unsigned long long) c.disk,
                  (unsigned long long) c.disk_bytes);
-    return util_err(LUX_EFULL, "the object store (%llu bytes) has no room for %llu bytes:"
+    char msg[UTIL_ERRMSG_MAX], why[UTIL_ERRMSG_MAX];
+    int n = snprintf(msg, sizeof msg, "the object store (%llu bytes) has no room for %llu bytes:"
                     " %llu bytes are in use: %llu in %llu objects being read or used by"
                     " tasks (pins of readers: %llu, %llu bytes; puts being recorded for"
                     " replay: %llu, %llu bytes; the rest of tasks),"
                     " %llu granted to tasks and not yet filled, %llu in the spare"
                     " region (whose free bytes are %llu); the largest free block outside it is %llu"
-                    " bytes%s%s%s%s",
+                    " bytes%s%s%s",
                     (unsigned long long) nm->store_bytes, (unsigned long long) size,
                     (unsigned long long) exec_arena_used(nm->arena),
                     (unsigned long long) c.pinned_bytes, (unsigned long long) c.pinned,
@@ -817,8 +848,16 @@ nm_store_alloc(nm_t *nm, uint64_t size, uint64_t *off)
                     (unsigned long long) (exec_arena_size(nm->arena) - nm->store_bytes -
                                           exec_arena_spare_used(nm->arena)),
                     (unsigned long long) exec_arena_largest_free(nm->arena), disk, tasks,
-                    nm->spill_why[0] ? "; puts that would make room cannot be spilled: " : "",
-                    nm->spill_why);
+                    nm->spill_why[0] ? "; puts that would make room cannot be spilled: " : "");
+    if (!nm->spill_why[0])
+        return util_err(LUX_EFULL, "%s", msg);
+    /* the spill's error comes last and names a file, whose path may be
+       long (--dir): its middle gives way, so that the census and the
+       disk's error fit, with room left for a caller's context */
+    size_t room = n > 0 && (size_t) n + S_CTX_ROOM < sizeof msg ? sizeof msg - S_CTX_ROOM - (size_t) n
+                                                                : 0;
+    s_elide_path(why, room < S_WHY_MIN ? S_WHY_MIN : room, nm->spill_why);
+    return util_err(LUX_EFULL, "%s%s", msg, why);
 }
 
 /* Whether c has an ALLOC waiting for room. */

@@ -454,7 +454,7 @@ s_result(nm_t *nm, nm_worker_t *w, const exec_result_t *r)
     if (nm->ops.cancel_result(nm, t))
         return; /* cancelled while it ran: it fails so, whatever it returned */
     if (r->status != 0) {
-        char msg[600];
+        char msg[UTIL_ERRMSG_MAX]; /* a "no room" census fits (t/3170) */
         snprintf(msg, sizeof msg, "%.*s", (int) r->msg_len, r->msg ? r->msg : "");
         if (!msg[0])
             snprintf(msg, sizeof msg, "it returned %s", lux_strerror(r->status));

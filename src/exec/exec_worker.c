@@ -204,7 +204,7 @@ s_run(s_worker_t *w, const exec_run_t *run)
     uint8_t set[EXEC_MAX_RETURNS] = {0};
     uint8_t *own[EXEC_MAX_RETURNS] = {0};
     lux_val_t argv[EXEC_MAX_ARGS > 256 ? 256 : EXEC_MAX_ARGS], *args = argv;
-    char why[600] = "";
+    char why[UTIL_ERRMSG_MAX] = ""; /* a "no room" census fits (t/3170) */
     char fn[EXEC_NAME_MAX + 1];
 
     snprintf(fn, sizeof fn, "%.*s", (int) run->fn_len, run->fn);
