@@ -19,6 +19,7 @@ typedef struct {
     util_id_t node;
     char *beat;         /* its last BEAT's text */
     int64_t seen_ms;    /* when (util_mono_ms) */
+    int64_t stalled_ms; /* seen_ms moved on since, for time the monitor did not run */
     enum { M_ALIVE, M_DEAD, M_LEFT } state;
     char why[400];      /* for dead and left */
 } s_node_t;
@@ -45,6 +46,8 @@ typedef struct {
     util_stall_t stall; /* s_tick's lateness: the time the monitor did not run */
     util_id_t own;      /* the head's own node (OWN on the pipe): not judged by silence */
     bool has_own, judge_own; /* judge_own: LUX_TEST_MEMBERS_JUDGE_OWN=1 (t/6129) */
+    int64_t stall_ms;   /* its last stop that long (0: none)... */
+    int64_t stall_end_ms; /* ...found by the tick at this time (s_why_dead) */
 } s_mon_t;
 
 char *
@@ -214,6 +217,7 @@ s_beat(s_mon_t *m, zframe_t *who, const char *text)
     free(nd->beat);
     nd->beat = strdup(text);
     nd->seen_ms = util_mono_ms();
+    nd->stalled_ms = 0;
     s_reply(m, who, "OK", NULL);
     if (!m->log && s_log_open(m))
         log_error("%s", lux_errmsg());
@@ -330,6 +334,38 @@ s_rebuild(s_mon_t *m)
         log_info("%zu nodes the log says have died or left: their beats are refused", m->ngone);
 }
 
+/* A dead node's reason: the silence counted and, where the monitor's
+   own stop bears on it, that stop, so that no one reads "no heartbeat for
+   2000 ms" after a minute's stop of the head and takes it for the whole
+   story (t/6121). Two cases: its last beat was read before the stop (the
+   stop was taken off its silence: the time since that read is both
+   together), or read just after one (within a beat period: it may have
+   waited in the socket through the stop, so it may be as old as the
+   stop's start). No comma in it: `lux sql --csv` would quote it. */
+static void
+s_why_dead(s_mon_t *m, s_node_t *nd, int64_t now)
+{
+    int64_t counted = now - nd->seen_ms;
+    int n = snprintf(nd->why, sizeof nd->why,
+                     "no heartbeat for %lld ms (the head's membership monitor declares a node "
+                     "dead after %d ms of silence)",
+                     (long long) counted, m->dead_ms);
+    if (n <= 0 || (size_t) n >= sizeof nd->why)
+        return;
+    if (nd->stalled_ms > 0)
+        snprintf(nd->why + n, sizeof nd->why - (size_t) n,
+                 "; the monitor itself did not run for %lld ms meanwhile (stopped or starved) "
+                 "and did not count them: %lld ms since its last beat was read",
+                 (long long) nd->stalled_ms, (long long) (counted + nd->stalled_ms));
+    else if (m->stall_ms > 0 && nd->seen_ms >= m->stall_end_ms &&
+             nd->seen_ms - m->stall_end_ms <= EXEC_MEMBERS_BEAT_MS)
+        snprintf(nd->why + n, sizeof nd->why - (size_t) n,
+                 "; the monitor itself did not run for %lld ms just before it read that beat "
+                 "(stopped or starved): the beat may have waited through that stop and be up "
+                 "to %lld ms old",
+                 (long long) m->stall_ms, (long long) (now - m->stall_end_ms + m->stall_ms));
+}
+
 /* Nodes silent for dead_ms are dead: said in the log once. The time the
    monitor itself did not run (its process stopped, its machine paused or
    starved: its tick came more than a beat period late) is not counted as
@@ -345,23 +381,22 @@ s_tick(s_mon_t *m)
     int64_t now = util_mono_ms();
     int64_t away = util_stall_tick(&m->stall, now);
     if (away) {
+        m->stall_ms = away;
+        m->stall_end_ms = now;
         log_warn("the membership monitor did not run for %lld ms (stopped or starved): the "
                  "nodes' silence meanwhile is not counted", (long long) away);
         for (size_t i = 0; i < m->n; i++)
             if (m->nodes[i].state == M_ALIVE)
-                util_stall_credit(&m->nodes[i].seen_ms, away, now);
+                m->nodes[i].stalled_ms += util_stall_credit(&m->nodes[i].seen_ms, away, now);
     }
     for (size_t i = 0; i < m->n; i++) {
         s_node_t *nd = &m->nodes[i];
         if (nd->state != M_ALIVE || now - nd->seen_ms < m->dead_ms)
             continue;
         if (m->has_own && !m->judge_own && util_id_eq(&nd->node, &m->own))
-            continue; /* see exec_members_own */
+            continue; /* the head's own: exec_members.h */
         nd->state = M_DEAD;
-        snprintf(nd->why, sizeof nd->why,
-                 "no heartbeat for %lld ms (the head's membership monitor declares a node dead "
-                 "after %d ms of silence)",
-                 (long long) (now - nd->seen_ms), m->dead_ms);
+        s_why_dead(m, nd, now);
         char hex[UTIL_ID_HEX];
         log_warn("node %.12s died: %s", util_id_hex(&nd->node, hex), nd->why);
         if (s_append(m, DB_K_node_died, nd, nd->why, 0))
