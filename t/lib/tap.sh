@@ -7,6 +7,9 @@ _tap_n=0
 _tap_failed=0
 _tap_tmp=
 
+# ok, is and like return 1 when the check fails, so that "ok ... || diag
+# ..." shows its diagnostic (they returned 0 either way, and the 189
+# "|| diag" of the shell tests printed nothing on a failure).
 ok() { # ok STATUS DESCRIPTION: STATUS 0 passes
     _tap_n=$((_tap_n + 1))
     if [ "$1" -eq 0 ]; then
@@ -14,6 +17,7 @@ ok() { # ok STATUS DESCRIPTION: STATUS 0 passes
     else
         echo "not ok $_tap_n - $2"
         _tap_failed=$((_tap_failed + 1))
+        return 1
     fi
 }
 
@@ -21,6 +25,7 @@ is() { # is GOT WANT DESCRIPTION
     if [ "$1" = "$2" ]; then ok 0 "$3"; else
         ok 1 "$3"
         printf '#   got: %s\n#   expected: %s\n' "$1" "$2"
+        return 1
     fi
 }
 
@@ -30,6 +35,7 @@ like() { # like GOT PATTERN DESCRIPTION: PATTERN is a fixed string
     *)
         ok 1 "$3"
         printf '#   got: %s\n#   expected to contain: %s\n' "$1" "$2"
+        return 1
         ;;
     esac
 }
