@@ -1,5 +1,6 @@
 /*  exec_api - lux_init and lux_shutdown: connect to a cluster, or start the
     embedded default, and register the driver's module. */
+#include "exec_arena.h"
 #include "exec_client.h"
 #include "exec_head.h"
 #include "exec_node.h"
@@ -8,10 +9,48 @@
 #include "../util/util_log.h"
 #include "../util/util_proc.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+static volatile sig_atomic_t s_ending_pid; /* the process whose handlers these are */
+
+/* SIGTERM or SIGINT ends a program on the embedded default: its store's
+   file in /dev/shm goes first (unlink is async-signal-safe), then the
+   signal does what it would have done (the program dies of it). A
+   process forked from it (with the handler, not the store) only dies. */
+static void
+s_on_ending(int sig)
+{
+    if (getpid() == (pid_t) s_ending_pid)
+        exec_arena_unlink_all();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+/* The handlers, only where the program left a signal's default action: a
+   program's own handler (or an ignored signal) stays as it is, and its
+   store's file is then removed by the next start of a node manager of the
+   same user (exec_arena_sweep, as after a kill -9). */
+static void
+s_on_ending_signals(void)
+{
+    static const int sigs[] = {SIGTERM, SIGINT};
+    s_ending_pid = (sig_atomic_t) getpid();
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+        struct sigaction sa, old;
+        if (sigaction(sigs[i], NULL, &old) != 0 || (old.sa_flags & SA_SIGINFO) ||
+            old.sa_handler != SIG_DFL)
+            continue;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = s_on_ending;
+        sigemptyset(&sa.sa_mask);
+        sa.sa_flags = SA_RESETHAND;
+        sigaction(sigs[i], &sa, NULL);
+    }
+}
 
 /* The program's name and arguments, for the job_started event. */
 static void
@@ -70,6 +109,7 @@ lux_init(const lux_config_t *cfg)
     } else {
         if (!(head = exec_head_start(&c)))
             return NULL;
+        s_on_ending_signals(); /* zero leaked store files (issue 24) */
         snprintf(endpoint, sizeof endpoint, "%s", exec_head_endpoint(head));
     }
     s_cmdline(name, sizeof name, info, sizeof info);
