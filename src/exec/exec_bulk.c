@@ -258,26 +258,58 @@ s_conn_new(exec_bulk_t *b, int kind, int fd)
     return c;
 }
 
+/* One send of the n pieces at iov, timed for the profile: the bytes
+   sent (the connection moves), 0 when its socket is full, -1 when it
+   broke. */
+static ssize_t
+s_send(s_conn_t *c, struct iovec *iov, int n)
+{
+    for (;;) {
+        struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t) n};
+        int64_t t0 = s_t0(c);
+        ssize_t k = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+        s_add(c, &c->p_io, t0);
+        c->p_calls++;
+        if (k > 0) {
+            c->deadline_ms = util_mono_ms() + S_SILENT_MS; /* it moves */
+            return k;
+        }
+        if (k < 0 && errno == EINTR)
+            continue;
+        return k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : -1;
+    }
+}
+
+/* One receive of up to n bytes into p, timed: the bytes come, 0 when
+   none are there yet, -1 at the end of the stream (errno 0) or an error. */
+static ssize_t
+s_recv(s_conn_t *c, uint8_t *p, size_t n)
+{
+    for (;;) {
+        int64_t t0 = s_t0(c);
+        ssize_t k = recv(c->fd, p, n, MSG_DONTWAIT);
+        s_add(c, &c->p_io, t0);
+        c->p_calls++;
+        if (k > 0)
+            return k;
+        if (k == 0)
+            return errno = 0, -1;
+        if (errno == EINTR)
+            continue;
+        return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+    }
+}
+
 /* Send what waits in c->out: 0, or -1 when the connection broke. */
 static int
 s_flush(s_conn_t *c)
 {
     while (c->out_pos < c->out_len) {
-        int64_t t0 = s_t0(c);
-        ssize_t k = send(c->fd, c->out + c->out_pos, c->out_len - c->out_pos,
-                         MSG_NOSIGNAL | MSG_DONTWAIT);
-        s_add(c, &c->p_io, t0);
-        c->p_calls++;
-        if (k > 0) {
-            c->out_pos += (size_t) k;
-            c->deadline_ms = util_mono_ms() + S_SILENT_MS; /* it moves */
-        } else if (k < 0 && errno == EINTR) {
-            continue;
-        } else if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            return 0;
-        } else {
-            return -1;
-        }
+        struct iovec iov = {c->out + c->out_pos, c->out_len - c->out_pos};
+        ssize_t k = s_send(c, &iov, 1);
+        if (k <= 0)
+            return (int) k;
+        c->out_pos += (size_t) k;
     }
     c->out_pos = c->out_len = 0;
     return 0;
@@ -304,20 +336,10 @@ static int
 s_read_in(s_conn_t *c)
 {
     while (c->in_len < c->in_need) {
-        int64_t t0 = s_t0(c);
-        ssize_t k = recv(c->fd, c->in + c->in_len, c->in_need - c->in_len, MSG_DONTWAIT);
-        s_add(c, &c->p_io, t0);
-        c->p_calls++;
-        if (k > 0)
-            c->in_len += (size_t) k;
-        else if (k == 0)
-            return errno = 0, -1;
-        else if (errno == EINTR)
-            continue;
-        else if (errno == EAGAIN || errno == EWOULDBLOCK)
-            return 0;
-        else
-            return -1;
+        ssize_t k = s_recv(c, c->in + c->in_len, c->in_need - c->in_len);
+        if (k <= 0)
+            return (int) k;
+        c->in_len += (size_t) k;
     }
     return 1;
 }
@@ -454,23 +476,11 @@ s_src_send(exec_bulk_t *b, s_conn_t *c)
             if (sl->pos >= S_REC)
                 iov[1].iov_base = (uint8_t *) sl->body + (sl->pos - S_REC),
                 iov[1].iov_len = all - sl->pos;
-            struct msghdr mh = {.msg_iov = iov + (sl->pos >= S_REC), .msg_iovlen = 2 -
-                                (sl->pos >= S_REC)};
-            int64_t t0 = s_t0(c);
-            ssize_t k = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
-            s_add(c, &c->p_io, t0);
-            c->p_calls++;
-            if (k > 0) {
-                sl->pos += (size_t) k;
-                moved += (size_t) k;
-                c->deadline_ms = util_mono_ms() + S_SILENT_MS; /* it moves */
-            } else if (k < 0 && errno == EINTR) {
-                continue;
-            } else if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-                return 0;
-            } else {
-                return -1;
-            }
+            ssize_t k = s_send(c, iov + (sl->pos >= S_REC), 2 - (sl->pos >= S_REC));
+            if (k <= 0)
+                return (int) k;
+            sl->pos += (size_t) k;
+            moved += (size_t) k;
         }
         c->sent += sl->len;
         c->s_head = (c->s_head + 1) % S_SLOTS;
@@ -851,25 +861,19 @@ s_pull_read(exec_bulk_t *b, s_conn_t *c)
         uint32_t clen = exec_bulk_u32(h + 8);
         size_t have = c->in_len - S_REC; /* body bytes read so far (in_len counts past the header) */
         while (have < clen) {
-            int64_t t0 = s_t0(c);
-            ssize_t k = recv(c->fd, c->body + have, clen - have, MSG_DONTWAIT);
-            s_add(c, &c->p_io, t0);
-            c->p_calls++;
-            if (k > 0) {
-                have += (size_t) k;
-                moved += (size_t) k;
-            } else if (k < 0 && errno == EINTR) {
-                continue;
-            } else if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            ssize_t k = s_recv(c, c->body + have, clen - have);
+            if (k == 0)
                 break;
-            } else {
+            if (k < 0) {
                 char what[160];
                 snprintf(what, sizeof what, "%llu of %llu bytes (%s)",
                          (unsigned long long) c->off, (unsigned long long) c->size,
-                         k == 0 ? "it closed the connection" : strerror(errno));
+                         errno ? strerror(errno) : "it closed the connection");
                 s_pull_fail(b, c, LUX_EDEAD, "the bulk connection to %s ended after %s", what);
                 return;
             }
+            have += (size_t) k;
+            moved += (size_t) k;
         }
         c->in_len = S_REC + have;
         if (have < clen)
