@@ -6,7 +6,9 @@
     tcp_stream_gigabytes, the same bytes over one plain TCP connection
     from 127.0.0.2 to 127.0.0.3 in the same run, as the yardstick (issue
     28: the transfer should reach 0.8 of it). Three runs of each,
-    alternating, medians reported; the resident memory of both node
+    alternating, medians reported, and the first pull's figure besides
+    ("first_run_gigabytes": a user's first pull is that one, into store
+    pages the nodes have not touched yet); the resident memory of both node
     daemons after the runs (RssAnon: a buffer of the whole object would
     show there) in the row's extra fields. The row says which cipher the
     pulls used ("cipher", from B's log).
@@ -175,6 +177,28 @@ s_cipher_said(const char *dir, char *out, size_t n)
     free(text);
 }
 
+/* With LUX_STORE_WARM=1 (the nodes warm their stores, exec_arena.h):
+   wait until the log of each node in dirs says its store is warm, up to
+   10 minutes; the seconds waited, or -1 when it never said so. */
+static double
+s_wait_warm(char dirs[][PATH_MAX + 32], int n)
+{
+    int64_t t0 = util_mono_ns();
+    for (int i = 0; i < n; i++) {
+        char path[PATH_MAX + 64], *text = NULL;
+        snprintf(path, sizeof path, "%s/log/node.log", dirs[i]);
+        while (!(text = util_read_file(path, NULL)) || !strstr(text, "store warm")) {
+            free(text);
+            text = NULL;
+            if (util_mono_ns() - t0 > (int64_t) 600 * 1000000000)
+                return -1;
+            usleep(100000);
+        }
+        free(text);
+    }
+    return (double) (util_mono_ns() - t0) / 1e9;
+}
+
 /* Nodes A and B joined to the head c (LUX_BULK_CIPHER=cipher_env in their
    environment when not NULL), S_RUNS pulls of n bytes each followed by
    the stream of the same bytes, then the nodes stopped and removed. */
@@ -205,6 +229,12 @@ s_phase(bench_ctx_t *ctx, db_cluster_t *c, size_t n, const char *cipher_env, s_p
         npid[i] = util_pidfile_read(path);
     }
     unsetenv("LUX_BULK_CIPHER");
+    const char *warm = getenv("LUX_STORE_WARM");
+    if (!rc && warm && *warm == '1') {
+        double w = s_wait_warm(ndir, 2);
+        fprintf(stderr, "lux bench: the nodes' stores warm %s %.1f s after they joined\n",
+                w < 0 ? "not said within" : "in", w < 0 ? 600.0 : w);
+    }
     if (!rc && (pipe(to_a) || pipe(from_a)))
         rc = util_err(LUX_EIO, "pipe: %s", strerror(errno));
     if (!rc && (pa = fork()) == 0) {
@@ -321,11 +351,14 @@ s_transfer(bench_ctx_t *ctx, const char *name)
         s_medians(&ph[1], n, &gx, &gt);
         bench_report(ctx, "object_transfer_gigabytes", mx, "GB/s",
                      ", \"bytes\": %zu, \"runs\": %d, \"cipher\": \"%s\", \"of_tcp_stream\": %.2f, "
+                     "\"first_run_gigabytes\": %.6g, "
                      "\"integrity_only_gigabytes\": %.6g, \"integrity_only_of_tcp_stream\": %.2f, "
+                     "\"integrity_only_first_run_gigabytes\": %.6g, "
                      "\"node_a_rss_anon_mb\": %.0f, \"node_a_rss_shmem_mb\": %.0f, "
                      "\"node_a_hwm_mb\": %.0f, \"node_b_rss_anon_mb\": %.0f, "
                      "\"node_b_rss_shmem_mb\": %.0f, \"node_b_hwm_mb\": %.0f",
-                     n, S_RUNS, ph[0].cipher, mx / mt, gx, gx / gt, ph[0].rss[0][0],
+                     n, S_RUNS, ph[0].cipher, mx / mt, (double) n / ph[0].xfer[0] / 1e9, gx,
+                     gx / gt, (double) n / ph[1].xfer[0] / 1e9, ph[0].rss[0][0],
                      ph[0].rss[0][1], ph[0].rss[0][2], ph[0].rss[1][0], ph[0].rss[1][1],
                      ph[0].rss[1][2]);
         bench_report(ctx, "tcp_stream_gigabytes", mt, "GB/s",
@@ -334,9 +367,11 @@ s_transfer(bench_ctx_t *ctx, const char *name)
                      n, S_RUNS);
         bench_report(ctx, "object_transfer_gmac_gigabytes", gx, "GB/s",
                      ", \"bytes\": %zu, \"runs\": %d, \"cipher\": \"%s\", \"of_tcp_stream\": %.2f, "
+                     "\"first_run_gigabytes\": %.6g, "
                      "\"tcp_stream_gigabytes\": %.6g, \"node_a_rss_anon_mb\": %.0f, "
                      "\"node_b_rss_anon_mb\": %.0f",
-                     n, S_RUNS, ph[1].cipher, gx / gt, gt, ph[1].rss[0][0], ph[1].rss[1][0]);
+                     n, S_RUNS, ph[1].cipher, gx / gt, (double) n / ph[1].xfer[0] / 1e9, gt,
+                     ph[1].rss[0][0], ph[1].rss[1][0]);
     }
     bench_cluster_stop(ctx, &c);
     return rc;

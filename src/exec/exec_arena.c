@@ -24,14 +24,18 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef MADV_POPULATE_READ
@@ -53,6 +57,10 @@ struct exec_arena_t {
     exec_alloc_t *alloc;     /* the allocator; NULL when opened */
     exec_alloc_t *spare;     /* the spare region's, its offsets from store; or NULL */
     uint8_t *ready;          /* exec_arena_ready: a bit per S_CHUNK populated here */
+    pthread_t warm;          /* exec_arena_warm_start's thread, when warming */
+    bool warming;
+    atomic_bool warm_stop;
+    atomic_bool warm_done;   /* the thread has warmed all of the store */
 };
 
 #define S_CHUNK ((size_t) 64 << 10)
@@ -314,6 +322,10 @@ exec_arena_destroy(exec_arena_t **self_p)
     exec_arena_t *self = *self_p;
     if (!self)
         return;
+    if (self->warming) { /* a chunk at most (2 MiB) */
+        atomic_store(&self->warm_stop, true);
+        pthread_join(self->warm, NULL);
+    }
     if (self->base)
         munmap(self->base, self->size);
     if (self->creator && self->creator == getpid()) {
@@ -526,4 +538,73 @@ exec_arena_check(exec_arena_t *self)
     if (rc)
         util_err_ctx(rc, "arena %s", self->name);
     return rc;
+}
+
+/* ------------------------------------------------------------------------
+   Warming the store (exec_arena_warm_start) */
+
+#define S_WARM_STEP ((size_t) 2 << 20)
+
+static double
+s_cpu_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (double) t.tv_sec + (double) t.tv_nsec / 1e9;
+}
+
+static void *
+s_warm(void *arg)
+{
+    exec_arena_t *self = arg;
+    setpriority(PRIO_PROCESS, (id_t) gettid(), 19); /* this thread only: the loop comes first */
+    size_t pg = s_page(), off = 0;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (; off < self->store && !atomic_load_explicit(&self->warm_stop, memory_order_relaxed);
+         off += S_WARM_STEP) {
+        size_t n = self->store - off < S_WARM_STEP ? self->store - off : S_WARM_STEP;
+        if (madvise(self->base + off, n, MADV_POPULATE_WRITE) != 0 && errno != EINVAL) {
+            log_warn("arena %s: warming stopped at %zu of %zu MiB: %s", self->name, off >> 20,
+                     self->store >> 20, errno == EFAULT || errno == ENOSPC
+                                            ? S_SHM_DIR " is full" : strerror(errno));
+            return NULL;
+        }
+        /* a write to each page through this mapping: what costs here is
+           the first write, populated or not (doc/benchmarks.md); adding 0
+           atomically leaves any byte another process writes as it is */
+        for (size_t i = off; i < off + n; i += pg)
+            __atomic_fetch_add(self->base + i, 0, __ATOMIC_RELAXED);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    log_info("arena %s: store warm: %zu MiB in %.1f s (%.1f s of CPU)%s", self->name, off >> 20,
+             (double) (t1.tv_sec - t0.tv_sec) + (double) (t1.tv_nsec - t0.tv_nsec) / 1e9,
+             s_cpu_s(), off < self->store ? ", stopped" : "");
+    if (off >= self->store)
+        atomic_store(&self->warm_done, true);
+    return NULL;
+}
+
+int
+exec_arena_warm_start(exec_arena_t *self)
+{
+    if (!self->alloc)
+        return s_not_owner(self, "warm");
+    if (self->warming)
+        return 0;
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(&self->warm, NULL, s_warm, self);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc)
+        return util_err(LUX_EIO, "arena %s: a thread to warm it: %s", self->name, strerror(rc));
+    self->warming = true;
+    return 0;
+}
+
+bool
+exec_arena_warmed(exec_arena_t *self)
+{
+    return atomic_load(&self->warm_done);
 }

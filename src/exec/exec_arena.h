@@ -138,6 +138,21 @@ int exec_arena_prefault(exec_arena_t *self, uint64_t off, size_t n);
    (LUX_EFULL when /dev/shm has no room). One thread at a time. */
 int exec_arena_ready(exec_arena_t *self, uint64_t off, size_t n);
 
+/* The creator: warm the store ([0, store), not the spare region) on a
+   thread of its own at nice 19: populated 2 MiB at a time, and each page
+   written once through this mapping (an atomic add of 0), so that this
+   process's first reads and writes of it later cost what later ones do.
+   On this project's VM the first write to a page through a mapping costs
+   about 11 us even after MADV_POPULATE_WRITE, with no page fault the
+   guest counts (doc/benchmarks.md, 2026-11-29 stop 43): a node's first
+   pull of 1 GiB paid it at both ends. It takes all of the store's memory
+   from /dev/shm at once and about 3 CPU-s per GiB here; logged when done
+   ("store warm"). exec_arena_destroy stops it (within 2 MiB). 0, or
+   LUX_EIO when the thread cannot start. */
+int exec_arena_warm_start(exec_arena_t *self);
+/* Whether that thread has warmed all of the store. */
+bool exec_arena_warmed(exec_arena_t *self);
+
 /* --- the creator only ------------------------------------------------------
    On an arena that was opened, not created, alloc and free fail with
    LUX_ESTATE and the statistics are 0. */

@@ -16,11 +16,20 @@
     taken off the queue or have finished (exec_bulk_pool_cancel), so no
     thread reads the object or the key after exec_bulk_drop returns.
 
+    The puller opens on the same pool while its loop receives: each
+    record whole (its header and tag in a free slot, its body in the
+    block, or compressed in the slot) goes to the pool with its record
+    number; the loop takes the oldest back once opened and only then
+    counts it and hands back credit, so a record that failed ends the
+    pull at its turn, and no thread writes into the block after the pull
+    ends (the same cancel as the source's). The jobs are exec_bulk_job.c's.
+
     A connection killed while exec_bulk_fired walks its events is only
     marked (its descriptor closed, its key wiped) and freed after the
     walk, so a callback may stop any pull.
 */
 #include "exec_bulk.h"
+#include "exec_bulk_job.h"
 #include "exec_bulk_pool.h"
 #include "../net/net_tcp.h"
 #include "../util/util_buf.h"
@@ -55,35 +64,21 @@
 #define S_CHUNK_MAX (64u << 20)
 #define S_SLOTS 4              /* a streaming connection's chunks sealed or being sealed, at most */
 
-enum { R_REQ = 1, R_CREDIT = 2, R_CHUNK = 3 };
+enum { R_REQ = EXEC_BULK_R_REQ, R_CREDIT = EXEC_BULK_R_CREDIT, R_CHUNK = EXEC_BULK_R_CHUNK };
 enum { K_LISTEN, K_SRC, K_PULL };
 /* a source connection: hello, request, streaming, waiting for the end */
 enum { SS_HELLO, SS_REQ, SS_STREAM, SS_DRAIN };
 /* a puller's: connecting, a record's header, its body; failed at once */
 enum { PS_CONNECT, PS_HDR, PS_BODY, PS_FAILED };
 
-struct s_conn;
-
-/* One record of a source's stream: sealed on a pool thread, sent by the loop. */
-typedef struct {
-    exec_bulk_job_t job;      /* first: the pool's */
-    struct s_conn *c;         /* the connection it is for */
-    uint8_t *buf;             /* the record: header, tag, body */
-    size_t cap;
-    const uint8_t *body;      /* the body sent: in buf, or (GMAC, raw) the object's own bytes */
-    uint64_t off, ctr;        /* the chunk's offset in the object; its record number */
-    uint32_t len, clen;       /* the chunk's bytes; the body's (compressed when codec 1) */
-    size_t pos;               /* bytes of the record sent */
-    bool seen;                /* the loop has taken it sealed (profile counted, test flip done) */
-    exec_bulk_aead_t aead;    /* the slot's cipher context (one thread at a time uses it) */
-    int64_t p_crypt, p_lz4, p_cpu; /* LUX_XFER_PROFILE, ns: sealing, lz4, the thread's CPU */
-} s_slot_t;
+typedef exec_bulk_slot_t s_slot_t; /* a record sealed or opened on a pool thread */
 
 typedef struct s_conn {
     int kind;                 /* K_* */
     int fd;
     bool dead;                /* killed: freed at the sweep */
-    uint32_t events;          /* what epoll has for it now */
+    uint32_t events;          /* what epoll has for it now (maybe none) */
+    bool added;               /* in the epoll set */
     int st;                   /* SS_* or PS_* */
     char peer[64];            /* the other end, IP:PORT */
     exec_bulk_key_t key;      /* the transfer's */
@@ -95,9 +90,9 @@ typedef struct s_conn {
     int64_t deadline_ms;      /* the source: when an unsaid, silent or drained connection goes */
     /* the source's stream */
     const uint8_t *bytes;     /* the object's */
-    uint64_t size, off, sent; /* its size; the next chunk's offset; bytes sent */
+    uint64_t size, off, sent; /* its size; the next chunk's offset (sent or received); bytes sent */
     uint32_t chunk, credit;   /* chunk bytes asked; chunks it may still send */
-    s_slot_t slot[S_SLOTS];   /* a ring: the oldest at s_head, s_n of them in use */
+    s_slot_t slot[S_SLOTS];   /* a ring: the oldest at s_head, s_n of them in use (both ends) */
     int s_head, s_n;
     bool flip;                /* test: a byte of its second chunk flipped after sealing */
     bool hold, held;          /* test: nothing after the first chunk while the hold file is; said so */
@@ -105,17 +100,18 @@ typedef struct s_conn {
     void *who;
     uint8_t id[LUX_REF_LEN];
     uint8_t *dst;             /* the object's block */
-    uint8_t *zbuf;            /* a compressed chunk */
-    size_t zcap;
+    size_t zcap;              /* room for a compressed chunk (in a slot's buf) */
+    _Atomic uint64_t fail;    /* the first record that failed to open, or ~0 (exec_bulk_job.h) */
     uint8_t *body;            /* where the current record's body goes */
     uint64_t got;             /* bytes opened into dst */
     uint32_t unthanked;       /* chunks opened, not yet credited back */
     int window;
-    exec_bulk_aead_t enc, dec; /* the loop thread's cipher contexts: sealing, opening */
+    exec_bulk_aead_t enc, dec; /* the loop thread's cipher contexts: credits, requests */
     /* LUX_XFER_PROFILE: where a transfer's time went, logged at its end */
     bool prof;
     int64_t p_start, p_crypt, p_io, p_lz4; /* ns: all; sealing/opening; send/recv; lz4 */
-    int64_t p_cpu;                         /* ns: the sealing threads' CPU for it */
+    int64_t p_cpu;                         /* ns: the pool threads' CPU for it */
+    long p_flt;                            /* the pool threads' page faults for it */
     uint64_t p_calls, p_turns;             /* send/recv calls; turns of the node's loop */
     struct rusage p_ru;                    /* the loop thread's at the start */
     int fail_rc;              /* PS_FAILED: the code, and... */
@@ -129,7 +125,7 @@ struct exec_bulk {
     int port;
     s_conn_t *conns;
     int depth;               /* inside exec_bulk_fired: kill only marks */
-    exec_bulk_pool_t *pool;  /* the threads that seal a source's chunks */
+    exec_bulk_pool_t *pool;  /* the threads that seal a source's chunks and open a puller's */
     exec_bulk_fns_t fns;
     void *arg;
     util_complain_t complain;
@@ -162,8 +158,8 @@ s_want(exec_bulk_t *b, s_conn_t *c, uint32_t ev)
     if (c->dead || c->fd < 0 || ev == c->events)
         return;
     struct epoll_event e = {.events = ev, .data.ptr = c};
-    if (epoll_ctl(b->epfd, c->events ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, c->fd, &e) == 0)
-        c->events = ev;
+    if (epoll_ctl(b->epfd, c->added ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, c->fd, &e) == 0)
+        c->events = ev, c->added = true;
 }
 
 static void
@@ -172,7 +168,6 @@ s_free(s_conn_t *c)
     for (int i = 0; i < S_SLOTS; i++)
         free(c->slot[i].buf);
     free(c->out);
-    free(c->zbuf);
     free(c);
 }
 
@@ -208,6 +203,7 @@ s_kill(exec_bulk_t *b, s_conn_t *c)
         if (sl->seen)
             continue;
         c->p_crypt += sl->p_crypt, c->p_lz4 += sl->p_lz4, c->p_cpu += sl->p_cpu;
+        c->p_flt += sl->p_flt;
     }
     c->s_n = 0;
     for (int i = 0; i < S_SLOTS; i++)
@@ -216,13 +212,15 @@ s_kill(exec_bulk_t *b, s_conn_t *c)
         double all = (double) (util_mono_ns() - c->p_start) / 1e6;
         struct rusage ru;
         getrusage(RUSAGE_THREAD, &ru);
-        char threads[96] = "";
+        char threads[128];
         int nth = exec_bulk_pool_threads(b->pool);
-        if (c->kind == K_SRC && nth)
-            snprintf(threads, sizeof threads, "; sealed on %d thread%s: %.1f ms of their CPU",
-                     nth, nth == 1 ? "" : "s", (double) c->p_cpu / 1e6);
-        else if (c->kind == K_SRC)
-            snprintf(threads, sizeof threads, "; sealed in the loop's thread");
+        const char *did = c->kind == K_SRC ? "sealed" : "opened";
+        if (nth)
+            snprintf(threads, sizeof threads, "; %s on %d thread%s: %.1f ms of their CPU, %ld "
+                     "page faults", did, nth, nth == 1 ? "" : "s", (double) c->p_cpu / 1e6,
+                     c->p_flt);
+        else
+            snprintf(threads, sizeof threads, "; %s in the loop's thread", did);
         double cpu = (double) (ru.ru_utime.tv_sec - c->p_ru.ru_utime.tv_sec +
                                ru.ru_stime.tv_sec - c->p_ru.ru_stime.tv_sec) * 1e3 +
                      (double) (ru.ru_utime.tv_usec - c->p_ru.ru_utime.tv_usec +
@@ -260,26 +258,58 @@ s_conn_new(exec_bulk_t *b, int kind, int fd)
     return c;
 }
 
+/* One send of the n pieces at iov, timed for the profile: the bytes
+   sent (the connection moves), 0 when its socket is full, -1 when it
+   broke. */
+static ssize_t
+s_send(s_conn_t *c, struct iovec *iov, int n)
+{
+    for (;;) {
+        struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t) n};
+        int64_t t0 = s_t0(c);
+        ssize_t k = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+        s_add(c, &c->p_io, t0);
+        c->p_calls++;
+        if (k > 0) {
+            c->deadline_ms = util_mono_ms() + S_SILENT_MS; /* it moves */
+            return k;
+        }
+        if (k < 0 && errno == EINTR)
+            continue;
+        return k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : -1;
+    }
+}
+
+/* One receive of up to n bytes into p, timed: the bytes come, 0 when
+   none are there yet, -1 at the end of the stream (errno 0) or an error. */
+static ssize_t
+s_recv(s_conn_t *c, uint8_t *p, size_t n)
+{
+    for (;;) {
+        int64_t t0 = s_t0(c);
+        ssize_t k = recv(c->fd, p, n, MSG_DONTWAIT);
+        s_add(c, &c->p_io, t0);
+        c->p_calls++;
+        if (k > 0)
+            return k;
+        if (k == 0)
+            return errno = 0, -1;
+        if (errno == EINTR)
+            continue;
+        return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+    }
+}
+
 /* Send what waits in c->out: 0, or -1 when the connection broke. */
 static int
 s_flush(s_conn_t *c)
 {
     while (c->out_pos < c->out_len) {
-        int64_t t0 = s_t0(c);
-        ssize_t k = send(c->fd, c->out + c->out_pos, c->out_len - c->out_pos,
-                         MSG_NOSIGNAL | MSG_DONTWAIT);
-        s_add(c, &c->p_io, t0);
-        c->p_calls++;
-        if (k > 0) {
-            c->out_pos += (size_t) k;
-            c->deadline_ms = util_mono_ms() + S_SILENT_MS; /* it moves */
-        } else if (k < 0 && errno == EINTR) {
-            continue;
-        } else if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            return 0;
-        } else {
-            return -1;
-        }
+        struct iovec iov = {c->out + c->out_pos, c->out_len - c->out_pos};
+        ssize_t k = s_send(c, &iov, 1);
+        if (k <= 0)
+            return (int) k;
+        c->out_pos += (size_t) k;
     }
     c->out_pos = c->out_len = 0;
     return 0;
@@ -306,20 +336,10 @@ static int
 s_read_in(s_conn_t *c)
 {
     while (c->in_len < c->in_need) {
-        int64_t t0 = s_t0(c);
-        ssize_t k = recv(c->fd, c->in + c->in_len, c->in_need - c->in_len, MSG_DONTWAIT);
-        s_add(c, &c->p_io, t0);
-        c->p_calls++;
-        if (k > 0)
-            c->in_len += (size_t) k;
-        else if (k == 0)
-            return errno = 0, -1;
-        else if (errno == EINTR)
-            continue;
-        else if (errno == EAGAIN || errno == EWOULDBLOCK)
-            return 0;
-        else
-            return -1;
+        ssize_t k = s_recv(c, c->in + c->in_len, c->in_need - c->in_len);
+        if (k <= 0)
+            return (int) k;
+        c->in_len += (size_t) k;
     }
     return 1;
 }
@@ -378,40 +398,6 @@ s_accept(exec_bulk_t *b)
     }
 }
 
-static int64_t
-s_cpu_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return (int64_t) t.tv_sec * 1000000000 + t.tv_nsec;
-}
-
-/* A slot's chunk, sealed (compressed first where a probe of it says lz4
-   pays): on a pool thread. Reads the object's bytes and the key, both
-   fixed while the connection streams; writes only the slot. */
-static void
-s_seal_run(exec_bulk_job_t *job)
-{
-    s_slot_t *sl = (s_slot_t *) job;
-    const s_conn_t *c = sl->c;
-    int64_t cpu0 = c->prof ? s_cpu_ns() : 0, t0 = s_t0(c);
-    uint8_t *rec = sl->buf, *body = rec + S_REC;
-    const uint8_t *src = c->bytes + sl->off;
-    size_t zn = exec_bulk_lz4(src, sl->len, body, sl->cap - S_REC);
-    int codec = zn > 0;
-    sl->clen = codec ? (uint32_t) zn : sl->len;
-    /* integrity only: a raw chunk is sent from the store as it is */
-    sl->body = codec || c->key.cipher != EXEC_BULK_GMAC ? body : src;
-    s_add(c, &sl->p_lz4, t0);
-    exec_bulk_hdr(rec, R_CHUNK, codec, sl->len, sl->clen, sl->off);
-    t0 = s_t0(c);
-    exec_bulk_seal(&sl->aead, &c->key, 0, sl->ctr, rec, sl->body == src ? NULL : body,
-                   codec ? body : src, sl->clen, rec + S_HDR);
-    s_add(c, &sl->p_crypt, t0);
-    if (c->prof)
-        sl->p_cpu += s_cpu_ns() - cpu0;
-}
-
 /* Chunks into free slots, to be sealed, while the puller's credit lasts:
    each takes the next offset and record number. -1 when there is no
    memory for a slot. */
@@ -430,14 +416,17 @@ s_src_fill(exec_bulk_t *b, s_conn_t *c)
             sl->buf = p;
             sl->cap = need;
         }
-        sl->c = c;
+        sl->key = &c->key;
+        sl->obj = (uint8_t *) c->bytes;
+        sl->prof = c->prof;
         sl->off = c->off;
         sl->len = len;
         sl->ctr = c->ctr_out++;
         sl->pos = 0;
         sl->seen = false;
         sl->p_crypt = sl->p_lz4 = sl->p_cpu = 0;
-        sl->job.run = s_seal_run;
+        sl->p_flt = 0;
+        sl->job.run = exec_bulk_seal_run;
         c->off += len;
         c->credit--;
         c->s_n++;
@@ -458,6 +447,7 @@ s_src_ready(exec_bulk_t *b, s_conn_t *c)
             return NULL;
         sl->seen = true;
         c->p_crypt += sl->p_crypt, c->p_lz4 += sl->p_lz4, c->p_cpu += sl->p_cpu;
+        c->p_flt += sl->p_flt;
         if (c->flip && (sl->ctr == 1 || sl->off + sl->len == c->size)) {
             if (sl->body != sl->buf + S_REC) /* not the store's bytes: a copy */
                 sl->body = memcpy(sl->buf + S_REC, sl->body, sl->clen);
@@ -486,23 +476,11 @@ s_src_send(exec_bulk_t *b, s_conn_t *c)
             if (sl->pos >= S_REC)
                 iov[1].iov_base = (uint8_t *) sl->body + (sl->pos - S_REC),
                 iov[1].iov_len = all - sl->pos;
-            struct msghdr mh = {.msg_iov = iov + (sl->pos >= S_REC), .msg_iovlen = 2 -
-                                (sl->pos >= S_REC)};
-            int64_t t0 = s_t0(c);
-            ssize_t k = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
-            s_add(c, &c->p_io, t0);
-            c->p_calls++;
-            if (k > 0) {
-                sl->pos += (size_t) k;
-                moved += (size_t) k;
-                c->deadline_ms = util_mono_ms() + S_SILENT_MS; /* it moves */
-            } else if (k < 0 && errno == EINTR) {
-                continue;
-            } else if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-                return 0;
-            } else {
-                return -1;
-            }
+            ssize_t k = s_send(c, iov + (sl->pos >= S_REC), 2 - (sl->pos >= S_REC));
+            if (k <= 0)
+                return (int) k;
+            sl->pos += (size_t) k;
+            moved += (size_t) k;
         }
         c->sent += sl->len;
         c->s_head = (c->s_head + 1) % S_SLOTS;
@@ -736,14 +714,16 @@ s_pull_fail(exec_bulk_t *b, s_conn_t *c, int rc, const char *fmt, const char *ar
     s_pull_end(b, c, rc, false);
 }
 
-/* A record's header came: check it, and say where its body goes. */
+/* A record's header came: check it, and say where its body goes (into
+   the block where it belongs, or a compressed one into the next slot's
+   buffer). */
 static int
 s_pull_hdr(exec_bulk_t *b, s_conn_t *c)
 {
     const uint8_t *h = c->in;
     uint32_t plen = exec_bulk_u32(h + 4), clen = exec_bulk_u32(h + 8);
     uint64_t off = exec_bulk_u64(h + 12);
-    if (h[0] != R_CHUNK || off != c->got || plen == 0 || plen > c->size - c->got ||
+    if (h[0] != R_CHUNK || off != c->off || plen == 0 || plen > c->size - c->off ||
         plen > c->chunk || (h[1] == 0 && clen != plen) || h[1] > 1 ||
         (h[1] == 1 && clen > c->zcap)) {
         char what[96];
@@ -753,66 +733,122 @@ s_pull_hdr(exec_bulk_t *b, s_conn_t *c)
                     "at %s", what);
         return -1;
     }
-    c->body = h[1] ? c->zbuf : c->dst + off;
+    s_slot_t *sl = &c->slot[(c->s_head + c->s_n) % S_SLOTS];
+    if (h[1] == 1 && sl->cap < c->zcap) {
+        uint8_t *p = realloc(sl->buf, c->zcap);
+        if (!p) {
+            s_pull_fail(b, c, LUX_ENOMEM, "the pull from %s: out of memory for a compressed "
+                        "chunk%s", "");
+            return -1;
+        }
+        sl->buf = p;
+        sl->cap = c->zcap;
+    }
+    c->body = h[1] ? sl->buf : c->dst + off;
     c->st = PS_BODY;
     return 0;
 }
 
-/* A record's body came: open it (where it lies), decompress, count. */
-static int
+/* A record's body came: to a pool thread, to be opened where it lies
+   (exec_bulk_open_run); the loop goes on receiving the next. */
+static void
 s_pull_body(exec_bulk_t *b, s_conn_t *c)
 {
     const uint8_t *h = c->in;
-    uint32_t plen = exec_bulk_u32(h + 4), clen = exec_bulk_u32(h + 8);
-    uint64_t off = exec_bulk_u64(h + 12);
-    char where[64];
-    snprintf(where, sizeof where, "%llu", (unsigned long long) off);
-    int64_t t0 = s_t0(c);
-    bool opened = exec_bulk_open(&c->dec, &c->key, 0, c->ctr_in, h, c->body, clen, h + S_HDR);
-    s_add(c, &c->p_crypt, t0);
-    if (!opened) {
-        s_pull_fail(b, c, LUX_ECORRUPT, "the chunk at offset %2$s from %1$s failed "
-                    "authentication (altered, replayed or reordered on the way, or not sealed "
-                    "with this transfer's key)", where);
-        return -1;
-    }
-    c->ctr_in++;
-    t0 = s_t0(c);
-    if (h[1] == 1 && LZ4_decompress_safe((const char *) c->body, (char *) c->dst + off,
-                                         (int) clen, (int) plen) != (int) plen) {
-        s_pull_fail(b, c, LUX_ECORRUPT, "the compressed chunk at offset %2$s from %1$s does "
-                    "not decompress", where);
-        return -1;
-    }
-    s_add(c, &c->p_lz4, t0);
-    c->got += plen;
-    c->unthanked++;
+    s_slot_t *sl = &c->slot[(c->s_head + c->s_n) % S_SLOTS];
+    memcpy(sl->hdr, h, S_REC);
+    sl->key = &c->key;
+    sl->obj = c->dst;
+    sl->body = c->body;
+    sl->off = exec_bulk_u64(h + 12);
+    sl->len = exec_bulk_u32(h + 4);
+    sl->clen = exec_bulk_u32(h + 8);
+    sl->codec = h[1];
+    sl->ctr = c->ctr_in++;
+    sl->fail = &c->fail;
+    sl->prof = c->prof;
+    sl->seen = false;
+    sl->p_crypt = sl->p_lz4 = sl->p_cpu = 0;
+    sl->p_flt = 0;
+    sl->job.run = exec_bulk_open_run;
+    c->off += sl->len;
+    c->s_n++;
     c->st = PS_HDR;
     c->in_len = 0;
     c->in_need = S_REC;
-    return 0;
+    exec_bulk_pool_push(b->pool, &sl->job);
 }
 
+/* The oldest slots whose records are opened, in order: counted and
+   credited, or the pull fails at the first that did not open. true
+   when the pull ended (whole, or failed). */
+static bool
+s_pull_reap(exec_bulk_t *b, s_conn_t *c)
+{
+    while (c->s_n > 0) {
+        s_slot_t *sl = &c->slot[c->s_head];
+        if (!exec_bulk_pool_done(b->pool, &sl->job))
+            return false;
+        sl->seen = true;
+        c->p_crypt += sl->p_crypt, c->p_lz4 += sl->p_lz4, c->p_cpu += sl->p_cpu;
+        c->p_flt += sl->p_flt;
+        if (sl->rc) { /* the first that failed comes before any it stopped (AFTER_BAD) */
+            char where[64];
+            snprintf(where, sizeof where, "%llu", (unsigned long long) sl->off);
+            if (sl->rc == EXEC_BULK_BAD_LZ4)
+                s_pull_fail(b, c, LUX_ECORRUPT, "the compressed chunk at offset %2$s from %1$s "
+                            "does not decompress", where);
+            else
+                s_pull_fail(b, c, LUX_ECORRUPT, "the chunk at offset %2$s from %1$s failed "
+                            "authentication (altered, replayed or reordered on the way, or not "
+                            "sealed with this transfer's key)", where);
+            return true;
+        }
+        c->s_head = (c->s_head + 1) % S_SLOTS;
+        c->s_n--;
+        c->got += sl->len;
+        c->unthanked++;
+        if (c->got == c->size) {
+            s_pull_end(b, c, 0, false);
+            return true;
+        }
+        if (s_credit(c, false)) {
+            s_pull_fail(b, c, LUX_EDEAD, "the bulk connection to %s broke while asking for "
+                        "more%s", NULL);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The connection's bytes: headers and bodies received in order while a
+   slot is free, bodies handed to the pool, opened ones reaped. */
 static void
 s_pull_read(exec_bulk_t *b, s_conn_t *c)
 {
     size_t moved = 0;
+    uint64_t got = c->got;
+    void *who = c->who;
     c->p_turns++;
     while (moved < S_TURN_BYTES && !c->dead) {
+        if (s_pull_reap(b, c))
+            return;
+        if (c->s_n == S_SLOTS)
+            break; /* every slot is being opened: the pool's eventfd says when one is done */
         if (c->st == PS_HDR) {
             int r = s_read_in(c);
             if (r == 0)
                 break;
             if (r < 0) {
                 const char *why = errno ? strerror(errno) : "it closed the connection";
-                if (c->got == 0) {
+                if (c->off == 0) {
                     util_err(LUX_EAUTH, "the source %s ended its bulk connection before any "
                              "chunk (%s: it refused the request, or is gone)", c->peer, why);
                     s_pull_end(b, c, LUX_EAUTH, true);
                 } else {
                     char what[160];
                     snprintf(what, sizeof what, "%llu of %llu bytes (%s)",
-                             (unsigned long long) c->got, (unsigned long long) c->size, why);
+                             (unsigned long long) c->off, (unsigned long long) c->size, why);
                     s_pull_fail(b, c, LUX_EDEAD, "the bulk connection to %s ended after %s",
                                 what);
                 }
@@ -825,43 +861,37 @@ s_pull_read(exec_bulk_t *b, s_conn_t *c)
         uint32_t clen = exec_bulk_u32(h + 8);
         size_t have = c->in_len - S_REC; /* body bytes read so far (in_len counts past the header) */
         while (have < clen) {
-            int64_t t0 = s_t0(c);
-            ssize_t k = recv(c->fd, c->body + have, clen - have, MSG_DONTWAIT);
-            s_add(c, &c->p_io, t0);
-            c->p_calls++;
-            if (k > 0) {
-                have += (size_t) k;
-                moved += (size_t) k;
-            } else if (k < 0 && errno == EINTR) {
-                continue;
-            } else if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            ssize_t k = s_recv(c, c->body + have, clen - have);
+            if (k == 0)
                 break;
-            } else {
+            if (k < 0) {
                 char what[160];
                 snprintf(what, sizeof what, "%llu of %llu bytes (%s)",
-                         (unsigned long long) c->got, (unsigned long long) c->size,
-                         k == 0 ? "it closed the connection" : strerror(errno));
+                         (unsigned long long) c->off, (unsigned long long) c->size,
+                         errno ? strerror(errno) : "it closed the connection");
                 s_pull_fail(b, c, LUX_EDEAD, "the bulk connection to %s ended after %s", what);
                 return;
             }
+            have += (size_t) k;
+            moved += (size_t) k;
         }
         c->in_len = S_REC + have;
         if (have < clen)
             break;
-        if (s_pull_body(b, c))
-            return;
-        if (c->got == c->size) {
-            s_pull_end(b, c, 0, false);
-            return;
-        }
-        if (s_credit(c, false)) {
-            s_pull_fail(b, c, LUX_EDEAD, "the bulk connection to %s broke while asking for "
-                        "more%s", NULL);
-            return;
-        }
+        s_pull_body(b, c);
     }
-    if (moved)
-        b->fns.moved(b->arg, c->who, c->got);
+    if (!c->dead && s_pull_reap(b, c)) /* those run at once (no threads) */
+        return;
+    if (c->got != got) /* bytes received but not yet opened are not news */
+        b->fns.moved(b->arg, who, c->got);
+}
+
+/* Readable matters only while a slot is free (else the pool's eventfd
+   says when one is: level-triggered, a readable socket would spin). */
+static void
+s_pull_want(exec_bulk_t *b, s_conn_t *c)
+{
+    s_want(b, c, (c->s_n < S_SLOTS ? EPOLLIN : 0) | (c->out_pos < c->out_len ? EPOLLOUT : 0));
 }
 
 static void
@@ -884,7 +914,7 @@ s_pull_fired(exec_bulk_t *b, s_conn_t *c, uint32_t ev)
         c->in_need = S_REC;
     }
     if (s_flush(c)) {
-        if (c->got == 0) {
+        if (c->off == 0) {
             util_err(LUX_EAUTH, "the bulk connection to %s broke before any chunk: %s", c->peer,
                      strerror(errno));
             s_pull_end(b, c, LUX_EAUTH, true);
@@ -896,7 +926,7 @@ s_pull_fired(exec_bulk_t *b, s_conn_t *c, uint32_t ev)
     if (ev & (EPOLLIN | EPOLLHUP | EPOLLERR))
         s_pull_read(b, c);
     if (!c->dead)
-        s_want(b, c, EPOLLIN | (c->out_pos < c->out_len ? EPOLLOUT : 0));
+        s_pull_want(b, c);
 }
 
 exec_bulk_pull_t *
@@ -911,7 +941,7 @@ exec_bulk_pull_start(exec_bulk_t *self, const char *host, int port, const exec_b
     }
     s_conn_t *c = s_conn_new(self, K_PULL, fd);
     size_t zcap = (size_t) LZ4_compressBound((int) chunk);
-    if (!c || !(c->zbuf = malloc(zcap)) || s_out_room(c, S_HELLO + S_REC + S_REQ_LEN)) {
+    if (!c || s_out_room(c, S_HELLO + S_REC + S_REQ_LEN)) {
         util_err(LUX_ENOMEM, "bulk connection to %s: out of memory", host);
         if (c)
             s_kill(self, c);
@@ -928,6 +958,7 @@ exec_bulk_pull_start(exec_bulk_t *self, const char *host, int port, const exec_b
     c->chunk = chunk;
     c->window = window;
     c->zcap = zcap;
+    atomic_init(&c->fail, UINT64_MAX);
     /* the hello and the request, sent once connected */
     uint8_t *o = c->out;
     memcpy(o, "LUXB\1\0\0\0", 8);
@@ -1034,7 +1065,7 @@ exec_bulk_new(const char *host, int port, const char *local, const exec_bulk_fns
     struct epoll_event e = {.events = EPOLLIN, .data.ptr = NULL}; /* NULL: the pool */
     if (!(b->pool = exec_bulk_pool_new(-1)) ||
         epoll_ctl(b->epfd, EPOLL_CTL_ADD, exec_bulk_pool_fd(b->pool), &e) < 0) {
-        util_err_ctx(LUX_EIO, "bulk: its sealing threads");
+        util_err_ctx(LUX_EIO, "bulk: its threads");
         exec_bulk_destroy(&b);
         return NULL;
     }
@@ -1084,11 +1115,13 @@ exec_bulk_fired(exec_bulk_t *self)
     int n = epoll_wait(self->epfd, evs, 32, 0);
     for (int i = 0; i < n; i++) {
         s_conn_t *c = evs[i].data.ptr;
-        if (!c) { /* chunks were sealed: send them */
+        if (!c) { /* chunks were sealed or opened: send them, count them */
             exec_bulk_pool_clear(self->pool);
             for (s_conn_t *s = self->conns; s; s = s->next)
                 if (!s->dead && s->kind == K_SRC && s->st == SS_STREAM && s->s_n > 0)
                     s_src_stream(self, s);
+                else if (!s->dead && s->kind == K_PULL && s->s_n > 0)
+                    s_pull_fired(self, s, EPOLLIN);
             continue;
         }
         if (c->dead)

@@ -73,8 +73,8 @@ typedef struct {
        transfer cannot be served again, so what it holds may go now. Not
        called for exec_bulk_drop's ends, nor from exec_bulk_destroy. */
     void (*over)(void *arg, uint64_t xid);
-    /* The puller: bytes came for who's pull; got of them are opened in
-       place so far. */
+    /* The puller: more of who's pull came and opened in place: got
+       bytes of it so far, from its start, in order. */
     void (*moved)(void *arg, void *who, uint64_t got);
     /* The puller: who's pull ended (its handle is gone already): rc 0
        when every byte came and opened, else a code with lux_errmsg();

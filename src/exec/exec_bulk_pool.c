@@ -1,4 +1,4 @@
-/*  exec_bulk_pool - threads that seal the bulk path's records beside the
+/*  exec_bulk_pool - threads that seal and open the bulk path's records beside the
     node's loop (see exec_bulk_pool.h). One lock guards the queue and every
     job's state; a thread takes the oldest queued job, runs it unlocked,
     marks it done, wakes the loop through the eventfd and any canceller
@@ -116,7 +116,7 @@ s_start(exec_bulk_pool_t *p)
     for (int i = 0; i < p->want; i++) {
         int rc = pthread_create(&p->th[i], NULL, s_thread, p);
         if (rc) {
-            log_warn("bulk: sealing thread %d of %d cannot start (%s); %d run", i + 1, p->want,
+            log_warn("bulk: thread %d of %d cannot start (%s); %d run", i + 1, p->want,
                      strerror(rc), i);
             break;
         }
@@ -124,7 +124,7 @@ s_start(exec_bulk_pool_t *p)
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (p->started)
-        log_info("bulk: %d sealing thread%s", p->started, p->started == 1 ? "" : "s");
+        log_info("bulk: %d thread%s to seal and open records", p->started, p->started == 1 ? "" : "s");
 }
 
 void

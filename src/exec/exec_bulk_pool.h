@@ -1,8 +1,10 @@
-/*  exec_bulk_pool - threads beside the node's loop that seal the bulk
-    path's records (doc/DESIGN.md 7.3), so that the loop sends one chunk
-    while the next is sealed: before, one thread sealed, then sent, in
-    series, and the source was the pull's bottleneck (issue 28: 376 ms
-    sealing and 279 ms sending per GiB on one thread).
+/*  exec_bulk_pool - threads beside the node's loop that seal and open the
+    bulk path's records (doc/DESIGN.md 7.3, exec_bulk_job.h), so that the
+    loop sends one chunk while the next is sealed, and receives one while
+    the last is opened: before, one thread sealed, then sent, in series,
+    and the source was the pull's bottleneck (issue 28: 376 ms sealing and
+    279 ms sending per GiB on one thread); then the puller was (363 ms
+    opening and 184 ms receiving).
 
     A job is a struct the caller owns, with exec_bulk_job_t first; the
     caller pushes it, a pool thread runs it, and the pool's descriptor

@@ -19,6 +19,9 @@
 #define EXEC_BULK_HDR 20               /* type, codec, 0 u16, plen, clen, off: the additional data */
 #define EXEC_BULK_REC (EXEC_BULK_HDR + 16) /* a record's header and tag */
 
+/* The records' types (exec_bulk.h) */
+enum { EXEC_BULK_R_REQ = 1, EXEC_BULK_R_CREDIT = 2, EXEC_BULK_R_CHUNK = 3 };
+
 /* The records' ciphers. GMAC is integrity only (LUX_BULK_CIPHER=gmac at
    both ends, DESIGN 10): AES-256-GCM over no plaintext, with the header
    and the bytes as the additional data, so the tag covers both and the

@@ -830,6 +830,9 @@ s_setup(nm_t *nm, const exec_node_opts_t *o)
     if (!(nm->arena = exec_arena_create_spare(nm->arena_name, (size_t) nm->store_bytes,
                                               (size_t) nm->store_bytes)))
         return util_err_ctx(LUX_EIO, "object store");
+    const char *warm = getenv("LUX_STORE_WARM"); /* the first pull's pages, before it */
+    if (warm && *warm == '1' && exec_arena_warm_start(nm->arena))
+        log_warn("%s; the store is not warmed", lux_errmsg());
     snprintf(nm->spill_dir, sizeof nm->spill_dir, "%s/spill", nm->cluster.dir);
     if ((rc = util_private_dir(nm->spill_dir)))
         return rc;
