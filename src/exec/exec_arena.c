@@ -20,6 +20,7 @@
 #include "exec_alloc.h"
 #include "../util/util_err.h"
 #include "../util/util_log.h"
+#include "../util/util_time.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -545,14 +546,6 @@ exec_arena_check(exec_arena_t *self)
 
 #define S_WARM_STEP ((size_t) 2 << 20)
 
-static double
-s_cpu_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return (double) t.tv_sec + (double) t.tv_nsec / 1e9;
-}
-
 static void *
 s_warm(void *arg)
 {
@@ -579,7 +572,7 @@ s_warm(void *arg)
     clock_gettime(CLOCK_MONOTONIC, &t1);
     log_info("arena %s: store warm: %zu MiB in %.1f s (%.1f s of CPU)%s", self->name, off >> 20,
              (double) (t1.tv_sec - t0.tv_sec) + (double) (t1.tv_nsec - t0.tv_nsec) / 1e9,
-             s_cpu_s(), off < self->store ? ", stopped" : "");
+             util_thread_cpu_ns() / 1e9, off < self->store ? ", stopped" : "");
     if (off >= self->store)
         atomic_store(&self->warm_done, true);
     return NULL;

@@ -136,20 +136,6 @@ struct exec_bulk {
     bool profile;            /* LUX_XFER_PROFILE=1 */
 };
 
-/* The profile's clock: 0 unless c is profiled. */
-static inline int64_t
-s_t0(const s_conn_t *c)
-{
-    return c->prof ? util_mono_ns() : 0;
-}
-
-static inline void
-s_add(const s_conn_t *c, int64_t *acc, int64_t t0)
-{
-    if (c->prof)
-        *acc += util_mono_ns() - t0;
-}
-
 /* --- connections ------------------------------------------------------------------------ */
 
 static void
@@ -266,9 +252,9 @@ s_send(s_conn_t *c, struct iovec *iov, int n)
 {
     for (;;) {
         struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t) n};
-        int64_t t0 = s_t0(c);
+        int64_t t0 = exec_bulk_t0(c->prof);
         ssize_t k = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
-        s_add(c, &c->p_io, t0);
+        exec_bulk_add(c->prof, &c->p_io, t0);
         c->p_calls++;
         if (k > 0) {
             c->deadline_ms = util_mono_ms() + S_SILENT_MS; /* it moves */
@@ -286,9 +272,9 @@ static ssize_t
 s_recv(s_conn_t *c, uint8_t *p, size_t n)
 {
     for (;;) {
-        int64_t t0 = s_t0(c);
+        int64_t t0 = exec_bulk_t0(c->prof);
         ssize_t k = recv(c->fd, p, n, MSG_DONTWAIT);
-        s_add(c, &c->p_io, t0);
+        exec_bulk_add(c->prof, &c->p_io, t0);
         c->p_calls++;
         if (k > 0)
             return k;
@@ -584,7 +570,7 @@ s_src_say(exec_bulk_t *b, s_conn_t *c)
     c->hold = b->hold_file && stat(b->hold_file, &st) == 0;
     c->st = SS_STREAM;
     c->deadline_ms = util_mono_ms() + S_SILENT_MS;
-    c->p_start = s_t0(c);
+    c->p_start = exec_bulk_t0(c->prof);
     if (c->prof)
         getrusage(RUSAGE_THREAD, &c->p_ru);
     c->in_len = 0;
@@ -981,7 +967,7 @@ exec_bulk_pull_start(exec_bulk_t *self, const char *host, int port, const exec_b
     exec_bulk_key_wipe(&k);
     c->out_len = S_HELLO + S_REC + S_REQ_LEN;
     c->st = PS_CONNECT;
-    c->p_start = s_t0(c);
+    c->p_start = exec_bulk_t0(c->prof);
     if (c->prof)
         getrusage(RUSAGE_THREAD, &c->p_ru);
     if (err) {

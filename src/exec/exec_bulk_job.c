@@ -7,14 +7,6 @@
 #include <sys/resource.h>
 #include <time.h>
 
-static int64_t
-s_cpu_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return (int64_t) t.tv_sec * 1000000000 + t.tv_nsec;
-}
-
 static long
 s_faults(void)
 {
@@ -23,27 +15,13 @@ s_faults(void)
     return ru.ru_minflt;
 }
 
-/* The profile's clock: 0 unless sl is profiled. */
-static inline int64_t
-s_t0(const exec_bulk_slot_t *sl)
-{
-    return sl->prof ? util_mono_ns() : 0;
-}
-
-static inline void
-s_add(const exec_bulk_slot_t *sl, int64_t *acc, int64_t t0)
-{
-    if (sl->prof)
-        *acc += util_mono_ns() - t0;
-}
-
 /* Reads the object's bytes and the key, both fixed while the connection
    streams; writes only the slot. */
 void
 exec_bulk_seal_run(exec_bulk_job_t *job)
 {
     exec_bulk_slot_t *sl = (exec_bulk_slot_t *) job;
-    int64_t cpu0 = sl->prof ? s_cpu_ns() : 0, t0 = s_t0(sl);
+    int64_t cpu0 = sl->prof ? util_thread_cpu_ns() : 0, t0 = exec_bulk_t0(sl->prof);
     long flt0 = sl->prof ? s_faults() : 0;
     uint8_t *rec = sl->buf, *body = rec + EXEC_BULK_REC;
     const uint8_t *src = sl->obj + sl->off;
@@ -52,14 +30,14 @@ exec_bulk_seal_run(exec_bulk_job_t *job)
     sl->clen = sl->codec ? (uint32_t) zn : sl->len;
     /* integrity only: a raw chunk is sent from the store as it is */
     sl->body = sl->codec || sl->key->cipher != EXEC_BULK_GMAC ? body : src;
-    s_add(sl, &sl->p_lz4, t0);
+    exec_bulk_add(sl->prof, &sl->p_lz4, t0);
     exec_bulk_hdr(rec, EXEC_BULK_R_CHUNK, sl->codec, sl->len, sl->clen, sl->off);
-    t0 = s_t0(sl);
+    t0 = exec_bulk_t0(sl->prof);
     exec_bulk_seal(&sl->aead, sl->key, 0, sl->ctr, rec, sl->body == src ? NULL : body,
                    sl->codec ? body : src, sl->clen, rec + EXEC_BULK_HDR);
-    s_add(sl, &sl->p_crypt, t0);
+    exec_bulk_add(sl->prof, &sl->p_crypt, t0);
     if (sl->prof) {
-        sl->p_cpu += s_cpu_ns() - cpu0;
+        sl->p_cpu += util_thread_cpu_ns() - cpu0;
         sl->p_flt += s_faults() - flt0;
     }
 }
@@ -73,20 +51,20 @@ exec_bulk_open_run(exec_bulk_job_t *job)
         sl->rc = EXEC_BULK_AFTER_BAD; /* a record before it failed: nothing more goes in */
         return;
     }
-    int64_t cpu0 = sl->prof ? s_cpu_ns() : 0, t0 = s_t0(sl);
+    int64_t cpu0 = sl->prof ? util_thread_cpu_ns() : 0, t0 = exec_bulk_t0(sl->prof);
     long flt0 = sl->prof ? s_faults() : 0;
     uint8_t *body = (uint8_t *) sl->body;
     sl->rc = EXEC_BULK_OPENED;
     if (!exec_bulk_open(&sl->aead, sl->key, 0, sl->ctr, sl->hdr, body, sl->clen,
                         sl->hdr + EXEC_BULK_HDR))
         sl->rc = EXEC_BULK_BAD_TAG;
-    s_add(sl, &sl->p_crypt, t0);
-    t0 = s_t0(sl);
+    exec_bulk_add(sl->prof, &sl->p_crypt, t0);
+    t0 = exec_bulk_t0(sl->prof);
     if (!sl->rc && sl->codec == 1 &&
         LZ4_decompress_safe((const char *) body, (char *) sl->obj + sl->off, (int) sl->clen,
                             (int) sl->len) != (int) sl->len)
         sl->rc = EXEC_BULK_BAD_LZ4;
-    s_add(sl, &sl->p_lz4, t0);
+    exec_bulk_add(sl->prof, &sl->p_lz4, t0);
     if (sl->rc) { /* the first failed record's number, for the jobs after it */
         uint64_t was = atomic_load_explicit(sl->fail, memory_order_relaxed);
         while (sl->ctr < was && !atomic_compare_exchange_weak_explicit(
@@ -95,7 +73,7 @@ exec_bulk_open_run(exec_bulk_job_t *job)
             ;
     }
     if (sl->prof) {
-        sl->p_cpu += s_cpu_ns() - cpu0;
+        sl->p_cpu += util_thread_cpu_ns() - cpu0;
         sl->p_flt += s_faults() - flt0;
     }
 }

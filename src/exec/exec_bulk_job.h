@@ -24,6 +24,7 @@
 
 #include "exec_bulk_pool.h"
 #include "exec_bulk_rec.h"
+#include "../util/util_time.h"
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -57,5 +58,20 @@ typedef struct {
 /* The jobs (exec_bulk_job_t.run) of a source's and a puller's slot. */
 void exec_bulk_seal_run(exec_bulk_job_t *job);
 void exec_bulk_open_run(exec_bulk_job_t *job);
+
+/* The profile's clock (LUX_XFER_PROFILE): 0 unless prof, and the time
+   since t0 added to *acc when prof. */
+static inline int64_t
+exec_bulk_t0(bool prof)
+{
+    return prof ? util_mono_ns() : 0;
+}
+
+static inline void
+exec_bulk_add(bool prof, int64_t *acc, int64_t t0)
+{
+    if (prof)
+        *acc += util_mono_ns() - t0;
+}
 
 #endif
