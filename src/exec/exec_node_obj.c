@@ -953,22 +953,35 @@ nm_client_drop_grants(nm_t *nm, nm_client_t *c)
     util_idmap_clear(c->allocs);
 }
 
+/* o's spill file (its path into path[np]) read into dst, o->size bytes:
+   0 with *same telling whether they match o's fingerprint, or the read's
+   error. The file is outside our memory: what comes back must be the
+   object that went out (a file replaced by another of the same size
+   would otherwise be handed out as it). */
+static int
+s_read_spilled(nm_t *nm, const nm_obj_t *o, uint8_t *dst, char *path, size_t np, bool *same)
+{
+    uint8_t fp[16];
+    int rc;
+    s_spill_path(nm, o, path, np);
+    if ((rc = exec_spill_read(path, dst, (size_t) o->size)))
+        return rc;
+    exec_fingerprint(fp, dst, (size_t) o->size);
+    *same = memcmp(fp, o->fp, 16) == 0;
+    return 0;
+}
+
 /* Read o's spilled file into the store at off (o's bytes checked against
    its fingerprint; a mismatch makes o an error for good), and remove it. */
 static int
 s_restore_file(nm_t *nm, nm_obj_t *o, uint64_t off)
 {
     char path[PATH_MAX + 64], hex[LUX_REF_LEN * 2 + 1];
-    uint8_t fp[16];
-    int rc;
-    s_spill_path(nm, o, path, sizeof path);
-    if ((rc = exec_spill_read(path, exec_arena_base(nm->arena) + off, (size_t) o->size)))
+    bool same = false;
+    int rc = s_read_spilled(nm, o, exec_arena_base(nm->arena) + off, path, sizeof path, &same);
+    if (rc)
         return util_err_ctx(rc, "restoring a spilled object");
-    /* the file is outside our memory: what comes back must be the object
-       that went out (a file replaced by another of the same size would
-       otherwise be handed out as it) */
-    exec_fingerprint(fp, exec_arena_base(nm->arena) + off, (size_t) o->size);
-    if (memcmp(fp, o->fp, 16) != 0) {
+    if (!same) {
         char msg[PATH_MAX + 200];
         util_hex(hex, o->id.b, LUX_REF_LEN);
         snprintf(msg, sizeof msg, "object %s: its spilled copy %s does not match the object's "
@@ -987,8 +1000,6 @@ int
 nm_obj_copy_spilled(nm_t *nm, const nm_obj_t *o, uint8_t **out)
 {
     char path[PATH_MAX + 64], hex[LUX_REF_LEN * 2 + 1];
-    uint8_t fp[16];
-    int rc;
     *out = NULL;
     util_hex(hex, o->id.b, LUX_REF_LEN);
     uint8_t *buf = malloc(o->size ? (size_t) o->size : 1);
@@ -1000,16 +1011,13 @@ nm_obj_copy_spilled(nm_t *nm, const nm_obj_t *o, uint8_t **out)
         *out = buf;
         return 0;
     }
-    s_spill_path(nm, o, path, sizeof path);
-    if ((rc = exec_spill_read(path, buf, (size_t) o->size))) {
+    bool same = false;
+    int rc = s_read_spilled(nm, o, buf, path, sizeof path, &same);
+    if (rc || !same) {
         free(buf);
-        return util_err_ctx(rc, "object %s: reading its spilled copy", hex);
-    }
-    exec_fingerprint(fp, buf, (size_t) o->size);
-    if (memcmp(fp, o->fp, 16) != 0) {
-        free(buf);
-        return util_err(LUX_ECORRUPT, "object %s: its spilled copy %s does not match the "
-                        "object's fingerprint (the file was changed or damaged)", hex, path);
+        return rc ? util_err_ctx(rc, "object %s: reading its spilled copy", hex)
+                  : util_err(LUX_ECORRUPT, "object %s: its spilled copy %s does not match the "
+                             "object's fingerprint (the file was changed or damaged)", hex, path);
     }
     *out = buf;
     return 0;
