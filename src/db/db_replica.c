@@ -22,6 +22,7 @@
 #include "db_replica_int.h"
 #include "../net/net_pipe.h"
 #include "../util/util_err.h"
+#include "../util/util_fs.h"
 #include "../util/util_log.h"
 #include "../util/util_time.h"
 
@@ -442,6 +443,24 @@ s_actor(zsock_t *pipe, void *arg)
     free(self);
 }
 
+/* A test hook (t/5020): with LUX_TEST_REPLICA_HOLD=DIR, a replica does not
+   start while the file DIR/replica-S-I exists, as one whose machine is not
+   back yet: its process runs (so its supervisor starts no other) and
+   nothing of it beats. A stop (SIGTERM) ends the wait. */
+static void
+s_test_hold(const db_replica_opts_t *o)
+{
+    const char *dir = getenv("LUX_TEST_REPLICA_HOLD");
+    char path[PATH_MAX];
+    if (!dir || !*dir)
+        return;
+    snprintf(path, sizeof path, "%s/replica-%u-%u", dir, o->shard, o->index);
+    if (util_exists(path))
+        log_info("LUX_TEST_REPLICA_HOLD: waiting while %s exists", path);
+    while (util_exists(path) && !zsys_interrupted)
+        usleep(10000);
+}
+
 zactor_t *
 db_replica_new(const db_replica_opts_t *o)
 {
@@ -465,6 +484,7 @@ db_replica_new(const db_replica_opts_t *o)
     unsigned long long ts;
     if (tf && sscanf(tf, "%u:%llu", &ti, &ts) == 2 && ti == o->index)
         self->take_fail_seq = ts;
+    s_test_hold(o);
     /* On success the actor owns self and frees it when it stops. On a
        failed setup it signals and returns without freeing, leaving the
        message in db_path for us. */
