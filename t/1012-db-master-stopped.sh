@@ -12,49 +12,14 @@
 # restarts it within 200 ms), and replicas 0 and 2 must stay.
 . "${LUX_SRCDIR:-.}/t/lib/tap.sh"
 
-LUX=${LUX_BIN:-./lux}
 HELLO=${LUX_BUILDDIR:-.}/examples/hello/hello.so
-tap_tmpdir
-tmp=$TAP_TMP
-D=$tmp/c
-sup=
-cleanup() {
-    [ -n "$sup" ] && kill -CONT "$sup" 2>/dev/null
-    timeout -s KILL 60 "$LUX" stop --dir "$D" >/dev/null 2>&1
-    tap_cleanup
-}
-trap cleanup EXIT
+. "${LUX_SRCDIR:-.}/t/lib/master.sh"
 
-chain() { # chain: "epoch E chain C" and each replica's "I:STATE:LAST_SEQ"
-    "$LUX" status --dir "$D" --json 2>/dev/null | python3 -c '
-import json, sys
-d = json.load(sys.stdin)
-r = [c for c in d["components"] if c["kind"] == "replica"]
-print("epoch %s chain %s" % (r[0].get("epoch"), r[0].get("chain")),
-      " ".join("%s:%s:%s" % (c["index"], c.get("state"), c.get("last_seq")) for c in r))'
-}
-pid_of() { # pid_of KIND [INDEX]: the pid lux status --json gives
-    "$LUX" status --dir "$D" --json 2>/dev/null | python3 -c '
-import json, sys
-d = json.load(sys.stdin)
-print(next((c["pid"] for c in d["components"] if c["kind"] == sys.argv[1] and
-            (len(sys.argv) < 3 or c.get("index") == int(sys.argv[2]))), ""))' "$@"
-}
-wait_log() { # wait_log TEXT SECS: until the supervisor's log has TEXT
-    i=0
-    while [ $i -lt $(($2 * 10)) ] && ! grep -q "$1" "$D/log/supervisor.log"; do
-        sleep 0.1; i=$((i + 1))
-    done
-    grep -q "$1" "$D/log/supervisor.log"
-}
 seq_of() { # seq_of INDEX: replica INDEX's last seq in the chain line
     chain | tr ' ' '\n' | grep "^$1:" | cut -d: -f3
 }
 
-"$LUX" start --head --dir "$D" --shards 1 --replicas 3 --heartbeat-ms 100 --dead-ms 1000 \
-    --workers 1 >/dev/null 2>"$tmp/start.err"
-ok $? "start a head with one shard of 3 replicas (dead time 1 s)" || diag "$(cat "$tmp/start.err")"
-sup=$(pid_of supervisor)
+master_start
 before=$(chain)
 like "$before" "chain 0,1,2 0:serving" "the chain is 0,1,2, all serving: $before"
 
@@ -63,7 +28,7 @@ ok $? "SIGSTOP the head's supervisor (pid $sup), which runs the chain master"
 sleep 4 # four times the dead time
 kill -CONT "$sup"
 ok $? "SIGCONT it, 4 s later"
-wait_log "chain master did not run for" 20
+wait_for "chain master did not run for" 20
 ok $? "the log says the master did not run" || diag "$(grep -i 'master' "$D/log/supervisor.log" | tail -n 5)"
 sleep 3 # three dead times of the master running: a replica it took for silent is gone by now
 n=$(grep -c "removed (" "$D/log/supervisor.log")
@@ -91,7 +56,7 @@ ok $? "kill -9 replica 1 (pid $r1) meanwhile"
 sleep 4
 kill -CONT "$sup"
 ok $? "SIGCONT it, 4 s later"
-wait_log "replica 1 removed (" 20
+wait_for "replica 1 removed (" 20
 ok $? "replica 1, which died, is removed from the chain" ||
     diag "$(grep -i 'master\|removed' "$D/log/supervisor.log" | tail -n 5)"
 n=$(grep -c "replica [02] removed (" "$D/log/supervisor.log")

@@ -11,53 +11,12 @@
 # admitted later); now the time the master did not run is not counted and
 # the joiner is admitted at once.
 . "${LUX_SRCDIR:-.}/t/lib/tap.sh"
-
-LUX=${LUX_BIN:-./lux}
-tap_tmpdir
-tmp=$TAP_TMP
-D=$tmp/c
+. "${LUX_SRCDIR:-.}/t/lib/master.sh"
 G=$tmp/gate
-sup=
-cleanup() {
-    [ -n "$sup" ] && kill -CONT "$sup" 2>/dev/null
-    [ -d "$G" ] && touch "$G/seq-go"
-    timeout -s KILL 60 "$LUX" stop --dir "$D" >/dev/null 2>&1
-    tap_cleanup
-}
-trap cleanup EXIT
-
-chain() { # chain: "epoch E chain C" and each replica's "I:STATE:LAST_SEQ"
-    "$LUX" status --dir "$D" --json 2>/dev/null | python3 -c '
-import json, sys
-d = json.load(sys.stdin)
-r = [c for c in d["components"] if c["kind"] == "replica"]
-print("epoch %s chain %s" % (r[0].get("epoch"), r[0].get("chain")),
-      " ".join("%s:%s:%s" % (c["index"], c.get("state"), c.get("last_seq")) for c in r))'
-}
-pid_of() { # pid_of KIND [INDEX]: the pid lux status --json gives
-    "$LUX" status --dir "$D" --json 2>/dev/null | python3 -c '
-import json, sys
-d = json.load(sys.stdin)
-print(next((c["pid"] for c in d["components"] if c["kind"] == sys.argv[1] and
-            (len(sys.argv) < 3 or c.get("index") == int(sys.argv[2]))), ""))' "$@"
-}
-wait_for() { # wait_for FILE|TEXT SECS: until FILE exists, or the supervisor's log has TEXT
-    i=0
-    while [ $i -lt $(($2 * 10)) ]; do
-        case $1 in
-        /*) [ -e "$1" ] && return 0 ;;
-        *) grep -q "$1" "$D/log/supervisor.log" && return 0 ;;
-        esac
-        sleep 0.1; i=$((i + 1))
-    done
-    return 1
-}
+MASTER_ON_EXIT='[ -d "$G" ] && touch "$G/seq-go"'
 
 mkdir -p "$G"
-LUX_TEST_JOIN_GATE=$G "$LUX" start --head --dir "$D" --shards 1 --replicas 3 \
-    --heartbeat-ms 100 --dead-ms 1000 --workers 1 >/dev/null 2>"$tmp/start.err"
-ok $? "start a head with one shard of 3 replicas (dead time 1 s)" || diag "$(cat "$tmp/start.err")"
-sup=$(pid_of supervisor)
+master_start LUX_TEST_JOIN_GATE="$G"
 like "$(chain)" "chain 0,1,2 0:serving" "the chain is 0,1,2, all serving"
 
 touch "$G/seq-armed"

@@ -23,17 +23,14 @@
    spilled). */
 #include "tap.h"
 #include "lib/graph.h"
-#include "lib/hx.h"
 #include "util/util_err.h"
 
 #include <limits.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #define MB (1024 * 1024)
 #define S_PUT (3 * MB)
@@ -69,11 +66,7 @@ s_whole(const char *msg, const char *what)
 int
 main(void)
 {
-    char dir[PATH_MAX], spill[PATH_MAX + 16];
-    if (unshare(CLONE_NEWNS) != 0)
-        skip_all("no mount namespace of our own (needs root): a full spill disk is not tried");
-    if (mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) != 0)
-        skip_all("cannot make the mounts private here");
+    char dir[PATH_MAX], spill[PATH_MAX + 16], why[UTIL_ERRMSG_MAX];
     setenv("LUX_LOG", "error", 0);
     setenv("LUX_STORE_WAIT_MS", "1000", 1);
     /* a node directory of about 430 bytes: 8 levels of 48 (SQLite takes
@@ -83,27 +76,11 @@ main(void)
         k += snprintf(dir + k, sizeof dir - (size_t) k, "/%02d-a-long-directory-name-for-the-spill-path", i);
         mkdir(dir, 0700);
     }
-    lux_t *lx = graph_unrecorded(dir, 1, 16 * MB);
-    snprintf(spill, sizeof spill, "%s/spill", lux_dir(lx));
+    lux_t *lx = graph_small_spill(dir, 16 * MB, spill, sizeof spill);
     diag("the spill directory's path: %zu bytes", strlen(spill));
-    if (mount("tmpfs", spill, "tmpfs", MS_NOSUID | MS_NODEV, "size=2m,mode=0700") != 0) {
-        lux_shutdown(&lx);
-        skip_all("cannot mount a small tmpfs on the spill directory here");
-    }
 
-    uint8_t *buf = malloc(S_PUT);
-    if (!buf)
-        bail("out of memory");
     lux_ref_t refs[S_MAX];
-    char why[UTIL_ERRMSG_MAX] = "";
-    int rc = 0, n = 0;
-    for (; n < S_MAX && rc == 0; n++) {
-        hx_fill(buf, S_PUT, 3170 + (uint64_t) n);
-        rc = lux_put(lx, buf, S_PUT, &refs[n]);
-        if (rc)
-            snprintf(why, sizeof why, "%s", lux_errmsg());
-    }
-    int accepted = rc ? n - 1 : n;
+    int rc, accepted = graph_puts_until_full(lx, S_PUT, 3170, S_MAX, refs, &rc, why, sizeof why);
     ok(rc == LUX_EFULL, "puts of 3 MiB until one is refused: %d accepted", accepted);
     s_whole(why, "a put's refusal");
 
@@ -117,16 +94,8 @@ main(void)
     s_whole(why, "the task's error");
     lux_free(lx, 1, &t);
 
-    int wrong = 0;
-    for (int i = 0; i < accepted; i++) {
-        hx_fill(buf, S_PUT, 3170 + (uint64_t) i);
-        if (lux_get(lx, &refs[i], &v, 60000) != 0 || v.size != S_PUT ||
-            memcmp(v.data, buf, S_PUT) != 0)
-            wrong++;
-        lux_free(lx, 1, &refs[i]);
-    }
-    is_int(wrong, 0, "every put accepted reads back right");
-    free(buf);
+    is_int(graph_puts_wrong(lx, S_PUT, 3170, accepted, refs), 0,
+           "every put accepted reads back right");
     lux_shutdown(&lx);
     umount(spill);
     return done_testing();

@@ -18,18 +18,12 @@
    with its bytes (each freed once read: a read pins it). */
 #include "tap.h"
 #include "lib/graph.h"
-#include "lib/hx.h"
 #include "util/util_err.h"
 
-#include <errno.h>
 #include <limits.h>
-#include <sched.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #define MB (1024 * 1024)
 #define S_PUT (3 * MB)
@@ -38,54 +32,20 @@
 int
 main(void)
 {
-    char spill[PATH_MAX + 16];
-    if (unshare(CLONE_NEWNS) != 0)
-        skip_all("no mount namespace of our own (needs root): a full spill disk is not tried");
-    if (mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) != 0)
-        skip_all("cannot make the mounts private here");
+    char spill[PATH_MAX + 16], why[UTIL_ERRMSG_MAX];
     setenv("LUX_LOG", "error", 0);
     setenv("LUX_STORE_WAIT_MS", "1000", 1); /* a put refused after 1 s, not 10 */
-    lux_t *lx = graph_unrecorded(NULL, 1, 16 * MB);
-    snprintf(spill, sizeof spill, "%s/spill", lux_dir(lx));
-    if (mount("tmpfs", spill, "tmpfs", MS_NOSUID | MS_NODEV, "size=2m,mode=0700") != 0) {
-        lux_shutdown(&lx);
-        skip_all("cannot mount a small tmpfs on the spill directory here");
-    }
-
-    uint8_t *buf = malloc(S_PUT);
-    if (!buf)
-        bail("out of memory");
+    lux_t *lx = graph_small_spill(NULL, 16 * MB, spill, sizeof spill);
     lux_ref_t refs[S_MAX];
-    char why[UTIL_ERRMSG_MAX] = "";
-    int rc = 0, n = 0;
-    for (; n < S_MAX && rc == 0; n++) {
-        hx_fill(buf, S_PUT, 100 + (uint64_t) n);
-        rc = lux_put(lx, buf, S_PUT, &refs[n]);
-        if (rc)
-            snprintf(why, sizeof why, "%s", lux_errmsg());
-    }
-    int accepted = rc ? n - 1 : n;
+    int rc, accepted = graph_puts_until_full(lx, S_PUT, 100, S_MAX, refs, &rc, why, sizeof why);
     ok(accepted >= 8, "%d puts of 3 MiB go into a 16 MiB store whose spills find a 2 MiB disk: "
        "the spilled ones are held in the node's memory", accepted);
     ok(rc == LUX_EFULL, "once the node holds a store's size of unwritten spills, a put is "
        "refused (rc %d after %d puts)", rc, accepted);
     ok(strstr(why, spill) && strstr(why, "No space left on device"),
        "its error names the spill directory and the disk's error: %s", why);
-
-    int wrong = 0;
-    lux_val_t v;
-    for (int i = 0; i < accepted; i++) {
-        hx_fill(buf, S_PUT, 100 + (uint64_t) i);
-        if (lux_get(lx, &refs[i], &v, 60000) != 0 || v.size != S_PUT ||
-            memcmp(v.data, buf, S_PUT) != 0) {
-            diag("put %d: %s", i, lux_errmsg());
-            wrong++;
-        }
-        lux_free(lx, 1, &refs[i]); /* read in place: pinned until freed */
-    }
-    is_int(wrong, 0, "every one of the %d puts accepted reads back right, nothing lost",
-           accepted);
-    free(buf);
+    is_int(graph_puts_wrong(lx, S_PUT, 100, accepted, refs), 0,
+           "every one of the %d puts accepted reads back right, nothing lost", accepted);
     lux_shutdown(&lx);
     umount(spill);
     return done_testing();

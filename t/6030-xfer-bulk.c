@@ -18,8 +18,7 @@
      it after its first chunk: LUX_TEST_BULK_HOLD): B's get ends with an
      error naming the object and A, not a hang. */
 #include "tap.h"
-#include "lib/fx.h"
-#include "lib/xfx.h"
+#include "lib/bulkfx.h"
 #include "lux.h"
 #include "util/util_err.h"
 #include "util/util_fs.h"
@@ -45,27 +44,8 @@ static const size_t s_size[O_N] = {8 * MIB, 8 * MIB, 4 * MIB, 4 * MIB,
                                    4 * MIB, 48 * MIB, 2 * MIB, 2 * MIB};
 static xfx_obj_t s_obj[O_N]; /* noise of seed k + 7, or text */
 
-static char s_node[3][600]; /* the directories of the head, A and B */
+static bulkfx_cl_t s_cl; /* the head, A and B */
 static char s_hex[O_N][2 * LUX_REF_LEN + 1];
-
-/* How many lines of node i's log (0: the head's) hold a and b (b may be NULL). */
-static int
-s_log_lines(int i, const char *a, const char *b)
-{
-    return xfx_log_lines(s_node[i], i == 0, a, b);
-}
-
-/* B gets object k with lx: rc; *same when its bytes are the object's. */
-static int
-s_get(lux_t *lx, const lux_ref_t *refs, int k, bool *same)
-{
-    lux_val_t v;
-    int rc = lux_get(lx, &refs[k], &v, 120000);
-    if (rc)
-        diag("get of object %d: %s", k, lux_errmsg());
-    *same = rc == 0 && xfx_same(&s_obj[k], v.data, v.size);
-    return rc;
-}
 
 /* Open a connection to A's bulk port: the descriptor, or -1. */
 static int
@@ -81,19 +61,11 @@ s_dial(int port)
     return fd;
 }
 
-static void
-s_stop_nodes(void)
-{
-    for (int i = 1; i <= 2; i++)
-        if (s_node[i][0])
-            fx_lux(NULL, 0, NULL, 0, "stop --dir %s", s_node[i]);
-}
-
 int
 main(void)
 {
-    db_cluster_t c;
-    char extra[160], err[4096], sql[700], flip[700], badkey[700], hold[700], msg[1024];
+    db_cluster_t *c = &s_cl.c;
+    char extra[160], sql[700], flip[700], badkey[700], hold[700], msg[1024];
     int port = 24000 + (int) (getpid() % 1400) * 7 + 1, bulk_port = port + 4;
     bool same;
     snprintf(extra, sizeof extra, "--listen tcp://127.0.0.1 --port %d --workers 1 --store-mb 16",
@@ -102,12 +74,10 @@ main(void)
     snprintf(badkey, sizeof badkey, "%s/badkey", tap_tmpdir());
     snprintf(hold, sizeof hold, "%s/hold", tap_tmpdir());
     setenv("LUX_TEST_BULK_REFUSE", "1", 1); /* the head's bulk port: as if a firewall shut it */
-    fx_start(&c, 1, 1, extra);
+    fx_start(c, 1, 1, extra);
     unsetenv("LUX_TEST_BULK_REFUSE");
-    tap_atexit(s_stop_nodes);
-    snprintf(s_node[0], sizeof s_node[0], "%s", c.dir);
+    s_cl.port = port;
     for (int i = 1; i <= 2; i++) {
-        snprintf(s_node[i], sizeof s_node[i], "%s/n%d", tap_tmpdir(), i);
         if (i == 1) {
             setenv("LUX_TEST_BULK_FLIP", flip, 1);
             setenv("LUX_TEST_BULK_HOLD", hold, 1); /* a pull held after one chunk, to kill A in */
@@ -119,29 +89,29 @@ main(void)
             setenv("LUX_XFER_WINDOW", "2", 1);
             setenv("LUX_XFER_TIMEOUT_MS", "5000", 1);
         }
-        int rc = fx_lux(NULL, 0, err, sizeof err,
-                        "start --address 127.0.0.1:%d --dir %s --token-file %s/token "
-                        "--node-ip 127.0.0.%d --workers 1 --store-mb %d",
-                        port, s_node[i], c.dir, i + 1, i == 1 ? 160 : 192);
-        if (!is_int(rc, 0, "node %c joins on 127.0.0.%d", 'A' + i - 1, i + 1))
-            bail("%s", err);
+        bulkfx_join(&s_cl, i, i == 1 ? 160 : 192, "");
     }
     unsetenv("LUX_TEST_BULK_BADKEY");
     unsetenv("LUX_XFER_CHUNK");
     unsetenv("LUX_XFER_WINDOW");
     unsetenv("LUX_XFER_TIMEOUT_MS");
-    ok(s_log_lines(1, "bulk port at 127.0.0.2:", NULL) == 1 && s_log_lines(0, "bulk port at "
-       "127.0.0.1:", "not listening") == 1, "A's bulk port is on A's address (127.0.0.2), the "
+    ok(bulkfx_log(&s_cl, 1, "bulk port at 127.0.0.2:", NULL) == 1 &&
+           bulkfx_log(&s_cl, 0,
+                      "bulk port at "
+                      "127.0.0.1:",
+                      "not listening") == 1,
+       "A's bulk port is on A's address (127.0.0.2), the "
        "head's on its own");
 
     lux_ref_t refs[O_N];
+    s_cl.obj = s_obj, s_cl.ref = refs;
     xfx_putter_t pa, ph;
     for (int k = 0; k < O_N; k++)
         s_obj[k] = (xfx_obj_t){.size = s_size[k], .text = k == O_TEXT, .seed = (uint64_t) k + 7};
-    xfx_put(&pa, s_node[1], s_obj, O_KILL + 1, refs, s_hex);
-    xfx_put(&ph, s_node[0], s_obj + O_HEAD1, O_HEAD2 - O_HEAD1 + 1, refs + O_HEAD1,
+    xfx_put(&pa, s_cl.dir[1], s_obj, O_KILL + 1, refs, s_hex);
+    xfx_put(&ph, s_cl.dir[0], s_obj + O_HEAD1, O_HEAD2 - O_HEAD1 + 1, refs + O_HEAD1,
             s_hex + O_HEAD1);
-    lux_config_t cfg = {.address = s_node[2]};
+    lux_config_t cfg = {.address = s_cl.dir[2]};
     lux_t *lx = lux_init(&cfg);
     if (!lx)
         bail("a driver on B: %s", lux_errmsg());
@@ -149,21 +119,23 @@ main(void)
     /* a wrong key: refused, then CURVE */
     if (util_write_file(badkey, "x", 1, 0600))
         diag("cannot write %s", badkey);
-    is_int(s_get(lx, refs, O_BADKEY, &same), 0, "B's pull with a wrong bulk key still ends well");
+    is_int(bulkfx_get(&s_cl, lx, O_BADKEY, &same), 0,
+           "B's pull with a wrong bulk key still ends well");
     ok(same, "byte for byte");
-    ok(s_log_lines(1, "refused the connection from 127.0.0.3", "does not open with the key") == 1,
+    ok(bulkfx_log(&s_cl, 1, "refused the connection from 127.0.0.3",
+                  "does not open with the key") == 1,
        "A refused B's request sealed with a wrong key, naming B");
-    ok(s_log_lines(2, "bulk port was not used", "127.0.0.2") == 1 &&
-       s_log_lines(2, s_hex[O_BADKEY], "over CURVE") == 1,
+    ok(bulkfx_log(&s_cl, 2, "bulk port was not used", "127.0.0.2") == 1 &&
+           bulkfx_log(&s_cl, 2, s_hex[O_BADKEY], "over CURVE") == 1,
        "B said so and pulled it over A's CURVE endpoint");
 
     /* the bulk path */
-    is_int(s_get(lx, refs, O_NOISE, &same), 0, "B gets A's 8 MiB of noise");
+    is_int(bulkfx_get(&s_cl, lx, O_NOISE, &same), 0, "B gets A's 8 MiB of noise");
     ok(same, "byte for byte");
-    ok(s_log_lines(2, s_hex[O_NOISE], "over the bulk path") == 1, "over the bulk path");
-    is_int(s_get(lx, refs, O_TEXT, &same), 0, "B gets A's 8 MiB of text");
+    ok(bulkfx_log(&s_cl, 2, s_hex[O_NOISE], "over the bulk path") == 1, "over the bulk path");
+    is_int(bulkfx_get(&s_cl, lx, O_TEXT, &same), 0, "B gets A's 8 MiB of text");
     ok(same, "byte for byte");
-    ok(s_log_lines(2, s_hex[O_TEXT], "over the bulk path") == 1, "over the bulk path too");
+    ok(bulkfx_log(&s_cl, 2, s_hex[O_TEXT], "over the bulk path") == 1, "over the bulk path too");
     snprintf(sql, sizeof sql,
              "SELECT count(*) FROM object_locations l JOIN nodes n USING (node_id) WHERE "
              "l.object_id = '%s' AND l.fp IS NOT NULL AND l.fp = (SELECT p.fp FROM "
@@ -172,7 +144,7 @@ main(void)
              "'127.0.0.3'))", s_hex[O_NOISE]);
     int64_t n = -1, end = util_mono_ms() + 60000;
     while (util_mono_ms() < end && n < 2) {
-        db_query_t *q = fx_query_open(c.dir);
+        db_query_t *q = fx_query_open(c->dir);
         n = fx_count(q, "%s", sql);
         db_query_close(&q);
         if (n < 2)
@@ -206,24 +178,26 @@ main(void)
                 close(fd);
         }
         nconn += 22;
-        for (int i = 0; i < 50 && !(said = s_log_lines(1, "refused the connection from 127.0.0.1",
-                                                         NULL)); i++)
+        for (int i = 0;
+             i < 50 &&
+             !(said = bulkfx_log(&s_cl, 1, "refused the connection from 127.0.0.1", NULL));
+             i++)
             usleep(20000);
     } while (!said && util_mono_ms() < until);
     is_int(made, nconn, "%d connections of garbage made to A's bulk port", nconn);
-    is_int(s_get(lx, refs, O_GARB, &same), 0, "after them, B gets A's next object");
-    ok(same && s_log_lines(2, s_hex[O_GARB], "over the bulk path") == 1,
+    is_int(bulkfx_get(&s_cl, lx, O_GARB, &same), 0, "after them, B gets A's next object");
+    ok(same && bulkfx_log(&s_cl, 2, s_hex[O_GARB], "over the bulk path") == 1,
        "byte for byte, over the bulk path");
-    said = s_log_lines(1, "refused the connection from 127.0.0.1", NULL);
+    said = bulkfx_log(&s_cl, 1, "refused the connection from 127.0.0.1", NULL);
     ok(said >= 1 && said < nconn, "A complained, naming the peer, %d times for %d "
        "(rate-limited)", said, nconn);
-    pid_t a_pid = util_pidfile_read(strcat(strcpy(sql, s_node[1]), "/run/node.pid"));
+    pid_t a_pid = util_pidfile_read(strcat(strcpy(sql, s_cl.dir[1]), "/run/node.pid"));
     ok(a_pid > 0 && kill(a_pid, 0) == 0, "A's node manager lives (pid %d)", (int) a_pid);
 
     /* a chunk altered after sealing */
     if (util_write_file(flip, "x", 1, 0600))
         diag("cannot write %s", flip);
-    int rc = s_get(lx, refs, O_FLIP, &same);
+    int rc = bulkfx_get(&s_cl, lx, O_FLIP, &same);
     ok(rc != 0, "a chunk of object %s altered on the way: B's get fails (%d)", s_hex[O_FLIP], rc);
     ok(strstr(lux_errmsg(), s_hex[O_FLIP]) && strstr(lux_errmsg(), "authentication") &&
        strstr(lux_errmsg(), "127.0.0.2"), "naming the object, A and 'authentication': %s",
@@ -231,31 +205,33 @@ main(void)
     ok(access(flip, F_OK) != 0, "A altered one chunk (the hook is spent)");
     /* the failure was that get's, not the object's: the same driver's
        next get pulls again (it kept the error for good before) */
-    is_int(s_get(lx, refs, O_FLIP, &same), 0, "the same driver's next get of it...");
-    ok(same && s_log_lines(2, s_hex[O_FLIP], "over the bulk path") == 1,
+    is_int(bulkfx_get(&s_cl, lx, O_FLIP, &same), 0, "the same driver's next get of it...");
+    ok(same && bulkfx_log(&s_cl, 2, s_hex[O_FLIP], "over the bulk path") == 1,
        "...is whole, over the bulk path");
 
     /* the head's bulk port refuses connections */
-    is_int(s_get(lx, refs, O_HEAD1, &same), 0, "B gets an object of the head's, whose bulk port "
+    is_int(bulkfx_get(&s_cl, lx, O_HEAD1, &same), 0,
+           "B gets an object of the head's, whose bulk port "
            "refuses connections");
-    ok(same && s_log_lines(2, s_hex[O_HEAD1], "over CURVE") == 1, "byte for byte, over CURVE");
-    is_int(s_get(lx, refs, O_HEAD2, &same), 0, "and a second one");
-    ok(same && s_log_lines(2, s_hex[O_HEAD2], "over CURVE") == 1, "byte for byte, over CURVE");
-    is_int(s_log_lines(2, "bulk port was not used", "127.0.0.1"), 1,
+    ok(same && bulkfx_log(&s_cl, 2, s_hex[O_HEAD1], "over CURVE") == 1,
+       "byte for byte, over CURVE");
+    is_int(bulkfx_get(&s_cl, lx, O_HEAD2, &same), 0, "and a second one");
+    ok(same && bulkfx_log(&s_cl, 2, s_hex[O_HEAD2], "over CURVE") == 1,
+       "byte for byte, over CURVE");
+    is_int(bulkfx_log(&s_cl, 2, "bulk port was not used", "127.0.0.1"), 1,
            "B said so once for the head's node");
 
     /* A dies in the middle of a bulk pull */
     int fk;
     if (util_write_file(hold, "x", 1, 0600))
         bail("cannot write %s", hold);
-    pid_t bk = xfx_get_spawn(s_node[2], &refs[O_KILL], &fk);
-    ok(xfx_log_wait(s_node[2], false, "pulling object", s_hex[O_KILL], 0, 60000) &&
-       xfx_log_wait(s_node[1], false, "holding transfer", "127.0.0.3", 0, 60000),
-       "B is pulling the 48 MiB object from A (pid %d), held after its first chunk",
-       (int) a_pid);
+    pid_t bk = xfx_get_spawn(s_cl.dir[2], &refs[O_KILL], &fk);
+    ok(xfx_log_wait(s_cl.dir[2], false, "pulling object", s_hex[O_KILL], 0, 60000) &&
+           xfx_log_wait(s_cl.dir[1], false, "holding transfer", "127.0.0.3", 0, 60000),
+       "B is pulling the 48 MiB object from A (pid %d), held after its first chunk", (int) a_pid);
     ok(a_pid > 0 && kill(a_pid, SIGSTOP) == 0, "A stopped in the middle");
     unlink(hold);
-    ok(s_log_lines(2, "pulled object", s_hex[O_KILL]) == 0, "before the transfer ended");
+    ok(bulkfx_log(&s_cl, 2, "pulled object", s_hex[O_KILL]) == 0, "before the transfer ended");
     ok(kill(a_pid, SIGKILL) == 0, "A killed (kill -9 %d)", (int) a_pid);
     int64_t t0 = util_mono_ms();
     rc = xfx_got(fk, bk, msg, sizeof msg);
@@ -263,11 +239,11 @@ main(void)
        rc, (long long) (util_mono_ms() - t0));
     ok(strstr(msg, s_hex[O_KILL]) && strstr(msg, "127.0.0.2"),
        "which names the object and node A: %s", msg);
-    is_int(s_get(lx, refs, O_FLIP, &same), 0, "B still serves its own copy after A died");
+    is_int(bulkfx_get(&s_cl, lx, O_FLIP, &same), 0, "B still serves its own copy after A died");
 
     lux_shutdown(&lx);
     xfx_put_end(&pa);
     xfx_put_end(&ph);
-    fx_stop(&c);
+    fx_stop(c);
     done_testing();
 }

@@ -11,8 +11,7 @@
      object is untouched (the flip was on a copy: the next get is whole);
    - a node started with LUX_BULK_CIPHER=gcm is refused, naming it. */
 #include "tap.h"
-#include "lib/fx.h"
-#include "lib/xfx.h"
+#include "lib/bulkfx.h"
 #include "lux.h"
 #include "util/util_fs.h"
 
@@ -27,39 +26,13 @@ enum { O_NOISE, O_TEXT, O_NOISE2, O_FLIP, O_HEAD, O_N };
 static const size_t s_size[O_N] = {8 * MIB, 8 * MIB, 4 * MIB, 4 * MIB, 4 * MIB};
 static xfx_obj_t s_obj[O_N];
 
-static char s_node[4][600]; /* the directories of the head, A, B and C */
+static bulkfx_cl_t s_cl; /* the head, A, B and C */
 static char s_hex[O_N][2 * LUX_REF_LEN + 1];
-
-static int
-s_log_lines(int i, const char *a, const char *b)
-{
-    return xfx_log_lines(s_node[i], i == 0, a, b);
-}
-
-/* Node i's driver gets object k: rc; *same when its bytes are the object's. */
-static int
-s_get(lux_t *lx, const lux_ref_t *refs, int k, bool *same)
-{
-    lux_val_t v;
-    int rc = lux_get(lx, &refs[k], &v, 120000);
-    if (rc)
-        diag("get of object %d: %s", k, lux_errmsg());
-    *same = rc == 0 && xfx_same(&s_obj[k], v.data, v.size);
-    return rc;
-}
-
-static void
-s_stop_nodes(void)
-{
-    for (int i = 1; i <= 3; i++)
-        if (s_node[i][0])
-            fx_lux(NULL, 0, NULL, 0, "stop --dir %s", s_node[i]);
-}
 
 int
 main(void)
 {
-    db_cluster_t c;
+    db_cluster_t *c = &s_cl.c;
     char extra[160], err[4096], flip[700], bad[700];
     int port = 14000 + (int) (getpid() % 850) * 7 + 1; /* 14001-19950: no other test's */
     bool same;
@@ -67,11 +40,9 @@ main(void)
              port);
     snprintf(flip, sizeof flip, "%s/flip", tap_tmpdir());
     unsetenv("LUX_BULK_CIPHER");
-    fx_start(&c, 1, 1, extra);
-    tap_atexit(s_stop_nodes);
-    snprintf(s_node[0], sizeof s_node[0], "%s", c.dir);
+    fx_start(c, 1, 1, extra);
+    s_cl.port = port;
     for (int i = 1; i <= 3; i++) {
-        snprintf(s_node[i], sizeof s_node[i], "%s/n%d", tap_tmpdir(), i);
         if (i <= 2)
             setenv("LUX_BULK_CIPHER", "gmac", 1);
         else
@@ -80,61 +51,58 @@ main(void)
             setenv("LUX_TEST_BULK_FLIP", flip, 1);
         else
             unsetenv("LUX_TEST_BULK_FLIP");
-        int rc = fx_lux(NULL, 0, err, sizeof err,
-                        "start --address 127.0.0.1:%d --dir %s --token-file %s/token "
-                        "--node-ip 127.0.0.%d --workers 1 --store-mb 64",
-                        port, s_node[i], c.dir, i + 1);
-        if (!is_int(rc, 0, "node %c joins on 127.0.0.%d%s", 'A' + i - 1, i + 1,
-                    i <= 2 ? " with LUX_BULK_CIPHER=gmac" : ""))
-            bail("%s", err);
+        bulkfx_join(&s_cl, i, 64, i <= 2 ? " with LUX_BULK_CIPHER=gmac" : "");
     }
     unsetenv("LUX_BULK_CIPHER");
     unsetenv("LUX_TEST_BULK_FLIP");
 
     lux_ref_t refs[O_N];
+    s_cl.obj = s_obj, s_cl.ref = refs;
     xfx_putter_t pa, ph;
     for (int k = 0; k < O_N; k++)
         s_obj[k] = (xfx_obj_t){.size = s_size[k], .text = k == O_TEXT, .seed = (uint64_t) k + 31};
-    xfx_put(&pa, s_node[1], s_obj, O_FLIP + 1, refs, s_hex);
-    xfx_put(&ph, s_node[0], s_obj + O_HEAD, 1, refs + O_HEAD, s_hex + O_HEAD);
-    lux_config_t cfg_b = {.address = s_node[2]}, cfg_c = {.address = s_node[3]};
+    xfx_put(&pa, s_cl.dir[1], s_obj, O_FLIP + 1, refs, s_hex);
+    xfx_put(&ph, s_cl.dir[0], s_obj + O_HEAD, 1, refs + O_HEAD, s_hex + O_HEAD);
+    lux_config_t cfg_b = {.address = s_cl.dir[2]}, cfg_c = {.address = s_cl.dir[3]};
     lux_t *lb = lux_init(&cfg_b), *lc = lux_init(&cfg_c);
     if (!lb || !lc)
         bail("drivers on B and C: %s", lux_errmsg());
 
     /* both allow it */
-    is_int(s_get(lb, refs, O_NOISE, &same), 0, "B gets A's 8 MiB of noise");
+    is_int(bulkfx_get(&s_cl, lb, O_NOISE, &same), 0, "B gets A's 8 MiB of noise");
     ok(same, "byte for byte");
-    ok(s_log_lines(2, s_hex[O_NOISE], "over the bulk path (gmac)") == 1,
+    ok(bulkfx_log(&s_cl, 2, s_hex[O_NOISE], "over the bulk path (gmac)") == 1,
        "with GMAC: both A and B allow it");
-    is_int(s_get(lb, refs, O_TEXT, &same), 0, "B gets A's 8 MiB of text (lz4 chunks)");
+    is_int(bulkfx_get(&s_cl, lb, O_TEXT, &same), 0, "B gets A's 8 MiB of text (lz4 chunks)");
     ok(same, "byte for byte");
-    ok(s_log_lines(2, s_hex[O_TEXT], "over the bulk path (gmac)") == 1, "with GMAC too");
+    ok(bulkfx_log(&s_cl, 2, s_hex[O_TEXT], "over the bulk path (gmac)") == 1, "with GMAC too");
 
     /* only one allows it */
-    is_int(s_get(lc, refs, O_NOISE2, &same), 0, "C, which does not allow it, gets A's noise");
+    is_int(bulkfx_get(&s_cl, lc, O_NOISE2, &same), 0, "C, which does not allow it, gets A's noise");
     ok(same, "byte for byte");
-    ok(s_log_lines(3, s_hex[O_NOISE2], "over the bulk path (aes256gcm)") == 1,
+    ok(bulkfx_log(&s_cl, 3, s_hex[O_NOISE2], "over the bulk path (aes256gcm)") == 1,
        "sealed (aes256gcm): only the source allows GMAC");
-    is_int(s_get(lb, refs, O_HEAD, &same), 0, "B gets an object of the head's, which does not");
+    is_int(bulkfx_get(&s_cl, lb, O_HEAD, &same), 0,
+           "B gets an object of the head's, which does not");
     ok(same, "byte for byte");
-    ok(s_log_lines(2, s_hex[O_HEAD], "over the bulk path (aes256gcm)") == 1,
+    ok(bulkfx_log(&s_cl, 2, s_hex[O_HEAD], "over the bulk path (aes256gcm)") == 1,
        "sealed (aes256gcm): only the puller allows GMAC");
-    is_int(s_log_lines(2, "over the bulk path (gmac)", NULL), 2, "B used GMAC for A's two only");
+    is_int(bulkfx_log(&s_cl, 2, "over the bulk path (gmac)", NULL), 2,
+           "B used GMAC for A's two only");
 
     /* a record altered on the way */
     if (util_write_file(flip, "x", 1, 0600))
         diag("cannot write %s", flip);
-    int rc = s_get(lb, refs, O_FLIP, &same);
+    int rc = bulkfx_get(&s_cl, lb, O_FLIP, &same);
     ok(rc != 0, "a chunk of object %s altered after its tag: B's get fails (%d)", s_hex[O_FLIP],
        rc);
     ok(strstr(lux_errmsg(), s_hex[O_FLIP]) && strstr(lux_errmsg(), "authentication") &&
        strstr(lux_errmsg(), "127.0.0.2"), "naming the object, A and 'authentication': %s",
        lux_errmsg());
-    ok(access(flip, F_OK) != 0 && s_log_lines(1, "flipped a byte", "127.0.0.3") == 1,
+    ok(access(flip, F_OK) != 0 && bulkfx_log(&s_cl, 1, "flipped a byte", "127.0.0.3") == 1,
        "A altered one chunk sent to B (the hook is spent)");
-    is_int(s_get(lb, refs, O_FLIP, &same), 0, "B's next get of it...");
-    ok(same && s_log_lines(2, s_hex[O_FLIP], "over the bulk path (gmac)") == 1,
+    is_int(bulkfx_get(&s_cl, lb, O_FLIP, &same), 0, "B's next get of it...");
+    ok(same && bulkfx_log(&s_cl, 2, s_hex[O_FLIP], "over the bulk path (gmac)") == 1,
        "...is whole, with GMAC: the altered byte was a copy's, not A's store's");
 
     /* a setting that is not one */
@@ -142,7 +110,8 @@ main(void)
     setenv("LUX_BULK_CIPHER", "gcm", 1);
     rc = fx_lux(NULL, 0, err, sizeof err,
                 "start --address 127.0.0.1:%d --dir %s --token-file %s/token "
-                "--node-ip 127.0.0.5 --workers 1 --store-mb 16", port, bad, c.dir);
+                "--node-ip 127.0.0.5 --workers 1 --store-mb 16",
+                port, bad, c->dir);
     unsetenv("LUX_BULK_CIPHER");
     if (rc == 0)
         fx_lux(NULL, 0, NULL, 0, "stop --dir %s", bad);
@@ -160,6 +129,6 @@ main(void)
     lux_shutdown(&lc);
     xfx_put_end(&pa);
     xfx_put_end(&ph);
-    fx_stop(&c);
+    fx_stop(c);
     done_testing();
 }

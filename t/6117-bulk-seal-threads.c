@@ -17,128 +17,16 @@
      own mapping) where this build can;
    - exec_bulk_destroy with a transfer streaming. */
 #include "tap.h"
-#include "exec/exec_bulk.h"
-#include "lux.h"
-#include "util/util_time.h"
+#include "lib/bulkfx.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #define SIZE (32u << 20)
-#define NPULL 3
+#define NPULL BULKFX_N
 
-static uint8_t *s_src[NPULL], *s_dst[NPULL];
-static exec_bulk_key_t s_key[NPULL];
-static uint64_t s_got[NPULL];
-static int s_ended[NPULL], s_rc[NPULL];
-
-static int
-s_serve(void *arg, uint64_t xid, const uint8_t id[LUX_REF_LEN], exec_bulk_key_t *key,
-        const uint8_t **bytes, uint64_t *size)
-{
-    (void) arg;
-    (void) id;
-    for (int i = 0; i < NPULL; i++)
-        if (s_key[i].xid == xid) {
-            *key = s_key[i];
-            if (bytes) {
-                *bytes = s_src[i];
-                *size = SIZE;
-            }
-            return 0;
-        }
-    return LUX_ENOTFOUND;
-}
-
-static void
-s_sent(void *arg, uint64_t xid)
-{
-    (void) arg;
-    (void) xid;
-}
-
-static void
-s_over(void *arg, uint64_t xid)
-{
-    (void) arg;
-    (void) xid;
-}
-
-static void
-s_moved(void *arg, void *who, uint64_t got)
-{
-    (void) arg;
-    s_got[(intptr_t) who] = got;
-}
-
-static void
-s_end(void *arg, void *who, int rc, bool fallback)
-{
-    (void) arg;
-    (void) fallback;
-    s_ended[(intptr_t) who]++;
-    s_rc[(intptr_t) who] = rc;
-    if (rc)
-        diag("pull %d: %s", (int) (intptr_t) who, lux_errmsg());
-}
-
-/* Turn both loops for up to ms, until done() says so. */
-static void
-s_pump(exec_bulk_t *a, exec_bulk_t *b, int ms, bool (*done)(void))
-{
-    int64_t end = util_mono_ms() + ms;
-    while (util_mono_ms() < end && !done()) {
-        struct pollfd p[2] = {{exec_bulk_fd(a), POLLIN, 0}, {exec_bulk_fd(b), POLLIN, 0}};
-        poll(p, 2, 10);
-        exec_bulk_fired(a);
-        exec_bulk_fired(b);
-        exec_bulk_tick(a);
-        exec_bulk_tick(b);
-    }
-}
-
-static bool
-s_all_moving(void)
-{
-    for (int i = 0; i < NPULL; i++)
-        if (!(s_got[i] >= 4u << 20 || s_ended[i]))
-            return false;
-    return true;
-}
-
-static bool
-s_all_ended(void)
-{
-    for (int i = 0; i < NPULL; i++)
-        if (!s_ended[i])
-            return false;
-    return true;
-}
-
-static bool
-s_first_moving(void)
-{
-    return s_got[0] > 0 || s_ended[0];
-}
-
-static int
-s_free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof sa;
-    if (fd < 0 || bind(fd, (struct sockaddr *) &sa, sizeof sa) ||
-        getsockname(fd, (struct sockaddr *) &sa, &len))
-        bail("no free port on 127.0.0.1");
-    close(fd);
-    return ntohs(sa.sin_port);
-}
+static uint8_t *s_dst[NPULL];
 
 /* One round: NPULL pulls under cipher; the first dropped mid-way when
    drop. How many ended whole. */
@@ -146,42 +34,39 @@ static int
 s_round(exec_bulk_t *src, exec_bulk_t *pul, int port, int cipher, bool drop)
 {
     exec_bulk_pull_t *h[NPULL];
-    uint8_t id[LUX_REF_LEN] = {1};
     for (int i = 0; i < NPULL; i++) {
-        s_src[i] = mmap(NULL, SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        uint8_t *o = mmap(NULL, SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         s_dst[i] = malloc(SIZE);
-        if (s_src[i] == MAP_FAILED || !s_dst[i])
+        if (o == MAP_FAILED || !s_dst[i])
             bail("out of memory");
         for (uint32_t k = 0; k < SIZE; k += 4) {
             uint32_t v = (k + (uint32_t) i) * 2654435761u;
-            memcpy(s_src[i] + k, &v, 4);
+            memcpy(o + k, &v, 4);
         }
-        s_got[i] = 0, s_ended[i] = 0, s_rc[i] = 0;
-        exec_bulk_key_new(&s_key[i], cipher);
-        h[i] = exec_bulk_pull_start(pul, "127.0.0.1", port, &s_key[i], id, s_dst[i], SIZE, 65536,
-                                    16, (void *) (intptr_t) i);
-        if (!h[i])
-            bail("pull %d: %s", i, lux_errmsg());
+        bulkfx.src[i] = o;
+        h[i] = bulkfx_pull(pul, port, i, cipher, s_dst[i], 65536, 16);
     }
     if (drop) {
-        s_pump(src, pul, 60000, s_all_moving);
-        ok(s_got[0] > 0 && s_got[0] < SIZE, "the first pull is on its way (%llu bytes)",
-           (unsigned long long) s_got[0]);
-        exec_bulk_drop(src, s_key[0].xid);
+        bulkfx_pump(src, pul, 60000, 7, 4u << 20);
+        ok(bulkfx.got[0] > 0 && bulkfx.got[0] < SIZE, "the first pull is on its way (%llu bytes)",
+           (unsigned long long) bulkfx.got[0]);
+        exec_bulk_drop(src, bulkfx.key[0].xid);
         /* no thread may read its object any more */
-        ok(mprotect(s_src[0], SIZE, PROT_NONE) == 0, "dropped, its object made unreadable");
+        ok(mprotect(bulkfx.src[0], SIZE, PROT_NONE) == 0, "dropped, its object made unreadable");
     }
-    s_pump(src, pul, 120000, s_all_ended);
+    bulkfx_pump(src, pul, 120000, 7, 0);
     int whole = 0;
     for (int i = 0; i < NPULL; i++) {
-        if (!s_ended[i])
+        if (!bulkfx.ended[i])
             exec_bulk_pull_stop(pul, &h[i]);
-        whole += s_ended[i] && s_rc[i] == 0 && memcmp(s_src[i], s_dst[i], SIZE) == 0;
+        whole += bulkfx.ended[i] && bulkfx.rc[i] == 0 &&
+                 memcmp(bulkfx.src[i], s_dst[i], SIZE) == 0;
     }
     if (drop)
-        ok(s_ended[0] && s_rc[0] != 0, "the dropped pull ended with an error (%d)", s_rc[0]);
+        ok(bulkfx.ended[0] && bulkfx.rc[0] != 0, "the dropped pull ended with an error (%d)",
+           bulkfx.rc[0]);
     for (int i = 0; i < NPULL; i++) {
-        munmap(s_src[i], SIZE);
+        munmap(bulkfx.src[i], SIZE);
         free(s_dst[i]);
     }
     return whole;
@@ -191,12 +76,12 @@ int
 main(void)
 {
     setenv("LUX_BULK_THREADS", "3", 1);
-    exec_bulk_fns_t fns = {s_serve, s_sent, s_over, s_moved, s_end};
-    int port = s_free_port();
-    exec_bulk_t *src = exec_bulk_new("127.0.0.1", port, NULL, &fns, NULL);
-    exec_bulk_t *pul = exec_bulk_new(NULL, 0, NULL, &fns, NULL);
+    int port = bulkfx_free_port();
+    exec_bulk_t *src = exec_bulk_new("127.0.0.1", port, NULL, &bulkfx_fns, NULL);
+    exec_bulk_t *pul = exec_bulk_new(NULL, 0, NULL, &bulkfx_fns, NULL);
     if (!src || !pul || exec_bulk_port(src) != port)
         bail("a source on 127.0.0.1:%d and a puller: %s", port, lux_errmsg());
+    bulkfx.size = SIZE;
     int cipher = exec_bulk_cipher_here();
     is_int(s_round(src, pul, port, cipher, false), NPULL,
            "%d pulls of 32 MiB at once, sealed (%s) on 3 threads: all whole", NPULL,
@@ -210,24 +95,23 @@ main(void)
     else
         skip("this build cannot do GMAC (no libcrypto or no AES-NI)");
 
-    exec_bulk_key_t k;
-    uint8_t id[LUX_REF_LEN] = {1};
-    s_src[0] = malloc(SIZE);
-    s_dst[0] = malloc(SIZE);
-    memset(s_src[0], 7, SIZE);
-    exec_bulk_key_new(&k, cipher);
-    s_key[0] = k, s_key[1].xid = s_key[2].xid = 0;
-    s_got[0] = 0, s_ended[0] = 0;
-    exec_bulk_pull_t *h = exec_bulk_pull_start(pul, "127.0.0.1", port, &k, id, s_dst[0], SIZE,
-                                               65536, 16, (void *) (intptr_t) 0);
-    s_pump(src, pul, 60000, s_first_moving);
+    uint8_t *o = malloc(SIZE), *d = malloc(SIZE);
+    if (!o || !d)
+        bail("out of memory");
+    memset(o, 7, SIZE);
+    bulkfx.src[0] = o;
+    bulkfx_reset(1, true);
+    bulkfx_reset(2, true);
+    exec_bulk_pull_t *h = bulkfx_pull(pul, port, 0, cipher, d, 65536, 16);
+    bulkfx_pump(src, pul, 60000, 1, 1);
     exec_bulk_destroy(&src);
-    ok(src == NULL && s_got[0] > 0, "exec_bulk_destroy with a transfer streaming (%llu bytes in)",
-       (unsigned long long) s_got[0]);
-    if (!s_ended[0])
+    ok(src == NULL && bulkfx.got[0] > 0,
+       "exec_bulk_destroy with a transfer streaming (%llu bytes in)",
+       (unsigned long long) bulkfx.got[0]);
+    if (!bulkfx.ended[0])
         exec_bulk_pull_stop(pul, &h);
     exec_bulk_destroy(&pul);
-    free(s_src[0]);
-    free(s_dst[0]);
+    free(o);
+    free(d);
     return done_testing();
 }

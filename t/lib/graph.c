@@ -2,12 +2,15 @@
 #include "graph.h"
 #include "fx.h"
 #include "../tap.h"
+#include "hx.h"
 #include "util/util_err.h"
 
 #include <limits.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -345,6 +348,64 @@ graph_unrecorded(const char *dir, int workers, uint64_t store_bytes)
     if (!lx)
         bail("lux_init: %s", lux_errmsg());
     return lx;
+}
+
+lux_t *
+graph_small_spill(const char *dir, uint64_t store_bytes, char *spill, size_t n)
+{
+    if (unshare(CLONE_NEWNS) != 0)
+        skip_all("no mount namespace of our own (needs root): a full spill disk is not tried");
+    if (mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) != 0)
+        skip_all("cannot make the mounts private here");
+    lux_t *lx = graph_unrecorded(dir, 1, store_bytes);
+    snprintf(spill, n, "%s/spill", lux_dir(lx));
+    if (mount("tmpfs", spill, "tmpfs", MS_NOSUID | MS_NODEV, "size=2m,mode=0700") != 0) {
+        lux_shutdown(&lx);
+        skip_all("cannot mount a small tmpfs on the spill directory here");
+    }
+    return lx;
+}
+
+int
+graph_puts_until_full(lux_t *lx, size_t size, uint64_t seed, int max, lux_ref_t *refs, int *rc,
+                      char *why, size_t n)
+{
+    uint8_t *buf = malloc(size);
+    if (!buf)
+        bail("out of memory");
+    int k = 0;
+    *rc = 0;
+    why[0] = 0;
+    for (; k < max; k++) {
+        hx_fill(buf, size, seed + (uint64_t) k);
+        if ((*rc = lux_put(lx, buf, size, &refs[k])) != 0) {
+            snprintf(why, n, "%s", lux_errmsg());
+            break;
+        }
+    }
+    free(buf);
+    return k;
+}
+
+int
+graph_puts_wrong(lux_t *lx, size_t size, uint64_t seed, int count, lux_ref_t *refs)
+{
+    uint8_t *buf = malloc(size);
+    if (!buf)
+        bail("out of memory");
+    int wrong = 0;
+    lux_val_t v;
+    for (int i = 0; i < count; i++) {
+        hx_fill(buf, size, seed + (uint64_t) i);
+        int rc = lux_get(lx, &refs[i], &v, 60000);
+        if (rc != 0 || v.size != size || memcmp(v.data, buf, size) != 0) {
+            diag("put %d: %s", i, rc ? lux_errmsg() : "other bytes");
+            wrong++;
+        }
+        lux_free(lx, 1, &refs[i]);
+    }
+    free(buf);
+    return wrong;
 }
 
 lux_t *

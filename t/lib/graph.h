@@ -78,6 +78,26 @@ const char *graph_module(void);
    if it does not start. */
 lux_t *graph_unrecorded(const char *dir, int workers, uint64_t store_bytes);
 
+/* The spill tests on a full disk (t/5105, t/3170): the embedded default
+   as graph_unrecorded(dir, 1, store_bytes), in a mount namespace of this
+   process's own, with a 2 MiB tmpfs on its spill directory (its path into
+   spill, n bytes), so that filling it disturbs nobody. Skips the whole
+   test where that cannot be made (it needs root or CAP_SYS_ADMIN); call it
+   before any other thread runs. Unmount spill after lux_shutdown. */
+lux_t *graph_small_spill(const char *dir, uint64_t store_bytes, char *spill, size_t n);
+
+/* Puts of size bytes that do not compress (hx_fill of seed + i for the
+   i-th) into refs, until one is refused or max were accepted: how many
+   were accepted; the refusal's code into *rc (0: none) and its message
+   into why (n bytes). */
+int graph_puts_until_full(lux_t *lx, size_t size, uint64_t seed, int max, lux_ref_t *refs,
+                          int *rc, char *why, size_t n);
+
+/* Each of the count puts of graph_puts_until_full read back (and freed
+   once read: a read pins it): how many were not whole (each said in a
+   diag). */
+int graph_puts_wrong(lux_t *lx, size_t size, uint64_t seed, int count, lux_ref_t *refs);
+
 /* The embedded default with the test module, workers worker processes and
    an object store of store_bytes, in the test's scratch directory; checks
    that it started (ok, described by what) and bails out if it did not. */
