@@ -12,6 +12,10 @@
    - a byte of a chunk flipped at A after sealing (LUX_TEST_BULK_FLIP, one
      time): B's pull fails naming the object and "authentication"; the
      next get of it is whole;
+   - a byte of a chunk altered at A before sealing (LUX_TEST_BULK_SPOIL,
+     one time): every record opens, and B's fingerprint, made chunk by
+     chunk as they opened, fails the pull naming the object and "the
+     source announced"; the next get of it is whole;
    - the head's bulk port refuses connections (LUX_TEST_BULK_REFUSE, as a
      firewall would): B pulls over CURVE, says so once for that node;
    - A killed (kill -9 by its pid) in the middle of a bulk pull (A holds
@@ -39,8 +43,8 @@
 
 #define MIB (1u << 20)
 
-enum { O_NOISE, O_TEXT, O_BADKEY, O_GARB, O_FLIP, O_KILL, O_HEAD1, O_HEAD2, O_N };
-static const size_t s_size[O_N] = {8 * MIB, 8 * MIB, 4 * MIB, 4 * MIB,
+enum { O_NOISE, O_TEXT, O_BADKEY, O_GARB, O_FLIP, O_SPOIL, O_KILL, O_HEAD1, O_HEAD2, O_N };
+static const size_t s_size[O_N] = {8 * MIB, 8 * MIB, 4 * MIB, 4 * MIB, 4 * MIB,
                                    4 * MIB, 48 * MIB, 2 * MIB, 2 * MIB};
 static xfx_obj_t s_obj[O_N]; /* noise of seed k + 7, or text */
 
@@ -66,6 +70,7 @@ main(void)
 {
     db_cluster_t *c = &s_cl.c;
     char extra[160], sql[700], flip[700], badkey[700], hold[700], msg[1024];
+    char spoil[700];
     int port = 24000 + (int) (getpid() % 1400) * 7 + 1, bulk_port = port + 4;
     bool same;
     snprintf(extra, sizeof extra, "--listen tcp://127.0.0.1 --port %d --workers 1 --store-mb 16",
@@ -73,6 +78,7 @@ main(void)
     snprintf(flip, sizeof flip, "%s/flip", tap_tmpdir());
     snprintf(badkey, sizeof badkey, "%s/badkey", tap_tmpdir());
     snprintf(hold, sizeof hold, "%s/hold", tap_tmpdir());
+    snprintf(spoil, sizeof spoil, "%s/spoil", tap_tmpdir());
     setenv("LUX_TEST_BULK_REFUSE", "1", 1); /* the head's bulk port: as if a firewall shut it */
     fx_start(c, 1, 1, extra);
     unsetenv("LUX_TEST_BULK_REFUSE");
@@ -80,9 +86,11 @@ main(void)
     for (int i = 1; i <= 2; i++) {
         if (i == 1) {
             setenv("LUX_TEST_BULK_FLIP", flip, 1);
+            setenv("LUX_TEST_BULK_SPOIL", spoil, 1);
             setenv("LUX_TEST_BULK_HOLD", hold, 1); /* a pull held after one chunk, to kill A in */
         } else { /* B pulls in small chunks, two in flight: a pull lasts long enough to kill A */
             unsetenv("LUX_TEST_BULK_FLIP");
+            unsetenv("LUX_TEST_BULK_SPOIL");
             unsetenv("LUX_TEST_BULK_HOLD");
             setenv("LUX_TEST_BULK_BADKEY", badkey, 1);
             setenv("LUX_XFER_CHUNK", "16384", 1);
@@ -208,6 +216,23 @@ main(void)
     is_int(bulkfx_get(&s_cl, lx, O_FLIP, &same), 0, "the same driver's next get of it...");
     ok(same && bulkfx_log(&s_cl, 2, s_hex[O_FLIP], "over the bulk path") == 1,
        "...is whole, over the bulk path");
+
+    /* a chunk altered before sealing: its tag opens, the fingerprint tells */
+    if (util_write_file(spoil, "x", 1, 0600))
+        diag("cannot write %s", spoil);
+    rc = bulkfx_get(&s_cl, lx, O_SPOIL, &same);
+    ok(rc != 0, "a chunk of object %s altered before A sealed it: B's get fails (%d)",
+       s_hex[O_SPOIL], rc);
+    ok(strstr(lux_errmsg(), s_hex[O_SPOIL]) && strstr(lux_errmsg(), "fingerprint differs") &&
+       strstr(lux_errmsg(), "127.0.0.2"), "naming the object, A and the fingerprint: %s",
+       lux_errmsg());
+    ok(bulkfx_log(&s_cl, 2, s_hex[O_SPOIL], "the source announced") == 1 &&
+       bulkfx_log(&s_cl, 2, s_hex[O_SPOIL], "authentication") == 0,
+       "B logged that the bytes are not what A announced (no tag failed)");
+    ok(access(spoil, F_OK) != 0, "A altered one chunk (the hook is spent)");
+    is_int(bulkfx_get(&s_cl, lx, O_SPOIL, &same), 0, "the next get of it...");
+    ok(same && bulkfx_log(&s_cl, 2, s_hex[O_SPOIL], "hashed as it came") == 1,
+       "...is whole, its fingerprint made as its chunks came");
 
     /* the head's bulk port refuses connections */
     is_int(bulkfx_get(&s_cl, lx, O_HEAD1, &same), 0,

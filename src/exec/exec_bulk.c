@@ -95,6 +95,7 @@ typedef struct s_conn {
     s_slot_t slot[S_SLOTS];   /* a ring: the oldest at s_head, s_n of them in use (both ends) */
     int s_head, s_n;
     bool flip;                /* test: a byte of its second chunk flipped after sealing */
+    bool spoil;               /* test: a byte of its second chunk altered before sealing */
     bool hold, held;          /* test: nothing after the first chunk while the hold file is; said so */
     /* the puller's */
     void *who;
@@ -102,6 +103,7 @@ typedef struct s_conn {
     uint8_t *dst;             /* the object's block */
     size_t zcap;              /* room for a compressed chunk (in a slot's buf) */
     _Atomic uint64_t fail;    /* the first record that failed to open, or ~0 (exec_bulk_job.h) */
+    exec_bulk_fpq_t fpq;      /* the block's fingerprint, chunk by chunk (fp NULL: none) */
     uint8_t *body;            /* where the current record's body goes */
     uint64_t got;             /* bytes opened into dst */
     uint32_t unthanked;       /* chunks opened, not yet credited back */
@@ -110,7 +112,7 @@ typedef struct s_conn {
     /* LUX_XFER_PROFILE: where a transfer's time went, logged at its end */
     bool prof;
     int64_t p_start, p_crypt, p_io, p_lz4; /* ns: all; sealing/opening; send/recv; lz4 */
-    int64_t p_cpu;                         /* ns: the pool threads' CPU for it */
+    int64_t p_cpu, p_fp;                   /* ns: the pool threads' CPU for it; hashing */
     long p_flt;                            /* the pool threads' page faults for it */
     uint64_t p_calls, p_turns;             /* send/recv calls; turns of the node's loop */
     struct rusage p_ru;                    /* the loop thread's at the start */
@@ -130,6 +132,7 @@ struct exec_bulk {
     void *arg;
     util_complain_t complain;
     char *flip_file;         /* LUX_TEST_BULK_FLIP: a tampered chunk when this file exists */
+    char *spoil_file;        /* LUX_TEST_BULK_SPOIL: a chunk altered before sealing, so */
     char *badkey_file;       /* LUX_TEST_BULK_BADKEY: a wrong key when this file exists */
     char *hold_file;         /* LUX_TEST_BULK_HOLD: a source holds after one chunk while it exists */
     char *local;             /* the node's address: where its pulls come from */
@@ -189,9 +192,10 @@ s_kill(exec_bulk_t *b, s_conn_t *c)
         if (sl->seen)
             continue;
         c->p_crypt += sl->p_crypt, c->p_lz4 += sl->p_lz4, c->p_cpu += sl->p_cpu;
-        c->p_flt += sl->p_flt;
+        c->p_flt += sl->p_flt, c->p_fp += sl->p_fp;
     }
     c->s_n = 0;
+    exec_bulk_fpq_fini(&c->fpq); /* no job runs on the slots any more */
     for (int i = 0; i < S_SLOTS; i++)
         exec_bulk_aead_free(&c->slot[i].aead);
     if (c->prof && c->p_start && c->kind != K_LISTEN) {
@@ -201,12 +205,15 @@ s_kill(exec_bulk_t *b, s_conn_t *c)
         char threads[128];
         int nth = exec_bulk_pool_threads(b->pool);
         const char *did = c->kind == K_SRC ? "sealed" : "opened";
+        char fp[48] = "";
+        if (c->kind == K_PULL)
+            snprintf(fp, sizeof fp, ", fingerprint %.1f ms", (double) c->p_fp / 1e6);
         if (nth)
             snprintf(threads, sizeof threads, "; %s on %d thread%s: %.1f ms of their CPU, %ld "
-                     "page faults", did, nth, nth == 1 ? "" : "s", (double) c->p_cpu / 1e6,
-                     c->p_flt);
+                     "page faults%s", did, nth, nth == 1 ? "" : "s", (double) c->p_cpu / 1e6,
+                     c->p_flt, fp);
         else
-            snprintf(threads, sizeof threads, "; %s in the loop's thread", did);
+            snprintf(threads, sizeof threads, "; %s in the loop's thread%s", did, fp);
         double cpu = (double) (ru.ru_utime.tv_sec - c->p_ru.ru_utime.tv_sec +
                                ru.ru_stime.tv_sec - c->p_ru.ru_stime.tv_sec) * 1e3 +
                      (double) (ru.ru_utime.tv_usec - c->p_ru.ru_utime.tv_usec +
@@ -410,6 +417,8 @@ s_src_fill(exec_bulk_t *b, s_conn_t *c)
         sl->ctr = c->ctr_out++;
         sl->pos = 0;
         sl->seen = false;
+        sl->spoil = c->spoil && (sl->ctr == 1 || c->off + len == c->size);
+        c->spoil &= !sl->spoil;
         sl->p_crypt = sl->p_lz4 = sl->p_cpu = 0;
         sl->p_flt = 0;
         sl->job.run = exec_bulk_seal_run;
@@ -567,6 +576,11 @@ s_src_say(exec_bulk_t *b, s_conn_t *c)
     struct stat st;
     if (b->flip_file && stat(b->flip_file, &st) == 0 && unlink(b->flip_file) == 0)
         c->flip = true;
+    if (b->spoil_file && stat(b->spoil_file, &st) == 0 && unlink(b->spoil_file) == 0) {
+        c->spoil = true;
+        log_warn("bulk: a byte of a chunk to %s altered before sealing (LUX_TEST_BULK_SPOIL)",
+                 c->peer);
+    }
     c->hold = b->hold_file && stat(b->hold_file, &st) == 0;
     c->st = SS_STREAM;
     c->deadline_ms = util_mono_ms() + S_SILENT_MS;
@@ -669,8 +683,12 @@ static void
 s_pull_end(exec_bulk_t *b, s_conn_t *c, int rc, bool fallback)
 {
     void *who = c->who;
+    uint8_t fp[16];
+    bool have = rc == 0 && c->fpq.fp; /* every chunk is counted, so hashed */
+    if (have)
+        util_fp_stream_end(c->fpq.fp, fp);
     s_kill(b, c);
-    b->fns.ended(b->arg, who, rc, fallback);
+    b->fns.ended(b->arg, who, rc, fallback, have ? fp : NULL);
 }
 
 /* Hand back credit for the chunks opened since the last (half a window
@@ -752,9 +770,11 @@ s_pull_body(exec_bulk_t *b, s_conn_t *c)
     sl->codec = h[1];
     sl->ctr = c->ctr_in++;
     sl->fail = &c->fail;
+    sl->fpq = c->fpq.fp ? &c->fpq : NULL;
+    atomic_store_explicit(&sl->hashed, false, memory_order_relaxed);
     sl->prof = c->prof;
     sl->seen = false;
-    sl->p_crypt = sl->p_lz4 = sl->p_cpu = 0;
+    sl->p_crypt = sl->p_lz4 = sl->p_cpu = sl->p_fp = 0;
     sl->p_flt = 0;
     sl->job.run = exec_bulk_open_run;
     c->off += sl->len;
@@ -775,9 +795,11 @@ s_pull_reap(exec_bulk_t *b, s_conn_t *c)
         s_slot_t *sl = &c->slot[c->s_head];
         if (!exec_bulk_pool_done(b->pool, &sl->job))
             return false;
+        if (!exec_bulk_fpq_hashed(sl))
+            return false; /* the thread hashing it says so when done (the pool's eventfd) */
         sl->seen = true;
         c->p_crypt += sl->p_crypt, c->p_lz4 += sl->p_lz4, c->p_cpu += sl->p_cpu;
-        c->p_flt += sl->p_flt;
+        c->p_flt += sl->p_flt, c->p_fp += sl->p_fp;
         if (sl->rc) { /* the first that failed comes before any it stopped (AFTER_BAD) */
             char where[64];
             snprintf(where, sizeof where, "%llu", (unsigned long long) sl->off);
@@ -945,6 +967,8 @@ exec_bulk_pull_start(exec_bulk_t *self, const char *host, int port, const exec_b
     c->window = window;
     c->zcap = zcap;
     atomic_init(&c->fail, UINT64_MAX);
+    if (exec_bulk_fpq_init(&c->fpq, c->slot, S_SLOTS)) /* then the check hashes the block */
+        log_warn("bulk pull from %s: %s", c->peer, lux_errmsg());
     /* the hello and the request, sent once connected */
     uint8_t *o = c->out;
     memcpy(o, "LUXB\1\0\0\0", 8);
@@ -1043,6 +1067,7 @@ exec_bulk_new(const char *host, int port, const char *local, const exec_bulk_fns
         return NULL;
     }
     b->flip_file = s_env_dup("LUX_TEST_BULK_FLIP");
+    b->spoil_file = s_env_dup("LUX_TEST_BULK_SPOIL");
     b->badkey_file = s_env_dup("LUX_TEST_BULK_BADKEY");
     b->hold_file = s_env_dup("LUX_TEST_BULK_HOLD");
     const char *prof = getenv("LUX_XFER_PROFILE");
@@ -1074,6 +1099,7 @@ exec_bulk_destroy(exec_bulk_t **self_p)
     exec_bulk_pool_destroy(&b->pool);
     close(b->epfd);
     free(b->flip_file);
+    free(b->spoil_file);
     free(b->badkey_file);
     free(b->hold_file);
     free(b->local);

@@ -80,8 +80,11 @@ typedef struct {
        when every byte came and opened, else a code with lux_errmsg();
        fallback true when it ended before any chunk came because the
        connection could not be made or was refused (the caller may pull
-       the same object another way). */
-    void (*ended)(void *arg, void *who, int rc, bool fallback);
+       the same object another way). With rc 0, fp is the fingerprint
+       (util_fp) of the size bytes now at dst, made chunk by chunk as
+       they opened, or NULL when none was kept (no memory for it): the
+       caller then hashes dst itself. */
+    void (*ended)(void *arg, void *who, int rc, bool fallback, const uint8_t *fp);
 } exec_bulk_fns_t;
 
 /* A bulk part for one node: host and port to listen on (port 0 or host

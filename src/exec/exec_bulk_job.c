@@ -1,9 +1,11 @@
 /*  exec_bulk_job - a bulk chunk sealed or opened on a pool thread (see
     exec_bulk_job.h). */
 #include "exec_bulk_job.h"
+#include "../util/util_err.h"
 #include "../util/util_time.h"
 
 #include <lz4.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <time.h>
 
@@ -25,15 +27,21 @@ exec_bulk_seal_run(exec_bulk_job_t *job)
     long flt0 = sl->prof ? s_faults() : 0;
     uint8_t *rec = sl->buf, *body = rec + EXEC_BULK_REC;
     const uint8_t *src = sl->obj + sl->off;
-    size_t zn = exec_bulk_lz4(src, sl->len, body, sl->cap - EXEC_BULK_REC);
+    if (sl->spoil) { /* the test's: bytes that are not the object's, sealed as if they were */
+        memcpy(body, src, sl->len);
+        body[sl->len / 2] ^= 0x40;
+        src = body;
+    }
+    size_t zn = sl->spoil ? 0 : exec_bulk_lz4(src, sl->len, body, sl->cap - EXEC_BULK_REC);
     sl->codec = zn > 0;
     sl->clen = sl->codec ? (uint32_t) zn : sl->len;
     /* integrity only: a raw chunk is sent from the store as it is */
-    sl->body = sl->codec || sl->key->cipher != EXEC_BULK_GMAC ? body : src;
+    bool as_is = !sl->codec && sl->key->cipher == EXEC_BULK_GMAC;
+    sl->body = as_is ? src : body;
     exec_bulk_add(sl->prof, &sl->p_lz4, t0);
     exec_bulk_hdr(rec, EXEC_BULK_R_CHUNK, sl->codec, sl->len, sl->clen, sl->off);
     t0 = exec_bulk_t0(sl->prof);
-    exec_bulk_seal(&sl->aead, sl->key, 0, sl->ctr, rec, sl->body == src ? NULL : body,
+    exec_bulk_seal(&sl->aead, sl->key, 0, sl->ctr, rec, as_is ? NULL : body,
                    sl->codec ? body : src, sl->clen, rec + EXEC_BULK_HDR);
     exec_bulk_add(sl->prof, &sl->p_crypt, t0);
     if (sl->prof) {
@@ -42,7 +50,60 @@ exec_bulk_seal_run(exec_bulk_job_t *job)
     }
 }
 
-/* Writes only the block at [off, off + len) and the slot. */
+int
+exec_bulk_fpq_init(exec_bulk_fpq_t *q, exec_bulk_slot_t *ring, int n)
+{
+    if (!(q->fp = util_fp_stream_new()))
+        return util_err(LUX_ENOMEM, "out of memory for a pull's fingerprint");
+    pthread_mutex_init(&q->lock, NULL);
+    q->ring = ring;
+    q->n = n;
+    q->next = 0;
+    q->busy = false;
+    return 0;
+}
+
+void
+exec_bulk_fpq_fini(exec_bulk_fpq_t *q)
+{
+    if (!q->fp)
+        return;
+    util_fp_stream_free(&q->fp);
+    pthread_mutex_destroy(&q->lock);
+}
+
+/* sl is opened (or failed): hash the opened chunks from the next in
+   order on, unless another thread does (see exec_bulk_job.h). */
+static void
+s_fp_turn(exec_bulk_slot_t *sl)
+{
+    exec_bulk_fpq_t *q = sl->fpq;
+    pthread_mutex_lock(&q->lock);
+    sl->opened = true;
+    if (q->busy) { /* that thread takes this one too when its turn comes */
+        pthread_mutex_unlock(&q->lock);
+        return;
+    }
+    q->busy = true;
+    int64_t t0 = exec_bulk_t0(sl->prof);
+    for (;;) {
+        exec_bulk_slot_t *h = &q->ring[q->next];
+        if (!h->opened || h->rc)
+            break; /* not yet opened, or failed: nothing more is hashed */
+        h->opened = false;
+        pthread_mutex_unlock(&q->lock);
+        util_fp_stream_add(q->fp, h->obj + h->off, h->len);
+        atomic_store_explicit(&h->hashed, true, memory_order_release);
+        pthread_mutex_lock(&q->lock);
+        q->next = (q->next + 1) % q->n;
+    }
+    q->busy = false;
+    pthread_mutex_unlock(&q->lock);
+    exec_bulk_add(sl->prof, &sl->p_fp, t0);
+}
+
+/* Writes only the block at [off, off + len) and the slot (and, hashing,
+   reads the block's opened chunks). */
 void
 exec_bulk_open_run(exec_bulk_job_t *job)
 {
@@ -72,6 +133,8 @@ exec_bulk_open_run(exec_bulk_job_t *job)
                                     memory_order_relaxed))
             ;
     }
+    if (sl->fpq)
+        s_fp_turn(sl);
     if (sl->prof) {
         sl->p_cpu += util_thread_cpu_ns() - cpu0;
         sl->p_flt += s_faults() - flt0;

@@ -649,15 +649,20 @@ s_pump(nm_t *nm, s_pull_t *p)
     }
 }
 
-/* The bytes are all here: check them, make the object, log the copy. */
+/* The bytes are all here: check them, make the object, log the copy.
+   done: their fingerprint, made as they came (the bulk path), or NULL:
+   they are hashed here. */
 static void
-s_complete(nm_t *nm, s_pull_t *p)
+s_complete(nm_t *nm, s_pull_t *p, const uint8_t *done)
 {
     char hex[2 * LUX_REF_LEN + 1];
     uint8_t fp[16], one[16];
     const uint8_t *bytes = p->ibytes ? p->ibytes : exec_arena_base(nm->arena) + p->off;
     int64_t t0 = util_mono_ns();
-    util_fp(fp, bytes, p->size);
+    if (done)
+        memcpy(fp, done, 16);
+    else
+        util_fp(fp, bytes, p->size);
     int64_t fp_ns = util_mono_ns() - t0;
     util_blake(one, 16, fp, 16);
     if (memcmp(fp, p->fp, 16) != 0 ||
@@ -693,9 +698,9 @@ s_complete(nm_t *nm, s_pull_t *p)
     memcpy(o->fp, fp, 16);
     nm_log_copied(nm, o, &p->src[p->cur].node);
     int64_t ms = util_mono_ms() - p->start_ms;
-    log_info("pulled object %s (%llu bytes) from %s in %lld ms (its check %.1f ms), %s%s%s%s",
+    log_info("pulled object %s (%llu bytes) from %s in %lld ms (its check %.1f ms%s), %s%s%s%s",
              xfer_hex(&p->id, hex), (unsigned long long) p->size, p->src[p->cur].ep,
-             (long long) ms, (double) fp_ns / 1e6,
+             (long long) ms, (double) fp_ns / 1e6, done ? ", hashed as it came" : "",
              p->ibytes ? "with its OPEN"
              : p->bulk ? "over the bulk path" : "over CURVE", p->bulk && !p->ibytes ? " (" : "",
              p->bulk && !p->ibytes ? exec_bulk_cipher_name(p->bkey.cipher) : "",
@@ -771,7 +776,7 @@ s_admit(nm_t *nm)
                 continue;
             }
             if (p->size <= EXEC_INLINE_MAX) {
-                s_complete(nm, p);
+                s_complete(nm, p, NULL);
                 continue;
             }
             p->state = P_MOVING;
@@ -884,7 +889,7 @@ nm_xfer_src_on_pull_rep(nm_t *nm, nm_peer_msg_t *m)
     }
     p->got += len;
     if (p->got == p->size)
-        s_complete(nm, p);
+        s_complete(nm, p, NULL);
     else
         s_pump(nm, p);
 }
@@ -903,14 +908,14 @@ s_bulk_moved(void *arg, void *who, uint64_t got)
 }
 
 static void
-s_bulk_ended(void *arg, void *who, int rc, bool fallback)
+s_bulk_ended(void *arg, void *who, int rc, bool fallback, const uint8_t *fp)
 {
     nm_t *nm = arg;
     s_pull_t *p = who;
     p->bh = NULL; /* gone already */
     if (rc == 0) {
         p->got = p->size;
-        s_complete(nm, p);
+        s_complete(nm, p, fp);
     } else if (fallback) {
         s_fall_back(nm, p, rc);
     } else {

@@ -22,4 +22,16 @@ void util_fp(uint8_t out[16], const void *p, size_t n);
    parallel (a second thread hashes) when n is large. */
 void util_fp_copy(uint8_t out[16], void *dst, const void *src, size_t n);
 
+/* The fingerprint of bytes that come in pieces, in order (a pull's
+   chunks, doc/DESIGN.md 7.3): the same 16 bytes as util_fp of all of
+   them at once. One thread at a time. */
+typedef struct util_fp_stream util_fp_stream_t;
+
+/* NULL when there is no memory. */
+util_fp_stream_t *util_fp_stream_new(void);
+void util_fp_stream_add(util_fp_stream_t *self, const void *p, size_t n);
+/* The fingerprint of what was added so far (more may be added after). */
+void util_fp_stream_end(const util_fp_stream_t *self, uint8_t out[16]);
+void util_fp_stream_free(util_fp_stream_t **self_p);
+
 #endif

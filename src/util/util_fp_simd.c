@@ -17,7 +17,12 @@
 #define S_NAME util_fp_base
 #endif
 
+#define S_CAT(a, b) a##b
+#define S_CAT2(a, b) S_CAT(a, b)
+
 void S_NAME(uint64_t out[2], const void *p, size_t n);
+void S_CAT2(S_NAME, _add)(void *state, const void *p, size_t n);
+void S_CAT2(S_NAME, _end)(const void *state, uint64_t out[2]);
 
 void
 S_NAME(uint64_t out[2], const void *p, size_t n)
@@ -35,3 +40,47 @@ S_NAME(uint64_t out[2], const void *p, size_t n)
     _mm256_zeroupper();
 #endif
 }
+
+/* The same hash in steps (util_fp_stream_*): XXH3's streaming state
+   gives the one-shot digest of the bytes added, in order, however they
+   were cut. */
+void
+S_CAT2(S_NAME, _add)(void *state, const void *p, size_t n)
+{
+    XXH3_128bits_update(state, p, n);
+#ifdef UTIL_FP_AVX2
+    _mm256_zeroupper();
+#endif
+}
+
+void
+S_CAT2(S_NAME, _end)(const void *state, uint64_t out[2])
+{
+    XXH128_hash_t h = XXH3_128bits_digest(state);
+    out[0] = h.low64;
+    out[1] = h.high64;
+#ifdef UTIL_FP_AVX2
+    _mm256_zeroupper();
+#endif
+}
+
+#ifndef UTIL_FP_AVX2
+/* The state, made and freed once (the layout is the same in both builds). */
+void *util_fp_state_new(void);
+void util_fp_state_free(void *state);
+
+void *
+util_fp_state_new(void)
+{
+    XXH3_state_t *st = XXH3_createState();
+    if (st)
+        XXH3_128bits_reset(st);
+    return st;
+}
+
+void
+util_fp_state_free(void *state)
+{
+    XXH3_freeState(state);
+}
+#endif
