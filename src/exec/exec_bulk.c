@@ -96,6 +96,7 @@ typedef struct s_conn {
     int s_head, s_n;
     bool flip;                /* test: a byte of its second chunk flipped after sealing */
     bool spoil;               /* test: a byte of its second chunk altered before sealing */
+    bool on_loop;             /* its jobs run on the loop's thread (LUX_BULK_LOOP) */
     bool hold, held;          /* test: nothing after the first chunk while the hold file is; said so */
     /* the puller's */
     void *who;
@@ -111,11 +112,7 @@ typedef struct s_conn {
     exec_bulk_aead_t enc, dec; /* the loop thread's cipher contexts: credits, requests */
     /* LUX_XFER_PROFILE: where a transfer's time went, logged at its end */
     bool prof;
-    int64_t p_start, p_crypt, p_io, p_lz4; /* ns: all; sealing/opening; send/recv; lz4 */
-    int64_t p_cpu, p_fp;                   /* ns: the pool threads' CPU for it; hashing */
-    long p_flt;                            /* the pool threads' page faults for it */
-    uint64_t p_calls, p_turns;             /* send/recv calls; turns of the node's loop */
-    struct rusage p_ru;                    /* the loop thread's at the start */
+    exec_bulk_prof_t pf;
     int fail_rc;              /* PS_FAILED: the code, and... */
     char fail_why[256];       /* ...why */
     struct s_conn *next;
@@ -137,6 +134,7 @@ struct exec_bulk {
     char *hold_file;         /* LUX_TEST_BULK_HOLD: a source holds after one chunk while it exists */
     char *local;             /* the node's address: where its pulls come from */
     bool profile;            /* LUX_XFER_PROFILE=1 */
+    exec_bulk_tune_t tune;   /* LUX_BULK_SNDBUF, _RCVBUF, _LOOP */
 };
 
 /* --- connections ------------------------------------------------------------------------ */
@@ -191,50 +189,32 @@ s_kill(exec_bulk_t *b, s_conn_t *c)
         exec_bulk_pool_cancel(b->pool, &sl->job);
         if (sl->seen)
             continue;
-        c->p_crypt += sl->p_crypt, c->p_lz4 += sl->p_lz4, c->p_cpu += sl->p_cpu;
-        c->p_flt += sl->p_flt, c->p_fp += sl->p_fp;
+        c->pf.crypt += sl->p_crypt, c->pf.lz4 += sl->p_lz4, c->pf.cpu += sl->p_cpu;
+        c->pf.flt += sl->p_flt, c->pf.fp += sl->p_fp;
     }
     c->s_n = 0;
     exec_bulk_fpq_fini(&c->fpq); /* no job runs on the slots any more */
     for (int i = 0; i < S_SLOTS; i++)
         exec_bulk_aead_free(&c->slot[i].aead);
-    if (c->prof && c->p_start && c->kind != K_LISTEN) {
-        double all = (double) (util_mono_ns() - c->p_start) / 1e6;
-        struct rusage ru;
-        getrusage(RUSAGE_THREAD, &ru);
-        char threads[128];
-        int nth = exec_bulk_pool_threads(b->pool);
-        const char *did = c->kind == K_SRC ? "sealed" : "opened";
-        char fp[48] = "";
-        if (c->kind == K_PULL)
-            snprintf(fp, sizeof fp, ", fingerprint %.1f ms", (double) c->p_fp / 1e6);
-        if (nth)
-            snprintf(threads, sizeof threads, "; %s on %d thread%s: %.1f ms of their CPU, %ld "
-                     "page faults%s", did, nth, nth == 1 ? "" : "s", (double) c->p_cpu / 1e6,
-                     c->p_flt, fp);
-        else
-            snprintf(threads, sizeof threads, "; %s in the loop's thread%s", did, fp);
-        double cpu = (double) (ru.ru_utime.tv_sec - c->p_ru.ru_utime.tv_sec +
-                               ru.ru_stime.tv_sec - c->p_ru.ru_stime.tv_sec) * 1e3 +
-                     (double) (ru.ru_utime.tv_usec - c->p_ru.ru_utime.tv_usec +
-                               ru.ru_stime.tv_usec - c->p_ru.ru_stime.tv_usec) / 1e3;
-        log_info("bulk profile: %s %s, %llu of %llu bytes in %.1f ms (the node's loop thread: "
-                 "%.1f ms of CPU, %ld page faults): %s %.1f ms, %s %.1f ms in %llu calls, lz4 "
-                 "%.1f ms, %llu turns of the loop%s",
-                 c->kind == K_SRC ? "to" : "from", c->peer,
-                 (unsigned long long) (c->kind == K_SRC ? c->sent : c->got),
-                 (unsigned long long) c->size, all, cpu, ru.ru_minflt - c->p_ru.ru_minflt,
-                 c->kind == K_SRC ? "seal" : "open",
-                 (double) c->p_crypt / 1e6, c->kind == K_SRC ? "send" : "recv",
-                 (double) c->p_io / 1e6, (unsigned long long) c->p_calls,
-                 (double) c->p_lz4 / 1e6, (unsigned long long) c->p_turns, threads);
-    }
+    if (c->prof && c->pf.start && c->kind != K_LISTEN)
+        exec_bulk_prof_log(&c->pf, c->kind == K_SRC, c->peer, c->kind == K_SRC ? c->sent : c->got,
+                           c->size, c->on_loop ? 0 : exec_bulk_pool_threads(b->pool));
     exec_bulk_key_wipe(&c->key);
     exec_bulk_aead_free(&c->enc); /* cleansed: the last key's schedule goes too */
     exec_bulk_aead_free(&c->dec);
     c->dead = true;
     if (b->depth == 0)
         s_sweep(b);
+}
+
+/* A slot's job to the pool, or run at once where its connection says. */
+static void
+s_push(exec_bulk_t *b, s_conn_t *c, s_slot_t *sl)
+{
+    if (c->on_loop)
+        exec_bulk_pool_here(b->pool, &sl->job);
+    else
+        exec_bulk_pool_push(b->pool, &sl->job);
 }
 
 static s_conn_t *
@@ -261,8 +241,8 @@ s_send(s_conn_t *c, struct iovec *iov, int n)
         struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t) n};
         int64_t t0 = exec_bulk_t0(c->prof);
         ssize_t k = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
-        exec_bulk_add(c->prof, &c->p_io, t0);
-        c->p_calls++;
+        exec_bulk_add(c->prof, &c->pf.io, t0);
+        c->pf.calls++;
         if (k > 0) {
             c->deadline_ms = util_mono_ms() + S_SILENT_MS; /* it moves */
             return k;
@@ -281,8 +261,8 @@ s_recv(s_conn_t *c, uint8_t *p, size_t n)
     for (;;) {
         int64_t t0 = exec_bulk_t0(c->prof);
         ssize_t k = recv(c->fd, p, n, MSG_DONTWAIT);
-        exec_bulk_add(c->prof, &c->p_io, t0);
-        c->p_calls++;
+        exec_bulk_add(c->prof, &c->pf.io, t0);
+        c->pf.calls++;
         if (k > 0)
             return k;
         if (k == 0)
@@ -383,6 +363,7 @@ s_accept(exec_bulk_t *b)
         }
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        exec_bulk_tune_sock(&b->tune, fd, true);
         snprintf(c->peer, sizeof c->peer, "%s", peer);
         c->st = SS_HELLO;
         c->in_need = S_HELLO;
@@ -425,7 +406,7 @@ s_src_fill(exec_bulk_t *b, s_conn_t *c)
         c->off += len;
         c->credit--;
         c->s_n++;
-        exec_bulk_pool_push(b->pool, &sl->job);
+        s_push(b, c, sl);
     }
     return 0;
 }
@@ -441,8 +422,8 @@ s_src_ready(exec_bulk_t *b, s_conn_t *c)
         if (!exec_bulk_pool_done(b->pool, &sl->job))
             return NULL;
         sl->seen = true;
-        c->p_crypt += sl->p_crypt, c->p_lz4 += sl->p_lz4, c->p_cpu += sl->p_cpu;
-        c->p_flt += sl->p_flt;
+        c->pf.crypt += sl->p_crypt, c->pf.lz4 += sl->p_lz4, c->pf.cpu += sl->p_cpu;
+        c->pf.flt += sl->p_flt;
         if (c->flip && (sl->ctr == 1 || sl->off + sl->len == c->size)) {
             if (sl->body != sl->buf + S_REC) /* not the store's bytes: a copy */
                 sl->body = memcpy(sl->buf + S_REC, sl->body, sl->clen);
@@ -497,8 +478,10 @@ static void
 s_src_want(exec_bulk_t *b, s_conn_t *c)
 {
     /* writable matters only when the oldest slot is sealed; until then
-       the pool's eventfd says when it is */
-    bool out = c->s_n > 0 && c->slot[c->s_head].seen;
+       the pool's eventfd says when it is (one sealed in this thread
+       says nothing) */
+    bool out = c->s_n > 0 && (c->slot[c->s_head].seen ||
+                              exec_bulk_pool_done(b->pool, &c->slot[c->s_head].job));
     s_want(b, c, EPOLLIN | (out ? EPOLLOUT : 0));
 }
 
@@ -564,6 +547,7 @@ s_src_say(exec_bulk_t *b, s_conn_t *c)
     }
     c->key = k;
     exec_bulk_key_wipe(&k);
+    c->on_loop = exec_bulk_tune_on_loop(&b->tune, true, c->key.cipher);
     c->ctr_in = 1;
     c->bytes = bytes;
     c->size = size;
@@ -584,9 +568,9 @@ s_src_say(exec_bulk_t *b, s_conn_t *c)
     c->hold = b->hold_file && stat(b->hold_file, &st) == 0;
     c->st = SS_STREAM;
     c->deadline_ms = util_mono_ms() + S_SILENT_MS;
-    c->p_start = exec_bulk_t0(c->prof);
+    c->pf.start = exec_bulk_t0(c->prof);
     if (c->prof)
-        getrusage(RUSAGE_THREAD, &c->p_ru);
+        getrusage(RUSAGE_THREAD, &c->pf.ru);
     c->in_len = 0;
     c->in_need = S_REC + 4;
     log_debug("bulk: streaming transfer %016llx (%llu bytes) to %s",
@@ -597,7 +581,7 @@ s_src_say(exec_bulk_t *b, s_conn_t *c)
 static void
 s_src_stream(exec_bulk_t *b, s_conn_t *c)
 {
-    c->p_turns++;
+    c->pf.turns++;
     for (;;) {
         int r = s_read_in(c);
         if (r < 0) { /* the puller went: it has all, or gave up */
@@ -782,7 +766,7 @@ s_pull_body(exec_bulk_t *b, s_conn_t *c)
     c->st = PS_HDR;
     c->in_len = 0;
     c->in_need = S_REC;
-    exec_bulk_pool_push(b->pool, &sl->job);
+    s_push(b, c, sl);
 }
 
 /* The oldest slots whose records are opened, in order: counted and
@@ -798,8 +782,8 @@ s_pull_reap(exec_bulk_t *b, s_conn_t *c)
         if (!exec_bulk_fpq_hashed(sl))
             return false; /* the thread hashing it says so when done (the pool's eventfd) */
         sl->seen = true;
-        c->p_crypt += sl->p_crypt, c->p_lz4 += sl->p_lz4, c->p_cpu += sl->p_cpu;
-        c->p_flt += sl->p_flt, c->p_fp += sl->p_fp;
+        c->pf.crypt += sl->p_crypt, c->pf.lz4 += sl->p_lz4, c->pf.cpu += sl->p_cpu;
+        c->pf.flt += sl->p_flt, c->pf.fp += sl->p_fp;
         if (sl->rc) { /* the first that failed comes before any it stopped (AFTER_BAD) */
             char where[64];
             snprintf(where, sizeof where, "%llu", (unsigned long long) sl->off);
@@ -837,7 +821,7 @@ s_pull_read(exec_bulk_t *b, s_conn_t *c)
     size_t moved = 0;
     uint64_t got = c->got;
     void *who = c->who;
-    c->p_turns++;
+    c->pf.turns++;
     while (moved < S_TURN_BYTES && !c->dead) {
         if (s_pull_reap(b, c))
             return;
@@ -958,6 +942,8 @@ exec_bulk_pull_start(exec_bulk_t *self, const char *host, int port, const exec_b
         return NULL;
     }
     snprintf(c->peer, sizeof c->peer, "%s:%d", host, port);
+    exec_bulk_tune_sock(&self->tune, fd, false);
+    c->on_loop = exec_bulk_tune_on_loop(&self->tune, false, key->cipher);
     c->key = *key;
     c->who = who;
     memcpy(c->id, id, LUX_REF_LEN);
@@ -991,9 +977,9 @@ exec_bulk_pull_start(exec_bulk_t *self, const char *host, int port, const exec_b
     exec_bulk_key_wipe(&k);
     c->out_len = S_HELLO + S_REC + S_REQ_LEN;
     c->st = PS_CONNECT;
-    c->p_start = exec_bulk_t0(c->prof);
+    c->pf.start = exec_bulk_t0(c->prof);
     if (c->prof)
-        getrusage(RUSAGE_THREAD, &c->p_ru);
+        getrusage(RUSAGE_THREAD, &c->pf.ru);
     if (err) {
         c->st = PS_FAILED; /* told on the next tick, never from in here */
         c->fail_rc = LUX_EIO;
@@ -1072,6 +1058,7 @@ exec_bulk_new(const char *host, int port, const char *local, const exec_bulk_fns
     b->hold_file = s_env_dup("LUX_TEST_BULK_HOLD");
     const char *prof = getenv("LUX_XFER_PROFILE");
     b->profile = prof && *prof == '1';
+    exec_bulk_tune_read(&b->tune);
     b->local = local && *local ? strdup(local) : NULL;
     struct epoll_event e = {.events = EPOLLIN, .data.ptr = NULL}; /* NULL: the pool */
     if (!(b->pool = exec_bulk_pool_new(-1)) ||

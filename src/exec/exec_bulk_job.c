@@ -2,10 +2,14 @@
     exec_bulk_job.h). */
 #include "exec_bulk_job.h"
 #include "../util/util_err.h"
+#include "../util/util_log.h"
 #include "../util/util_time.h"
 
 #include <lz4.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/resource.h>
 #include <time.h>
 
@@ -139,4 +143,101 @@ exec_bulk_open_run(exec_bulk_job_t *job)
         sl->p_cpu += util_thread_cpu_ns() - cpu0;
         sl->p_flt += s_faults() - flt0;
     }
+}
+
+void
+exec_bulk_prof_log(const exec_bulk_prof_t *p, bool src, const char *peer, uint64_t moved,
+                   uint64_t size, int nth)
+{
+    double all = (double) (util_mono_ns() - p->start) / 1e6;
+    struct rusage ru;
+    getrusage(RUSAGE_THREAD, &ru);
+    char threads[160], fp[48] = "";
+    const char *did = src ? "sealed" : "opened";
+    if (!src)
+        snprintf(fp, sizeof fp, ", fingerprint %.1f ms", (double) p->fp / 1e6);
+    if (nth)
+        snprintf(threads, sizeof threads, "; %s on %d thread%s: %.1f ms of their CPU, %ld "
+                 "page faults%s", did, nth, nth == 1 ? "" : "s", (double) p->cpu / 1e6,
+                 p->flt, fp);
+    else
+        snprintf(threads, sizeof threads, "; %s in the loop's thread%s", did, fp);
+    double cpu = (double) (ru.ru_utime.tv_sec - p->ru.ru_utime.tv_sec +
+                           ru.ru_stime.tv_sec - p->ru.ru_stime.tv_sec) * 1e3 +
+                 (double) (ru.ru_utime.tv_usec - p->ru.ru_utime.tv_usec +
+                           ru.ru_stime.tv_usec - p->ru.ru_stime.tv_usec) / 1e3;
+    log_info("bulk profile: %s %s, %llu of %llu bytes in %.1f ms (the node's loop thread: "
+             "%.1f ms of CPU, %ld page faults): %s %.1f ms, %s %.1f ms in %llu calls, lz4 "
+             "%.1f ms, %llu turns of the loop%s",
+             src ? "to" : "from", peer, (unsigned long long) moved, (unsigned long long) size,
+             all, cpu, ru.ru_minflt - p->ru.ru_minflt, src ? "seal" : "open",
+             (double) p->crypt / 1e6, src ? "send" : "recv", (double) p->io / 1e6,
+             (unsigned long long) p->calls, (double) p->lz4 / 1e6,
+             (unsigned long long) p->turns, threads);
+}
+
+/* --- tuning ---------------------------------------------------------------------------- */
+
+static int
+s_bytes(const char *name, int dflt)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return dflt;
+    char *end;
+    long n = strtol(v, &end, 10);
+    if (*end || n < 0 || n > (256L << 20)) {
+        log_warn("bulk: %s=%s is not a size in bytes from 0 (the kernel's) to 268435456; "
+                 "using %d", name, v, dflt);
+        return dflt;
+    }
+    return (int) n;
+}
+
+void
+exec_bulk_tune_read(exec_bulk_tune_t *t)
+{
+    static const struct {
+        const char *word;
+        int bits;
+    } words[] = {{"seal", EXEC_BULK_LOOP_SEAL},
+                 {"open", EXEC_BULK_LOOP_OPEN},
+                 {"gmac-seal", EXEC_BULK_LOOP_GMAC_SEAL},
+                 {"gmac-open", EXEC_BULK_LOOP_GMAC_OPEN},
+                 {"gmac", EXEC_BULK_LOOP_GMAC_SEAL | EXEC_BULK_LOOP_GMAC_OPEN},
+                 {"none", 0}};
+    t->sndbuf = s_bytes("LUX_BULK_SNDBUF", 0);
+    t->rcvbuf = s_bytes("LUX_BULK_RCVBUF", 0);
+    t->loop = 0;
+    const char *v = getenv("LUX_BULK_LOOP");
+    for (const char *p = v ? v : ""; *p;) {
+        size_t n = strcspn(p, ",");
+        size_t i = 0, nw = sizeof words / sizeof words[0];
+        while (i < nw && !(strlen(words[i].word) == n && strncmp(words[i].word, p, n) == 0))
+            i++;
+        if (i == nw) {
+            log_warn("bulk: LUX_BULK_LOOP=%s: '%.*s' is not seal, open, gmac-seal, gmac-open, "
+                     "gmac or none; ignored", v, (int) n, p);
+        } else {
+            t->loop |= words[i].bits;
+        }
+        p += n + (p[n] == ',');
+    }
+}
+
+bool
+exec_bulk_tune_on_loop(const exec_bulk_tune_t *t, bool seal, int cipher)
+{
+    if (cipher == EXEC_BULK_GMAC &&
+        (t->loop & (seal ? EXEC_BULK_LOOP_GMAC_SEAL : EXEC_BULK_LOOP_GMAC_OPEN)))
+        return true;
+    return (t->loop & (seal ? EXEC_BULK_LOOP_SEAL : EXEC_BULK_LOOP_OPEN)) != 0;
+}
+
+void
+exec_bulk_tune_sock(const exec_bulk_tune_t *t, int fd, bool src)
+{
+    int n = src ? t->sndbuf : t->rcvbuf;
+    if (n > 0 && setsockopt(fd, SOL_SOCKET, src ? SO_SNDBUF : SO_RCVBUF, &n, sizeof n) < 0)
+        log_warn("bulk: %s of %d bytes: not set", src ? "SO_SNDBUF" : "SO_RCVBUF", n);
 }

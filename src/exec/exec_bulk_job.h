@@ -42,6 +42,7 @@
 #include "../util/util_time.h"
 
 #include <pthread.h>
+#include <sys/resource.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -99,6 +100,43 @@ exec_bulk_fpq_hashed(const exec_bulk_slot_t *sl)
 {
     return !sl->fpq || sl->rc || atomic_load_explicit(&sl->hashed, memory_order_acquire);
 }
+
+/* LUX_XFER_PROFILE: where a connection's time went, logged at its end. */
+typedef struct {
+    int64_t start, crypt, io, lz4; /* ns: all; sealing/opening; send/recv; lz4 */
+    int64_t cpu, fp;               /* ns: the pool threads' CPU for it; hashing */
+    long flt;                      /* the pool threads' page faults for it */
+    uint64_t calls, turns;         /* send/recv calls; turns of the node's loop */
+    struct rusage ru;              /* the loop thread's at the start */
+} exec_bulk_prof_t;
+
+/* Log it: a source's (src) or a puller's connection to peer, moved of
+   size bytes, its jobs on nth pool threads (0: on the loop's). */
+void exec_bulk_prof_log(const exec_bulk_prof_t *p, bool src, const char *peer, uint64_t moved,
+                        uint64_t size, int nth);
+
+/* Tuning of the bulk path, from the environment (lux(1) ENVIRONMENT;
+   the defaults are what doc/benchmarks.md measured best, stop 44):
+   LUX_BULK_SNDBUF / LUX_BULK_RCVBUF, SO_SNDBUF of a source's connection
+   and SO_RCVBUF of a puller's in bytes (0, the default: the kernel's own
+   sizing), and LUX_BULK_LOOP, the jobs run on the loop's thread rather
+   than on the pool's, a comma list of seal, open (every cipher's),
+   gmac-seal, gmac-open and gmac (both, integrity only), or none: on few
+   CPUs a hand-off's wake-ups may cost more than the overlap gives. */
+enum { EXEC_BULK_LOOP_SEAL = 1, EXEC_BULK_LOOP_OPEN = 2, EXEC_BULK_LOOP_GMAC_SEAL = 4,
+       EXEC_BULK_LOOP_GMAC_OPEN = 8 };
+typedef struct {
+    int sndbuf, rcvbuf;           /* bytes; 0: the kernel's */
+    int loop;                     /* EXEC_BULK_LOOP_* */
+} exec_bulk_tune_t;
+
+/* Read it (a value it cannot read is logged and its default kept). */
+void exec_bulk_tune_read(exec_bulk_tune_t *t);
+/* Whether a source's (seal) or a puller's job for a transfer of cipher
+   runs on the loop's thread. */
+bool exec_bulk_tune_on_loop(const exec_bulk_tune_t *t, bool seal, int cipher);
+/* The buffer sizes on a source's (src) or a puller's socket. */
+void exec_bulk_tune_sock(const exec_bulk_tune_t *t, int fd, bool src);
 
 /* The jobs (exec_bulk_job_t.run) of a source's and a puller's slot. */
 void exec_bulk_seal_run(exec_bulk_job_t *job);

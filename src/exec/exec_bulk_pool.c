@@ -193,6 +193,17 @@ exec_bulk_pool_push(exec_bulk_pool_t *self, exec_bulk_job_t *job)
     pthread_mutex_unlock(&self->lock);
 }
 
+void
+exec_bulk_pool_here(exec_bulk_pool_t *self, exec_bulk_job_t *job)
+{
+    job->run(job);
+    if (self->started)
+        pthread_mutex_lock(&self->lock);
+    job->state = EXEC_BULK_JOB_DONE;
+    if (self->started)
+        pthread_mutex_unlock(&self->lock);
+}
+
 bool
 exec_bulk_pool_done(exec_bulk_pool_t *self, exec_bulk_job_t *job)
 {

@@ -49,6 +49,9 @@ void exec_bulk_pool_clear(exec_bulk_pool_t *self);
 /* Queue job (its run set). Without threads (or when none can be
    started) it runs here and now. */
 void exec_bulk_pool_push(exec_bulk_pool_t *self, exec_bulk_job_t *job);
+/* Run job here and now, in the caller's thread, as done (the loop's
+   choice for a connection: LUX_BULK_LOOP, exec_bulk_job.h). */
+void exec_bulk_pool_here(exec_bulk_pool_t *self, exec_bulk_job_t *job);
 /* Whether job has run (then it is the caller's again, and stays done
    until pushed again). */
 bool exec_bulk_pool_done(exec_bulk_pool_t *self, exec_bulk_job_t *job);
