@@ -19,8 +19,9 @@
 # which pulls 1 GiB (64 MiB with --quick) three times sealed (the default
 # cipher) and three times integrity only (LUX_BULK_CIPHER=gmac at both
 # nodes), each against a plain TCP stream of the same bytes. A 1 GiB run
-# takes about 40 s on a quiet 2-vCPU machine, so the 8 settings below take
-# about 6 minutes a round; --quick about a minute.
+# should take well under a minute on a quiet 2-vCPU machine (not timed
+# quiet yet: at load 24-35 a --quick run took 33-62 s), so the 9 settings
+# below should fit in about 8 minutes a round; start with --quick.
 #
 # It prints one table, a row per setting and mode, each figure the median
 # over the rounds of the run's own figure (the bench's median of its three
@@ -44,6 +45,7 @@ set -u
 SETTINGS="default
 LUX_BULK_LOOP=gmac
 LUX_BULK_LOOP=gmac-open
+LUX_BULK_LOOP=open
 LUX_BULK_THREADS=0
 LUX_XFER_CHUNK=262144
 LUX_XFER_CHUNK=4194304,LUX_XFER_WINDOW=4
