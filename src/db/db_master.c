@@ -36,13 +36,14 @@ typedef struct {
         uint64_t epoch; /* ...at this epoch (0: none known) */
         uint64_t seq;
     } *held;
-    int64_t start_ms;
+    int64_t start_ms;         /* when its loop began: the start grace counts from here */
     util_stall_t stall;       /* s_on_timer's lateness: the time the master did not run */
     util_complain_t complain; /* garbage logs, at most once a second */
     util_buf_t buf;
     const char *join_gate;     /* LUX_TEST_JOIN_GATE, read once at start */
     bool join_gated;           /* ...and used: it holds one join only */
     bool seq_gated;            /* ...and its "seq-" point used (s_join_gate) */
+    bool start_gated;          /* ...and its "start-" point used */
     char err[UTIL_ERRMSG_MAX]; /* why setup failed, for db_master_new */
 } s_master_t;
 
@@ -174,6 +175,10 @@ s_not_run(s_master_t *self)
 static void
 s_on_heartbeat(s_master_t *self, zframe_t *rid, zframe_t *body)
 {
+    /* the time the master did not run comes off the start grace before a
+       first beat is judged by it: a stop can fall after zloop ran its
+       timers and before it reads, as for JOIN_SEQ (t/6132) */
+    int64_t now = s_not_run(self);
     db_beat_t beat;
     if (!body || db_beat_decode(&beat, zframe_data(body), zframe_size(body))) {
         char text[300];
@@ -195,16 +200,19 @@ s_on_heartbeat(s_master_t *self, zframe_t *rid, zframe_t *body)
        rejoins at the tail. We know it restarted when its pid changed; a
        replica we have not heard from since we started is one that is
        starting with us (a whole cluster's start, slow under load), unless
-       we have run for longer than a silent replica is given (s_on_timer). */
+       we have run for longer than a silent replica is given (s_on_timer).
+       "Run": start_ms is moved on by the time the master did not run
+       (s_not_run, just above, and each timer), so a master stopped or
+       starved at its start does not take the replicas that started with
+       it for restarted ones when it reads their first beats (t/6132). */
     int64_t grace = self->cluster.dead_ms * 5 > 5000 ? self->cluster.dead_ms * 5 : 5000;
     bool restarted = beat.state == DB_RS_STARTING && beat.epoch == 0 &&
-                     (sl->heard ? sl->beat.pid != beat.pid
-                                : util_mono_ms() - self->start_ms > grace);
+                     (sl->heard ? sl->beat.pid != beat.pid : now - self->start_ms > grace);
     if (!sl->heard)
         log_info("shard %u replica %u is up (pid %u, %s)", beat.shard, beat.index, beat.pid,
                  db_replica_state_name(beat.state));
     sl->heard = true;
-    sl->seen_ms = util_mono_ms();
+    sl->seen_ms = now;
     sl->beat = beat;
     if (!sl->rid || !zframe_eq(sl->rid, rid)) {
         zframe_destroy(&sl->rid);
@@ -301,13 +309,17 @@ s_on_join(s_master_t *self, zframe_t *rid, const net_hdr_t *h, zframe_t *body)
    DIR/<P>held and waits (up to 120 s) until DIR/<P>go exists, so that a
    test can act at that moment. The points P: "" about to admit a joiner
    (t/5010, t/5040); "seq-" a JOIN_SEQ just read, before it is judged
-   (t/1013 stops the head's process there). The variable is read once,
-   when the master starts. */
+   (t/1013 stops the head's process there); "start-" the master's start,
+   before its loop runs (t/6132: the replicas' first beats wait unread,
+   as when the master is stopped at its start). The variable is read
+   once, when the master starts. */
 static void
 s_join_gate(s_master_t *self, const char *point, uint32_t shard, uint32_t index, uint64_t at)
 {
     const char *dir = self->join_gate;
-    bool *gated = *point ? &self->seq_gated : &self->join_gated;
+    bool *gated = strcmp(point, "seq-") == 0     ? &self->seq_gated
+                  : strcmp(point, "start-") == 0 ? &self->start_gated
+                                                 : &self->join_gated;
     char path[PATH_MAX];
     if (!dir || !*dir || *gated)
         return;
@@ -516,7 +528,6 @@ s_actor(zsock_t *pipe, void *arg)
     util_log_name("master");
     util_buf_init(&self->buf);
     util_complain_init(&self->complain, UTIL_COMPLAIN_MS);
-    self->start_ms = util_mono_ms();
     /* s_on_timer runs every heartbeat; more than one late is a stall */
     util_stall_init(&self->stall, self->cluster.heartbeat_ms, self->cluster.heartbeat_ms);
     self->chains = calloc(self->cluster.shards, sizeof *self->chains);
@@ -535,6 +546,15 @@ s_actor(zsock_t *pipe, void *arg)
     for (uint32_t s = 0; s < self->cluster.shards; s++)
         s_fill_eps(self, &self->chains[s]);
     zsock_signal(pipe, 0);
+    /* the start grace (s_on_heartbeat, s_on_timer) and the stall's first
+       tick count from here: before, the first tick only remembered its
+       time (util_stall_tick answers 0 at a first call), so a stop of the
+       master before its first timer was never taken off the grace, and
+       the replicas that started with it were taken for restarted ones
+       (their first beats) or removed as silent (t/6132) */
+    self->start_ms = util_mono_ms();
+    util_stall_tick(&self->stall, self->start_ms);
+    s_join_gate(self, "start-", 0, 0, 0); /* test hook: the master held at its start */
     loop = zloop_new();
     zloop_reader(loop, pipe, net_pipe_on_term, self);
     zloop_reader(loop, self->router, s_on_router, self);

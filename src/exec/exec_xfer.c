@@ -2,12 +2,17 @@
     (pulls, their sources, admission, chunks in flight, the check, the
     copy's event), the source's side (OPEN pins the object, CHUNK reads
     it, CLOSE or silence unpins it) and the head's locator (NODE_LOCATE
-    answered from the log).
+    answered from the log: exec_xfer_loc.c).
 
     Messages (doc/protocol.md section 17), little-endian:
-        NODE_LOCATE      req u64, id[20]
+        NODE_LOCATE      req u64, id[20], flags u8 (1 stale: the sources
+                         listed do not hold it; 2 unseen: none listed for
+                         LUX_XFER_LOCATE_MS)
         NODE_LOCATE_REP  req u64, rc i32, id[20], fpkind u8, fp[16], n u8,
-                         n x (node[16], endpoint str); text str when rc
+                         n x (node[16], endpoint str); text str when rc,
+                         but after LUX_ENOTFOUND first making u8 (1 being
+                         made at the head, 2 the log has no event of it
+                         yet), then text str
         NODE_PULL        req u64, id[20], op u8 (1 OPEN, 2 CHUNK, 3 CLOSE),
                          off u64, len u32 (OPEN: flags, 1 bulk wanted,
                          2 AES-NI here)
@@ -29,6 +34,7 @@
     back to CHUNK requests over CURVE (logged once per source node).
 */
 #include "exec_xfer.h"
+#include "exec_xfer_loc.h"
 #include "exec_xfer_src.h"
 #include "exec_bulk.h"
 #include "exec_peer.h"
@@ -50,7 +56,6 @@
 #include <sys/statvfs.h>
 
 enum { P_LOCATE = 1, P_OPEN, P_QUEUED, P_MOVING, P_DONE };
-enum { FP_NONE = 0, FP_EXACT, FP_OF_ONE }; /* what the log's fingerprint is of */
 
 typedef struct s_req {
     nm_xfer_done_fn *done;
@@ -58,23 +63,17 @@ typedef struct s_req {
     struct s_req *next;
 } s_req_t;
 
-typedef struct {
-    util_id_t node;
-    char ep[DB_EP_MAX];
-} s_src_t;
-
 typedef struct s_pull {
     lux_ref_t id;
     int prio;
     int state;               /* P_* */
     s_req_t *reqs;
     uint64_t token;          /* of the current attempt */
-    s_src_t src[XFER_SRC_MAX];
+    xfer_src_t src[XFER_SRC_MAX];
     int nsrc, cur;           /* sources, and the one being tried */
     int fpkind;              /* FP_*: what log_fp is */
     uint8_t log_fp[16];
-    uint64_t size;           /* the source's answer to OPEN (the log's, for nm_xfer_where) */
-    bool self;               /* s_locate lists this node too (nm_xfer_where) */
+    uint64_t size;           /* the source's answer to OPEN */
     uint8_t fp[16];
     uint8_t *ibytes;         /* an inline object's bytes */
     bool have_block;         /* off is ours, allocated in the store */
@@ -94,14 +93,14 @@ typedef struct s_pull {
     bool absent;             /* every source tried so far said it does not hold it */
     bool stale;              /* so the head is told its sources are stale: make it */
     bool made;               /* s_locate found no holder, but the log records its making */
+    bool unseen;             /* so the head is told nobody was listed for locate_ms */
+    bool unrecorded;         /* the head said the log has no event of it yet (logged once) */
+    int64_t born_ms;         /* when it was first asked for (LUX_XFER_UNRECORDED_MS) */
     int rounds;              /* times the head was asked so (S_MAKE_ROUNDS at most) */
     int64_t making_since_ms; /* when the head first answered "being made" (0: not yet) */
     struct s_pull *next;
 } s_pull_t;
 
-/* NODE_LOCATE's flags: the sources the head listed do not hold it (every
-   one said so): the head makes it again (s_make). */
-#define S_LOCATE_STALE 1
 /* How often a pull asks the head to make an object that its sources
    turned out not to hold, before it fails: each round is a rebuild at the
    head, which nm_rebuild bounds too (NM_REBUILD_UNREAD_MAX). */
@@ -115,192 +114,6 @@ s_env(const char *name, int64_t dflt, int64_t lo, int64_t hi)
     const char *v = getenv(name);
     int64_t x = v && *v ? strtoll(v, NULL, 10) : dflt;
     return x < lo ? lo : x > hi ? hi : x;
-}
-
-/* --- the head: where objects live ------------------------------------------------------- */
-
-/* the kinds by their codes in the log's format (db_event.h) */
-_Static_assert(DB_K_task_submitted == 4 && DB_K_task_finished == 5 && DB_K_object_put == 8 &&
-                   DB_K_object_lost == 9 && DB_K_object_copied == 25,
-               "object events");
-_Static_assert(DB_K_node_joined == 16 && DB_K_node_died == 17 && DB_K_node_left == 24,
-               "node events");
-static const char s_locate_sql[] =
-    "SELECT e.kind, e.node, e.fp, n.name, n.idx, "
-    "       CASE WHEN e.kind = 5 AND e.idx IS NOT NULL THEN e.idx ELSE "
-    "       (SELECT s.idx FROM event s WHERE s.shard = e.shard AND s.task = e.task AND s.kind = 4) END, "
-    "       e.size "
-    "FROM event e JOIN event n ON n.kind = 16 AND n.node = e.node "
-    "WHERE e.task = ?1 AND (e.kind = 5 OR (e.kind IN (8, 25) AND e.idx = ?2)) AND n.idx > 0 "
-    "  AND NOT EXISTS (SELECT 1 FROM event d WHERE d.kind IN (17, 24) AND d.node = e.node) "
-    "  AND NOT EXISTS (SELECT 1 FROM event l WHERE l.shard = e.shard AND l.task = e.task "
-    "                  AND l.kind = 9 AND l.idx = ?2 AND l.node = e.node AND l.seq > e.seq) "
-    "ORDER BY e.kind = 25, e.seq";
-
-/* Whether the log records the making of p's object (its task finished,
-   or it was put or copied), whoever holds it now. */
-static const char s_made_sql[] =
-    "SELECT 1 FROM event WHERE task = ?1 AND (kind = 5 OR (kind IN (8, 25) AND idx = ?2)) LIMIT 1";
-
-/* The live nodes the log says hold id, into p (origin first). 0, or
-   LUX_ENOTFOUND (p->made: the log records its making, so no event of it
-   is on its way and nothing will come by waiting), or a code with the
-   message. */
-static int
-s_locate(nm_t *nm, s_pull_t *p)
-{
-    struct nm_xfer *x = nm->xfer;
-    if (!x->q && !(x->q = db_query_open(&nm->cluster)))
-        return util_err_ctx(LUX_EIO, "reading the log for where objects live");
-    sqlite3_stmt *st;
-    int rc = db_query_prepare(x->q, s_locate_sql, &st, NULL);
-    if (rc) {
-        db_query_close(&x->q); /* the tails may have changed: open again next time */
-        return rc;
-    }
-    util_id_t task;
-    exec_ref_task(&p->id, &task);
-    sqlite3_bind_blob(st, 1, task.b, 16, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, exec_ref_idx(&p->id));
-    p->nsrc = 0;
-    p->fpkind = FP_NONE;
-    int step;
-    while ((step = sqlite3_step(st)) == SQLITE_ROW && p->nsrc < XFER_SRC_MAX) {
-        int kind = sqlite3_column_int(st, 0);
-        const void *node = sqlite3_column_blob(st, 1), *fp = sqlite3_column_blob(st, 2);
-        const char *addr = (const char *) sqlite3_column_text(st, 3);
-        int port = sqlite3_column_int(st, 4), nret = sqlite3_column_int(st, 5);
-        if (!node || sqlite3_column_bytes(st, 1) != 16 || !addr || port <= 0)
-            continue;
-        if (kind == 5 && (uint32_t) nret <= exec_ref_idx(&p->id))
-            continue; /* a return its task does not have */
-        if (fp && sqlite3_column_bytes(st, 2) == 16 && p->fpkind != FP_EXACT &&
-            (kind != 5 || nret == 1)) {
-            memcpy(p->log_fp, fp, 16);
-            p->fpkind = kind == 5 ? FP_OF_ONE : FP_EXACT;
-        }
-        if (kind != 5 || nret == 1)
-            p->size = (uint64_t) sqlite3_column_int64(st, 6);
-        if (memcmp(node, nm->node.b, 16) == 0 && !p->self)
-            continue; /* this node: it is not here (or it would not be pulled) */
-        bool seen = false;
-        for (int i = 0; i < p->nsrc; i++)
-            seen |= memcmp(p->src[i].node.b, node, 16) == 0;
-        if (seen)
-            continue;
-        memcpy(p->src[p->nsrc].node.b, node, 16);
-        snprintf(p->src[p->nsrc].ep, sizeof p->src[p->nsrc].ep, "tcp://%s:%d", addr, port);
-        p->nsrc++;
-    }
-    if (step != SQLITE_ROW && step != SQLITE_DONE)
-        rc = util_err(LUX_ESQL, "reading where objects live: %s",
-                      sqlite3_errmsg(db_query_db(x->q)));
-    sqlite3_finalize(st);
-    p->made = false;
-    if (!rc && !p->nsrc && !(rc = db_query_prepare(x->q, s_made_sql, &st, NULL))) {
-        sqlite3_bind_blob(st, 1, task.b, 16, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 2, exec_ref_idx(&p->id));
-        step = sqlite3_step(st);
-        p->made = step == SQLITE_ROW;
-        if (step != SQLITE_ROW && step != SQLITE_DONE)
-            rc = util_err(LUX_ESQL, "reading whether an object was made: %s",
-                          sqlite3_errmsg(db_query_db(x->q)));
-        sqlite3_finalize(st);
-    }
-    if (rc) {
-        db_query_close(&x->q);
-        return rc;
-    }
-    return p->nsrc ? 0 : LUX_ENOTFOUND;
-}
-
-/* The head's node, asked for an object that no live node holds (or whose
-   listed holders all said they do not): have it here again. 0 when it is
-   here (*here) or on its way (rebuilt from its lineage: nm_rebuild, its
-   outputs kept here, unowned and evictable, for the pullers to come: a
-   task rebuilt for nobody would drop them at once); else nm_rebuild's
-   code and message (a put, which has no lineage; a rebuild that failed,
-   naming the root cause). */
-static int
-s_make(nm_t *nm, const lux_ref_t *id, bool *here)
-{
-    nm_obj_t *o = nm_obj_get(nm, id);
-    *here = o && (o->state == OBJ_READY || o->state == OBJ_SPILLED);
-    if (*here)
-        return 0;
-    int rc = nm_rebuild(nm, id);
-    if (rc)
-        return rc;
-    util_id_t tid;
-    exec_ref_task(id, &tid);
-    nm_task_t *t = nm_task_find(nm, &tid);
-    if (t)
-        t->keep_outputs = true;
-    return 0;
-}
-
-static void
-s_on_locate(nm_t *nm, nm_peer_msg_t *m)
-{
-    util_rd_t r;
-    if (!nm_peer_body(nm, m, &r))
-        return;
-    uint64_t req = util_rd_u64(&r);
-    const uint8_t *id = util_rd_take(&r, LUX_REF_LEN);
-    uint8_t flags = util_rd_left(&r) > 0 ? util_rd_u8(&r) : 0; /* absent from older nodes */
-    if (r.bad || !id) {
-        nm_complain(nm, "malformed NODE_LOCATE");
-        return;
-    }
-    s_pull_t p = {.self = true}; /* another node asks: the head's own copy is a source too */
-    memcpy(p.id.b, id, LUX_REF_LEN);
-    int rc = nm_peer_is_head(nm) ? s_locate(nm, &p)
-                                 : util_err(LUX_EINVAL, "only the head's node locates objects");
-    bool making = false, here = false;
-    char why[UTIL_ERRMSG_MAX] = "";
-    if (nm_peer_is_head(nm) && (((rc == LUX_ENOTFOUND || rc == 0) && (flags & S_LOCATE_STALE)) ||
-                                (rc == LUX_ENOTFOUND && p.made))) {
-        /* the asker found nobody holding it, for longer than an event
-           takes to reach the log; or the log records it made and held by
-           no live node now, so that no event of it is on its way (asking
-           again would only wait): made here again, from its lineage */
-        int mrc = s_make(nm, &p.id, &here);
-        if (mrc) {
-            rc = mrc;
-            snprintf(why, sizeof why, "%s", lux_errmsg());
-        } else if (here) {
-            /* the head's own copy, whatever the log listed */
-            rc = 0;
-            p.nsrc = 1;
-            p.src[0].node = nm->node;
-            nm_peer_head_ep(nm, p.src[0].ep, sizeof p.src[0].ep);
-        } else {
-            rc = LUX_ENOTFOUND;
-            making = true;
-        }
-    }
-    util_buf_t *b = &nm->xfer->buf;
-    b->len = 0;
-    util_buf_put_u64(b, req);
-    util_buf_put_u32(b, (uint32_t) rc);
-    util_buf_put(b, id, LUX_REF_LEN);
-    util_buf_put_u8(b, (uint8_t) p.fpkind);
-    util_buf_put(b, p.log_fp, 16);
-    util_buf_put_u8(b, (uint8_t) (rc ? 0 : p.nsrc));
-    for (int i = 0; !rc && i < p.nsrc; i++) {
-        util_buf_put(b, p.src[i].node.b, 16);
-        util_buf_put_str(b, p.src[i].ep, strlen(p.src[i].ep));
-    }
-    if (rc && rc != LUX_ENOTFOUND)
-        util_buf_put_str(b, why[0] ? why : lux_errmsg(), strlen(why[0] ? why : lux_errmsg()));
-    if (rc == LUX_ENOTFOUND) {
-        /* being made here (ask again), or why it cannot be */
-        util_buf_put_u8(b, making);
-        util_buf_put_str(b, why, strlen(why));
-    }
-    zmsg_t *out = zmsg_new();
-    zmsg_addmem(out, b->data, b->len);
-    nm_peer_reply(nm, m, NET_NODE_LOCATE_REP, &out);
 }
 
 /* --- the puller ----------------------------------------------------------------------------- */
@@ -455,6 +268,49 @@ s_start_sources(nm_t *nm, s_pull_t *p)
         s_next_source(nm, p, LUX_EIO);
 }
 
+/* Where the log says p lives, into p (the head's own pulls): as
+   nm_xfer_locate. */
+static int
+s_locate(nm_t *nm, s_pull_t *p)
+{
+    xfer_loc_t l = {.self = false};
+    int rc = nm_xfer_locate(nm, &p->id, &l);
+    p->nsrc = rc ? 0 : l.nsrc;
+    memcpy(p->src, l.src, sizeof p->src);
+    p->fpkind = l.fpkind;
+    memcpy(p->log_fp, l.log_fp, 16);
+    p->made = l.made;
+    return rc;
+}
+
+/* The log has no event of p at all (the head said so, or found so on
+   the head): a fresh put whose object_put waits in its node's log queue
+   until its bytes are recorded in blobs/ (exec_node_blob.c), or a task's
+   events on their way. p is asked for again, up to unrecorded_ms since it
+   was first asked for: true; else false with the message (p fails). */
+static bool
+s_unrecorded(nm_t *nm, s_pull_t *p)
+{
+    struct nm_xfer *x = nm->xfer;
+    char hex[2 * LUX_REF_LEN + 1];
+    int64_t now = util_mono_ms(), waited = now - p->born_ms;
+    if (waited >= x->unrecorded_ms) {
+        util_err(LUX_ENOTFOUND, "object %s: the log has no record of it %lld ms after it was "
+                 "first asked for (LUX_XFER_UNRECORDED_MS %lld): it was never made, or the "
+                 "event of its making has not reached the log", xfer_hex(&p->id, hex),
+                 (long long) waited, (long long) x->unrecorded_ms);
+        return false;
+    }
+    if (!p->unrecorded)
+        log_info("object %s: the log has no record of it yet (a put's event waits until its "
+                 "bytes are recorded; a task's may be on its way): asking again for up to "
+                 "%lld ms more", xfer_hex(&p->id, hex), (long long) (x->unrecorded_ms - waited));
+    p->unrecorded = true;
+    p->wait_until_ms = now + x->locate_ms;
+    p->locate_at_ms = now + S_MAKING_POLL_MS;
+    return true;
+}
+
 /* Ask the head where p lives (or look, on the head). */
 static void
 s_ask_location(nm_t *nm, s_pull_t *p)
@@ -469,6 +325,9 @@ s_ask_location(nm_t *nm, s_pull_t *p)
             s_start_sources(nm, p);
         } else if (rc == LUX_ENOTFOUND && !p->made && util_mono_ms() < p->wait_until_ms) {
             p->locate_at_ms = util_mono_ms() + 100; /* its event may be on its way */
+        } else if (rc == LUX_ENOTFOUND && !p->made && !nm_xfer_recorded(nm, &p->id)) {
+            if (!s_unrecorded(nm, p)) /* nothing to rebuild it from: waited for */
+                s_finish(nm, p, LUX_ENOTFOUND);
         } else {
             /* made, and no live node holds it: the caller rebuilds it
                here (exec_node_far.c), without waiting for nothing */
@@ -484,8 +343,8 @@ s_ask_location(nm_t *nm, s_pull_t *p)
     b->len = 0;
     util_buf_put_u64(b, p->token);
     util_buf_put(b, p->id.b, LUX_REF_LEN);
-    util_buf_put_u8(b, p->stale ? S_LOCATE_STALE : 0);
-    p->stale = false;
+    util_buf_put_u8(b, (p->stale ? XFER_LOCATE_STALE : 0) | (p->unseen ? XFER_LOCATE_UNSEEN : 0));
+    p->stale = p->unseen = false;
     zmsg_t *m = zmsg_new();
     zmsg_addmem(m, b->data, b->len);
     if (nm_peer_send(nm, nm_peer_head_ep(nm, ep, sizeof ep), NET_NODE_LOCATE, &m))
@@ -531,6 +390,11 @@ s_on_locate_rep(nm_t *nm, nm_peer_msg_t *m)
         text = NULL;
     if (rc == 0 && p->nsrc) {
         s_start_sources(nm, p);
+    } else if (making == XFER_UNRECORDED) {
+        if (p->rounds > 0)
+            p->rounds--; /* the head made nothing: not one of its rounds */
+        if (!s_unrecorded(nm, p))
+            s_finish(nm, p, LUX_ENOTFOUND);
     } else if (making && p->making_since_ms &&
                util_mono_ms() - p->making_since_ms >= nm->xfer->making_ms) {
         /* a rebuild that never ends, or whose output keeps going (evicted
@@ -554,9 +418,10 @@ s_on_locate_rep(nm_t *nm, nm_peer_msg_t *m)
         p->locate_at_ms = util_mono_ms() + 100; /* its event may be on its way */
     } else if ((rc == 0 || rc == LUX_ENOTFOUND) && !text && p->rounds < S_MAKE_ROUNDS) {
         /* no live node holds it, for longer than its event could take:
-           the head makes it again from its lineage (or says why not) */
+           the head lists who holds it now, or makes it again from its
+           lineage (or says why not, or that the log has nothing of it) */
         p->rounds++;
-        p->stale = true;
+        p->unseen = true;
         p->wait_until_ms = util_mono_ms() + nm->xfer->locate_ms;
         p->locate_at_ms = util_mono_ms();
     } else {
@@ -954,7 +819,8 @@ nm_xfer_new(nm_t *nm)
     x->open_idle_ms = s_env("LUX_XFER_OPEN_IDLE_MS", S_OPEN_IDLE_MS, 100, 86400000);
     x->locate_ms = s_env("LUX_XFER_LOCATE_MS", S_LOCATE_MS, 100, 3600000);
     x->making_ms = s_env("LUX_XFER_MAKING_MS", S_MAKING_MS, 100, 86400000);
-    if (nm_peer_on(nm, NET_NODE_LOCATE, s_on_locate) ||
+    x->unrecorded_ms = s_env("LUX_XFER_UNRECORDED_MS", S_UNRECORDED_MS, 100, 86400000);
+    if (nm_peer_on(nm, NET_NODE_LOCATE, nm_xfer_on_locate) ||
         nm_peer_on(nm, NET_NODE_LOCATE_REP, s_on_locate_rep) ||
         nm_peer_on(nm, NET_NODE_PULL, nm_xfer_src_on_pull) ||
         nm_peer_on(nm, NET_NODE_PULL_REP, nm_xfer_src_on_pull_rep)) {
@@ -1062,6 +928,7 @@ nm_xfer_pull(nm_t *nm, const lux_ref_t *id, int prio, nm_xfer_done_fn *done, voi
     p->prio = prio;
     p->reqs = q;
     p->state = P_LOCATE;
+    p->born_ms = util_mono_ms();
     p->wait_until_ms = util_mono_ms() + nm->xfer->locate_ms;
     p->locate_at_ms = util_mono_ms(); /* asked on the next tick: done never runs in here */
     p->next = x->pulls;
@@ -1145,13 +1012,13 @@ nm_xfer_where(nm_t *nm, const lux_ref_t *id, util_id_t *nodes, int max, uint64_t
 {
     if (!nm->xfer || !nm_peer_is_head(nm))
         return 0;
-    s_pull_t p = {.id = *id, .self = true};
-    if (s_locate(nm, &p))
+    xfer_loc_t l = {.self = true};
+    if (nm_xfer_locate(nm, id, &l))
         return 0;
-    int n = p.nsrc < max ? p.nsrc : max;
+    int n = l.nsrc < max ? l.nsrc : max;
     for (int i = 0; i < n; i++)
-        nodes[i] = p.src[i].node;
-    *size = p.size ? p.size : 1; /* an output of a task of several: its size is not logged */
+        nodes[i] = l.src[i].node;
+    *size = l.size ? l.size : 1; /* an output of a task of several: its size is not logged */
     return n;
 }
 

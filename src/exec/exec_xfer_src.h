@@ -1,8 +1,9 @@
 /*  exec_xfer_src - the source's side of a pull (exec_xfer_src.c: OPEN
     pins an object, CHUNK reads it, CLOSE or silence unpins it, the bulk
     port's requests are served from the same table), and the state that
-    the puller's side (exec_xfer.c, above it) shares with it: the limits,
-    the opened objects, struct nm_xfer. For those two files alone.
+    the puller's side (exec_xfer.c, above it) and the head's locator
+    (exec_xfer_loc.h) share with it: the limits, the opened objects,
+    struct nm_xfer. For those files alone.
 */
 #ifndef LUX_EXEC_XFER_SRC_H
 #define LUX_EXEC_XFER_SRC_H
@@ -23,6 +24,8 @@
 #define S_LOCATE_MS 2000           /* how long a location the log lacks is asked again */
 #define S_MAKING_MS 600000         /* how long in all a puller waits while the head makes an
                                       object again (LUX_XFER_MAKING_MS) */
+#define S_UNRECORDED_MS 60000      /* how long a pull waits for the log to record an object it
+                                      has no event of at all (LUX_XFER_UNRECORDED_MS) */
 #define S_OPEN_IDLE_MS 30000       /* a source unpins an object nobody read for this long
                                       (LUX_XFER_OPEN_IDLE_MS) */
 #define S_FELL_MAX 32              /* source nodes remembered as reached over CURVE only */
@@ -60,6 +63,7 @@ struct nm_xfer {
     int64_t open_idle_ms;    /* S_OPEN_IDLE_MS */
     int64_t locate_ms;       /* S_LOCATE_MS (LUX_XFER_LOCATE_MS) */
     int64_t making_ms;       /* S_MAKING_MS (LUX_XFER_MAKING_MS) */
+    int64_t unrecorded_ms;   /* S_UNRECORDED_MS (LUX_XFER_UNRECORDED_MS) */
     db_query_t *q;           /* the head: the log, for NODE_LOCATE */
     util_buf_t buf;
     uint8_t *zbuf;           /* scratch for a compressed chunk */
