@@ -478,7 +478,8 @@ db_replica_new(const db_replica_opts_t *o)
                           sizeof self->db_path);
     const char *gate = getenv("LUX_TEST_APPEND_GATE"); /* read once: see s_append_gate */
     snprintf(self->append_gate, sizeof self->append_gate, "%s", gate ? gate : "");
-    /* test hook: LUX_TEST_TAKE_FAIL=INDEX:SEQ (db_replica_pipe.c db_rep_take_batch) */
+    /* test hook: LUX_TEST_TAKE_FAIL=INDEX:SEQ (db_rep_take_batch, and s_append at the
+       head: t/README) */
     const char *tf = getenv("LUX_TEST_TAKE_FAIL");
     unsigned ti;
     unsigned long long ts;

@@ -258,10 +258,11 @@ s_append(db_rep_t *self, zframe_t **rid_p, const net_hdr_t *h, zframe_t *body)
     const uint8_t *rec;
     size_t len;
     db_rep_batch_t *b = NULL;
-    uint32_t taken = 0;
+    uint32_t taken = 0, i = 0;
+    uint64_t oom_seq = 0;
     int64_t now = util_now_ns();
     net_batch_iter(&it, &in);
-    while (net_batch_next(&it, &ignore, &rec, &len)) {
+    for (; net_batch_next(&it, &ignore, &rec, &len); i++) {
         uint8_t *r = (uint8_t *) rec;
         uint64_t cseq = util_rd64(r + 14 + 16); /* DB_F_CLIENT is the first field */
         if (cseq <= seen->cseq)
@@ -269,19 +270,55 @@ s_append(db_rep_t *self, zframe_t **rid_p, const net_hdr_t *h, zframe_t *body)
         uint64_t seq = self->recv_seq + 1;
         util_le64(r + DB_REC_TS_OFF, (uint64_t) now);
         db_event_chain(r + len - DB_HASH_LEN, self->recv_hash, seq, r, len);
-        if (!b && !(b = db_rep_batch_new(seq))) {
-            db_rep_send_error(self, self->sk_append, rid_p, LUX_ENOMEM, "out of memory", first);
-            return;
+        /* the batch made for the first record, grown for the others; the
+           test hook fails either, once (t/3172) */
+        bool hook = self->take_fail_seq && seq == self->take_fail_seq;
+        size_t mark = b ? b->data.len : 0;
+        if (!b && (hook || !(b = db_rep_batch_new(seq)))) {
+            oom_seq = seq;
+            break;
         }
-        net_batch_add(&b->data, r, len);
+        if (hook)
+            b->data.oom = true;
+        else
+            net_batch_add(&b->data, r, len);
+        if (b->data.oom) {
+            /* the batch as it was before this record: the records taken
+               go down the chain, the rest is refused (below) */
+            b->data.len = mark;
+            b->data.oom = false;
+            oom_seq = seq;
+            break;
+        }
         memcpy(self->recv_hash, r + len - DB_HASH_LEN, DB_HASH_LEN);
         self->recv_seq = seq;
         seen->cseq = cseq;
         seen->seq = seq;
         taken++;
     }
-    if (b)
+    if (b && taken)
         db_rep_submit(self, b, taken);
+    else if (b)
+        db_rep_batch_free(b);
+    if (oom_seq) {
+        /* nothing of it or after it was taken (its seq, the chain hash and
+           the client's table are where they were): the client resends
+           from its newest event not acknowledged, once a configuration
+           says where (db_client: any refusal), and what was taken is
+           skipped as a resend. Before, the record was counted as taken
+           and not sent: a gap in every replica's file */
+        snprintf(text, sizeof text, "shard %u replica %u (the head): out of memory taking seq "
+                 "%llu (record %u of an APPEND from event %llu, %u taken before it); the rest "
+                 "is refused, resend it%s", self->shard, self->index,
+                 (unsigned long long) oom_seq, i, (unsigned long long) first, taken,
+                 self->take_fail_seq == oom_seq ? " (test hook LUX_TEST_TAKE_FAIL)" : "");
+        if (self->take_fail_seq == oom_seq)
+            self->take_fail_seq = 0;
+        log_error("%s", text);
+        db_rep_send_error(self, self->sk_append, rid_p, LUX_ENOMEM, text, first);
+        s_admission(self);
+        return;
+    }
     /* acknowledge the newest event we have from this client, which is the
        APPEND's last one unless the whole APPEND was a resend of older
        ones: (cseq, seq) is always one event's pair (doc/protocol.md 11.4) */

@@ -100,8 +100,8 @@ typedef struct {
     char cause[64];                /* ...in a word for clients: "No space left on device" */
     char append_gate[256];         /* test hook LUX_TEST_APPEND_GATE (db_replica_append.c) */
     uint64_t take_fail_seq;        /* test hook LUX_TEST_TAKE_FAIL=INDEX:SEQ: this replica
-                                      cannot take record SEQ into a batch (db_rep_take_batch,
-                                      as out of memory); 0: off */
+                                      cannot take record SEQ into a batch (db_rep_take_batch;
+                                      s_append at the head, once), as out of memory; 0: off */
 
     /* --- db_replica_pipe.c: the pipeline (see THE PIPELINE there) --- */
     zsock_t *sk_succ;              /* DEALER to the successor, or NULL */

@@ -144,7 +144,7 @@ nm_client_gone(nm_t *nm, nm_client_t *c)
             continue;
         o->owner = NULL;
         o->owned = false;
-        if (!o->pins && !o->uses && !o->nwaiters)
+        if (!o->pins && !o->uses)
             nm_obj_delete(nm, o);
     }
     /* tasks it submitted or waits for run on, for nobody */
@@ -790,6 +790,9 @@ s_setup(nm_t *nm, const exec_node_opts_t *o)
     nm->clients = util_idmap_new(sizeof(nm_client_t *));
     nm->modules = util_idmap_new(0);
     nm->actors = util_idmap_new(sizeof(nm_actor_t *));
+    nm->kept = util_idmap_new_keyed(LUX_REF_LEN, sizeof(nm_kept_t));
+    nm->spill_of = util_idmap_new_keyed(LUX_REF_LEN, sizeof(struct nm_spill_job *));
+    nm->holds = util_idmap_new_keyed(LUX_REF_LEN, sizeof(nm_obj_hold_t));
     /* the calls lower parts make up to higher ones (nm->ops) */
     nm_actor_open(nm);
     nm_cancel_open(nm);
@@ -799,7 +802,8 @@ s_setup(nm_t *nm, const exec_node_opts_t *o)
     nm->ops.conn_drain = nm_conn_drain;
     nm->ops.obj_pin = nm_obj_pin;
     nm->ops.obj_unpin = nm_obj_unpin;
-    if (!nm->objects || !nm->tasks || !nm->clients || !nm->modules || !nm->actors)
+    if (!nm->objects || !nm->tasks || !nm->clients || !nm->modules || !nm->actors ||
+        !nm->kept || !nm->spill_of || !nm->holds)
         return util_err(LUX_ENOMEM, "out of memory");
     nm->store_bytes = o->store_bytes ? o->store_bytes : exec_node_default_store();
     const char *sq = getenv("LUX_SPILL_QUEUE"); /* ready tasks per worker: a long queue */
@@ -888,12 +892,14 @@ s_teardown(nm_t *nm)
         for (size_t i = 0; i < all.n; i++) {
             nm_obj_t *o = all.v[i];
             free(o->bytes);
-            free(o->waiters);
             free(o);
         }
         util_idmap_destroy(&nm->objects);
     }
+    util_idmap_destroy(&nm->kept);
+    util_idmap_destroy(&nm->holds);
     nm_obj_spill_close(nm);
+    util_idmap_destroy(&nm->spill_of);
     all.n = 0;
     if (nm->clients) {
         util_idmap_each(nm->clients, s_collect, &all);

@@ -224,7 +224,7 @@ nm_actor_unuse(nm_t *nm, nm_obj_t *o)
 {
     if (o->uses)
         o->uses--;
-    if (!o->owned && !o->uses && !o->pins && !o->nwaiters)
+    if (!o->owned && !o->uses && !o->pins)
         nm_obj_delete(nm, o);
 }
 

@@ -33,6 +33,7 @@
 #include "../util/util_prof.h"
 #include "../util/util_err.h"
 #include "../util/util_hash.h"
+#include "../util/util_log.h"
 #include "../util/util_time.h"
 
 #include <stdio.h>
@@ -158,17 +159,24 @@ s_count(nm_task_t *t, int i, nm_obj_t *o)
    beyond, held on disk: evictable, but spilled rather than dropped, so
    that what d waited for is brought back for it, not rebuilt again.
    Unbounded, the pins took the store and its spare region (the long
-   form's seed 1195: a put of 6.9 MB refused with 110-120 MB pinned). */
+   form's seed 1195: a put of 6.9 MB refused with 110-120 MB pinned).
+   Without memory for the count (nm->holds), o is not held: d waits for it
+   as for any output, which a rebuild makes again if evicted. */
 static void
 s_hold(nm_t *nm, nm_task_t *d, int k, nm_obj_t *o)
 {
-    if (o->held || !nm->held_bytes || nm->held_bytes + o->size <= nm->store_bytes / 2) {
+    nm_obj_hold_t *h = nm_obj_hold(nm, o, true);
+    if (!h) {
+        log_warn("no memory to hold a rebuilt object for the task that waits for it");
+        return;
+    }
+    if (h->held || !nm->held_bytes || nm->held_bytes + o->size <= nm->store_bytes / 2) {
         nm_obj_pin(nm, o);
-        if (o->held++ == 0)
+        if (h->held++ == 0)
             nm->held_bytes += o->size;
         d->counted[k] |= NM_ARG_HELD;
     } else {
-        o->held_disk++;
+        h->held_disk++;
         d->counted[k] |= NM_ARG_DISK;
     }
 }
@@ -190,15 +198,16 @@ s_unhold(nm_t *nm, nm_task_t *t)
             continue;
         t->counted[i] &= (uint8_t) ~f;
         nm_obj_t *o = nm_obj_get(nm, &a.ref);
+        nm_obj_hold_t *h = o ? nm_obj_hold(nm, o, false) : NULL;
         if (!o)
             continue;
-        if ((f & NM_ARG_DISK) && o->held_disk)
-            o->held_disk--;
-        if (!(f & NM_ARG_HELD))
-            continue;
-        if (o->held && --o->held == 0)
+        if ((f & NM_ARG_DISK) && h && h->held_disk)
+            h->held_disk--;
+        if ((f & NM_ARG_HELD) && h && h->held && --h->held == 0)
             nm->held_bytes -= o->size;
-        nm_obj_unpin(nm, o); /* its use is still counted: never deleted here */
+        nm_obj_hold_done(nm, o);
+        if (f & NM_ARG_HELD)
+            nm_obj_unpin(nm, o); /* its use is still counted: never deleted here */
     }
 }
 
@@ -567,7 +576,7 @@ nm_task_release_args(nm_t *nm, nm_task_t *t, bool uses)
         /* unpinning deletes it when nothing holds it any more */
         if (t->pinned && o->pins)
             nm_obj_unpin(nm, o);
-        else if (!o->owned && !o->uses && !o->pins && !o->nwaiters)
+        else if (!o->owned && !o->uses && !o->pins)
             nm_obj_let_go(nm, o);
     }
     t->pinned = false;
@@ -603,7 +612,7 @@ s_drop_unneeded(nm_t *nm, nm_task_t *t)
         lux_ref_t id;
         exec_ref_make(&id, &t->id, i);
         nm_obj_t *o = nm_obj_get(nm, &id);
-        if (o && !o->owned && !o->pins && !o->uses && !o->nwaiters)
+        if (o && !o->owned && !o->pins && !o->uses)
             nm_obj_let_go(nm, o);
     }
 }

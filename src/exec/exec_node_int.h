@@ -73,47 +73,60 @@ enum nm_obj_state {
 };
 
 struct nm_obj {
-    lux_ref_t id;
+    lux_ref_t id;           /* 20 bytes */
     uint8_t state;          /* enum nm_obj_state */
     uint8_t where;          /* EXEC_W_INLINE or EXEC_W_ARENA while READY */
-    bool is_put;            /* made by lux_put (spill it) or by a task (drop it) */
-    bool owned;             /* its owner has not freed it */
-    bool freed;             /* a put its owner freed: gone for calls made after the free,
+    bool is_put : 1;        /* made by lux_put (spill it) or by a task (drop it) */
+    bool owned : 1;         /* its owner has not freed it */
+    bool freed : 1;         /* a put its owner freed: gone for calls made after the free,
                                though the tasks queued for it still take it */
-    bool copy;              /* a copy pulled from another node (object_copied logged) */
-    bool listed;            /* object_locations lists this node for it: its object_put,
+    bool copy : 1;          /* a copy pulled from another node (object_copied logged) */
+    bool listed : 1;        /* object_locations lists this node for it: its object_put,
                                its task's task_finished or its object_copied was logged
                                here; on a tcp cluster (and for a pulled copy) its going
                                is logged too (object_lost, nm_obj_delete), so that the
                                view stops listing this node for it */
+    bool cancelled : 1;     /* ERROR: its task was cancelled (or one it needed) */
+    bool rebuilt : 1;       /* a copy made by a rebuild for no owner: when nothing needs
+                               it any more it stays, evictable, for the next rebuild
+                               that needs it (nm_obj_let_go), and goes when evicted */
+    bool kept : 1;          /* a rebuilt inline copy kept so: on the nm->kept list */
+    bool spilling : 1;      /* SPILLED: its bytes on the heap while the writer thread
+                               writes them, or after that failed: its job is in
+                               nm->spill_of (exec_node_obj.c) */
+    bool holding : 1;       /* tasks waiting hold it rebuilt: nm->holds has its counts
+                               (nm_obj_hold_t) */
+    uint8_t unread : 5;     /* rebuilt since a task or a reader last had it: at
+                               NM_REBUILD_UNREAD_MAX, nm_rebuild gives up on it */
     uint64_t size;
     uint8_t *bytes;         /* INLINE value, or ERROR message (malloc'd) */
     uint64_t off;           /* ARENA offset */
-    uint32_t pins;          /* readers holding pointers, and running tasks: no eviction */
-    uint32_t uses;          /* queued tasks that will read it: no deletion */
-    uint32_t resv;          /* of its pins, those of ready tasks reserving it */
-    uint32_t held;          /* of its pins, those of tasks waiting that hold it rebuilt
-                               (NM_ARG_HELD, DESIGN 7 rule 10): in nm->held_bytes */
-    uint32_t held_disk;     /* tasks waiting that hold it rebuilt beyond rule 10's bound
-                               (NM_ARG_DISK): not pinned, but spilled, not dropped,
-                               when evicted */
     nm_client_t *owner;     /* who gets told when it is ready (NULL: gone) */
     nm_logpos_t lineage;    /* the event that records how it was made */
     uint8_t fp[16];         /* fingerprint of the value */
     nm_obj_t *lru_prev, *lru_next; /* unpinned READY arena objects, oldest first */
-    nm_client_t **waiters;  /* clients that asked for it (GET) before it existed */
-    uint16_t nwaiters, capwaiters;
-    bool cancelled;         /* ERROR: its task was cancelled (or one it needed) */
-    bool rebuilt;           /* a copy made by a rebuild for no owner: when nothing needs
-                               it any more it stays, evictable, for the next rebuild
-                               that needs it (nm_obj_let_go), and goes when evicted */
-    nm_obj_t *kept_prev, *kept_next; /* a rebuilt inline copy kept so: nm->kept list */
-    uint16_t unread;        /* rebuilt since a task or a reader last had it: at
-                               NM_REBUILD_UNREAD_MAX, nm_rebuild gives up on it */
-    struct nm_spill_job *spilling; /* SPILLED: its bytes on the heap while the writer
-                                      thread writes them, or after that failed
-                                      (exec_node_obj.c) */
+    uint32_t pins;          /* readers holding pointers, and running tasks: no eviction */
+    uint32_t uses;          /* queued tasks that will read it: no deletion */
+    uint32_t resv;          /* of its pins, those of ready tasks reserving it */
 };
+
+/* A node keeps one nm_obj per object it knows: a million queued tasks are
+   a million of them, each calloc'd (a glibc chunk of its size + 8, rounded
+   up to 16). What few objects use lives beside them, in the node's side
+   tables (nm->kept, nm->spill_of, nm->holds), flagged by a bit here. Its
+   size is a decision: 120 bytes take a 128-byte chunk (base cf8de39's 128
+   took 144; stop 43's 184, 192). */
+_Static_assert(sizeof(struct nm_obj) == 120, "struct nm_obj grew: see doc/benchmarks.md");
+
+/* What tasks waiting for a rebuilt object hold of it (DESIGN 7, rule 10),
+   in nm->holds while either is not 0 (nm_obj_t.holding). */
+typedef struct {
+    uint32_t held;          /* of its pins, those of tasks waiting that hold it rebuilt
+                               (NM_ARG_HELD): in nm->held_bytes */
+    uint32_t held_disk;     /* tasks waiting that hold it rebuilt beyond rule 10's bound
+                               (NM_ARG_DISK): not pinned, but spilled, not dropped,
+                               when evicted */
+} nm_obj_hold_t;
 
 /* How many times in a row an object may be rebuilt without any task or
    reader having it in between (each rebuilt copy evicted again first):
@@ -121,11 +134,17 @@ struct nm_obj {
    than the node rebuilding it for ever (issue 24: 13,590 times in 21
    minutes, before rebuilt outputs were held for their tasks). */
 #define NM_REBUILD_UNREAD_MAX 16
+_Static_assert(NM_REBUILD_UNREAD_MAX < 31, "nm_obj_t.unread has 5 bits");
 
 /* How many bytes of rebuilt inline copies (values under EXEC_INLINE_MAX,
    on the node's heap) are kept once nothing needs them, for the next
    rebuild that does (nm_obj_let_go); the oldest go first. */
 #define NM_KEPT_INLINE_MAX (4u << 20)
+
+/* A kept copy's neighbours on that list, oldest first (nm->kept). */
+typedef struct {
+    nm_obj_t *prev, *next;
+} nm_kept_t;
 
 /* --- tasks ---------------------------------------------------------------------------- */
 
@@ -508,12 +527,14 @@ struct nm {
     uint64_t inline_bytes;    /* inline objects held on the heap */
     nm_obj_t *lru_head, *lru_tail;
     nm_obj_t *kept_head, *kept_tail; /* rebuilt inline copies nothing needs, oldest
-                                        first, at most NM_KEPT_INLINE_MAX bytes */
+                                        first, at most NM_KEPT_INLINE_MAX bytes... */
+    util_idmap_t *kept;       /* ... their links: object ID -> nm_kept_t */
     uint64_t kept_bytes;
     char spill_dir[PATH_MAX];
     struct exec_spill_writer_t *spillw; /* writes spills off the loop (exec_node_obj.c) */
     bool spill_nothread;      /* none could be started: spills are written on the loop */
     struct nm_spill_job *spill_jobs; /* every heap copy of a spilled put, all held */
+    util_idmap_t *spill_of;   /* object ID -> its struct nm_spill_job * (nm_obj_t.spilling) */
     uint64_t spill_held;      /* ... their bytes: at most the store's size */
     uint32_t spill_pending;   /* ... of which the writer has not handed back */
     uint64_t spill_credit;    /* bytes spill_held may pass the store's size by: those of
@@ -531,6 +552,7 @@ struct nm {
     uint32_t nresv;           /* ... for this many tasks */
     uint64_t held_bytes;      /* rebuilt objects pinned for tasks that wait (rule 10), each
                                  counted once: at most half the store, or one object */
+    util_idmap_t *holds;      /* object ID -> nm_obj_hold_t (nm_obj_t.holding) */
     struct nm_restore_wait *restore_waits; /* GETs of spilled objects waiting for room */
     bool room_waits;          /* a ready task waits for room to restore an argument */
     bool test_unheld;         /* LUX_TEST_REBUILD_UNHELD=1 (t/3132 only): rebuilt outputs

@@ -98,10 +98,41 @@ nm_obj_new(nm_t *nm, const lux_ref_t *id)
     return o;
 }
 
+/* --- what few objects have: the node's side tables --------------------------------- */
+
+nm_obj_hold_t *
+nm_obj_hold(nm_t *nm, nm_obj_t *o, bool make)
+{
+    if (!o->holding && !make)
+        return NULL;
+    nm_obj_hold_t *h = make ? util_idmap_put(nm->holds, o->id.b, NULL)
+                            : util_idmap_get(nm->holds, o->id.b);
+    o->holding = h != NULL;
+    return h;
+}
+
+void
+nm_obj_hold_done(nm_t *nm, nm_obj_t *o)
+{
+    nm_obj_hold_t *h = nm_obj_hold(nm, o, false);
+    if (h && !h->held && !h->held_disk) {
+        util_idmap_del(nm->holds, o->id.b);
+        o->holding = false;
+    }
+}
+
+uint32_t
+nm_obj_held_disk(nm_t *nm, const nm_obj_t *o)
+{
+    const nm_obj_hold_t *h = o->holding ? util_idmap_get(nm->holds, o->id.b) : NULL;
+    return h ? h->held_disk : 0;
+}
+
 /* --- spills off the loop ------------------------------------------------------------ */
 
 /* A spilled put's bytes on the heap, while the writer writes them (or
-   after it failed to): on nm->spill_jobs until freed. */
+   after it failed to): on nm->spill_jobs until freed, and in nm->spill_of
+   while it is its object's copy (nm_obj_t.spilling). */
 struct nm_spill_job {
     struct nm_spill_job *next;
     lux_ref_t id;
@@ -116,6 +147,23 @@ s_spill_path(nm_t *nm, const nm_obj_t *o, char *path, size_t n)
     char hex[LUX_REF_LEN * 2 + 1];
     util_hex(hex, o->id.b, LUX_REF_LEN);
     snprintf(path, n, "%s/%s.lz4", nm->spill_dir, hex);
+}
+
+/* o's heap copy, while o->spilling. */
+static struct nm_spill_job *
+s_job_of(nm_t *nm, const nm_obj_t *o)
+{
+    struct nm_spill_job **p = o->spilling ? util_idmap_get(nm->spill_of, o->id.b) : NULL;
+    return p ? *p : NULL;
+}
+
+/* o's heap copy is not j any more: written, or o's own copy gone. */
+static void
+s_job_unset(nm_t *nm, nm_obj_t *o)
+{
+    if (o->spilling)
+        util_idmap_del(nm->spill_of, o->id.b);
+    o->spilling = false;
 }
 
 static void
@@ -137,8 +185,8 @@ s_job_free(nm_t *nm, struct nm_spill_job *j)
 static void
 s_spill_detach(nm_t *nm, nm_obj_t *o)
 {
-    struct nm_spill_job *j = o->spilling;
-    o->spilling = NULL;
+    struct nm_spill_job *j = s_job_of(nm, o);
+    s_job_unset(nm, o);
     if (j && j->done)
         s_job_free(nm, j);
 }
@@ -153,9 +201,10 @@ s_spilled(void *ctx, void *arg, int rc, const char *msg)
     char path[PATH_MAX + 64];
     j->done = true;
     nm->spill_pending--;
-    if (o && o->spilling == j && o->state == OBJ_SPILLED) {
+    bool mine = o && s_job_of(nm, o) == j;
+    if (mine && o->state == OBJ_SPILLED) {
         if (rc == 0) {
-            o->spilling = NULL; /* the file is its copy now */
+            s_job_unset(nm, o); /* the file is its copy now */
             s_job_free(nm, j);
         } else {
             char hex[LUX_REF_LEN * 2 + 1];
@@ -165,8 +214,8 @@ s_spilled(void *ctx, void *arg, int rc, const char *msg)
         }
         return;
     }
-    if (o && o->spilling == j)
-        o->spilling = NULL;
+    if (mine)
+        s_job_unset(nm, o);
     /* freed or brought back meanwhile: what was written is no copy of
        anything (unless a later spill of it is on its way) */
     if (rc == 0 && (!o || (!o->spilling && o->state != OBJ_SPILLED))) {
@@ -190,8 +239,10 @@ s_spill(nm_t *nm, nm_obj_t *o, const char *path)
         log_warn("spills are written on the node's loop: %s", lux_errmsg());
         nm->spill_nothread = true;
     }
+    struct nm_spill_job **slot = NULL;
     if (nm->spillw && nm->spill_held + o->size <= nm->store_bytes + nm->spill_credit &&
-        (j = calloc(1, sizeof *j)) && (j->buf = malloc(o->size ? o->size : 1))) {
+        (j = calloc(1, sizeof *j)) && (j->buf = malloc(o->size ? o->size : 1)) &&
+        (slot = util_idmap_put(nm->spill_of, o->id.b, NULL))) {
         memcpy(j->buf, src, (size_t) o->size);
         j->id = o->id;
         j->n = o->size;
@@ -200,9 +251,11 @@ s_spill(nm_t *nm, nm_obj_t *o, const char *path)
             nm->spill_jobs = j;
             nm->spill_held += j->n;
             nm->spill_pending++;
-            o->spilling = j;
+            *slot = j;
+            o->spilling = true;
             return 0;
         }
+        util_idmap_del(nm->spill_of, o->id.b);
     }
     if (j)
         free(j->buf);
@@ -259,22 +312,52 @@ nm_obj_spill_close(nm_t *nm)
     nm->spill_pending = 0;
 }
 
+/* The links of x, on the list of kept inline copies. */
+static nm_kept_t *
+s_kept_links(nm_t *nm, const nm_obj_t *x)
+{
+    return util_idmap_get(nm->kept, x->id.b);
+}
+
 /* o leaves the list of kept inline copies (if on it). */
 static void
 s_kept_unlink(nm_t *nm, nm_obj_t *o)
 {
-    if (!o->kept_prev && nm->kept_head != o)
+    nm_kept_t *k = o->kept ? s_kept_links(nm, o) : NULL;
+    if (!k)
         return;
-    if (o->kept_prev)
-        o->kept_prev->kept_next = o->kept_next;
+    nm_obj_t *prev = k->prev, *next = k->next;
+    if (prev)
+        s_kept_links(nm, prev)->next = next;
     else
-        nm->kept_head = o->kept_next;
-    if (o->kept_next)
-        o->kept_next->kept_prev = o->kept_prev;
+        nm->kept_head = next;
+    if (next)
+        s_kept_links(nm, next)->prev = prev;
     else
-        nm->kept_tail = o->kept_prev;
-    o->kept_prev = o->kept_next = NULL;
+        nm->kept_tail = prev;
+    util_idmap_del(nm->kept, o->id.b);
+    o->kept = false;
     nm->kept_bytes -= o->size;
+}
+
+/* o joins the list of kept inline copies, newest last; false when there
+   is no memory for its links (it is not kept then). */
+static bool
+s_kept_append(nm_t *nm, nm_obj_t *o)
+{
+    nm_kept_t *k = util_idmap_put(nm->kept, o->id.b, NULL);
+    if (!k)
+        return false;
+    k->prev = nm->kept_tail;
+    k->next = NULL;
+    if (nm->kept_tail)
+        s_kept_links(nm, nm->kept_tail)->next = o;
+    else
+        nm->kept_head = o;
+    nm->kept_tail = o;
+    o->kept = true;
+    nm->kept_bytes += o->size;
+    return true;
 }
 
 /* Drop the value (heap bytes, arena room or spill file), keeping the
@@ -419,14 +502,14 @@ nm_obj_unpin(nm_t *nm, nm_obj_t *o)
     if (o->pins == 0)
         return;
     if (--o->pins == 0) {
-        if (!o->owned && !o->uses && o->nwaiters == 0)
+        if (!o->owned && !o->uses)
             nm_obj_let_go(nm, o);
         else
             s_lru_append(nm, o);
     }
 }
 
-/* Nothing holds o any more (no owner, use, pin or waiter). A rebuilt copy
+/* Nothing holds o any more (no owner, use or pin). A rebuilt copy
    ready in the store stays there, evictable, and goes when evicted: the
    next rebuild that needs it finds it (DESIGN 7, rule 11). Without this,
    an intermediate object its owner had freed was rebuilt for one consumer,
@@ -448,17 +531,14 @@ nm_obj_let_go(nm_t *nm, nm_obj_t *o)
     }
     /* a small value, on the heap: kept, newest last, within a bound */
     s_kept_unlink(nm, o);
-    o->kept_prev = nm->kept_tail;
-    if (nm->kept_tail)
-        nm->kept_tail->kept_next = o;
-    else
-        nm->kept_head = o;
-    nm->kept_tail = o;
-    nm->kept_bytes += o->size;
+    if (!s_kept_append(nm, o)) {
+        nm_obj_delete(nm, o);
+        return;
+    }
     while (nm->kept_bytes > NM_KEPT_INLINE_MAX && nm->kept_head) {
         nm_obj_t *x = nm->kept_head;
         s_kept_unlink(nm, x);
-        if (!x->owned && !x->uses && !x->pins && !x->nwaiters)
+        if (!x->owned && !x->uses && !x->pins)
             nm_obj_delete(nm, x); /* else it is let go again later */
     }
 }
@@ -489,7 +569,8 @@ nm_obj_delete_why(nm_t *nm, nm_obj_t *o, const char *why)
                                 : "let go here: freed by its owner, or its owner gone, and "
                                   "nothing here reads it");
     s_drop_value(nm, o); /* a spill file too */
-    free(o->waiters);
+    if (o->holding)
+        util_idmap_del(nm->holds, o->id.b);
     util_idmap_del(nm->objects, o->id.b);
     free(o);
 }
@@ -577,21 +658,12 @@ nm_flush_clients(nm_t *nm)
     }
 }
 
-/* Tell the owner and whoever asked that o is ready (or failed). */
+/* Tell the owner that o is ready (or failed). Clients that asked for it
+   before it existed wait on its task (nm_task_t.waiters), not on it. */
 void
 nm_obj_ready(nm_t *nm, nm_obj_t *o)
 {
-    bool owner_told = false;
-    for (uint16_t i = 0; i < o->nwaiters; i++) {
-        nm_client_t *c = o->waiters[i];
-        bool pin = o->state == OBJ_READY && o->where == EXEC_W_ARENA;
-        if (pin)
-            nm_client_pin(nm, c, o);
-        nm_client_send_obj(nm, c, o, pin);
-        owner_told = owner_told || c == o->owner;
-    }
-    o->nwaiters = 0;
-    if (o->owned && o->owner && !owner_told)
+    if (o->owned && o->owner)
         nm_client_send_obj(nm, o->owner, o, false);
 }
 
@@ -636,7 +708,7 @@ s_evict_one(nm_t *nm)
        beyond rule 10's bound (held_disk) is brought back for it, far
        cheaper than rebuilt, and cannot be evicted and rebuilt in turn
        for ever (DESIGN 7, rule 10) */
-    bool spill = o->is_put || o->held_disk;
+    bool spill = o->is_put || nm_obj_held_disk(nm, o);
     int rc = 0;
     if (spill) {
         s_spill_path(nm, o, path, sizeof path);
@@ -663,7 +735,7 @@ s_evict_one(nm_t *nm)
         o->state = OBJ_LOST;
         nm->n_evicted++;
         nm_log_object(nm, o, DB_K_object_lost, "evicted to make room");
-        if (o->rebuilt && !o->owned && !o->uses && !o->nwaiters)
+        if (o->rebuilt && !o->owned && !o->uses)
             nm_obj_delete(nm, o); /* a rebuilt copy nothing needed: gone */
     }
     return true;
@@ -692,7 +764,7 @@ s_census(void *arg, const void *key, void *value)
     } else if (o->state == OBJ_SPILLED) {
         c->spilled++;
         c->spilled_bytes += o->size;
-        if (o->held_disk) {
+        if (nm_obj_held_disk(c->nm, o)) {
             c->disk++;
             c->disk_bytes += o->size;
         }
@@ -1006,8 +1078,9 @@ nm_obj_copy_spilled(nm_t *nm, const nm_obj_t *o, uint8_t **out)
     if (!buf)
         return util_err(LUX_ENOMEM, "object %s: no memory for a copy of its %llu spilled bytes",
                         hex, (unsigned long long) o->size);
-    if (o->spilling) { /* its write on its way (or failed): the heap copy is its copy */
-        memcpy(buf, o->spilling->buf, (size_t) o->size);
+    struct nm_spill_job *j = s_job_of(nm, o);
+    if (j) { /* its write on its way (or failed): the heap copy is its copy */
+        memcpy(buf, j->buf, (size_t) o->size);
         *out = buf;
         return 0;
     }
@@ -1053,7 +1126,7 @@ nm_obj_restore(nm_t *nm, nm_obj_t *o)
     }
     if (o->spilling) {
         /* its copy on the heap: the write is on its way (or failed) */
-        memcpy(exec_arena_base(nm->arena) + off, o->spilling->buf, (size_t) o->size);
+        memcpy(exec_arena_base(nm->arena) + off, s_job_of(nm, o)->buf, (size_t) o->size);
         s_spill_detach(nm, o);
     }
     o->off = off;

@@ -32,7 +32,7 @@ bool nm_obj_made_again(const nm_obj_t *o, const uint8_t *fp);
    code (no room). */
 int nm_obj_fill(nm_t *nm, nm_obj_t *o, const void *bytes, size_t size);
 
-void nm_obj_ready(nm_t *nm, nm_obj_t *o);       /* tell waiters and the owner */
+void nm_obj_ready(nm_t *nm, nm_obj_t *o);       /* tell the owner */
 
 void nm_obj_pin(nm_t *nm, nm_obj_t *o);
 
@@ -46,6 +46,14 @@ void nm_obj_delete_why(nm_t *nm, nm_obj_t *o, const char *why);
 /* Nothing holds o any more: a rebuilt copy in the store stays, evictable;
    anything else is deleted. */
 void nm_obj_let_go(nm_t *nm, nm_obj_t *o);
+
+/* What tasks waiting hold of o rebuilt (DESIGN 7, rule 10), in nm->holds:
+   its counts, made (both 0) when make; NULL when it has none (making: no
+   memory). nm_obj_hold_done drops them once both are 0 again. */
+nm_obj_hold_t *nm_obj_hold(nm_t *nm, nm_obj_t *o, bool make);
+void nm_obj_hold_done(nm_t *nm, nm_obj_t *o);
+/* Of those, how many hold it on disk (NM_ARG_DISK). */
+uint32_t nm_obj_held_disk(nm_t *nm, const nm_obj_t *o);
 
 /* Bring a spilled put back: 0; LUX_EFULL while the store has no room
    (the message says what it holds: wait and try again); LUX_ECORRUPT when

@@ -410,7 +410,7 @@ s_on_ckpt(nm_t *nm, nm_peer_msg_t *m)
         nm_obj_t *old = nm_obj_get(nm, &a->ckpt);
         if (old) {
             old->owned = false;
-            if (!old->pins && !old->uses && !old->nwaiters)
+            if (!old->pins && !old->uses)
                 nm_obj_delete(nm, old);
         }
     }

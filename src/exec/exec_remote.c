@@ -723,7 +723,7 @@ nm_remote_send(nm_t *nm, nm_client_t *c, zmsg_t **mp)
         if (o && o->owner == c) {
             o->owned = false;
             o->owner = NULL;
-            if (!o->pins && !o->uses && !o->nwaiters)
+            if (!o->pins && !o->uses)
                 nm_obj_delete_why(nm, o, "sent to the node whose task made it");
         }
     }

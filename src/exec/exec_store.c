@@ -92,8 +92,6 @@ nm_store_on_put(nm_t *nm, nm_client_t *c, zframe_t *body)
             nm_obj_set_inline(nm, o, d.bytes, d.size);
         memcpy(o->fp, fp, 16); /* the client's: hashing is not the node's work */
         nm_log_put(nm, o);
-        if (o->nwaiters)
-            nm_obj_ready(nm, o);
     }
 }
 
@@ -467,7 +465,7 @@ nm_store_on_free(nm_t *nm, nm_client_t *c, zframe_t *body)
             o->owned = false;
             o->owner = NULL;
             o->freed = o->is_put;
-            if (!o->pins && !o->uses && !o->nwaiters)
+            if (!o->pins && !o->uses)
                 nm_obj_delete(nm, o);
         } else if (!o) {
             /* an output of a task not finished yet: made unowned, so it
