@@ -72,6 +72,7 @@ struct nm_remote {
        or call away (by ID) was seen away (s_headless) */
     util_idmap_t *unseen;
     int64_t silent_ms;    /* when the monitor last failed to answer after answering (0: it answers) */
+    int headless_ms;      /* away this long in that silence: failed (LUX_HEADLESS_MS, tests) */
     /* the submitting node: placed tasks, one NODE_TASK per node, sent at the
        end of the dispatch or handler that placed them (nm_remote_flush) */
     struct {
@@ -804,7 +805,7 @@ s_headless(nm_t *nm, s_list_t *l, int64_t now)
             continue;
         if (fresh)
             *since = now;
-        if (now - *since < S_HEADLESS_MS)
+        if (now - *since < r->headless_ms)
             continue;
         char nh[UTIL_ID_HEX], why[600];
         long long quiet = (long long) (now - r->silent_ms) / 1000;
@@ -972,6 +973,8 @@ nm_remote_new(nm_t *nm)
     nm_peer_head_ep(nm, r->head_ep, sizeof r->head_ep);
     const char *wait = getenv("LUX_WATCH_WAIT_MS");
     r->ask_wait_ms = wait && atoi(wait) > 0 ? atoi(wait) : NM_TABLE_ASK_WAIT_MS;
+    const char *headless = getenv("LUX_HEADLESS_MS");
+    r->headless_ms = headless && atoi(headless) > 0 ? atoi(headless) : S_HEADLESS_MS;
     if (!(nm->rplace = nm_rplace_new(nm)) || !(nm->table = nm_table_new(nm))) {
         nm_remote_destroy(&r);
         return NULL;
