@@ -57,23 +57,24 @@
 #define MAXSLOT (MAXS * 3)
 #define MAXPIDS 256
 #define NEVER INT64_MAX
-#define CALL_MS 20000   /* a client's append waits at most this long */
-#define SYNC_MS 60000   /* the final sync */
-#define REJOIN_MS 30000 /* a replica back must be serving within this */
+#define CALL_MS 20000 /* a client's append waits at most this long */
+#define SYNC_MS 60000 /* the final sync */
+#define REJOIN_MS                                                                                  \
+    60000 /* a replica back must be serving within this (load 25, tens of MiB to fetch) */
 
 typedef struct {
     int id;
     uint64_t rng;
     db_client_t *cl;
-    util_id_t job[MAXS];   /* a job of each shard: its events go there */
-    uint64_t n[MAXS];      /* events queued per shard: cseq 1..n */
-    uint32_t *size[MAXS];  /* body size of each, by cseq - 1 */
+    util_id_t job[MAXS];  /* a job of each shard: its events go there */
+    uint64_t n[MAXS];     /* events queued per shard: cseq 1..n */
+    uint32_t *size[MAXS]; /* body size of each, by cseq - 1 */
     size_t cap[MAXS];
-    int64_t max_call_ms;   /* the longest call into the client (the sync apart) */
-    int refused;           /* appends refused (not queued) */
-    char why[256];         /* the first refusal's message, or what went wrong */
-    int bad;               /* refusals without a message, unexpected cseqs */
-    int sync_rc;           /* the final sync */
+    int64_t max_call_ms; /* the longest call into the client (the sync apart) */
+    int refused;         /* appends refused (not queued) */
+    char why[256];       /* the first refusal's message, or what went wrong */
+    int bad;             /* refusals without a message, unexpected cseqs */
+    int sync_rc;         /* the final sync */
     int64_t sync_ms;
     pthread_t th;
 } s_client_t;
@@ -82,14 +83,14 @@ typedef struct {
     int id;
     uint32_t shard;
     uint64_t rng;
-    int start_ms;        /* starts this late */
-    bool old;            /* ...from an old seq */
-    bool drops;          /* dropped and resumed now and then */
-    uint64_t after;      /* delivers from after + 1 */
-    int resumed;         /* times dropped and resumed */
-    int new_fails;       /* db_sub_new failures */
+    int start_ms;   /* starts this late */
+    bool old;       /* ...from an old seq */
+    bool drops;     /* dropped and resumed now and then */
+    uint64_t after; /* delivers from after + 1 */
+    int resumed;    /* times dropped and resumed */
+    int new_fails;  /* db_sub_new failures */
     fx_chain_t ck;
-    bool reached;        /* it got to the final last seq */
+    bool reached; /* it got to the final last seq */
     pthread_t th;
 } s_sub_t;
 
@@ -97,7 +98,7 @@ typedef struct {
     int64_t release_at; /* its hold file goes then; 0: none; NEVER */
     int64_t cont_at;    /* SIGCONT its stopped process then; 0: none */
     pid_t stopped;
-    int64_t back_at;    /* released or continued then, not yet serving; 0: none */
+    int64_t back_at; /* released or continued then, not yet serving; 0: none */
 } s_slot_t;
 
 static struct {
@@ -114,7 +115,7 @@ static struct {
     s_client_t cl[MAXC];
     s_sub_t sub[MAXSUB];
     s_slot_t slot[MAXSLOT];
-    int never;        /* the slot never restarted, -1: none */
+    int never; /* the slot never restarted, -1: none */
     pid_t sup_stopped;
     int64_t sup_cont_at;
     pid_t pids[MAXPIDS]; /* every replica and supervisor of the run */
@@ -122,10 +123,10 @@ static struct {
     /* chaos counts */
     int kills, doubles, master_kills, stops, sup_stops, rejoins, interrupted;
     int64_t rejoin_max_ms;
-    int late_bad;     /* rejoins past REJOIN_MS */
+    int late_bad; /* rejoins past REJOIN_MS */
     char chaos_err[512];
-    bool running;     /* a cluster to stop at exit */
-    int64_t t0;       /* when the run started */
+    bool running; /* a cluster to stop at exit */
+    int64_t t0;   /* when the run started */
 } R;
 
 static bool s_verbose;
@@ -133,8 +134,7 @@ static int s_failed; /* this seed's failed checks */
 static const char *s_argv0;
 
 /* ok(), counting this seed's failures. */
-static void
-s_ok(bool cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void s_ok(bool cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void
 s_ok(bool cond, const char *fmt, ...)
 {
@@ -147,8 +147,7 @@ s_ok(bool cond, const char *fmt, ...)
         s_failed++;
 }
 
-static void
-s_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void s_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void
 s_note(const char *fmt, ...)
 {
@@ -310,14 +309,17 @@ s_client_main(void *arg)
         bail("out of memory");
     while (!atomic_load(&R.stop_clients)) {
         uint64_t r = tap_rand(&k->rng);
-        int burst = r % 100 < 70 ? 1 + (int) (r / 100 % 4) : r % 100 < 96 ? 10 + (int) (r / 100 % 190) : 1;
+        int burst = r % 100 < 70   ? 1 + (int) (r / 100 % 4)
+                    : r % 100 < 96 ? 10 + (int) (r / 100 % 190)
+                                   : 1;
         for (int i = 0; i < burst && !atomic_load(&R.stop_clients); i++)
             s_append_one(k, body, r % 100 >= 96);
         int64_t t0 = util_mono_ms();
         db_client_flush(k->cl);
         s_took(k, t0);
         uint64_t p = tap_rand(&k->rng);
-        int64_t end = util_mono_ms() + (p % 100 < 85 ? (int64_t) (p / 100 % 20) : (int64_t) (p / 100 % 400));
+        int64_t end =
+            util_mono_ms() + (p % 100 < 85 ? (int64_t) (p / 100 % 20) : (int64_t) (p / 100 % 400));
         do {
             t0 = util_mono_ms();
             db_client_poll(k->cl, (int) (end - t0 > 0 ? end - t0 : 0));
@@ -371,7 +373,8 @@ static void *
 s_sub_main(void *arg)
 {
     s_sub_t *u = arg;
-    for (int64_t t0 = util_mono_ms(); util_mono_ms() - t0 < u->start_ms && !atomic_load(&R.stop_subs);)
+    for (int64_t t0 = util_mono_ms();
+         util_mono_ms() - t0 < u->start_ms && !atomic_load(&R.stop_subs);)
         usleep(20000);
     fx_chain_init(&u->ck, &R.c, u->shard);
     uint64_t acked = atomic_load(&R.acked[u->shard]);
@@ -495,8 +498,8 @@ static void
 s_master_kill(void)
 {
     char pidfile[PATH_MAX + 32], err[2048];
-    pid_t pid = util_pidfile_read(db_cluster_path(&R.c, pidfile, sizeof pidfile,
-                                                  "run/supervisor.pid"));
+    pid_t pid =
+        util_pidfile_read(db_cluster_path(&R.c, pidfile, sizeof pidfile, "run/supervisor.pid"));
     if (pid <= 0)
         return;
     s_add_pid(pid);
@@ -509,8 +512,8 @@ s_master_kill(void)
     int rc = fx_lux(NULL, 0, err, sizeof err, "start --head --dir %s --log-only", R.c.dir);
     s_note("lux start --head again: %d", rc);
     if (rc && !R.chaos_err[0])
-        snprintf(R.chaos_err, sizeof R.chaos_err, "lux start --head after the master's kill: %d: %s",
-                 rc, err);
+        snprintf(R.chaos_err, sizeof R.chaos_err,
+                 "lux start --head after the master's kill: %d: %s", rc, err);
     s_add_pid(util_pidfile_read(pidfile));
 }
 
@@ -571,8 +574,8 @@ s_act(const db_status_t *st)
         R.stops++;
     } else if (a < 90) { /* the supervisor stopped */
         char pidfile[PATH_MAX + 32];
-        pid_t pid = util_pidfile_read(db_cluster_path(&R.c, pidfile, sizeof pidfile,
-                                                      "run/supervisor.pid"));
+        pid_t pid =
+            util_pidfile_read(db_cluster_path(&R.c, pidfile, sizeof pidfile, "run/supervisor.pid"));
         if (pid <= 0 || R.sup_stopped)
             return;
         R.sup_stopped = pid;
@@ -667,8 +670,10 @@ s_check_file(const char *path, uint32_t s, char *why, size_t n)
     int rc = 0;
     uint8_t *want = malloc(1u << 20);
     if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) ||
-        sqlite3_prepare_v2(db, "SELECT seq, cseq, idx, body FROM event WHERE client = ?1 "
-                               "ORDER BY seq", -1, &st, NULL)) {
+        sqlite3_prepare_v2(db,
+                           "SELECT seq, cseq, idx, body FROM event WHERE client = ?1 "
+                           "ORDER BY seq",
+                           -1, &st, NULL)) {
         snprintf(why, n, "%s: %s", path, sqlite3_errmsg(db));
         rc = -1;
     }
@@ -685,7 +690,8 @@ s_check_file(const char *path, uint32_t s, char *why, size_t n)
             const void *body = sqlite3_column_blob(st, 3);
             uint32_t len = (uint32_t) sqlite3_column_bytes(st, 3);
             if (cseq != got + 1 || idx != (int64_t) cseq || cseq > k->n[s]) {
-                snprintf(why, n, "client %d at seq %llu: cseq %llu idx %lld after cseq %llu (%llu queued)",
+                snprintf(why, n,
+                         "client %d at seq %llu: cseq %llu idx %lld after cseq %llu (%llu queued)",
                          c, (unsigned long long) seq, (unsigned long long) cseq, (long long) idx,
                          (unsigned long long) got, (unsigned long long) k->n[s]);
                 rc = -1;
@@ -769,7 +775,8 @@ s_setup(uint64_t seed, bool quick)
         u->id = i;
         u->rng = s_mix(seed * 977 + 100 + (uint64_t) i);
         u->shard = (uint32_t) s_rand(&u->rng, R.shards);
-        u->start_ms = s_rand(&u->rng, 2) ? 0 : 500 + (int) s_rand(&u->rng, (uint64_t) R.chaos_ms / 2);
+        u->start_ms =
+            s_rand(&u->rng, 2) ? 0 : 500 + (int) s_rand(&u->rng, (uint64_t) R.chaos_ms / 2);
         u->old = u->start_ms && s_rand(&u->rng, 3) != 0;
         u->drops = s_rand(&u->rng, 2) == 0;
     }
@@ -798,8 +805,8 @@ s_run(uint64_t seed, bool quick)
         s_client_t *k = &R.cl[i];
         k->id = i;
         k->rng = s_mix(seed * 7919 + (uint64_t) i);
-        db_client_opts_t co = {.cluster = &R.c, .timeout_ms = CALL_MS,
-                               .batch = s_rand(&k->rng, 2) ? 64 : 0};
+        db_client_opts_t co = {
+            .cluster = &R.c, .timeout_ms = CALL_MS, .batch = s_rand(&k->rng, 2) ? 64 : 0};
         if (!(k->cl = db_client_new(&co)))
             bail("client: %s", lux_errmsg());
         for (uint32_t s = 0; s < R.shards; s++) {
@@ -818,18 +825,20 @@ s_run(uint64_t seed, bool quick)
     pthread_t chaos;
     pthread_create(&chaos, NULL, s_chaos_main, NULL);
     pthread_join(chaos, NULL);
-    s_ok(!R.chaos_err[0], "chaos: %d kills (%d two at once), %d of the master, %d "
-       "replicas and %d supervisors stopped%s%s", R.kills, R.doubles,
-       R.master_kills, R.stops, R.sup_stops, R.chaos_err[0] ? ": " : "", R.chaos_err);
+    s_ok(!R.chaos_err[0],
+         "chaos: %d kills (%d two at once), %d of the master, %d "
+         "replicas and %d supervisors stopped%s%s",
+         R.kills, R.doubles, R.master_kills, R.stops, R.sup_stops, R.chaos_err[0] ? ": " : "",
+         R.chaos_err);
 
     /* every chain whole again, the never-restarted replica apart */
     int64_t t0 = util_mono_ms();
     bool whole = true;
     for (uint32_t s = 0; s < R.shards; s++) {
         uint32_t want = R.reps - (R.never >= 0 && (uint32_t) R.never / R.reps == s);
-        if (!fx_wait_chain(&R.c, s, want, 90000)) {
+        if (!fx_wait_chain(&R.c, s, want, 120000)) {
             whole = false;
-            diag("seed %llu: shard %u is not whole (%u members) after 90 s",
+            diag("seed %llu: shard %u is not whole (%u members) after 120 s",
                  (unsigned long long) seed, s, want);
         }
     }
@@ -843,10 +852,10 @@ s_run(uint64_t seed, bool quick)
     for (uint32_t k = 0; k < R.shards * R.reps; k++)
         pending += R.slot[k].back_at != 0;
     s_ok(whole && pending == 0 && R.late_bad == 0 && whole_ms <= REJOIN_MS,
-       "every chain whole again %lld ms after the chaos; %d replicas back serving, "
-       "the slowest in %lld ms (bound %d); %d not back; never back: %s",
-       (long long) whole_ms, R.rejoins, (long long) R.rejoin_max_ms,
-       REJOIN_MS, pending, R.never >= 0 ? "one" : "none");
+         "every chain whole again %lld ms after the chaos; %d replicas back serving, "
+         "the slowest in %lld ms (bound %d); %d not back; never back: %s",
+         (long long) whole_ms, R.rejoins, (long long) R.rejoin_max_ms, REJOIN_MS, pending,
+         R.never >= 0 ? "one" : "none");
 
     /* the clients sync, then the subscribers reach the end */
     atomic_store(&R.stop_clients, true);
@@ -858,11 +867,11 @@ s_run(uint64_t seed, bool quick)
         for (uint32_t s = 0; s < R.shards; s++)
             n += k->n[s];
         s_ok(k->bad == 0 && k->sync_rc == 0 && k->max_call_ms <= CALL_MS + 5000 &&
-               db_client_unacked(k->cl) == 0,
-           "client %d: %llu events queued, all acknowledged (sync %lld ms), %d refused, "
-           "longest call %lld ms (bound %d)%s%s",
-           i, (unsigned long long) n, (long long) k->sync_ms,
-           k->refused, (long long) k->max_call_ms, CALL_MS, k->why[0] ? ": " : "", k->why);
+                 db_client_unacked(k->cl) == 0,
+             "client %d: %llu events queued, all acknowledged (sync %lld ms), %d refused, "
+             "longest call %lld ms (bound %d)%s%s",
+             i, (unsigned long long) n, (long long) k->sync_ms, k->refused,
+             (long long) k->max_call_ms, CALL_MS, k->why[0] ? ": " : "", k->why);
     }
     for (uint32_t s = 0; s < R.shards; s++) {
         uint32_t index;
@@ -878,7 +887,8 @@ s_run(uint64_t seed, bool quick)
     R.running = false;
     int alive = 0;
     for (int i = 0; i < R.npids; i++) {
-        for (int64_t t1 = util_mono_ms(); util_mono_ms() - t1 < 10000 && util_proc_alive(R.pids[i]);)
+        for (int64_t t1 = util_mono_ms();
+             util_mono_ms() - t1 < 10000 && util_proc_alive(R.pids[i]);)
             usleep(10000);
         if (util_proc_alive(R.pids[i])) {
             alive++;
@@ -887,7 +897,7 @@ s_run(uint64_t seed, bool quick)
         }
     }
     s_ok(rc == 0 && alive == 0, "lux stop (%s); none of the run's %d processes left",
-       rc ? err : "ok", R.npids);
+         rc ? err : "ok", R.npids);
 
     /* the files */
     db_chain_t chain[MAXS];
@@ -910,10 +920,11 @@ s_run(uint64_t seed, bool quick)
                 s_file_last(path[m - 1], last[m], h, at, &verified);
                 if (good && (last[m - 1] < last[m] || memcmp(at, hash[m], DB_HASH_LEN) != 0)) {
                     good = false;
-                    snprintf(why, sizeof why, "replica %u (%llu events) is not a prefix of "
-                             "replica %u (%llu)", chain[s].m[m].index,
-                             (unsigned long long) last[m], chain[s].m[m - 1].index,
-                             (unsigned long long) last[m - 1]);
+                    snprintf(why, sizeof why,
+                             "replica %u (%llu events) is not a prefix of "
+                             "replica %u (%llu)",
+                             chain[s].m[m].index, (unsigned long long) last[m],
+                             chain[s].m[m - 1].index, (unsigned long long) last[m - 1]);
                 }
             }
             char w[400];
@@ -934,10 +945,10 @@ s_run(uint64_t seed, bool quick)
             }
         }
         s_ok(good && chain[s].n > 0,
-           "shard %u: %u replicas, %llu events, chains verified, prefixes of each "
-           "other, every client's events on each once, in order, intact%s%s",
-           s, chain[s].n, (unsigned long long) (chain[s].n ? last[0] : 0),
-           why[0] ? ": " : "", why);
+             "shard %u: %u replicas, %llu events, chains verified, prefixes of each "
+             "other, every client's events on each once, in order, intact%s%s",
+             s, chain[s].n, (unsigned long long) (chain[s].n ? last[0] : 0), why[0] ? ": " : "",
+             why);
         /* the subscribers of this shard */
         for (int i = 0; i < R.nsubs; i++) {
             s_sub_t *u = &R.sub[i];
@@ -951,12 +962,12 @@ s_run(uint64_t seed, bool quick)
                 same = memcmp(at, u->ck.prev, DB_HASH_LEN) == 0;
             }
             s_ok(u->reached && u->ck.bad == 0 && same,
-               "subscriber %d of shard %u%s%s: seqs %llu..%llu once each, in order, "
-               "chained (%s), the last as in the log%s; resumed %d times",
-               i, s, u->start_ms ? ", late" : "",
-               u->after ? " from an old seq" : "", (unsigned long long) u->after + 1,
-               (unsigned long long) upto, u->ck.bad ? u->ck.why : "no gap, no repeat",
-               u->reached ? "" : " (it did not reach the end)", u->resumed);
+                 "subscriber %d of shard %u%s%s: seqs %llu..%llu once each, in order, "
+                 "chained (%s), the last as in the log%s; resumed %d times",
+                 i, s, u->start_ms ? ", late" : "", u->after ? " from an old seq" : "",
+                 (unsigned long long) u->after + 1, (unsigned long long) upto,
+                 u->ck.bad ? u->ck.why : "no gap, no repeat",
+                 u->reached ? "" : " (it did not reach the end)", u->resumed);
         }
     }
     rc = fx_lux(NULL, 0, err, sizeof err, "audit --dir %s", R.c.dir);
@@ -971,8 +982,8 @@ s_run(uint64_t seed, bool quick)
     if (!s_failed) {
         char cmd[3 * PATH_MAX];
         bool own_socks = strncmp(R.c.sock_dir, R.c.dir, strlen(R.c.dir)) != 0;
-        snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s' %s%s%s", R.c.dir, R.hold,
-                 own_socks ? "'" : "", own_socks ? R.c.sock_dir : "", own_socks ? "'" : "");
+        snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s' %s%s%s", R.c.dir, R.hold, own_socks ? "'" : "",
+                 own_socks ? R.c.sock_dir : "", own_socks ? "'" : "");
         if (system(cmd) != 0)
             diag("could not remove %s", R.c.dir);
     } else {

@@ -21,6 +21,7 @@ db_join_begin(db_join_t *j, uint64_t have)
 {
     j->phase = have ? DB_J_PROBE : DB_J_FETCH;
     j->req = 0;
+    j->agreed = 0;
     j->probe_from = have > s_window(j) ? have - s_window(j) + 1 : 1;
 }
 
@@ -49,7 +50,7 @@ db_join_probe(db_join_t *j, const net_batch_t *in, uint64_t tail_last, uint64_t 
     const uint8_t *rec;
     size_t n;
     bool found = false;
-    uint64_t top = have < tail_last ? have : tail_last;
+    uint64_t top = have < tail_last ? have : tail_last, last = 0;
     uint8_t mine[DB_HASH_LEN];
 
     *agree = 0;
@@ -57,13 +58,29 @@ db_join_probe(db_join_t *j, const net_batch_t *in, uint64_t tail_last, uint64_t 
     while (net_batch_next(&it, &seq, &rec, &n)) {
         if (seq > top)
             break;
+        last = seq;
         if (n >= DB_HASH_LEN && fn(arg, seq, mine) == 0 &&
             memcmp(mine, rec + n - DB_HASH_LEN, DB_HASH_LEN) == 0) {
             *agree = seq;
             found = true;
         }
     }
-    if (!found && in->count && in->first > 1 && top >= in->first) {
+    if (found && *agree == last && last < top && in->count < s_window(j)) {
+        /* the tail cut its answer short (8 MiB: a few large events) and
+           every record of it agrees: ours may agree further, so read on
+           from its end. Before, its end was taken for the newest seq that
+           agrees, and the joiner cut the acknowledged events after it,
+           then fetched them again, window after window (t/1016) */
+        j->agreed = last;
+        j->probe_from = last + 1;
+        return DB_JOIN_READ;
+    }
+    if (!found && j->agreed && in->count && in->first == j->agreed + 1) {
+        /* read on after an answer that agreed, and differs from its first
+           seq: the newest that agrees is the one before */
+        *agree = j->agreed;
+        found = true;
+    } else if (!found && in->count && in->first > 1 && top >= in->first) {
         /* nothing agrees in this window: look further back */
         j->probe_from = in->first > s_window(j) ? in->first - s_window(j) : 1;
         return DB_JOIN_READ;

@@ -8,7 +8,9 @@
 
     THE JOINER. A replica with events probes first: it reads a window of
     DB_JOIN_PROBE events from the tail ending at its own last seq, and
-    finds the newest seq where its hash and the tail's agree. Its events
+    finds the newest seq where its hash and the tail's agree (an answer
+    cut short by the tail's byte limit, every record of it agreeing,
+    is read on from its end, not taken for the newest). Its events
     after that are ones the tail does not hold (unacknowledged: nothing is
     acknowledged before the tail holds it), so it truncates to there; when
     nothing agrees it probes further back. Then it fetches until it has
@@ -44,6 +46,9 @@ typedef struct {
     uint64_t probe_from; /* the probe window's first seq */
     uint32_t window;     /* events per probe window; 0: DB_JOIN_PROBE (a test
                             sets fewer, to reach the reads further back) */
+    uint64_t agreed;     /* the newest seq known to agree with the tail's,
+                            from a probe answer cut short by the tail's
+                            byte limit; 0: none */
 } db_join_t;
 
 /* Begin (again) with `have` events: probe when there are some, else fetch. */
