@@ -18,7 +18,10 @@
 MOD=$(cluster_mod schedmod)
 MB=1048576
 
-LUX_NODE_DEAD_MS=1500 cluster_head --workers 1 --store-mb 64 --resources CPU=1
+# a dead time of 4 s: at 1.5 s, node 1 was declared dead at load 30 (stop
+# 44) and the task needing its disk failed; node 2 is killed, so the wait
+# for its death is what the test pays
+LUX_NODE_DEAD_MS=4000 cluster_head --workers 1 --store-mb 64 --resources CPU=1
 ok $CL_RC "the head starts" || diag "$CL_OUT"
 cluster_join 1 --workers 1 --store-mb 64 --resources CPU=1,disk=1
 ok $CL_RC "node 1 joins, with disk=1" || diag "$CL_OUT"

@@ -192,6 +192,13 @@ like "$out" "usage: lux pull" "lux pull --help"
 run "$LUX" bench --quick --json pull_events
 is "$rc" 0 "lux bench --quick pull_events"
 like "$out" '"events": 50000' "...pulled every event it appended"
-like "$out" '"second_pull_events": 0' "...and found nothing new the second time"
+# the second pull finds nothing the test appended; a signed checkpoint the
+# supervisor wrote meanwhile (one every 10 s: a slow first pull at load 30
+# in stop 44's CI) is all it may find, and the bench itself fails when the
+# file holds anything else
+second=$(echo "$out" | sed -n 's/.*"second_pull_events": \([0-9]*\).*/\1/p')
+ckpts=$(echo "$out" | sed -n 's/.*"checkpoint_events": \([0-9]*\).*/\1/p')
+ok "$([ -n "$second" ] && [ "$second" -le "${ckpts:-0}" ]; echo $?)" \
+    "...and found nothing new the second time but checkpoints ($second new, $ckpts checkpoints)"
 
 done_testing
