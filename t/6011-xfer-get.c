@@ -4,7 +4,8 @@
    24 MiB of noise, 16 MiB that lz4 shrinks. The object_locations view
    then has A's put and B's copy. An object larger than B's store is
    refused after B's LUX_STORE_WAIT_MS, before any chunk moves. Two drivers on B asking at once for the
-   same object make one transfer. A ref no node holds is LUX_ENOTFOUND.
+   same object make one transfer. A ref no node holds, and the log has no
+   event of, is LUX_ENOTFOUND after B's LUX_XFER_UNRECORDED_MS.
    A's node daemon killed (kill -9 by its pid) in the middle of a
    transfer: B's lux_get ends with an error that names A, within B's
    LUX_XFER_TIMEOUT_MS (5 s here), not a hang. B pulls in small chunks, one
@@ -86,6 +87,9 @@ main(void)
             setenv("LUX_XFER_WINDOW", "1", 1);
             setenv("LUX_XFER_TIMEOUT_MS", "5000", 1);
             setenv("LUX_STORE_WAIT_MS", "2000", 1);
+            /* a ref the log has no event of is waited for that long
+               (a fresh put's event may be on its way), then ENOTFOUND */
+            setenv("LUX_XFER_UNRECORDED_MS", "10000", 1);
         }
         int rc = fx_lux(NULL, 0, err, sizeof err,
                         "start --address 127.0.0.1:%d --dir %s --token-file %s/token "
@@ -98,6 +102,7 @@ main(void)
     unsetenv("LUX_XFER_WINDOW");
     unsetenv("LUX_XFER_TIMEOUT_MS");
     unsetenv("LUX_STORE_WAIT_MS");
+    unsetenv("LUX_XFER_UNRECORDED_MS");
     char a_node[64] = "", path[700];
     snprintf(path, sizeof path, "%s/run/node.joined", s_node[1]);
     char *id = util_read_file(path, NULL);
@@ -150,9 +155,14 @@ main(void)
     /* a ref nobody made */
     lux_ref_t none;
     memset(none.b, 0x5a, sizeof none.b);
+    int64_t asked = util_mono_ms();
     int rc = lux_get(lx, &none, &v, 60000);
+    int64_t waited = util_mono_ms() - asked;
     is_int(rc, LUX_ENOTFOUND, "a ref no node holds: LUX_ENOTFOUND");
-    ok(strstr(lux_errmsg(), "no live node holds it"), "which says so: %s", lux_errmsg());
+    ok(strstr(lux_errmsg(), "has no record of it") && strstr(lux_errmsg(), "never made"),
+       "which says so: %s", lux_errmsg());
+    ok(waited >= 9000 && waited < 50000,
+       "after B's LUX_XFER_UNRECORDED_MS (10 s), not the get's 60 s (%lld ms)", (long long) waited);
 
     lux_free(lx, 3, refs); /* B's copies are B's to drop now */
 
