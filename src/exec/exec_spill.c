@@ -95,6 +95,7 @@ s_gates_read(void)
 {
     s_gates[EXEC_GATE_SPILL] = getenv("LUX_TEST_SPILL_GATE");
     s_gates[EXEC_GATE_BLOB] = getenv("LUX_TEST_BLOB_GATE");
+    s_gates[EXEC_GATE_LOCATE] = getenv("LUX_TEST_LOCATE_GATE");
 }
 
 void

@@ -55,8 +55,10 @@ int64_t exec_spill_size(const char *path);
    write, and with LUX_TEST_BLOB_GATE=PATH (t/3133) a blob's, first makes
    PATH.waiting and then waits until PATH exists (at most 120 s), so that
    a test can hold a write in progress and see what the node does
-   meanwhile. */
-enum { EXEC_GATE_SPILL, EXEC_GATE_BLOB, EXEC_GATES };
+   meanwhile; with LUX_TEST_LOCATE_GATE=PATH (t/6133) the head's locator
+   so waits between its two reads of the log when the first found no
+   holder (exec_xfer_loc.c). */
+enum { EXEC_GATE_SPILL, EXEC_GATE_BLOB, EXEC_GATE_LOCATE, EXEC_GATES };
 void exec_test_gate(int which);
 /* ... and a spill written by the writer thread and handed over to the
    node (exec_spill_writer_done will give it) appends the line "what" to

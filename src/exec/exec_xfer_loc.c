@@ -27,6 +27,7 @@
 #include "exec_xfer_loc.h"
 #include "exec_node_graph.h"
 #include "exec_node_obj.h"
+#include "exec_spill.h"
 #include "../db/db_event.h"
 #include "../util/util_err.h"
 #include "../util/util_log.h"
@@ -71,21 +72,17 @@ s_query(nm_t *nm)
     return x->q;
 }
 
-int
-nm_xfer_locate(nm_t *nm, const lux_ref_t *id, xfer_loc_t *l)
+/* The live holders the log lists for id, into *l. 0 or a code with the
+   message. */
+static int
+s_holders(nm_t *nm, const lux_ref_t *id, const util_id_t *task, xfer_loc_t *l)
 {
     struct nm_xfer *x = nm->xfer;
-    if (!s_query(nm))
-        return LUX_EIO;
     sqlite3_stmt *st;
     int rc = db_query_prepare(x->q, s_locate_sql, &st, NULL);
-    if (rc) {
-        db_query_close(&x->q); /* the tails may have changed: open again next time */
-        return rc;
-    }
-    util_id_t task;
-    exec_ref_task(id, &task);
-    sqlite3_bind_blob(st, 1, task.b, 16, SQLITE_STATIC);
+    if (rc)
+        return rc; /* the caller closes the query: the tails may have changed */
+    sqlite3_bind_blob(st, 1, task->b, 16, SQLITE_STATIC);
     sqlite3_bind_int64(st, 2, exec_ref_idx(id));
     l->nsrc = 0;
     l->fpkind = FP_NONE;
@@ -121,16 +118,39 @@ nm_xfer_locate(nm_t *nm, const lux_ref_t *id, xfer_loc_t *l)
         rc = util_err(LUX_ESQL, "reading where objects live: %s",
                       sqlite3_errmsg(db_query_db(x->q)));
     sqlite3_finalize(st);
+    return rc;
+}
+
+int
+nm_xfer_locate(nm_t *nm, const lux_ref_t *id, xfer_loc_t *l)
+{
+    struct nm_xfer *x = nm->xfer;
+    if (!s_query(nm))
+        return LUX_EIO;
+    util_id_t task;
+    exec_ref_task(id, &task);
+    int rc = s_holders(nm, id, &task, l);
+    sqlite3_stmt *st;
     l->made = false;
+    if (!rc && !l->nsrc && l->asked) /* test hook LUX_TEST_LOCATE_GATE: the race, held open */
+        exec_test_gate(EXEC_GATE_LOCATE);
     if (!rc && !l->nsrc && !(rc = db_query_prepare(x->q, s_made_sql, &st, NULL))) {
         sqlite3_bind_blob(st, 1, task.b, 16, SQLITE_STATIC);
         sqlite3_bind_int64(st, 2, exec_ref_idx(id));
-        step = sqlite3_step(st);
+        int step = sqlite3_step(st);
         l->made = step == SQLITE_ROW;
         if (step != SQLITE_ROW && step != SQLITE_DONE)
             rc = util_err(LUX_ESQL, "reading whether an object was made: %s",
                           sqlite3_errmsg(db_query_db(x->q)));
         sqlite3_finalize(st);
+        /* the making seen by this second query may have been committed
+           after the first one read: the holders are read again, now that
+           they are in the log (else a put whose event landed between the
+           two was "made, held by nobody" and made again: a put cannot
+           be, and its task failed "made by lux_put and then freed",
+           locality_placement at load 25; t/6133) */
+        if (!rc && l->made)
+            rc = s_holders(nm, id, &task, l);
     }
     if (rc) {
         db_query_close(&x->q);
@@ -207,7 +227,7 @@ s_answer(nm_t *nm, const lux_ref_t *id, uint8_t flags, xfer_loc_t *l, uint8_t *m
            holders are listed), or the log has none of it yet (a put's
            event waits for its bytes to be recorded: waited for) */
         snprintf(why, n, "%s", lux_errmsg());
-        xfer_loc_t again = {.self = l->self};
+        xfer_loc_t again = {.self = l->self, .asked = l->asked};
         int arc = nm_xfer_locate(nm, id, &again);
         if (arc == 0) {
             *l = again;
@@ -246,7 +266,8 @@ nm_xfer_on_locate(nm_t *nm, nm_peer_msg_t *m)
         nm_complain(nm, "malformed NODE_LOCATE");
         return;
     }
-    xfer_loc_t l = {.self = true}; /* another node asks: the head's own copy is a source too */
+    /* another node asks: the head's own copy is a source too */
+    xfer_loc_t l = {.self = true, .asked = true};
     lux_ref_t ref;
     memcpy(ref.b, id, LUX_REF_LEN);
     uint8_t making = 0;

@@ -26,6 +26,7 @@ typedef struct {
 /* Where the log says an object lives. */
 typedef struct {
     bool self;               /* in: this node is listed too (another node asks) */
+    bool asked;              /* in: for NODE_LOCATE (LUX_TEST_LOCATE_GATE's point) */
     xfer_src_t src[XFER_SRC_MAX]; /* live holders, its origin first ... */
     int nsrc;                /* ... and how many */
     int fpkind;              /* FP_*: what log_fp is */
