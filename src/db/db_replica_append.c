@@ -270,23 +270,10 @@ s_append(db_rep_t *self, zframe_t **rid_p, const net_hdr_t *h, zframe_t *body)
         uint64_t seq = self->recv_seq + 1;
         util_le64(r + DB_REC_TS_OFF, (uint64_t) now);
         db_event_chain(r + len - DB_HASH_LEN, self->recv_hash, seq, r, len);
-        /* the batch made for the first record, grown for the others; the
-           test hook fails either, once (t/3172) */
-        bool hook = self->take_fail_seq && seq == self->take_fail_seq;
-        size_t mark = b ? b->data.len : 0;
-        if (!b && (hook || !(b = db_rep_batch_new(seq)))) {
-            oom_seq = seq;
-            break;
-        }
-        if (hook)
-            b->data.oom = true;
-        else
-            net_batch_add(&b->data, r, len);
-        if (b->data.oom) {
-            /* the batch as it was before this record: the records taken
-               go down the chain, the rest is refused (below) */
-            b->data.len = mark;
-            b->data.oom = false;
+        if (!db_rep_batch_take(self, &b, seq, r, len)) {
+            /* the batch as it was before this record (the test hook too,
+               once: t/3172): the records taken go down the chain, the
+               rest is refused (below) */
             oom_seq = seq;
             break;
         }

@@ -175,6 +175,11 @@ void db_rep_set_ack(db_rep_t *self, uint64_t seq);
 void db_rep_hello(db_rep_t *self);
 /* Take what continues our log of in; the number taken, *gap, or why. */
 int db_rep_take_batch(db_rep_t *self, const net_batch_t *in, bool *gap, char *why, size_t n);
+/* Record rec (its seq) into *bp, the batch made for the first record and
+   grown for the others: false when it cannot be (out of memory, or the
+   test hook LUX_TEST_TAKE_FAIL naming seq), *bp as it was before. */
+bool db_rep_batch_take(db_rep_t *self, db_rep_batch_t **bp, uint64_t seq, const uint8_t *rec,
+                       size_t n);
 /* Drop the successor's socket. */
 void db_rep_succ_close(db_rep_t *self);
 /* Point the successor's socket at m and say HELLO. */

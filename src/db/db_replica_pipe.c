@@ -354,6 +354,25 @@ db_rep_hello(db_rep_t *self)
 
 /* --- accepting records -------------------------------------------------------------- */
 
+bool
+db_rep_batch_take(db_rep_t *self, db_rep_batch_t **bp, uint64_t seq, const uint8_t *rec,
+                  size_t n)
+{
+    bool hook = self->take_fail_seq && seq == self->take_fail_seq;
+    if (!*bp && (hook || !(*bp = db_rep_batch_new(seq))))
+        return false;
+    util_buf_t *d = &(*bp)->data;
+    size_t mark = d->len;
+    if (!hook)
+        net_batch_add(d, rec, n);
+    if (hook || d->oom) {
+        d->len = mark;
+        d->oom = false;
+        return false;
+    }
+    return true;
+}
+
 /* Take the records of a batch that continue our log (from a predecessor or
    the tail), checking each record's chain hash. Returns the number taken,
    or a negative code; *gap set when the batch starts after recv_seq + 1. */
@@ -388,18 +407,7 @@ db_rep_take_batch(db_rep_t *self, const net_batch_t *in, bool *gap, char *why, s
                      (unsigned long long) seq, (unsigned long long) self->recv_seq);
             break;
         }
-        /* the batch made for the first record, grown for the others; the
-           test hook fails either for the record it names (t/1015) */
-        bool hook = self->take_fail_seq && seq == self->take_fail_seq;
-        if (!b && (hook || !(b = db_rep_batch_new(seq)))) {
-            oom_seq = seq;
-            break;
-        }
-        if (hook)
-            b->data.oom = true;
-        else
-            net_batch_add(&b->data, rec, n);
-        if (b->data.oom) {
+        if (!db_rep_batch_take(self, &b, seq, rec, n)) { /* the test hook too (t/1015) */
             oom_seq = seq;
             break;
         }
