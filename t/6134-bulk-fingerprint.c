@@ -17,92 +17,19 @@
      of the bytes that came, so the check after it tells. */
 #include "tap.h"
 #include "exec/exec_bulk.h"
+#include "lib/bulkfx.h"
 #include "lux.h"
 #include "util/util_fp.h"
 #include "util/util_time.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
-#define MAX (6u << 20)
+#define S_MAX (6u << 20)
 
 static uint8_t *s_src, *s_dst;
-static uint64_t s_size;
-static exec_bulk_key_t s_key;
-static int s_ended, s_rc;
-static bool s_have_fp;
-static uint8_t s_fp[16];
-
-static int
-s_serve(void *arg, uint64_t xid, const uint8_t id[LUX_REF_LEN], exec_bulk_key_t *key,
-        const uint8_t **bytes, uint64_t *size)
-{
-    (void) arg;
-    (void) id;
-    if (xid != s_key.xid)
-        return LUX_ENOTFOUND;
-    *key = s_key;
-    if (bytes) {
-        *bytes = s_src;
-        *size = s_size;
-    }
-    return 0;
-}
-
-static void
-s_sent(void *arg, uint64_t xid)
-{
-    (void) arg;
-    (void) xid;
-}
-
-static void
-s_over(void *arg, uint64_t xid)
-{
-    (void) arg;
-    (void) xid;
-}
-
-static void
-s_moved(void *arg, void *who, uint64_t got)
-{
-    (void) arg;
-    (void) who;
-    (void) got;
-}
-
-static void
-s_end(void *arg, void *who, int rc, bool fallback, const uint8_t *fp)
-{
-    (void) arg;
-    (void) who;
-    (void) fallback;
-    s_ended++;
-    s_rc = rc;
-    if ((s_have_fp = fp != NULL))
-        memcpy(s_fp, fp, 16);
-    if (rc)
-        diag("pull: %s", lux_errmsg());
-}
-
-static int
-s_free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof sa;
-    if (fd < 0 || bind(fd, (struct sockaddr *) &sa, sizeof sa) ||
-        getsockname(fd, (struct sockaddr *) &sa, &len))
-        bail("no free port on 127.0.0.1");
-    close(fd);
-    return ntohs(sa.sin_port);
-}
 
 static uint64_t s_rng = 0x9e3779b97f4a7c15ull;
 
@@ -148,62 +75,24 @@ s_same_stream(const uint8_t *p, size_t n)
     return memcmp(one, got, 16) == 0 && (!looked || memcmp(half, mid, 16) == 0);
 }
 
-/* Turn both loops until the pull ended. */
-static void
-s_pump(exec_bulk_t *a, exec_bulk_t *b, int ms)
-{
-    int64_t end = util_mono_ms() + ms;
-    while (util_mono_ms() < end && !s_ended) {
-        struct pollfd p[2] = {{exec_bulk_fd(a), POLLIN, 0}, {exec_bulk_fd(b), POLLIN, 0}};
-        poll(p, 2, 10);
-        exec_bulk_fired(a);
-        exec_bulk_fired(b);
-        exec_bulk_tick(a);
-        exec_bulk_tick(b);
-    }
-}
-
 /* One pull of size bytes (compressible when squeeze) with chunk-byte
    chunks under cipher: whether it ended whole, by its records. */
 static bool
 s_pull(exec_bulk_t *src, exec_bulk_t *pul, int port, uint64_t size, bool squeeze,
        uint32_t chunk, int cipher)
 {
-    uint8_t id[LUX_REF_LEN] = {6};
-    s_size = size;
     for (uint64_t k = 0; k < size; k++)
         s_src[k] = squeeze ? (uint8_t) (k / 4096 % 13) : (uint8_t) s_rand();
-    memset(s_dst, 0, size ? size : 1);
-    s_ended = 0, s_rc = -1, s_have_fp = false;
-    exec_bulk_key_new(&s_key, cipher);
-    exec_bulk_pull_t *h =
-        exec_bulk_pull_start(pul, "127.0.0.1", port, &s_key, id, s_dst, size, chunk, 8, NULL);
-    if (!h)
-        bail("pull: %s", lux_errmsg());
-    s_pump(src, pul, 120000);
-    if (!s_ended) {
-        exec_bulk_pull_stop(pul, &h);
-        diag("the pull did not end in 120 s");
-        return false;
-    }
-    return s_rc == 0 && memcmp(s_src, s_dst, size) == 0;
-}
-
-/* The fingerprint the pull handed over is util_fp of p[0..n). */
-static bool
-s_fp_of(const uint8_t *p, uint64_t n)
-{
-    uint8_t want[16];
-    util_fp(want, p, n);
-    return s_have_fp && memcmp(want, s_fp, 16) == 0;
+    bulkfx.src[0] = s_src;
+    return bulkfx_pull_whole(src, pul, port, s_dst, size, chunk, cipher);
 }
 
 int
 main(void)
 {
-    if (!(s_src = malloc(MAX)) || !(s_dst = malloc(MAX)))
+    if (!(s_src = malloc(S_MAX)) || !(s_dst = malloc(S_MAX)))
         bail("out of memory");
-    for (size_t i = 0; i < MAX; i++)
+    for (size_t i = 0; i < S_MAX; i++)
         s_src[i] = (uint8_t) s_rand();
 
     static const size_t edges[] = {0,    1,    2,    15,    16,    17,    127,   128,  129,
@@ -223,19 +112,18 @@ main(void)
     }
     is_int(bad, 0, "and at 24 random sizes up to 4 MiB (first differing: %zu)", first_bad);
 
-    exec_bulk_fns_t fns = {s_serve, s_sent, s_over, s_moved, s_end};
     char spoil[64];
     snprintf(spoil, sizeof spoil, "/tmp/lux-6134-spoil-%d", (int) getpid());
     unlink(spoil);
     setenv("LUX_TEST_BULK_SPOIL", spoil, 1);
-    int port = s_free_port();
+    int port = bulkfx_free_port();
     setenv("LUX_BULK_THREADS", "3", 1);
-    exec_bulk_t *src = exec_bulk_new("127.0.0.1", port, NULL, &fns, NULL);
+    exec_bulk_t *src = exec_bulk_new("127.0.0.1", port, NULL, &bulkfx_fns, NULL);
     unsetenv("LUX_TEST_BULK_SPOIL");
     setenv("LUX_BULK_THREADS", "2", 1);
-    exec_bulk_t *pul = exec_bulk_new(NULL, 0, NULL, &fns, NULL);
+    exec_bulk_t *pul = exec_bulk_new(NULL, 0, NULL, &bulkfx_fns, NULL);
     setenv("LUX_BULK_THREADS", "0", 1);
-    exec_bulk_t *pul0 = exec_bulk_new(NULL, 0, NULL, &fns, NULL);
+    exec_bulk_t *pul0 = exec_bulk_new(NULL, 0, NULL, &bulkfx_fns, NULL);
     if (!src || !pul || !pul0 || exec_bulk_port(src) != port)
         bail("a source on 127.0.0.1:%d and pullers: %s", port, lux_errmsg());
 
@@ -248,15 +136,15 @@ main(void)
         const char *cn = exec_bulk_cipher_name(ciphers[c]);
         for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
             uint64_t n = sizes[i];
-            ok(s_pull(src, pul, port, n, false, 65536, ciphers[c]) && s_fp_of(s_src, n),
+            ok(s_pull(src, pul, port, n, false, 65536, ciphers[c]) && bulkfx_fp_is(0, s_src, n),
                "%s, 2 threads: %llu bytes of noise in 64 KiB chunks: whole, and its fingerprint "
                "is util_fp's", cn, (unsigned long long) n);
         }
         ok(s_pull(src, pul, port, (5u << 20) + 999, true, 65536, ciphers[c]) &&
-               s_fp_of(s_src, (5u << 20) + 999),
+               bulkfx_fp_is(0, s_src, (5u << 20) + 999),
            "%s, 2 threads: compressible (decompressed on the threads): the same", cn);
         ok(s_pull(src, pul0, port, (5u << 20) + 4097, false, 131072, ciphers[c]) &&
-               s_fp_of(s_src, (5u << 20) + 4097),
+               bulkfx_fp_is(0, s_src, (5u << 20) + 4097),
            "%s, no threads (opened in the loop), 128 KiB chunks: the same", cn);
     }
 
@@ -269,9 +157,9 @@ main(void)
         fclose(f);
         uint64_t n = (2u << 20) + 77;
         bool whole = s_pull(src, pul, port, n, false, 65536, ciphers[c]);
-        ok(!whole && s_ended == 1 && s_rc == 0, "%s: a chunk altered before sealing: every tag "
-           "opens (rc %d), the bytes differ", cn, s_rc);
-        ok(s_have_fp && !s_fp_of(s_src, n) && s_fp_of(s_dst, n),
+        ok(!whole && bulkfx.ended[0] == 1 && bulkfx.rc[0] == 0, "%s: a chunk altered before sealing: every tag "
+           "opens (rc %d), the bytes differ", cn, bulkfx.rc[0]);
+        ok(bulkfx.have_fp[0] && !bulkfx_fp_is(0, s_src, n) && bulkfx_fp_is(0, s_dst, n),
            "%s: the fingerprint handed over is not the object's but that of what came", cn);
         ok(access(spoil, F_OK) != 0, "%s: the hook is spent", cn);
     }

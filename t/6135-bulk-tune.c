@@ -12,93 +12,20 @@
      said in the log, the defaults kept, pulls whole. */
 #include "tap.h"
 #include "exec/exec_bulk.h"
+#include "lib/bulkfx.h"
 #include "lux.h"
 #include "util/util_fp.h"
 #include "util/util_time.h"
 
-#include <arpa/inet.h>
 #include <dirent.h>
-#include <netinet/in.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
-#define MAX (6u << 20)
+#define S_MAX (6u << 20)
 
 static uint8_t *s_src, *s_dst;
-static uint64_t s_size;
-static exec_bulk_key_t s_key;
-static int s_ended, s_rc;
-static bool s_have_fp;
-static uint8_t s_fp[16];
-
-static int
-s_serve(void *arg, uint64_t xid, const uint8_t id[LUX_REF_LEN], exec_bulk_key_t *key,
-        const uint8_t **bytes, uint64_t *size)
-{
-    (void) arg;
-    (void) id;
-    if (xid != s_key.xid)
-        return LUX_ENOTFOUND;
-    *key = s_key;
-    if (bytes) {
-        *bytes = s_src;
-        *size = s_size;
-    }
-    return 0;
-}
-
-static void
-s_sent(void *arg, uint64_t xid)
-{
-    (void) arg;
-    (void) xid;
-}
-
-static void
-s_over(void *arg, uint64_t xid)
-{
-    (void) arg;
-    (void) xid;
-}
-
-static void
-s_moved(void *arg, void *who, uint64_t got)
-{
-    (void) arg;
-    (void) who;
-    (void) got;
-}
-
-static void
-s_end(void *arg, void *who, int rc, bool fallback, const uint8_t *fp)
-{
-    (void) arg;
-    (void) who;
-    (void) fallback;
-    s_ended++;
-    s_rc = rc;
-    if ((s_have_fp = fp != NULL))
-        memcpy(s_fp, fp, 16);
-    if (rc)
-        diag("pull: %s", lux_errmsg());
-}
-
-static int
-s_free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof sa;
-    if (fd < 0 || bind(fd, (struct sockaddr *) &sa, sizeof sa) ||
-        getsockname(fd, (struct sockaddr *) &sa, &len))
-        bail("no free port on 127.0.0.1");
-    close(fd);
-    return ntohs(sa.sin_port);
-}
 
 static uint64_t s_rng = 0x9e3779b97f4a7c15ull;
 
@@ -111,54 +38,16 @@ s_rand(void)
     return s_rng;
 }
 
-/* Turn both loops until the pull ended. */
-static void
-s_pump(exec_bulk_t *a, exec_bulk_t *b, int ms)
-{
-    int64_t end = util_mono_ms() + ms;
-    while (util_mono_ms() < end && !s_ended) {
-        struct pollfd p[2] = {{exec_bulk_fd(a), POLLIN, 0}, {exec_bulk_fd(b), POLLIN, 0}};
-        poll(p, 2, 10);
-        exec_bulk_fired(a);
-        exec_bulk_fired(b);
-        exec_bulk_tick(a);
-        exec_bulk_tick(b);
-    }
-}
-
 /* One pull of size bytes (compressible when squeeze) with chunk-byte
    chunks under cipher: whether it ended whole, by its records. */
 static bool
 s_pull(exec_bulk_t *src, exec_bulk_t *pul, int port, uint64_t size, bool squeeze,
        uint32_t chunk, int cipher)
 {
-    uint8_t id[LUX_REF_LEN] = {6};
-    s_size = size;
     for (uint64_t k = 0; k < size; k++)
         s_src[k] = squeeze ? (uint8_t) (k / 4096 % 13) : (uint8_t) s_rand();
-    memset(s_dst, 0, size ? size : 1);
-    s_ended = 0, s_rc = -1, s_have_fp = false;
-    exec_bulk_key_new(&s_key, cipher);
-    exec_bulk_pull_t *h =
-        exec_bulk_pull_start(pul, "127.0.0.1", port, &s_key, id, s_dst, size, chunk, 8, NULL);
-    if (!h)
-        bail("pull: %s", lux_errmsg());
-    s_pump(src, pul, 120000);
-    if (!s_ended) {
-        exec_bulk_pull_stop(pul, &h);
-        diag("the pull did not end in 120 s");
-        return false;
-    }
-    return s_rc == 0 && memcmp(s_src, s_dst, size) == 0;
-}
-
-/* The fingerprint the pull handed over is util_fp of p[0..n). */
-static bool
-s_fp_of(const uint8_t *p, uint64_t n)
-{
-    uint8_t want[16];
-    util_fp(want, p, n);
-    return s_have_fp && memcmp(want, s_fp, 16) == 0;
+    bulkfx.src[0] = s_src;
+    return bulkfx_pull_whole(src, pul, port, s_dst, size, chunk, cipher);
 }
 
 static int
@@ -178,7 +67,7 @@ s_threads(void)
 static void
 s_pair(const exec_bulk_fns_t *fns, exec_bulk_t **src, exec_bulk_t **pul, int *port)
 {
-    *port = s_free_port();
+    *port = bulkfx_free_port();
     setenv("LUX_BULK_THREADS", "2", 1);
     *src = exec_bulk_new("127.0.0.1", *port, NULL, fns, NULL);
     *pul = exec_bulk_new(NULL, 0, NULL, fns, NULL);
@@ -189,9 +78,8 @@ s_pair(const exec_bulk_fns_t *fns, exec_bulk_t **src, exec_bulk_t **pul, int *po
 int
 main(void)
 {
-    if (!(s_src = malloc(MAX)) || !(s_dst = malloc(MAX)))
+    if (!(s_src = malloc(S_MAX)) || !(s_dst = malloc(S_MAX)))
         bail("out of memory");
-    exec_bulk_fns_t fns = {s_serve, s_sent, s_over, s_moved, s_end};
     exec_bulk_t *src, *pul;
     int port;
     uint64_t n = (5u << 20) + 4321;
@@ -199,13 +87,13 @@ main(void)
 
     if (exec_bulk_gmac_here()) {
         setenv("LUX_BULK_LOOP", "gmac", 1);
-        s_pair(&fns, &src, &pul, &port);
+        s_pair(&bulkfx_fns, &src, &pul, &port);
         int before = s_threads();
-        ok(s_pull(src, pul, port, n, false, 65536, EXEC_BULK_GMAC) && s_fp_of(s_src, n),
+        ok(s_pull(src, pul, port, n, false, 65536, EXEC_BULK_GMAC) && bulkfx_fp_is(0, s_src, n),
            "LUX_BULK_LOOP=gmac: an integrity-only pull is whole, its fingerprint right");
         is_int(s_threads(), before, "and no pool thread started at either end: tagged and "
                "checked on the loops' thread");
-        ok(s_pull(src, pul, port, n, false, 65536, sealed) && s_fp_of(s_src, n),
+        ok(s_pull(src, pul, port, n, false, 65536, sealed) && bulkfx_fp_is(0, s_src, n),
            "a sealed pull between the same ends is whole");
         is_int(s_threads(), before + 4, "and was sealed and opened on the pools' threads (2 "
                "each)");
@@ -220,19 +108,19 @@ main(void)
     snprintf(flip, sizeof flip, "/tmp/lux-6135-flip-%d", (int) getpid());
     setenv("LUX_TEST_BULK_FLIP", flip, 1);
     setenv("LUX_BULK_LOOP", "open", 1);
-    s_pair(&fns, &src, &pul, &port);
+    s_pair(&bulkfx_fns, &src, &pul, &port);
     unsetenv("LUX_TEST_BULK_FLIP");
-    ok(s_pull(src, pul, port, n, true, 65536, sealed) && s_fp_of(s_src, n),
+    ok(s_pull(src, pul, port, n, true, 65536, sealed) && bulkfx_fp_is(0, s_src, n),
        "LUX_BULK_LOOP=open: a compressible pull opened in the puller's loop is whole");
     FILE *f = fopen(flip, "w");
     if (!f)
         bail("cannot make %s", flip);
     fclose(f);
     bool whole = s_pull(src, pul, port, n, false, 65536, sealed);
-    ok(!whole && s_rc == LUX_ECORRUPT && strstr(lux_errmsg(), "authentication") &&
+    ok(!whole && bulkfx.rc[0] == LUX_ECORRUPT && strstr(lux_errmsg(), "authentication") &&
        strstr(lux_errmsg(), "offset 65536"),
        "a chunk altered after sealing fails it, naming authentication and offset 65536");
-    ok(!s_have_fp, "and hands over no fingerprint");
+    ok(!bulkfx.have_fp[0], "and hands over no fingerprint");
     int after = 0;
     for (uint64_t off = 2 * 65536; off + 65536 <= n; off += 65536)
         after += memcmp(s_src + off, s_dst + off, 65536) == 0;
@@ -244,8 +132,8 @@ main(void)
     setenv("LUX_BULK_LOOP", "none", 1);
     setenv("LUX_BULK_SNDBUF", "65536", 1);
     setenv("LUX_BULK_RCVBUF", "65536", 1);
-    s_pair(&fns, &src, &pul, &port);
-    ok(s_pull(src, pul, port, n, false, 16384, sealed) && s_fp_of(s_src, n),
+    s_pair(&bulkfx_fns, &src, &pul, &port);
+    ok(s_pull(src, pul, port, n, false, 16384, sealed) && bulkfx_fp_is(0, s_src, n),
        "LUX_BULK_SNDBUF and LUX_BULK_RCVBUF of 64 KiB, 16 KiB chunks: whole");
     exec_bulk_destroy(&pul);
     exec_bulk_destroy(&src);
@@ -253,8 +141,8 @@ main(void)
     setenv("LUX_BULK_LOOP", "sideways,gmac-open", 1);
     setenv("LUX_BULK_SNDBUF", "-1", 1);
     unsetenv("LUX_BULK_RCVBUF");
-    s_pair(&fns, &src, &pul, &port);
-    ok(s_pull(src, pul, port, n, false, 65536, sealed) && s_fp_of(s_src, n),
+    s_pair(&bulkfx_fns, &src, &pul, &port);
+    ok(s_pull(src, pul, port, n, false, 65536, sealed) && bulkfx_fp_is(0, s_src, n),
        "LUX_BULK_LOOP=sideways,gmac-open and LUX_BULK_SNDBUF=-1 (said in the log, defaults "
        "kept): whole");
     exec_bulk_destroy(&pul);

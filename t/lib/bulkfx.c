@@ -1,6 +1,7 @@
 /*  bulkfx - the harness of the bulk path's tests (bulkfx.h). */
 #include "bulkfx.h"
 #include "../tap.h"
+#include "util/util_fp.h"
 #include "util/util_time.h"
 
 #include <arpa/inet.h>
@@ -58,8 +59,9 @@ s_ended(void *arg, void *who, int rc, bool fallback, const uint8_t *fp)
 {
     (void) arg;
     (void) fallback;
-    (void) fp; /* t/6134 checks it */
     int i = (int) (intptr_t) who;
+    if ((bulkfx.have_fp[i] = fp != NULL))
+        memcpy(bulkfx.fp[i], fp, 16);
     bulkfx.ended[i]++;
     bulkfx.rc[i] = rc;
     snprintf(bulkfx.err[i], sizeof bulkfx.err[i], "%s", rc ? lux_errmsg() : "");
@@ -89,6 +91,7 @@ bulkfx_reset(int i, bool ended)
     bulkfx.ended[i] = ended;
     bulkfx.rc[i] = 0;
     bulkfx.err[i][0] = 0;
+    bulkfx.have_fp[i] = false;
     bulkfx.key[i].xid = 0;
 }
 
@@ -128,6 +131,29 @@ bulkfx_pump(exec_bulk_t *a, exec_bulk_t *b, int ms, unsigned mask, uint64_t min)
         exec_bulk_tick(b);
     }
     return s_done(mask, min);
+}
+
+bool
+bulkfx_pull_whole(exec_bulk_t *src, exec_bulk_t *pul, int port, uint8_t *dst, uint64_t size,
+                  uint32_t chunk, int cipher)
+{
+    bulkfx.size = size;
+    memset(dst, 0, size ? size : 1);
+    exec_bulk_pull_t *h = bulkfx_pull(pul, port, 0, cipher, dst, chunk, 8);
+    if (!bulkfx_pump(src, pul, 120000, 1u, 0)) {
+        exec_bulk_pull_stop(pul, &h);
+        diag("the pull did not end in 120 s");
+        return false;
+    }
+    return bulkfx.rc[0] == 0 && memcmp(bulkfx.src[0], dst, size) == 0;
+}
+
+bool
+bulkfx_fp_is(int i, const uint8_t *p, uint64_t n)
+{
+    uint8_t want[16];
+    util_fp(want, p, n);
+    return bulkfx.have_fp[i] && memcmp(want, bulkfx.fp[i], 16) == 0;
 }
 
 /* ---------------------------------------------------------------- the cluster */

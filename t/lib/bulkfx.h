@@ -31,6 +31,8 @@ typedef struct {
     int ended[BULKFX_N];          /* how many times pull i ended */
     int rc[BULKFX_N];             /* its code when it ended */
     char err[BULKFX_N][512];      /* and its message ("" for 0) */
+    bool have_fp[BULKFX_N];       /* it handed over a fingerprint at its end... */
+    uint8_t fp[BULKFX_N][16];     /* ...this one (made as its chunks opened) */
     int served;                   /* objects the source handed out */
 } bulkfx_t;
 
@@ -46,6 +48,14 @@ void bulkfx_reset(int i, bool ended);
    when it cannot). */
 exec_bulk_pull_t *bulkfx_pull(exec_bulk_t *pul, int port, int i, int cipher, uint8_t *dst,
                               uint32_t chunk, int window);
+/* Pull 0 of size bytes of bulkfx.src[0] into dst (zeroed first), chunk
+   bytes a chunk under a new key of cipher, 8 in flight, both parts turned
+   until it ended (120 s at most; then stopped, said in a diag): whether
+   it ended whole, by its code and its bytes. */
+bool bulkfx_pull_whole(exec_bulk_t *src, exec_bulk_t *pul, int port, uint8_t *dst,
+                       uint64_t size, uint32_t chunk, int cipher);
+/* The fingerprint pull i handed over at its end is util_fp of p[0..n). */
+bool bulkfx_fp_is(int i, const uint8_t *p, uint64_t n);
 /* Turn both parts (fired and tick) for up to ms, until every pull i in
    mask (bit i) has moved at least min bytes, or ended; min 0: until
    they ended. Whether they did. */
