@@ -13,44 +13,18 @@
 # time the master did not run is not counted: the chain stays 0,1,2 at
 # its first epoch, and the log says the master did not run.
 . "${LUX_SRCDIR:-.}/t/lib/tap.sh"
-
-LUX=${LUX_BIN:-./lux}
-tap_tmpdir
-tmp=$TAP_TMP
-D=$tmp/c
+. "${LUX_SRCDIR:-.}/t/lib/master.sh"
 G=$tmp/gate
 st=
-cleanup() {
-    [ -d "$G" ] && touch "$G/start-go"
-    [ -n "$st" ] && wait "$st" 2>/dev/null
-    timeout -s KILL 60 "$LUX" stop --dir "$D" >/dev/null 2>&1
-    tap_cleanup
-}
-trap cleanup EXIT
-
-chain() { # chain: "epoch E chain C" and each replica's "I:STATE:LAST_SEQ"
-    "$LUX" status --dir "$D" --json 2>/dev/null | python3 -c '
-import json, sys
-d = json.load(sys.stdin)
-r = [c for c in d["components"] if c["kind"] == "replica"]
-print("epoch %s chain %s" % (r[0].get("epoch"), r[0].get("chain")),
-      " ".join("%s:%s:%s" % (c["index"], c.get("state"), c.get("last_seq")) for c in r))'
-}
-wait_file() { # wait_file FILE SECS
-    i=0
-    while [ $i -lt $(($2 * 10)) ]; do
-        [ -e "$1" ] && return 0
-        sleep 0.1; i=$((i + 1))
-    done
-    return 1
-}
+# at exit, before the head stops: let a held master go, and wait for its start
+MASTER_ON_EXIT='[ -d "$G" ] && touch "$G/start-go"; [ -n "$st" ] && wait "$st" 2>/dev/null'
 
 mkdir -p "$G"
 touch "$G/start-armed"
 LUX_TEST_JOIN_GATE=$G "$LUX" start --head --dir "$D" --shards 1 --replicas 3 \
     --heartbeat-ms 100 --dead-ms 1000 --workers 1 >/dev/null 2>"$tmp/start.err" &
 st=$!
-wait_file "$G/start-held" 120
+wait_for "$G/start-held" 120
 ok $? "the chain master is held at its start, before its loop runs"
 # the replicas beat meanwhile; the master reads none of it. 7 s: past the
 # 5 s grace, with room for a replica that is slow to start under load

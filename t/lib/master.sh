@@ -1,4 +1,4 @@
-# master.sh - what the chain master tests (t/1012, t/1013) share: a head
+# master.sh - what the chain master tests (t/1012, t/1013, t/6132) share: a head
 # with one shard of 3 replicas, heartbeat 100 ms, dead time 1 s, whose
 # supervisor (it runs the master) they stop with SIGSTOP; the chain as
 # `lux status --json` shows it, a component's pid, and a wait on a file
