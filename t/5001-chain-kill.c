@@ -7,6 +7,7 @@
        chaining onto the one before;
      - every replica's hash chain verifies. */
 #include "tap.h"
+#include "lib/chainlog.h"
 #include "lib/fx.h"
 #include "db/db_client.h"
 #include "db/db_store.h"
@@ -85,26 +86,6 @@ s_kill(int pos, const char *what)
     ok(again > 0, "the restarted replica rejoined (the tail is now replica %u)", index);
 }
 
-static uint64_t
-s_last(const char *path, uint8_t hash[DB_HASH_LEN], uint64_t at, uint8_t hash_at[DB_HASH_LEN],
-       int *verified)
-{
-    db_store_opts_t o = {.path = path, .readonly = true};
-    db_store_t *st = db_store_open(&o);
-    uint64_t last = 0, bad;
-    if (!st)
-        return 0;
-    last = db_store_last_seq(st);
-    memcpy(hash, db_store_last_hash(st), DB_HASH_LEN);
-    if (hash_at && db_store_hash_at(st, at, hash_at))
-        memset(hash_at, 0, DB_HASH_LEN);
-    *verified = db_store_verify(st, &bad) == 0;
-    if (!*verified)
-        diag("%s", lux_errmsg());
-    db_store_close(&st);
-    return last;
-}
-
 int
 main(void)
 {
@@ -156,16 +137,16 @@ main(void)
     uint8_t hash[3][DB_HASH_LEN];
     char path[3][600];
     for (uint32_t k = 0; k < chain[0].n; k++) {
-        int verified;
+        bool verified;
         db_cluster_replica_db(&s_c, 0, chain[0].m[k].index, path[k], sizeof path[k]);
-        last[k] = s_last(path[k], hash[k], 0, NULL, &verified);
+        last[k] = chainlog_file_last(path[k], 0, hash[k], NULL, &verified);
         ok(verified, "replica %u (position %u): %llu events, hash chain verified",
            chain[0].m[k].index, k, (unsigned long long) last[k]);
     }
     for (uint32_t k = 1; k < chain[0].n; k++) {
         uint8_t h[DB_HASH_LEN], at[DB_HASH_LEN];
-        int verified;
-        s_last(path[k - 1], h, last[k], at, &verified);
+        bool verified;
+        chainlog_file_last(path[k - 1], last[k], h, at, &verified);
         ok(last[k - 1] >= last[k] && memcmp(at, hash[k], DB_HASH_LEN) == 0,
            "replica at position %u is a prefix of its predecessor (%llu <= %llu, same hash)", k,
            (unsigned long long) last[k], (unsigned long long) last[k - 1]);

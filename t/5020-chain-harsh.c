@@ -29,6 +29,7 @@
    --seeds 1: the configuration and the chaos's choices follow the seed,
    the timing does not. */
 #include "tap.h"
+#include "lib/chainlog.h"
 #include "lib/fx.h"
 #include "db/db_chain.h"
 #include "db/db_client.h"
@@ -722,27 +723,6 @@ s_check_file(const char *path, uint32_t s, char *why, size_t n)
     return rc;
 }
 
-static uint64_t
-s_file_last(const char *path, uint64_t at, uint8_t last_hash[DB_HASH_LEN],
-            uint8_t hash_at[DB_HASH_LEN], bool *verified)
-{
-    db_store_opts_t o = {.path = path, .readonly = true};
-    db_store_t *st = db_store_open(&o);
-    uint64_t last = 0, bad;
-    *verified = false;
-    if (!st)
-        return 0;
-    last = db_store_last_seq(st);
-    memcpy(last_hash, db_store_last_hash(st), DB_HASH_LEN);
-    if (hash_at && db_store_hash_at(st, at, hash_at))
-        memset(hash_at, 0, DB_HASH_LEN);
-    *verified = db_store_verify(st, &bad) == 0;
-    if (!*verified)
-        diag("%s: %s", path, lux_errmsg());
-    db_store_close(&st);
-    return last;
-}
-
 /* --- one run -------------------------------------------------------------------------- */
 
 static void
@@ -910,14 +890,14 @@ s_run(uint64_t seed, bool quick)
         bool good = true, verified;
         for (uint32_t m = 0; m < chain[s].n; m++) {
             db_cluster_replica_db(&R.c, s, chain[s].m[m].index, path[m], sizeof path[m]);
-            last[m] = s_file_last(path[m], 0, hash[m], NULL, &verified);
+            last[m] = chainlog_file_last(path[m], 0, hash[m], NULL, &verified);
             if (!verified && good) {
                 good = false;
                 snprintf(why, sizeof why, "replica %u does not verify", chain[s].m[m].index);
             }
             if (m > 0) {
                 uint8_t h[DB_HASH_LEN], at[DB_HASH_LEN];
-                s_file_last(path[m - 1], last[m], h, at, &verified);
+                chainlog_file_last(path[m - 1], last[m], h, at, &verified);
                 if (good && (last[m - 1] < last[m] || memcmp(at, hash[m], DB_HASH_LEN) != 0)) {
                     good = false;
                     snprintf(why, sizeof why,
@@ -938,7 +918,7 @@ s_run(uint64_t seed, bool quick)
                 continue;
             char p[PATH_MAX];
             uint8_t h[DB_HASH_LEN];
-            s_file_last(db_cluster_replica_db(&R.c, s, i, p, sizeof p), 0, h, NULL, &verified);
+            chainlog_file_last(db_cluster_replica_db(&R.c, s, i, p, sizeof p), 0, h, NULL, &verified);
             if (!verified && good) {
                 good = false;
                 snprintf(why, sizeof why, "replica %u (out of the chain) does not verify", i);
@@ -958,7 +938,7 @@ s_run(uint64_t seed, bool quick)
             uint64_t upto = u->ck.next - 1;
             bool same = chain[s].n && upto > 0;
             if (same) {
-                s_file_last(path[chain[s].n - 1], upto, h, at, &verified);
+                chainlog_file_last(path[chain[s].n - 1], upto, h, at, &verified);
                 same = memcmp(at, u->ck.prev, DB_HASH_LEN) == 0;
             }
             s_ok(u->reached && u->ck.bad == 0 && same,

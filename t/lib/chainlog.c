@@ -302,3 +302,24 @@ chainlog_close(void)
         util_buf_free(&S.rec);
     S.on = false;
 }
+
+uint64_t
+chainlog_file_last(const char *path, uint64_t at, uint8_t last_hash[DB_HASH_LEN],
+                   uint8_t hash_at[DB_HASH_LEN], bool *verified)
+{
+    db_store_opts_t o = {.path = path, .readonly = true};
+    db_store_t *st = db_store_open(&o);
+    uint64_t last, bad;
+    *verified = false;
+    if (!st)
+        return 0;
+    last = db_store_last_seq(st);
+    memcpy(last_hash, db_store_last_hash(st), DB_HASH_LEN);
+    if (hash_at && db_store_hash_at(st, at, hash_at))
+        memset(hash_at, 0, DB_HASH_LEN);
+    *verified = db_store_verify(st, &bad) == 0;
+    if (!*verified)
+        diag("%s: %s", path, lux_errmsg());
+    db_store_close(&st);
+    return last;
+}

@@ -57,6 +57,15 @@ int chainlog_reload(int i, ent_t *log, uint64_t *n, char *why, size_t len);
 /* The file of replica i holds exactly log[0..n). 0 or -1 (why). */
 int chainlog_check(int i, const ent_t *log, uint64_t n, char *why, size_t len);
 
+/* A replica's log file as it stands (t/5001, t/5020: a real cluster's
+   files, not this fixture's), opened read-only: its last seq, returned,
+   with that event's chain hash in last_hash; if hash_at is given, the
+   chain hash at seq at there (zeros where the file lacks it); *verified
+   whether its whole hash chain verifies (if not, a diag says why). 0 and
+   not verified when the file cannot be opened. */
+uint64_t chainlog_file_last(const char *path, uint64_t at, uint8_t last_hash[DB_HASH_LEN],
+                            uint8_t hash_at[DB_HASH_LEN], bool *verified);
+
 /* Close every file. */
 void chainlog_close(void);
 
