@@ -64,6 +64,24 @@ main(void)
     is_int(db_chain_load_state(&s_c, back), 0, "read back");
     ok(back[1].epoch == 12 && back[0].n == 2, "the same chains");
 
+    /* a replica removed and not back: its out line, read back as saved */
+    is_int(s_load("shard 0 epoch 7 chain 2 0\nout shard 0 replica 1 epoch 6 committed 1150\n"
+                  "shard 1 epoch 3 chain 1 2 0\n"),
+           0, "an out line loads");
+    ok(s_chains[0].out[1].epoch == 6 && s_chains[0].out[1].committed == 1150 &&
+           !s_chains[0].out[0].epoch && !s_chains[1].out[1].epoch,
+       "...as replica 1 of shard 0 out since epoch 6, the tail then at seq 1150");
+    s_chains[1].n = 2; /* replica 0 of shard 1 leaves at epoch 4, nothing committed */
+    s_chains[1].epoch = 4;
+    s_chains[1].out[0] = (db_out_t) {.epoch = 4, .committed = 0};
+    s_chains[0].out[2] = (db_out_t) {.epoch = 5, .committed = 9}; /* a member: not written */
+    is_int(db_chain_save_state(&s_c, s_chains), 0, "saved with out records");
+    memset(back, 0, sizeof back);
+    is_int(db_chain_load_state(&s_c, back), 0, "read back");
+    ok(back[0].out[1].epoch == 6 && back[0].out[1].committed == 1150 && back[1].out[0].epoch == 4 &&
+           back[1].out[0].committed == 0 && !back[0].out[2].epoch && back[1].n == 2,
+       "the same out records, none for a member");
+
     s_bad("shard 0 epoch 7 chain 0 1 2\nshard 1 epoc 3 chain 0 1 2\n", 2,
           "expected \"shard S epoch E chain I...\"");
     s_bad("shard 0 epoch 7 chain 0 1 2\nshard 2 epoch 3 chain 0\n", 2, "the cluster has 2");
@@ -76,5 +94,17 @@ main(void)
     s_bad("shard 0 epoch 4 chain 0 1\n", 0, "no line for shard 1");
     s_bad("shard 0 epoch 4 chain 0 1\nshard 1 epoch 18446744073709551616 chain 0\n", 2,
           "epoch");
+    s_bad("shard 0 epoch 7 chain 0 1\nout shard 0 replica 2 epoch 7 committed x\n"
+          "shard 1 epoch 1 chain 0\n", 2, "expected \"out shard S replica I epoch E committed T\"");
+    s_bad("out shard 0 replica 2 epoch 7 committed 5\nshard 0 epoch 7 chain 0 1\n"
+          "shard 1 epoch 1 chain 0\n", 1, "before its shard line");
+    s_bad("shard 0 epoch 7 chain 0 1\nout shard 0 replica 1 epoch 7 committed 5\n"
+          "shard 1 epoch 1 chain 0\n", 2, "replica 1 is out and a member");
+    s_bad("shard 0 epoch 7 chain 0 1\nout shard 0 replica 2 epoch 7 committed 5\n"
+          "out shard 0 replica 2 epoch 6 committed 5\nshard 1 epoch 1 chain 0\n", 3, "out twice");
+    s_bad("shard 0 epoch 7 chain 0 1\nout shard 0 replica 2 epoch 8 committed 5\n"
+          "shard 1 epoch 1 chain 0\n", 2, "not in 1..7");
+    s_bad("shard 0 epoch 7 chain 0 1\nout shard 0 replica 3 epoch 7 committed 5\n"
+          "shard 1 epoch 1 chain 0\n", 2, "replica 3");
     return done_testing();
 }

@@ -757,6 +757,7 @@ typedef struct {
     int64_t restart_at_ms; /* 0: running or not scheduled */
     int backoff_ms;
     bool adopted;          /* left running by a supervisor that died: not our child */
+    bool ran;              /* it ran before: a restart (db_replica_restart_hooks) */
 } s_child_t;
 
 /* The pid of replica s.i left running by an earlier supervisor (its
@@ -781,7 +782,7 @@ s_running_replica(const db_cluster_t *c, uint32_t s, uint32_t i)
 }
 
 static pid_t
-s_spawn_replica(const db_cluster_t *c, const char *exe, uint32_t s, uint32_t i)
+s_spawn_replica(const db_cluster_t *c, const char *exe, uint32_t s, uint32_t i, char **env)
 {
     char shard[16], index[16], log[PATH_MAX + 64], rel[64];
     snprintf(shard, sizeof shard, "%u", s);
@@ -790,7 +791,7 @@ s_spawn_replica(const db_cluster_t *c, const char *exe, uint32_t s, uint32_t i)
     db_cluster_path(c, log, sizeof log, rel);
     char *argv[] = {(char *) exe, "replica", "--dir", (char *) c->dir, "--shard", shard,
                     "--index", index, NULL};
-    return util_spawn(argv, log);
+    return util_spawn_env(argv, log, env);
 }
 
 
@@ -941,6 +942,7 @@ cmd_supervise(int argc, char **argv)
     }
     uint32_t n = c.shards * c.replicas;
     s_child_t *kids = calloc(n, sizeof *kids);
+    char **renv = util_env_without("LUX_TEST_", db_replica_restart_hooks);
     for (uint32_t k = 0; k < n; k++) {
         kids[k].backoff_ms = 200;
         kids[k].restart_at_ms = 1; /* start now */
@@ -1008,7 +1010,8 @@ cmd_supervise(int argc, char **argv)
                          k % c.replicas, (int) pid);
                 kids[k].adopted = true;
             } else {
-                pid = s_spawn_replica(&c, exe, k / c.replicas, k % c.replicas);
+                pid = s_spawn_replica(&c, exe, k / c.replicas, k % c.replicas,
+                                      kids[k].ran && renv ? renv : NULL);
             }
             if (pid < 0) {
                 log_error("%s", lux_errmsg());
@@ -1016,6 +1019,7 @@ cmd_supervise(int argc, char **argv)
                 continue;
             }
             kids[k].pid = pid;
+            kids[k].ran = true;
             kids[k].started_ms = now;
             kids[k].restart_at_ms = 0;
         }
@@ -1090,6 +1094,7 @@ cmd_supervise(int argc, char **argv)
     zactor_destroy(&master);
     net_sec_destroy(&sec);
     free(kids);
+    util_env_free(&renv);
     if (util_pidfile_read(path) == getpid())
         unlink(path);
     log_info("stopped");

@@ -37,6 +37,8 @@ typedef struct {
     bool ok;          /* its hash chain verified (or quick) */
     uint64_t last;
     int pos;          /* in the chain, -1 when not a member */
+    uint64_t dropped; /* out of the chain: the first seq of its unacknowledged
+                         suffix, which differs from the chain (0: none) */
 } s_file_t;
 
 typedef struct {
@@ -290,22 +292,56 @@ s_shard(s_audit_t *a, uint32_t s, const db_chain_t *chain, db_audit_shard_t *out
             s_say(a, false, "shard %u: %s: its archive's %llu events verified from the genesis,"
                   " and the file continues its chain", s, f[i].path, (unsigned long long) archived);
         }
-        if (f[i].ok && (ref < 0 || f[i].last > f[ref].last ||
-                        (f[i].last == f[ref].last && (int) i == tail)))
+        /* the reference: the longest member (the tail among equals), or
+           the longest file when no member verifies */
+        bool better = ref < 0 || (f[i].pos >= 0 && f[ref].pos < 0) ||
+                      ((f[i].pos >= 0) == (f[ref].pos >= 0) &&
+                       (f[i].last > f[ref].last || (f[i].last == f[ref].last && (int) i == tail)));
+        if (f[i].ok && better)
             ref = (int) i;
     }
 
-    /* forks: every file against the longest */
+    /* forks: every file against the reference, up to the shorter's end */
     for (uint32_t i = 0; i < c->replicas && ref >= 0 && !a->o->quick; i++) {
         uint8_t hi[DB_HASH_LEN], hr[DB_HASH_LEN];
-        if ((int) i == ref || !f[i].ok || f[i].last == 0)
+        uint64_t upto = f[i].last < f[ref].last ? f[i].last : f[ref].last;
+        if ((int) i == ref || !f[i].ok || upto == 0)
             continue;
-        if (db_store_hash_at(f[i].st, f[i].last, hi) == 0 &&
-            db_store_hash_at(f[ref].st, f[i].last, hr) == 0 && memcmp(hi, hr, DB_HASH_LEN) == 0)
+        const db_out_t *gone = i < DB_MAX_REPLICAS ? &chain->out[i] : NULL;
+        if (db_store_hash_at(f[i].st, upto, hi) == 0 &&
+            db_store_hash_at(f[ref].st, upto, hr) == 0 && memcmp(hi, hr, DB_HASH_LEN) == 0) {
+            if (f[i].pos < 0 && f[i].last > upto)
+                s_say(a, false, "shard %u: %s: %llu events past seq %llu, where the chain's %s"
+                      " ends, out of the chain: never on its tail",
+                      s, f[i].path, (unsigned long long) (f[i].last - upto),
+                      (unsigned long long) upto, f[ref].path);
             continue;
-        uint64_t first = s_first_diff(f[i].st, f[ref].st, f[i].last);
-        s_say(a, true, "shard %u: %s forks from %s at seq %llu: different events from there on",
-              s, f[i].path, f[ref].path, (unsigned long long) first);
+        }
+        uint64_t first = s_first_diff(f[i].st, f[ref].st, upto);
+        /* a replica out of the chain past what the chain had committed
+           when it left (db_chain.h: master.state): a head's events never
+           forwarded, which it truncates when it rejoins (doc/protocol.md
+           8.4); at or below it, or in a member, committed events differ */
+        if (f[i].pos < 0 && gone && gone->epoch && first > gone->committed) {
+            f[i].dropped = first;
+            s_say(a, false, "shard %u: %s: %llu unacknowledged events past seq %llu, out of the"
+                  " chain (removed at epoch %llu, the tail then at seq %llu; %s differs from"
+                  " seq %llu on); dropped when it rejoins",
+                  s, f[i].path, (unsigned long long) (f[i].last - first + 1),
+                  (unsigned long long) (first - 1), (unsigned long long) gone->epoch,
+                  (unsigned long long) gone->committed, f[ref].path, (unsigned long long) first);
+            continue;
+        }
+        char more[160] = "";
+        if (f[i].pos < 0 && gone && gone->epoch)
+            snprintf(more, sizeof more, " (out of the chain since epoch %llu, when the tail had"
+                     " committed seq %llu)", (unsigned long long) gone->epoch,
+                     (unsigned long long) gone->committed);
+        else if (f[i].pos < 0)
+            snprintf(more, sizeof more, " (out of the chain; master.state does not say what the"
+                     " chain had committed when it left)");
+        s_say(a, true, "shard %u: %s forks from %s at seq %llu: different events from there on%s",
+              s, f[i].path, f[ref].path, (unsigned long long) first, more);
     }
 
     /* members behind the tail, files behind the longest */
@@ -361,8 +397,9 @@ s_shard(s_audit_t *a, uint32_t s, const db_chain_t *chain, db_audit_shard_t *out
         for (size_t k = 0; k < l.n; k++) {
             const s_ck_t *ck = &l.v[k];
             uint8_t h[DB_HASH_LEN];
-            if (ck->c.seq == 0 || ck->c.seq > f[i].last)
-                continue;
+            if (ck->c.seq == 0 || ck->c.seq > f[i].last ||
+                (f[i].dropped && ck->c.seq >= f[i].dropped))
+                continue; /* past its end, or in its unacknowledged suffix */
             if (db_store_hash_at(f[i].st, ck->c.seq, h) == 0 &&
                 memcmp(h, ck->c.hash, DB_HASH_LEN) == 0)
                 continue;

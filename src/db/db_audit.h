@@ -5,8 +5,12 @@
 
     What counts as a problem (each reported with shard, file and seq):
       - a file that is missing, will not open, or whose hash chain breaks;
-      - a fork: two files that hold different events at a common seq
-        (reported at the first such seq);
+      - a fork: a file holding other events than the longest chain member
+        at a common seq (reported at the first such seq), unless the file
+        is out of the chain and the fork lies past what the chain had
+        committed when the master removed it (master.state's out line,
+        db_chain.h): a head's events never forwarded, dropped when it
+        rejoins, a note;
       - a chain member that ends before the tail (a member holds whatever
         its successors hold: commit before forward);
       - a file more than `window` events behind the longest one;

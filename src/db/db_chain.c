@@ -144,6 +144,52 @@ db_beat_decode(db_beat_t *beat, const uint8_t *p, size_t n)
     return 0;
 }
 
+/* Parse an "out shard S replica I epoch E committed T" line into chains;
+   0, or LUX_ECORRUPT with what is wrong in why. */
+static int
+s_out_line(const db_cluster_t *c, const char *line, db_chain_t *chains, const bool *seen,
+           char *why, size_t n)
+{
+    unsigned s, i;
+    char de[32], dt[32], *end;
+    int off = 0;
+    if (sscanf(line, "out shard %u replica %u epoch %31[0-9] committed %31[0-9]%n", &s, &i, de,
+               dt, &off) != 4 ||
+        line[off]) {
+        snprintf(why, n, "expected \"out shard S replica I epoch E committed T\", got \"%.60s\"",
+                 line);
+        return LUX_ECORRUPT;
+    }
+    if (s >= c->shards || !seen[s]) {
+        snprintf(why, n, s >= c->shards ? "shard %u, but the cluster has %u"
+                                        : "an out line of shard %u before its shard line",
+                 s, c->shards);
+        return LUX_ECORRUPT;
+    }
+    if (i >= c->replicas) {
+        snprintf(why, n, "shard %u: replica %u, but the cluster has %u per shard", s, i,
+                 c->replicas);
+        return LUX_ECORRUPT;
+    }
+    if (db_chain_find(&chains[s], i) >= 0 || chains[s].out[i].epoch) {
+        snprintf(why, n, "shard %u: replica %u is %s", s, i,
+                 chains[s].out[i].epoch ? "out twice" : "out and a member");
+        return LUX_ECORRUPT;
+    }
+    errno = 0;
+    uint64_t epoch = strtoull(de, &end, 10), committed = 0;
+    if (!errno && !*end)
+        committed = strtoull(dt, &end, 10);
+    if (errno || *end || epoch == 0 || epoch > chains[s].epoch) {
+        snprintf(why, n, "shard %u: replica %u out at epoch %s, not in 1..%llu", s, i, de,
+                 (unsigned long long) chains[s].epoch);
+        return LUX_ECORRUPT;
+    }
+    chains[s].out[i].epoch = epoch;
+    chains[s].out[i].committed = committed;
+    return 0;
+}
+
 /* Parse one line of master.state into chains; 0, or LUX_ECORRUPT with
    what is wrong in why. seen marks the shards already read. */
 static int
@@ -247,7 +293,9 @@ db_chain_load_state(const db_cluster_t *c, db_chain_t *chains)
             line[--len] = '\0';
         if (line[0] == '#' || line[0] == '\0')
             continue;
-        if ((rc = s_state_line(c, line, chains, seen, why, sizeof why)))
+        if ((rc = strncmp(line, "out ", 4) == 0
+                      ? s_out_line(c, line, chains, seen, why, sizeof why)
+                      : s_state_line(c, line, chains, seen, why, sizeof why)))
             util_err(rc, "%s line %d: %s", path, lineno, why);
     }
     for (uint32_t s = 0; s < c->shards && !rc; s++)
@@ -274,6 +322,14 @@ db_chain_save_state(const db_cluster_t *c, const db_chain_t *chains)
             n += snprintf(line + n, sizeof line - (size_t) n, " %u", chains[s].m[k].index);
         line[n++] = '\n';
         util_buf_put(&b, line, (size_t) n);
+        for (uint32_t i = 0; i < c->replicas && i < DB_MAX_REPLICAS; i++) {
+            const db_out_t *o = &chains[s].out[i];
+            if (!o->epoch || db_chain_find(&chains[s], i) >= 0)
+                continue;
+            n = snprintf(line, sizeof line, "out shard %u replica %u epoch %llu committed %llu\n",
+                         s, i, (unsigned long long) o->epoch, (unsigned long long) o->committed);
+            util_buf_put(&b, line, (size_t) n);
+        }
     }
     rc = b.oom ? util_err(LUX_ENOMEM, "out of memory")
                : util_write_file(db_cluster_path(c, path, sizeof path, "master.state"), b.data,

@@ -16,11 +16,20 @@ typedef struct {
     char ep[DB_EP_N][DB_EP_MAX];     /* endpoints; "" until it reported them */
 } db_member_t;
 
+/* A replica the master removed from its chain, as master.state keeps it
+   until the replica is a member again (never in CONFIG): what the chain
+   had committed when it left bounds what of its file was acknowledged. */
+typedef struct {
+    uint64_t epoch;     /* the epoch its removal began; 0: no record */
+    uint64_t committed; /* the tail's last committed seq the master knew then */
+} db_out_t;
+
 typedef struct {
     uint32_t shard;
     uint64_t epoch;                  /* bumped at every membership change */
     uint32_t n;                      /* members; m[0] head, m[n-1] tail */
     db_member_t m[DB_MAX_REPLICAS];
+    db_out_t out[DB_MAX_REPLICAS];   /* by replica index; master.state only */
 } db_chain_t;
 
 /* Position of replica index in the chain, or -1. */
@@ -58,10 +67,15 @@ void db_beat_encode(util_buf_t *b, const db_beat_t *beat);
 int db_beat_decode(db_beat_t *beat, const uint8_t *p, size_t n);
 
 /* master.state: one line per shard, "shard S epoch E chain I J K", head
-   first; lines starting with # and blank lines are skipped. Load fills
+   first, each followed by a line "out shard S replica I epoch E
+   committed T" per replica removed from that chain and not back (at
+   epoch E, when the master knew the tail had committed seq T: the audit
+   tells a removed head's unacknowledged suffix from a lost event with
+   it); lines starting with # and blank lines are skipped. Load fills
    every shard's chain (0..R-1 at epoch 1 when there is no file); a line
    that does not parse, names a shard or replica the cluster does not
-   have, repeats a shard or a member, or a shard without a line, is
+   have, repeats a shard or a member, or a shard without a line, an out
+   line before its shard's line, for a member, or repeated, is
    LUX_ECORRUPT naming the file, the line and what is wrong: guessing
    would restart that shard at epoch 1. Save writes atomically. 0 or a
    LUX_E* code. */

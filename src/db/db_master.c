@@ -130,10 +130,29 @@ s_changed(s_master_t *self, db_chain_t *c, const char *why)
     s_send_config(self, self->pub, NULL, c, 1);
 }
 
+/* Remove the member at pos. What the chain had committed then goes into
+   master.state with it (db_out_t): the tail's last heartbeat, or the seq
+   it holds at for a joiner when that is newer. Everything the tail
+   committed had passed through every member, so the removed replica's
+   file agrees with the chain up to there, whatever it was; past it, a
+   head's events that were never forwarded may differ, and `lux audit`
+   tells those (a note) from a fork at or below it (a problem). Not
+   recorded when the tail was not heard since the master started: the
+   audit then takes any fork of the file for a problem. */
 static void
 s_remove(s_master_t *self, db_chain_t *c, int pos, const char *why)
 {
     char text[160];
+    uint32_t index = c->m[pos].index;
+    const s_slot_t *ts = s_slot(self, c->shard, c->m[c->n - 1].index);
+    c->out[index].epoch = 0;
+    if (ts->heard) {
+        uint64_t at = ts->beat.last;
+        if (self->held[c->shard].epoch == c->epoch && self->held[c->shard].seq > at)
+            at = self->held[c->shard].seq;
+        c->out[index].epoch = c->epoch + 1; /* s_changed bumps it */
+        c->out[index].committed = at;
+    }
     snprintf(text, sizeof text, "replica %u removed (%s)", c->m[pos].index, why);
     memmove(&c->m[pos], &c->m[pos + 1], (c->n - (uint32_t) pos - 1) * sizeof c->m[0]);
     c->n--;
@@ -410,6 +429,7 @@ s_on_join_seq(s_master_t *self, zframe_t *rid, const net_hdr_t *h, zframe_t *bod
              index, (unsigned long long) last, (unsigned long long) held);
     c->m[c->n].index = index;
     c->n++;
+    c->out[index].epoch = 0; /* a member again: its file holds the chain's */
     s_changed(self, c, why);
 }
 

@@ -37,4 +37,14 @@ typedef struct {
    or bind its endpoints. */
 zactor_t *db_replica_new(const db_replica_opts_t *opts);
 
+/* The test hooks (t/README) a replica's restarted process is given, NULL
+   ended: LUX_TEST_REPLICA_HOLD, which holds restarts back (t/5020), and
+   LUX_TEST_APPEND_GATE, which gates a restarted head's appends (t/5304).
+   Its supervisor starts a replica the first time with its own
+   environment, and restarts it with no other LUX_TEST_ variable: a hook
+   set for the processes a test started (LUX_TEST_TAKE_FAIL fails a
+   replica's take once; the gates hold the first process armed) is not
+   one for each process after them (t/1019). */
+extern const char *const db_replica_restart_hooks[];
+
 #endif

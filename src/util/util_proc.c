@@ -22,6 +22,42 @@ extern char **environ;
 pid_t
 util_spawn(char *const argv[], const char *logpath)
 {
+    return util_spawn_env(argv, logpath, NULL);
+}
+
+char **
+util_env_without(const char *prefix, const char *const keep[])
+{
+    size_t n = 0, k = 0, plen = strlen(prefix);
+    while (environ[n])
+        n++;
+    char **env = calloc(n + 1, sizeof *env);
+    for (size_t i = 0; env && i < n; i++) {
+        const char *v = environ[i], *eq = strchr(v, '=');
+        size_t name = eq ? (size_t) (eq - v) : strlen(v);
+        bool drop = strncmp(v, prefix, plen) == 0;
+        for (size_t j = 0; drop && keep && keep[j]; j++)
+            drop = !(strlen(keep[j]) == name && strncmp(v, keep[j], name) == 0);
+        if (!drop && !(env[k++] = strdup(v)))
+            util_env_free(&env);
+    }
+    if (!env)
+        util_err(LUX_ENOMEM, "out of memory");
+    return env;
+}
+
+void
+util_env_free(char ***envp)
+{
+    for (size_t i = 0; *envp && (*envp)[i]; i++)
+        free((*envp)[i]);
+    free(*envp);
+    *envp = NULL;
+}
+
+pid_t
+util_spawn_env(char *const argv[], const char *logpath, char *const envp[])
+{
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t at;
     pid_t pid;
@@ -40,7 +76,7 @@ util_spawn(char *const argv[], const char *logpath)
     posix_spawn_file_actions_addclosefrom_np(&fa, 3);
     posix_spawnattr_init(&at);
     posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID);
-    rc = posix_spawn(&pid, argv[0], &fa, &at, argv, environ);
+    rc = posix_spawn(&pid, argv[0], &fa, &at, argv, envp ? envp : environ);
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&at);
     if (rc != 0)

@@ -13,6 +13,15 @@
    or a negative LUX_E* code. */
 pid_t util_spawn(char *const argv[], const char *logpath);
 
+/* The same with the environment envp (NULL: ours). */
+pid_t util_spawn_env(char *const argv[], const char *logpath, char *const envp[]);
+
+/* A copy of our environment without the variables whose names start
+   with prefix, but for those named in keep (NULL-terminated): for
+   util_spawn_env. NULL when out of memory; free with util_env_free. */
+char **util_env_without(const char *prefix, const char *const keep[]);
+void util_env_free(char ***envp);
+
 /* Whether pid is alive (and not a zombie). */
 bool util_proc_alive(pid_t pid);
 
