@@ -724,6 +724,15 @@ nm_log_job(nm_t *nm, nm_client_t *c, int kind, const char *name, const char *inf
         db_event_set_info(&e, info);
     if (kind == DB_K_job_finished)
         DB_SET_INT(&e, status, DB_F_STATUS, status);
+    if (kind == DB_K_job_started) {
+        /* names no lineage, so it need not wait behind a put held for its
+           blob: appended now, the head knows the driver before its first
+           put's event lands (what it made is waited for, not taken for
+           made up: exec_xfer_who.c). Its end stays in order, after its
+           puts. */
+        s_append(nm, &e, NULL);
+        return;
+    }
     s_emit(nm, &e, NULL, NULL, 0);
 }
 

@@ -12,7 +12,8 @@
                          n x (node[16], endpoint str); text str when rc,
                          but after LUX_ENOTFOUND first making u8 (1 being
                          made at the head, 2 the log has no event of it
-                         yet), then text str
+                         yet, 3 and none will come: why in the text),
+                         then text str
         NODE_PULL        req u64, id[20], op u8 (1 OPEN, 2 CHUNK, 3 CLOSE),
                          off u64, len u32 (OPEN: flags, 1 bulk wanted,
                          2 AES-NI here)
@@ -35,6 +36,7 @@
 */
 #include "exec_xfer.h"
 #include "exec_xfer_loc.h"
+#include "exec_xfer_who.h"
 #include "exec_xfer_src.h"
 #include "exec_bulk.h"
 #include "exec_peer.h"
@@ -98,6 +100,7 @@ typedef struct s_pull {
     int64_t born_ms;         /* when it was first asked for (LUX_XFER_UNRECORDED_MS) */
     int rounds;              /* times the head was asked so (S_MAKE_ROUNDS at most) */
     int64_t making_since_ms; /* when the head first answered "being made" (0: not yet) */
+    int64_t madeup_since_ms; /* when the head first said no event of it will come (0: not) */
     struct s_pull *next;
 } s_pull_t;
 
@@ -311,6 +314,27 @@ s_unrecorded(nm_t *nm, s_pull_t *p)
     return true;
 }
 
+/* The log has no event of p and none will come (why[len]: nobody it
+   knows made it, or its maker has ended; exec_xfer_who.c). Asked once
+   more after XFER_MADEUP_MS, in case what the head read then was a
+   moment behind (one node's events land on several shards): true; when
+   it still says so, false with the message (p fails). */
+static bool
+s_madeup(nm_t *nm, s_pull_t *p, const char *why, size_t len)
+{
+    char hex[2 * LUX_REF_LEN + 1];
+    int64_t now = util_mono_ms();
+    if (!p->madeup_since_ms)
+        p->madeup_since_ms = now;
+    if (now - p->madeup_since_ms >= XFER_MADEUP_MS) {
+        util_err(LUX_ENOTFOUND, "object %s: %.*s", xfer_hex(&p->id, hex), (int) len, why);
+        return false;
+    }
+    p->wait_until_ms = now + nm->xfer->locate_ms;
+    p->locate_at_ms = p->madeup_since_ms + XFER_MADEUP_MS;
+    return true;
+}
+
 /* Ask the head where p lives (or look, on the head). */
 static void
 s_ask_location(nm_t *nm, s_pull_t *p)
@@ -320,9 +344,17 @@ s_ask_location(nm_t *nm, s_pull_t *p)
     p->token = ++nm->xfer->next_token;
     p->last_ms = util_mono_ms();
     if (nm_peer_is_head(nm)) {
+        char why[UTIL_ERRMSG_MAX];
         int rc = s_locate(nm, p);
+        bool madeup = rc == LUX_ENOTFOUND && !p->made && !nm_xfer_recorded(nm, &p->id) &&
+                      nm_xfer_madeup(nm, &p->id, why, sizeof why);
+        if (!madeup)
+            p->madeup_since_ms = 0;
         if (rc == 0) {
             s_start_sources(nm, p);
+        } else if (madeup) {
+            if (!s_madeup(nm, p, why, strlen(why)))
+                s_finish(nm, p, LUX_ENOTFOUND);
         } else if (rc == LUX_ENOTFOUND && !p->made && util_mono_ms() < p->wait_until_ms) {
             p->locate_at_ms = util_mono_ms() + 100; /* its event may be on its way */
         } else if (rc == LUX_ENOTFOUND && !p->made && !nm_xfer_recorded(nm, &p->id)) {
@@ -388,8 +420,14 @@ s_on_locate_rep(nm_t *nm, nm_peer_msg_t *m)
         text = util_rd_str(&r, &len);
     if (r.bad || (text && len == 0))
         text = NULL;
+    if (making != XFER_MADEUP)
+        p->madeup_since_ms = 0;
     if (rc == 0 && p->nsrc) {
         s_start_sources(nm, p);
+    } else if (making == XFER_MADEUP) {
+        static const char none[] = "the log has no event of it, and none will come";
+        if (!s_madeup(nm, p, text ? text : none, text ? len : strlen(none)))
+            s_finish(nm, p, LUX_ENOTFOUND);
     } else if (making == XFER_UNRECORDED) {
         if (p->rounds > 0)
             p->rounds--; /* the head made nothing: not one of its rounds */

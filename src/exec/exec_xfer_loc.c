@@ -25,6 +25,7 @@
         load 23-31, stop 43; t/6130).
 */
 #include "exec_xfer_loc.h"
+#include "exec_xfer_who.h"
 #include "exec_node_graph.h"
 #include "exec_node_obj.h"
 #include "exec_spill.h"
@@ -212,6 +213,14 @@ s_answer(nm_t *nm, const lux_ref_t *id, uint8_t flags, xfer_loc_t *l, uint8_t *m
     int rc = nm_xfer_locate(nm, id, l);
     bool stale = flags & XFER_LOCATE_STALE, unseen = flags & XFER_LOCATE_UNSEEN;
     *making = 0;
+    /* the log has no event of it, and none will come: nobody it knows
+       made it, or its maker has ended (exec_xfer_who.c); said at once,
+       not after LUX_XFER_UNRECORDED_MS (issue 28; t/6139) */
+    if (rc == LUX_ENOTFOUND && !l->made && !nm_xfer_recorded(nm, id) &&
+        nm_xfer_madeup(nm, id, why, n)) {
+        *making = XFER_MADEUP;
+        return LUX_ENOTFOUND;
+    }
     /* its listed holders said they do not hold it; or the asker found
        nobody holding it for longer than an event takes to reach the log;
        or the log records it made and held by no live node now, so that no
@@ -291,9 +300,10 @@ nm_xfer_on_locate(nm_t *nm, nm_peer_msg_t *m)
         util_buf_put_str(b, why[0] ? why : lux_errmsg(), strlen(why[0] ? why : lux_errmsg()));
     if (rc == LUX_ENOTFOUND) {
         /* being made here (ask again), not in the log yet (ask again),
-           or why it cannot be */
+           never to be (why), or why it cannot be made */
+        bool said = !making || making == XFER_MADEUP;
         util_buf_put_u8(b, making);
-        util_buf_put_str(b, making ? "" : why, making ? 0 : strlen(why));
+        util_buf_put_str(b, said ? why : "", said ? strlen(why) : 0);
     }
     zmsg_t *out = zmsg_new();
     zmsg_addmem(out, b->data, b->len);

@@ -14,8 +14,12 @@
 enum { XFER_LOCATE_STALE = 1, XFER_LOCATE_UNSEEN = 2 };
 /* NODE_LOCATE_REP's byte after LUX_ENOTFOUND: the head is making it
    (ask again), or the log has no event of it at all yet (ask again,
-   up to LUX_XFER_UNRECORDED_MS). */
-enum { XFER_MAKING = 1, XFER_UNRECORDED = 2 };
+   up to LUX_XFER_UNRECORDED_MS), or it has none and none will come: no
+   creator the log knows made it, or its creator has ended (MADEUP, the
+   text says why; the puller asks once more after XFER_MADEUP_MS, then
+   fails). */
+enum { XFER_MAKING = 1, XFER_UNRECORDED = 2, XFER_MADEUP = 3 };
+#define XFER_MADEUP_MS 300
 enum { FP_NONE = 0, FP_EXACT, FP_OF_ONE }; /* what the log's fingerprint is of */
 
 typedef struct {
@@ -42,6 +46,7 @@ int nm_xfer_locate(nm_t *nm, const lux_ref_t *id, xfer_loc_t *l);
 /* Whether the log has any event of id's task (or put) at all; true when
    it cannot be read (nothing is waited for on a guess). */
 bool nm_xfer_recorded(nm_t *nm, const lux_ref_t *id);
+
 /* NODE_LOCATE (registered by nm_xfer_new). */
 void nm_xfer_on_locate(nm_t *nm, nm_peer_msg_t *m);
 

@@ -52,6 +52,8 @@ typedef struct {
     int64_t until_ms;
 } s_fell_t;
 
+#define XFER_WHO_KEEP 16
+
 struct nm_xfer {
     nm_t *nm;                /* the node it belongs to */
     struct s_pull *pulls;     /* the puller's (exec_xfer.c) */
@@ -74,6 +76,12 @@ struct nm_xfer {
                                 when the other end allows it too */
     s_fell_t fell[S_FELL_MAX];
     int nfell;
+    struct {                 /* the head: creators found by a scan (exec_xfer_who.c) */
+        uint8_t scope[8];
+        util_id_t job, task;
+        bool used;
+    } who[XFER_WHO_KEEP];
+    int who_next;
 };
 
 static inline char *
