@@ -44,6 +44,8 @@ typedef struct {
     util_id_t id;
     char address[64];  /* its host (for its endpoint) */
     bool alive;
+    bool dead;         /* declared dead (not alive, and not left cleanly) ... */
+    int64_t age_ms;    /* ... silent this long (the table's age_ms; 0: not said) */
     gs_res_t total, free;
     uint32_t workers;
     uint64_t queue;    /* tasks waiting there, from its last beat */
@@ -74,6 +76,16 @@ enum { GS_PLACED = 0, GS_INFEASIBLE = -1 };
    (placed once, never bounced). nodes[i].placed of the pick is bumped. */
 int gs_place(gs_node_t *nodes, size_t n, const gs_res_t *needs, const gs_arg_t *args,
              size_t nargs, size_t *pick, char *why, size_t nwhy);
+
+/* When no alive node can run a task needing `needs` (gs_place said
+   GS_INFEASIBLE): the nodes declared dead whose totals covered it, into
+   list[nlist] ("node HEX (silent N ms)", comma-separated; "" for none),
+   *had their count. Returns how many of them have been silent for less
+   than wait_ms: they may be restarting (a node killed and started again
+   under a new ID, as t/6091 does), so such a task waits rather than
+   fails at once (DESIGN 7.2). */
+int gs_dead_had(const gs_node_t *nodes, size_t n, const gs_res_t *needs, int64_t wait_ms,
+                int *had, char *list, size_t nlist);
 
 /* Placement at random (LUX_PLACE_RANDOM=1, for `lux bench
    locality_placement` only): a generator of its own (not rand(), which

@@ -502,6 +502,13 @@ s_run(zsock_t *pipe, void *arg)
     s_mon_free(m);
 }
 
+int
+exec_members_dead_ms(void)
+{
+    const char *env = getenv("LUX_NODE_DEAD_MS");
+    return env && atoi(env) > 0 ? atoi(env) : EXEC_MEMBERS_DEAD_MS;
+}
+
 zactor_t *
 exec_members_new(const exec_members_opts_t *o)
 {
@@ -515,10 +522,7 @@ exec_members_new(const exec_members_opts_t *o)
     m->sec = o->sec;
     /* s_tick runs every half beat; more than a beat late is a stall */
     util_stall_init(&m->stall, EXEC_MEMBERS_BEAT_MS / 2, EXEC_MEMBERS_BEAT_MS);
-    const char *env = getenv("LUX_NODE_DEAD_MS");
-    m->dead_ms = o->dead_ms > 0 ? o->dead_ms
-                 : env && atoi(env) > 0 ? atoi(env)
-                                        : EXEC_MEMBERS_DEAD_MS;
+    m->dead_ms = o->dead_ms > 0 ? o->dead_ms : exec_members_dead_ms();
     const char *judge = getenv("LUX_TEST_MEMBERS_JUDGE_OWN");
     m->judge_own = judge && strcmp(judge, "1") == 0;
     /* zactor_new waits for the thread's signal: st lives until then */

@@ -47,6 +47,10 @@ typedef struct {
 /* Start the monitor; NULL with the message set (the endpoint cannot be
    bound). */
 zactor_t *exec_members_new(const exec_members_opts_t *opts);
+/* The silence after which the monitor declares a node dead when its
+   options do not say: LUX_NODE_DEAD_MS, else EXEC_MEMBERS_DEAD_MS (the
+   head's node manager, in the monitor's process, reads it too). */
+int exec_members_dead_ms(void);
 
 /* The head's own node, told the monitor by the head's supervisor as
    "OWN" and the node's ID in hex on the monitor's pipe: that node is

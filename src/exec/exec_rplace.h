@@ -27,7 +27,12 @@ void nm_rplace_answered(nm_t *nm, const util_id_t *id);
 /* Each tick: asks unanswered are sent again, or their tasks fail (silent:
    the head's monitor does not answer either, which exec_remote.c's
    s_headless ends instead). */
-void nm_rplace_tick(nm_t *nm, const char *head_ep, bool silent);
+typedef bool nm_rplace_ask_fn(nm_t *nm, nm_task_t *t, bool self);
+void nm_rplace_tick(nm_t *nm, const char *head_ep, bool silent, nm_rplace_ask_fn *ask);
+/* The scheduler answered "wait MS REASON" for t (no alive node can run
+   it; nodes that could died lately): asked anew by the tick (ask) in
+   ms, the reason logged at the first such answer. */
+void nm_rplace_wait(nm_t *nm, nm_task_t *t, int ms, const char *reason);
 
 /* Node node is dead (the monitor said so, in its table or its node_died
    event, or a node asking where a task goes says it knows): remembered (the latest S_DEAD_MAX), never placed
