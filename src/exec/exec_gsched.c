@@ -71,7 +71,7 @@ gs_node_from_text(gs_node_t *n, const char *text)
     if (exec_members_get(text, "queue", v, sizeof v))
         n->queue = strtoull(v, NULL, 10);
     n->alive = !exec_members_get(text, "state", v, sizeof v) || strcmp(v, "alive") == 0;
-    n->dead = !n->alive && strcmp(v, "dead") == 0;
+    n->dead = n->said_dead = !n->alive && strcmp(v, "dead") == 0;
     if (exec_members_get(text, "age_ms", v, sizeof v))
         n->age_ms = strtoll(v, NULL, 10);
     return 0;
@@ -155,12 +155,12 @@ gs_dead_had(const gs_node_t *nodes, size_t n, const gs_res_t *needs, int64_t wai
         if (x->alive || !x->dead || !s_covers(&x->total, needs))
             continue;
         (*had)++;
-        young += x->age_ms < wait_ms;
+        young += x->silent_ms < wait_ms;
         char hex[UTIL_ID_HEX];
         if (k + 80 < nlist)
             k += (size_t) snprintf(list + k, nlist - k, "%snode %s (silent %lld ms)",
                                    k ? ", " : "", util_id_hex(&x->id, hex),
-                                   (long long) x->age_ms);
+                                   (long long) x->silent_ms);
     }
     return young;
 }

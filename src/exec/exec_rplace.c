@@ -60,8 +60,13 @@ struct nm_rplace {
         char answer[700];
     } answers[S_ANSWERS];
     int answer_next;
-    /* nodes this node knows are dead (nm_rplace_dead), oldest first */
+    /* nodes this node knows are dead (nm_rplace_dead), oldest first,
+       when each death was learned here (util_mono_ms: the head measures
+       a dead node's silence from it, exec_table.c), and whether it left
+       cleanly (node_left in the log) */
     util_id_t dead[S_DEAD_MAX];
+    int64_t dead_at[S_DEAD_MAX];
+    bool left[S_DEAD_MAX];
     int ndead;
     /* the head: the log read for node events (nm_rplace_from_log), the
        newest seq read of each shard, when last read */
@@ -159,26 +164,51 @@ nm_rplace_text(nm_t *nm, nm_task_t *t, bool self, char *text, size_t n)
         k += (size_t) snprintf(text + k, n - k, "dead %s\n", util_id_hex(&r->dead[i], hex));
 }
 
-void
-nm_rplace_dead(nm_t *nm, const util_id_t *node)
+/* Node node is dead (left: it left cleanly), learned now: the instant
+   is kept, not moved by a later word of the same death. */
+static void
+s_dead(nm_t *nm, const util_id_t *node, bool left)
 {
     struct nm_rplace *r = nm->rplace;
     if (!r || nm_rplace_is_dead(nm, node))
         return;
     char hex[UTIL_ID_HEX];
     log_debug("node %s is dead: never a place for a task from now on", util_id_hex(node, hex));
-    if (r->ndead == S_DEAD_MAX) /* the oldest goes */
-        memmove(&r->dead[0], &r->dead[1], --r->ndead * sizeof r->dead[0]);
+    if (r->ndead == S_DEAD_MAX) { /* the oldest goes */
+        --r->ndead;
+        memmove(&r->dead[0], &r->dead[1], (size_t) r->ndead * sizeof r->dead[0]);
+        memmove(&r->dead_at[0], &r->dead_at[1], (size_t) r->ndead * sizeof r->dead_at[0]);
+        memmove(&r->left[0], &r->left[1], (size_t) r->ndead * sizeof r->left[0]);
+    }
+    r->dead_at[r->ndead] = util_mono_ms();
+    r->left[r->ndead] = left;
     r->dead[r->ndead++] = *node;
+}
+
+void
+nm_rplace_dead(nm_t *nm, const util_id_t *node)
+{
+    s_dead(nm, node, false);
 }
 
 bool
 nm_rplace_is_dead(nm_t *nm, const util_id_t *node)
 {
+    return nm_rplace_dead_since(nm, node, NULL, NULL);
+}
+
+bool
+nm_rplace_dead_since(nm_t *nm, const util_id_t *node, int64_t *since_ms, bool *left)
+{
     struct nm_rplace *r = nm->rplace;
     for (int i = 0; r && i < r->ndead; i++)
-        if (util_id_eq(&r->dead[i], node))
+        if (util_id_eq(&r->dead[i], node)) {
+            if (since_ms)
+                *since_ms = r->dead_at[i];
+            if (left)
+                *left = r->left[i];
             return true;
+        }
     return false;
 }
 
@@ -190,7 +220,10 @@ nm_rplace_alive(nm_t *nm, const util_id_t *node)
         if (util_id_eq(&r->dead[i], node)) {
             char hex[UTIL_ID_HEX];
             log_info("node %s joined again: a place for tasks again", util_id_hex(node, hex));
-            memmove(&r->dead[i], &r->dead[i + 1], (size_t) (r->ndead - i - 1) * sizeof r->dead[0]);
+            size_t after = (size_t) (r->ndead - i - 1);
+            memmove(&r->dead[i], &r->dead[i + 1], after * sizeof r->dead[0]);
+            memmove(&r->dead_at[i], &r->dead_at[i + 1], after * sizeof r->dead_at[0]);
+            memmove(&r->left[i], &r->left[i + 1], after * sizeof r->left[0]);
             r->ndead--;
             return;
         }
@@ -249,7 +282,7 @@ s_from_log(nm_t *nm)
             now[shard] = seq;
         if (seq > before[shard]) {
             if (kind != DB_K_node_joined)
-                nm_rplace_dead(nm, &id);
+                s_dead(nm, &id, kind == DB_K_node_left);
             else if (died)
                 nm_rplace_alive(nm, &id);
         }

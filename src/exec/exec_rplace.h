@@ -39,6 +39,12 @@ void nm_rplace_wait(nm_t *nm, nm_task_t *t, int ms, const char *reason);
    on, and told to the head with every NODE_PLACE ("dead HEX" lines). */
 void nm_rplace_dead(nm_t *nm, const util_id_t *node);
 bool nm_rplace_is_dead(nm_t *nm, const util_id_t *node);
+/* Whether node is known dead here, and then when that was learned
+   (*since_ms, util_mono_ms; the monitor had counted dead_ms of its
+   silence by then) and whether it left cleanly (*left; either may be
+   NULL). The head measures a dead node's silence from it at each
+   decision (exec_table.c), whatever the age of its table. */
+bool nm_rplace_dead_since(nm_t *nm, const util_id_t *node, int64_t *since_ms, bool *left);
 /* Node node joined again (node_joined after its node_died): not dead. */
 void nm_rplace_alive(nm_t *nm, const util_id_t *node);
 /* The head, before a decision: the log's node events not read yet

@@ -236,7 +236,15 @@ s_args(nm_t *nm, const char *text, gs_arg_t *args)
 }
 
 /* Deaths known here, in the log or to the requester ("dead HEX" lines of
-   text), marked in the table whatever its age. */
+   text), marked in the table whatever its age; and each dead node's
+   silence now (silent_ms, for s_no_place), measured against the clock at
+   each decision, never read from the table alone: a table held (its age
+   not moving, LUX_TEST_TABLE_HOLD_MS in t/6093, t/6094) said the same
+   silence at every ask, and a task waited for ever for a node that was
+   never coming back. Two lower bounds, the larger taken: the table says
+   dead with age_ms as of its ask (table_ms), so now - table_ms + age_ms;
+   a death learned here at an instant (exec_rplace.c) had been silent for
+   the monitor's dead time by then, so now - learned + dead time. */
 static void
 s_deaths(nm_t *nm, const char *text)
 {
@@ -247,11 +255,23 @@ s_deaths(nm_t *nm, const char *text)
     for (const char *p = strstr(text, "\ndead "); p; p = strstr(p + 1, "\ndead "))
         if (sscanf(p + 6, "%32s", v) == 1 && !util_id_parse(&gone, v))
             nm_rplace_dead(nm, &gone);
-    for (size_t i = 0; i < r->nnodes; i++)
-        if (r->nodes[i].alive && nm_rplace_is_dead(nm, &r->nodes[i].id)) {
-            r->nodes[i].alive = false;
-            r->nodes[i].dead = true; /* silent since its last beat in the table */
+    int64_t now = util_mono_ms(), dead_ms = exec_members_dead_ms();
+    for (size_t i = 0; i < r->nnodes; i++) {
+        gs_node_t *x = &r->nodes[i];
+        int64_t learned = 0;
+        bool left = false, known = nm_rplace_dead_since(nm, &x->id, &learned, &left);
+        if (x->alive && known) {
+            x->alive = false;
+            x->dead = !left; /* a node that left cleanly is not waited for */
         }
+        x->silent_ms = 0;
+        if (!x->dead)
+            continue;
+        if (x->said_dead)
+            x->silent_ms = now - r->table_ms + x->age_ms;
+        if (known && now - learned + dead_ms > x->silent_ms)
+            x->silent_ms = now - learned + dead_ms;
+    }
 }
 
 /* A node of the table for a task needing needs: the requester (from)
@@ -277,8 +297,9 @@ s_pick(nm_table_t *r, const gs_res_t *needs, const gs_arg_t *args, size_t nargs,
 
 /* The answer for a task that no alive node of a fresh table can run
    (why: gs_place's reason). When nodes that had its resources died less
-   than S_DEAD_WAIT x LUX_NODE_DEAD_MS ago (silent for less: their beats
-   stopped that long ago), "wait MS REASON": the asker asks again in MS,
+   than S_DEAD_WAIT x LUX_NODE_DEAD_MS ago (silent for less, as measured
+   at this decision by s_deaths), "wait MS REASON": the asker asks again
+   in MS,
    for such a node may be restarting (all the nodes of a cluster killed
    and started again at once, as t/6091 does, left none alive for a
    moment, and every spilled task failed "no node of the cluster has
