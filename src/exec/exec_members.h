@@ -13,7 +13,9 @@
     log and answers that node's next BEAT with DEAD, so a node cut off
     for longer than that stops rather than coming back under an ID the log
     says is dead; a monitor started again (the head restarted) reads the
-    log's dead and departed nodes and refuses their beats the same way. A
+    log's dead and departed nodes, lists them in its table as dead or
+    left (the latest EXEC_MEMBERS_MAX / 4 of them; `lux status`, the
+    global scheduler) and refuses their beats the same way. A
     node that leaves (`lux stop`) says LEAVE and the
     monitor appends `node_left`. `lux status` asks STATUS.
 
