@@ -71,6 +71,9 @@ gs_node_from_text(gs_node_t *n, const char *text)
     if (exec_members_get(text, "queue", v, sizeof v))
         n->queue = strtoull(v, NULL, 10);
     n->alive = !exec_members_get(text, "state", v, sizeof v) || strcmp(v, "alive") == 0;
+    n->dead = n->said_dead = !n->alive && strcmp(v, "dead") == 0;
+    if (exec_members_get(text, "age_ms", v, sizeof v))
+        n->age_ms = strtoll(v, NULL, 10);
     return 0;
 }
 
@@ -136,6 +139,30 @@ gs_place(gs_node_t *nodes, size_t n, const gs_res_t *needs, const gs_arg_t *args
     nodes[best].placed++;
     *pick = best;
     return GS_PLACED;
+}
+
+int
+gs_dead_had(const gs_node_t *nodes, size_t n, const gs_res_t *needs, int64_t wait_ms,
+            int *had, char *list, size_t nlist)
+{
+    int young = 0;
+    size_t k = 0;
+    *had = 0;
+    if (nlist)
+        list[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        const gs_node_t *x = &nodes[i];
+        if (x->alive || !x->dead || !s_covers(&x->total, needs))
+            continue;
+        (*had)++;
+        young += x->silent_ms < wait_ms;
+        char hex[UTIL_ID_HEX];
+        if (k + 80 < nlist)
+            k += (size_t) snprintf(list + k, nlist - k, "%snode %s (silent %lld ms)",
+                                   k ? ", " : "", util_id_hex(&x->id, hex),
+                                   (long long) x->silent_ms);
+    }
+    return young;
 }
 
 /* splitmix64: the next of g's numbers */

@@ -21,11 +21,17 @@ typedef struct {
     int64_t seen_ms;    /* when (util_mono_ms) */
     int64_t stalled_ms; /* seen_ms moved on since, for time the monitor did not run */
     enum { M_ALIVE, M_DEAD, M_LEFT } state;
+    bool from_log;      /* dead or left before the monitor started (s_rebuild): its
+                           first beat refused is logged */
     char why[400];      /* for dead and left */
 } s_node_t;
 
+#define S_ENDED_LISTED (EXEC_MEMBERS_MAX / 4) /* the log's dead and departed nodes that
+                                 a monitor started again lists, the latest ended first */
+
 /* A node the log says has died or left, read when the monitor started
-   (s_rebuild): its beat is refused, not taken for a new node's first. */
+   (s_rebuild) beyond the S_ENDED_LISTED latest, which its table lists:
+   its beat is refused, not taken for a new node's first. */
 typedef struct {
     util_id_t node;
     bool left;          /* node_left was its last word, else node_died */
@@ -153,6 +159,17 @@ s_add(s_mon_t *m, const util_id_t *id, const char *text)
     return nd;
 }
 
+/* The reason of a node the log says has died or left (left), why: the
+   log's. */
+static void
+s_why_ended(s_node_t *nd, bool left, const char *why)
+{
+    snprintf(nd->why, sizeof nd->why,
+             "the log says it %s before the head's restart: %s (a node's ID never comes "
+             "back; started again, it joins as a new node)",
+             left ? "left" : "died", why ? why : "no reason recorded");
+}
+
 /* The beat of a node not in the table: when the log said it had died or
    left (s_rebuild), *out is its entry now, dead or left, so the beat is
    refused and `lux status` lists it; else *out is NULL (a new node).
@@ -170,10 +187,7 @@ s_from_gone(s_mon_t *m, const util_id_t *id, const char *text, s_node_t **out)
         if (!nd)
             return LUX_ENOMEM;
         nd->state = g->left ? M_LEFT : M_DEAD;
-        snprintf(nd->why, sizeof nd->why,
-                 "the log says it %s before the head's restart: %s (a node's ID never comes "
-                 "back; started again, it joins as a new node)",
-                 g->left ? "left" : "died", g->why ? g->why : "no reason recorded");
+        s_why_ended(nd, g->left, g->why);
         char hex[UTIL_ID_HEX];
         log_warn("node %.12s beats, but the log says it %s: refused", util_id_hex(id, hex),
                  g->left ? "left" : "died");
@@ -201,6 +215,11 @@ s_beat(s_mon_t *m, zframe_t *who, const char *text)
         return;
     }
     if (nd && nd->state != M_ALIVE) {
+        if (nd->from_log) { /* said once: it may beat every half second until it stops */
+            nd->from_log = false;
+            log_warn("node %.12s beats, but the log says it %s: refused", hex,
+                     nd->state == M_LEFT ? "left" : "died");
+        }
         s_reply(m, who, "DEAD", nd->why);
         return;
     }
@@ -280,31 +299,59 @@ s_status(s_mon_t *m, zframe_t *who)
    they had just beaten: one that does not beat within dead_ms is declared
    dead, so a node that died while the head was down (or the head's own
    node of an earlier run, killed with it) gets its node_died. Those it
-   says have died or left are kept aside (m->gone), so that a beat from one
-   (a node cut off, or stopped, that goes on after its death was logged) is
-   refused as the monitor that logged the death refused it (s_from_gone).
-   The head's files are on this machine: the tails are read as `lux sql`
-   reads them. */
+   says have died or left are in the table too, dead or left, as the
+   monitor that logged the death had them (`lux status` lists them, the
+   global scheduler's table has them: exec_table.c waits a while for a
+   lately dead node that had a task's resources), silent since their end
+   in the log plus dead_ms, with the resources and store the log says they
+   had; beyond the S_ENDED_LISTED latest, they are kept aside (m->gone).
+   Either way a beat from one (a node cut off, or stopped, that goes on
+   after its death was logged) is refused as the monitor that logged the
+   death refused it (s_beat, s_from_gone). Before, all were kept aside:
+   after a head restart `lux status` did not list a node that had died
+   (t/6138). The head's files are on this machine: the tails are read as
+   `lux sql` reads them. */
 static void
 s_rebuild(s_mon_t *m)
 {
     db_query_t *q = db_query_open(&m->cluster);
     sqlite3_stmt *st = NULL;
-    if (!q || db_query_prepare(q, "SELECT node_id, address, state, why FROM nodes", &st, NULL)) {
+    if (!q || db_query_prepare(q, "SELECT node_id, address, state, why, resources, store_bytes, "
+                               "ended FROM nodes ORDER BY ended DESC", &st, NULL)) {
         log_info("no nodes from the log (%s)", lux_errmsg()); /* a new cluster's files */
         db_query_close(&q);
         return;
     }
-    int64_t now = util_mono_ms();
-    int n = 0;
+    int64_t now = util_mono_ms(), wall_ms = util_now_ns() / 1000000;
+    int n = 0, listed = 0;
     while (sqlite3_step(st) == SQLITE_ROW) {
         const char *hex = (const char *) sqlite3_column_text(st, 0);
         const char *addr = (const char *) sqlite3_column_text(st, 1);
         const char *state = (const char *) sqlite3_column_text(st, 2);
         const char *why = (const char *) sqlite3_column_text(st, 3);
+        const char *res = (const char *) sqlite3_column_text(st, 4);
         util_id_t id;
         if (!hex || !state || util_id_parse(&id, hex) || s_find(m, &id))
             continue;
+        bool left = strcmp(state, "left") == 0;
+        char text[1024];
+        snprintf(text, sizeof text, "node %s\naddress %s\nrole from-log\nresources %s\n"
+                 "store_bytes %lld\n", hex, addr ? addr : "?", res ? res : "",
+                 (long long) sqlite3_column_int64(st, 5));
+        s_node_t *nd = strcmp(state, "alive") != 0 && listed < S_ENDED_LISTED
+                           ? s_add(m, &id, text) : NULL; /* NULL: kept aside */
+        if (nd) {
+            nd->state = left ? M_LEFT : M_DEAD;
+            nd->from_log = true;
+            s_why_ended(nd, left, why);
+            /* silent since its end (its last beat was dead_ms before a death) */
+            int64_t ended_ms = sqlite3_column_int64(st, 6) / 1000000;
+            int64_t silent = (ended_ms > 0 && wall_ms > ended_ms ? wall_ms - ended_ms : 0) +
+                             (left ? 0 : m->dead_ms);
+            nd->seen_ms = now - silent;
+            listed++;
+            continue;
+        }
         if (strcmp(state, "alive") != 0) {
             s_gone_t *g = realloc(m->gone, (m->ngone + 1) * sizeof *g);
             if (!g)
@@ -312,15 +359,14 @@ s_rebuild(s_mon_t *m)
             m->gone = g;
             g = &m->gone[m->ngone++];
             g->node = id;
-            g->left = strcmp(state, "left") == 0;
+            g->left = left;
             g->why = why ? strdup(why) : NULL;
             continue;
         }
-        char text[256];
+        /* alive: its resources come with its first beat, none assumed till then */
         snprintf(text, sizeof text, "node %s\naddress %s\nrole from-log\n", hex,
                  addr ? addr : "?");
-        s_node_t *nd = s_add(m, &id, text);
-        if (!nd)
+        if (!(nd = s_add(m, &id, text)))
             break;
         nd->seen_ms = now;
         n++;
@@ -330,8 +376,9 @@ s_rebuild(s_mon_t *m)
     if (n)
         log_info("%d nodes the log says are alive: each is dead unless it beats within %d ms", n,
                  m->dead_ms);
-    if (m->ngone)
-        log_info("%zu nodes the log says have died or left: their beats are refused", m->ngone);
+    if (listed || m->ngone)
+        log_info("%d nodes the log says have died or left, listed, and %zu more not: their "
+                 "beats are refused", listed, m->ngone);
 }
 
 /* A dead node's reason: the silence counted and, where the monitor's
@@ -502,6 +549,13 @@ s_run(zsock_t *pipe, void *arg)
     s_mon_free(m);
 }
 
+int
+exec_members_dead_ms(void)
+{
+    const char *env = getenv("LUX_NODE_DEAD_MS");
+    return env && atoi(env) > 0 ? atoi(env) : EXEC_MEMBERS_DEAD_MS;
+}
+
 zactor_t *
 exec_members_new(const exec_members_opts_t *o)
 {
@@ -515,10 +569,7 @@ exec_members_new(const exec_members_opts_t *o)
     m->sec = o->sec;
     /* s_tick runs every half beat; more than a beat late is a stall */
     util_stall_init(&m->stall, EXEC_MEMBERS_BEAT_MS / 2, EXEC_MEMBERS_BEAT_MS);
-    const char *env = getenv("LUX_NODE_DEAD_MS");
-    m->dead_ms = o->dead_ms > 0 ? o->dead_ms
-                 : env && atoi(env) > 0 ? atoi(env)
-                                        : EXEC_MEMBERS_DEAD_MS;
+    m->dead_ms = o->dead_ms > 0 ? o->dead_ms : exec_members_dead_ms();
     const char *judge = getenv("LUX_TEST_MEMBERS_JUDGE_OWN");
     m->judge_own = judge && strcmp(judge, "1") == 0;
     /* zactor_new waits for the thread's signal: st lives until then */

@@ -13,7 +13,9 @@
     log and answers that node's next BEAT with DEAD, so a node cut off
     for longer than that stops rather than coming back under an ID the log
     says is dead; a monitor started again (the head restarted) reads the
-    log's dead and departed nodes and refuses their beats the same way. A
+    log's dead and departed nodes, lists them in its table as dead or
+    left (the latest EXEC_MEMBERS_MAX / 4 of them; `lux status`, the
+    global scheduler) and refuses their beats the same way. A
     node that leaves (`lux stop`) says LEAVE and the
     monitor appends `node_left`. `lux status` asks STATUS.
 
@@ -47,6 +49,10 @@ typedef struct {
 /* Start the monitor; NULL with the message set (the endpoint cannot be
    bound). */
 zactor_t *exec_members_new(const exec_members_opts_t *opts);
+/* The silence after which the monitor declares a node dead when its
+   options do not say: LUX_NODE_DEAD_MS, else EXEC_MEMBERS_DEAD_MS (the
+   head's node manager, in the monitor's process, reads it too). */
+int exec_members_dead_ms(void);
 
 /* The head's own node, told the monitor by the head's supervisor as
    "OWN" and the node's ID in hex on the monitor's pipe: that node is

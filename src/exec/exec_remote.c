@@ -262,6 +262,7 @@ nm_remote_flush(nm_t *nm)
 /* --- the submitting node: spilling, and the outputs coming back -------------------------------- */
 
 static bool s_ask(nm_t *nm, nm_task_t *t, bool self);
+static bool s_reask(nm_t *nm, nm_task_t *t, bool self);
 
 bool
 nm_remote_spill(nm_t *nm, nm_task_t *t)
@@ -294,6 +295,18 @@ s_ask(nm_t *nm, nm_task_t *t, bool self)
     if (!r)
         return false;
     t->spilled = true;
+    if (!s_reask(nm, t, self))
+        return false;
+    r->n_spilled++;
+    return true;
+}
+
+/* Ask where t goes, the first time or again (a "wait" answer, when
+   exec_rplace.c's tick finds it due). false when it cannot be asked. */
+static bool
+s_reask(nm_t *nm, nm_task_t *t, bool self)
+{
+    struct nm_remote *r = nm->remote;
     char hex[UTIL_ID_HEX];
     if (nm_peer_is_head(nm)) { /* the scheduler is here: no round trip */
         char answer[700], text[4096];
@@ -301,7 +314,6 @@ s_ask(nm_t *nm, nm_task_t *t, bool self)
         t->remote = true;
         t->state = TASK_RUNNING;
         t->worker = NULL;
-        r->n_spilled++;
         nm_table_decide(nm, text, answer, sizeof answer);
         s_placed(nm, t, answer);
         util_prof_stamp("h_placed", t->id.b);
@@ -316,7 +328,6 @@ s_ask(nm_t *nm, nm_task_t *t, bool self)
     t->remote = true;
     t->state = TASK_RUNNING;
     t->worker = NULL;
-    r->n_spilled++;
     return true;
 }
 
@@ -376,6 +387,15 @@ static void
 s_placed(nm_t *nm, nm_task_t *t, char *text)
 {
     char v[512], ep[DB_EP_MAX];
+    if (strncmp(text, "wait ", 5) == 0) {
+        /* no alive node can run it, but nodes that could died lately
+           and may come back: asked again in a while (exec_rplace.c) */
+        char *reason = strchr(text + 5, ' '), *nl = strchr(text, '\n');
+        if (nl)
+            *nl = '\0';
+        nm_rplace_wait(nm, t, atoi(text + 5), reason ? reason + 1 : "");
+        return;
+    }
     if (t->kind == T_CREATE && t->actor) {
         nm->ops.ractor_placed(nm, t->actor, text); /* an actor placed elsewhere */
         return;
@@ -920,7 +940,7 @@ nm_remote_tick(nm_t *nm)
     nm->ops.ractor_tick(nm); /* actors on other nodes (exec_ractor.c) */
     nm_rmodule_tick(nm, r->mods);
     nm_remote_flush(nm);
-    nm_rplace_tick(nm, r->head_ep, r->silent_ms != 0);
+    nm_rplace_tick(nm, r->head_ep, r->silent_ms != 0, s_reask);
     nm_remote_flush(nm);
     s_watch_read(nm, now);
     if (r->asked_ms || now - r->watch_ms < S_WATCH_MS)

@@ -8,7 +8,11 @@
     silence, exec_remote.c s_headless, never ends the wait): an ask
     unanswered for S_PLACE_RESEND_MS (LUX_PLACE_RESEND_MS) is sent again,
     marked "again", and after S_PLACE_TRIES sends the task fails, or the
-    actor dies, with LUX_EDEAD naming the head and the count.
+    actor dies, with LUX_EDEAD naming the head and the count. An answer
+    "wait MS" (no alive node has its resources, but nodes that had them
+    died lately and may come back: exec_table.c s_no_place) has the task
+    asked anew MS later (nm_rplace_wait), until the head places it or
+    fails it: the head bounds the wait, by the dead nodes' last beats.
 
     The head. Its last S_ANSWERS answers are kept by task ID for
     S_ANSWER_KEEP_MS: an ask marked "again" gets the answer given before,
@@ -45,6 +49,8 @@ struct nm_rplace {
     /* the submitting node: tasks and actor creations asking the global
        scheduler where they go (by task ID: s_asking_t) */
     util_idmap_t *asking;
+    util_idmap_t *waits;  /* tasks told to wait for a dead node's return (s_wait_t) */
+    int64_t waits_ms;     /* when they were last looked at */
     int place_resend_ms;  /* S_PLACE_RESEND_MS, or LUX_PLACE_RESEND_MS (tests) */
     int64_t resend_ms;    /* when the asks were last looked at */
     /* the head: its last answers by task ID */
@@ -54,8 +60,13 @@ struct nm_rplace {
         char answer[700];
     } answers[S_ANSWERS];
     int answer_next;
-    /* nodes this node knows are dead (nm_rplace_dead), oldest first */
+    /* nodes this node knows are dead (nm_rplace_dead), oldest first,
+       when each death was learned here (util_mono_ms: the head measures
+       a dead node's silence from it, exec_table.c), and whether it left
+       cleanly (node_left in the log) */
     util_id_t dead[S_DEAD_MAX];
+    int64_t dead_at[S_DEAD_MAX];
+    bool left[S_DEAD_MAX];
     int ndead;
     /* the head: the log read for node events (nm_rplace_from_log), the
        newest seq read of each shard, when last read */
@@ -70,6 +81,11 @@ struct nm_rplace {
     } drop;
     int slow_ms;          /* test hook LUX_TEST_TABLE_SLOW_MS */
 };
+
+typedef struct {
+    int64_t since_ms;     /* when the first "wait" came */
+    int64_t ask_ms;       /* when to ask again (0: asked, its answer awaited) */
+} s_wait_t;
 
 typedef struct {
     int64_t sent_ms;      /* when NODE_PLACE last went */
@@ -148,26 +164,51 @@ nm_rplace_text(nm_t *nm, nm_task_t *t, bool self, char *text, size_t n)
         k += (size_t) snprintf(text + k, n - k, "dead %s\n", util_id_hex(&r->dead[i], hex));
 }
 
-void
-nm_rplace_dead(nm_t *nm, const util_id_t *node)
+/* Node node is dead (left: it left cleanly), learned now: the instant
+   is kept, not moved by a later word of the same death. */
+static void
+s_dead(nm_t *nm, const util_id_t *node, bool left)
 {
     struct nm_rplace *r = nm->rplace;
     if (!r || nm_rplace_is_dead(nm, node))
         return;
     char hex[UTIL_ID_HEX];
     log_debug("node %s is dead: never a place for a task from now on", util_id_hex(node, hex));
-    if (r->ndead == S_DEAD_MAX) /* the oldest goes */
-        memmove(&r->dead[0], &r->dead[1], --r->ndead * sizeof r->dead[0]);
+    if (r->ndead == S_DEAD_MAX) { /* the oldest goes */
+        --r->ndead;
+        memmove(&r->dead[0], &r->dead[1], (size_t) r->ndead * sizeof r->dead[0]);
+        memmove(&r->dead_at[0], &r->dead_at[1], (size_t) r->ndead * sizeof r->dead_at[0]);
+        memmove(&r->left[0], &r->left[1], (size_t) r->ndead * sizeof r->left[0]);
+    }
+    r->dead_at[r->ndead] = util_mono_ms();
+    r->left[r->ndead] = left;
     r->dead[r->ndead++] = *node;
+}
+
+void
+nm_rplace_dead(nm_t *nm, const util_id_t *node)
+{
+    s_dead(nm, node, false);
 }
 
 bool
 nm_rplace_is_dead(nm_t *nm, const util_id_t *node)
 {
+    return nm_rplace_dead_since(nm, node, NULL, NULL);
+}
+
+bool
+nm_rplace_dead_since(nm_t *nm, const util_id_t *node, int64_t *since_ms, bool *left)
+{
     struct nm_rplace *r = nm->rplace;
     for (int i = 0; r && i < r->ndead; i++)
-        if (util_id_eq(&r->dead[i], node))
+        if (util_id_eq(&r->dead[i], node)) {
+            if (since_ms)
+                *since_ms = r->dead_at[i];
+            if (left)
+                *left = r->left[i];
             return true;
+        }
     return false;
 }
 
@@ -179,7 +220,10 @@ nm_rplace_alive(nm_t *nm, const util_id_t *node)
         if (util_id_eq(&r->dead[i], node)) {
             char hex[UTIL_ID_HEX];
             log_info("node %s joined again: a place for tasks again", util_id_hex(node, hex));
-            memmove(&r->dead[i], &r->dead[i + 1], (size_t) (r->ndead - i - 1) * sizeof r->dead[0]);
+            size_t after = (size_t) (r->ndead - i - 1);
+            memmove(&r->dead[i], &r->dead[i + 1], after * sizeof r->dead[0]);
+            memmove(&r->dead_at[i], &r->dead_at[i + 1], after * sizeof r->dead_at[0]);
+            memmove(&r->left[i], &r->left[i + 1], after * sizeof r->left[0]);
             r->ndead--;
             return;
         }
@@ -238,7 +282,7 @@ s_from_log(nm_t *nm)
             now[shard] = seq;
         if (seq > before[shard]) {
             if (kind != DB_K_node_joined)
-                nm_rplace_dead(nm, &id);
+                s_dead(nm, &id, kind == DB_K_node_left);
             else if (died)
                 nm_rplace_alive(nm, &id);
         }
@@ -316,10 +360,82 @@ s_collect_due(void *arg, const void *key, void *value)
    unanswered while the head's monitor answers (a head dead or cut off is
    exec_remote.c's s_headless's), the task fails, or the actor dies, naming the head. */
 void
-nm_rplace_tick(nm_t *nm, const char *head_ep, bool silent)
+nm_rplace_wait(nm_t *nm, nm_task_t *t, int ms, const char *reason)
+{
+    struct nm_rplace *r = nm->rplace;
+    int fresh = 0;
+    s_wait_t *w = r ? util_idmap_put(r->waits, t->id.b, &fresh) : NULL;
+    char hex[UTIL_ID_HEX];
+    if (!w) { /* out of memory: a failure now rather than a wait for ever */
+        t->remote = false;
+        nm_task_fail(nm, t, LUX_ENOMEM, reason);
+        return;
+    }
+    int64_t now = util_mono_ms();
+    if (fresh) {
+        w->since_ms = now;
+        log_warn("task %s waits to be placed: %s", util_id_hex(&t->id, hex), reason);
+    }
+    w->ask_ms = now + (ms < 100 ? 100 : ms > 5000 ? 5000 : ms);
+}
+
+typedef struct {
+    util_id_t *v;
+    size_t n, cap;
+} s_ids_t;
+
+static int
+s_collect_wait(void *arg, const void *key, void *value)
+{
+    s_ids_t *d = arg;
+    (void) value;
+    if (d->n < d->cap)
+        memcpy(d->v[d->n++].b, key, 16);
+    return 0;
+}
+
+static bool s_placing(const nm_task_t *t);
+
+/* Tasks told to wait, asked anew when due (ask); those placed or gone
+   since are forgotten. */
+static void
+s_waits_tick(nm_t *nm, int64_t now, nm_rplace_ask_fn *ask)
+{
+    struct nm_rplace *r = nm->rplace;
+    util_id_t ids[64];
+    s_ids_t d = {.v = ids, .cap = 64};
+    util_idmap_each(r->waits, s_collect_wait, &d);
+    for (size_t i = 0; i < d.n; i++) {
+        nm_task_t *t = nm_task_find(nm, &ids[i]);
+        s_wait_t *w = util_idmap_get(r->waits, ids[i].b);
+        if (!w || !s_placing(t)) {
+            util_idmap_del(r->waits, ids[i].b);
+            continue;
+        }
+        if (!w->ask_ms || now < w->ask_ms)
+            continue;
+        w->ask_ms = 0; /* asked: its answer sets the next (nm_rplace_wait) */
+        /* not weighing this node: a task waits only when no alive node
+           has its resources, this one included */
+        if (!ask(nm, t, false)) {
+            char hex[UTIL_ID_HEX];
+            log_warn("task %s: cannot ask the global scheduler again (%s): trying again",
+                     util_id_hex(&t->id, hex), lux_errmsg());
+            if ((w = util_idmap_get(r->waits, ids[i].b)))
+                w->ask_ms = now + 500;
+        }
+    }
+}
+
+void
+nm_rplace_tick(nm_t *nm, const char *head_ep, bool silent, nm_rplace_ask_fn *ask)
 {
     struct nm_rplace *r = nm->rplace;
     int64_t now = util_mono_ms();
+    if (r && r->waits && util_idmap_size(r->waits) && now - r->waits_ms >= 100) {
+        r->waits_ms = now;
+        s_waits_tick(nm, now, ask);
+    }
     if (!r || !r->asking || !util_idmap_size(r->asking) || now - r->resend_ms < 200)
         return;
     r->resend_ms = now;
@@ -416,7 +532,10 @@ nm_rplace_t *
 nm_rplace_new(nm_t *nm)
 {
     nm_rplace_t *r = calloc(1, sizeof *r);
-    if (!r || !(r->asking = util_idmap_new(sizeof(s_asking_t)))) {
+    if (!r || !(r->asking = util_idmap_new(sizeof(s_asking_t))) ||
+        !(r->waits = util_idmap_new(sizeof(s_wait_t)))) {
+        if (r)
+            util_idmap_destroy(&r->asking);
         free(r);
         util_err(LUX_ENOMEM, "out of memory");
         return NULL;
@@ -441,6 +560,7 @@ nm_rplace_destroy(nm_rplace_t **self_p)
     if (!r)
         return;
     util_idmap_destroy(&r->asking);
+    util_idmap_destroy(&r->waits);
     db_query_close(&r->q);
     free(r->log_seq);
     free(r);

@@ -27,13 +27,24 @@ void nm_rplace_answered(nm_t *nm, const util_id_t *id);
 /* Each tick: asks unanswered are sent again, or their tasks fail (silent:
    the head's monitor does not answer either, which exec_remote.c's
    s_headless ends instead). */
-void nm_rplace_tick(nm_t *nm, const char *head_ep, bool silent);
+typedef bool nm_rplace_ask_fn(nm_t *nm, nm_task_t *t, bool self);
+void nm_rplace_tick(nm_t *nm, const char *head_ep, bool silent, nm_rplace_ask_fn *ask);
+/* The scheduler answered "wait MS REASON" for t (no alive node can run
+   it; nodes that could died lately): asked anew by the tick (ask) in
+   ms, the reason logged at the first such answer. */
+void nm_rplace_wait(nm_t *nm, nm_task_t *t, int ms, const char *reason);
 
 /* Node node is dead (the monitor said so, in its table or its node_died
    event, or a node asking where a task goes says it knows): remembered (the latest S_DEAD_MAX), never placed
    on, and told to the head with every NODE_PLACE ("dead HEX" lines). */
 void nm_rplace_dead(nm_t *nm, const util_id_t *node);
 bool nm_rplace_is_dead(nm_t *nm, const util_id_t *node);
+/* Whether node is known dead here, and then when that was learned
+   (*since_ms, util_mono_ms; the monitor had counted dead_ms of its
+   silence by then) and whether it left cleanly (*left; either may be
+   NULL). The head measures a dead node's silence from it at each
+   decision (exec_table.c), whatever the age of its table. */
+bool nm_rplace_dead_since(nm_t *nm, const util_id_t *node, int64_t *since_ms, bool *left);
 /* Node node joined again (node_joined after its node_died): not dead. */
 void nm_rplace_alive(nm_t *nm, const util_id_t *node);
 /* The head, before a decision: the log's node events not read yet

@@ -51,6 +51,9 @@
 #define S_NOT_YET 1           /* s_table_take: no answer yet */
 #define S_NODES_MAX 1024
 #define S_ARGS_MAX 64         /* (node, bytes) pairs of a task's arguments weighed */
+#define S_DEAD_WAIT 4         /* a task only dead nodes could run waits for one to come back
+                                 until this many LUX_NODE_DEAD_MS after their last beat ... */
+#define S_DEAD_POLL_MS 500    /* ... asking again this often (s_no_place) */
 
 struct nm_table {
     net_sec_t *sec;       /* to ask the membership monitor (the watch too) */
@@ -233,7 +236,15 @@ s_args(nm_t *nm, const char *text, gs_arg_t *args)
 }
 
 /* Deaths known here, in the log or to the requester ("dead HEX" lines of
-   text), marked in the table whatever its age. */
+   text), marked in the table whatever its age; and each dead node's
+   silence now (silent_ms, for s_no_place), measured against the clock at
+   each decision, never read from the table alone: a table held (its age
+   not moving, LUX_TEST_TABLE_HOLD_MS in t/6093, t/6094) said the same
+   silence at every ask, and a task waited for ever for a node that was
+   never coming back. Two lower bounds, the larger taken: the table says
+   dead with age_ms as of its ask (table_ms), so now - table_ms + age_ms;
+   a death learned here at an instant (exec_rplace.c) had been silent for
+   the monitor's dead time by then, so now - learned + dead time. */
 static void
 s_deaths(nm_t *nm, const char *text)
 {
@@ -244,8 +255,23 @@ s_deaths(nm_t *nm, const char *text)
     for (const char *p = strstr(text, "\ndead "); p; p = strstr(p + 1, "\ndead "))
         if (sscanf(p + 6, "%32s", v) == 1 && !util_id_parse(&gone, v))
             nm_rplace_dead(nm, &gone);
-    for (size_t i = 0; i < r->nnodes; i++)
-        r->nodes[i].alive = r->nodes[i].alive && !nm_rplace_is_dead(nm, &r->nodes[i].id);
+    int64_t now = util_mono_ms(), dead_ms = exec_members_dead_ms();
+    for (size_t i = 0; i < r->nnodes; i++) {
+        gs_node_t *x = &r->nodes[i];
+        int64_t learned = 0;
+        bool left = false, known = nm_rplace_dead_since(nm, &x->id, &learned, &left);
+        if (x->alive && known) {
+            x->alive = false;
+            x->dead = !left; /* a node that left cleanly is not waited for */
+        }
+        x->silent_ms = 0;
+        if (!x->dead)
+            continue;
+        if (x->said_dead)
+            x->silent_ms = now - r->table_ms + x->age_ms;
+        if (known && now - learned + dead_ms > x->silent_ms)
+            x->silent_ms = now - learned + dead_ms;
+    }
 }
 
 /* A node of the table for a task needing needs: the requester (from)
@@ -267,6 +293,36 @@ s_pick(nm_table_t *r, const gs_res_t *needs, const gs_arg_t *args, size_t nargs,
         break;
     }
     return gs_place(r->nodes, r->nnodes, needs, args, nargs, pick, why, nwhy) == GS_PLACED;
+}
+
+/* The answer for a task that no alive node of a fresh table can run
+   (why: gs_place's reason). When nodes that had its resources died less
+   than S_DEAD_WAIT x LUX_NODE_DEAD_MS ago (silent for less, as measured
+   at this decision by s_deaths), "wait MS REASON": the asker asks again
+   in MS,
+   for such a node may be restarting (all the nodes of a cluster killed
+   and started again at once, as t/6091 does, left none alive for a
+   moment, and every spilled task failed "no node of the cluster has
+   ..."). Else "infeasible REASON", naming those dead nodes when there
+   were some. */
+static void
+s_no_place(nm_t *nm, const gs_res_t *needs, const char *why, char *answer, size_t n)
+{
+    nm_table_t *r = nm->table;
+    char list[240];
+    int had = 0;
+    int64_t wait_ms = (int64_t) S_DEAD_WAIT * exec_members_dead_ms();
+    int young = gs_dead_had(r->nodes, r->nnodes, needs, wait_ms, &had, list, sizeof list);
+    if (young)
+        snprintf(answer, n, "wait %d %s; the nodes that had it died: %s; waiting until %lld ms "
+                 "after their last beat (%d x LUX_NODE_DEAD_MS) for one to come back\n",
+                 S_DEAD_POLL_MS, why, list, (long long) wait_ms, S_DEAD_WAIT);
+    else if (had)
+        snprintf(answer, n, "infeasible %s; the nodes that had it died: %s, and none came "
+                 "back within %lld ms of their last beats (%d x LUX_NODE_DEAD_MS)\n", why, list,
+                 (long long) wait_ms, S_DEAD_WAIT);
+    else
+        snprintf(answer, n, "infeasible %s\n", why);
 }
 
 void
@@ -302,7 +358,7 @@ nm_table_decide(nm_t *nm, const char *text, char *answer, size_t n)
         if (s_pick(r, &needs, args, nargs, &from, self, &pick, why, sizeof why))
             break;
         if (fresh || began - r->table_ms < S_TABLE_MS) {
-            snprintf(answer, n, "infeasible %s\n", why);
+            s_no_place(nm, &needs, why, answer, n);
             return;
         }
     }
