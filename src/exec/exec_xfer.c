@@ -1051,7 +1051,19 @@ nm_xfer_where(nm_t *nm, const lux_ref_t *id, util_id_t *nodes, int max, uint64_t
     if (!nm->xfer || !nm_peer_is_head(nm))
         return 0;
     xfer_loc_t l = {.self = true};
-    if (nm_xfer_locate(nm, id, &l))
+    int rc = nm_xfer_locate(nm, id, &l);
+    if (rc == LUX_ENOTFOUND && !l.made && max > 0 && !nm_xfer_recorded(nm, id)) {
+        /* its event not logged yet (a put's waits for its blob): where
+           its maker is, it is made; else the task placed now pulls it
+           across (a 64 MiB object, locality_placement; t/6140) */
+        xfer_by_t b;
+        if (nm_xfer_who(nm, id, &b) || b.by == XFER_BY_UNKNOWN || b.ended || !b.has_node)
+            return 0;
+        nodes[0] = b.node;
+        *size = 1;
+        return 1;
+    }
+    if (rc)
         return 0;
     int n = l.nsrc < max ? l.nsrc : max;
     for (int i = 0; i < n; i++)

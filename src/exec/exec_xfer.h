@@ -71,7 +71,9 @@ void nm_xfer_tick(nm_t *nm);
 /* On the head: the live nodes the log says hold id (at most max, into
    nodes) and its size in bytes (1 when the log does not say); 0 when
    none, or elsewhere than on the head. For the global scheduler's
-   locality. */
+   locality. An object the log has no event of yet, whose maker may still
+   log it (exec_xfer_who.c), is where its maker is: a driver's node, or
+   the node that logged its task's first event (size 1). */
 int nm_xfer_where(nm_t *nm, const lux_ref_t *id, util_id_t *nodes, int max, uint64_t *size);
 
 /* Counters for `lux status` and tests: pulls done and failed, bytes in. */
