@@ -110,13 +110,12 @@ s_pos_keep(s_pos_t *p, const db_event_t *e, const uint8_t *rec, size_t len)
     }
 }
 
-/* Forget task's entry in unacked. */
+/* Forget task's entry in unacked, p (found by the caller: not looked
+   up again). */
 static void
-s_pos_del(struct nm_log *L, const util_id_t *task)
+s_pos_del(struct nm_log *L, const util_id_t *task, s_pos_t *p)
 {
-    s_pos_t *p = util_idmap_get(L->unacked, task->b);
-    if (p)
-        free(p->rec);
+    free(p->rec);
     util_idmap_del(L->unacked, task->b);
 }
 
@@ -259,7 +258,7 @@ s_append(nm_t *nm, db_event_t *e, const util_id_t *task)
         /* held, its lineage will not come: what waits for it goes on */
         s_pos_t *p = task ? util_idmap_get(L->unacked, task->b) : NULL;
         if (p && p->cseq == S_HELD)
-            s_pos_del(L, task);
+            s_pos_del(L, task, p);
         return;
     }
     if (!task)
@@ -377,7 +376,7 @@ nm_log_tick(nm_t *nm)
         while (f->len && f->v[f->head].cseq <= acked) {
             s_pos_t *p = util_idmap_get(L->unacked, f->v[f->head].task.b);
             if (p && p->cseq == f->v[f->head].cseq)
-                s_pos_del(L, &f->v[f->head].task);
+                s_pos_del(L, &f->v[f->head].task, p);
             f->head++;
             f->len--;
         }
