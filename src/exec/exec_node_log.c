@@ -25,7 +25,8 @@
 
     LOOKUPS. Rebuilding a lost object reads its task's task_submitted event
     back from the shard's tail file, read-only (the node manager runs on
-    the head's machine).
+    the head's machine); while the log has not acknowledged it, from the
+    log client's queue (db_client_queued), or a held event's own copy.
 */
 #include "exec_node_log.h"
 #include "exec_node_int.h"
