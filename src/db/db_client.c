@@ -668,12 +668,6 @@ db_client_shard(const db_client_t *self, const db_event_t *e)
 int
 db_client_append(db_client_t *self, db_event_t *e)
 {
-    return db_client_append_copy(self, e, NULL, NULL);
-}
-
-int
-db_client_append_copy(db_client_t *self, db_event_t *e, uint8_t **rec, size_t *len)
-{
     uint32_t s = db_client_shard(self, e);
     s_shard_t *sh = &self->shards[s];
     int64_t deadline = 0;
@@ -702,11 +696,6 @@ db_client_append_copy(db_client_t *self, db_event_t *e, uint8_t **rec, size_t *l
     if (sh->out.oom)
         return util_err(LUX_ENOMEM, "out of memory");
     util_le32(sh->out.data + at, (uint32_t) (sh->out.len - at - 4));
-    if (rec) { /* before a flush below empties the batch */
-        *len = sh->out.len - at - 4;
-        if ((*rec = malloc(*len)))
-            memcpy(*rec, sh->out.data + at + 4, *len);
-    }
     sh->out_count++;
     sh->out_last = e->cseq;
     self->unacked++;
@@ -719,6 +708,44 @@ db_client_append_copy(db_client_t *self, db_event_t *e, uint8_t **rec, size_t *l
     if ((e->cseq & 255) == 0)
         db_client_poll(self, 0);
     return 0;
+}
+
+/* The record at index i of the count records of the batch bytes b (its
+   header first): into out. */
+static int
+s_batch_rec(const util_buf_t *b, uint32_t count, uint64_t i, util_buf_t *out)
+{
+    util_rd_t r;
+    util_rd_init(&r, b->data + NET_BATCH_HDR, b->len - NET_BATCH_HDR);
+    for (uint64_t k = 0; k < count; k++) {
+        uint32_t n = util_rd_u32(&r);
+        const uint8_t *p = util_rd_take(&r, n);
+        if (!p)
+            break;
+        if (k == i) {
+            util_buf_put(out, p, n);
+            return out->oom ? util_err(LUX_ENOMEM, "out of memory") : 0;
+        }
+    }
+    return util_err(LUX_ENOTFOUND, "event %llu is not queued", (unsigned long long) i);
+}
+
+int
+db_client_queued(const db_client_t *self, uint32_t shard, uint64_t cseq, util_buf_t *out)
+{
+    if (shard >= self->cluster.shards)
+        return util_err(LUX_ENOTFOUND, "no shard %u", shard);
+    const s_shard_t *sh = &self->shards[shard];
+    for (const s_msg_t *m = sh->fly; m; m = m->next)
+        if (cseq <= m->last_cseq) {
+            if (cseq <= m->last_cseq - m->count)
+                break; /* acknowledged */
+            return s_batch_rec(&m->bytes, m->count, cseq - (m->last_cseq - m->count + 1), out);
+        }
+    if (sh->out_count && cseq <= sh->out_last && cseq > sh->out_last - sh->out_count)
+        return s_batch_rec(&sh->out, sh->out_count, cseq - (sh->out_last - sh->out_count + 1), out);
+    return util_err(LUX_ENOTFOUND, "shard %u: event %llu is not queued here", shard,
+                    (unsigned long long) cseq);
 }
 
 /* Wait up to timeout_ms on the sockets of the shards with events in

@@ -40,10 +40,12 @@ void db_client_destroy(db_client_t **self_p);
    was not queued). */
 int db_client_append(db_client_t *self, db_event_t *e);
 
-/* db_client_append, and *rec (malloc'd, *len bytes) a copy of the record
-   as queued, so that a caller keeping it does not encode e again. *rec is
-   NULL when there was no memory for the copy (e is queued all the same). */
-int db_client_append_copy(db_client_t *self, db_event_t *e, uint8_t **rec, size_t *len);
+/* The record of the event with ID cseq on shard, as queued, while it is
+   not acknowledged: appended to out (which grows). 0, or LUX_ENOTFOUND
+   when this client no longer holds it (acknowledged, or never queued),
+   or LUX_ENOMEM. For a caller that needs an event back before the log
+   has it, without keeping a copy of each (the node's lineage lookups). */
+int db_client_queued(const db_client_t *self, uint32_t shard, uint64_t cseq, util_buf_t *out);
 
 /* Send every partly filled batch now. */
 int db_client_flush(db_client_t *self);

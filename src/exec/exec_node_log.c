@@ -25,7 +25,8 @@
 
     LOOKUPS. Rebuilding a lost object reads its task's task_submitted event
     back from the shard's tail file, read-only (the node manager runs on
-    the head's machine).
+    the head's machine); while the log has not acknowledged it, from the
+    log client's queue (db_client_queued), or a held event's own copy.
 */
 #include "exec_node_log.h"
 #include "exec_node_int.h"
@@ -50,8 +51,9 @@
 typedef struct {
     uint32_t shard;
     uint64_t cseq;        /* S_HELD while held */
-    uint8_t *rec;         /* a task_submitted event: its record (owned), for a rebuild
-                             that needs it before the log has it (nm_log_lookup) */
+    uint8_t *rec;         /* a held task_submitted event: its record (owned), for a
+                             rebuild that needs it before the log has it (nm_log_lookup);
+                             once appended, the log client's queue has it (db_client_queued) */
     size_t len;
 } s_pos_t;
 
@@ -109,13 +111,12 @@ s_pos_keep(s_pos_t *p, const db_event_t *e, const uint8_t *rec, size_t len)
     }
 }
 
-/* Forget task's entry in unacked. */
+/* Forget task's entry in unacked, p (found by the caller: not looked
+   up again). */
 static void
-s_pos_del(struct nm_log *L, const util_id_t *task)
+s_pos_del(struct nm_log *L, const util_id_t *task, s_pos_t *p)
 {
-    s_pos_t *p = util_idmap_get(L->unacked, task->b);
-    if (p)
-        free(p->rec);
+    free(p->rec);
     util_idmap_del(L->unacked, task->b);
 }
 
@@ -252,17 +253,13 @@ static void
 s_append(nm_t *nm, db_event_t *e, const util_id_t *task)
 {
     struct nm_log *L = nm->lg;
-    uint8_t *rec = NULL; /* a task_submitted record as queued, for s_pos_t */
-    size_t len = 0;
-    int rc = task && e->kind == DB_K_task_submitted
-                 ? db_client_append_copy(nm->log, e, &rec, &len)
-                 : db_client_append(nm->log, e);
+    int rc = db_client_append(nm->log, e);
     if (rc) {
         log_error("log: %s", lux_errmsg());
         /* held, its lineage will not come: what waits for it goes on */
         s_pos_t *p = task ? util_idmap_get(L->unacked, task->b) : NULL;
         if (p && p->cseq == S_HELD)
-            s_pos_del(L, task);
+            s_pos_del(L, task, p);
         return;
     }
     if (!task)
@@ -275,14 +272,8 @@ s_append(nm_t *nm, db_event_t *e, const util_id_t *task)
             p->rec = NULL;
         p->shard = shard;
         p->cseq = e->cseq;
-        if (!p->rec && rec) { /* else the held copy stays */
-            p->rec = rec;
-            p->len = len;
-            rec = NULL;
-        }
         s_fifo_push(&L->fifos[shard], e->cseq, task);
     }
-    free(rec);
 }
 
 /* Whether an event for shard must wait for any of its n dependencies:
@@ -386,7 +377,7 @@ nm_log_tick(nm_t *nm)
         while (f->len && f->v[f->head].cseq <= acked) {
             s_pos_t *p = util_idmap_get(L->unacked, f->v[f->head].task.b);
             if (p && p->cseq == f->v[f->head].cseq)
-                s_pos_del(L, &f->v[f->head].task);
+                s_pos_del(L, &f->v[f->head].task, p);
             f->head++;
             f->len--;
         }
@@ -818,8 +809,9 @@ nm_log_lookup(nm_t *nm, const util_id_t *task, exec_spec_t *spec, util_buf_t *bu
     db_event_t e;
     int rc;
 
-    /* what we recorded and the log has not acknowledged yet: our copy.
-       Looking in the file instead failed such a rebuild for good, "never
+    /* what we recorded and the log has not acknowledged yet: our copy of
+       a held record, else the record in the log client's queue. Looking
+       in the file instead failed such a rebuild for good, "never
        created", when the log was more than a few seconds behind (t/3153:
        the long form under ASan, seeds 1010 and 1011) */
     s_pos_t *p = util_idmap_get(L->unacked, task->b);
@@ -829,6 +821,13 @@ nm_log_lookup(nm_t *nm, const util_id_t *task, exec_spec_t *spec, util_buf_t *bu
         if (buf->oom)
             return util_err(LUX_ENOMEM, "out of memory");
         goto found;
+    }
+    if (p && p->cseq != S_HELD) {
+        if ((rc = db_client_queued(nm->log, p->shard, p->cseq, buf)) == 0)
+            goto found;
+        if (rc == LUX_ENOMEM)
+            return rc;
+        buf->len = 0; /* acknowledged meanwhile: the file has it */
     }
     /* what we appended must be there before we look */
     if (p) {

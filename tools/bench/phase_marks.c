@@ -165,6 +165,17 @@ void lux_free(lux_t *lx, int n, const lux_ref_t *refs)
     real(lx, n, refs);
     depth--;
     if (depth == 0 && n > 1) {
+        /* the node's handling of the FREE is part of the operations: a
+           round trip behind it (the node answers a connection's messages
+           in order) keeps it inside the phase. Without it a build's
+           count held anything from 5% to all of that work, depending on
+           where the node thread was when the mark was taken (stop 45) */
+        if (!getenv("MARK_NO_FREE_SYNC")) {
+            lux_actor_t a;
+            depth++;
+            (void) lux_actor_lookup(lx, "phase-cost: free sync", &a, 0);
+            depth--;
+        }
         s_mark("free_end");
         last = NULL;
     }
