@@ -68,8 +68,12 @@ int exec_members_dead_ms(void);
    not NULL), wait up to timeout_ms for the answer. *reply gets the
    answer's text (the second frame, or "" when none; free it) and the
    return value is 0 when the answer's first frame is OK or NODES,
-   LUX_EDEAD after DEAD, LUX_EIO after ERR (the message says why), and
-   LUX_ETIMEDOUT with a message naming the endpoint when nothing came. */
+   LUX_EDEAD after DEAD, LUX_EIO after ERR (the message says why),
+   LUX_EDEAD too, within about a second, when the endpoint refuses every
+   connection (nothing listens there: the head's process is gone; before,
+   a node whose head was killed waited out timeout_ms to stop, t/5022),
+   and LUX_ETIMEDOUT with a message naming the endpoint when nothing
+   came. */
 int exec_members_ask(const db_cluster_t *c, net_sec_t *sec, const char *what, const char *text,
                      int timeout_ms, char **reply);
 

@@ -423,3 +423,40 @@ net_hwm(zsock_t *s, int hwm)
     zsock_set_sndhwm(s, hwm);
     zsock_set_rcvhwm(s, hwm);
 }
+
+zsock_t *
+net_watch(zsock_t *s)
+{
+    static _Atomic unsigned n;
+    char ep[64];
+    snprintf(ep, sizeof ep, "inproc://net-watch-%d-%u", (int) getpid(), n++);
+    if (zmq_socket_monitor(zsock_resolve(s), ep,
+                           ZMQ_EVENT_CONNECTED | ZMQ_EVENT_CONNECT_RETRIED) != 0) {
+        util_err(LUX_EIO, "a watch on a socket: %s", zmq_strerror(zmq_errno()));
+        return NULL;
+    }
+    zsock_t *w = zsock_new(ZMQ_PAIR);
+    if (!w || zsock_connect(w, "%s", ep) < 0) {
+        util_err(LUX_EIO, "a watch on a socket: %s", zmq_strerror(zmq_errno()));
+        zsock_destroy(&w);
+        zmq_socket_monitor(zsock_resolve(s), NULL, 0);
+        return NULL;
+    }
+    return w;
+}
+
+int
+net_watch_read(zsock_t *w)
+{
+    /* frame 1: the event (u16) and a value (u32); frame 2: the endpoint */
+    zmsg_t *m = zmsg_recv(w);
+    zframe_t *f = m ? zmsg_first(m) : NULL;
+    int rc = 0;
+    if (f && zframe_size(f) >= 2) {
+        uint16_t ev;
+        memcpy(&ev, zframe_data(f), sizeof ev); /* libzmq writes it in host order */
+        rc = ev == ZMQ_EVENT_CONNECTED ? 1 : ev == ZMQ_EVENT_CONNECT_RETRIED ? -1 : 0;
+    }
+    zmsg_destroy(&m);
+    return rc;
+}

@@ -69,6 +69,14 @@ int net_host_address(const char *host, char *out, size_t n);
    endpoint bound by net_bind in this process is reached through its
    inproc:// twin instead (unless LUX_NO_INPROC is set: for comparisons). */
 zsock_t *net_connect(int type, const char *ep, net_sec_t *sec);
+/* A watch on the connection attempts of s (a socket net_connect made):
+   a PAIR socket to poll beside s, NULL when it cannot be made (the
+   message says why). Read it with net_watch_read: 1 when a connection
+   was made, -1 when an attempt failed and will be retried (refused:
+   nothing listens there), 0 for any other event. Destroy it before s. */
+zsock_t *net_watch(zsock_t *s);
+int net_watch_read(zsock_t *w);
+
 /* Whether net_connect reaches ep through its inproc:// twin (bound in
    this process). */
 bool net_is_local(const char *ep);

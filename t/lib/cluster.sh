@@ -207,9 +207,10 @@ cluster_kill_node() { # cluster_kill_node I
 }
 
 cluster_down() {
-    # the nodes stop side by side: a node whose head is dead takes 12-30 s
-    # to stop (t/6058, t/6074 at load 24-35), one after the other they
-    # took up to 46 s of a test's exit
+    # the nodes stop side by side: a node whose head is dead took 12-30 s
+    # to stop (t/6058, t/6074 at load 24-35; 10 s of it its LEAVE, now cut
+    # short when the head refuses connections: t/5022), one after the
+    # other they took up to 46 s of a test's exit
     _pids=
     for _i in $CL_NODES; do
         if [ -d "$CL_DIR/n$_i" ]; then
