@@ -14,23 +14,20 @@
     result leaves before the call is on record.
 
     CHECKPOINTS. After call k with k % checkpoint_every == 0, or when asked
-    (lux_actor_checkpoint), a SAVE run makes the class's save function
-    return the state's bytes; the object, owned by the actor, is named by an
-    actor_checkpoint event with idx k. The previous checkpoint goes, and so
-    do the arguments kept for calls it covers (an actor that may restart
-    keeps every ref argument of its calls since its last checkpoint).
+    (lux_actor_checkpoint), a SAVE run makes the class's save function return the state's bytes;
+    the object, owned by the actor, is named by an actor_checkpoint event with idx k. The
+    previous checkpoint goes, and so do the arguments kept for calls it covers (an actor that
+    may restart keeps every ref argument of its calls since its last checkpoint).
 
-    RESTART. When the process dies and restarts are left, the calls it had
-    are kept (limbo), and once every numbered call's event is committed the
-    actor's actor_call events after its checkpoint are read back from the
-    tail, in log order: a call still live (in limbo) is sent again and
-    answers its caller; one whose results were handed out already is
-    re-applied and its results dropped. The new process loads the
-    checkpoint (LOAD) or runs the constructor (CREATE) first, and new calls
-    come after the replay. An actor_restarted event records the checkpoint
-    loaded and the calls replayed. With no restarts left, or when killed,
-    the actor is dead: its pending calls and every later one fail with the
-    reason, naming the actor and the call.
+    RESTART. When the process dies and restarts are left, the calls it had are kept (limbo), and
+    once every numbered call's event is committed the actor's actor_call events after its
+    checkpoint are read back from the tail, in log order: a call still live (in limbo) is sent
+    again and answers its caller; one whose results were handed out already is re-applied and
+    its results dropped. The new process loads the checkpoint (LOAD) or runs the constructor
+    (CREATE) first, and new calls come after the replay. An actor_restarted event records the
+    checkpoint loaded and the calls replayed. With no restarts left, or when killed, the actor
+    is dead: its pending calls and every later one fail with the reason, naming the actor and
+    the call.
 
     What the actor's process reports (results, held results handed out)
     and its death are exec_node_actor_res.c's, above this file; lookups by
@@ -222,6 +219,7 @@ nm_actor_give_back(nm_t *nm, nm_actor_t *a)
 void
 nm_actor_unuse(nm_t *nm, nm_obj_t *o)
 {
+    nm_obj_replay_keep(nm, o, false); /* a kept argument: no more spilled for a replay */
     if (o->uses)
         o->uses--;
     if (!o->owned && !o->uses && !o->pins)
@@ -254,6 +252,7 @@ nm_actor_keep(nm_t *nm, nm_actor_t *a, nm_task_t *t)
             a->kept_idx = ki;
             a->capkept = cap;
         }
+        nm_obj_replay_keep(nm, o, true); /* spilled, not dropped, when evicted (rule 15) */
         o->uses++;
         a->kept[a->nkept] = arg.ref;
         a->kept_idx[a->nkept++] = t->run->idx;

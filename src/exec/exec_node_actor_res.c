@@ -4,10 +4,11 @@
     A creation or a load that reports makes the actor alive (or dead, with
     the constructor's or the load's error); a checkpoint that reports
     becomes the actor's newest checkpoint object and lets go of the
-    arguments kept for the calls it covers; a call's results are held on
-    this node until its actor_call event is acknowledged by the tail
-    (nm->held_calls), then handed out (nm_actor_release), so no result
-    leaves before the call is on record.
+    arguments kept for the calls it covers (each spilled rather than
+    dropped when the store evicts it while kept, DESIGN 7 rule 15); a
+    call's results are held on this node until its actor_call event is
+    acknowledged by the tail (nm->held_calls), then handed out
+    (nm_actor_release), so no result leaves before the call is on record.
 
     When the process dies, the numbered calls it had wait in limbo for the
     replay, what was never sent stays queued, and the actor restarts while

@@ -126,6 +126,9 @@ typedef struct {
     uint32_t held_disk;     /* tasks waiting that hold it rebuilt beyond rule 10's bound
                                (NM_ARG_DISK): not pinned, but spilled, not dropped,
                                when evicted */
+    uint32_t replay;        /* an actor's calls after its checkpoint that took it (kept
+                               for a replay, nm_actor_keep): spilled, not dropped, when
+                               evicted (rule 15) */
 } nm_obj_hold_t;
 
 /* How many times in a row an object may be rebuilt without any task or

@@ -115,7 +115,7 @@ void
 nm_obj_hold_done(nm_t *nm, nm_obj_t *o)
 {
     nm_obj_hold_t *h = nm_obj_hold(nm, o, false);
-    if (h && !h->held && !h->held_disk) {
+    if (h && !h->held && !h->held_disk && !h->replay) {
         util_idmap_del(nm->holds, o->id.b);
         o->holding = false;
     }
@@ -126,6 +126,28 @@ nm_obj_held_disk(nm_t *nm, const nm_obj_t *o)
 {
     const nm_obj_hold_t *h = o->holding ? util_idmap_get(nm->holds, o->id.b) : NULL;
     return h ? h->held_disk : 0;
+}
+
+void
+nm_obj_replay_keep(nm_t *nm, nm_obj_t *o, bool keep)
+{
+    nm_obj_hold_t *h = nm_obj_hold(nm, o, keep);
+    if (keep && h)
+        h->replay++;
+    else if (keep)
+        log_warn("no memory to count an actor's call's argument kept for a replay: evicted, "
+                 "it is dropped (and rebuilt for a replay)");
+    else if (h && h->replay) {
+        h->replay--;
+        nm_obj_hold_done(nm, o);
+    }
+}
+
+uint32_t
+nm_obj_kept_replay(nm_t *nm, const nm_obj_t *o)
+{
+    const nm_obj_hold_t *h = o->holding ? util_idmap_get(nm->holds, o->id.b) : NULL;
+    return h ? h->replay : 0;
 }
 
 /* --- spills off the loop ------------------------------------------------------------ */
@@ -707,8 +729,9 @@ s_evict_one(nm_t *nm)
     /* a put has no lineage; a rebuilt output held for a waiting task
        beyond rule 10's bound (held_disk) is brought back for it, far
        cheaper than rebuilt, and cannot be evicted and rebuilt in turn
-       for ever (DESIGN 7, rule 10) */
-    bool spill = o->is_put || nm_obj_held_disk(nm, o);
+       for ever (DESIGN 7, rule 10); so is an argument an actor's restart
+       replays (rule 15): each restart rebuilt it, and its lineage, again */
+    bool spill = o->is_put || nm_obj_held_disk(nm, o) || nm_obj_kept_replay(nm, o);
     int rc = 0;
     if (spill) {
         s_spill_path(nm, o, path, sizeof path);
@@ -723,8 +746,8 @@ s_evict_one(nm_t *nm)
         return false;
     }
     if (rc) /* a rebuilt one: dropped as any output, rebuilt if needed */
-        log_warn("cannot spill an object held for a task that waits, so it is dropped: %s",
-                 lux_errmsg());
+        log_warn("cannot spill an object held for a task that waits or an actor's replay, so "
+                 "it is dropped: %s", lux_errmsg());
     if (spill && !rc) {
         nm_store_free(nm, o->off);
         o->state = OBJ_SPILLED;

@@ -48,12 +48,18 @@ void nm_obj_delete_why(nm_t *nm, nm_obj_t *o, const char *why);
 void nm_obj_let_go(nm_t *nm, nm_obj_t *o);
 
 /* What tasks waiting hold of o rebuilt (DESIGN 7, rule 10), in nm->holds:
-   its counts, made (both 0) when make; NULL when it has none (making: no
-   memory). nm_obj_hold_done drops them once both are 0 again. */
+   its counts, made (all 0) when make; NULL when it has none (making: no
+   memory). nm_obj_hold_done drops them once all are 0 again. The table
+   also counts the actors' calls kept for a replay that take o (rule 15). */
 nm_obj_hold_t *nm_obj_hold(nm_t *nm, nm_obj_t *o, bool make);
 void nm_obj_hold_done(nm_t *nm, nm_obj_t *o);
 /* Of those, how many hold it on disk (NM_ARG_DISK). */
 uint32_t nm_obj_held_disk(nm_t *nm, const nm_obj_t *o);
+/* An actor's call kept for a replay takes o (keep), or no longer does:
+   counted in nm->holds; while counted, o is spilled, not dropped, when
+   evicted (DESIGN 7, rule 15). How many such calls take o. */
+void nm_obj_replay_keep(nm_t *nm, nm_obj_t *o, bool keep);
+uint32_t nm_obj_kept_replay(nm_t *nm, const nm_obj_t *o);
 
 /* Bring a spilled put back: 0; LUX_EFULL while the store has no room
    (the message says what it holds: wait and try again); LUX_ECORRUPT when
