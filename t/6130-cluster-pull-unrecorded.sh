@@ -56,12 +56,8 @@ B=$REF
 "$LUX" run --address "$CL_DIR/head" "$MOD" echo "$B" $((5 * MB)) disk=1 >"$TAP_TMP/B.echo" 2>&1 &
 drv=$!
 CL_DRIVERS="$CL_DRIVERS $drv"
-i=0
-while [ $i -lt 600 ] && ! grep -q "object $B: the log has no record of it yet" \
-    "$CL_DIR"/n2/log/node.log 2>/dev/null; do
-    sleep 0.1; i=$((i + 1))
-done
-ok $([ $i -lt 600 ]; echo $?) "node 2 pulls it and waits for the log to record it"
+cluster_wait_line "object $B: the log has no record of it yet" "$CL_DIR"/n2/log/node.log 60
+ok $? "node 2 pulls it and waits for the log to record it"
 sleep 3 # ten times its LUX_XFER_LOCATE_MS
 ok $(kill -0 $drv 2>/dev/null; echo $?) "3 s later its task still waits" ||
     diag "$(cat "$TAP_TMP/B.echo")"

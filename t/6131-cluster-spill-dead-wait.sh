@@ -33,11 +33,8 @@ ok $? "the head declares it dead" || diag "$CL_SQL"
 "$LUX" run --address "$CL_DIR/n2" "$MOD" where 1 w=1 >"$TAP_TMP/w1.out" 2>&1 &
 drv=$!
 CL_DRIVERS="$CL_DRIVERS $drv"
-i=0
-while [ $i -lt 300 ] && ! grep -q "waits to be placed" "$CL_DIR"/n2/log/node.log 2>/dev/null; do
-    sleep 0.1; i=$((i + 1))
-done
-ok $([ $i -lt 300 ]; echo $?) "a task needing w=1, submitted on node 2, waits to be placed" ||
+cluster_wait_line "waits to be placed" "$CL_DIR"/n2/log/node.log 30
+ok $? "a task needing w=1, submitted on node 2, waits to be placed" ||
     diag "$(cat "$TAP_TMP/w1.out")"
 ok $(kill -0 $drv 2>/dev/null; echo $?) "... and has not failed" || diag "$(cat "$TAP_TMP/w1.out")"
 cluster_join 1 --workers 1 --store-mb 32 --resources CPU=1,w=1

@@ -55,12 +55,8 @@ N=$(echo "$S" | cut -c1-16)00000000ffff000000000000
 "$LUX" run --address "$CL_DIR/head" "$MOD" echo "$N" 10 tape=1 >"$TAP_TMP/N.out" 2>&1 &
 drv=$!
 CL_DRIVERS="$CL_DRIVERS $drv"
-i=0
-while [ $i -lt 600 ] && ! grep -q "object $N: the log has no record of it yet" \
-    "$CL_DIR"/n2/log/node.log 2>/dev/null; do
-    sleep 0.1; i=$((i + 1))
-done
-ok $([ $i -lt 600 ]; echo $?) "node 2 waits for a ref its live driver may yet make"
+cluster_wait_line "object $N: the log has no record of it yet" "$CL_DIR"/n2/log/node.log 60
+ok $? "node 2 waits for a ref its live driver may yet make"
 sleep 3
 ok $(kill -0 $drv 2>/dev/null; echo $?) "3 s later its task still waits" ||
     diag "$(cat "$TAP_TMP/N.out")"
@@ -89,12 +85,8 @@ ok $? "its bytes wait at the blob writer's gate: its object_put is not in the lo
 "$LUX" run --address "$CL_DIR/head" "$MOD" echo "$L" $((4 * MB)) tape=1 >"$TAP_TMP/L.out" 2>&1 &
 drv=$!
 CL_DRIVERS="$CL_DRIVERS $drv"
-i=0
-while [ $i -lt 600 ] && ! grep -q "object $L: the log has no record of it yet" \
-    "$CL_DIR"/n2/log/node.log 2>/dev/null; do
-    sleep 0.1; i=$((i + 1))
-done
-ok $([ $i -lt 600 ]; echo $?) "node 2 pulls it and waits for the log to record it"
+cluster_wait_line "object $L: the log has no record of it yet" "$CL_DIR"/n2/log/node.log 60
+ok $? "node 2 pulls it and waits for the log to record it"
 sleep 3
 ok $(kill -0 $drv 2>/dev/null; echo $?) "3 s later its task still waits" ||
     diag "$(cat "$TAP_TMP/L.out")"

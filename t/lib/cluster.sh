@@ -164,6 +164,14 @@ cluster_wait_file() { # cluster_wait_file FILE [SECS]
     [ -e "$1" ]
 }
 
+cluster_wait_line() { # cluster_wait_line TEXT FILE [SECS]: until FILE has a line with TEXT
+    _end=$(($(date +%s) + ${3:-120}))
+    while ! grep -q "$1" "$2" 2>/dev/null && [ "$(date +%s)" -lt $_end ]; do
+        sleep 0.1
+    done
+    grep -q "$1" "$2" 2>/dev/null
+}
+
 cluster_run_fails() { # cluster_run_fails WHAT PATTERN ARGS...: `lux run --address HEAD ARGS`
     # fails (check WHAT), says PATTERN, and within 60 s: three checks; its output in CL_OUT
     _what=$1 _pat=$2
