@@ -143,13 +143,6 @@ nm_obj_replay_keep(nm_t *nm, nm_obj_t *o, bool keep)
     }
 }
 
-uint32_t
-nm_obj_kept_replay(nm_t *nm, const nm_obj_t *o)
-{
-    const nm_obj_hold_t *h = o->holding ? util_idmap_get(nm->holds, o->id.b) : NULL;
-    return h ? h->replay : 0;
-}
-
 /* --- spills off the loop ------------------------------------------------------------ */
 
 /* A spilled put's bytes on the heap, while the writer writes them (or
@@ -731,7 +724,8 @@ s_evict_one(nm_t *nm)
        cheaper than rebuilt, and cannot be evicted and rebuilt in turn
        for ever (DESIGN 7, rule 10); so is an argument an actor's restart
        replays (rule 15): each restart rebuilt it, and its lineage, again */
-    bool spill = o->is_put || nm_obj_held_disk(nm, o) || nm_obj_kept_replay(nm, o);
+    const nm_obj_hold_t *h = o->holding ? util_idmap_get(nm->holds, o->id.b) : NULL;
+    bool spill = o->is_put || (h && (h->held_disk || h->replay));
     int rc = 0;
     if (spill) {
         s_spill_path(nm, o, path, sizeof path);

@@ -57,9 +57,8 @@ void nm_obj_hold_done(nm_t *nm, nm_obj_t *o);
 uint32_t nm_obj_held_disk(nm_t *nm, const nm_obj_t *o);
 /* An actor's call kept for a replay takes o (keep), or no longer does:
    counted in nm->holds; while counted, o is spilled, not dropped, when
-   evicted (DESIGN 7, rule 15). How many such calls take o. */
+   evicted (DESIGN 7, rule 15; s_evict_one reads the count). */
 void nm_obj_replay_keep(nm_t *nm, nm_obj_t *o, bool keep);
-uint32_t nm_obj_kept_replay(nm_t *nm, const nm_obj_t *o);
 
 /* Bring a spilled put back: 0; LUX_EFULL while the store has no room
    (the message says what it holds: wait and try again); LUX_ECORRUPT when
