@@ -4,10 +4,12 @@
 
 #include "db/db_ckpt.h"
 #include "db/db_cluster.h"
+#include "net/net_ep.h"
 
 #include <stdbool.h>
 #include <sqlite3.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 int cmd_start(int argc, char **argv);
 int cmd_stop(int argc, char **argv);
@@ -105,6 +107,13 @@ int lux_head_start(db_cluster_t *c, bool create, int timeout_ms, const lux_node_
 int lux_head_stop(const char *dir, int timeout_ms);
 /* Whether the head of dir is running (its supervisor's pid, or 0). */
 int lux_head_pid(const char *dir);
+/* The keys of a cluster on TCP (NULL on ipc, or when they cannot be read). */
+net_sec_t *lux_head_sec(const db_cluster_t *c);
+/* The pid of replica s.i left running by an earlier supervisor (its
+   pidfile names a live process that holds its lock), or 0. */
+pid_t lux_head_replica_running(const db_cluster_t *c, uint32_t s, uint32_t i);
+/* Free bytes on its disk for a failed replica to retry. */
+#define LUX_REPLICA_ROOM (1u << 20)
 
 /* The pids of a running head's replicas (shard * R + index; 0 when not
    known) and of its master. 0 or a code. */

@@ -1,5 +1,5 @@
-/*  lux_head - the head of a cluster: `lux start`, `lux stop`, `lux status`,
-    and the two daemons they run.
+/*  lux_head - the head of a cluster: `lux start`, `lux stop` and the two
+    daemons they run (`lux status` is lux_status.c).
 
     `lux start --head` creates (or reopens) the cluster directory and spawns
     `lux supervise`, a daemon in its own session that hosts the chain master
@@ -40,11 +40,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define S_REPLICA_ROOM (1u << 20)    /* free bytes on its disk for a failed replica to retry */
 #define S_REPLICA_FAILED_MS 60000    /* ...or this long after it failed, whatever the cause */
 
-static net_sec_t *
-s_sec(const db_cluster_t *c)
+net_sec_t *
+lux_head_sec(const db_cluster_t *c)
 {
     char keys[PATH_MAX + 32];
     if (!db_cluster_tcp(c))
@@ -56,7 +55,7 @@ int
 lux_head_pids(const db_cluster_t *c, int *replica_pids, int *master_pid)
 {
     db_status_t st;
-    net_sec_t *sec = s_sec(c);
+    net_sec_t *sec = lux_head_sec(c);
     int rc = db_master_status(c, sec, &st, 2000);
     net_sec_destroy(&sec);
     if (rc)
@@ -156,7 +155,7 @@ lux_head_start(db_cluster_t *c, bool create, int timeout_ms, const lux_node_args
     pid_t child = util_spawn(argv, log);
     if (child < 0)
         return (int) child;
-    net_sec_t *sec = s_sec(c);
+    net_sec_t *sec = lux_head_sec(c);
     int64_t start = util_mono_ms(), deadline = start + timeout_ms;
     rc = LUX_ETIMEDOUT;
     while (util_mono_ms() < deadline) {
@@ -219,7 +218,6 @@ s_print_stop_errors(const char *log, size_t from)
     free(text);
 }
 
-static pid_t s_running_replica(const db_cluster_t *c, uint32_t s, uint32_t i);
 
 /* No supervisor: stop the replicas one that died left running (they
    outlive it, serving). 0 when there were some, else LUX_ENOTFOUND. */
@@ -231,7 +229,7 @@ s_stop_orphans(const char *dir, int timeout_ms)
     if (db_cluster_load(&c, dir) == 0) {
         int64_t deadline = util_mono_ms() + timeout_ms / 2;
         for (uint32_t k = 0; k < c.shards * c.replicas; k++) {
-            pid_t pid = s_running_replica(&c, k / c.replicas, k % c.replicas);
+            pid_t pid = lux_head_replica_running(&c, k / c.replicas, k % c.replicas);
             int64_t left = deadline - util_mono_ms();
             if (pid > 0 && ++n && !util_proc_stop(pid, SIGTERM, left > 0 ? (int) left : 0))
                 stuck++;
@@ -561,194 +559,6 @@ cmd_stop(int argc, char **argv)
     return 0;
 }
 
-/* --- status --------------------------------------------------------------------------------- */
-
-static const char *
-s_role(const db_chain_t *ch, uint32_t index)
-{
-    int pos = db_chain_find(ch, index);
-    if (pos < 0)
-        return "-";
-    if (ch->n == 1)
-        return "head+tail";
-    return pos == 0 ? "head" : pos == (int) ch->n - 1 ? "tail" : "middle";
-}
-
-int
-cmd_status(int argc, char **argv)
-{
-    static const struct option opts[] = {{"dir", required_argument, 0, 'd'},
-                                         {"json", no_argument, 0, 'j'},
-                                         {"address", required_argument, 0, 'A'},
-                                         {"token-file", required_argument, 0, 'K'},
-                                         {0}};
-    lux_opt_t p = {.cmd = "status",
-                   .usage = "lux status --dir DIR [--json]\n"
-                            "       lux status --address HOST:PORT --token-file FILE [--json]",
-                   .opts = opts};
-    const char *dir = NULL, *address = NULL, *token = NULL;
-    int o;
-    bool json = false;
-    db_cluster_t c;
-    db_status_t st;
-    char hex[UTIL_ID_HEX], path[PATH_MAX];
-
-    while ((o = lux_opt_next(&p, argc, argv)) != -1) {
-        if (o == 'd')
-            dir = optarg;
-        else if (o == 'j')
-            json = true;
-        else if (o == 'A')
-            address = optarg;
-        else if (o == 'K')
-            token = optarg;
-        else
-            return p.status;
-    }
-    if (!lux_opt_args(&p, argc, argv, 0, 0, ""))
-        return 2;
-    if (!dir == !address)
-        return lux_opt_usage(&p, "give --dir DIR or --address HOST:PORT");
-    if (address || lux_node_dir(dir)) {
-        /* away from the head's files: ask its master and its monitor */
-        net_sec_t *sec = NULL;
-        char ep[DB_EP_MAX];
-        zsys_init();
-        int rc = lux_node_cluster(dir, address, token, &c, &sec);
-        if (!rc)
-            rc = lux_node_status(&c, sec, address ? address
-                                 : db_cluster_master_ep(&c, ep, sizeof ep) + 6, json);
-        net_sec_destroy(&sec);
-        return rc ? lux_fail("status", "%s", lux_errmsg()) : 0;
-    }
-    if (db_cluster_load(&c, dir))
-        return lux_fail("status", "%s", lux_errmsg());
-    zsys_init();
-    int pid = lux_head_pid(c.dir);
-    bool running = false;
-    if (pid) {
-        net_sec_t *sec = s_sec(&c);
-        running = db_master_status(&c, sec, &st, 2000) == 0;
-        net_sec_destroy(&sec);
-        if (!running)
-            fprintf(stderr, "lux status: %s\n", lux_errmsg());
-    }
-    if (!running) {
-        memset(&st, 0, sizeof st);
-        st.chains = calloc(c.shards, sizeof *st.chains);
-        st.beats = calloc(c.shards * c.replicas, sizeof *st.beats);
-        st.age_ms = calloc(c.shards * c.replicas, sizeof *st.age_ms);
-        db_chain_load_state(&c, st.chains);
-        for (uint32_t i = 0; i < c.shards * c.replicas; i++) {
-            st.beats[i].shard = i / c.replicas;
-            st.beats[i].index = i % c.replicas;
-            st.age_ms[i] = -1;
-            /* one left running by a supervisor that died: it still serves */
-            st.beats[i].pid = (uint32_t) s_running_replica(&c, i / c.replicas, i % c.replicas);
-        }
-    }
-    /* the last seq from the files themselves: a heartbeat may be 100 ms old */
-    for (uint32_t i = 0; i < c.shards * c.replicas; i++) {
-        db_beat_t *b = &st.beats[i];
-        char file[PATH_MAX];
-        db_cluster_replica_db(&c, i / c.replicas, i % c.replicas, file, sizeof file);
-        db_store_opts_t so = {.path = file, .readonly = true};
-        db_store_t *s = util_exists(file) ? db_store_open(&so) : NULL;
-        if (s)
-            b->last = db_store_last_seq(s);
-        db_store_close(&s);
-    }
-    if (json) {
-        printf("{\"cluster\": \"%s\", \"dir\": ", util_id_hex(&c.id, hex));
-        lux_json_str(stdout, c.dir);
-        printf(", \"running\": %s, \"shards\": %u, \"replicas\": %u, \"sync\": \"%s\",\n"
-               " \"components\": [\n",
-               running ? "true" : "false", c.shards, c.replicas, c.sync_full ? "full" : "normal");
-        printf("  {\"kind\": \"supervisor\", \"pid\": %d, \"log\": ", running ? pid : 0);
-        lux_json_str(stdout, db_cluster_path(&c, path, sizeof path, "log/supervisor.log"));
-        printf("},\n  {\"kind\": \"master\", \"pid\": %u, \"state\": ",
-               running ? st.master_pid : 0);
-        lux_json_str(stdout, db_cluster_path(&c, path, sizeof path, "master.state"));
-        printf("}");
-    } else {
-        printf("cluster %s in %s: %s\n", util_id_hex(&c.id, hex), c.dir,
-               running ? "running" : "stopped");
-        if (running)
-            printf("supervisor pid %d, chain master pid %u\n", pid, st.master_pid);
-        printf("\n%-5s %-6s %-9s %-7s %-9s %-8s %-7s %-10s %s\n", "shard", "epoch", "chain",
-               "replica", "role", "state", "pid", "last_seq", "file");
-    }
-    for (uint32_t s = 0; s < c.shards; s++) {
-        const db_chain_t *ch = &st.chains[s];
-        char order[64] = "";
-        size_t n = 0;
-        for (uint32_t k = 0; k < ch->n; k++)
-            n += (size_t) snprintf(order + n, sizeof order - n, "%s%u", k ? "," : "", ch->m[k].index);
-        for (uint32_t i = 0; i < c.replicas; i++) {
-            uint32_t slot = s * c.replicas + i;
-            const db_beat_t *b = &st.beats[slot];
-            const char *state = !running ? (b->pid ? "no-master" : "stopped")
-                                : st.age_ms[slot] < 0 ? "unheard"
-                                : st.age_ms[slot] > c.dead_ms ? "silent"
-                                                             : db_replica_state_name(b->state);
-            char file[PATH_MAX];
-            db_cluster_replica_db(&c, s, i, file, sizeof file);
-            if (json) {
-                printf(",\n  {\"kind\": \"replica\", \"shard\": %u, \"index\": %u, \"role\": \"%s\","
-                       " \"state\": \"%s\", \"epoch\": %llu, \"chain\": \"%s\", \"last_seq\": %llu,"
-                       " \"pid\": %u, \"heartbeat_age_ms\": %lld, \"file\": ",
-                       s, i, s_role(ch, i), state, (unsigned long long) ch->epoch, order,
-                       (unsigned long long) b->last, b->pid, (long long) st.age_ms[slot]);
-                lux_json_str(stdout, file);
-                /* where it listens, as it advertises it (empty when unheard) */
-                static const char *names[DB_EP_N] = {"append", "chain", "read", "pub"};
-                printf(", \"endpoints\": {");
-                for (int e = 0; e < DB_EP_N; e++) {
-                    printf("%s\"%s\": ", e ? ", " : "", names[e]);
-                    lux_json_str(stdout, running && st.age_ms[slot] >= 0 ? b->ep[e] : "");
-                }
-                printf("}}");
-            } else {
-                printf("%-5u %-6llu %-9s %-7u %-9s %-8s %-7u %-10llu %s\n", s,
-                       (unsigned long long) ch->epoch, i == 0 ? order : "", i, s_role(ch, i), state,
-                       b->pid, (unsigned long long) b->last, file);
-            }
-        }
-    }
-    /* what stops the log, said plainly: a full disk, failed replicas */
-    struct statvfs vfs;
-    long long avail = statvfs(c.dir, &vfs) == 0 ? (long long) (vfs.f_bavail * vfs.f_frsize) : -1;
-    /* the nodes, from the head's membership monitor */
-    char logonly[PATH_MAX + 32];
-    bool nodes = running && !util_exists(db_cluster_path(&c, logonly, sizeof logonly, "log-only"));
-    if (json) {
-        printf("\n]");
-        if (nodes) {
-            net_sec_t *sec = s_sec(&c);
-            lux_nodes_print(&c, sec, true);
-            net_sec_destroy(&sec);
-        }
-        printf(", \"disk_free_bytes\": %lld}\n", avail);
-    } else {
-        if (nodes) {
-            net_sec_t *sec = s_sec(&c);
-            lux_nodes_print(&c, sec, false);
-            net_sec_destroy(&sec);
-        }
-        if (avail >= 0 && avail < S_REPLICA_ROOM)
-            printf("\nthe disk holding %s is full (%lld bytes free): the log cannot write "
-                   "until there is room\n", c.dir, avail);
-        for (uint32_t i = 0; running && i < c.shards * c.replicas; i++)
-            if (st.age_ms[i] >= 0 && st.age_ms[i] <= c.dead_ms &&
-                st.beats[i].state == DB_RS_FAILED)
-                printf("replica %u.%u failed (pid %u answers appends with why): see "
-                       "%s/log/replica-%u-%u.log\n", i / c.replicas, i % c.replicas,
-                       st.beats[i].pid, c.dir, i / c.replicas, i % c.replicas);
-    }
-    db_status_free(&st);
-    return 0;
-}
-
 /* --- the daemons -------------------------------------------------------------------------- */
 
 typedef struct {
@@ -764,8 +574,8 @@ typedef struct {
    pidfile names a live process that holds its lock), or 0. Replicas
    outlive their supervisor: the log keeps serving while the head is
    restarted, and the new supervisor takes them back. */
-static pid_t
-s_running_replica(const db_cluster_t *c, uint32_t s, uint32_t i)
+pid_t
+lux_head_replica_running(const db_cluster_t *c, uint32_t s, uint32_t i)
 {
     char rel[64], path[PATH_MAX + 64];
     snprintf(rel, sizeof rel, "run/replica-%u-%u.pid", s, i);
@@ -911,7 +721,7 @@ cmd_supervise(int argc, char **argv)
     if (lux_ckpt_init(&ck, &c))
         return lux_fail("supervise", "%s", lux_errmsg());
     zsys_init();
-    net_sec_t *sec = s_sec(&c);
+    net_sec_t *sec = lux_head_sec(&c);
     if (db_cluster_tcp(&c) && !sec)
         return lux_fail("supervise", "%s", lux_errmsg());
     ck.sec = sec;
@@ -1004,7 +814,7 @@ cmd_supervise(int argc, char **argv)
         for (uint32_t k = 0; k < n; k++) {
             if (kids[k].pid || !kids[k].restart_at_ms || now < kids[k].restart_at_ms)
                 continue;
-            pid_t pid = s_running_replica(&c, k / c.replicas, k % c.replicas);
+            pid_t pid = lux_head_replica_running(&c, k / c.replicas, k % c.replicas);
             if (pid > 0) {
                 log_info("replica %u.%u (pid %d) still runs: taking it back", k / c.replicas,
                          k % c.replicas, (int) pid);
@@ -1148,7 +958,7 @@ cmd_replica(int argc, char **argv)
     if (util_pidfile_write(db_cluster_path(&c, pidfile, sizeof pidfile, rel)))
         return lux_fail("replica", "%s", lux_errmsg());
     zsys_init();
-    net_sec_t *sec = s_sec(&c);
+    net_sec_t *sec = lux_head_sec(&c);
     if (db_cluster_tcp(&c) && !sec)
         return lux_fail("replica", "%s", lux_errmsg());
     db_replica_opts_t o = {.cluster = &c, .shard = (uint32_t) shard, .index = (uint32_t) index,
@@ -1179,7 +989,7 @@ cmd_replica(int argc, char **argv)
             int64_t now = util_mono_ms();
             struct statvfs vfs;
             bool room = statvfs(c.dir, &vfs) == 0 &&
-                        vfs.f_bavail * vfs.f_frsize >= S_REPLICA_ROOM;
+                        vfs.f_bavail * vfs.f_frsize >= LUX_REPLICA_ROOM;
             if ((room && now - failed_ms >= 1000) || now - failed_ms >= S_REPLICA_FAILED_MS)
                 break;
         }

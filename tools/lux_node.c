@@ -579,8 +579,41 @@ s_field(const char *block, const char *key, char *out, size_t n)
         snprintf(out, n, "-");
 }
 
+/* --watch: each node's count of finished tasks at the frame before, for
+   its rate ("-" for a node first seen, or whose count is unknown). */
+static struct {
+    char node[64];
+    uint64_t finished;
+    int64_t ms;
+} s_seen[256];
+static int s_nseen;
+
+static const char *
+s_rate(const char *node, const char *finished, char *out, size_t n)
+{
+    int64_t now = util_mono_ms();
+    uint64_t f = strtoull(finished, NULL, 10);
+    int i = 0;
+    snprintf(out, n, "-");
+    if (!strcmp(finished, "-"))
+        return out;
+    while (i < s_nseen && strcmp(s_seen[i].node, node))
+        i++;
+    if (i < s_nseen && now > s_seen[i].ms && f >= s_seen[i].finished)
+        snprintf(out, n, "%.0f", (double) (f - s_seen[i].finished) * 1000.0 /
+                                     (double) (now - s_seen[i].ms));
+    if (i == s_nseen && s_nseen < (int) (sizeof s_seen / sizeof *s_seen))
+        s_nseen++;
+    if (i < s_nseen) {
+        snprintf(s_seen[i].node, sizeof s_seen[i].node, "%s", node);
+        s_seen[i].finished = f;
+        s_seen[i].ms = now;
+    }
+    return out;
+}
+
 int
-lux_nodes_print(const db_cluster_t *c, net_sec_t *sec, bool json)
+lux_nodes_print(const db_cluster_t *c, net_sec_t *sec, bool json, bool rates)
 {
     char *text = NULL;
     int rc = exec_members_ask(c, sec, "STATUS", NULL, 3000, &text);
@@ -600,9 +633,9 @@ lux_nodes_print(const db_cluster_t *c, net_sec_t *sec, bool json)
     if (json)
         printf(", \"nodes\": [");
     else
-        printf("\n%-12s %-6s %-15s %-5s %-22s %-22s %-21s %-7s %-5s %s\n", "node", "state",
+        printf("\n%-12s %-6s %-15s %-5s %-22s %-22s %-21s %-7s %-5s %s%s\n", "node", "state",
                "address", "role", "resources", "free", "store used/size MiB", "workers",
-               "queue", "why");
+               "queue", rates ? "done/s " : "", "why");
     int n = 0;
     for (char *block = text, *next; block && *block; block = next) {
         next = strstr(block, "\n\n");
@@ -629,8 +662,12 @@ lux_nodes_print(const db_cluster_t *c, net_sec_t *sec, bool json)
             char store[64];
             snprintf(store, sizeof store, "%.1f/%.1f", strtod(v[8], NULL) / (1 << 20),
                      strtod(v[9], NULL) / (1 << 20));
-            printf("%-12.12s %-6s %-15s %-5s %-22s %-22s %-21s %-7s %-5s %s\n", v[0], v[1], v[2],
-                   v[4], v[6], v[7], store, v[10], v[13], strcmp(v[16], "-") ? v[16] : "");
+            char rate[32] = "", r[24];
+            if (rates)
+                snprintf(rate, sizeof rate, "%-7s", s_rate(v[0], v[19], r, sizeof r));
+            printf("%-12.12s %-6s %-15s %-5s %-22s %-22s %-21s %-7s %-5s %s%s\n", v[0], v[1],
+                   v[2], v[4], v[6], v[7], store, v[10], v[13], rate,
+                   strcmp(v[16], "-") ? v[16] : "");
         }
         n++;
     }
@@ -641,7 +678,8 @@ lux_nodes_print(const db_cluster_t *c, net_sec_t *sec, bool json)
 }
 
 int
-lux_node_status(const db_cluster_t *c, net_sec_t *sec, const char *address, bool json)
+lux_node_status(const db_cluster_t *c, net_sec_t *sec, const char *address, bool json,
+                bool watch, uint64_t *events)
 {
     db_status_t st;
     char hex[UTIL_ID_HEX];
@@ -684,10 +722,18 @@ lux_node_status(const db_cluster_t *c, net_sec_t *sec, const char *address, bool
             }
         }
     }
+    *events = 0;
+    for (uint32_t s = 0; s < c->shards; s++) {
+        uint64_t longest = 0; /* of the shard's chain: the head's */
+        for (uint32_t k = 0; k < st.chains[s].n; k++)
+            if (st.beats[s * c->replicas + st.chains[s].m[k].index].last > longest)
+                longest = st.beats[s * c->replicas + st.chains[s].m[k].index].last;
+        *events += longest;
+    }
     db_status_free(&st);
     if (json)
         printf("\n]");
-    lux_nodes_print(c, sec, json);
+    lux_nodes_print(c, sec, json, watch);
     if (json)
         printf("}\n");
     return 0;

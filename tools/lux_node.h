@@ -50,11 +50,15 @@ int lux_node_stop(const char *dir, int timeout_ms);
 int lux_node_cluster(const char *dir, const char *address, const char *token, db_cluster_t *c,
                      net_sec_t **sec);
 /* `lux status` away from the head's directory: chains from the master
-   and nodes from the membership monitor. */
-int lux_node_status(const db_cluster_t *c, net_sec_t *sec, const char *address, bool json);
+   and nodes from the membership monitor. *events: the events the log
+   holds (each chain's head's last seq, summed), for --watch's rate. */
+int lux_node_status(const db_cluster_t *c, net_sec_t *sec, const char *address, bool json,
+                    bool watch, uint64_t *events);
 /* The nodes, from the membership monitor: a table, or `, "nodes": [...]`
-   inside an object. 0, or the code after printing why they are unknown. */
-int lux_nodes_print(const db_cluster_t *c, net_sec_t *sec, bool json);
+   inside an object. rates (--watch): the table gets a column of the tasks
+   each node finished a second since the call before. 0, or the code after
+   printing why they are unknown. */
+int lux_nodes_print(const db_cluster_t *c, net_sec_t *sec, bool json, bool rates);
 
 /* A daemon's heartbeat to the head for its node manager node. */
 typedef struct lux_beat lux_beat_t;
