@@ -433,9 +433,14 @@ s_writer(void *arg)
         self->todo = j->next;
         if (!self->todo)
             self->todo_last = NULL;
+        /* once on the done list and the lock let go, j is the node's, who
+           may free it at once (t/3181): the hook's line (a test waits for
+           the hand-over) is of a copy of its path */
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s", j->path);
         s_push(&self->done, &self->done_last, j);
         pthread_mutex_unlock(&self->mu);
-        exec_test_gate_passed(EXEC_GATE_SPILL, j->path); /* handed back: a test may look */
+        exec_test_gate_passed(EXEC_GATE_SPILL, path);
         pthread_mutex_lock(&self->mu);
     }
     self->ended = true;
