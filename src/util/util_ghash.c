@@ -142,11 +142,11 @@ s_blocks2(const util_ghash_key_t *k, uint8_t y[16], const uint8_t *p, size_t nb)
 
 /* --- 32 blocks: AVX-512, 4 per register ------------------------------ */
 
-/* 32 rather than 16 blocks between reductions: each reduction (and the
-   sum of the lanes) waits for the one before, and with 16 blocks the
-   loop ran at 17.7 GB/s where the same work without that wait ran at
-   21.2; with 32, 21.9 (22.7 without the wait). Karatsuba's three
-   multiplies for four gained 2-3% more, not kept. */
+/* 32 rather than 16 blocks between reductions: each group's first
+   block waits for the reduction (and the sum of the lanes) before it,
+   and with 16 blocks the loop ran at 17.7 GB/s where the same work
+   without that wait ran at 21.2; with 32, 21.9 (22.7 without the wait).
+   Karatsuba's three multiplies for four gained 2-3% more, not kept. */
 S_T5 static size_t
 s_blocks5(const util_ghash_key_t *k, uint8_t y[16], const uint8_t *p, size_t nb)
 {
@@ -225,19 +225,21 @@ int
 util_ghash_best(void)
 {
 #ifdef S_X86
-    static int best = -1; /* racing first callers write the same */
-    if (best < 0) {
+    static int best = -1; /* racing first callers store the same */
+    int b = __atomic_load_n(&best, __ATOMIC_RELAXED);
+    if (b < 0) {
         __builtin_cpu_init();
         if (!__builtin_cpu_supports("vpclmulqdq") || !__builtin_cpu_supports("pclmul") ||
             !__builtin_cpu_supports("avx2"))
-            best = 0;
+            b = 0;
         else if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                  __builtin_cpu_supports("avx512vl"))
-            best = UTIL_GHASH_AVX512;
+            b = UTIL_GHASH_AVX512;
         else
-            best = UTIL_GHASH_AVX2;
+            b = UTIL_GHASH_AVX2;
+        __atomic_store_n(&best, b, __ATOMIC_RELAXED);
     }
-    return best;
+    return b;
 #else
     return 0;
 #endif
