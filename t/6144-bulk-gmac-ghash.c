@@ -46,8 +46,8 @@ s_fill(uint8_t *p, size_t n)
 /* OpenSSL's AES-256-GCM tag: a (an bytes) as additional data in one
    piece, m (mn bytes) sealed into c */
 static void
-s_ossl(const uint8_t key[32], const uint8_t iv[12], const uint8_t *a, size_t an,
-       const uint8_t *m, size_t mn, uint8_t *c, uint8_t tag[16])
+s_ossl(const uint8_t key[32], const uint8_t iv[12], const uint8_t *a, size_t an, const uint8_t *m,
+       size_t mn, uint8_t *c, uint8_t tag[16])
 {
     EVP_CIPHER_CTX *e = EVP_CIPHER_CTX_new();
     uint8_t last[16];
@@ -169,8 +169,10 @@ s_check_ghash(void)
            "wrong: %zu bytes)",
            name[loop], ran[loop] - bad[loop], NLEN, firstbad[loop]);
     }
-    ok(badgcm == 0, "util_ghash with a ciphertext (pad, then its bytes): OpenSSL's GCM tag "
-                    "(%d of %d wrong)", badgcm, NLEN / 10);
+    ok(badgcm == 0,
+       "util_ghash with a ciphertext (pad, then its bytes): OpenSSL's GCM tag "
+       "(%d of %d wrong)",
+       badgcm, NLEN / 10);
     free(c);
 }
 
@@ -218,11 +220,12 @@ s_check_records(void)
         copied += copy && memcmp(cp, m, n) != 0;
         refused += !exec_bulk_open(&y, &k, dir, ctr, h, (uint8_t *) m, n, tag);
     }
-    ok(wrong == 0, "exec_bulk_seal's GMAC: OpenSSL's GMAC tag of header and bytes on %d of "
-                   "%d records (first wrong: %zu bytes)", n_rec - wrong, n_rec, firstwrong);
+    ok(wrong == 0,
+       "exec_bulk_seal's GMAC: OpenSSL's GMAC tag of header and bytes on %d of "
+       "%d records (first wrong: %zu bytes)",
+       n_rec - wrong, n_rec, firstwrong);
     ok(refused == 0, "exec_bulk_open takes them (%d refused)", refused);
-    ok(copied == 0, "a record sealed into a copy: the bytes copied as they are (%d not)",
-       copied);
+    ok(copied == 0, "a record sealed into a copy: the bytes copied as they are (%d not)", copied);
 
     /* one bit changed anywhere: refused */
     static const size_t lens[] = {0, 1, 12, 13, 300, 70001};
@@ -261,8 +264,10 @@ s_check_records(void)
         }
         whole += exec_bulk_open(&y, &k, 0, ctr, h, m, n, tag); /* and the key back */
     }
-    ok(took == 0, "one bit changed in the header, bytes, tag, counter, direction or key: "
-                  "refused %d of %d times", tries - took, tries);
+    ok(took == 0,
+       "one bit changed in the header, bytes, tag, counter, direction or key: "
+       "refused %d of %d times",
+       tries - took, tries);
     ok(whole == (int) (sizeof lens / sizeof lens[0]), "and the records as sealed open (%d of %zu)",
        whole, sizeof lens / sizeof lens[0]);
     exec_bulk_key_wipe(&k);
@@ -294,16 +299,16 @@ s_xlen(int i)
 static void
 s_check_mixed(void)
 {
-    s_shared_t *sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-                          -1, 0);
+    s_shared_t *sh =
+        mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     int go[2], done[2];
     if (sh == MAP_FAILED || pipe(go) || pipe(done))
         bail("mmap or pipe failed");
     memset(sh, 0, sizeof *sh);
     exec_bulk_key_new(&sh->k, EXEC_BULK_GMAC);
     for (int i = 0; i < XN; i++)
-        exec_bulk_hdr(sh->h[i], EXEC_BULK_R_CHUNK, 0, (uint32_t) s_xlen(i),
-                      (uint32_t) s_xlen(i), (uint64_t) i << 20);
+        exec_bulk_hdr(sh->h[i], EXEC_BULK_R_CHUNK, 0, (uint32_t) s_xlen(i), (uint32_t) s_xlen(i),
+                      (uint64_t) i << 20);
     fflush(stdout);
     pid_t pid = fork();
     if (pid < 0)
@@ -341,8 +346,7 @@ s_check_mixed(void)
     waitpid(pid, &status, 0);
     ok(strncmp(exec_bulk_gmac_how(), "VPCLMULQDQ", 10) == 0,
        "GMAC records here by util_ghash (\"%s\")", exec_bulk_gmac_how());
-    ok(strcmp(sh->how, "OpenSSL") == 0, "with LUX_BULK_GHASH=openssl by OpenSSL (\"%s\")",
-       sh->how);
+    ok(strcmp(sh->how, "OpenSSL") == 0, "with LUX_BULK_GHASH=openssl by OpenSSL (\"%s\")", sh->how);
     ok(WIFEXITED(status) && WEXITSTATUS(status) == 0 && sh->they_opened == XN,
        "OpenSSL's GCM opens our GMAC records (%d of %d)", sh->they_opened, XN);
     ok(we_opened == XN, "we open those it sealed (%d of %d)", we_opened, XN);

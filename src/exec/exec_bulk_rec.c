@@ -120,10 +120,10 @@ s_evp(exec_bulk_aead_t *x, bool enc)
    itself is OpenSSL's, one block at a time. The same tags as OpenSSL's
    GCM (t/6144), so either end may use either. */
 typedef struct {
-    EVP_CIPHER_CTX *ecb;           /* AES-256 of single blocks under key */
-    uint8_t key[EXEC_BULK_KEY];    /* the key ecb and gk are for */
-    bool keyed;                    /* ecb and gk are key's */
-    util_ghash_key_t gk;           /* H's powers */
+    EVP_CIPHER_CTX *ecb;        /* AES-256 of single blocks under key */
+    uint8_t key[EXEC_BULK_KEY]; /* the key ecb and gk are for */
+    bool keyed;                 /* ecb and gk are key's */
+    util_ghash_key_t gk;        /* H's powers */
 } s_gmac_t;
 
 /* Whether GMAC goes by util_ghash here: read once */

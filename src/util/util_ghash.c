@@ -74,9 +74,9 @@ S_T1 static inline __m128i
 s_reduce1(__m128i lo, __m128i hi)
 {
     const __m128i poly = _mm_set_epi64x(S_POLY_HI, 1);
-    __m128i t = _mm_clmulepi64_si128(lo, poly, 0x10);       /* d0 · 0xC2.. */
-    lo = _mm_xor_si128(_mm_shuffle_epi32(lo, 0x4E), t);      /* d0 cancelled; d1' low */
-    t = _mm_clmulepi64_si128(lo, poly, 0x10);                /* d1' · 0xC2.. */
+    __m128i t = _mm_clmulepi64_si128(lo, poly, 0x10);   /* d0 · 0xC2.. */
+    lo = _mm_xor_si128(_mm_shuffle_epi32(lo, 0x4E), t); /* d0 cancelled; d1' low */
+    t = _mm_clmulepi64_si128(lo, poly, 0x10);           /* d1' · 0xC2.. */
     lo = _mm_xor_si128(_mm_shuffle_epi32(lo, 0x4E), t);
     return _mm_xor_si128(lo, hi);
 }
@@ -117,7 +117,8 @@ s_blocks2(const util_ghash_key_t *k, uint8_t y[16], const uint8_t *p, size_t nb)
     for (; nb - done >= 16; done += 16, p += 256) {
         __m256i lo = _mm256_setzero_si256(), hi = lo, mi = lo;
         for (int j = 0; j < 8; j++) {
-            __m256i x = _mm256_shuffle_epi8(_mm256_loadu_si256((const __m256i *) (p + 32 * j)), rev);
+            __m256i x =
+                _mm256_shuffle_epi8(_mm256_loadu_si256((const __m256i *) (p + 32 * j)), rev);
             __m256i h = _mm256_loadu_si256((const __m256i *) k->pw[16 + 2 * j]);
             if (j == 0)
                 x = _mm256_xor_si256(x, _mm256_zextsi128_si256(acc));
@@ -150,8 +151,8 @@ s_blocks2(const util_ghash_key_t *k, uint8_t y[16], const uint8_t *p, size_t nb)
 S_T5 static size_t
 s_blocks5(const util_ghash_key_t *k, uint8_t y[16], const uint8_t *p, size_t nb)
 {
-    const __m512i rev = _mm512_broadcast_i32x4(
-        _mm_set_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
+    const __m512i rev =
+        _mm512_broadcast_i32x4(_mm_set_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
     const __m512i poly = _mm512_broadcast_i32x4(_mm_set_epi64x(S_POLY_HI, 1));
     __m512i h[8];
     for (int j = 0; j < 8; j++)
@@ -195,10 +196,10 @@ s_blocks5(const util_ghash_key_t *k, uint8_t y[16], const uint8_t *p, size_t nb)
 S_T1 static __m128i
 s_times_z(__m128i v)
 {
-    __m128i carry = _mm_srli_epi64(v, 63);                  /* each half's top bit */
-    __m128i top = _mm_shuffle_epi32(carry, 0xAA);           /* bit 127's, in every lane */
+    __m128i carry = _mm_srli_epi64(v, 63);                            /* each half's top bit */
+    __m128i top = _mm_shuffle_epi32(carry, 0xAA);                     /* bit 127's, in every lane */
     v = _mm_or_si128(_mm_slli_epi64(v, 1), _mm_slli_si128(carry, 8)); /* low half's into high */
-    top = _mm_cmpeq_epi32(top, _mm_set1_epi32(1));          /* all ones when it fell off */
+    top = _mm_cmpeq_epi32(top, _mm_set1_epi32(1)); /* all ones when it fell off */
     return _mm_xor_si128(v, _mm_and_si128(top, _mm_set_epi64x(S_POLY_HI, 1)));
 }
 

@@ -147,21 +147,36 @@ static bool
 s_can(int v)
 {
     int best = util_ghash_best();
-    return (v != 1 && v != 2 && v != 3 && v != 6) || (v == 1 && best) ||
-           (v == 2 && best) || (v == 3 && best == UTIL_GHASH_AVX512) || (v == 6 && best);
+    return (v != 1 && v != 2 && v != 3 && v != 6) || (v == 1 && best) || (v == 2 && best) ||
+           (v == 3 && best == UTIL_GHASH_AVX512) || (v == 6 && best);
 }
 
 static void
 s_run(int v, const uint8_t *hdr, const uint8_t *m, size_t n, uint64_t ctr, uint8_t tag[16])
 {
     switch (v) {
-    case 0: s_ossl_gmac(hdr, m, n, ctr, tag); break;
-    case 1: s_gmac(UTIL_GHASH_1, hdr, m, n, ctr, tag); break;
-    case 2: s_gmac(UTIL_GHASH_AVX2, hdr, m, n, ctr, tag); break;
-    case 3: s_gmac(UTIL_GHASH_AVX512, hdr, m, n, ctr, tag); break;
-    case 4: s_ossl_gcm(hdr, m, n, ctr, tag); break;
-    case 5: s_ossl_ctr(m, n, ctr); memset(tag, 0, 16); break;
-    default: s_ctr_ghash(hdr, m, n, ctr, tag); break;
+    case 0:
+        s_ossl_gmac(hdr, m, n, ctr, tag);
+        break;
+    case 1:
+        s_gmac(UTIL_GHASH_1, hdr, m, n, ctr, tag);
+        break;
+    case 2:
+        s_gmac(UTIL_GHASH_AVX2, hdr, m, n, ctr, tag);
+        break;
+    case 3:
+        s_gmac(UTIL_GHASH_AVX512, hdr, m, n, ctr, tag);
+        break;
+    case 4:
+        s_ossl_gcm(hdr, m, n, ctr, tag);
+        break;
+    case 5:
+        s_ossl_ctr(m, n, ctr);
+        memset(tag, 0, 16);
+        break;
+    default:
+        s_ctr_ghash(hdr, m, n, ctr, tag);
+        break;
     }
 }
 
