@@ -38,6 +38,8 @@ typedef struct {
 /* One direction's cipher context for one thread (zeroed to start). */
 typedef struct {
     void *evp;     /* OpenSSL's EVP_CIPHER_CTX, made on first use; NULL without */
+    void *gmac;    /* GMAC by util_ghash: its key's AES and H's powers, made on
+                      the first GMAC record where the CPU can; NULL without */
 } exec_bulk_aead_t;
 
 /* The cipher this CPU does fastest (aes256gcm when AES-NI is here). */
@@ -45,6 +47,11 @@ int exec_bulk_cipher_here(void);
 /* Whether this build and CPU can seal and open GMAC records (OpenSSL's
    AES-GCM, whose additional data may come in parts, and AES-NI). */
 bool exec_bulk_gmac_here(void);
+/* How GMAC records are tagged here, for the log: util_ghash's loop
+   ("VPCLMULQDQ, AVX-512" or "..., AVX2") where the CPU has VPCLMULQDQ,
+   else (or with LUX_BULK_GHASH=openssl) "OpenSSL" (its AES-256-GCM).
+   Either gives the same tags. */
+const char *exec_bulk_gmac_how(void);
 /* The cipher's name, as logs and lux bench say it. */
 const char *exec_bulk_cipher_name(int cipher);
 /* A fresh key for a transfer: cipher as given, key and xid random. */

@@ -880,6 +880,9 @@ nm_xfer_new(nm_t *nm)
                  "OpenSSL's libcrypto); its bulk transfers stay sealed");
         x->gmac = false;
     }
+    if (x->gmac)
+        log_info("LUX_BULK_CIPHER=gmac: integrity only where the puller allows it too; "
+                 "GMAC's GHASH by %s", exec_bulk_gmac_how());
     if (s_env("LUX_XFER_BULK", 1, 0, 1)) {
         static const exec_bulk_fns_t fns = {nm_xfer_src_bulk_serve, nm_xfer_src_bulk_sent,
                                             nm_xfer_src_bulk_over, s_bulk_moved,
