@@ -25,7 +25,11 @@
         STATUS             -> NODES text   (one block per node, blank lines
                                             between; each block the node's
                                             last BEAT plus "state" and
-                                            "age_ms" lines)
+                                            "age_ms" lines, "why" for an
+                                            ended one, "unconfirmed 1" for
+                                            one alive in the log at the
+                                            monitor's start, not heard from
+                                            since: its lines are the log's)
 */
 #ifndef EXEC_MEMBERS_H_INCLUDED
 #define EXEC_MEMBERS_H_INCLUDED

@@ -260,8 +260,8 @@ s_deaths(nm_t *nm, const char *text)
         gs_node_t *x = &r->nodes[i];
         int64_t learned = 0;
         bool left = false, known = nm_rplace_dead_since(nm, &x->id, &learned, &left);
-        if (x->alive && known) {
-            x->alive = false;
+        if ((x->alive || x->unconfirmed) && known) {
+            x->alive = x->unconfirmed = false;
             x->dead = !left; /* a node that left cleanly is not waited for */
         }
         x->silent_ms = 0;
@@ -313,7 +313,13 @@ s_no_place(nm_t *nm, const gs_res_t *needs, const char *why, char *answer, size_
     int had = 0;
     int64_t wait_ms = (int64_t) S_DEAD_WAIT * exec_members_dead_ms();
     int young = gs_dead_had(r->nodes, r->nnodes, needs, wait_ms, &had, list, sizeof list);
-    if (young)
+    bool unconfirmed = strstr(list, "(unconfirmed") != NULL;
+    if (young && unconfirmed) /* the head restarted: those alive in the log may yet beat */
+        snprintf(answer, n, "wait %d %s; the nodes that had it: %s; waiting for their first "
+                 "beat (up to LUX_NODE_DEAD_MS after the head's restart, then until %lld ms "
+                 "after their last beat, %d x LUX_NODE_DEAD_MS, once declared dead)\n",
+                 S_DEAD_POLL_MS, why, list, (long long) wait_ms, S_DEAD_WAIT);
+    else if (young)
         snprintf(answer, n, "wait %d %s; the nodes that had it died: %s; waiting until %lld ms "
                  "after their last beat (%d x LUX_NODE_DEAD_MS) for one to come back\n",
                  S_DEAD_POLL_MS, why, list, (long long) wait_ms, S_DEAD_WAIT);
