@@ -41,6 +41,10 @@
 
 #define EXEC_MEMBERS_BEAT_MS 500     /* a node's heartbeat period */
 #define EXEC_MEMBERS_DEAD_MS 5000    /* silence after which a node is dead */
+#define EXEC_MEMBERS_DEAD_WAIT 4     /* the global scheduler waits for a lately dead node
+                                        that could run a task (exec_table.c) until this
+                                        many dead times after its last beat; an actor's
+                                        handle elsewhere waits as long (exec_ractor.c) */
 #define EXEC_MEMBERS_MAX 4096        /* nodes a monitor keeps */
 
 typedef struct {

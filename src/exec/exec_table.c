@@ -51,8 +51,9 @@
 #define S_NOT_YET 1           /* s_table_take: no answer yet */
 #define S_NODES_MAX 1024
 #define S_ARGS_MAX 64         /* (node, bytes) pairs of a task's arguments weighed */
-#define S_DEAD_WAIT 4         /* a task only dead nodes could run waits for one to come back
-                                 until this many LUX_NODE_DEAD_MS after their last beat ... */
+#define S_DEAD_WAIT EXEC_MEMBERS_DEAD_WAIT /* a task only dead nodes could run waits for
+                                 one to come back until this many LUX_NODE_DEAD_MS after
+                                 their last beat ... */
 #define S_DEAD_POLL_MS 500    /* ... asking again this often (s_no_place) */
 
 struct nm_table {
