@@ -517,6 +517,16 @@ nm_ractor_taken(nm_t *nm, nm_client_t *c, const exec_spec_t *s, const nm_remote_
         return;
     t->run->idx = x->idx; /* numbered by the log already: not logged again */
     t->run->replay = (x->flags & NM_EXT_REPLAY) != 0;
+    /* a replayed run is not in nm->tasks (it is freed by nm_task_discard
+       when done or dropped, never taken off the map, and nm_actor_close
+       frees it as not there): left there, it was freed while listed, and
+       the next walk of the tasks read freed memory; the daemon of the
+       node that held the actor again died (t/6153) */
+    if (t->run->replay) {
+        nm_task_t **p = util_idmap_get(nm->tasks, t->id.b);
+        if (p && *p == t)
+            util_idmap_del(nm->tasks, t->id.b);
+    }
     if (t->actor->next_idx < x->idx)
         t->actor->next_idx = x->idx;
 }
