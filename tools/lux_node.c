@@ -628,7 +628,8 @@ lux_nodes_print(const db_cluster_t *c, net_sec_t *sec, bool json, bool rates)
     static const char *keys[] = {"node", "state", "address", "host", "role", "pid", "resources",
                                  "free", "store_used", "store_bytes", "workers", "busy",
                                  "actors", "queue", "gpus", "age_ms", "why", "dir",
-                                 "submitted", "finished", "failed", "table_waits"};
+                                 "submitted", "finished", "failed", "table_waits",
+                                 "unconfirmed"};
     enum { K = sizeof keys / sizeof *keys };
     if (json)
         printf(", \"nodes\": [");
@@ -662,12 +663,16 @@ lux_nodes_print(const db_cluster_t *c, net_sec_t *sec, bool json, bool rates)
             char store[64];
             snprintf(store, sizeof store, "%.1f/%.1f", strtod(v[8], NULL) / (1 << 20),
                      strtod(v[9], NULL) / (1 << 20));
+            /* alive in the log at the head's restart, no beat since: say so */
+            const char *why = strcmp(v[16], "-")   ? v[16]
+                              : strcmp(v[22], "-") ? "unconfirmed: not heard from since the "
+                                                     "head started again"
+                                                   : "";
             char rate[32] = "", r[24];
             if (rates)
                 snprintf(rate, sizeof rate, "%-7s", s_rate(v[0], v[19], r, sizeof r));
             printf("%-12.12s %-6s %-15s %-5s %-22s %-22s %-21s %-7s %-5s %s%s\n", v[0], v[1],
-                   v[2], v[4], v[6], v[7], store, v[10], v[13], rate,
-                   strcmp(v[16], "-") ? v[16] : "");
+                   v[2], v[4], v[6], v[7], store, v[10], v[13], rate, why);
         }
         n++;
     }

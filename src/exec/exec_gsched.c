@@ -72,6 +72,8 @@ gs_node_from_text(gs_node_t *n, const char *text)
         n->queue = strtoull(v, NULL, 10);
     n->alive = !exec_members_get(text, "state", v, sizeof v) || strcmp(v, "alive") == 0;
     n->dead = n->said_dead = !n->alive && strcmp(v, "dead") == 0;
+    if (n->alive && exec_members_get(text, "unconfirmed", v, sizeof v) && strcmp(v, "1") == 0)
+        n->alive = false, n->unconfirmed = true; /* not placed on: waited for */
     if (exec_members_get(text, "age_ms", v, sizeof v))
         n->age_ms = strtoll(v, NULL, 10);
     return 0;
@@ -152,12 +154,16 @@ gs_dead_had(const gs_node_t *nodes, size_t n, const gs_res_t *needs, int64_t wai
         list[0] = '\0';
     for (size_t i = 0; i < n; i++) {
         const gs_node_t *x = &nodes[i];
-        if (x->alive || !x->dead || !s_covers(&x->total, needs))
+        if (x->alive || !(x->dead || x->unconfirmed) || !s_covers(&x->total, needs))
             continue;
         (*had)++;
-        young += x->silent_ms < wait_ms;
+        young += x->unconfirmed || x->silent_ms < wait_ms;
         char hex[UTIL_ID_HEX];
-        if (k + 80 < nlist)
+        if (x->unconfirmed && k + 120 < nlist)
+            k += (size_t) snprintf(list + k, nlist - k, "%snode %s (unconfirmed: not heard "
+                                   "from since the head started again)",
+                                   k ? ", " : "", util_id_hex(&x->id, hex));
+        else if (!x->unconfirmed && k + 80 < nlist)
             k += (size_t) snprintf(list + k, nlist - k, "%snode %s (silent %lld ms)",
                                    k ? ", " : "", util_id_hex(&x->id, hex),
                                    (long long) x->silent_ms);

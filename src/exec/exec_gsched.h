@@ -46,6 +46,9 @@ typedef struct {
     bool alive;
     bool dead;         /* declared dead (not alive, and not left cleanly) */
     bool said_dead;    /* the table says so: its age_ms was the silence when it was asked */
+    bool unconfirmed;  /* alive in the log at the head's restart, no beat since (the
+                          table's "unconfirmed 1"): alive is false, its resources the
+                          log's; a task only it could run waits (gs_dead_had) */
     int64_t age_ms;    /* the table's age_ms: since its last beat, when the table was asked */
     int64_t silent_ms; /* a dead node's silence now: the head sets it at each decision
                           (exec_table.c s_deaths), from the clock, not the table's age */
@@ -81,13 +84,16 @@ int gs_place(gs_node_t *nodes, size_t n, const gs_res_t *needs, const gs_arg_t *
              size_t nargs, size_t *pick, char *why, size_t nwhy);
 
 /* When no alive node can run a task needing `needs` (gs_place said
-   GS_INFEASIBLE): the nodes declared dead whose totals covered it, into
-   list[nlist] ("node HEX (silent N ms)", comma-separated; "" for none),
-   *had their count. Returns how many of them have been silent (silent_ms,
-   which the caller sets for this decision) for less than wait_ms: they
-   may be restarting (a node killed and started again under a new ID, as
-   t/6091 does), so such a task waits rather than fails at once (DESIGN
-   7.2). */
+   GS_INFEASIBLE): the nodes declared dead whose totals covered it, and the
+   unconfirmed ones (not heard from since the head's restart) whose
+   logged totals cover it, into list[nlist] ("node HEX (silent N ms)" or
+   "node HEX (unconfirmed: not heard from since the head started again)",
+   comma-separated; "" for none), *had their count. Returns how many of
+   them may still come: the unconfirmed (the monitor declares one dead
+   after LUX_NODE_DEAD_MS), and the dead silent (silent_ms, which the
+   caller sets for this decision) for less than wait_ms: they may be
+   restarting (a node killed and started again under a new ID, as t/6091
+   does), so such a task waits rather than fails at once (DESIGN 7.2). */
 int gs_dead_had(const gs_node_t *nodes, size_t n, const gs_res_t *needs, int64_t wait_ms,
                 int *had, char *list, size_t nlist);
 

@@ -25,7 +25,11 @@ typedef struct {
     enum { M_ALIVE, M_DEAD, M_LEFT } state;
     bool from_log;      /* dead or left before the monitor started (s_rebuild): its
                            first beat refused is logged */
-    char why[400];      /* for dead and left */
+    bool unconfirmed;   /* alive in the log when the monitor started (s_rebuild), not
+                           heard from since: listed with the log's resources and
+                           "unconfirmed 1" (the global scheduler waits for it rather
+                           than places on it or fails), dead after dead_ms */
+    char why[600];      /* for dead and left */
 } s_node_t;
 
 #define S_ENDED_LISTED (EXEC_MEMBERS_MAX / 4) /* the log's dead and departed nodes that
@@ -239,6 +243,7 @@ s_beat(s_mon_t *m, zframe_t *who, const char *text)
     nd->beat = strdup(text);
     nd->seen_ms = util_mono_ms();
     nd->stalled_ms = 0;
+    nd->unconfirmed = false;
     s_reply(m, who, "OK", NULL);
     if (!m->log && s_log_open(m))
         log_error("%s", lux_errmsg());
@@ -283,14 +288,15 @@ s_status(s_mon_t *m, zframe_t *who)
                 break;
             text = t;
         }
-        len += (size_t) snprintf(text + len, cap - len, "%s%s%sstate %s\nage_ms %lld\n%s%s%s",
+        len += (size_t) snprintf(text + len, cap - len, "%s%s%sstate %s\nage_ms %lld\n%s%s%s%s",
                                  i ? "\n" : "", nd->beat,
                                  nd->beat[0] && nd->beat[strlen(nd->beat) - 1] != '\n' ? "\n" : "",
                                  nd->state == M_ALIVE  ? "alive"
                                  : nd->state == M_DEAD ? "dead"
                                                        : "left",
-                                 (long long) (now - nd->seen_ms), nd->why[0] ? "why " : "",
-                                 nd->why, nd->why[0] ? "\n" : "");
+                                 (long long) (now - nd->seen_ms),
+                                 nd->state == M_ALIVE && nd->unconfirmed ? "unconfirmed 1\n" : "",
+                                 nd->why[0] ? "why " : "", nd->why, nd->why[0] ? "\n" : "");
     }
     s_reply(m, who, "NODES", text);
     free(text);
@@ -298,9 +304,13 @@ s_status(s_mon_t *m, zframe_t *who)
 
 /* The nodes of the log, read when the monitor starts. Those it says are
    alive (joined, neither dead nor left) are taken into the table as if
-   they had just beaten: one that does not beat within dead_ms is declared
-   dead, so a node that died while the head was down (or the head's own
-   node of an earlier run, killed with it) gets its node_died. Those it
+   they had just beaten, unconfirmed, with the resources and store the log
+   says they have (the global scheduler waits for such a node rather
+   than placing on it or failing a task only it could run: t/6151): one
+   that does not beat within dead_ms is declared dead, "not heard from
+   since the head started again", so a node that died or was stopped
+   while the head was down (or the head's own node of an earlier run,
+   killed with it) gets its node_died (t/6150). Those it
    says have died or left are in the table too, dead or left, as the
    monitor that logged the death had them (`lux status` lists them, the
    global scheduler's table has them: exec_table.c waits a while for a
@@ -365,12 +375,12 @@ s_rebuild(s_mon_t *m)
             g->why = why ? strdup(why) : NULL;
             continue;
         }
-        /* alive: its resources come with its first beat, none assumed till then */
-        snprintf(text, sizeof text, "node %s\naddress %s\nrole from-log\n", hex,
-                 addr ? addr : "?");
+        /* alive: unconfirmed until its first beat, with the resources the
+           log says it has (its beat's replace them) */
         if (!(nd = s_add(m, &id, text)))
             break;
         nd->seen_ms = now;
+        nd->unconfirmed = true;
         n++;
     }
     sqlite3_finalize(st);
@@ -395,10 +405,17 @@ static void
 s_why_dead(s_mon_t *m, s_node_t *nd, int64_t now)
 {
     int64_t counted = now - nd->seen_ms;
-    int n = snprintf(nd->why, sizeof nd->why,
-                     "no heartbeat for %lld ms (the head's membership monitor declares a node "
-                     "dead after %d ms of silence)",
-                     (long long) counted, m->dead_ms);
+    int n = nd->unconfirmed
+                ? snprintf(nd->why, sizeof nd->why,
+                           "no heartbeat for %lld ms: not heard from since the head started "
+                           "again (the log said it was alive when the head stopped; a node that "
+                           "stopped or died while its head was down cannot log it; the head's "
+                           "membership monitor declares a node dead after %d ms of silence)",
+                           (long long) counted, m->dead_ms)
+                : snprintf(nd->why, sizeof nd->why,
+                           "no heartbeat for %lld ms (the head's membership monitor declares a "
+                           "node dead after %d ms of silence)",
+                           (long long) counted, m->dead_ms);
     if (n <= 0 || (size_t) n >= sizeof nd->why)
         return;
     if (nd->stalled_ms > 0)

@@ -25,7 +25,11 @@
         STATUS             -> NODES text   (one block per node, blank lines
                                             between; each block the node's
                                             last BEAT plus "state" and
-                                            "age_ms" lines)
+                                            "age_ms" lines, "why" for an
+                                            ended one, "unconfirmed 1" for
+                                            one alive in the log at the
+                                            monitor's start, not heard from
+                                            since: its lines are the log's)
 */
 #ifndef EXEC_MEMBERS_H_INCLUDED
 #define EXEC_MEMBERS_H_INCLUDED
@@ -37,6 +41,10 @@
 
 #define EXEC_MEMBERS_BEAT_MS 500     /* a node's heartbeat period */
 #define EXEC_MEMBERS_DEAD_MS 5000    /* silence after which a node is dead */
+#define EXEC_MEMBERS_DEAD_WAIT 4     /* the global scheduler waits for a lately dead node
+                                        that could run a task (exec_table.c) until this
+                                        many dead times after its last beat; an actor's
+                                        handle elsewhere waits as long (exec_ractor.c) */
 #define EXEC_MEMBERS_MAX 4096        /* nodes a monitor keeps */
 
 typedef struct {

@@ -177,6 +177,21 @@ nm_peer_send(nm_t *nm, const char *ep, int type, zmsg_t **body)
     return 0;
 }
 
+void
+nm_peer_forget(nm_t *nm, const char *ep)
+{
+    struct nm_peer *p = nm->peer;
+    if (!nm_peer_up(nm) || !ep || !*ep)
+        return;
+    for (int i = 0; i < p->nout; i++)
+        if (strcmp(p->out[i].ep, ep) == 0) {
+            zsock_destroy(&p->out[i].dealer); /* linger 0: its queue goes with it */
+            p->out[i] = p->out[--p->nout];
+            log_info("node %s is dead: what was queued for it is dropped", ep);
+            return;
+        }
+}
+
 bool
 nm_peer_body(nm_t *nm, const nm_peer_msg_t *m, util_rd_t *r)
 {

@@ -69,6 +69,15 @@ int nm_peer_on(nm_t *nm, int type, nm_peer_fn *fn);
    to the node at ep (tcp://IP:PORT). 0, or a code with the message (no
    connection could be made, or the peer's queue is full: nothing sent). */
 int nm_peer_send(nm_t *nm, const char *ep, int type, zmsg_t **body);
+/* The node at ep is dead: its DEALER here, if any, is closed, and what it
+   still queued for that node (ZeroMQ holds it across a lost connection
+   and delivers it on the next) is dropped. Else a node started again on
+   the same address takes, as its own, requests meant for the dead one
+   (t/6152: an actor's call made on a third node just after its holder
+   died reached the new holder before the actor's creation, and was
+   applied before the calls its home re-applies from the log). A later
+   send opens a new one. */
+void nm_peer_forget(nm_t *nm, const char *ep);
 /* Answer request m with type and the frames of *body (taken). */
 void nm_peer_reply(nm_t *nm, const nm_peer_msg_t *m, int type, zmsg_t **body);
 

@@ -30,8 +30,17 @@
     on a node that fits, sends its creation and then the calls it had in
     flight, in order; with no restarts left, or no node that fits, the
     actor dies with the reason. A stub asks the head again, and sends its
-    calls where the actor lives now; after S_LOST_MS without an answer its
-    calls fail.
+    calls where the actor lives now. While its home places it again the
+    head answers "not found", and the home may wait for a lately dead node
+    up to EXEC_MEMBERS_DEAD_WAIT x LUX_NODE_DEAD_MS after its last beat
+    (exec_table.c): the stub waits that long plus S_LOST_MS before its
+    calls fail, so that it never gives up while the home still waits (it
+    gave up after S_LOST_MS alone, 30 s, and with a dead time above 7.5 s
+    the home's wait was the longer: t/6152). When the home gives up, the
+    log has the actor's death, and the head answers with it (EDEAD and
+    the log's reason): the stub's calls fail at once with that reason,
+    rather than waiting out its own bound to say only that nobody holds
+    the actor.
 
     CHECKPOINTS ACROSS NODES. A checkpoint made where the actor lives goes
     to its home too (NODE_ACTOR_CKPT: the call it covers and its bytes),
@@ -65,11 +74,14 @@
 #include <string.h>
 
 #define S_ASK_MS 250      /* unresolved handles and lookups ask the head this often */
-#define S_LOST_MS 30000   /* a handle nobody can place for this long: its calls fail */
+#define S_LOST_MS 30000   /* a handle nobody can place for this long past the home's wait
+                             for a lately dead node: its calls fail */
 #define S_NAMES_MAX 64    /* names being looked up at the head at once */
 
 struct nm_ractor {
     db_query_t *q;        /* the head: the log, for NODE_ACTOR_WHERE */
+    int64_t lost_ms;      /* a stub's bound (s_tick_one): S_LOST_MS (or the test hook
+                             LUX_TEST_ACTOR_LOST_MS) + the home's longest wait */
     util_buf_t buf;
     uint64_t req;
     int64_t tick_ms;
@@ -131,14 +143,37 @@ static const char s_where_sql[] =
     "                  AND x.seq > e.seq) "
     "ORDER BY e.ts DESC LIMIT 1";
 
+/* The log's latest actor_died of actor id, its reason into why[n]; false
+   when there is none (or the log cannot be read). */
+static bool
+s_died(nm_t *nm, const util_id_t *id, char *why, size_t n)
+{
+    struct nm_ractor *r = nm->ractor;
+    sqlite3_stmt *st = NULL;
+    bool dead = false;
+    if (!r->q || db_query_prepare(r->q, "SELECT info FROM event WHERE kind = 15 AND actor = ?1 "
+                                  "ORDER BY seq DESC LIMIT 1", &st, NULL))
+        return false;
+    sqlite3_bind_blob(st, 1, id->b, 16, SQLITE_STATIC);
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        const char *info = (const char *) sqlite3_column_text(st, 0);
+        snprintf(why, n, "%s", info && *info ? info : "no reason recorded");
+        dead = true;
+    }
+    sqlite3_finalize(st);
+    return dead;
+}
+
 /* Answer a WHERE request (id, or name when id is zero) into b: rc, id,
-   node, endpoint, class. */
+   node, endpoint, class. An actor by ID with no live creation whose
+   death the log has: LUX_EDEAD, the reason in the class's place (its
+   stubs fail their calls with it, exec_ractor.c s_answer). */
 static void
 s_where(nm_t *nm, const util_id_t *id, const char *name, util_buf_t *b)
 {
     struct nm_ractor *r = nm->ractor;
     util_id_t aid = {0}, node = {0};
-    char ep[DB_EP_MAX] = "", cls[256] = "";
+    char ep[DB_EP_MAX] = "", cls[700] = ""; /* a class, or a death's reason */
     int rc = 0;
     sqlite3_stmt *st = NULL;
     if (!r->q && !(r->q = db_query_open(&nm->cluster)))
@@ -169,6 +204,10 @@ s_where(nm_t *nm, const util_id_t *id, const char *name, util_buf_t *b)
         sqlite3_finalize(st);
         if (rc && rc != LUX_ENOTFOUND)
             db_query_close(&r->q);
+        if (rc == LUX_ENOTFOUND && !util_id_is_zero(id) && s_died(nm, id, cls, sizeof cls)) {
+            rc = LUX_EDEAD;
+            aid = *id;
+        }
     }
     util_buf_put_u32(b, (uint32_t) rc);
     util_buf_put(b, aid.b, 16);
@@ -259,6 +298,25 @@ s_answer(nm_t *nm, util_rd_t *rd)
         char nm_[256];
         snprintf(nm_, sizeof nm_, "%.*s", (int) nlen, name);
         nm_actor_missed(nm, nm_); /* a lookup that does not wait: none */
+    }
+    if (!rd->bad && rc == LUX_EDEAD) { /* its home gave up: the log has its death */
+        const uint8_t *idp = util_rd_take(rd, 16);
+        (void) util_rd_take(rd, 16);
+        (void) util_rd_str(rd, &eplen);
+        const char *why = util_rd_str(rd, &clen);
+        util_id_t id;
+        nm_actor_t *a = NULL;
+        if (!rd->bad && idp) {
+            memcpy(id.b, idp, 16);
+            a = s_find(nm, &id);
+        }
+        if (a && a->remote && !a->home && !a->rep[0] && a->state != A_DEAD) {
+            char msg[900], hex[UTIL_ID_HEX];
+            snprintf(msg, sizeof msg, "actor %s died (the log says, asked where it lives): "
+                     "%.*s", util_id_hex(&id, hex), (int) clen, why ? why : "");
+            s_doom(nm, a, LUX_EDEAD, msg);
+        }
+        return;
     }
     if (rd->bad || rc)
         return; /* not (yet) known: asked again */
@@ -459,6 +517,16 @@ nm_ractor_taken(nm_t *nm, nm_client_t *c, const exec_spec_t *s, const nm_remote_
         return;
     t->run->idx = x->idx; /* numbered by the log already: not logged again */
     t->run->replay = (x->flags & NM_EXT_REPLAY) != 0;
+    /* a replayed run is not in nm->tasks (it is freed by nm_task_discard
+       when done or dropped, never taken off the map, and nm_actor_close
+       frees it as not there): left there, it was freed while listed, and
+       the next walk of the tasks read freed memory; the daemon of the
+       node that held the actor again died (t/6153) */
+    if (t->run->replay) {
+        nm_task_t **p = util_idmap_get(nm->tasks, t->id.b);
+        if (p && *p == t)
+            util_idmap_del(nm->tasks, t->id.b);
+    }
     if (t->actor->next_idx < x->idx)
         t->actor->next_idx = x->idx;
 }
@@ -830,10 +898,14 @@ s_tick_one(void *arg, const void *key, void *value)
     nm_actor_t *a = *(nm_actor_t **) value;
     if (!a->remote || a->home || a->rep[0] || a->state == A_DEAD)
         return 0;
-    if (a->lost_ms && k->now - a->lost_ms > S_LOST_MS) {
+    int64_t lost_ms = k->nm->ractor->lost_ms;
+    if (a->lost_ms && k->now - a->lost_ms > lost_ms) {
         char why[300], hex[UTIL_ID_HEX];
         snprintf(why, sizeof why, "no live node of the cluster holds actor %s (the head was "
-                 "asked for %d s)", util_id_hex(&a->id, hex), S_LOST_MS / 1000);
+                 "asked for %lld ms: %d x LUX_NODE_DEAD_MS, its home's longest wait for a "
+                 "node, and %d more)", util_id_hex(&a->id, hex), (long long) lost_ms,
+                 EXEC_MEMBERS_DEAD_WAIT, (int) (lost_ms - (int64_t) EXEC_MEMBERS_DEAD_WAIT *
+                                                              exec_members_dead_ms()));
         s_doom(k->nm, a, LUX_ENOTFOUND, why);
     } else {
         nm_actor_kick(k->nm, a); /* the pump asks again */
@@ -874,6 +946,9 @@ nm_ractor_new(nm_t *nm)
         return NULL;
     }
     util_buf_init(&r->buf);
+    const char *lost = getenv("LUX_TEST_ACTOR_LOST_MS"); /* test hook: t/6152 */
+    r->lost_ms = (lost && atoi(lost) > 0 ? atoi(lost) : S_LOST_MS) +
+                 (int64_t) EXEC_MEMBERS_DEAD_WAIT * exec_members_dead_ms();
     nm->ops.ractor_placed = nm_ractor_placed;
     nm->ops.ractor_lost = nm_ractor_lost;
     nm->ops.ractor_taken = nm_ractor_taken;

@@ -17,7 +17,8 @@ typedef struct nm_ractor nm_ractor_t;
 nm_ractor_t *nm_ractor_new(nm_t *nm);
 void nm_ractor_destroy(nm_ractor_t **self_p);
 /* Each tick (from nm_remote_tick): lookups and handles still unresolved
-   ask the head again; handles nobody can find for S_LOST_MS die. */
+   ask the head again; handles nobody can find for S_LOST_MS past their
+   home's longest wait for a node (4 x LUX_NODE_DEAD_MS) die. */
 void nm_ractor_tick(nm_t *nm);
 
 /* a, being created here with creation t, needs what this node never has:

@@ -832,8 +832,53 @@ s_headless(nm_t *nm, s_list_t *l, int64_t now)
     }
 }
 
+/* The value of key in the block of the monitor's table that begins at
+   blk (end: where it ends, NULL for the last) into v[n]; false when none. */
+static bool
+s_block_get(const char *blk, const char *end, const char *key, char *v, size_t n)
+{
+    char k[40];
+    snprintf(k, sizeof k, "\n%s ", key);
+    const char *at = strstr(blk, k);
+    if (!at || (end && at > end) || n == 0)
+        return false;
+    at += strlen(k);
+    size_t len = strcspn(at, "\n");
+    snprintf(v, n, "%.*s", (int) (len < n ? len : n - 1), at);
+    return true;
+}
+
+/* Dead node node's endpoint into ep[n], from its address in the monitor's
+   table; false when the table does not list it, or lists a node alive
+   at that address (one started again there: what is queued now may be
+   its own). */
+static bool
+s_table_dead_ep(nm_t *nm, const char *table, const util_id_t *node, char *ep, size_t n)
+{
+    char hex[UTIL_ID_HEX], v[64], addr[64] = "", a[64], st[32];
+    util_id_hex(node, hex);
+    for (const char *blk = table; blk && *blk && !addr[0];) {
+        const char *end = strstr(blk, "\n\n");
+        if (exec_members_get(blk, "node", v, sizeof v) && strcmp(v, hex) == 0 &&
+            !s_block_get(blk, end, "address", addr, sizeof addr))
+            return false;
+        blk = end ? end + 2 : NULL;
+    }
+    if (!addr[0])
+        return false;
+    for (const char *blk = table; blk && *blk;) {
+        const char *end = strstr(blk, "\n\n");
+        if (s_block_get(blk, end, "address", a, sizeof a) && strcmp(a, addr) == 0 &&
+            (!s_block_get(blk, end, "state", st, sizeof st) || strcmp(st, "alive") == 0))
+            return false;
+        blk = end ? end + 2 : NULL;
+    }
+    return db_cluster_node_ep(&nm->cluster, addr, ep, n) != NULL;
+}
+
 /* The monitor's table came (STATUS): tasks and calls sent to nodes it
-   does not call alive are placed again, or fail. */
+   does not call alive are placed again, or fail; what this node still
+   queued for them is dropped (nm_peer_forget). */
 static void
 s_watch_table(nm_t *nm, const char *table)
 {
@@ -850,6 +895,9 @@ s_watch_table(nm_t *nm, const char *table)
         if (gs_table_alive(table, &t->rnode))
             continue;
         nm_rplace_dead(nm, &t->rnode); /* never placed on again, whatever the table's age */
+        char ep[DB_EP_MAX];
+        if (s_table_dead_ep(nm, table, &t->rnode, ep, sizeof ep))
+            nm_peer_forget(nm, ep); /* not delivered to a node started again at its address */
         if (t->actor) { /* an actor elsewhere, or one of its calls (exec_ractor.c) */
             nm->ops.ractor_lost(nm, t->actor, &t->rnode);
             continue;

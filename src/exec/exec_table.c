@@ -51,8 +51,9 @@
 #define S_NOT_YET 1           /* s_table_take: no answer yet */
 #define S_NODES_MAX 1024
 #define S_ARGS_MAX 64         /* (node, bytes) pairs of a task's arguments weighed */
-#define S_DEAD_WAIT 4         /* a task only dead nodes could run waits for one to come back
-                                 until this many LUX_NODE_DEAD_MS after their last beat ... */
+#define S_DEAD_WAIT EXEC_MEMBERS_DEAD_WAIT /* a task only dead nodes could run waits for
+                                 one to come back until this many LUX_NODE_DEAD_MS after
+                                 their last beat ... */
 #define S_DEAD_POLL_MS 500    /* ... asking again this often (s_no_place) */
 
 struct nm_table {
@@ -260,8 +261,8 @@ s_deaths(nm_t *nm, const char *text)
         gs_node_t *x = &r->nodes[i];
         int64_t learned = 0;
         bool left = false, known = nm_rplace_dead_since(nm, &x->id, &learned, &left);
-        if (x->alive && known) {
-            x->alive = false;
+        if ((x->alive || x->unconfirmed) && known) {
+            x->alive = x->unconfirmed = false;
             x->dead = !left; /* a node that left cleanly is not waited for */
         }
         x->silent_ms = 0;
@@ -313,7 +314,13 @@ s_no_place(nm_t *nm, const gs_res_t *needs, const char *why, char *answer, size_
     int had = 0;
     int64_t wait_ms = (int64_t) S_DEAD_WAIT * exec_members_dead_ms();
     int young = gs_dead_had(r->nodes, r->nnodes, needs, wait_ms, &had, list, sizeof list);
-    if (young)
+    bool unconfirmed = strstr(list, "(unconfirmed") != NULL;
+    if (young && unconfirmed) /* the head restarted: those alive in the log may yet beat */
+        snprintf(answer, n, "wait %d %s; the nodes that had it: %s; waiting for their first "
+                 "beat (up to LUX_NODE_DEAD_MS after the head's restart, then until %lld ms "
+                 "after their last beat, %d x LUX_NODE_DEAD_MS, once declared dead)\n",
+                 S_DEAD_POLL_MS, why, list, (long long) wait_ms, S_DEAD_WAIT);
+    else if (young)
         snprintf(answer, n, "wait %d %s; the nodes that had it died: %s; waiting until %lld ms "
                  "after their last beat (%d x LUX_NODE_DEAD_MS) for one to come back\n",
                  S_DEAD_POLL_MS, why, list, (long long) wait_ms, S_DEAD_WAIT);

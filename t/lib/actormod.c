@@ -11,6 +11,11 @@
                        for GO.end; the actor lives while this driver does
         use NAME K     find the counter named NAME (waiting up to 60 s),
                        call add K times, print each answer
+        steps NAME GO N  find the counter named NAME (waiting up to 60
+                       s); for i = 1..N wait (up to 300 s) for the file
+                       GO.i, call add(1), print its answer (its get
+                       waits at most 120 s): a call issued at a moment
+                       the test picks (t/6152)
         bumps NAME RES K GO
                        create a counter named NAME holding RES, call bump
                        (add(1) with no return values) K times, then add(0),
@@ -402,6 +407,26 @@ s_main(lux_t *lx, int argc, char **argv)
                                       : lux_actor_create(lx, "Counter", 0, NULL, &o, &a))
             return printf("error: %s\n", lux_errmsg()), 1;
         return s_hold(lx, &a, atoll(argv[4]), argv[5]);
+    }
+    if (argc == 5 && strcmp(argv[1], "steps") == 0) {
+        if (lux_actor_lookup(lx, argv[2], &a, 60000))
+            return printf("error: %s\n", lux_errmsg()), 1;
+        long n = atol(argv[4]);
+        for (long i = 1; i <= n; i++) {
+            char go[1100];
+            snprintf(go, sizeof go, "%s.%ld", argv[3], i);
+            s_wait(go);
+            int64_t one = 1;
+            lux_ref_t r;
+            lux_val_t v;
+            if (lux_actor_call(lx, &a, "add", 1, (lux_arg_t[]) {LUX_VAL(&one, 8)}, 1, &r) ||
+                lux_get(lx, &r, &v, 120000))
+                return printf("error: %s\n", lux_errmsg()), 1;
+            printf("%.*s\n", (int) v.size, (const char *) v.data);
+            fflush(stdout);
+            lux_free(lx, 1, &r);
+        }
+        return 0;
     }
     if (argc == 4 && strcmp(argv[1], "use") == 0) {
         if (lux_actor_lookup(lx, argv[2], &a, 60000))
