@@ -27,6 +27,15 @@
     head_r1_actor_calls_sync     1_1_actor_calls_sync against a `lux start` head
     head_r3_actor_calls_sync     of one shard with 1 and with 3 replicas, the
                                  driver attached by --address (in one run)
+    who_madeup_ms                a task reading a made-up ref, submitted on a
+                                 tcp head whose log holds 2 million tasks and
+                                 run on a node (resource w): ms to its
+                                 LUX_ENOTFOUND. The head reads who made the
+                                 ref (exec_xfer_who.c) on its loop, to place
+                                 the task and for each of the node's asks;
+                                 with the slowest no-op task that another
+                                 driver ran on the head meanwhile (the loop's
+                                 stall), and before
 
     The main job's (es_cartpole_*) are in bench_es.c. Each runs on a
     private embedded cluster under the benchmark's scratch
@@ -37,7 +46,10 @@
 #include "lux_bench.h"
 #include "lux_cmd.h"
 #include "lux.h"
+#include "db/db_client.h"
+#include "net/net_ep.h"
 #include "exec/exec_client.h"
+#include "lux_node.h"
 #include "util/util_buf.h"
 #include "util/util_err.h"
 #include "util/util_fs.h"
@@ -920,6 +932,194 @@ s_head_actors(bench_ctx_t *ctx, const char *name)
     return rc;
 }
 
+/* --- who made a ref, on a big log --------------------------------------------------- */
+
+/* n task_submitted events of one job (tasks of its driver, as the
+   runtime logs them) appended to the head's log by a client of it. */
+static int
+s_who_fill(db_cluster_t *c, uint64_t n)
+{
+    char keys[PATH_MAX + 32];
+    net_sec_t *sec = net_sec_load(db_cluster_path(c, keys, sizeof keys, "keys"));
+    db_client_opts_t co = {.cluster = c, .sec = sec};
+    db_client_t *cl = sec ? db_client_new(&co) : NULL;
+    if (!cl) {
+        net_sec_destroy(&sec);
+        return util_err_ctx(LUX_EIO, "a client of the log");
+    }
+    util_id_t job, root, zero = {{0}}, task;
+    util_id_random(&job);
+    util_id_child(&root, &job, &zero, 0);
+    int rc = 0;
+    for (uint64_t k = 1; k <= n && !rc; k++) {
+        db_event_t e;
+        memset(&e, 0, sizeof e);
+        e.kind = DB_K_task_submitted;
+        util_id_child(&task, &job, &root, k);
+        DB_SET_ID(&e, task, DB_F_TASK, &task);
+        DB_SET_ID(&e, job, DB_F_JOB, &job);
+        DB_SET_ID(&e, parent, DB_F_PARENT, &root);
+        DB_SET_INT(&e, attempt, DB_F_ATTEMPT, 1);
+        db_event_set_name(&e, "bench_noop");
+        rc = db_client_append(cl, &e);
+    }
+    if (!rc)
+        rc = db_client_sync(cl, 300000);
+    db_client_destroy(&cl);
+    net_sec_destroy(&sec);
+    return rc;
+}
+
+/* The prober (a process of its own): no-op tasks one at a time until
+   the file `stop` exists, each task's start and latency (ns, the
+   monotonic clock every process shares) written to `out`. */
+static int
+s_who_probe(const char *dir, const char *ready, const char *stop, const char *out)
+{
+    lux_t *lx = lux_init(&(lux_config_t) {.address = dir});
+    if (!lx)
+        return 1;
+    FILE *f = fopen(out, "w");
+    int rc = 0;
+    for (int i = 0; !rc && f; i++) {
+        if (i == 200) /* warm: every worker has the module */
+            fclose(fopen(ready, "w"));
+        if (i >= 200 && (i % 16 == 0) && util_exists(stop))
+            break;
+        lux_ref_t ref;
+        lux_val_t val;
+        int64_t t0 = util_mono_ns();
+        rc = lux_call(lx, "bench_noop", 0, NULL, 1, &ref);
+        if (!rc)
+            rc = lux_get(lx, &ref, &val, 300000);
+        lux_free(lx, 1, &ref);
+        if (i >= 200)
+            fprintf(f, "%lld %lld\n", (long long) t0, (long long) (util_mono_ns() - t0));
+    }
+    if (f)
+        fclose(f);
+    lux_shutdown(&lx);
+    return rc || !f;
+}
+
+static int
+s_who(bench_ctx_t *ctx, const char *name)
+{
+    db_cluster_t c;
+    int rc;
+    uint64_t n = (uint64_t) (2000000 * ctx->scale);
+    char ready[PATH_MAX], stop[PATH_MAX], out[PATH_MAX];
+    int64_t g0 = 0, g1 = 0;
+    int grc = 0;
+    (void) name;
+    char token[PATH_MAX + 32], address[64], ndir[PATH_MAX + 32] = "";
+    if ((rc = bench_own_cluster(ctx, "it fills a head's log of its own")))
+        return rc;
+    if ((rc = bench_tcp_head(ctx, &c)))
+        goto out;
+    lux_token_path(&c, token, sizeof token);
+    snprintf(address, sizeof address, "127.0.0.1:%d", c.master_port);
+    snprintf(ndir, sizeof ndir, "%s-a", c.dir);
+    lux_join_args_t ja = {.address = address, .dir = ndir, .token_file = token,
+                          .node_ip = "127.0.0.2", .workers = 1, .store_mb = 64,
+                          .resources = "CPU=1,w=1", .timeout_ms = 60000, .quiet = true};
+    if ((rc = lux_node_start(&ja))) {
+        ndir[0] = 0;
+        goto out;
+    }
+    int64_t t0 = util_mono_ns();
+    if ((rc = s_who_fill(&c, n)))
+        goto out;
+    double fill_s = s_secs(t0);
+    snprintf(ready, sizeof ready, "%s/who.ready", ctx->tmp);
+    snprintf(stop, sizeof stop, "%s/who.stop", ctx->tmp);
+    snprintf(out, sizeof out, "%s/who.probe", ctx->tmp);
+    unlink(ready);
+    unlink(stop);
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(s_who_probe(c.dir, ready, stop, out));
+    lux_t *lx = pid > 0 ? lux_init(&(lux_config_t) {.address = c.dir}) : NULL;
+    for (int i = 0; lx && i < 6000 && !util_exists(ready); i++)
+        usleep(10000);
+    if (!lx || !util_exists(ready)) {
+        rc = util_err(LUX_EIO, "the prober did not start");
+        if (pid > 0)
+            kill(pid, SIGKILL);
+        goto join;
+    }
+    sleep(2); /* the prober's tasks before */
+    lux_ref_t madeup;
+    lux_val_t val;
+    util_id_t r0, r1;
+    util_id_random(&r0);
+    util_id_random(&r1);
+    memcpy(madeup.b, r0.b, 16);
+    memcpy(madeup.b + 16, r1.b, 4);
+    /* a task reading it, run on the node: placed by the head, which asks
+       the log who made the ref, as for each of the node's asks */
+    lux_arg_t arg = LUX_REF(madeup);
+    lux_ref_t ref;
+    lux_opts_t o = {.resources = "w=1"};
+    g0 = util_mono_ns();
+    grc = lux_call_opts(lx, &o, "bench_noop", 1, &arg, 1, &ref);
+    if (!grc) {
+        grc = lux_get(lx, &ref, &val, 300000);
+        lux_free(lx, 1, &ref);
+    }
+    g1 = util_mono_ns();
+    sleep(1);
+    fclose(fopen(stop, "w"));
+join:;
+    int st = 0;
+    if (pid > 0)
+        waitpid(pid, &st, 0);
+    lux_shutdown(&lx);
+    if (rc)
+        goto out;
+    /* the task fails: its argument was made by no one */
+    if (grc == 0 || !strstr(lux_errmsg(), "no driver or task of this cluster's log made it") ||
+        !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        char why[UTIL_ERRMSG_MAX];
+        snprintf(why, sizeof why, "%s", lux_errmsg());
+        rc = util_err(LUX_EIO, "the task reading a made-up ref ended %d (%s), the prober %d",
+                      grc, why, st);
+        goto out;
+    }
+    /* the slowest no-op task that overlapped the get, and before it */
+    double during = 0, before = 0;
+    long nd = 0, nb = 0;
+    FILE *f = fopen(out, "r");
+    long long ts, lat;
+    while (f && fscanf(f, "%lld %lld", &ts, &lat) == 2) {
+        double ms = (double) lat / 1e6;
+        if (ts + lat < g0) {
+            before = ms > before ? ms : before;
+            nb++;
+        } else if (ts < g1) {
+            during = ms > during ? ms : during;
+            nd++;
+        }
+    }
+    if (f)
+        fclose(f);
+    bench_report(ctx, "who_madeup_ms", (double) (g1 - g0) / 1e6, "ms",
+                 ", \"tasks_in_log\": %llu, \"fill_s\": %.1f, \"slowest_noop_during_ms\": %.1f,"
+                 " \"noops_during\": %ld, \"slowest_noop_before_ms\": %.1f, \"noops_before\": %ld",
+                 (unsigned long long) n, fill_s, during, nd, before, nb);
+out:
+    if (ndir[0]) {
+        char cmd[PATH_MAX + 64];
+        if (lux_node_stop(ndir, 30000))
+            fprintf(stderr, "lux bench: %s\n", lux_errmsg());
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", ndir);
+        if (system(cmd) != 0)
+            fprintf(stderr, "lux bench: could not remove %s\n", ndir);
+    }
+    bench_cluster_stop(ctx, &c);
+    return rc;
+}
+
 /* An idle head: nothing submitted, 5 s after it settled. Every process of
    the head (the supervisor with its node manager and chain master, the
    replicas, the idle workers) is summed. */
@@ -973,6 +1173,7 @@ const bench_t bench_exec[] = {
     {"idle_head_cpu", s_idle, "CPU of an idle head, all its processes, % of a core"},
     {"head_r1_actor_calls_sync", s_head_actors, "sync actor calls on a head, R=1, calls/s"},
     {"head_r3_actor_calls_sync", s_head_actors, "sync actor calls on a head, R=3, calls/s"},
+    {"who_madeup_ms", s_who, "a made-up ref's get on a head with 2M tasks logged, ms"},
     {"1_1_actor_calls_sync", s_actors, "one actor, one call at a time, calls/s"},
     {"1_1_actor_calls_async", s_actors, "one actor, 100,000 calls, calls/s"},
     {"1_n_actor_calls_async", s_actors, "one driver, 4 actors, calls/s"},
