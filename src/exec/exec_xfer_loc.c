@@ -42,14 +42,23 @@ _Static_assert(DB_K_task_submitted == 4 && DB_K_task_finished == 5 && DB_K_objec
                "object events");
 _Static_assert(DB_K_node_joined == 16 && DB_K_node_died == 17 && DB_K_node_left == 24,
                "node events");
+/* The node events by the event_rare index, its condition spelled out,
+   node_joined's in a subquery of their own (LIMIT -1: not flattened
+   into the join, which put the union back): without, SQLite scanned the
+   whole log for node_joined as the outer loop (one shard), or made a
+   copy of every event of the shards' union to join (more), for every
+   object located (1.1 s of the head's loop on 2 million tasks,
+   doc/benchmarks.md stop 46; t/6148) */
 static const char s_locate_sql[] =
     "SELECT e.kind, e.node, e.fp, n.name, n.idx, "
     "       CASE WHEN e.kind = 5 AND e.idx IS NOT NULL THEN e.idx ELSE "
     "       (SELECT s.idx FROM event s WHERE s.shard = e.shard AND s.task = e.task AND s.kind = 4) END, "
     "       e.size "
-    "FROM event e JOIN event n ON n.kind = 16 AND n.node = e.node "
+    "FROM event e JOIN (SELECT node, name, idx FROM event WHERE kind = 16 "
+    "                   AND (kind < 4 OR kind > 13) LIMIT -1) n ON n.node = e.node "
     "WHERE e.task = ?1 AND (e.kind = 5 OR (e.kind IN (8, 25) AND e.idx = ?2)) AND n.idx > 0 "
-    "  AND NOT EXISTS (SELECT 1 FROM event d WHERE d.kind IN (17, 24) AND d.node = e.node) "
+    "  AND NOT EXISTS (SELECT 1 FROM event d WHERE d.kind IN (17, 24) AND (d.kind < 4 OR d.kind > 13)"
+    "                  AND d.node = e.node) "
     "  AND NOT EXISTS (SELECT 1 FROM event l WHERE l.shard = e.shard AND l.task = e.task "
     "                  AND l.kind = 9 AND l.idx = ?2 AND l.node = e.node AND l.seq > e.seq) "
     "ORDER BY e.kind = 25, e.seq";
@@ -61,6 +70,13 @@ static const char s_made_sql[] =
 
 /* Whether the log has any event of the object's task (or put) at all. */
 static const char s_recorded_sql[] = "SELECT 1 FROM event WHERE task = ?1 LIMIT 1";
+
+const char *
+nm_xfer_loc_sql(int i)
+{
+    static const char *const all[] = {s_locate_sql, s_made_sql, s_recorded_sql};
+    return i >= 0 && i < (int) (sizeof all / sizeof *all) ? all[i] : NULL;
+}
 
 /* The log, opened once (and again after an error: the tails may have
    moved). NULL with the message. */

@@ -47,6 +47,10 @@ int nm_xfer_locate(nm_t *nm, const lux_ref_t *id, xfer_loc_t *l);
    it cannot be read (nothing is waited for on a guess). */
 bool nm_xfer_recorded(nm_t *nm, const lux_ref_t *id);
 
+/* Statement i of the locator's on db_query's views (NULL past the last):
+   for the tests of their query plans (t/6148). */
+const char *nm_xfer_loc_sql(int i);
+
 /* NODE_LOCATE (registered by nm_xfer_new). */
 void nm_xfer_on_locate(nm_t *nm, nm_peer_msg_t *m);
 

@@ -25,5 +25,9 @@ int nm_xfer_who(nm_t *nm, const lux_ref_t *id, xfer_by_t *b);
    creator the log knows made it, or its creator has ended (why[n] says
    which). false when the log cannot be read. */
 bool nm_xfer_madeup(nm_t *nm, const lux_ref_t *id, char *why, size_t n);
+/* Statement i of those nm_xfer_who runs on db_query's views (NULL past
+   the last), for the tests of their query plans (t/6148); all but step
+   3's scan of the task events (s_tasks_sql), which is a scan. */
+const char *nm_xfer_who_sql(int i);
 
 #endif
