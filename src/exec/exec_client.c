@@ -808,11 +808,15 @@ s_self_wait(lux_t *lx, const char *what, const lux_ref_t *ref)
 }
 
 /* lux_get_many without the flush at its end. What was queued (calls,
-   frees) goes with the first GET, in one write, or before any wait. */
+   frees) goes with the first GET, in one write, or before any wait.
+   The deadline is taken when a get first has to wait: a get of what is
+   here already reads no clock (a clock_gettime was a third of such a
+   get's cost, t/3177; doc/benchmarks.md, 2026-11-29, stop 46). */
 static int
 s_get_many(lux_t *lx, int n, const lux_ref_t *refs, lux_val_t *out, int timeout_ms)
 {
-    int64_t deadline = timeout_ms < 0 ? INT64_MAX : util_mono_ms() + timeout_ms;
+    int64_t deadline = INT64_MAX;
+    bool timed = timeout_ms < 0; /* the deadline is set (none: never) */
     int rc = 0;
     for (int i = 0; i < n; i++) {
         exec_cobj_t *o = exec_client_obj(lx, &refs[i], true);
@@ -821,6 +825,10 @@ s_get_many(lux_t *lx, int n, const lux_ref_t *refs, lux_val_t *out, int timeout_
             return util_err(LUX_ENOMEM, "lux_get: out of memory");
         s_ask_again(o);
         while (!s_have(lx, &refs[i], o, true)) {
+            if (!timed) {
+                deadline = util_mono_ms() + timeout_ms;
+                timed = true;
+            }
             int64_t left = deadline - util_mono_ms();
             if (left <= 0 && o->state == COBJ_READY && !handover) {
                 /* known ready, only the node's handing over of it left
