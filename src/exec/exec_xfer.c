@@ -55,7 +55,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <unistd.h>
 
 enum { P_LOCATE = 1, P_OPEN, P_QUEUED, P_MOVING, P_DONE };
 
@@ -858,6 +860,8 @@ nm_xfer_new(nm_t *nm)
     x->locate_ms = s_env("LUX_XFER_LOCATE_MS", S_LOCATE_MS, 100, 3600000);
     x->making_ms = s_env("LUX_XFER_MAKING_MS", S_MAKING_MS, 100, 86400000);
     x->unrecorded_ms = s_env("LUX_XFER_UNRECORDED_MS", S_UNRECORDED_MS, 100, 86400000);
+    const char *drop = getenv("LUX_TEST_PULL_DROP");
+    x->drop_file = drop && *drop ? strdup(drop) : NULL;
     if (nm_peer_on(nm, NET_NODE_LOCATE, nm_xfer_on_locate) ||
         nm_peer_on(nm, NET_NODE_LOCATE_REP, s_on_locate_rep) ||
         nm_peer_on(nm, NET_NODE_PULL, nm_xfer_src_on_pull) ||
@@ -928,6 +932,7 @@ nm_xfer_destroy(nm_xfer_t **self_p)
     db_query_close(&x->q);
     util_buf_free(&x->buf);
     free(x->zbuf);
+    free(x->drop_file);
     free(x);
     *self_p = NULL;
 }
@@ -991,6 +996,26 @@ nm_xfer_forget(nm_t *nm, nm_xfer_done_fn *done, void *arg)
         }
 }
 
+/* Test hook LUX_TEST_PULL_DROP=FILE: the copy a pull brought goes (as
+   one let go by the only task that held it, killed or failed at once)
+   before its requesters are told, once, when FILE exists (it is removed;
+   t/6154). */
+static void
+s_test_drop(nm_t *nm, s_pull_t *p)
+{
+    const char *f = nm->xfer->drop_file;
+    struct stat st;
+    if (p->rc || !f || stat(f, &st) != 0 || unlink(f) != 0)
+        return;
+    nm_obj_t *o = nm_obj_get(nm, &p->id);
+    char hex[2 * LUX_REF_LEN + 1];
+    if (o && o->copy && !o->pins && !o->uses) {
+        log_warn("object %s: its pulled copy dropped before its requesters are told "
+                 "(LUX_TEST_PULL_DROP)", xfer_hex(&p->id, hex));
+        nm_obj_delete(nm, o);
+    }
+}
+
 void
 nm_xfer_tick(nm_t *nm)
 {
@@ -1026,6 +1051,7 @@ nm_xfer_tick(nm_t *nm)
             continue;
         }
         *pp = p->next;
+        s_test_drop(nm, p);
         while (p->reqs) {
             s_req_t *q = p->reqs;
             p->reqs = q->next;

@@ -42,6 +42,9 @@
                          there: the call ran twice on that node), sleeps MS
                          ms and returns "I DIR"; prints each result in
                          order (a failed one "I error: MESSAGE", exit 1)
+        get BYTES HEX    lux_get of the ref HEX (held on another node: pulled
+                         here); prints "get ok|wrong (N bytes)" after checking
+                         it against the pattern of BYTES
         echo HEX BYTES RES  call s_echo(the ref HEX) with RES: a copy of
                          the argument and the directory of the node that
                          ran it; prints "echo ok|wrong (N bytes) DIR" after
@@ -355,6 +358,16 @@ s_main(lux_t *lx, int argc, char **argv)
         printf("%.*s\n", (int) v.size, (const char *) v.data);
         fflush(stdout);
         return s_hold(&r, argv[4]);
+    }
+    if (strcmp(argv[1], "get") == 0) { /* get BYTES HEX */
+        lux_ref_t r;
+        if (lux_ref_parse(&r, argv[3]))
+            return 2;
+        if (s_get(lx, &r, &v))
+            return 1;
+        bool good = s_pattern_ok(&v, n);
+        printf("get %s (%zu bytes)\n", good ? "ok" : "wrong", v.size);
+        return good ? 0 : 1;
     }
     if (strcmp(argv[1], "echo") == 0) {
         lux_ref_t in, out[2];
