@@ -168,7 +168,7 @@ storm() {
         rand 3000
         _down=$R
         wait_ticks "$_t" || {
-            echo "0 $_m: the graph ended before $_t tasks (that death not run)" >>"$_f"
+            echo "0 $_m: not killed at $_t tasks: the graph ended, or ran no task for 10 minutes, before" >>"$_f"
             continue
         }
         msleep $_pause
