@@ -213,16 +213,14 @@ if [ -n "$HARSH" ]; then
     n1=$((R + 1))
     rand 3
     n2=$((R + 1))
-    s_head=$RNG
-    rand 1
-    s_n1=$RNG
-    rand 1
-    s_n2=$RNG
-    (RNG=$s_head; storm head $nhead) &
+    # each machine's own generator, from the seed and its number (one
+    # generator stepped once between them gave the same draws shifted by
+    # one: deaths at the same count, after the same pauses)
+    (RNG=$(((SEED * 3 + 1000003) % 2147483648)); rand 7; rand 7; storm head $nhead) &
     storms=$!
-    (RNG=$s_n1; storm 1 $n1) &
+    (RNG=$(((SEED * 5 + 2000003) % 2147483648)); rand 7; rand 7; storm 1 $n1) &
     storms="$storms $!"
-    (RNG=$s_n2; storm 2 $n2) &
+    (RNG=$(((SEED * 7 + 3000017) % 2147483648)); rand 7; rand 7; storm 2 $n2) &
     storms="$storms $!"
     CL_DRIVERS="$graph $storms"
 else
