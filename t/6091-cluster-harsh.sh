@@ -118,7 +118,7 @@ rand() { # rand N: a number in 0..N-1 from the seed's generator, in R
     R=$(((RNG / 256) % $1))
 }
 msleep() { sleep "$(($1 / 1000)).$(printf '%03d' $(($1 % 1000)))"; }
-graph_size() { # the graph's size, as t/3108 picks it when TASKS is not given
+graph_size() { # the graph's size: TASKS, else 250 (the most t/3108 picks without it)
     if [ -n "$TASKS" ]; then echo "$TASKS"; else echo 250; fi
 }
 
