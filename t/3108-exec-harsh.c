@@ -21,12 +21,13 @@
    there leave no process alive long enough to finish anything). The
    long form:
 
-       t/3108-exec-harsh.t --seeds N [--first S] [--chaos] [--kill-ms A-B]
-                           [--min T] [--max T]
+       t/3108-exec-harsh.t --seeds N [--first S] [--chaos|--chaos-all]
+                           [--kill-ms A-B] [--min T] [--max T]
 
    runs seeds S..S+N-1 with T tasks each (default 200-5000, picked by the
-   seed), with chaos on the odd seeds when --chaos is given (a kill every
-   A-B ms, default 10-100), and prints one line per seed and a summary.
+   seed), with chaos on the odd seeds when --chaos is given, on all of them
+   with --chaos-all (a kill every A-B ms, default 10-100), and prints one
+   line per seed and a summary.
 
    On a running cluster instead of the embedded default (t/6091, a head
    and nodes on this machine):
@@ -36,8 +37,11 @@
    the driver joins ADDR (the cluster's store sizes and workers hold),
    and the chaos thread's victims are the workers of the node managers
    whose directories are listed (read from DIR/run/node.pid at each kill,
-   so a node started again is found). The cluster's processes are not
-   this program's, so only its own children are checked at the end. */
+   so a node started again is found; a head's directory has no node.pid,
+   its node manager runs in its supervisor: DIR/run/supervisor.pid, whose
+   other children, the log's replicas, are never picked). The cluster's
+   processes are not this program's, so only its own children are checked
+   at the end. */
 #include "tap.h"
 #include "lib/fx.h"
 #include "lib/graph.h"
@@ -356,6 +360,10 @@ s_victims(pid_t *kids, int max)
         char path[600];
         snprintf(path, sizeof path, "%s/run/node.pid", s_under[i]);
         pid_t nm = util_pidfile_read(path);
+        if (nm <= 0) { /* a head's node manager runs in its supervisor */
+            snprintf(path, sizeof path, "%s/run/supervisor.pid", s_under[i]);
+            nm = util_pidfile_read(path);
+        }
         if (nm > 0)
             n += fx_children_of(nm, kids + n, max - n);
     }
@@ -516,7 +524,7 @@ main(int argc, char **argv)
 {
     int nseeds = 0, tmin = 200, tmax = 5000;
     uint64_t first = 1;
-    bool chaos = false;
+    bool chaos = false, chaos_all = false;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--seeds") == 0 && i + 1 < argc)
             nseeds = atoi(argv[++i]);
@@ -528,6 +536,8 @@ main(int argc, char **argv)
             tmax = atoi(argv[++i]);
         else if (strcmp(argv[i], "--chaos") == 0)
             chaos = true;
+        else if (strcmp(argv[i], "--chaos-all") == 0)
+            chaos = chaos_all = true;
         else if (strcmp(argv[i], "--address") == 0 && i + 1 < argc)
             s_address = argv[++i];
         else if (strcmp(argv[i], "--kill-under") == 0 && i + 1 < argc) {
@@ -539,8 +549,8 @@ main(int argc, char **argv)
                  s_kill_max >= s_kill_min)
             ;
         else {
-            fprintf(stderr, "usage: %s [--seeds N] [--first S] [--chaos] [--kill-ms A-B] [--min T] "
-                    "[--max T] [--address ADDR [--kill-under DIR,DIR...]]\n",
+            fprintf(stderr, "usage: %s [--seeds N] [--first S] [--chaos|--chaos-all] [--kill-ms A-B] "
+                    "[--min T] [--max T] [--address ADDR [--kill-under DIR,DIR...]]\n",
                     argv[0]);
             return 2;
         }
@@ -564,7 +574,7 @@ main(int argc, char **argv)
     for (int s = 0; s < nseeds; s++) {
         uint64_t seed = first + (uint64_t) s;
         int n = tmin + (int) (hx_mix(seed) % (uint64_t) (tmax - tmin + 1));
-        bool c = chaos && seed % 2 == 1;
+        bool c = chaos && (chaos_all || seed % 2 == 1);
         char why[1200];
         int bad = s_seed(seed, n, c, why, sizeof why);
         failed += bad != 0;

@@ -30,6 +30,7 @@
 #include "exec_node_int.h"
 #include "exec_node_log.h"
 #include "exec_node_obj.h"
+#include "exec_rmodule.h"
 #include "../util/util_prof.h"
 #include "../util/util_err.h"
 #include "../util/util_hash.h"
@@ -385,6 +386,16 @@ nm_rebuild(nm_t *nm, const lux_ref_t *id)
         util_buf_free(&buf);
         return util_err(LUX_ENOTFOUND, "%s was never created: its task has %u returns", hex,
                         spec.nret);
+    }
+    /* the head rebuilds tasks of drivers on other nodes: their module may
+       never have come here (a spilled task brings its module, a rebuild
+       does not); before, the rebuilt task failed in the worker, "No such
+       file", and the rebuild was asked again and again (t/6156) */
+    if ((rc = nm_rmodule_from_log(nm, spec.module))) {
+        snprintf(why, sizeof why, "%s", lux_errmsg());
+        util_buf_free(&buf);
+        return util_err(rc, "%s was lost and its task's module cannot be had here: %s", hex,
+                        why);
     }
     nm_task_t *t = nm_task_new(nm, NULL, &spec, true);
     util_buf_free(&buf);

@@ -181,18 +181,18 @@ s_ask_drop(nm_rmodule_t *self, int k)
    module_registered event), into *bytes (malloc'd), checked against the
    hash. 0, or a code with the message. */
 static int
-s_from_log(nm_t *nm, nm_rmodule_t *self, const uint8_t hash[16], uint8_t **bytes, size_t *n)
+s_from_log(nm_t *nm, db_query_t **q, const uint8_t hash[16], uint8_t **bytes, size_t *n)
 {
     static const char sql[] = "SELECT body FROM event WHERE kind = ?1 AND fp = ?2 "
                               "AND length(body) > 0 LIMIT 1";
     char hex[33];
     util_hex(hex, hash, 16);
-    if (!self->q && !(self->q = db_query_open(&nm->cluster)))
+    if (!*q && !(*q = db_query_open(&nm->cluster)))
         return util_err_ctx(LUX_EIO, "module %s: reading the log", hex);
     sqlite3_stmt *st;
-    int rc = db_query_prepare(self->q, sql, &st, NULL);
+    int rc = db_query_prepare(*q, sql, &st, NULL);
     if (rc) {
-        db_query_close(&self->q); /* the tails may have changed: open again next time */
+        db_query_close(q); /* the tails may have changed: open again next time */
         return rc;
     }
     sqlite3_bind_int(st, 1, DB_K_module_registered);
@@ -215,8 +215,8 @@ s_from_log(nm_t *nm, nm_rmodule_t *self, const uint8_t hash[16], uint8_t **bytes
         rc = util_err(LUX_ENOTFOUND, "module %s: the log records no such module", hex);
     } else {
         rc = util_err(LUX_ESQL, "module %s: reading the log: %s", hex,
-                      sqlite3_errmsg(db_query_db(self->q)));
-        db_query_close(&self->q);
+                      sqlite3_errmsg(db_query_db(*q)));
+        db_query_close(q);
     }
     sqlite3_finalize(st);
     return rc;
@@ -296,7 +296,7 @@ s_ask_head(nm_t *nm, nm_rmodule_t *self, const uint8_t hash[16], const char *why
     if (nm_peer_is_head(nm)) {
         uint8_t *bytes = NULL;
         size_t n = 0;
-        if (s_from_log(nm, self, hash, &bytes, &n)) {
+        if (s_from_log(nm, &self->q, hash, &bytes, &n)) {
             snprintf(msg, sizeof msg, "%s, and the log cannot give it: %s", why, lux_errmsg());
             s_settle(nm, self, hash, NULL, 0, NULL, msg);
         } else {
@@ -383,7 +383,7 @@ s_answer(nm_t *nm, nm_rmodule_t *self, const uint8_t hash[16], zframe_t *rid, co
         bytes = NULL;
         n = 0;
         if (self && nm_peer_is_head(nm)) {
-            if (s_from_log(nm, self, hash, &bytes, &n))
+            if (s_from_log(nm, &self->q, hash, &bytes, &n))
                 snprintf(why + strlen(why), sizeof why - strlen(why), "; %s", lux_errmsg());
             else
                 why[0] = '\0';
@@ -553,4 +553,26 @@ nm_rmodule_destroy(nm_rmodule_t **self_p)
     free(self->gate);
     free(self);
     *self_p = NULL;
+}
+
+int
+nm_rmodule_from_log(nm_t *nm, const uint8_t hash[16])
+{
+    char hex[33], path[PATH_MAX + 64];
+    util_hex(hex, hash, 16);
+    snprintf(path, sizeof path, "%s/modules/%s.so", nm->cluster.dir, hex);
+    if (memcmp(exec_module_hash(exec_module_builtin()), hash, 16) == 0 || util_exists(path) ||
+        !nm_peer_is_head(nm))
+        return 0;
+    db_query_t *q = NULL;
+    uint8_t *bytes = NULL;
+    size_t n = 0;
+    int rc = s_from_log(nm, &q, hash, &bytes, &n);
+    db_query_close(&q);
+    if (!rc && (rc = exec_module_store(nm->cluster.dir, hash, bytes, n, path, sizeof path)))
+        util_err_ctx(rc, "module %s: writing it", hex);
+    if (!rc)
+        log_info("module %s: written from the log for a task no node sent (%zu bytes)", hex, n);
+    free(bytes);
+    return rc;
 }

@@ -24,6 +24,12 @@ void nm_rmodule_destroy(nm_rmodule_t **self_p);
    again when the bytes come, or when none can come (its tasks then fail
    as a worker finds no module, naming the hash). */
 bool nm_rmodule_hold(nm_t *nm, nm_rmodule_t *self, nm_peer_msg_t *m);
+/* On the head: hash's module written to DIR/modules from the log (its
+   module_registered) when it is not there, for a task the head runs that
+   no node sent it (a rebuild from the lineage of another node's task,
+   whose driver registered the module there: t/6156). 0 (also off the
+   head, where nothing is done), or a code with the message. */
+int nm_rmodule_from_log(nm_t *nm, const uint8_t hash[16]);
 /* Each tick: asks unanswered for S_FETCH_MS give up. */
 void nm_rmodule_tick(nm_t *nm, nm_rmodule_t *self);
 

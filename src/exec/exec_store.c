@@ -347,8 +347,15 @@ s_get_one(nm_t *nm, nm_client_t *c, const lux_ref_t *idp, int64_t deadline_ms, i
     exec_ref_task(&id, &tid);
     nm_task_t *t = nm_task_find(nm, &tid);
     int brc = 0;
-    /* on a cluster, another node may hold it: pulled here (exec_xfer.c) */
-    if (!t && !pulled && nm_xfer_on(nm) && nm_xfer_pull(nm, &id, prio, s_pulled, c) == 0)
+    /* on a cluster, another node may hold it: pulled here (exec_xfer.c).
+       Pulled already, and not here: its copy came and went before this
+       get was told (let go by a task that shared the pull, killed or
+       failed first): pulled again, unless this is the head's node, which
+       rebuilds it from the log below. A node's cannot read the log's
+       files: it looked for the lineage there and failed the get, "the
+       log's record of its task cannot be read" (t/6091 seed 33; t/6154). */
+    if (!t && (!pulled || !nm_peer_is_head(nm)) && nm_xfer_on(nm) &&
+        nm_xfer_pull(nm, &id, prio, s_pulled, c) == 0)
         return;
     if (!t && (brc = nm_rebuild(nm, &id)) == 0)
         t = nm_task_find(nm, &tid);

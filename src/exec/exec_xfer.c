@@ -55,7 +55,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <unistd.h>
 
 enum { P_LOCATE = 1, P_OPEN, P_QUEUED, P_MOVING, P_DONE };
 
@@ -101,6 +103,9 @@ typedef struct s_pull {
     int rounds;              /* times the head was asked so (S_MAKE_ROUNDS at most) */
     int64_t making_since_ms; /* when the head first answered "being made" (0: not yet) */
     int64_t madeup_since_ms; /* when the head first said no event of it will come (0: not) */
+    int64_t asked_ms;        /* P_LOCATE: when the head was first asked and has not
+                                answered since (0: answered, or not asked) */
+    uint8_t asked_flags;     /* what that ask said (XFER_LOCATE_*), for its resends */
     struct s_pull *next;
 } s_pull_t;
 
@@ -110,6 +115,12 @@ typedef struct s_pull {
 #define S_MAKE_ROUNDS 8
 /* While the head makes it, the puller asks again this often. */
 #define S_MAKING_POLL_MS 200
+/* An ask of the head's node with no answer is sent again this often: one
+   sent to a head that then died (kill -9 with the ask unread, or read and
+   not answered) is lost, and the head started again never saw it. The
+   pull fails when none was answered for 3 x LUX_XFER_TIMEOUT_MS (30 s,
+   the bound of other waits on a silent head, exec_remote.c). */
+#define S_LOCATE_RESEND_MS 2000
 
 static int64_t
 s_env(const char *name, int64_t dflt, int64_t lo, int64_t hi)
@@ -375,8 +386,11 @@ s_ask_location(nm_t *nm, s_pull_t *p)
     b->len = 0;
     util_buf_put_u64(b, p->token);
     util_buf_put(b, p->id.b, LUX_REF_LEN);
-    util_buf_put_u8(b, (p->stale ? XFER_LOCATE_STALE : 0) | (p->unseen ? XFER_LOCATE_UNSEEN : 0));
+    p->asked_flags = (p->stale ? XFER_LOCATE_STALE : 0) | (p->unseen ? XFER_LOCATE_UNSEEN : 0);
+    util_buf_put_u8(b, p->asked_flags);
     p->stale = p->unseen = false;
+    if (!p->asked_ms)
+        p->asked_ms = p->last_ms;
     zmsg_t *m = zmsg_new();
     zmsg_addmem(m, b->data, b->len);
     if (nm_peer_send(nm, nm_peer_head_ep(nm, ep, sizeof ep), NET_NODE_LOCATE, &m))
@@ -398,6 +412,7 @@ s_on_locate_rep(nm_t *nm, nm_peer_msg_t *m)
     s_pull_t *p = s_by_token(nm, token);
     if (r.bad || !fp || !p || p->state != P_LOCATE)
         return; /* stale, or garbage */
+    p->asked_ms = 0; /* answered */
     char hex[2 * LUX_REF_LEN + 1];
     p->nsrc = 0;
     for (uint8_t i = 0; i < n && p->nsrc < XFER_SRC_MAX; i++) {
@@ -858,6 +873,8 @@ nm_xfer_new(nm_t *nm)
     x->locate_ms = s_env("LUX_XFER_LOCATE_MS", S_LOCATE_MS, 100, 3600000);
     x->making_ms = s_env("LUX_XFER_MAKING_MS", S_MAKING_MS, 100, 86400000);
     x->unrecorded_ms = s_env("LUX_XFER_UNRECORDED_MS", S_UNRECORDED_MS, 100, 86400000);
+    const char *drop = getenv("LUX_TEST_PULL_DROP");
+    x->drop_file = drop && *drop ? strdup(drop) : NULL;
     if (nm_peer_on(nm, NET_NODE_LOCATE, nm_xfer_on_locate) ||
         nm_peer_on(nm, NET_NODE_LOCATE_REP, s_on_locate_rep) ||
         nm_peer_on(nm, NET_NODE_PULL, nm_xfer_src_on_pull) ||
@@ -931,6 +948,7 @@ nm_xfer_destroy(nm_xfer_t **self_p)
     db_query_close(&x->q);
     util_buf_free(&x->buf);
     free(x->zbuf);
+    free(x->drop_file);
     free(x);
     *self_p = NULL;
 }
@@ -994,6 +1012,26 @@ nm_xfer_forget(nm_t *nm, nm_xfer_done_fn *done, void *arg)
         }
 }
 
+/* Test hook LUX_TEST_PULL_DROP=FILE: the copy a pull brought goes (as
+   one let go by the only task that held it, killed or failed at once)
+   before its requesters are told, once, when FILE exists (it is removed;
+   t/6154). */
+static void
+s_test_drop(nm_t *nm, s_pull_t *p)
+{
+    const char *f = nm->xfer->drop_file;
+    struct stat st;
+    if (p->rc || !f || stat(f, &st) != 0 || unlink(f) != 0)
+        return;
+    nm_obj_t *o = nm_obj_get(nm, &p->id);
+    char hex[2 * LUX_REF_LEN + 1];
+    if (o && o->copy && !o->pins && !o->uses) {
+        log_warn("object %s: its pulled copy dropped before its requesters are told "
+                 "(LUX_TEST_PULL_DROP)", xfer_hex(&p->id, hex));
+        nm_obj_delete(nm, o);
+    }
+}
+
 void
 nm_xfer_tick(nm_t *nm)
 {
@@ -1005,11 +1043,27 @@ nm_xfer_tick(nm_t *nm)
     for (s_pull_t *p = x->pulls; p; p = p->next) {
         if (p->state == P_LOCATE && p->locate_at_ms && now >= p->locate_at_ms)
             s_ask_location(nm, p);
-        else if (p->state == P_LOCATE && !p->locate_at_ms && now - p->last_ms > x->timeout_ms)
+        else if (p->state == P_LOCATE && !p->locate_at_ms && !p->asked_ms &&
+                 now - p->last_ms > x->timeout_ms) /* not an ask of another node's */
             s_finish(nm, p, util_err(LUX_ETIMEDOUT, "object %s: the head's node did not say "
                                      "where it lives within %lld ms", xfer_hex(&p->id, hex),
                                      (long long) x->timeout_ms));
-        else if (p->state == P_MOVING && p->bh && p->got == 0 && now - p->last_ms > x->timeout_ms) {
+        else if (p->state == P_LOCATE && !p->locate_at_ms && p->asked_ms &&
+                 now - p->asked_ms > 3 * x->timeout_ms)
+            s_finish(nm, p, util_err(LUX_ETIMEDOUT, "object %s: the head's node did not say "
+                                     "where it lives within %lld ms (asked every %d ms)",
+                                     xfer_hex(&p->id, hex), (long long) (now - p->asked_ms),
+                                     S_LOCATE_RESEND_MS));
+        else if (p->state == P_LOCATE && !p->locate_at_ms && p->asked_ms &&
+                 now - p->last_ms > S_LOCATE_RESEND_MS) {
+            /* lost with a head that died, or the head is slow: asked again
+               (a late answer to the ask before is stale: its token is old) */
+            log_info("object %s: the head's node has not answered where it lives for %lld ms: "
+                     "asking again", xfer_hex(&p->id, hex), (long long) (now - p->asked_ms));
+            p->stale = p->asked_flags & XFER_LOCATE_STALE;
+            p->unseen = p->asked_flags & XFER_LOCATE_UNSEEN;
+            s_ask_location(nm, p);
+        } else if (p->state == P_MOVING && p->bh && p->got == 0 && now - p->last_ms > x->timeout_ms) {
             util_err(LUX_ETIMEDOUT, "no chunk came on its bulk connection in %lld ms",
                      (long long) (now - p->last_ms));
             s_fall_back(nm, p, LUX_ETIMEDOUT);
@@ -1029,6 +1083,7 @@ nm_xfer_tick(nm_t *nm)
             continue;
         }
         *pp = p->next;
+        s_test_drop(nm, p);
         while (p->reqs) {
             s_req_t *q = p->reqs;
             p->reqs = q->next;

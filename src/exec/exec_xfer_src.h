@@ -66,6 +66,8 @@ struct nm_xfer {
     int64_t locate_ms;       /* S_LOCATE_MS (LUX_XFER_LOCATE_MS) */
     int64_t making_ms;       /* S_MAKING_MS (LUX_XFER_MAKING_MS) */
     int64_t unrecorded_ms;   /* S_UNRECORDED_MS (LUX_XFER_UNRECORDED_MS) */
+    char *drop_file;         /* LUX_TEST_PULL_DROP: a pulled copy goes before its
+                                requesters are told, once, when this file exists */
     db_query_t *q;           /* the head: the log, for NODE_LOCATE */
     util_buf_t buf;
     uint8_t *zbuf;           /* scratch for a compressed chunk */

@@ -42,6 +42,11 @@
                          there: the call ran twice on that node), sleeps MS
                          ms and returns "I DIR"; prints each result in
                          order (a failed one "I error: MESSAGE", exit 1)
+        get BYTES HEX [FILE]  lux_get of the ref HEX (held on another node:
+                         pulled here); prints "get ok|wrong (N bytes)" after
+                         checking it against the pattern of BYTES. With FILE:
+                         makes FILE.ready once connected, and gets only once
+                         FILE exists (at most 10 minutes)
         echo HEX BYTES RES  call s_echo(the ref HEX) with RES: a copy of
                          the argument and the directory of the node that
                          ran it; prints "echo ok|wrong (N bytes) DIR" after
@@ -355,6 +360,27 @@ s_main(lux_t *lx, int argc, char **argv)
         printf("%.*s\n", (int) v.size, (const char *) v.data);
         fflush(stdout);
         return s_hold(&r, argv[4]);
+    }
+    if (strcmp(argv[1], "get") == 0) { /* get BYTES HEX */
+        lux_ref_t r;
+        if (lux_ref_parse(&r, argv[3]))
+            return 2;
+        if (argc >= 5) {
+            char ready[1100];
+            snprintf(ready, sizeof ready, "%s.ready", argv[4]);
+            FILE *f = fopen(ready, "w");
+            if (!f || fclose(f))
+                return printf("error: cannot write %s\n", ready), 1;
+            for (int i = 0; i < 6000 && access(argv[4], F_OK) != 0; i++) {
+                struct timespec ts = {.tv_sec = 0, .tv_nsec = 100000000L};
+                nanosleep(&ts, NULL);
+            }
+        }
+        if (s_get(lx, &r, &v))
+            return 1;
+        bool good = s_pattern_ok(&v, n);
+        printf("get %s (%zu bytes)\n", good ? "ok" : "wrong", v.size);
+        return good ? 0 : 1;
     }
     if (strcmp(argv[1], "echo") == 0) {
         lux_ref_t in, out[2];
