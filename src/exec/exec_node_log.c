@@ -800,6 +800,36 @@ nm_log_actor_calls(nm_t *nm, const util_id_t *actor, uint64_t after,
     return rc;
 }
 
+/* The kind of our record of task that the log has not acknowledged (held
+   here, or in the log client's queue), or -1. `unacked` is keyed by task
+   ID, and a put's object_put is recorded under its own ID's task part, so
+   the record there may be a put's, not a task_submitted (t/3182). */
+static int
+s_unacked_kind(nm_t *nm, const util_id_t *task)
+{
+    struct nm_log *L = nm->lg;
+    const s_pos_t *p = util_idmap_get(L->unacked, task->b);
+    util_buf_t buf;
+    db_event_t e;
+    int kind = -1;
+    if (!p)
+        return -1;
+    if (p->rec)
+        return DB_K_task_submitted; /* s_pos_keep keeps only those */
+    if (p->cseq == S_HELD) {
+        for (const s_held_t *h = L->held; h; h = h->next)
+            if (h->lineage && util_id_eq(&h->task, task))
+                return db_event_decode(&e, h->rec, h->len) == 0 ? (int) e.kind : -1;
+        return -1;
+    }
+    util_buf_init(&buf);
+    if (db_client_queued(nm->log, p->shard, p->cseq, &buf) == 0 &&
+        db_event_decode(&e, buf.data, buf.len) == 0)
+        kind = (int) e.kind;
+    util_buf_free(&buf);
+    return kind;
+}
+
 int
 nm_log_lookup(nm_t *nm, const util_id_t *task, exec_spec_t *spec, util_buf_t *buf)
 {
@@ -816,6 +846,8 @@ nm_log_lookup(nm_t *nm, const util_id_t *task, exec_spec_t *spec, util_buf_t *bu
        the long form under ASan, seeds 1010 and 1011) */
     s_pos_t *p = util_idmap_get(L->unacked, task->b);
     buf->len = 0;
+    if (p && !p->rec && s_unacked_kind(nm, task) == DB_K_object_put)
+        return util_err(LUX_ENOTFOUND, "a put, not a task"); /* nm_log_was_put says so */
     if (p && p->rec) {
         util_buf_put(buf, p->rec, p->len);
         if (buf->oom)
@@ -869,6 +901,8 @@ nm_log_was_put(nm_t *nm, const lux_ref_t *id)
     util_buf_t buf;
     uint64_t seq;
     exec_ref_task(id, &task);
+    if (s_unacked_kind(nm, &task) == DB_K_object_put)
+        return true; /* not in the log's file yet */
     uint32_t s = util_id_shard(&task, nm->cluster.shards);
     if (s_tail(nm, s))
         return false;
