@@ -15,18 +15,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static bool
-s_has(const char *m, const char *what, const lux_ref_t *r, const char *say)
-{
-    char hex[LUX_REF_LEN * 2 + 1], pat[200];
-    lux_ref_hex(r, hex);
-    snprintf(pat, sizeof pat, "%s %s", hex, say);
-    if (strstr(m, pat))
-        return true;
-    diag("no '%s' (%s) in: %s", pat, what, m);
-    return false;
-}
-
 int
 main(void)
 {
@@ -50,16 +38,16 @@ main(void)
     is_int(rc, LUX_ETASK, "a task on the freed result fails");
     const char *m = lux_errmsg();
     ok(rc == LUX_ETASK && !strstr(m, "never created"), "not saying that it was never created");
-    ok(rc == LUX_ETASK && s_has(m, "the argument", &x2, "was lost and its rebuild failed") &&
-       s_has(m, "its argument", &x, "was lost and its rebuild failed") &&
-       s_has(m, "the root", &y, "was made by lux_put and then freed"),
+    ok(rc == LUX_ETASK && graph_says(m, "the argument", &x2, "was lost and its rebuild failed") &&
+       graph_says(m, "its argument", &x, "was lost and its rebuild failed") &&
+       graph_says(m, "the root", &y, "was made by lux_put and then freed"),
        "but naming the chain to the root cause: %s", m);
 
     rc = lux_get(lx, &x2, &v, 60000);
     is_int(rc, LUX_ETASK, "lux_get of the freed result asked for again fails with LUX_ETASK");
     m = lux_errmsg();
-    ok(rc == LUX_ETASK && s_has(m, "the object", &x2, "was lost and its rebuild failed") &&
-       s_has(m, "the root", &y, "was made by lux_put and then freed"),
+    ok(rc == LUX_ETASK && graph_says(m, "the object", &x2, "was lost and its rebuild failed") &&
+       graph_says(m, "the root", &y, "was made by lux_put and then freed"),
        "naming the chain to the root cause: %s", m);
 
     /* a put freed before a call that takes it is gone for that call,
@@ -79,7 +67,7 @@ main(void)
             bail("%s", lux_errmsg());
         before_ok += lux_get(lx, &c1, &v, 60000) == 0;
         rc = lux_get(lx, &c2, &v, 60000);
-        after_fail += rc == LUX_ETASK && s_has(lux_errmsg(), "the freed put", &p,
+        after_fail += rc == LUX_ETASK && graph_says(lux_errmsg(), "the freed put", &p,
                                                "was made by lux_put and then freed");
         lux_free(lx, 1, &c1);
         lux_free(lx, 1, &c2);
@@ -92,12 +80,12 @@ main(void)
     memset(&nobody, 0x5a, sizeof nobody);
     rc = lux_get(lx, &nobody, &v, 10000);
     is_int(rc, LUX_ENOTFOUND, "lux_get of a ref nobody made gives LUX_ENOTFOUND");
-    ok(rc == LUX_ENOTFOUND && s_has(lux_errmsg(), "the ref", &nobody, "was never created"),
+    ok(rc == LUX_ENOTFOUND && graph_says(lux_errmsg(), "the ref", &nobody, "was never created"),
        "saying it was never created: %s", lux_errmsg());
     rc = lux_call(lx, "t_mix", 1, (lux_arg_t[]) {LUX_REF(nobody)}, 1, &z2);
     rc = rc ? rc : lux_get(lx, &z2, &v, 60000);
     is_int(rc, LUX_ETASK, "a task on it fails");
-    ok(rc == LUX_ETASK && s_has(lux_errmsg(), "the ref", &nobody, "was never created"),
+    ok(rc == LUX_ETASK && graph_says(lux_errmsg(), "the ref", &nobody, "was never created"),
        "saying its argument was never created: %s", lux_errmsg());
     lux_shutdown(&lx);
     return done_testing();

@@ -34,6 +34,18 @@ graph_rand(uint64_t *rng)
     return *rng >> 33;
 }
 
+bool
+graph_says(const char *m, const char *what, const lux_ref_t *r, const char *say)
+{
+    char hex[LUX_REF_LEN * 2 + 1], pat[200];
+    lux_ref_hex(r, hex);
+    snprintf(pat, sizeof pat, "%s %s", hex, say);
+    if (strstr(m, pat))
+        return true;
+    diag("no '%s' (%s) in: %s", pat, what, m);
+    return false;
+}
+
 int64_t
 graph_mix(const int64_t *v, int n)
 {

@@ -116,6 +116,10 @@ int graph_get8(lux_t *lx, const lux_ref_t *ref, int64_t *out);
 int graph_hacc_busy(lux_t *lx, int64_t h0, const lux_actor_opts_t *ao, char *gate, size_t n,
                     lux_actor_t *a, lux_ref_t *w);
 
+/* Whether the error message m says "<ref r in hex> say" (what names the
+   part of the chain looked for, in the diag when it does not). */
+bool graph_says(const char *m, const char *what, const lux_ref_t *r, const char *say);
+
 /* The tests' random numbers: the next of a 64-bit LCG (31 bits). */
 uint64_t graph_rand(uint64_t *rng);
 /* testmod.c's t_mix over n values: their sum, times 3 plus 1, mod GRAPH_M. */
