@@ -23,7 +23,8 @@ node_entry() {
 sup=$(cat "$CL_DIR/head/run/supervisor.pid")
 kill -9 "$sup"
 ok $? "kill -9 the head's supervisor (pid $sup)"
-while kill -0 "$sup" 2>/dev/null; do sleep 0.1; done
+cluster_wait_gone "$sup"
+ok $? "it is gone (30 s at most)"
 out=$("$LUX" stop --dir "$CL_DIR/n1" 2>&1)
 ok $? "lux stop of node 1 ($id1) while the head is down" || diag "$out"
 like "$(cat "$CL_DIR/n1/log/node.log")" "the head is gone" \

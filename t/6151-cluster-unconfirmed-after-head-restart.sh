@@ -31,7 +31,8 @@ node_entry() { # node_entry ID: node ID's entry in `lux status --json` (one line
 sup=$(cat "$CL_DIR/head/run/supervisor.pid")
 kill -9 "$sup"
 ok $? "kill -9 the head's supervisor (pid $sup)"
-while kill -0 "$sup" 2>/dev/null; do sleep 0.1; done
+cluster_wait_gone "$sup"
+ok $? "it is gone (30 s at most)"
 kill -STOP "$pid1"
 ok $? "node 1 ($id1, the only one with w) held by SIGSTOP: no beats"
 cluster_kill_node 2

@@ -39,7 +39,8 @@ touch "$TAP_TMP/go"
 sleep 2
 kill -9 "$sup"
 ok $? "kill -9 the stopped head, the ask unread"
-while kill -0 "$sup" 2>/dev/null; do sleep 0.1; done
+cluster_wait_gone "$sup"
+ok $? "it is gone (30 s at most)"
 out=$(LUX_NODE_DEAD_MS=600000 "$LUX" start --head --dir "$CL_DIR/head" 2>&1)
 ok $? "the head starts again" || diag "$out"
 wait $get

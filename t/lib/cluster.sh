@@ -164,6 +164,15 @@ cluster_wait_file() { # cluster_wait_file FILE [SECS]
     [ -e "$1" ]
 }
 
+cluster_wait_gone() { # cluster_wait_gone PID [SECS]: until process PID is gone (30 s); 1 if not
+    _i=0
+    while kill -0 "$1" 2>/dev/null && [ $_i -lt $((${2:-30} * 10)) ]; do
+        sleep 0.1
+        _i=$((_i + 1))
+    done
+    ! kill -0 "$1" 2>/dev/null
+}
+
 cluster_wait_line() { # cluster_wait_line TEXT FILE [SECS]: until FILE has a line with TEXT
     _end=$(($(date +%s) + ${3:-120}))
     while ! grep -q "$1" "$2" 2>/dev/null && [ "$(date +%s)" -lt $_end ]; do
