@@ -55,6 +55,7 @@ typedef struct {
     db_reader_state_t *state;
     uint32_t shard;
     const char *gate;       /* LUX_TEST_READ_GATE, read once at start */
+    bool ckpt_off;          /* LUX_TEST_CKPT_OFF: no checkpoint (t/2102) */
     s_worker_t workers[DB_READ_WORKERS];
     s_job_t *queue, *queue_last;
     util_complain_t complain; /* garbage logged at most once a second */
@@ -349,6 +350,8 @@ s_on_timer(zloop_t *loop, int timer_id, void *arg)
     s_reader_t *self = arg;
     uint64_t pages = atomic_load(&self->state->wal_pages);
     int64_t now = util_mono_ms();
+    if (self->ckpt_off)
+        return 0; /* test hook: as a thread that never gets a CPU */
     if (pages >= DB_CKPT_PAGES || (pages > 0 && now - self->ckpt_ms >= 1000)) {
         /* the bulk without holding the writer up; again while many frames
            came in meanwhile; then, when the WAL is long, the last few with
@@ -382,7 +385,8 @@ s_actor(zsock_t *pipe, void *arg)
 {
     db_reader_opts_t *o = arg;
     s_reader_t self = {.pipe = pipe, .state = o->state, .shard = o->shard,
-                       .gate = getenv("LUX_TEST_READ_GATE")};
+                       .gate = getenv("LUX_TEST_READ_GATE"),
+                       .ckpt_off = getenv("LUX_TEST_CKPT_OFF") != NULL};
     util_complain_init(&self.complain, UTIL_COMPLAIN_MS);
     db_store_opts_t so = {.path = o->db_path, .cluster = *o->cluster, .shard = o->shard,
                           .reader = true};

@@ -42,8 +42,10 @@
     their headers) from then on, more after a load the copies fell behind
     (25.6 MB at most in 20,000 one-event commits after a kill -9 and
     restart, the WAL started again 9 times; 18.2 MB in 6,000 before it).
-    That is the 17 MB seen on t/5304's 32 MiB disk: room it needs, not a
-    leak.
+    That is the 17-23 MB seen on t/5304's disk: room it needs, not a
+    leak. Where this thread gets no CPU for long, the writer copies the
+    WAL back itself past DB_WAL_CAP frames (db_writer.c): about 33 MB is
+    the most a replica's WAL takes.
 
     READ body:     req u64, from u64 (1 or more: 0 is refused, EINVAL),
                    max u32, max_bytes u32 (0 or more than DB_READ_MAX and
@@ -77,6 +79,8 @@ typedef struct {
 #define DB_CKPT_PAGES 4096          /* checkpoint when the WAL is this long */
 #define DB_CKPT_WRAP 512            /* frames a FULL checkpoint copies at most */
 #define DB_CKPT_FULL_MS 200         /* ...and its pause when the WAL stayed */
+#define DB_WAL_CAP (2 * DB_CKPT_PAGES) /* the writer copies the WAL back itself
+                                          (db_writer.c) past this many frames */
 #define DB_READ_MAX_BYTES (8 << 20) /* bytes per READ_REP at most */
 #define DB_READ_HWM 8                /* READ_REPs queued for one peer at most: past that,
                                         answers to a peer that does not read them are

@@ -444,7 +444,7 @@ s_actor(zsock_t *pipe, void *arg)
 }
 
 const char *const db_replica_restart_hooks[] = {"LUX_TEST_REPLICA_HOLD", "LUX_TEST_APPEND_GATE",
-                                                 NULL};
+                                                 "LUX_TEST_CKPT_OFF", NULL};
 
 /* A test hook (t/5020): with LUX_TEST_REPLICA_HOLD=DIR, a replica does not
    start while the file DIR/replica-S-I exists, as one whose machine is not

@@ -101,8 +101,10 @@ db_rep_submit(db_rep_t *self, db_rep_batch_t *b, uint32_t count)
         self->pending = b;
     self->pending_last = b;
     self->pending_events += count;
-    if (self->writer_seq <= self->commit_seq && !self->truncating && count <= DB_REP_INLINE) {
-        /* the writer is idle: commit now, on this thread (no hop) */
+    if (self->writer_seq <= self->commit_seq && !self->truncating && count <= DB_REP_INLINE &&
+        db_store_wal_frames(self->store) < DB_WAL_CAP) {
+        /* the writer is idle: commit now, on this thread (no hop); past
+           the WAL's cap the writer commits, then copies it back */
         int rc = db_store_begin(self->store);
         if (!rc)
             rc = db_writer_put(self->store, &b->nb);

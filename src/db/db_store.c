@@ -57,6 +57,8 @@ struct db_store_t {
     db_seen_t *seen;                 /* newest event ID of each client (db_seen.c) */
     uint64_t base_seq;               /* events up to here are in the archive (db_archive.c) */
     uint8_t base_hash[DB_HASH_LEN];  /* the hash at base_seq */
+    uint64_t wal_frames;             /* the WAL's frames after the last commit (watched) */
+    _Atomic uint64_t *wal_watch;     /* ...also stored here (db_store_watch_wal) */
 };
 
 static pthread_once_t s_once = PTHREAD_ONCE_INIT;
@@ -1036,12 +1038,23 @@ db_store_checkpoint(db_store_t *self, bool full, int *copied)
 static int
 s_wal_hook(void *arg, sqlite3 *db, const char *name, int pages)
 {
-    atomic_store((_Atomic uint64_t *) arg, (uint64_t) pages);
+    db_store_t *self = arg;
+    (void) db;
+    (void) name;
+    self->wal_frames = (uint64_t) pages;
+    atomic_store(self->wal_watch, (uint64_t) pages);
     return SQLITE_OK;
 }
 
 void
 db_store_watch_wal(db_store_t *self, _Atomic uint64_t *pages)
 {
-    sqlite3_wal_hook(self->db, s_wal_hook, pages);
+    self->wal_watch = pages;
+    sqlite3_wal_hook(self->db, s_wal_hook, self);
+}
+
+uint64_t
+db_store_wal_frames(const db_store_t *self)
+{
+    return self->wal_frames;
 }

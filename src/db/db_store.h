@@ -121,6 +121,9 @@ int db_store_checkpoint(db_store_t *self, bool full, int *copied);
 /* After every commit on this connection, store the WAL's size in pages in
    *pages (for a checkpointing thread to decide when to run). */
 void db_store_watch_wal(db_store_t *self, _Atomic uint64_t *pages);
+/* The WAL's length in frames after this connection's last commit, as
+   watched (0 when db_store_watch_wal was not called). */
+uint64_t db_store_wal_frames(const db_store_t *self);
 
 /* The cluster ID and shard recorded in the file. */
 const util_id_t *db_store_cluster(db_store_t *self);

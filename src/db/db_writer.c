@@ -9,8 +9,24 @@
     A write error is final: the writer reports it and refuses further
     writes, and the replica fails over (a replica whose disk is full must
     not keep a hole in its chain). Batches queued before $TERM are
-    committed before the thread ends, so nothing handed over is lost. */
+    committed before the thread ends, so nothing handed over is lost.
+
+    The reader's thread copies the WAL back (db_reader.c). When it gets
+    no CPU for long, the WAL grows as the commits come: 81 MB under a
+    parallel `make check`, and a replica on a small disk filled it with
+    room to spare for its events (t/5304). So once the WAL passes
+    DB_WAL_CAP frames, the writer copies it back itself, after the
+    commit's acknowledgement, as a passive checkpoint of its own
+    connection: no frame arrives while it copies, so it copies them all
+    unless a reader is on an older snapshot, and its next transaction
+    starts the WAL again. It stalls appends only on a machine where the
+    reader's thread fell that far behind: a bound, with backpressure,
+    instead of a disk that fills. The replica's thread, which commits
+    small batches itself while this one is idle (db_rep_submit), hands
+    every batch here once the WAL is that long, so the copy runs on this
+    thread only. */
 #include "db_writer.h"
+#include "db_reader.h"
 #include "../net/net_wire.h"
 #include "../util/util_err.h"
 #include "../util/util_fs.h"
@@ -26,7 +42,32 @@ typedef struct {
     db_store_t *store;
     bool broken;      /* a write failed: refuse everything */
     const char *gate; /* LUX_TEST_COMMIT_GATE, read once at start */
+    uint64_t cap_at;  /* the WAL's frames at the last copy past the cap */
+    uint64_t capped;  /* copies past the cap, for the log */
 } s_writer_t;
+
+/* The WAL past DB_WAL_CAP frames: copy it back now (see the top). Again
+   only after DB_CKPT_WRAP more frames, when a reader kept it from
+   starting again. */
+static void
+s_cap_wal(s_writer_t *self)
+{
+    uint64_t frames = db_store_wal_frames(self->store);
+    if (frames < self->cap_at)
+        self->cap_at = 0; /* it started again */
+    if (frames < DB_WAL_CAP || frames < self->cap_at + DB_CKPT_WRAP)
+        return;
+    int copied = 0;
+    int64_t t0 = util_mono_ms();
+    int rc = db_store_checkpoint(self->store, false, &copied);
+    self->cap_at = frames;
+    if (rc < 0)
+        log_warn("the WAL past %d frames: %s", DB_WAL_CAP, lux_errmsg());
+    else if (self->capped++ % 64 == 0)
+        log_info("the WAL reached %llu frames (the reader's copies fell behind): the writer "
+                 "copied back %d in %lld ms (%llu times so far)", (unsigned long long) frames,
+                 copied, (long long) (util_mono_ms() - t0), (unsigned long long) self->capped);
+}
 
 /* Test hook: LUX_TEST_COMMIT_GATE=DIR makes the writer of the replica
    whose file's path ends with the text of DIR/armed, once it
@@ -193,6 +234,7 @@ s_loop(zsock_t *pipe, void *arg)
             } else {
                 s_commit_gate(&self, before + 1, db_store_last_seq(self.store));
                 s_reply(&self, 'C', db_store_last_seq(self.store), 0, "");
+                s_cap_wal(&self);
             }
         } else if (rc) {
             s_reply(&self, 'E', db_store_last_seq(self.store), rc, "writer is stopped");
