@@ -4,7 +4,8 @@
 # 5 s; node 1 alone has w; a counter needing w is homed on the head (its
 # driver there) and called in a loop by a driver on node 2 (a handle
 # there). Node 1 is killed -9 with calls in flight and started again in
-# its directory 11 s later (a new node, on the same address): the home
+# its directory once the head logged it dead (a new node, on the same
+# address): the home
 # makes the counter there again and re-applies the calls the log has
 # (NODE_TASK with the replay flag), and node 2's calls go on.
 # Before, each re-applied call stayed in the new holder's table of tasks
@@ -41,9 +42,11 @@ loop=$!
 CL_DRIVERS="$CL_DRIVERS $loop"
 more "$TAP_TMP/loop" 0
 ok $? "a driver on node 2 calls it in a loop" || diag "$(cat "$TAP_TMP/loop")"
+id1=$(cat "$CL_DIR/n1/run/node.joined")
 cluster_kill_node 1
 ok $? "kill -9 node 1, which holds it, calls in flight"
-sleep 11
+cluster_wait_value "SELECT count(*) FROM events WHERE kind = 'node_died' AND node_id = '$id1'" 1 60
+ok $? "the head logs node 1 dead (node_died), about 5 s later"
 cluster_join 1 --workers 1 --store-mb 32 --resources CPU=1,w=1
 ok $CL_RC "node 1 starts again in its directory, a new node with w" || diag "$CL_OUT"
 node=$(cluster_node_pid 1)
