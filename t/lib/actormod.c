@@ -38,6 +38,12 @@
                        made after call K and before GO.ready: they fill
                        this node's store, so that the actor's checkpoint
                        held here is spilled (t/3169)
+        asks NAME K GO create a counter named NAME with max_restarts 1;
+                       call add(1) K times, printing each answer; make
+                       GO.ready, wait for GO, call add(1) K times without
+                       getting them, then lux_actor_checkpoint: print
+                       "checkpoint ok" or "checkpoint error: MESSAGE";
+                       then get the K calls, printing each answer (t/5024)
         behind NAME MS GO
                        create a counter named NAME; call add(1), print
                        its answer; make GO.ready, wait for GO; run nap(MS)
@@ -400,6 +406,34 @@ s_main(lux_t *lx, int argc, char **argv)
                 }
             }
             lux_free(lx, 1, &r);
+        }
+        return 0;
+    }
+    if (argc == 5 && strcmp(argv[1], "asks") == 0) {
+        lux_actor_opts_t o = {.name = argv[2], .max_restarts = 1};
+        long k = atol(argv[3]);
+        if (k < 1 || k > 64)
+            return printf("error: K is 1 to 64\n"), 1;
+        if (lux_actor_create(lx, "Counter", 0, NULL, &o, &a))
+            return printf("error: %s\n", lux_errmsg()), 1;
+        if (s_calls(lx, &a, k))
+            return 1;
+        s_ready_wait(argv[4]);
+        lux_ref_t r[64];
+        lux_val_t v;
+        int64_t one = 1;
+        for (long i = 0; i < k; i++)
+            if (lux_actor_call(lx, &a, "add", 1, (lux_arg_t[]) {LUX_VAL(&one, 8)}, 1, &r[i]))
+                return printf("error: %s\n", lux_errmsg()), 1;
+        if (lux_actor_checkpoint(lx, &a))
+            printf("checkpoint error: %s\n", lux_errmsg());
+        else
+            printf("checkpoint ok\n");
+        fflush(stdout);
+        for (long i = 0; i < k; i++) {
+            if (lux_get(lx, &r[i], &v, 120000))
+                return printf("error: %s\n", lux_errmsg()), 1;
+            printf("%.*s\n", (int) v.size, (const char *) v.data);
         }
         return 0;
     }
