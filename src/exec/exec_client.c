@@ -295,10 +295,25 @@ s_node_gone(lux_t *lx)
 int
 exec_client_await(lux_t *lx, int type, uint64_t req, uint8_t *out, size_t n, const char *what)
 {
+    return exec_client_await_ms(lx, type, req, out, n, what, -1);
+}
+
+int
+exec_client_await_ms(lux_t *lx, int type, uint64_t req, uint8_t *out, size_t n,
+                     const char *what, int64_t timeout_ms)
+{
+    int64_t deadline = timeout_ms < 0 ? INT64_MAX : util_mono_ms() + timeout_ms;
     for (;;) {
-        zmsg_t *m = net_link_recv(lx->link, -1);
+        int64_t left = deadline == INT64_MAX ? -1 : deadline - util_mono_ms();
+        zmsg_t *m = left < 0 && deadline != INT64_MAX
+                        ? NULL
+                        : net_link_recv(lx->link, left > INT32_MAX ? INT32_MAX : (int) left);
         if (!m && net_link_dead(lx->link))
             return exec_client_gone(lx, what);
+        if (!m && deadline != INT64_MAX && util_mono_ms() >= deadline)
+            return util_err(LUX_ETIMEDOUT, "no answer from the node manager at %s within "
+                            "%lld ms: waited for %s", lx->dir[0] ? lx->dir : "?",
+                            (long long) timeout_ms, what);
         if (!m)
             return util_err_ctx(LUX_EDEAD, "waiting for %s", what);
         zframe_t *hf = zmsg_first(m), *body = zmsg_next(m);

@@ -139,6 +139,10 @@ exec_cobj_t *exec_client_obj(lux_t *lx, const lux_ref_t *ref, bool create);
    bytes); 0, or a code naming what when the node is gone or it errs. */
 int exec_client_await(lux_t *lx, int type, uint64_t req, uint8_t *out, size_t n,
                       const char *what);
+/* The same, waiting at most timeout_ms (-1: no bound): LUX_ETIMEDOUT
+   naming what when no answer came by then (a late one is dropped). */
+int exec_client_await_ms(lux_t *lx, int type, uint64_t req, uint8_t *out, size_t n,
+                         const char *what, int64_t timeout_ms);
 /* LUX_EDEAD naming what: the node manager's connection is gone. */
 int exec_client_gone(lux_t *lx, const char *what);
 /* Room for size bytes (exec_client_alloc) with its pages allocated now:

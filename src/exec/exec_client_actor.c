@@ -165,11 +165,39 @@ lux_actor_call(lux_t *lx, const lux_actor_t *actor, const char *method, int argc
     return s_submit(lx, "lux_actor_call", &s);
 }
 
-/* One ACTOR request and its answer. */
+/* How long a client waits for the node's answer to an ACTOR request
+   beyond the wait it asked for (a lookup's timeout): the node answers a
+   kill at once, a checkpoint once saved, or failed when it did not start
+   within LUX_ACTOR_CKPT_MS (10 minutes: exec_node_actor.c), and a lookup
+   at its deadline; this bound is for a node that does not answer at all,
+   so that no wait here is endless (t/3108 on a cluster: a checkpoint
+   waited 22 minutes, until killed). LUX_ACTOR_WAIT_MS changes it. */
+#define S_ACTOR_WAIT_MS 900000
+
+static int64_t
+s_wait_ms(void)
+{
+    const char *v = getenv("LUX_ACTOR_WAIT_MS");
+    int64_t ms = v && *v ? strtoll(v, NULL, 10) : S_ACTOR_WAIT_MS;
+    return ms < 100 ? 100 : ms > 86400000 ? 86400000 : ms;
+}
+
+/* One ACTOR request and its answer: waited for at most timeout_ms (a
+   lookup's; -1: for ever, as asked) plus s_wait_ms(). */
 static int
 s_actor_op(lux_t *lx, int op, const lux_actor_t *actor, const char *name, int timeout_ms,
            lux_actor_t *found)
 {
+    static const char *const ops[] = {"", "lux_actor_kill", "lux_actor_lookup",
+                                      "lux_actor_checkpoint"};
+    char what[UTIL_ID_HEX + 400], hex[UTIL_ID_HEX];
+    if (name)
+        snprintf(what, sizeof what, "%s of the name '%.200s' (LUX_ACTOR_WAIT_MS past its "
+                 "timeout)", ops[op], name);
+    else
+        snprintf(what, sizeof what, "%s of actor %s (LUX_ACTOR_WAIT_MS)%s", ops[op],
+                 lux_actor_hex(actor, hex),
+                 op == 3 ? ": its checkpoint, after the calls made before it" : "");
     util_buf_t b;
     uint64_t req = ++lx->actor_req;
     util_buf_init(&b);
@@ -187,7 +215,8 @@ s_actor_op(lux_t *lx, int op, const lux_actor_t *actor, const char *name, int ti
     exec_client_send_body(lx, NET_ACTOR, b.data, b.len, NULL, 0);
     util_buf_free(&b);
     uint8_t id[16];
-    int rc = exec_client_await(lx, NET_ACTOR_REP, req, id, sizeof id, "the node manager");
+    int64_t bound = timeout_ms < 0 ? -1 : timeout_ms + s_wait_ms();
+    int rc = exec_client_await_ms(lx, NET_ACTOR_REP, req, id, sizeof id, what, bound);
     if (found)
         memcpy(found->b, id, sizeof id);
     return rc;

@@ -538,6 +538,7 @@ s_tick(nm_t *nm)
         s_reap_drivers(nm);
     }
     nm_actor_tick(nm);
+    nm_actor_ckpt_tick(nm); /* checkpoints asked for that wait too long */
     nm_cancel_tick(nm); /* tasks past their timeout */
     nm_peer_tick(nm);
     nm_xfer_tick(nm);   /* pulls waiting for room or past their time */

@@ -27,11 +27,9 @@
     (CREATE) first, and new calls come after the replay. An actor_restarted event records the
     checkpoint loaded and the calls replayed. With no restarts left, or when killed, the actor
     is dead: its pending calls and every later one fail with the reason, naming the actor and
-    the call.
-
-    What the actor's process reports (results, held results handed out)
-    and its death are exec_node_actor_res.c's, above this file; lookups by
-    name and the ACTOR requests (kill, checkpoint, lookup) are here.
+    the call. What the actor's process reports (results, held results handed out), its death,
+    and the bound on a checkpoint asked for are exec_node_actor_res.c's, above this file;
+    lookups by name and the ACTOR requests (kill, checkpoint, lookup) are here.
 */
 #include "exec_node_actor.h"
 #include "exec_node_int.h"
@@ -1071,7 +1069,9 @@ nm_actor_op(nm_t *nm, nm_client_t *c, const uint8_t *p, size_t n)
             nm_actor_reply(nm, c, req, LUX_ENOMEM, &id, "out of memory");
             return;
         }
-        t->run->op_req = req; /* answered when it is saved */
+        t->run->op_req = req; /* answered when saved, or failed when queued too long */
+        t->run->asked_ms = util_mono_ms(); /* (nm_actor_ckpt_tick) */
+        nm->ckpt_asks++;
         nm_actor_list_append(&a->queue, &a->queue_last, t);
         nm_actor_dirty(nm, a);
         return;

@@ -14,6 +14,11 @@
     replay, what was never sent stays queued, and the actor restarts while
     restarts are left (its replay is exec_node_actor.c's), or dies.
 
+    A checkpoint asked for (lux_actor_checkpoint) is answered when its
+    SAVE reports, or when the process dies first; one still waiting in the
+    actor's queue after LUX_ACTOR_CKPT_MS fails, naming what held it
+    (nm_actor_ckpt_tick), so that no asker waits for ever.
+
     Creating actors, sending their runs in order and replaying calls are
     exec_node_actor.c's, below this part: this file uses the actor's lists
     and states through the plumbing exec_node_actor.h declares for it.
@@ -298,6 +303,115 @@ nm_actor_release(nm_t *nm)
     }
 }
 
+
+/* --- checkpoints asked for: their wait in the queue is bounded ------------------------------ */
+
+/* A checkpoint asked for (lux_actor_checkpoint) that waits in the actor's
+   queue this long, unsent, fails saying what holds it (LUX_ACTOR_CKPT_MS):
+   once sent, the actor's process answers (s_saved) or its death does
+   (nm_actor_drop_run); unsent, nothing did while what held the queue did
+   not move (t/3108 on a cluster: a driver waited 22 minutes; t/6160). */
+#define S_CKPT_WAIT_MS 600000
+#define S_CKPT_SCAN_MS 250 /* how often those waits are looked at */
+
+typedef struct {
+    nm_actor_t **v;
+    size_t n, cap;
+} s_all_t;
+
+/* What keeps a's queue from reaching sv (a checkpoint asked for), into
+   why[n]. */
+static void
+s_held_by(const nm_actor_t *a, const nm_task_t *sv, char *why, size_t n)
+{
+    const nm_task_t *t = a->queue;
+    if (a->state == A_WAITING && a->log_wait)
+        snprintf(why, n, "it is restarting, and waits for the log to record the calls it "
+                 "had before its process died");
+    else if (a->state == A_WAITING && a->create && a->create->waiting)
+        snprintf(why, n, "its creation waits for %u of its arguments%s", a->create->waiting,
+                 a->create->nfar ? " (pulled from other nodes)" : "");
+    else if (a->state == A_WAITING)
+        snprintf(why, n, "it waits for the resources it asks for to start its process");
+    else if (a->state == A_STARTING)
+        snprintf(why, n, "its process is starting%s",
+                 a->boot && a->boot->waiting
+                     ? (a->boot->kind == T_LOAD ? ", its checkpoint to load not here yet"
+                                                : ", its constructor's arguments not here yet")
+                     : "");
+    else if (t && t != sv && t->waiting)
+        snprintf(why, n, "a call before it (%s%s) waits for %u of its arguments%s", t->fn,
+                 t->run->replay ? ", re-applied after a restart" : "", t->waiting,
+                 t->nfar ? " (pulled from other nodes)" : "");
+    else if (a->room_wait)
+        snprintf(why, n, "a run before it waits for room in this node's store");
+    else
+        snprintf(why, n, "its queue did not move (%u runs sent to its process and not "
+                 "reported, %llu bytes of their arguments pinned)", a->nsent,
+                 (unsigned long long) a->sent_bytes);
+}
+
+/* Every actor into arg (an s_all_t), for util_idmap_each. */
+static int
+s_collect(void *arg, const void *key, void *value)
+{
+    s_all_t *all = arg;
+    (void) key;
+    if (all->n == all->cap) {
+        size_t cap = all->cap ? 2 * all->cap : 16;
+        nm_actor_t **v = realloc(all->v, cap * sizeof *v);
+        if (!v)
+            return 1;
+        all->v = v;
+        all->cap = cap;
+    }
+    all->v[all->n++] = *(nm_actor_t **) value;
+    return 0;
+}
+
+/* Fail the checkpoints asked for that waited in their actor's queue for
+   LUX_ACTOR_CKPT_MS, unsent, naming what held them. */
+void
+nm_actor_ckpt_tick(nm_t *nm)
+{
+    int64_t now = util_mono_ms();
+    if (nm->ckpt_asks <= 0 || !nm->actors || now - nm->ckpt_scan_ms < S_CKPT_SCAN_MS)
+        return;
+    nm->ckpt_scan_ms = now;
+    const char *v = getenv("LUX_ACTOR_CKPT_MS");
+    int64_t bound = v && *v ? strtoll(v, NULL, 10) : S_CKPT_WAIT_MS;
+    if (bound < 100)
+        bound = 100;
+    char hex[UTIL_ID_HEX], held[600], why[900];
+    int left = 0;
+    s_all_t all = {0};
+    util_idmap_each(nm->actors, s_collect, &all);
+    for (size_t i = 0; i < all.n; i++) {
+        nm_actor_t *a = all.v[i];
+        for (nm_task_t *t = a->queue, *next; t; t = next) {
+            next = t->next;
+            if (t->kind != T_SAVE || !t->run->asked_ms)
+                continue;
+            if (now - t->run->asked_ms < bound) {
+                left++;
+                continue;
+            }
+            s_held_by(a, t, held, sizeof held);
+            snprintf(why, sizeof why, "lux_actor_checkpoint: actor %s (%s): its checkpoint "
+                     "waited %lld ms in its queue, not started (LUX_ACTOR_CKPT_MS %lld): %s; "
+                     "the calls before it go on", util_id_hex(&a->id, hex), a->cls,
+                     (long long) (now - t->run->asked_ms), (long long) bound, held);
+            log_warn("%s", why);
+            nm_actor_list_unlink(&a->queue, &a->queue_last, t);
+            if (t->owner)
+                nm_actor_reply(nm, t->owner, t->run->op_req, LUX_ETIMEDOUT, &a->id, why);
+            nm_task_discard(nm, t);
+            nm_actor_dirty(nm, a); /* what waited behind it may go */
+        }
+    }
+    free(all.v);
+    nm->ckpt_asks = left;
+}
 
 /* --- its process died --------------------------------------------------------------------- */
 

@@ -21,4 +21,10 @@ void nm_actor_release(nm_t *nm);
 /* Actor worker w's process is gone (why): its actor restarts or dies. */
 void nm_actor_worker_gone(nm_t *nm, nm_worker_t *w, const char *why);
 
+/* Fail the checkpoints asked for (lux_actor_checkpoint) that waited
+   LUX_ACTOR_CKPT_MS in their actor's queue, unsent, naming what held
+   them (LUX_ETIMEDOUT); called every turn, it looks every 250 ms while
+   any is asked. */
+void nm_actor_ckpt_tick(nm_t *nm);
+
 #endif

@@ -186,6 +186,8 @@ typedef struct nm_run {
     char *fail_msg;           /* ... and this message */
     uint64_t op_req;          /* SAVE asked for by lux_actor_checkpoint: its request
                                  (the asking client is the task's ->owner) */
+    int64_t asked_ms;         /* ... when it was asked: its wait in the actor's queue
+                                 is bounded (exec_node_actor_res.c nm_actor_ckpt_tick) */
     uint8_t *held_outs;       /* held: its outputs as reported (exec_obj_t, then fps) */
     uint32_t held_len;
     uint64_t sent_bytes;      /* sent: the store bytes of its arguments it holds pinned */
@@ -587,6 +589,8 @@ struct nm {
     nm_task_t *held_calls, *held_last; /* finished calls waiting for their events (by ->next) */
     struct nm_actor *dirty_actors; /* actors with runs to send */
     struct nm_lookup *lookups; /* lux_actor_lookup waiting for a name */
+    int ckpt_asks;            /* checkpoints asked for and not sent yet (at most) */
+    int64_t ckpt_scan_ms;     /* when their waits were last looked at */
     int64_t reaped_drivers_ms; /* when dead drivers were last looked for */
     int64_t reaped_all_ms;     /* when every worker was last waited for */
 

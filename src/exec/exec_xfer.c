@@ -236,12 +236,22 @@ s_next_source(nm_t *nm, s_pull_t *p, int rc)
     s_drop_block(nm, p);
     if (p->cur < p->nsrc)
         s_send_pull(nm, p, OP_CLOSE, 0, 0);
-    if (rc != LUX_ENOTFOUND)
+    /* the head's node as a source that died or fell silent (killed -9,
+       say): started again, it makes the object again from its lineage
+       when no node holds it, so it is asked as for a source that does
+       not hold it; its asks are resent while it is down and fail after
+       3 x LUX_XFER_TIMEOUT_MS of silence (t/6161) */
+    char head[DB_EP_MAX];
+    bool head_gone = (rc == LUX_EDEAD || rc == LUX_EIO || rc == LUX_ETIMEDOUT) &&
+                     p->cur < p->nsrc && !nm_peer_is_head(nm) &&
+                     strcmp(p->src[p->cur].ep, nm_peer_head_ep(nm, head, sizeof head)) == 0;
+    if (rc != LUX_ENOTFOUND && !head_gone)
         p->absent = false;
     if (p->cur + 1 >= p->nsrc && p->absent && !nm_peer_is_head(nm) &&
         p->rounds < S_MAKE_ROUNDS) {
-        /* every listed node said it does not hold it (evicted, freed):
-           the log is behind; the head makes it again from its lineage */
+        /* every listed node said it does not hold it (evicted, freed), or
+           the head's node died under it: the log is behind, or the head
+           lost it; the head makes it again from its lineage */
         log_info("object %s: no listed node holds it (%s); asking the head to make it again",
                  xfer_hex(&p->id, hex), why);
         p->rounds++;

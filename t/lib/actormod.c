@@ -38,6 +38,19 @@
                        made after call K and before GO.ready: they fill
                        this node's store, so that the actor's checkpoint
                        held here is spilled (t/3169)
+        asks NAME K GO create a counter named NAME with max_restarts 1;
+                       call add(1) K times, printing each answer; make
+                       GO.ready, wait for GO, call add(1) K times without
+                       getting them, then lux_actor_checkpoint: print
+                       "checkpoint ok" or "checkpoint error: MESSAGE";
+                       then get the K calls, printing each answer (t/5024)
+        behind NAME MS GO
+                       create a counter named NAME; call add(1), print
+                       its answer; make GO.ready, wait for GO; run nap(MS)
+                       (a task that sleeps MS ms), call add with its
+                       output (a call that waits for it), then
+                       lux_actor_checkpoint: print "checkpoint ok" or
+                       "checkpoint error: MESSAGE" and end (t/6160)
         loop NAME STOP find the counter named NAME (waiting up to 60 s),
                        call add(1) and print its answer until the file
                        STOP exists (then print "stopped" and end); a
@@ -216,6 +229,19 @@ s_calls(lux_t *lx, const lux_actor_t *a, long k)
     return 0;
 }
 
+/* nap(ms): sleeps ms (a u64) ms, returns 8 bytes, the number 1 */
+static int
+nap(lux_t *lx, int argc, const lux_val_t *argv)
+{
+    (void) argc;
+    int64_t ms, one = 1;
+    memcpy(&ms, argv[0].data, 8);
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+    return lux_set(lx, 0, &one, 8);
+}
+LUX_FUNCTION(nap, 1, 1)
+
 /* Wait for the file path to exist (up to 300 s). */
 static void
 s_wait(const char *path)
@@ -381,6 +407,52 @@ s_main(lux_t *lx, int argc, char **argv)
             }
             lux_free(lx, 1, &r);
         }
+        return 0;
+    }
+    if (argc == 5 && strcmp(argv[1], "asks") == 0) {
+        lux_actor_opts_t o = {.name = argv[2], .max_restarts = 1};
+        long k = atol(argv[3]);
+        if (k < 1 || k > 64)
+            return printf("error: K is 1 to 64\n"), 1;
+        if (lux_actor_create(lx, "Counter", 0, NULL, &o, &a))
+            return printf("error: %s\n", lux_errmsg()), 1;
+        if (s_calls(lx, &a, k))
+            return 1;
+        s_ready_wait(argv[4]);
+        lux_ref_t r[64];
+        lux_val_t v;
+        int64_t one = 1;
+        for (long i = 0; i < k; i++)
+            if (lux_actor_call(lx, &a, "add", 1, (lux_arg_t[]) {LUX_VAL(&one, 8)}, 1, &r[i]))
+                return printf("error: %s\n", lux_errmsg()), 1;
+        if (lux_actor_checkpoint(lx, &a))
+            printf("checkpoint error: %s\n", lux_errmsg());
+        else
+            printf("checkpoint ok\n");
+        fflush(stdout);
+        for (long i = 0; i < k; i++) {
+            if (lux_get(lx, &r[i], &v, 120000))
+                return printf("error: %s\n", lux_errmsg()), 1;
+            printf("%.*s\n", (int) v.size, (const char *) v.data);
+        }
+        return 0;
+    }
+    if (argc == 5 && strcmp(argv[1], "behind") == 0) {
+        lux_actor_opts_t o = {.name = argv[2]};
+        if (lux_actor_create(lx, "Counter", 0, NULL, &o, &a))
+            return printf("error: %s\n", lux_errmsg()), 1;
+        if (s_calls(lx, &a, 1))
+            return 1;
+        s_ready_wait(argv[4]);
+        int64_t ms = atoll(argv[3]);
+        lux_ref_t n, r;
+        if (lux_call(lx, "nap", 1, (lux_arg_t[]) {LUX_VAL(&ms, 8)}, 1, &n) ||
+            lux_actor_call(lx, &a, "add", 1, (lux_arg_t[]) {LUX_REF(n)}, 1, &r))
+            return printf("error: %s\n", lux_errmsg()), 1;
+        if (lux_actor_checkpoint(lx, &a))
+            printf("checkpoint error: %s\n", lux_errmsg());
+        else
+            printf("checkpoint ok\n");
         return 0;
     }
     if (argc == 4 && strcmp(argv[1], "loop") == 0) {
