@@ -312,6 +312,12 @@ nm_actor_drop_run(nm_t *nm, nm_actor_t *a, nm_task_t *t, int status, const char 
         nm_task_fail(nm, t, status, why); /* off every list, logged, freed */
         return;
     }
+    if (t->run && t->run->dup) { /* the same call, sent again by its caller's node */
+        nm_task_t *d = t->run->dup;
+        t->run->dup = NULL;
+        d->next = NULL;
+        nm_task_fail(nm, d, status, why);
+    }
     if (t->kind == T_SAVE && t->owner)
         nm_actor_reply(nm, t->owner, t->run->op_req, status, &a->id, why);
     if (t == a->boot)
@@ -799,6 +805,10 @@ nm_actor_failing(nm_t *nm, nm_task_t *t, int status, const char *text)
         char why[900];
         snprintf(why, sizeof why, "cannot replay its call %llu: %s", (unsigned long long) t->run->idx,
                  text);
+        if (t->run->dup) { /* the call its caller's node sent again fails with the actor */
+            nm_actor_list_append(&a->queue, &a->queue_last, t->run->dup);
+            t->run->dup = NULL;
+        }
         if (!a->doom && a->state != A_DEAD && (a->doom = strdup(why)))
             a->doom_status = status;
         nm_actor_dirty(nm, a);

@@ -136,6 +136,16 @@ s_called(nm_t *nm, nm_actor_t *a, nm_task_t *t, nm_client_t *c, const exec_resul
          int status, const char *msg, const exec_obj_t *outs, const uint8_t *fps)
 {
     nm_task_release_args(nm, t, false); /* unpinned; uses stay until it is done */
+    if (t->run->replay && t->run->dup) {
+        /* the same call, sent again by its caller's node (exec_ractor.c
+           s_merge): these results are its */
+        nm_task_t *d = t->run->dup;
+        t->run->dup = NULL;
+        if (a->replaying)
+            a->replaying--;
+        nm_task_discard(nm, t);
+        t = d;
+    }
     if (a->max_restarts && !t->run->replay && t->run->idx > a->ckpt_idx)
         nm_actor_keep(nm, a, t);
     if (t->run->replay) {
@@ -338,6 +348,14 @@ nm_actor_worker_gone(nm_t *nm, nm_worker_t *w, const char *why)
                 nm_actor_list_append(&limbo, &limbo_last, t);
             } else if (t->kind == T_CALL && !t->run->replay) {
                 nm_actor_list_append(&queue, &queue_last, t);
+            } else if (t->kind == T_CALL && t->run->dup) {
+                /* a replay whose call its caller's node sent again: that
+                   one, numbered as it, waits for the next replay */
+                nm_task_t *d = t->run->dup;
+                t->run->dup = NULL;
+                d->state = TASK_WAITING;
+                nm_actor_list_append(&limbo, &limbo_last, d);
+                nm_actor_drop_run(nm, a, t, LUX_EDEAD, "the actor's process died before it was done");
             } else {
                 nm_actor_drop_run(nm, a, t, LUX_EDEAD,
                                   "the actor's process died before it was done");

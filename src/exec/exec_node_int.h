@@ -190,6 +190,9 @@ typedef struct nm_run {
     uint8_t *held_outs;       /* held: its outputs as reported (exec_obj_t, then fps) */
     uint32_t held_len;
     uint64_t sent_bytes;      /* sent: the store bytes of its arguments it holds pinned */
+    struct nm_task *dup;      /* a replay sent to the worker: the same call sent again by
+                                 its caller's node, answered with this run's results
+                                 (exec_ractor.c s_merge); on no list meanwhile */
 } nm_run_t;
 
 struct nm_task {

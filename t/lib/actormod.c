@@ -63,6 +63,10 @@
                        counter's process) to GO.pids, make GO.done.r.
                        Then print "counter j: COUNT DIR" for each
                        (t/6158: the counters' processes killed -9)
+        slow NAME GO   find the counter named NAME (waiting up to 60 s),
+                       call addslow(1) (add after 2 s), make GO.called
+                       once the call is sent, print its answer (its get
+                       waits at most 120 s) (t/6159)
     An answer is a line "DIR COUNT": the directory of the node that holds
     the counter (lux_dir) and its count after the call. A failed call
     prints "error: MESSAGE" and exits 1.
@@ -169,6 +173,16 @@ Counter_adds(lux_t *lx, void *self, int argc, const lux_val_t *argv)
     return Counter_add(lx, self, argc, argv);
 }
 LUX_METHOD(Counter, adds, 1, 1)
+
+/* addslow(n): add(n) after 2 s: in flight while the test kills its node
+   (t/6159) */
+static int
+Counter_addslow(lux_t *lx, void *self, int argc, const lux_val_t *argv)
+{
+    nanosleep(&(struct timespec) {.tv_sec = 2}, NULL);
+    return Counter_add(lx, self, argc, argv);
+}
+LUX_METHOD(Counter, addslow, 1, 1)
 
 /* pid(): its process's ID (8 bytes) */
 static int
@@ -538,6 +552,23 @@ s_main(lux_t *lx, int argc, char **argv)
     }
     if (argc == 7 && strcmp(argv[1], "rounds") == 0)
         return s_rounds(lx, atoi(argv[2]), atol(argv[3]), atol(argv[4]), argv[5], argv[6]);
+    if (argc == 4 && strcmp(argv[1], "slow") == 0) {
+        int64_t one = 1;
+        lux_ref_t r;
+        lux_val_t v;
+        char path[1100];
+        if (lux_actor_lookup(lx, argv[2], &a, 60000) ||
+            lux_actor_call(lx, &a, "addslow", 1, (lux_arg_t[]) {LUX_VAL(&one, 8)}, 1, &r))
+            return printf("error: %s\n", lux_errmsg()), 1;
+        int none = 0;
+        lux_wait(lx, 0, NULL, 0, 0, &none); /* sends the call */
+        snprintf(path, sizeof path, "%s.called", argv[3]);
+        s_touch(path);
+        if (lux_get(lx, &r, &v, 120000))
+            return printf("error: %s\n", lux_errmsg()), 1;
+        printf("%.*s\n", (int) v.size, (const char *) v.data);
+        return 0;
+    }
     if (argc == 4 && strcmp(argv[1], "use") == 0) {
         if (lux_actor_lookup(lx, argv[2], &a, 60000))
             return printf("error: %s\n", lux_errmsg()), 1;
