@@ -528,8 +528,9 @@ s_merge(nm_t *nm, nm_client_t *c, const exec_spec_t *s)
     t->run->idx = r->run->idx;
     char hex[UTIL_ID_HEX];
     log_info("actor %s (%s): call %llu, re-applied from the log, was sent again by its "
-             "caller's node: applied once, answered there", util_id_hex(&a->id, hex), a->cls,
-             (unsigned long long) t->run->idx);
+             "caller's node: applied once (%s), answered there", util_id_hex(&a->id, hex),
+             a->cls, (unsigned long long) t->run->idx,
+             r->run->dup ? "the re-applied run in its process" : "in the queue");
     if (!r->run->dup)
         nm_task_discard(nm, r);
 }

@@ -51,6 +51,7 @@ struct nm_rcalls {
                            dropped unanswered while FILE exists (t/6158) */
     util_buf_t buf;     /* the answer being made (the head) */
     uint32_t count;     /* ... its records */
+    int rc;             /* ... why it stopped (the log's reader stops quietly) */
 };
 
 /* --- the head: answering ------------------------------------------------------------------ */
@@ -64,11 +65,11 @@ s_put_call(void *arg, const db_event_t *e)
     util_buf_put_u32(&r->buf, 0);
     db_event_encode(e, &r->buf);
     if (r->buf.oom)
-        return util_err(LUX_ENOMEM, "out of memory answering for an actor's calls");
+        return r->rc = util_err(LUX_ENOMEM, "out of memory answering for an actor's calls");
     size_t n = r->buf.len - at - 4;
     if (r->buf.len > S_MAX_BYTES)
-        return util_err(LUX_EFULL, "its calls after its checkpoint take more than %u MiB of "
-                        "the log (%u calls read)", S_MAX_BYTES >> 20, r->count);
+        return r->rc = util_err(LUX_EFULL, "its calls after its checkpoint take more than %u "
+                                "MiB of the log (%u calls read)", S_MAX_BYTES >> 20, r->count);
     uint8_t le[4] = {(uint8_t) n, (uint8_t) (n >> 8), (uint8_t) (n >> 16), (uint8_t) (n >> 24)};
     memcpy(r->buf.data + at, le, 4);
     r->count++;
@@ -99,8 +100,11 @@ s_on_calls(nm_t *nm, nm_peer_msg_t *m)
     util_buf_put(&head, id.b, 16);
     r->buf.len = 0;
     r->count = 0;
+    r->rc = 0;
     int rc = nm_peer_is_head(nm) ? nm_log_actor_calls(nm, &id, after, s_put_call, nm)
                                  : util_err(LUX_EINVAL, "only the head reads actors' calls");
+    if (!rc)
+        rc = r->rc; /* its message stands */
     const char *why = rc ? lux_errmsg() : "";
     util_buf_put_u32(&head, (uint32_t) rc);
     util_buf_put_str(&head, why, strlen(why) < 600 ? strlen(why) : 600);
