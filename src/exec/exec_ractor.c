@@ -494,8 +494,8 @@ s_merge(nm_t *nm, nm_client_t *c, const exec_spec_t *s)
 {
     nm_task_t *t = nm_task_find(nm, &s->task), *r = NULL, *prev = NULL;
     nm_actor_t *a = t && t->kind == T_CALL && t->owner == c && !t->run->idx ? t->actor : NULL;
-    if (!a || a->remote)
-        return;
+    if (!a || a->remote || !a->replaying)
+        return; /* no re-applied run here: nothing to look for (every call comes here) */
     for (r = a->queue; r && !(r != t && r->run && r->run->replay && util_id_eq(&r->id, &t->id));
          prev = r, r = r->next)
         ;
@@ -579,9 +579,11 @@ nm_ractor_taken(nm_t *nm, nm_client_t *c, const exec_spec_t *s, const nm_remote_
         return;
     t->run->idx = x->idx; /* numbered by the log already: not logged again */
     t->run->replay = (x->flags & NM_EXT_REPLAY) != 0;
-    if (t->run->replay)
+    if (t->run->replay) {
         nm->n_submitted--; /* not a caller's call: never finished (its results go), it
                               kept the node from ever looking idle (t/6159) */
+        t->actor->replaying++; /* s_merge looks for it while it is not done */
+    }
     /* a replayed run is not in nm->tasks (it is freed by nm_task_discard
        when done or dropped, never taken off the map, and nm_actor_close
        frees it as not there): left there, it was freed while listed, and
