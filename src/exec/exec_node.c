@@ -21,6 +21,7 @@
 #include "exec_node_gpu.h"
 #include "exec_remote.h"
 #include "exec_ractor.h"
+#include "exec_rcalls.h"
 #include "exec_node_actor.h"
 #include "exec_node_actor_res.h"
 #include "exec_node_cancel.h"
@@ -850,7 +851,8 @@ s_setup(nm_t *nm, const exec_node_opts_t *o)
        registering its messages there; then the log's side */
     if (nm_peer_wanted(nm) &&
         (!(nm->peer = nm_peer_new(nm)) || !(nm->xfer = nm_xfer_new(nm)) ||
-         !(nm->remote = nm_remote_new(nm)) || !(nm->ractor = nm_ractor_new(nm))))
+         !(nm->remote = nm_remote_new(nm)) || !(nm->ractor = nm_ractor_new(nm)) ||
+         !(nm->rcalls = nm_rcalls_new(nm))))
         return LUX_EIO; /* the message says what and why */
     if (!(nm->lg = nm_log_new(nm)))
         return LUX_EIO;
@@ -922,6 +924,7 @@ s_teardown(nm_t *nm)
     }
     if (nm->epfd >= 0)
         close(nm->epfd);
+    nm_rcalls_destroy(&nm->rcalls);
     nm_ractor_destroy(&nm->ractor); /* before what it uses of exec_remote.c */
     nm_remote_destroy(&nm->remote);
     nm_peer_destroy(&nm->peer);

@@ -310,6 +310,12 @@ nm_actor_drop_run(nm_t *nm, nm_actor_t *a, nm_task_t *t, int status, const char 
         nm_task_fail(nm, t, status, why); /* off every list, logged, freed */
         return;
     }
+    if (t->run && t->run->dup) { /* the same call, sent again by its caller's node */
+        nm_task_t *d = t->run->dup;
+        t->run->dup = NULL;
+        d->next = NULL;
+        nm_task_fail(nm, d, status, why);
+    }
     if (t->kind == T_SAVE && t->owner)
         nm_actor_reply(nm, t->owner, t->run->op_req, status, &a->id, why);
     if (t == a->boot)
@@ -591,101 +597,6 @@ s_send(nm_t *nm, nm_actor_t *a, s_batch_t *bt)
     bt->count = 0;
 }
 
-/* Read the actor's calls after its checkpoint back from the log, and queue
-   them in front: the live ones (limbo) to answer, the others to re-apply.
-   0, or the actor died. */
-typedef struct {
-    nm_t *nm;
-    nm_actor_t *a;
-    nm_task_t *head, *last;
-    uint64_t n, last_idx;
-    int rc;
-    char why[700];
-} s_replay_t;
-
-static int
-s_replay_cb(void *arg, const db_event_t *e)
-{
-    s_replay_t *x = arg;
-    nm_actor_t *a = x->a;
-    if ((uint64_t) e->idx <= x->last_idx) {
-        x->rc = LUX_ECORRUPT;
-        snprintf(x->why, sizeof x->why, "the log has its call %lld after call %llu",
-                 (long long) e->idx, (unsigned long long) x->last_idx);
-        return 1;
-    }
-    x->last_idx = (uint64_t) e->idx;
-    nm_task_t *t = NULL;
-    for (nm_task_t **p = &a->limbo; *p; p = &(*p)->next)
-        if (memcmp((*p)->id.b, e->task.b, 16) == 0) {
-            t = *p;
-            *p = t->next;
-            break;
-        }
-    if (!t) {
-        exec_spec_t s = {.task = e->task, .parent = e->parent, .job = e->job, .fn = e->name,
-                         .fn_len = (uint16_t) e->name_len, .kind = EXEC_SPEC_CALL,
-                         .actor = a->id};
-        memcpy(s.module, a->module, 16);
-        if (!(e->mask & DB_F_BODY) || exec_call_from_body(&s, e->body, e->body_len)) {
-            x->rc = LUX_ECORRUPT;
-            snprintf(x->why, sizeof x->why, "the log's record of its call %lld is malformed",
-                     (long long) e->idx);
-            return 1;
-        }
-        if (!(t = nm_actor_run_new(x->nm, NULL, &s, false, T_CALL, a))) {
-            x->rc = LUX_ENOMEM;
-            snprintf(x->why, sizeof x->why, "out of memory replaying its calls");
-            return 1;
-        }
-        t->run->idx = (uint64_t) e->idx;
-        t->run->replay = true;
-        char why[600];
-        int rc = nm_task_resolve(x->nm, t, why, sizeof why);
-        if (rc) {
-            nm_task_discard(x->nm, t);
-            x->rc = rc;
-            snprintf(x->why, sizeof x->why, "cannot replay its call %lld: %s", (long long) e->idx,
-                     why);
-            return 1;
-        }
-    }
-    nm_actor_list_append(&x->head, &x->last, t);
-    x->n++;
-    return 0;
-}
-
-static int
-s_prepare_replay(nm_t *nm, nm_actor_t *a)
-{
-    s_replay_t x = {.nm = nm, .a = a, .last_idx = a->ckpt_idx};
-    int rc = 0;
-    if (a->next_idx > a->ckpt_idx &&
-        (rc = nm_log_actor_calls(nm, &a->id, a->ckpt_idx, s_replay_cb, &x)) && !x.rc) {
-        x.rc = rc;
-        snprintf(x.why, sizeof x.why, "reading its calls from the log: %s", lux_errmsg());
-    }
-    if (!x.rc && x.last_idx != a->next_idx) {
-        x.rc = LUX_ECORRUPT;
-        snprintf(x.why, sizeof x.why, "the log has its calls up to %llu, it made %llu",
-                 (unsigned long long) x.last_idx, (unsigned long long) a->next_idx);
-    }
-    /* the replay goes first, then what was never sent */
-    if (x.last) {
-        x.last->next = a->queue;
-        if (!a->queue)
-            a->queue_last = x.last;
-        a->queue = x.head;
-    }
-    if (x.rc) {
-        nm_actor_dief(nm, a, x.rc, "restart %u: %s", a->restarts, x.why);
-        return x.rc;
-    }
-    a->replaying = x.n;
-    nm_log_actor_restarted(nm, a, x.n);
-    return 0;
-}
-
 /* Start its process, when its constructor's arguments are ready, its
    calls are on record (a restart) and the resources it asks for are free. */
 static void
@@ -696,9 +607,9 @@ s_start(nm_t *nm, nm_actor_t *a)
     if (a->log_wait) {
         if (nm_log_pending(nm, &a->last_call))
             return; /* nm_actor_tick looks again */
-        a->log_wait = false;
-        if (s_prepare_replay(nm, a))
-            return;
+        nm->ops.actor_replay(nm, a); /* its calls read: log_wait ends, or it died */
+        if (a->log_wait || a->state != A_WAITING)
+            return; /* the head has the log: nm_actor_tick asks again, or it died */
     }
     if (!nm_res_fits(nm, a->needs))
         return;
@@ -892,6 +803,10 @@ nm_actor_failing(nm_t *nm, nm_task_t *t, int status, const char *text)
         char why[900];
         snprintf(why, sizeof why, "cannot replay its call %llu: %s", (unsigned long long) t->run->idx,
                  text);
+        if (t->run->dup) { /* the call its caller's node sent again fails with the actor */
+            nm_actor_list_append(&a->queue, &a->queue_last, t->run->dup);
+            t->run->dup = NULL;
+        }
         if (!a->doom && a->state != A_DEAD && (a->doom = strdup(why)))
             a->doom_status = status;
         nm_actor_dirty(nm, a);

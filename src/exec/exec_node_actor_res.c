@@ -12,14 +12,17 @@
 
     When the process dies, the numbered calls it had wait in limbo for the
     replay, what was never sent stays queued, and the actor restarts while
-    restarts are left (its replay is exec_node_actor.c's), or dies.
+    restarts are left, or dies. Once its calls' events are committed
+    (exec_node_actor.c s_start waits for them), the calls after its
+    checkpoint are read back, from the log's files on the head's machine,
+    or from the head's node elsewhere (exec_rcalls.c), and queued first.
 
     A checkpoint asked for (lux_actor_checkpoint) is answered when its
     SAVE reports, or when the process dies first; one still waiting in the
     actor's queue after LUX_ACTOR_CKPT_MS fails, naming what held it
     (nm_actor_ckpt_tick), so that no asker waits for ever.
 
-    Creating actors, sending their runs in order and replaying calls are
+    Creating actors and sending their runs (the replay's too) in order are
     exec_node_actor.c's, below this part: this file uses the actor's lists
     and states through the plumbing exec_node_actor.h declares for it.
 */
@@ -138,6 +141,16 @@ s_called(nm_t *nm, nm_actor_t *a, nm_task_t *t, nm_client_t *c, const exec_resul
          int status, const char *msg, const exec_obj_t *outs, const uint8_t *fps)
 {
     nm_task_release_args(nm, t, false); /* unpinned; uses stay until it is done */
+    if (t->run->replay && t->run->dup) {
+        /* the same call, sent again by its caller's node (exec_ractor.c
+           s_merge): these results are its */
+        nm_task_t *d = t->run->dup;
+        t->run->dup = NULL;
+        if (a->replaying)
+            a->replaying--;
+        nm_task_discard(nm, t);
+        t = d;
+    }
     if (a->max_restarts && !t->run->replay && t->run->idx > a->ckpt_idx)
         nm_actor_keep(nm, a, t);
     if (t->run->replay) {
@@ -449,6 +462,14 @@ nm_actor_worker_gone(nm_t *nm, nm_worker_t *w, const char *why)
                 nm_actor_list_append(&limbo, &limbo_last, t);
             } else if (t->kind == T_CALL && !t->run->replay) {
                 nm_actor_list_append(&queue, &queue_last, t);
+            } else if (t->kind == T_CALL && t->run->dup) {
+                /* a replay whose call its caller's node sent again: that
+                   one, numbered as it, waits for the next replay */
+                nm_task_t *d = t->run->dup;
+                t->run->dup = NULL;
+                d->state = TASK_WAITING;
+                nm_actor_list_append(&limbo, &limbo_last, d);
+                nm_actor_drop_run(nm, a, t, LUX_EDEAD, "the actor's process died before it was done");
             } else {
                 nm_actor_drop_run(nm, a, t, LUX_EDEAD,
                                   "the actor's process died before it was done");
@@ -477,9 +498,140 @@ nm_actor_worker_gone(nm_t *nm, nm_worker_t *w, const char *why)
     a->restarts++;
     nm_actor_state(nm, a, A_WAITING);
     a->log_wait = true; /* then the replay is read and the restart logged */
+    a->calls_req = 0;   /* a request of an earlier restart is not answered for this one */
     nm_actor_dirty(nm, a);
 }
 
+
+/* --- the replay of a restart ------------------------------------------------------------- */
+
+/* Reading the actor's calls after its checkpoint back from the log, to
+   queue them in front: the live ones (limbo) to answer, the others to
+   re-apply. */
+typedef struct {
+    nm_t *nm;
+    nm_actor_t *a;
+    nm_task_t *head, *last;
+    uint64_t n, last_idx;
+    int rc;
+    char why[700];
+} s_replay_t;
+
+static int
+s_replay_cb(void *arg, const db_event_t *e)
+{
+    s_replay_t *x = arg;
+    nm_actor_t *a = x->a;
+    if ((uint64_t) e->idx <= x->last_idx) {
+        x->rc = LUX_ECORRUPT;
+        snprintf(x->why, sizeof x->why, "the log has its call %lld after call %llu",
+                 (long long) e->idx, (unsigned long long) x->last_idx);
+        return 1;
+    }
+    x->last_idx = (uint64_t) e->idx;
+    nm_task_t *t = NULL;
+    for (nm_task_t **p = &a->limbo; *p; p = &(*p)->next)
+        if (memcmp((*p)->id.b, e->task.b, 16) == 0) {
+            t = *p;
+            *p = t->next;
+            break;
+        }
+    if (!t) {
+        exec_spec_t s = {.task = e->task, .parent = e->parent, .job = e->job, .fn = e->name,
+                         .fn_len = (uint16_t) e->name_len, .kind = EXEC_SPEC_CALL,
+                         .actor = a->id};
+        memcpy(s.module, a->module, 16);
+        if (!(e->mask & DB_F_BODY) || exec_call_from_body(&s, e->body, e->body_len)) {
+            x->rc = LUX_ECORRUPT;
+            snprintf(x->why, sizeof x->why, "the log's record of its call %lld is malformed",
+                     (long long) e->idx);
+            return 1;
+        }
+        if (!(t = nm_actor_run_new(x->nm, NULL, &s, false, T_CALL, a))) {
+            x->rc = LUX_ENOMEM;
+            snprintf(x->why, sizeof x->why, "out of memory replaying its calls");
+            return 1;
+        }
+        t->run->idx = (uint64_t) e->idx;
+        t->run->replay = true;
+        char why[600];
+        int rc = nm_task_resolve(x->nm, t, why, sizeof why);
+        if (rc) {
+            nm_task_discard(x->nm, t);
+            x->rc = rc;
+            snprintf(x->why, sizeof x->why, "cannot replay its call %lld: %s", (long long) e->idx,
+                     why);
+            return 1;
+        }
+    }
+    nm_actor_list_append(&x->head, &x->last, t);
+    x->n++;
+    return 0;
+}
+
+/* Read a's calls after its checkpoint from the log's files here (the
+   head's machine). */
+static int
+s_read_here(void *arg, nm_t *nm, nm_actor_t *a, nm_calls_cb *cb, void *cbarg)
+{
+    (void) arg;
+    return nm_log_actor_calls(nm, &a->id, a->ckpt_idx, cb, cbarg);
+}
+
+/* read: calls cb with each of a's calls after its checkpoint, in the log's
+   order; 0, or a code with the message (lux_errmsg). */
+static int
+s_prepare_replay(nm_t *nm, nm_actor_t *a, nm_calls_read *read, void *rarg)
+{
+    s_replay_t x = {.nm = nm, .a = a, .last_idx = a->ckpt_idx};
+    int rc = 0;
+    if (a->next_idx > a->ckpt_idx && (rc = read(rarg, nm, a, s_replay_cb, &x)) && !x.rc) {
+        x.rc = rc;
+        snprintf(x.why, sizeof x.why, "reading its calls from the log: %s", lux_errmsg());
+    }
+    if (!x.rc && x.last_idx != a->next_idx) {
+        x.rc = LUX_ECORRUPT;
+        snprintf(x.why, sizeof x.why, "the log has its calls up to %llu, it made %llu",
+                 (unsigned long long) x.last_idx, (unsigned long long) a->next_idx);
+    }
+    /* the replay goes first, then what was never sent */
+    if (x.last) {
+        x.last->next = a->queue;
+        if (!a->queue)
+            a->queue_last = x.last;
+        a->queue = x.head;
+    }
+    if (x.rc) {
+        nm_actor_dief(nm, a, x.rc, "restart %u: %s", a->restarts, x.why);
+        return x.rc;
+    }
+    a->replaying = x.n;
+    nm_log_actor_restarted(nm, a, x.n);
+    return 0;
+}
+
+void
+nm_actor_replay_read(nm_t *nm, nm_actor_t *a, nm_calls_read *read, void *arg)
+{
+    if (a->state != A_WAITING || !a->log_wait)
+        return;
+    a->log_wait = false;
+    a->calls_req = 0;
+    if (s_prepare_replay(nm, a, read, arg) == 0)
+        nm_actor_dirty(nm, a); /* then its process starts (s_start) */
+}
+
+void
+nm_actor_replay(nm_t *nm, nm_actor_t *a)
+{
+    if (a->next_idx > a->ckpt_idx && nm->ops.ractor_calls) {
+        nm->ops.ractor_calls(nm, a); /* the head has the log: asked (again) */
+        return;                      /* nm_actor_replay_read when it answers */
+    }
+    a->log_wait = false;
+    a->calls_req = 0;
+    s_prepare_replay(nm, a, s_read_here, NULL);
+}
 
 /* --- setup ------------------------------------------------------------------------------- */
 
@@ -491,5 +643,6 @@ nm_actor_open(nm_t *nm)
     nm->ops.actor_failing = nm_actor_failing;
     nm->ops.actor_result = nm_actor_result;
     nm->ops.actor_worker_gone = nm_actor_worker_gone;
+    nm->ops.actor_replay = nm_actor_replay;
 }
 

@@ -27,4 +27,22 @@ void nm_actor_worker_gone(nm_t *nm, nm_worker_t *w, const char *why);
    any is asked. */
 void nm_actor_ckpt_tick(nm_t *nm);
 
+/* a restarts, its calls' events committed: its calls after its
+   checkpoint are read from the log here (the head's machine) and queued,
+   and the restart logged (or it dies, naming the restart and why); on a
+   node that is not the head they are asked of the head
+   (nm->ops.ractor_calls), a->log_wait staying set until the answer. */
+void nm_actor_replay(nm_t *nm, nm_actor_t *a);
+
+/* Restarting a on a node that is not the head (nm->ops.ractor_calls asked
+   the head for its calls): read(arg, nm, a, cb, cbarg) calls cb with each
+   of a's calls after its checkpoint, in the log's order, and returns 0,
+   or a code with the message (the head's answer, or why there is none).
+   The calls are queued to re-apply and the restart logged, as with the
+   log read here on the head; or a dies, naming the restart and why.
+   Nothing when a no longer waits for them (dead, or restarted again). */
+typedef int nm_calls_cb(void *cbarg, const db_event_t *e);
+typedef int nm_calls_read(void *arg, nm_t *nm, nm_actor_t *a, nm_calls_cb *cb, void *cbarg);
+void nm_actor_replay_read(nm_t *nm, nm_actor_t *a, nm_calls_read *read, void *arg);
+
 #endif

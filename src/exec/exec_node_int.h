@@ -9,6 +9,7 @@
         exec_node_actor_res.c  what an actor's process answers: results, death   exec_node_actor_res.h
         exec_node_actor.c  actors: creation, calls, restarts, checkpoints         exec_node_actor.h
         exec_ractor.c      actors on other nodes                                  exec_ractor.h
+        exec_rcalls.c      a restarted actor's calls from the head's log          exec_rcalls.h
         exec_remote.c      tasks spilled to other nodes, the global scheduler     exec_remote.h
         exec_node_sched.c  the local scheduler: submission, dispatch, results,
                            workers blocked or dead                                exec_node_sched.h
@@ -191,6 +192,9 @@ typedef struct nm_run {
     uint8_t *held_outs;       /* held: its outputs as reported (exec_obj_t, then fps) */
     uint32_t held_len;
     uint64_t sent_bytes;      /* sent: the store bytes of its arguments it holds pinned */
+    struct nm_task *dup;      /* a replay sent to the worker: the same call sent again by
+                                 its caller's node, answered with this run's results
+                                 (exec_ractor.c s_merge); on no list meanwhile */
 } nm_run_t;
 
 struct nm_task {
@@ -336,7 +340,11 @@ struct nm_actor {
     uint64_t saved_idx;       /* the newest checkpoint reported, made or failed */
     lux_ref_t ckpt;           /* its object (when has_ckpt) */
     bool has_ckpt;
-    bool log_wait;            /* restarting: waits for its calls' events to commit */
+    bool log_wait;            /* restarting: waits for its calls' events to commit
+                                 (then, on a node not the head, for the head's answer) */
+    uint64_t calls_req;       /* ... that request of its calls (exec_rcalls.c; 0: none) */
+    int64_t calls_first_ms;   /* ... when it was first asked, when last */
+    int64_t calls_asked_ms;
     nm_task_t *boot;          /* its CREATE or LOAD run, until it reports */
     nm_task_t *queue, *queue_last; /* runs not sent yet, in order */
     nm_task_t *sent, *sent_last;   /* sent and not reported, in order */
@@ -449,6 +457,8 @@ typedef struct {
     bool (*actor_failing)(nm_t *nm, nm_task_t *t, int status, const char *text);
     void (*actor_result)(nm_t *nm, nm_worker_t *w, const exec_result_t *r);
     void (*actor_worker_gone)(nm_t *nm, nm_worker_t *w, const char *why);
+    /* ... for exec_node_actor.c: a restarting actor's calls read (or asked) */
+    void (*actor_replay)(nm_t *nm, nm_actor_t *a);
     /* cancelling (exec_node_cancel.c, nm_cancel_open) */
     void (*cancel_started)(nm_t *nm, nm_task_t *t);      /* handed to a worker */
     bool (*cancel_result)(nm_t *nm, nm_task_t *t);       /* reported: cancelled meanwhile? */
@@ -495,6 +505,11 @@ typedef struct {
     void (*ractor_pump)(nm_t *nm, nm_actor_t *a);
     void (*ractor_died)(nm_t *nm, nm_actor_t *a);
     void (*ractor_lookup)(nm_t *nm, const char *name, int64_t deadline_ms);
+    /* on a node that is not the head (exec_rcalls.c): a restarting, its
+       calls' events committed, asks the head for its calls after its
+       checkpoint (again while the head has not answered; it dies when the
+       head stays silent too long); nm_actor_replay_read takes the answer */
+    void (*ractor_calls)(nm_t *nm, nm_actor_t *a);
     /* the object store's pins (exec_node_obj.c, set by exec_node.c), for the
        blob writer below it: a put is pinned while its bytes are written */
     void (*obj_pin)(nm_t *nm, nm_obj_t *o);
@@ -607,6 +622,7 @@ struct nm {
     struct nm_peer *peer;     /* the node's tcp endpoint and its connections (exec_peer.c) */
     struct nm_xfer *xfer;     /* objects pulled from other nodes (exec_xfer.c) */
     struct nm_ractor *ractor; /* actors on other nodes (exec_ractor.c) */
+    struct nm_rcalls *rcalls; /* restarted actors' calls from the head's log (exec_rcalls.c) */
     struct nm_remote *remote; /* tasks spilled to other nodes, the global scheduler on the
                                  head (exec_remote.c) */
     struct nm_rplace *rplace; /* asks of the global scheduler, its answers kept (exec_rplace.c) */

@@ -51,7 +51,10 @@
     those answered before are re-applied and their results dropped, those
     in flight are answered; calls the log never saw come after, as new
     ones. The log is read where its files are (the head's node); a home
-    elsewhere sends only its calls in flight, after the checkpoint.
+    elsewhere sends only its calls in flight, after the checkpoint. A
+    handle on a third node sends its call in flight again: the new holder
+    takes it as the re-applied run of the same call (s_merge), not as a
+    new one.
 */
 #include "exec_ractor.h"
 #include "exec_members.h"
@@ -477,6 +480,61 @@ s_on_ckpt(nm_t *nm, nm_peer_msg_t *m)
     a->has_ckpt = true;
 }
 
+/* A new call c's node sent (s), not numbered: when the actor re-applies
+   the same call (its home's replay after the node that held it died, which
+   had logged it) and this is its caller's node sending it again (it was in
+   flight there), it is the same call, applied once: it takes the replay's
+   place in the queue, or, the replay sent to the actor's process already,
+   waits for its results (r->run->dup). Before, it was applied again as a
+   new call after the replay: a counter counted it twice (t/6159). A replay
+   already done here is not found: that call is still applied twice
+   (DESIGN 7.4's limits). */
+static void
+s_merge(nm_t *nm, nm_client_t *c, const exec_spec_t *s)
+{
+    nm_task_t *t = nm_task_find(nm, &s->task), *r = NULL, *prev = NULL;
+    nm_actor_t *a = t && t->kind == T_CALL && t->owner == c && !t->run->idx ? t->actor : NULL;
+    if (!a || a->remote || !a->replaying)
+        return; /* no re-applied run here: nothing to look for (every call comes here) */
+    for (r = a->queue; r && !(r != t && r->run && r->run->replay && util_id_eq(&r->id, &t->id));
+         prev = r, r = r->next)
+        ;
+    if (r) { /* t goes in its place, numbered as it is: not logged again */
+        if (!nm_actor_list_unlink(&a->queue, &a->queue_last, t))
+            return;
+        prev = NULL;
+        for (nm_task_t *q = a->queue; q && q != r; q = q->next)
+            prev = q;
+        t->next = r->next;
+        if (prev)
+            prev->next = t;
+        else
+            a->queue = t;
+        if (a->queue_last == r)
+            a->queue_last = t;
+        r->next = NULL;
+        if (a->replaying)
+            a->replaying--; /* r is not applied */
+    } else {
+        for (r = a->sent; r && !(r->run && r->run->replay && !r->run->dup &&
+                                 util_id_eq(&r->id, &t->id));
+             r = r->next)
+            ;
+        if (!r || !nm_actor_list_unlink(&a->queue, &a->queue_last, t))
+            return;
+        t->next = NULL;
+        r->run->dup = t; /* answered with r's results (exec_node_actor_res.c s_called) */
+    }
+    t->run->idx = r->run->idx;
+    char hex[UTIL_ID_HEX];
+    log_info("actor %s (%s): call %llu, re-applied from the log, was sent again by its "
+             "caller's node: applied once (%s), answered there", util_id_hex(&a->id, hex),
+             a->cls, (unsigned long long) t->run->idx,
+             r->run->dup ? "the re-applied run in its process" : "in the queue");
+    if (!r->run->dup)
+        nm_task_discard(nm, r);
+}
+
 void
 nm_ractor_taken(nm_t *nm, nm_client_t *c, const exec_spec_t *s, const nm_remote_ext_t *x)
 {
@@ -512,11 +570,20 @@ nm_ractor_taken(nm_t *nm, nm_client_t *c, const exec_spec_t *s, const nm_remote_
                  util_id_hex(&a->id, hex), a->cls, (unsigned long long) x->idx, a->restarts);
         return;
     }
-    nm_task_t *t = x->idx ? nm_task_find(nm, &s->task) : NULL;
+    if (!x->idx) {
+        s_merge(nm, c, s);
+        return;
+    }
+    nm_task_t *t = nm_task_find(nm, &s->task);
     if (!t || t->kind != T_CALL || !t->actor || t->run->idx || t->owner != c)
         return;
     t->run->idx = x->idx; /* numbered by the log already: not logged again */
     t->run->replay = (x->flags & NM_EXT_REPLAY) != 0;
+    if (t->run->replay) {
+        nm->n_submitted--; /* not a caller's call: never finished (its results go), it
+                              kept the node from ever looking idle (t/6159) */
+        t->actor->replaying++; /* s_merge looks for it while it is not done */
+    }
     /* a replayed run is not in nm->tasks (it is freed by nm_task_discard
        when done or dropped, never taken off the map, and nm_actor_close
        frees it as not there): left there, it was freed while listed, and

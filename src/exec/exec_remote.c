@@ -676,6 +676,9 @@ s_on_task(nm_t *nm, nm_peer_msg_t *m)
                                  .flags = p[20]};
             memcpy(x.ckpt.b, p + 21, LUX_REF_LEN);
             nm->ops.ractor_taken(nm, c, &s, &x);
+        } else if (s.kind == EXEC_SPEC_CALL && nm->ops.ractor_taken) {
+            /* a new call: maybe one its actor re-applies (exec_ractor.c s_merge) */
+            nm->ops.ractor_taken(nm, c, &s, &(nm_remote_ext_t) {0});
         }
     }
 }

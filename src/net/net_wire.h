@@ -79,7 +79,9 @@
     X(NODE_ACTOR_KILL, 58, "an actor's home or caller lets it go where it lives") \
     X(NODE_ACTOR_CKPT, 59, "an actor's checkpoint, from where it lives to its home") \
     X(NODE_MODULE_GET, 60, "a node asks the sender of a task for its module by hash") \
-    X(NODE_MODULE, 61, "a module's bytes (or why none), to the node that asked")
+    X(NODE_MODULE, 61, "a module's bytes (or why none), to the node that asked") \
+    X(NODE_ACTOR_CALLS, 62, "a node asks the head for a restarted actor's calls") \
+    X(NODE_ACTOR_CALLS_REP, 63, "an actor's calls after its checkpoint, from the log")
 
 enum net_type {
 #define X(name, code, what) NET_##name = code,

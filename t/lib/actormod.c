@@ -63,6 +63,23 @@
                        ref's hex to FILE, wait for FILE.free, free it
                        (and send the free), make FILE.freed, wait for
                        FILE.done; waits are at most 300 s each
+        rounds N K B EVERY GO
+                       create N counters (max_restarts 100; counter j
+                       with checkpoint_every the (j mod n)th of EVERY, a
+                       list of n numbers "0,3,..."); for round r = 1..K
+                       wait (up to 300 s) for the file GO.r, call adds(v)
+                       (add, 3 ms slower) B times on each counter
+                       (v = 1000 r + 10 i + j)
+                       and then pid, all before any get; check each
+                       add's count (the sum of its v so far, else print
+                       "wrong: ..." and exit 1); write "j PID" lines (the
+                       counter's process) to GO.pids, make GO.done.r.
+                       Then print "counter j: COUNT DIR" for each
+                       (t/6158: the counters' processes killed -9)
+        slow NAME GO   find the counter named NAME (waiting up to 60 s),
+                       call addslow(1) (add after 2 s), make GO.called
+                       once the call is sent, print its answer (its get
+                       waits at most 120 s) (t/6159)
     An answer is a line "DIR COUNT": the directory of the node that holds
     the counter (lux_dir) and its count after the call. A failed call
     prints "error: MESSAGE" and exits 1.
@@ -159,6 +176,36 @@ Counter_add(lux_t *lx, void *self, int argc, const lux_val_t *argv)
     return lux_set(lx, 0, out, (size_t) k + 1);
 }
 LUX_METHOD(Counter, add, 1, 1)
+
+/* adds(n): add(n), slowly (3 ms): a round of them is in flight for a
+   while (t/6158) */
+static int
+Counter_adds(lux_t *lx, void *self, int argc, const lux_val_t *argv)
+{
+    nanosleep(&(struct timespec) {.tv_nsec = 3000000L}, NULL);
+    return Counter_add(lx, self, argc, argv);
+}
+LUX_METHOD(Counter, adds, 1, 1)
+
+/* addslow(n): add(n) after 2 s: in flight while the test kills its node
+   (t/6159) */
+static int
+Counter_addslow(lux_t *lx, void *self, int argc, const lux_val_t *argv)
+{
+    nanosleep(&(struct timespec) {.tv_sec = 2}, NULL);
+    return Counter_add(lx, self, argc, argv);
+}
+LUX_METHOD(Counter, addslow, 1, 1)
+
+/* pid(): its process's ID (8 bytes) */
+static int
+Counter_pid(lux_t *lx, void *self, int argc, const lux_val_t *argv)
+{
+    (void) self, (void) argc, (void) argv;
+    int64_t pid = (int64_t) getpid();
+    return lux_set(lx, 0, &pid, 8);
+}
+LUX_METHOD(Counter, pid, 0, 1)
 
 /* add(1) with no return values */
 static int
@@ -330,6 +377,81 @@ s_hold(lux_t *lx, const lux_actor_t *a, int64_t n, const char *file)
     return 0;
 }
 
+/* rounds: n counters, k rounds of b calls each (see the top). 0, or 1
+   after printing the error. */
+#define S_ROUNDS_MAX 16
+static int
+s_rounds(lux_t *lx, int n, long k, long b, const char *every, const char *go)
+{
+    lux_actor_t a[S_ROUNDS_MAX];
+    int64_t sum[S_ROUNDS_MAX] = {0};
+    char dir[S_ROUNDS_MAX][1100];
+    int evs[S_ROUNDS_MAX], nev = 0;
+    for (const char *p = every; p && *p && nev < S_ROUNDS_MAX; p = strchr(p, ','), p = p ? p + 1 : p)
+        evs[nev++] = atoi(p);
+    if (n < 1 || n > S_ROUNDS_MAX || !nev || b < 1)
+        return printf("error: rounds N (1..%d) K B EVERY GO\n", S_ROUNDS_MAX), 1;
+    for (int j = 0; j < n; j++) {
+        lux_actor_opts_t o = {.max_restarts = 100, .checkpoint_every = evs[j % nev]};
+        if (lux_actor_create(lx, "Counter", 0, NULL, &o, &a[j]))
+            return printf("error: creating counter %d: %s\n", j, lux_errmsg()), 1;
+    }
+    lux_ref_t *refs = malloc(sizeof *refs * (size_t) n * (size_t) (b + 1));
+    if (!refs)
+        return printf("error: out of memory\n"), 1;
+    char path[1100], tmp[1100];
+    for (long r = 1; r <= k; r++) {
+        snprintf(path, sizeof path, "%s.%ld", go, r);
+        s_wait(path);
+        for (int j = 0; j < n; j++)
+            for (long i = 0; i <= b; i++) {
+                int64_t v = 1000 * r + 10 * i + j;
+                lux_ref_t *out = &refs[j * (b + 1) + i];
+                if (i < b ? lux_actor_call(lx, &a[j], "adds", 1, (lux_arg_t[]) {LUX_VAL(&v, 8)}, 1,
+                                           out)
+                          : lux_actor_call(lx, &a[j], "pid", 0, NULL, 1, out))
+                    return printf("error: round %ld, counter %d, call %ld: %s\n", r, j, i,
+                                  lux_errmsg()), 1;
+            }
+        snprintf(tmp, sizeof tmp, "%s.pids.tmp", go);
+        FILE *f = fopen(tmp, "w");
+        for (int j = 0; j < n; j++)
+            for (long i = 0; i <= b; i++) {
+                lux_val_t v;
+                if (lux_get(lx, &refs[j * (b + 1) + i], &v, 120000))
+                    return printf("error: round %ld, counter %d, call %ld: %s\n", r, j, i,
+                                  lux_errmsg()), 1;
+                if (i == b) {
+                    int64_t pid = 0;
+                    memcpy(&pid, v.data, v.size == 8 ? 8 : 0);
+                    if (f)
+                        fprintf(f, "%d %lld\n", j, (long long) pid);
+                    continue;
+                }
+                sum[j] += 1000 * r + 10 * i + j;
+                /* "DIR COUNT" and its NUL */
+                const char *txt = v.size && ((const char *) v.data)[v.size - 1] == '\0' ? v.data : "";
+                const char *last = strrchr(txt, ' ');
+                long long got = last ? atoll(last + 1) : -1;
+                if (got != sum[j])
+                    return printf("wrong: round %ld, counter %d, call %ld: %.*s, not %lld\n", r,
+                                  j, i, (int) v.size, (const char *) v.data, (long long) sum[j]),
+                           1;
+                snprintf(dir[j], sizeof dir[j], "%.*s", (int) (last - txt), txt);
+            }
+        lux_free(lx, n * (int) (b + 1), refs);
+        snprintf(path, sizeof path, "%s.pids", go);
+        if (!f || fclose(f) || rename(tmp, path))
+            return printf("error: cannot write %s\n", path), 1;
+        snprintf(path, sizeof path, "%s.done.%ld", go, r);
+        s_touch(path);
+    }
+    free(refs);
+    for (int j = 0; j < n; j++)
+        printf("counter %d: %lld %s\n", j, (long long) sum[j], dir[j]);
+    return 0;
+}
+
 static int
 s_main(lux_t *lx, int argc, char **argv)
 {
@@ -498,6 +620,25 @@ s_main(lux_t *lx, int argc, char **argv)
             fflush(stdout);
             lux_free(lx, 1, &r);
         }
+        return 0;
+    }
+    if (argc == 7 && strcmp(argv[1], "rounds") == 0)
+        return s_rounds(lx, atoi(argv[2]), atol(argv[3]), atol(argv[4]), argv[5], argv[6]);
+    if (argc == 4 && strcmp(argv[1], "slow") == 0) {
+        int64_t one = 1;
+        lux_ref_t r;
+        lux_val_t v;
+        char path[1100];
+        if (lux_actor_lookup(lx, argv[2], &a, 60000) ||
+            lux_actor_call(lx, &a, "addslow", 1, (lux_arg_t[]) {LUX_VAL(&one, 8)}, 1, &r))
+            return printf("error: %s\n", lux_errmsg()), 1;
+        int none = 0;
+        lux_wait(lx, 0, NULL, 0, 0, &none); /* sends the call */
+        snprintf(path, sizeof path, "%s.called", argv[3]);
+        s_touch(path);
+        if (lux_get(lx, &r, &v, 120000))
+            return printf("error: %s\n", lux_errmsg()), 1;
+        printf("%.*s\n", (int) v.size, (const char *) v.data);
         return 0;
     }
     if (argc == 4 && strcmp(argv[1], "use") == 0) {
