@@ -8,6 +8,7 @@
 */
 #include "exec_xfer_src.h"
 #include "exec_node_obj.h"
+#include "exec_node_graph.h"
 #include "../util/util_err.h"
 #include "../util/util_log.h"
 #include "../util/util_time.h"
@@ -16,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* --- the source ------------------------------------------------------------------------------ */
 
@@ -70,6 +72,56 @@ nm_xfer_src_close(nm_t *nm, s_open_t **q)
     free(o);
 }
 
+/* Test hook LUX_TEST_PULL_REMAKE=FILE: the object an OPEN asks for, a
+   task's output READY here and unpinned, is evicted as to make room and
+   made again from its lineage (nm_rebuild: the head's node, which reads
+   the log) before the OPEN is answered, once, when FILE exists (it is
+   removed; t/6162). The OPEN finds it pending, its task running again,
+   while the log may still list this node: as when the object_lost of an
+   eviction waits in a busy node's log queue (t/6091 seed 93, load 20). */
+static void
+s_test_remake(nm_t *nm, const lux_ref_t *ref)
+{
+    const char *f = nm->xfer->remake_file;
+    nm_obj_t *o = nm_obj_get(nm, ref);
+    char hex[2 * LUX_REF_LEN + 1];
+    if (!f || !o || o->is_put || o->state != OBJ_READY || o->pins || access(f, F_OK) != 0 ||
+        unlink(f) != 0)
+        return;
+    if (!nm_obj_evict(nm, o)) {
+        log_warn("object %s: not evicted (LUX_TEST_PULL_REMAKE)", xfer_hex(ref, hex));
+        return;
+    }
+    int rc = nm_rebuild(nm, ref);
+    log_warn("object %s: evicted as an OPEN of it came, and made again: %s "
+             "(LUX_TEST_PULL_REMAKE)", xfer_hex(ref, hex), rc ? lux_errmsg() : "its task runs");
+}
+
+/* Why this node does not hold ref (o its entry, or NULL), for the puller:
+   XF_GONE_* into *why, and the words. Pending when its task is here (run
+   again: a rebuild, a retry): the object comes when it ends. */
+static const char *
+s_gone(nm_t *nm, const nm_obj_t *o, const lux_ref_t *ref, uint8_t *why)
+{
+    util_id_t tid;
+    exec_ref_task(ref, &tid);
+    if (o && o->state == OBJ_ERROR) {
+        *why = XF_GONE_ERROR;
+        return "it is an error: its task failed";
+    }
+    if (nm_task_find(nm, &tid)) {
+        *why = XF_GONE_PENDING;
+        return "pending: its task is running again";
+    }
+    if (o && o->state == OBJ_LOST) {
+        *why = XF_GONE_EVICTED;
+        return "evicted: dropped to make room, and not being made again here";
+    }
+    *why = XF_GONE_LOST;
+    return o ? "lost: not made here, and its task is not running here"
+             : "lost: freed, or never here";
+}
+
 /* OPEN: the object's size and fingerprint, pinned until CLOSE; and a
    one-time key for the bulk port when the puller takes that path. */
 static void
@@ -78,16 +130,28 @@ s_serve_open(nm_t *nm, nm_peer_msg_t *m, uint64_t token, const uint8_t *id, uint
     char hex[2 * LUX_REF_LEN + 1];
     lux_ref_t ref;
     memcpy(ref.b, id, LUX_REF_LEN);
+    if (nm->xfer->remake_file)
+        s_test_remake(nm, &ref);
     nm_obj_t *o = nm_obj_get(nm, &ref);
     int rc = 0;
-    if (o && o->state == OBJ_SPILLED && (rc = nm_obj_restore(nm, o)))
+    if (o && o->state == OBJ_SPILLED && (rc = nm_obj_restore(nm, o))) {
         util_err(rc, "node %s: object %s is spilled and could not be brought back: %s",
                  nm->address, xfer_hex(&ref, hex), lux_errmsg());
-    else if (!o || o->state != OBJ_READY)
-        rc = util_err(LUX_ENOTFOUND, "node %s does not hold object %s (%s)", nm->address,
-                      xfer_hex(&ref, hex),
-                      !o ? "freed or never here" : o->state == OBJ_ERROR ? "it is an error"
-                                                                         : "evicted");
+    } else if (!o || o->state != OBJ_READY) {
+        /* the refusal says the state found, as words and as a code after
+           them: a puller waits for a pending one (exec_xfer.c) */
+        uint8_t why;
+        const char *words = s_gone(nm, o, &ref, &why);
+        util_err(LUX_ENOTFOUND, "node %s does not hold object %s (%s)", nm->address,
+                 xfer_hex(&ref, hex), words);
+        util_buf_t *b = s_rep_head(nm, token, LUX_ENOTFOUND, id, OP_OPEN);
+        util_buf_put_str(b, lux_errmsg(), strlen(lux_errmsg()));
+        util_buf_put_u8(b, why);
+        zmsg_t *out = zmsg_new();
+        zmsg_addmem(out, b->data, b->len);
+        nm_peer_reply(nm, m, NET_NODE_PULL_REP, &out);
+        return;
+    }
     if (rc) {
         s_pull_reply(nm, m, token, id, OP_OPEN, rc);
         return;

@@ -35,6 +35,14 @@ enum { OP_OPEN = 1, OP_CHUNK = 2, OP_CLOSE = 3 };
 /* OPEN's flags: the puller takes the bulk path; has AES-NI; allows
    integrity only (GMAC: LUX_BULK_CIPHER=gmac, DESIGN 7.3 and 10) */
 enum { XF_BULK = 1, XF_AES = 2, XF_GMAC = 4 };
+/* Why a source does not hold an object it was asked to OPEN: the u8
+   after the text of its ENOTFOUND (absent from older sources: 0). */
+enum {
+    XF_GONE_LOST = 1,    /* not here, and not being made here: freed, never here */
+    XF_GONE_EVICTED = 2, /* dropped to make room, and not being made again here */
+    XF_GONE_PENDING = 3, /* its task is running here again: ready when it ends */
+    XF_GONE_ERROR = 4    /* its task failed */
+};
 /* An object this node serves to a puller (between OPEN and CLOSE). */
 typedef struct s_open {
     lux_ref_t id;
@@ -68,6 +76,8 @@ struct nm_xfer {
     int64_t unrecorded_ms;   /* S_UNRECORDED_MS (LUX_XFER_UNRECORDED_MS) */
     char *drop_file;         /* LUX_TEST_PULL_DROP: a pulled copy goes before its
                                 requesters are told, once, when this file exists */
+    char *remake_file;       /* LUX_TEST_PULL_REMAKE: an OPEN finds its object evicted
+                                and being made again, once, when this file exists */
     db_query_t *q;           /* the head: the log, for NODE_LOCATE */
     util_buf_t buf;
     uint8_t *zbuf;           /* scratch for a compressed chunk */
