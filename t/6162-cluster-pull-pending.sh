@@ -13,9 +13,9 @@
 # ... does not hold object ... (evicted)" (t/6091 seeds 21, 93 and 130 at
 # load 20: a nested task's get, a spilled task's argument).
 #
-# The state is forced: LUX_TEST_PULL_REMAKE=FILE (exec_xfer_src.c) makes
-# the head evict the object an OPEN asks for and make it again from its
-# lineage before answering, once, when FILE exists; schedmod's s_big, the
+# The state is forced: LUX_TEST_PULL_REMAKE=FILE (exec_xfer_loc.c) makes
+# the head evict the object a NODE_LOCATE asks for and make it again from
+# its lineage before answering, once, when FILE exists; schedmod's s_big, the
 # object's task, does not end while head/big.slow exists and head/big.go
 # does not; and LUX_TEST_APPEND_GATE (the head's replicas drop every
 # APPEND while gate/hold exists) holds the log where it listed the head,
@@ -65,7 +65,7 @@ ok $? "... and another 4 MiB" || diag "$(cat "$TAP_TMP/y.out") $CL_SQL"
 Y=$REF
 
 # pull_pending I HEX: node I's driver gets HEX while the head evicts it as
-# the OPEN comes and runs its task again, which does not end, with the
+# it is asked where it lives and runs its task again, which does not end, with the
 # log held; its pid in $getpid, its output in $TAP_TMP/get.I
 pull_pending() {
     rm -f "$CL_DIR/head/big.go"
@@ -84,7 +84,7 @@ while [ $_i -lt 40 ] && kill -0 "$getpid" 2>/dev/null; do
 done
 ok "$(kill -0 "$getpid" 2>/dev/null; echo $?)" \
     "node 1's get waits 8 s while the head makes it again" || diag "$(cat "$TAP_TMP/get.1")"
-ok "$([ ! -e "$TAP_TMP/remake" ]; echo $?)" "... the head evicted it as the OPEN came (the hook ran)"
+ok "$([ ! -e "$TAP_TMP/remake" ]; echo $?)" "... the head evicted it as it was asked where it lives (the hook ran)"
 rm -f "$G/hold"
 touch "$CL_DIR/head/big.go"
 wait "$getpid"

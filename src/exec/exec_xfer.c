@@ -4,27 +4,12 @@
     it, CLOSE or silence unpins it) and the head's locator (NODE_LOCATE
     answered from the log: exec_xfer_loc.c).
 
-    Messages (doc/protocol.md section 17), little-endian:
-        NODE_LOCATE      req u64, id[20], flags u8 (1 stale: the sources
-                         listed do not hold it; 2 unseen: none listed for
-                         LUX_XFER_LOCATE_MS)
-        NODE_LOCATE_REP  req u64, rc i32, id[20], fpkind u8, fp[16], n u8,
-                         n x (node[16], endpoint str); text str when rc,
-                         but after LUX_ENOTFOUND first making u8 (1 being
-                         made at the head, 2 the log has no event of it
-                         yet, 3 and none will come: why in the text),
-                         then text str
-        NODE_PULL        req u64, id[20], op u8 (1 OPEN, 2 CHUNK, 3 CLOSE),
-                         off u64, len u32 (OPEN: flags, 1 bulk wanted,
-                         2 AES-NI here)
-        NODE_PULL_REP    req u64, rc i32, id[20], op u8, then
-                         OPEN: size u64, fp[16], [bulk u8 (1), cipher u8,
-                         port u16, xid u64, key[32]] when the bulk path
-                         is offered, and a frame of the bytes when size
-                         <= EXEC_INLINE_MAX;
-                         CHUNK: off u64, len u32, codec u8 (0 raw, 1 lz4),
-                         and a frame of the (compressed) bytes;
-                         rc != 0: text str
+    Messages: NODE_LOCATE and its answer (where an object lives, or why
+    nobody holds it: being made, not in the log yet, never to be),
+    NODE_PULL (OPEN, CHUNK, CLOSE) and its answer (size and fingerprint,
+    a bulk key, a chunk; a refusal's text and, for OPEN, the state the
+    source found); their layouts are doc/protocol.md 17.1's (no copy here
+    to fall behind it).
     req is the puller's token for one attempt at one source: an answer
     whose token is not the pull's current one is stale and dropped.
 
@@ -924,6 +909,8 @@ nm_xfer_new(nm_t *nm)
     x->drop_file = drop && *drop ? strdup(drop) : NULL;
     const char *remake = getenv("LUX_TEST_PULL_REMAKE");
     x->remake_file = remake && *remake ? strdup(remake) : NULL;
+    const char *evict = getenv("LUX_TEST_LOCATE_EVICT");
+    x->evict_file = evict && *evict ? strdup(evict) : NULL;
     if (nm_peer_on(nm, NET_NODE_LOCATE, nm_xfer_on_locate) ||
         nm_peer_on(nm, NET_NODE_LOCATE_REP, s_on_locate_rep) ||
         nm_peer_on(nm, NET_NODE_PULL, nm_xfer_src_on_pull) ||
@@ -999,6 +986,7 @@ nm_xfer_destroy(nm_xfer_t **self_p)
     free(x->zbuf);
     free(x->drop_file);
     free(x->remake_file);
+    free(x->evict_file);
     free(x);
     *self_p = NULL;
 }
@@ -1152,9 +1140,10 @@ nm_xfer_tick(nm_t *nm)
         }
         s_pull_free(p);
     }
-    /* objects served to pullers that went silent */
+    /* objects served to pullers that went silent, and holds for askers
+       that did not come */
     for (s_open_t **q = &x->opens; *q;) {
-        if (now - (*q)->last_ms > x->open_idle_ms)
+        if (now - (*q)->last_ms > ((*q)->token ? x->open_idle_ms : x->timeout_ms))
             nm_xfer_src_close(nm, q);
         else
             q = &(*q)->next;

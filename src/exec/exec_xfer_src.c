@@ -17,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 /* --- the source ------------------------------------------------------------------------------ */
 
@@ -72,31 +71,6 @@ nm_xfer_src_close(nm_t *nm, s_open_t **q)
     free(o);
 }
 
-/* Test hook LUX_TEST_PULL_REMAKE=FILE: the object an OPEN asks for, a
-   task's output READY here and unpinned, is evicted as to make room and
-   made again from its lineage (nm_rebuild: the head's node, which reads
-   the log) before the OPEN is answered, once, when FILE exists (it is
-   removed; t/6162). The OPEN finds it pending, its task running again,
-   while the log may still list this node: as when the object_lost of an
-   eviction waits in a busy node's log queue (t/6091 seed 93, load 20). */
-static void
-s_test_remake(nm_t *nm, const lux_ref_t *ref)
-{
-    const char *f = nm->xfer->remake_file;
-    nm_obj_t *o = nm_obj_get(nm, ref);
-    char hex[2 * LUX_REF_LEN + 1];
-    if (!f || !o || o->is_put || o->state != OBJ_READY || o->pins || access(f, F_OK) != 0 ||
-        unlink(f) != 0)
-        return;
-    if (!nm_obj_evict(nm, o)) {
-        log_warn("object %s: not evicted (LUX_TEST_PULL_REMAKE)", xfer_hex(ref, hex));
-        return;
-    }
-    int rc = nm_rebuild(nm, ref);
-    log_warn("object %s: evicted as an OPEN of it came, and made again: %s "
-             "(LUX_TEST_PULL_REMAKE)", xfer_hex(ref, hex), rc ? lux_errmsg() : "its task runs");
-}
-
 /* Why this node does not hold ref (o its entry, or NULL), for the puller:
    XF_GONE_* into *why, and the words. Pending when its task is here (run
    again: a rebuild, a retry): the object comes when it ends. */
@@ -130,8 +104,6 @@ s_serve_open(nm_t *nm, nm_peer_msg_t *m, uint64_t token, const uint8_t *id, uint
     char hex[2 * LUX_REF_LEN + 1];
     lux_ref_t ref;
     memcpy(ref.b, id, LUX_REF_LEN);
-    if (nm->xfer->remake_file)
-        s_test_remake(nm, &ref);
     nm_obj_t *o = nm_obj_get(nm, &ref);
     int rc = 0;
     if (o && o->state == OBJ_SPILLED && (rc = nm_obj_restore(nm, o))) {
@@ -167,6 +139,9 @@ s_serve_open(nm_t *nm, nm_peer_msg_t *m, uint64_t token, const uint8_t *id, uint
     op->next = nm->xfer->opens;
     nm->xfer->opens = op;
     nm_obj_pin(nm, o);
+    s_open_t **hq;
+    if (s_open_find(nm, id, 0, &hq))
+        nm_xfer_src_close(nm, hq); /* the hold for this asker: the OPEN pins it now */
     o->unread = 0; /* a reader has it (nm_rebuild's bound counts rebuilds nobody read) */
     util_buf_t *hb = s_rep_head(nm, token, 0, id, OP_OPEN);
     zmsg_t *out = zmsg_new();
@@ -196,6 +171,26 @@ s_serve_open(nm_t *nm, nm_peer_msg_t *m, uint64_t token, const uint8_t *id, uint
                                                   : o->bytes,
                     o->size);
     nm_peer_reply(nm, m, NET_NODE_PULL_REP, &out);
+}
+
+void
+nm_xfer_src_hold(nm_t *nm, const lux_ref_t *id)
+{
+    nm_obj_t *o = nm_obj_get(nm, id);
+    if (!o || o->state != OBJ_READY)
+        return;
+    s_open_t *h = s_open_find(nm, id->b, 0, NULL);
+    if (h) { /* one hold an object, its time from the last answer */
+        h->last_ms = util_mono_ms();
+        return;
+    }
+    if (!(h = calloc(1, sizeof *h)))
+        return; /* not held: evictable, as before */
+    h->id = *id;
+    h->last_ms = util_mono_ms();
+    h->next = nm->xfer->opens;
+    nm->xfer->opens = h;
+    nm_obj_pin(nm, o);
 }
 
 /* CHUNK: len bytes at off, lz4-compressed when a probe says it pays. */
