@@ -179,12 +179,8 @@ nm_xfer_src_hold(nm_t *nm, const lux_ref_t *id)
     nm_obj_t *o = nm_obj_get(nm, id);
     if (!o || o->state != OBJ_READY)
         return;
-    s_open_t *h = s_open_find(nm, id->b, 0, NULL);
-    if (h) { /* one hold an object, its time from the last answer */
-        h->last_ms = util_mono_ms();
-        return;
-    }
-    if (!(h = calloc(1, sizeof *h)))
+    s_open_t *h = calloc(1, sizeof *h); /* one an answer, let go by one OPEN */
+    if (!h)
         return; /* not held: evictable, as before */
     h->id = *id;
     h->last_ms = util_mono_ms();

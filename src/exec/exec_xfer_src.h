@@ -112,8 +112,8 @@ xfer_hex(const lux_ref_t *id, char out[2 * LUX_REF_LEN + 1])
 void nm_xfer_src_on_pull(nm_t *nm, nm_peer_msg_t *m);
 /* The head's node has answered a NODE_LOCATE with itself first: its copy
    of id, READY, is pinned for the asker's OPEN (an entry of the opened
-   objects with token 0), let go by an OPEN of id or after
-   LUX_XFER_TIMEOUT_MS. */
+   objects with token 0, one an answer), let go by an OPEN of id (one
+   entry each) or after LUX_XFER_TIMEOUT_MS. */
 void nm_xfer_src_hold(nm_t *nm, const lux_ref_t *id);
 /* Let the object served at *q go (unpinned, its bulk key dropped) and
    unlink it. */
