@@ -1143,9 +1143,12 @@ nm_xfer_tick(nm_t *nm)
     /* objects served to pullers that went silent, and holds for askers
        that did not come */
     for (s_open_t **q = &x->opens; *q;) {
-        if (now - (*q)->last_ms > ((*q)->token ? x->open_idle_ms : x->timeout_ms))
+        if (now - (*q)->last_ms > ((*q)->token ? x->open_idle_ms : x->timeout_ms)) {
+            if (!(*q)->token)
+                log_info("object %s: held %lld ms for an asker that did not OPEN it",
+                         xfer_hex(&(*q)->id, hex), (long long) (now - (*q)->last_ms));
             nm_xfer_src_close(nm, q);
-        else
+        } else
             q = &(*q)->next;
     }
 }
