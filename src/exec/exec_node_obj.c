@@ -758,6 +758,21 @@ s_evict_one(nm_t *nm)
     return true;
 }
 
+bool
+nm_obj_evict(nm_t *nm, nm_obj_t *o)
+{
+    if (o->state != OBJ_READY || o->where != EXEC_W_ARENA || o->pins)
+        return false; /* not in the LRU list: not evictable */
+    s_lru_unlink(nm, o); /* first in line, then evicted as any */
+    o->lru_next = nm->lru_head;
+    if (nm->lru_head)
+        nm->lru_head->lru_prev = o;
+    else
+        nm->lru_tail = o;
+    nm->lru_head = o;
+    return s_evict_one(nm);
+}
+
 typedef struct {
     nm_t *nm;
     uint64_t pinned, pinned_bytes, arena_bytes, granted;

@@ -60,6 +60,11 @@ uint32_t nm_obj_held_disk(nm_t *nm, const nm_obj_t *o);
    evicted (DESIGN 7, rule 15; s_evict_one reads the count). */
 void nm_obj_replay_keep(nm_t *nm, nm_obj_t *o, bool keep);
 
+/* Evict o now, as the store does to make room (a task's output LOST, a
+   put spilled; the log told): false when it cannot be (not READY in the
+   arena, or pinned). For test hooks (LUX_TEST_PULL_REMAKE). */
+bool nm_obj_evict(nm_t *nm, nm_obj_t *o);
+
 /* Bring a spilled put back: 0; LUX_EFULL while the store has no room
    (the message says what it holds: wait and try again); LUX_ECORRUPT when
    the bytes read back are not the object's (its fingerprint): the object

@@ -4,27 +4,12 @@
     it, CLOSE or silence unpins it) and the head's locator (NODE_LOCATE
     answered from the log: exec_xfer_loc.c).
 
-    Messages (doc/protocol.md section 17), little-endian:
-        NODE_LOCATE      req u64, id[20], flags u8 (1 stale: the sources
-                         listed do not hold it; 2 unseen: none listed for
-                         LUX_XFER_LOCATE_MS)
-        NODE_LOCATE_REP  req u64, rc i32, id[20], fpkind u8, fp[16], n u8,
-                         n x (node[16], endpoint str); text str when rc,
-                         but after LUX_ENOTFOUND first making u8 (1 being
-                         made at the head, 2 the log has no event of it
-                         yet, 3 and none will come: why in the text),
-                         then text str
-        NODE_PULL        req u64, id[20], op u8 (1 OPEN, 2 CHUNK, 3 CLOSE),
-                         off u64, len u32 (OPEN: flags, 1 bulk wanted,
-                         2 AES-NI here)
-        NODE_PULL_REP    req u64, rc i32, id[20], op u8, then
-                         OPEN: size u64, fp[16], [bulk u8 (1), cipher u8,
-                         port u16, xid u64, key[32]] when the bulk path
-                         is offered, and a frame of the bytes when size
-                         <= EXEC_INLINE_MAX;
-                         CHUNK: off u64, len u32, codec u8 (0 raw, 1 lz4),
-                         and a frame of the (compressed) bytes;
-                         rc != 0: text str
+    Messages: NODE_LOCATE and its answer (where an object lives, or why
+    nobody holds it: being made, not in the log yet, never to be),
+    NODE_PULL (OPEN, CHUNK, CLOSE) and its answer (size and fingerprint,
+    a bulk key, a chunk; a refusal's text and, for OPEN, the state the
+    source found); their layouts are doc/protocol.md 17.1's (no copy here
+    to fall behind it).
     req is the puller's token for one attempt at one source: an answer
     whose token is not the pull's current one is stale and dropped.
 
@@ -106,6 +91,8 @@ typedef struct s_pull {
     int64_t asked_ms;        /* P_LOCATE: when the head was first asked and has not
                                 answered since (0: answered, or not asked) */
     uint8_t asked_flags;     /* what that ask said (XFER_LOCATE_*), for its resends */
+    int64_t pending_since_ms; /* when a source first said its task makes it again (0: not) */
+    int64_t reopen_at_ms;    /* P_OPEN: when to ask that source again (0: asked) */
     struct s_pull *next;
 } s_pull_t;
 
@@ -234,6 +221,7 @@ s_next_source(nm_t *nm, s_pull_t *p, int rc)
     char hex[2 * LUX_REF_LEN + 1], why[UTIL_ERRMSG_MAX];
     snprintf(why, sizeof why, "%s", lux_errmsg());
     s_drop_block(nm, p);
+    p->reopen_at_ms = 0;
     if (p->cur < p->nsrc)
         s_send_pull(nm, p, OP_CLOSE, 0, 0);
     /* the head's node as a source that died or fell silent (killed -9,
@@ -275,9 +263,47 @@ s_next_source(nm_t *nm, s_pull_t *p, int rc)
             s_next_source(nm, p, LUX_EIO);
         return;
     }
-    util_err(rc, "object %s: pulling it from node %s failed: %s", xfer_hex(&p->id, hex),
-             p->cur < p->nsrc ? p->src[p->cur].ep : "?", why);
+    if (p->absent && p->rounds >= S_MAKE_ROUNDS && !nm_peer_is_head(nm))
+        util_err(rc, "object %s: the head was asked to make it again %d times, and each time "
+                 "no node it then listed held it when asked (gone again before it could be "
+                 "pulled); the last, node %s: %s", xfer_hex(&p->id, hex), p->rounds,
+                 p->cur < p->nsrc ? p->src[p->cur].ep : "?", why);
+    else
+        util_err(rc, "object %s: pulling it from node %s failed: %s", xfer_hex(&p->id, hex),
+                 p->cur < p->nsrc ? p->src[p->cur].ep : "?", why);
     s_finish(nm, p, rc);
+}
+
+/* The only source left said the object is pending there, its task running
+   again (a rebuild, a retry; its words in lux_errmsg()): that source is
+   asked again every S_MAKING_POLL_MS, and the head is not asked to make it
+   (it would list that node again, or make what is being made: a round
+   spent each time, 8 in 2 s while the task ran, and the pull failed
+   "(evicted)": t/6091 seed 93 at load 20; t/6162). Bounded: making_ms in
+   all from the first such answer, then p fails saying so. */
+static void
+s_wait_pending(nm_t *nm, s_pull_t *p)
+{
+    char hex[2 * LUX_REF_LEN + 1], why[UTIL_ERRMSG_MAX];
+    int64_t now = util_mono_ms();
+    snprintf(why, sizeof why, "%s", lux_errmsg());
+    s_drop_block(nm, p);
+    if (!p->pending_since_ms) {
+        p->pending_since_ms = now;
+        log_info("object %s: its source %s is making it again (%s); waiting for it there",
+                 xfer_hex(&p->id, hex), p->src[p->cur].ep, why);
+    }
+    if (now - p->pending_since_ms >= nm->xfer->making_ms) {
+        util_err(LUX_ETIMEDOUT, "object %s: node %s has been making it again for %lld ms "
+                 "(LUX_XFER_MAKING_MS %lld) and it is not ready yet: %s", xfer_hex(&p->id, hex),
+                 p->src[p->cur].ep, (long long) (now - p->pending_since_ms),
+                 (long long) nm->xfer->making_ms, why);
+        s_finish(nm, p, LUX_ETIMEDOUT);
+        return;
+    }
+    p->state = P_OPEN;
+    p->reopen_at_ms = now + S_MAKING_POLL_MS;
+    p->last_ms = now;
 }
 
 static void
@@ -285,6 +311,7 @@ s_start_sources(nm_t *nm, s_pull_t *p)
 {
     p->cur = 0;
     p->absent = true;
+    p->reopen_at_ms = 0;
     p->token = ++nm->xfer->next_token;
     p->state = P_OPEN;
     p->last_ms = p->start_ms = util_mono_ms();
@@ -736,8 +763,13 @@ nm_xfer_src_on_pull_rep(nm_t *nm, nm_peer_msg_t *m)
     if (rc) {
         size_t len = 0;
         const char *text = util_rd_str(&r, &len);
+        uint8_t gone = util_rd_left(&r) >= 1 ? util_rd_u8(&r) : 0; /* XF_GONE_* */
         util_err(rc, "%.*s", (int) len, text ? text : "it refused");
-        s_next_source(nm, p, rc);
+        if (op == OP_OPEN && p->state == P_OPEN && rc == LUX_ENOTFOUND && !r.bad &&
+            gone == XF_GONE_PENDING && p->cur + 1 >= p->nsrc)
+            s_wait_pending(nm, p);
+        else
+            s_next_source(nm, p, rc);
         return;
     }
     if (op == OP_OPEN && p->state == P_OPEN) {
@@ -885,6 +917,10 @@ nm_xfer_new(nm_t *nm)
     x->unrecorded_ms = s_env("LUX_XFER_UNRECORDED_MS", S_UNRECORDED_MS, 100, 86400000);
     const char *drop = getenv("LUX_TEST_PULL_DROP");
     x->drop_file = drop && *drop ? strdup(drop) : NULL;
+    const char *remake = getenv("LUX_TEST_PULL_REMAKE");
+    x->remake_file = remake && *remake ? strdup(remake) : NULL;
+    const char *evict = getenv("LUX_TEST_LOCATE_EVICT");
+    x->evict_file = evict && *evict ? strdup(evict) : NULL;
     if (nm_peer_on(nm, NET_NODE_LOCATE, nm_xfer_on_locate) ||
         nm_peer_on(nm, NET_NODE_LOCATE_REP, s_on_locate_rep) ||
         nm_peer_on(nm, NET_NODE_PULL, nm_xfer_src_on_pull) ||
@@ -959,6 +995,8 @@ nm_xfer_destroy(nm_xfer_t **self_p)
     util_buf_free(&x->buf);
     free(x->zbuf);
     free(x->drop_file);
+    free(x->remake_file);
+    free(x->evict_file);
     free(x);
     *self_p = NULL;
 }
@@ -1073,6 +1111,14 @@ nm_xfer_tick(nm_t *nm)
             p->stale = p->asked_flags & XFER_LOCATE_STALE;
             p->unseen = p->asked_flags & XFER_LOCATE_UNSEEN;
             s_ask_location(nm, p);
+        } else if (p->state == P_OPEN && p->reopen_at_ms) {
+            if (now >= p->reopen_at_ms) { /* its source makes it: asked again */
+                p->reopen_at_ms = 0;
+                p->token = ++x->next_token;
+                p->last_ms = now;
+                if (s_send_open(nm, p))
+                    s_next_source(nm, p, LUX_EIO);
+            }
         } else if (p->state == P_MOVING && p->bh && p->got == 0 && now - p->last_ms > x->timeout_ms) {
             util_err(LUX_ETIMEDOUT, "no chunk came on its bulk connection in %lld ms",
                      (long long) (now - p->last_ms));
@@ -1104,11 +1150,15 @@ nm_xfer_tick(nm_t *nm)
         }
         s_pull_free(p);
     }
-    /* objects served to pullers that went silent */
+    /* objects served to pullers that went silent, and holds for askers
+       that did not come */
     for (s_open_t **q = &x->opens; *q;) {
-        if (now - (*q)->last_ms > x->open_idle_ms)
+        if (now - (*q)->last_ms > ((*q)->token ? x->open_idle_ms : x->timeout_ms)) {
+            if (!(*q)->token)
+                log_info("object %s: held %lld ms for an asker that did not OPEN it",
+                         xfer_hex(&(*q)->id, hex), (long long) (now - (*q)->last_ms));
             nm_xfer_src_close(nm, q);
-        else
+        } else
             q = &(*q)->next;
     }
 }

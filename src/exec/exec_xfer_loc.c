@@ -35,6 +35,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 /* the kinds by their codes in the log's format (db_event.h) */
 _Static_assert(DB_K_task_submitted == 4 && DB_K_task_finished == 5 && DB_K_object_put == 8 &&
@@ -278,6 +279,48 @@ s_answer(nm_t *nm, const lux_ref_t *id, uint8_t flags, xfer_loc_t *l, uint8_t *m
     return LUX_ENOTFOUND;
 }
 
+/* Test hook LUX_TEST_PULL_REMAKE=FILE: the object a NODE_LOCATE asks for,
+   a task's output READY here and unpinned, is evicted as to make room and
+   made again from its lineage (nm_rebuild) before the ask is answered,
+   once, when FILE exists (it is removed; t/6162). While the log still
+   lists the head (its object_lost waiting in a busy node's log queue:
+   t/6091 seed 93, load 20), the answer lists the head, and the OPEN that
+   follows finds the object pending, its task running again. */
+static void
+s_test_remake(nm_t *nm, const lux_ref_t *ref)
+{
+    const char *f = nm->xfer->remake_file;
+    nm_obj_t *o = nm_obj_get(nm, ref);
+    char hex[2 * LUX_REF_LEN + 1];
+    if (!o || o->is_put || o->state != OBJ_READY || o->pins || access(f, F_OK) != 0 ||
+        unlink(f) != 0)
+        return;
+    if (!nm_obj_evict(nm, o)) {
+        log_warn("object %s: not evicted (LUX_TEST_PULL_REMAKE)", xfer_hex(ref, hex));
+        return;
+    }
+    int rc = nm_rebuild(nm, ref);
+    log_warn("object %s: evicted as an ask of where it lives came, and made again: %s "
+             "(LUX_TEST_PULL_REMAKE)", xfer_hex(ref, hex), rc ? lux_errmsg() : "its task runs");
+}
+
+/* Test hook LUX_TEST_LOCATE_EVICT=FILE: while FILE exists, the object a
+   NODE_LOCATE was just answered with the head's own copy first is evicted
+   at once, as to make room (a store under pressure, at the worst moment),
+   and a line is added to FILE: "evicted", or "not evicted" (held for the
+   asker, or pinned by a reader) (t/6163). */
+static void
+s_test_evict(nm_t *nm, const lux_ref_t *id)
+{
+    const char *f = nm->xfer->evict_file;
+    FILE *fp = access(f, F_OK) == 0 ? fopen(f, "a") : NULL;
+    if (!fp)
+        return;
+    nm_obj_t *o = nm_obj_get(nm, id);
+    fprintf(fp, "%s\n", o && nm_obj_evict(nm, o) ? "evicted" : "not evicted");
+    fclose(fp);
+}
+
 void
 nm_xfer_on_locate(nm_t *nm, nm_peer_msg_t *m)
 {
@@ -297,9 +340,20 @@ nm_xfer_on_locate(nm_t *nm, nm_peer_msg_t *m)
     memcpy(ref.b, id, LUX_REF_LEN);
     uint8_t making = 0;
     char why[UTIL_ERRMSG_MAX] = "";
+    if (nm->xfer->remake_file && nm_peer_is_head(nm))
+        s_test_remake(nm, &ref);
     int rc = nm_peer_is_head(nm)
                  ? s_answer(nm, &ref, flags, &l, &making, why, sizeof why)
                  : util_err(LUX_EINVAL, "only the head's node locates objects");
+    if (rc == 0 && l.nsrc > 0 && memcmp(l.src[0].node.b, nm->node.b, 16) == 0) {
+        /* the asker will OPEN the head's copy first: held for it until
+           then (or LUX_XFER_TIMEOUT_MS). Before, a copy made again for a
+           puller could be evicted between this answer and the OPEN, each
+           time, and the puller's 8 rounds were spent (t/6163) */
+        nm_xfer_src_hold(nm, &ref);
+        if (nm->xfer->evict_file)
+            s_test_evict(nm, &ref);
+    }
     util_buf_t *b = &nm->xfer->buf;
     b->len = 0;
     util_buf_put_u64(b, req);

@@ -8,6 +8,7 @@
 */
 #include "exec_xfer_src.h"
 #include "exec_node_obj.h"
+#include "exec_node_graph.h"
 #include "../util/util_err.h"
 #include "../util/util_log.h"
 #include "../util/util_time.h"
@@ -70,6 +71,31 @@ nm_xfer_src_close(nm_t *nm, s_open_t **q)
     free(o);
 }
 
+/* Why this node does not hold ref (o its entry, or NULL), for the puller:
+   XF_GONE_* into *why, and the words. Pending when its task is here (run
+   again: a rebuild, a retry): the object comes when it ends. */
+static const char *
+s_gone(nm_t *nm, const nm_obj_t *o, const lux_ref_t *ref, uint8_t *why)
+{
+    util_id_t tid;
+    exec_ref_task(ref, &tid);
+    if (o && o->state == OBJ_ERROR) {
+        *why = XF_GONE_ERROR;
+        return "it is an error: its task failed";
+    }
+    if (nm_task_find(nm, &tid)) {
+        *why = XF_GONE_PENDING;
+        return "pending: its task is running again";
+    }
+    if (o && o->state == OBJ_LOST) {
+        *why = XF_GONE_EVICTED;
+        return "evicted: dropped to make room, and not being made again here";
+    }
+    *why = XF_GONE_LOST;
+    return o ? "lost: not made here, and its task is not running here"
+             : "lost: freed, or never here";
+}
+
 /* OPEN: the object's size and fingerprint, pinned until CLOSE; and a
    one-time key for the bulk port when the puller takes that path. */
 static void
@@ -80,14 +106,24 @@ s_serve_open(nm_t *nm, nm_peer_msg_t *m, uint64_t token, const uint8_t *id, uint
     memcpy(ref.b, id, LUX_REF_LEN);
     nm_obj_t *o = nm_obj_get(nm, &ref);
     int rc = 0;
-    if (o && o->state == OBJ_SPILLED && (rc = nm_obj_restore(nm, o)))
+    if (o && o->state == OBJ_SPILLED && (rc = nm_obj_restore(nm, o))) {
         util_err(rc, "node %s: object %s is spilled and could not be brought back: %s",
                  nm->address, xfer_hex(&ref, hex), lux_errmsg());
-    else if (!o || o->state != OBJ_READY)
-        rc = util_err(LUX_ENOTFOUND, "node %s does not hold object %s (%s)", nm->address,
-                      xfer_hex(&ref, hex),
-                      !o ? "freed or never here" : o->state == OBJ_ERROR ? "it is an error"
-                                                                         : "evicted");
+    } else if (!o || o->state != OBJ_READY) {
+        /* the refusal says the state found, as words and as a code after
+           them: a puller waits for a pending one (exec_xfer.c) */
+        uint8_t why;
+        const char *words = s_gone(nm, o, &ref, &why);
+        util_err(LUX_ENOTFOUND, "node %s does not hold object %s (%s)", nm->address,
+                 xfer_hex(&ref, hex), words);
+        util_buf_t *b = s_rep_head(nm, token, LUX_ENOTFOUND, id, OP_OPEN);
+        util_buf_put_str(b, lux_errmsg(), strlen(lux_errmsg()));
+        util_buf_put_u8(b, why);
+        zmsg_t *out = zmsg_new();
+        zmsg_addmem(out, b->data, b->len);
+        nm_peer_reply(nm, m, NET_NODE_PULL_REP, &out);
+        return;
+    }
     if (rc) {
         s_pull_reply(nm, m, token, id, OP_OPEN, rc);
         return;
@@ -103,6 +139,9 @@ s_serve_open(nm_t *nm, nm_peer_msg_t *m, uint64_t token, const uint8_t *id, uint
     op->next = nm->xfer->opens;
     nm->xfer->opens = op;
     nm_obj_pin(nm, o);
+    s_open_t **hq;
+    if (s_open_find(nm, id, 0, &hq))
+        nm_xfer_src_close(nm, hq); /* the hold for this asker: the OPEN pins it now */
     o->unread = 0; /* a reader has it (nm_rebuild's bound counts rebuilds nobody read) */
     util_buf_t *hb = s_rep_head(nm, token, 0, id, OP_OPEN);
     zmsg_t *out = zmsg_new();
@@ -132,6 +171,22 @@ s_serve_open(nm_t *nm, nm_peer_msg_t *m, uint64_t token, const uint8_t *id, uint
                                                   : o->bytes,
                     o->size);
     nm_peer_reply(nm, m, NET_NODE_PULL_REP, &out);
+}
+
+void
+nm_xfer_src_hold(nm_t *nm, const lux_ref_t *id)
+{
+    nm_obj_t *o = nm_obj_get(nm, id);
+    if (!o || o->state != OBJ_READY)
+        return;
+    s_open_t *h = calloc(1, sizeof *h); /* one an answer, let go by one OPEN */
+    if (!h)
+        return; /* not held: evictable, as before */
+    h->id = *id;
+    h->last_ms = util_mono_ms();
+    h->next = nm->xfer->opens;
+    nm->xfer->opens = h;
+    nm_obj_pin(nm, o);
 }
 
 /* CHUNK: len bytes at off, lz4-compressed when a probe says it pays. */

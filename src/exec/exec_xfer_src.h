@@ -35,10 +35,18 @@ enum { OP_OPEN = 1, OP_CHUNK = 2, OP_CLOSE = 3 };
 /* OPEN's flags: the puller takes the bulk path; has AES-NI; allows
    integrity only (GMAC: LUX_BULK_CIPHER=gmac, DESIGN 7.3 and 10) */
 enum { XF_BULK = 1, XF_AES = 2, XF_GMAC = 4 };
+/* Why a source does not hold an object it was asked to OPEN: the u8
+   after the text of its ENOTFOUND (absent from older sources: 0). */
+enum {
+    XF_GONE_LOST = 1,    /* not here, and not being made here: freed, never here */
+    XF_GONE_EVICTED = 2, /* dropped to make room, and not being made again here */
+    XF_GONE_PENDING = 3, /* its task is running here again: ready when it ends */
+    XF_GONE_ERROR = 4    /* its task failed */
+};
 /* An object this node serves to a puller (between OPEN and CLOSE). */
 typedef struct s_open {
     lux_ref_t id;
-    uint64_t token;
+    uint64_t token;          /* the puller's; 0: a hold for an asker (nm_xfer_src_hold) */
     int64_t last_ms;
     bool offered, served;    /* a bulk key was handed out; a connection took it */
     exec_bulk_key_t key;
@@ -68,6 +76,11 @@ struct nm_xfer {
     int64_t unrecorded_ms;   /* S_UNRECORDED_MS (LUX_XFER_UNRECORDED_MS) */
     char *drop_file;         /* LUX_TEST_PULL_DROP: a pulled copy goes before its
                                 requesters are told, once, when this file exists */
+    char *remake_file;       /* LUX_TEST_PULL_REMAKE: the head evicts an object it is
+                                asked where it lives, and makes it again, once, when
+                                this file exists */
+    char *evict_file;        /* LUX_TEST_LOCATE_EVICT: the head evicts an object it has
+                                just said it holds, while this file exists */
     db_query_t *q;           /* the head: the log, for NODE_LOCATE */
     util_buf_t buf;
     uint8_t *zbuf;           /* scratch for a compressed chunk */
@@ -97,6 +110,11 @@ xfer_hex(const lux_ref_t *id, char out[2 * LUX_REF_LEN + 1])
 
 /* NODE_PULL (registered by nm_xfer_new). */
 void nm_xfer_src_on_pull(nm_t *nm, nm_peer_msg_t *m);
+/* The head's node has answered a NODE_LOCATE with itself first: its copy
+   of id, READY, is pinned for the asker's OPEN (an entry of the opened
+   objects with token 0, one an answer), let go by an OPEN of id (one
+   entry each) or after LUX_XFER_TIMEOUT_MS. */
+void nm_xfer_src_hold(nm_t *nm, const lux_ref_t *id);
 /* Let the object served at *q go (unpinned, its bulk key dropped) and
    unlink it. */
 void nm_xfer_src_close(nm_t *nm, s_open_t **q);

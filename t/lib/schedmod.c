@@ -26,6 +26,9 @@
                          run where this driver is (lineage in the log)
         makeon BYTES RES FILE  the same with s_big(BYTES) called with RES
                          (run wherever RES sends it, its output sent back)
+        waited BYTES RES FILE  as makeon, but the driver waits for the
+                         output (lux_wait) and never reads it: nothing of
+                         it is pinned, so its node may evict it (t/6162)
         marks N RES FILE  N calls of s_mark with RES (no return values: it
                          makes DIR/marked), then one of s_where with RES;
                          prints its DIR, makes FILE and waits (at most 10
@@ -318,6 +321,17 @@ s_main(lux_t *lx, int argc, char **argv)
         if (lux_call_opts(lx, &o, "s_big", 1, (lux_arg_t[]) {LUX_VAL(&b, 8)}, 1, &r) ||
             s_get(lx, &r, &v))
             return printf("error: %s\n", lux_errmsg()), 1;
+        return s_hold(&r, argv[4]);
+    }
+    if (strcmp(argv[1], "waited") == 0 && argc >= 5) { /* waited N RES FILE */
+        lux_ref_t r;
+        int64_t b = n;
+        int ready = 0;
+        if (lux_call_opts(lx, &o, "s_big", 1, (lux_arg_t[]) {LUX_VAL(&b, 8)}, 1, &r))
+            return printf("error: %s\n", lux_errmsg()), 1;
+        int got = lux_wait(lx, 1, &r, 1, 120000, &ready);
+        if (got != 1 || ready != 1)
+            return printf("error: %s\n", got < 0 ? lux_errmsg() : "not ready in 120 s"), 1;
         return s_hold(&r, argv[4]);
     }
     if (strcmp(argv[1], "freed") == 0) { /* freed N - FILE: made here, then freed */
