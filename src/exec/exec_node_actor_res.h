@@ -41,8 +41,6 @@ void nm_actor_replay(nm_t *nm, nm_actor_t *a);
    The calls are queued to re-apply and the restart logged, as with the
    log read here on the head; or a dies, naming the restart and why.
    Nothing when a no longer waits for them (dead, or restarted again). */
-typedef int nm_calls_cb(void *cbarg, const db_event_t *e);
-typedef int nm_calls_read(void *arg, nm_t *nm, nm_actor_t *a, nm_calls_cb *cb, void *cbarg);
 void nm_actor_replay_read(nm_t *nm, nm_actor_t *a, nm_calls_read *read, void *arg);
 
 #endif

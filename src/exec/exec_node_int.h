@@ -368,7 +368,18 @@ struct nm_actor {
     char rep[DB_EP_MAX];      /* that node's endpoint ("" while placed or found) */
     int64_t lost_ms;          /* not home: since when nobody knows where it is (0) */
     int64_t asked_ms;         /* not home: when the head was last asked where it is */
+    bool requeue_wait;        /* home, not on the head: its node died, and its calls
+                                 are asked of the head before it is placed again
+                                 (calls_req; exec_ractor.c nm_ractor_requeue_read) */
+    char requeue_nh[UTIL_ID_HEX]; /* ... the dead node that held it */
 };
+
+/* Reading an actor's calls from the log, here or through the head
+   (exec_node_actor_res.c, exec_ractor.c, exec_rcalls.c): read(arg, nm, a,
+   cb, cbarg) calls cb with each of a's calls in the log's order, and
+   returns 0, or a code with the message. */
+typedef int nm_calls_cb(void *cbarg, const db_event_t *e);
+typedef int nm_calls_read(void *arg, nm_t *nm, nm_actor_t *a, nm_calls_cb *cb, void *cbarg);
 
 /* --- clients and workers ----------------------------------------------------------- */
 

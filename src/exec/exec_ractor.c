@@ -732,23 +732,30 @@ s_requeue_cb(void *arg, const db_event_t *e)
     return 0;
 }
 
-/* a, whose node died, is placed again: the calls the log has after its
-   checkpoint go first (those answered re-applied), in the log's order;
-   calls in flight that its checkpoint covers fail (applied, their results
-   died with the node). A home that cannot read the log sends its calls
-   in flight only. */
-static void
-s_requeue(nm_t *nm, nm_actor_t *a, const char *nh)
+/* The log read on this node: the head's (its files are here). */
+static int
+s_read_here(void *arg, nm_t *nm, nm_actor_t *a, nm_calls_cb *cb, void *cbarg)
+{
+    (void) arg;
+    return nm_log_actor_calls(nm, &a->id, 0, cb, cbarg);
+}
+
+/* a, whose node died, is placed again: the calls the log has (read by
+   read(arg...), all of them, from the first) after its checkpoint go
+   first (those answered re-applied), in the log's order; calls in flight
+   that its checkpoint covers fail (applied, their results died with the
+   node). 0, or a code with the message when the calls cannot be read (a
+   dies then: placed again without them, its state would silently lack
+   calls it answered). */
+static int
+s_requeue(nm_t *nm, nm_actor_t *a, const char *nh, nm_calls_read *read, void *arg)
 {
     char hex[UTIL_ID_HEX], why[500];
     s_requeue_t x = {.nm = nm, .a = a, .nh = nh};
     util_id_hex(&a->id, hex);
-    int rc = nm_log_actor_calls(nm, &a->id, 0, s_requeue_cb, &x);
-    if (rc || x.rc)
-        log_warn("actor %s (%s): its calls cannot be read from the log here (%s): placed "
-                 "again from %s with its calls in flight only", hex, a->cls,
-                 x.rc ? "a call's record is malformed" : lux_errmsg(),
-                 a->has_ckpt ? "its checkpoint" : "its constructor");
+    int rc = read(arg, nm, a, s_requeue_cb, &x);
+    if (!rc && x.rc)
+        rc = util_err(x.rc, "a call's record is malformed");
     if (x.last) {
         x.last->next = a->queue;
         if (!a->queue)
@@ -764,8 +771,51 @@ s_requeue(nm_t *nm, nm_actor_t *a, const char *nh)
         s_push_back(&a->queue, &a->queue_last, t); /* nm_task_fail takes it off */
         nm_task_fail(nm, t, LUX_EDEAD, why);
     }
-    if (!rc && !x.rc)
+    if (!rc)
         nm_log_actor_restarted(nm, a, x.n);
+    return rc;
+}
+
+/* Place a (its calls requeued) again through the global scheduler. */
+static void
+s_place_again(nm_t *nm, nm_actor_t *a, const char *nh)
+{
+    char why[400];
+    nm_task_t *t = a->create;
+    t->remote = false;
+    memset(&t->rnode, 0, sizeof t->rnode);
+    if (!nm_remote_ask(nm, t)) {
+        snprintf(why, sizeof why, "node %s, which held it, died, and the global scheduler "
+                 "cannot be asked for another: %s", nh, lux_errmsg());
+        s_doom(nm, a, LUX_EIO, why);
+    }
+}
+
+/* Requeue a's calls (read) and place it again, or doom it naming why. */
+static void
+s_requeue_place(nm_t *nm, nm_actor_t *a, const char *nh, nm_calls_read *read, void *arg)
+{
+    char why[UTIL_ERRMSG_MAX + 200];
+    if (s_requeue(nm, a, nh, read, arg)) {
+        snprintf(why, sizeof why, "node %s, which held it, died, and its calls cannot be read "
+                 "from the log to place it again (restart %u): %s", nh, a->restarts,
+                 lux_errmsg());
+        s_doom(nm, a, LUX_EIO, why);
+        return;
+    }
+    s_place_again(nm, a, nh);
+}
+
+void
+nm_ractor_requeue_read(nm_t *nm, nm_actor_t *a, nm_calls_read *read, void *arg)
+{
+    if (!a->requeue_wait)
+        return;
+    a->requeue_wait = false;
+    a->calls_req = 0;
+    if (a->state == A_DEAD || a->doom || !a->create)
+        return;
+    s_requeue_place(nm, a, a->requeue_nh, read, arg);
 }
 
 void
@@ -810,14 +860,17 @@ nm_ractor_lost(nm_t *nm, nm_actor_t *a, const util_id_t *node)
     a->restarts++;
     log_warn("actor %s (%s): node %s, which held it, is dead: placing it again (restart %u of "
              "%u)", util_id_hex(&a->id, hex), a->cls, nh, a->restarts, a->max_restarts);
-    s_requeue(nm, a, nh);
-    t->remote = false;
-    memset(&t->rnode, 0, sizeof t->rnode);
-    if (!nm_remote_ask(nm, t)) {
-        snprintf(why, sizeof why, "node %s, which held it, died, and the global scheduler "
-                 "cannot be asked for another: %s", nh, lux_errmsg());
-        s_doom(nm, a, LUX_EIO, why);
+    if (nm->ops.ractor_calls) {
+        /* not the head: the log's files are there, its calls are asked
+           of it (exec_rcalls.c), and it is placed once they come
+           (nm_ractor_requeue_read); asked again while unanswered */
+        a->requeue_wait = true;
+        a->calls_req = 0;
+        snprintf(a->requeue_nh, sizeof a->requeue_nh, "%s", nh);
+        nm->ops.ractor_calls(nm, a);
+        return;
     }
+    s_requeue_place(nm, a, nh, s_read_here, NULL);
 }
 
 void
@@ -963,6 +1016,10 @@ s_tick_one(void *arg, const void *key, void *value)
     (void) key;
     s_tick_t *k = arg;
     nm_actor_t *a = *(nm_actor_t **) value;
+    if (a->home && a->requeue_wait && k->nm->ops.ractor_calls) {
+        k->nm->ops.ractor_calls(k->nm, a); /* again, or failed after its bound */
+        return 0;
+    }
     if (!a->remote || a->home || a->rep[0] || a->state == A_DEAD)
         return 0;
     int64_t lost_ms = k->nm->ractor->lost_ms;

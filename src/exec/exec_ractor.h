@@ -42,6 +42,10 @@ void nm_ractor_pump(nm_t *nm, nm_actor_t *a);
 void nm_ractor_lost(nm_t *nm, nm_actor_t *a, const util_id_t *node);
 /* a died here (killed, its owner gone): the node that holds it lets it go. */
 void nm_ractor_died(nm_t *nm, nm_actor_t *a);
+/* a's home, not on the head, asked the head for its calls after its node
+   died (a->requeue_wait): read(arg...) gives them (or why not); they are
+   requeued and a placed again, or a dies naming why. */
+void nm_ractor_requeue_read(nm_t *nm, nm_actor_t *a, nm_calls_read *read, void *arg);
 /* a, held here for a home on another node (its owner is that node's peer
    client), made checkpoint o: it goes to the home (NODE_ACTOR_CKPT), which
    keeps it to place a again from it when this node dies. */

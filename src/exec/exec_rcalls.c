@@ -25,10 +25,21 @@
     head's node (ENDPOINT) did not answer within 30000 ms". An answer to a
     request that is not the actor's current one (an earlier restart's, a
     duplicate of one re-sent) is dropped.
+
+    A home (the node that made an actor held by another node) that is not
+    the head asks the same when the holder dies, for all the actor's calls
+    (after 0: those its checkpoint covers tell which calls in flight were
+    applied), and places the actor again once they come
+    (exec_ractor.c nm_ractor_requeue_read); with no answer within the same
+    bound the actor dies, naming why. Before, such a home could not read
+    them, warned, and placed the actor again with its calls in flight
+    only: its state silently lacked every call it had answered since its
+    checkpoint (t/6164).
 */
 #include "exec_rcalls.h"
 #include "exec_peer.h"
 #include "exec_node_actor_res.h"
+#include "exec_ractor.h"
 #include "exec_node_log.h"
 #include "../db/db_event.h"
 #include "../util/util_err.h"
@@ -162,6 +173,17 @@ s_each(void *arg, nm_t *nm, nm_actor_t *a, nm_calls_cb *cb, void *cbarg)
     return 0;
 }
 
+/* The answer (or why there is none) to whom asked: a restart here, or a
+   home placing a again (exec_ractor.c). */
+static void
+s_deliver(nm_t *nm, nm_actor_t *a, nm_calls_read *read, void *arg)
+{
+    if (a->requeue_wait)
+        nm_ractor_requeue_read(nm, a, read, arg);
+    else
+        nm_actor_replay_read(nm, a, read, arg);
+}
+
 static void
 s_on_calls_rep(nm_t *nm, nm_peer_msg_t *m)
 {
@@ -182,7 +204,7 @@ s_on_calls_rep(nm_t *nm, nm_peer_msg_t *m)
     memcpy(id.b, idp, 16);
     nm_actor_t **p = util_idmap_get(nm->actors, id.b);
     nm_actor_t *a = p ? *p : NULL;
-    if (!a || !a->log_wait || a->calls_req != req)
+    if (!a || !(a->log_wait || a->requeue_wait) || a->calls_req != req)
         return; /* not asked now: an earlier restart's, or a second answer */
     zframe_t *f = zmsg_first(m->msg);
     f = f ? zmsg_next(m->msg) : NULL; /* the records, after the body */
@@ -192,7 +214,7 @@ s_on_calls_rep(nm_t *nm, nm_peer_msg_t *m)
         x.why = "an answer without its records";
         x.why_len = strlen(x.why);
     }
-    nm_actor_replay_read(nm, a, s_each, &x);
+    s_deliver(nm, a, s_each, &x);
 }
 
 /* Why a waits: its calls asked of the head (again), or the wait over. */
@@ -213,7 +235,7 @@ nm_rcalls_ask(nm_t *nm, nm_actor_t *a)
     if (a->calls_req && now - a->calls_first_ms >= r->wait_ms) {
         snprintf(why, sizeof why, "the head's node (%s) did not answer within %lld ms", ep,
                  (long long) r->wait_ms);
-        nm_actor_replay_read(nm, a, s_no_answer, why);
+        s_deliver(nm, a, s_no_answer, why);
         return;
     }
     if (a->calls_req && now - a->calls_asked_ms < S_RESEND_MS)
@@ -226,7 +248,7 @@ nm_rcalls_ask(nm_t *nm, nm_actor_t *a)
     util_buf_init(&b);
     util_buf_put_u64(&b, a->calls_req);
     util_buf_put(&b, a->id.b, 16);
-    util_buf_put_u64(&b, a->ckpt_idx);
+    util_buf_put_u64(&b, a->requeue_wait ? 0 : a->ckpt_idx); /* a home: all (s_requeue) */
     if (b.oom) {
         util_buf_free(&b);
         return; /* asked again at the next tick */
