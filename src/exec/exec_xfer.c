@@ -6,12 +6,10 @@
 
     Messages: NODE_LOCATE and its answer (where an object lives, or why
     nobody holds it: being made, not in the log yet, never to be),
-    NODE_PULL (OPEN, CHUNK, CLOSE) and its answer (size and fingerprint,
-    a bulk key, a chunk; a refusal's text and, for OPEN, the state the
-    source found); their layouts are doc/protocol.md 17.1's (no copy here
-    to fall behind it).
-    req is the puller's token for one attempt at one source: an answer
-    whose token is not the pull's current one is stale and dropped.
+    NODE_PULL (OPEN, CHUNK, CLOSE) and its answer (size and fingerprint, a
+    bulk key, a chunk; a refusal's text and, for OPEN, the state the source
+    found); their layouts are doc/protocol.md 17.1's. req is the puller's
+    token for one attempt at one source: an answer with another is dropped.
 
     The chunks of an object over 64 KiB go over the bulk path
     (exec_bulk.c) when both ends have it: the answer to OPEN, over CURVE,
@@ -88,8 +86,7 @@ typedef struct s_pull {
     int rounds;              /* times the head was asked so (S_MAKE_ROUNDS at most) */
     int64_t making_since_ms; /* when the head first answered "being made" (0: not yet) */
     int64_t madeup_since_ms; /* when the head first said no event of it will come (0: not) */
-    int64_t asked_ms;        /* P_LOCATE: when the head was first asked and has not
-                                answered since (0: answered, or not asked) */
+    int64_t asked_ms;        /* P_LOCATE: when the head was first asked, unanswered (0) */
     uint8_t asked_flags;     /* what that ask said (XFER_LOCATE_*), for its resends */
     int64_t pending_since_ms; /* when a source first said its task makes it again (0: not) */
     int64_t reopen_at_ms;    /* P_OPEN: when to ask that source again (0: asked) */
@@ -407,6 +404,9 @@ s_ask_location(nm_t *nm, s_pull_t *p)
             p->locate_at_ms = util_mono_ms() + 100; /* its event may be on its way */
         } else if (rc == LUX_ENOTFOUND && !p->made && !nm_xfer_recorded(nm, &p->id)) {
             if (!s_unrecorded(nm, p)) /* nothing to rebuild it from: waited for */
+                s_finish(nm, p, LUX_ENOTFOUND);
+        } else if (rc == LUX_ENOTFOUND && p->made && nm_log_lineage_missing(nm, &p->id)) {
+            if (!s_unrecorded(nm, p)) /* its lineage on its way: exec_xfer_loc.c s_answer */
                 s_finish(nm, p, LUX_ENOTFOUND);
         } else {
             /* made, and no live node holds it: the caller rebuilds it
