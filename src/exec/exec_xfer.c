@@ -405,7 +405,7 @@ s_ask_location(nm_t *nm, s_pull_t *p)
         } else if (rc == LUX_ENOTFOUND && !p->made && !nm_xfer_recorded(nm, &p->id)) {
             if (!s_unrecorded(nm, p)) /* nothing to rebuild it from: waited for */
                 s_finish(nm, p, LUX_ENOTFOUND);
-        } else if (rc == LUX_ENOTFOUND && p->made && nm_log_lineage_missing(nm, &p->id)) {
+        } else if (rc == LUX_ENOTFOUND && nm_log_lineage_missing(nm, &p->id)) {
             if (!s_unrecorded(nm, p)) /* its lineage on its way: exec_xfer_loc.c s_answer */
                 s_finish(nm, p, LUX_ENOTFOUND);
         } else {

@@ -248,11 +248,15 @@ s_answer(nm_t *nm, const lux_ref_t *id, uint8_t flags, xfer_loc_t *l, uint8_t *m
         return rc;
     bool here = false;
     int mrc = s_make(nm, id, &here);
-    if (mrc == LUX_ENOTFOUND && !l->made) {
-        /* nothing to make it from, and no making of it in the log when
-           it was located: its event may have landed since (then its
-           holders are listed), or the log has none of it yet (a put's
-           event waits for its bytes to be recorded: waited for) */
+    if (mrc == LUX_ENOTFOUND) {
+        /* nothing to make it from: its event may have landed since (then
+           its holders are listed); or the log has none of it yet (a put's
+           event waits for its bytes to be recorded), or records it made
+           but not its lineage (its task finished on the node that ran it
+           for another, whose task_submitted, and its record of the copy
+           sent back to it, are on their way: t/6091 --harsh, 50-390 ms
+           after the making, and the asker failed "was never created"):
+           waited for, as not recorded yet */
         snprintf(why, n, "%s", lux_errmsg());
         xfer_loc_t again = {.self = l->self, .asked = l->asked};
         int arc = nm_xfer_locate(nm, id, &again);
@@ -260,27 +264,13 @@ s_answer(nm_t *nm, const lux_ref_t *id, uint8_t flags, xfer_loc_t *l, uint8_t *m
             *l = again;
             return 0;
         }
-        if (arc == LUX_ENOTFOUND && !again.made && !nm_xfer_recorded(nm, id)) {
+        if (arc == LUX_ENOTFOUND &&
+            ((!l->made && !again.made && !nm_xfer_recorded(nm, id)) ||
+             nm_log_lineage_missing(nm, id))) {
             *making = XFER_UNRECORDED;
             return LUX_ENOTFOUND;
         }
         return mrc;
-    }
-    if (mrc == LUX_ENOTFOUND && nm_log_lineage_missing(nm, id)) {
-        /* the log records it made (its task finished on the node that
-           ran it for another) but not its lineage: the submitter's
-           task_submitted, and its record of the copy sent back to it,
-           are on their way (t/6091 --harsh: 390 ms after the making;
-           before, the asker failed "was never created"): located again,
-           else waited for as an object not recorded yet */
-        snprintf(why, n, "%s", lux_errmsg());
-        xfer_loc_t again = {.self = l->self, .asked = l->asked};
-        if (nm_xfer_locate(nm, id, &again) == 0) {
-            *l = again;
-            return 0;
-        }
-        *making = XFER_UNRECORDED;
-        return LUX_ENOTFOUND;
     }
     if (mrc) {
         snprintf(why, n, "%s", lux_errmsg());
