@@ -94,15 +94,10 @@ s_find(nm_t *nm, const util_id_t *id)
     return p ? *p : NULL;
 }
 
-typedef struct {
-    nm_actor_t **v;
-    size_t n, cap;
-} s_all_t;
-
-static int
-s_collect(void *arg, const void *key, void *value)
+int
+nm_actor_collect(void *arg, const void *key, void *value)
 {
-    s_all_t *all = arg;
+    nm_actor_all_t *all = arg;
     (void) key;
     if (all->n == all->cap) {
         size_t cap = all->cap ? 2 * all->cap : 16;
@@ -120,9 +115,9 @@ s_collect(void *arg, const void *key, void *value)
 static nm_actor_t *
 s_by_name(nm_t *nm, const char *name, size_t n, const nm_actor_t *except)
 {
-    s_all_t all = {0};
+    nm_actor_all_t all = {0};
     nm_actor_t *found = NULL;
-    util_idmap_each(nm->actors, s_collect, &all);
+    util_idmap_each(nm->actors, nm_actor_collect, &all);
     for (size_t i = 0; i < all.n && !found; i++) {
         nm_actor_t *a = all.v[i];
         if (a != except && a->state != A_DEAD && a->name && strlen(a->name) == n &&
@@ -1041,8 +1036,8 @@ nm_actor_tick(nm_t *nm)
     if (!nm->actors_waiting && !nm->actor_room_waits)
         return;
     nm->actor_room_waits = false;
-    s_all_t all = {0};
-    util_idmap_each(nm->actors, s_collect, &all);
+    nm_actor_all_t all = {0};
+    util_idmap_each(nm->actors, nm_actor_collect, &all);
     for (size_t i = 0; i < all.n; i++)
         if (all.v[i]->state == A_WAITING || all.v[i]->room_wait) {
             all.v[i]->room_wait = false;
@@ -1064,8 +1059,8 @@ nm_actor_client_gone(nm_t *nm, nm_client_t *c)
     if (!nm->actors)
         return;
     snprintf(pid, sizeof pid, "%d", (int) c->pid);
-    s_all_t all = {0};
-    util_idmap_each(nm->actors, s_collect, &all);
+    nm_actor_all_t all = {0};
+    util_idmap_each(nm->actors, nm_actor_collect, &all);
     for (size_t i = 0; i < all.n; i++) {
         nm_actor_t *a = all.v[i];
         for (int k = 0; k < 2; k++)
@@ -1087,10 +1082,10 @@ nm_actor_client_gone(nm_t *nm, nm_client_t *c)
 void
 nm_actor_close(nm_t *nm)
 {
-    s_all_t all = {0};
+    nm_actor_all_t all = {0};
     if (!nm->actors)
         return;
-    util_idmap_each(nm->actors, s_collect, &all);
+    util_idmap_each(nm->actors, nm_actor_collect, &all);
     for (size_t i = 0; i < all.n; i++) {
         nm_actor_t *a = all.v[i];
         /* runs not in nm->tasks are freed here; the others with nm->tasks */

@@ -19,6 +19,14 @@ nm_task_t *nm_actor_run_new(nm_t *nm, nm_client_t *owner, const exec_spec_t *s, 
 int nm_actor_submit(nm_t *nm, nm_client_t *c, const exec_spec_t *s);
 
 void nm_actor_kick(nm_t *nm, nm_actor_t *a);      /* send what can be sent */
+/* Every actor, gathered by util_idmap_each(nm->actors, nm_actor_collect,
+   &all) into all.v (all.n of them; the caller frees all.v), so that a
+   walk can end or move actors without changing the map under it. */
+typedef struct {
+    nm_actor_t **v;
+    size_t n, cap;
+} nm_actor_all_t;
+int nm_actor_collect(void *arg, const void *key, void *value);
 
 void nm_actor_hello(nm_t *nm, nm_worker_t *w);    /* its worker is ready */
 

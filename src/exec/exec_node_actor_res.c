@@ -327,11 +327,6 @@ nm_actor_release(nm_t *nm)
 #define S_CKPT_WAIT_MS 600000
 #define S_CKPT_SCAN_MS 250 /* how often those waits are looked at */
 
-typedef struct {
-    nm_actor_t **v;
-    size_t n, cap;
-} s_all_t;
-
 /* What keeps a's queue from reaching sv (a checkpoint asked for), into
    why[n]. */
 static void
@@ -364,24 +359,6 @@ s_held_by(const nm_actor_t *a, const nm_task_t *sv, char *why, size_t n)
                  (unsigned long long) a->sent_bytes);
 }
 
-/* Every actor into arg (an s_all_t), for util_idmap_each. */
-static int
-s_collect(void *arg, const void *key, void *value)
-{
-    s_all_t *all = arg;
-    (void) key;
-    if (all->n == all->cap) {
-        size_t cap = all->cap ? 2 * all->cap : 16;
-        nm_actor_t **v = realloc(all->v, cap * sizeof *v);
-        if (!v)
-            return 1;
-        all->v = v;
-        all->cap = cap;
-    }
-    all->v[all->n++] = *(nm_actor_t **) value;
-    return 0;
-}
-
 /* Fail the checkpoints asked for that waited in their actor's queue for
    LUX_ACTOR_CKPT_MS, unsent, naming what held them. */
 void
@@ -397,8 +374,8 @@ nm_actor_ckpt_tick(nm_t *nm)
         bound = 100;
     char hex[UTIL_ID_HEX], held[600], why[900];
     int left = 0;
-    s_all_t all = {0};
-    util_idmap_each(nm->actors, s_collect, &all);
+    nm_actor_all_t all = {0};
+    util_idmap_each(nm->actors, nm_actor_collect, &all);
     for (size_t i = 0; i < all.n; i++) {
         nm_actor_t *a = all.v[i];
         for (nm_task_t *t = a->queue, *next; t; t = next) {
