@@ -102,9 +102,11 @@ struct nm_log {
     util_idmap_t *ranfor;  /* task ID -> s_ran_t */
     util_id_t *ran_ring;   /* their IDs, oldest first from ran_next once full */
     uint32_t ran_n, ran_next;
+    size_t ran_bytes;      /* their records' bytes */
 };
 
-#define S_RANFOR_MAX 4096 /* records kept of tasks run for other nodes */
+#define S_RANFOR_MAX 4096          /* records kept of tasks run for other nodes */
+#define S_RANFOR_BYTES (16u << 20) /* ... and their bytes at most (inline arguments) */
 
 typedef struct {
     uint8_t *rec;
@@ -616,14 +618,18 @@ nm_log_ran_for(nm_t *nm, nm_task_t *t)
     (void) s_submitted(nm, t, &e, deps, info, sizeof info);
     L->rec.len = 0;
     db_event_encode(&e, &L->rec);
-    uint8_t *rec = L->rec.oom ? NULL : malloc(L->rec.len);
+    if (L->rec.oom || L->rec.len > S_RANFOR_BYTES / 16)
+        return; /* a record of large inline arguments: the log's is the only one */
+    uint8_t *rec = malloc(L->rec.len);
     if (!rec)
         return; /* no memory: the log's record is the only one */
     memcpy(rec, L->rec.data, L->rec.len);
-    if (L->ran_n == S_RANFOR_MAX) { /* the oldest goes */
-        s_ran_t *old = util_idmap_get(L->ranfor, L->ran_ring[L->ran_next].b);
-        if (old)
+    while (L->ran_n && (L->ran_n == S_RANFOR_MAX || L->ran_bytes + L->rec.len > S_RANFOR_BYTES)) {
+        s_ran_t *old = util_idmap_get(L->ranfor, L->ran_ring[L->ran_next].b); /* the oldest */
+        if (old) {
+            L->ran_bytes -= old->len;
             free(old->rec);
+        }
         util_idmap_del(L->ranfor, L->ran_ring[L->ran_next].b);
         L->ran_next = (L->ran_next + 1) % S_RANFOR_MAX;
         L->ran_n--;
@@ -635,6 +641,7 @@ nm_log_ran_for(nm_t *nm, nm_task_t *t)
     }
     r->rec = rec;
     r->len = L->rec.len;
+    L->ran_bytes += r->len;
     L->ran_ring[(L->ran_next + L->ran_n) % S_RANFOR_MAX] = t->id;
     L->ran_n++;
 }

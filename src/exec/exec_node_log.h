@@ -20,7 +20,8 @@ void nm_log_destroy(nm_log_t **self_p);
 
 void nm_log_submitted(nm_t *nm, nm_task_t *t);
 /* t, a task another node spilled here, finished: keep its task_submitted
-   record (the last S_RANFOR_MAX such tasks) for nm_log_lookup, which
+   record (the last 4,096 such tasks, 16 MiB of records at most, none
+   over 1 MiB) for nm_log_lookup, which
    finds it when the log has no record of it yet (its submitter's record
    on its way while its output, sent back, is asked for here). */
 void nm_log_ran_for(nm_t *nm, nm_task_t *t);
