@@ -96,22 +96,7 @@ struct nm_log {
     util_buf_t rec;        /* scratch for encoding a held event */
     util_buf_t body;       /* scratch: a task_submitted event's body */
     util_buf_t deps;       /* scratch: its deps (not rec: a held event is encoded there) */
-    /* task_submitted records of tasks another node spilled here, kept
-       after they finished (nm_log_ran_for): the lineage nm_log_lookup
-       finds while the submitter's own record is on its way */
-    util_idmap_t *ranfor;  /* task ID -> s_ran_t */
-    util_id_t *ran_ring;   /* their IDs, oldest first from ran_next once full */
-    uint32_t ran_n, ran_next;
-    size_t ran_bytes;      /* their records' bytes */
 };
-
-#define S_RANFOR_MAX 4096          /* records kept of tasks run for other nodes */
-#define S_RANFOR_BYTES (16u << 20) /* ... and their bytes at most (inline arguments) */
-
-typedef struct {
-    uint8_t *rec;
-    size_t len;
-} s_ran_t;
 
 /* p's task_submitted record, kept while unacknowledged: a copy of the
    len bytes at rec (e's encoding). */
@@ -133,15 +118,6 @@ s_pos_del(struct nm_log *L, const util_id_t *task, s_pos_t *p)
 {
     free(p->rec);
     util_idmap_del(L->unacked, task->b);
-}
-
-static int
-s_ran_free(void *arg, const void *key, void *value)
-{
-    (void) arg;
-    (void) key;
-    free(((s_ran_t *) value)->rec);
-    return 0;
 }
 
 static int
@@ -167,11 +143,9 @@ nm_log_new(nm_t *nm)
     util_buf_init(&L->body);
     util_buf_init(&L->deps);
     L->unacked = util_idmap_new(sizeof(s_pos_t));
-    L->ranfor = util_idmap_new(sizeof(s_ran_t));
-    L->ran_ring = calloc(S_RANFOR_MAX, sizeof *L->ran_ring);
     L->fifos = calloc(nm->cluster.shards, sizeof *L->fifos);
     L->tails = calloc(nm->cluster.shards, sizeof *L->tails);
-    if (!L->unacked || !L->ranfor || !L->ran_ring || !L->fifos || !L->tails) {
+    if (!L->unacked || !L->fifos || !L->tails) {
         util_err(LUX_ENOMEM, "out of memory");
         nm_log_destroy(&L);
         return NULL;
@@ -245,10 +219,6 @@ nm_log_destroy(nm_log_t **self_p)
     if (L->unacked)
         util_idmap_each(L->unacked, s_pos_free, NULL);
     util_idmap_destroy(&L->unacked);
-    if (L->ranfor)
-        util_idmap_each(L->ranfor, s_ran_free, NULL);
-    util_idmap_destroy(&L->ranfor);
-    free(L->ran_ring);
     util_buf_free(&L->rec);
     util_buf_free(&L->body);
     util_buf_free(&L->deps);
@@ -566,84 +536,35 @@ s_spec_of(const nm_task_t *t)
                           .args = t->args, .args_len = t->args_len};
 }
 
-/* t's task_submitted event into e (its body in L->body, its deps in
-   L->deps and deps[]): the count of deps. */
-static uint32_t
-s_submitted(nm_t *nm, nm_task_t *t, db_event_t *e, util_id_t *deps, char *info, size_t n)
-{
-    struct nm_log *L = nm->lg;
-    s_base(nm, e, DB_K_task_submitted);
-    DB_SET_ID(e, task, DB_F_TASK, &t->id);
-    DB_SET_ID(e, parent, DB_F_PARENT, &t->parent);
-    DB_SET_ID(e, job, DB_F_JOB, &t->job);
-    DB_SET_INT(e, idx, DB_F_IDX, t->nret);
-    db_event_set_name(e, t->fn);
-    memcpy(e->fp, t->module, 16);
-    e->mask |= DB_F_FP;
-    uint32_t ndeps = s_arg_deps(L, t, e, deps);
-    exec_spec_t s = s_spec_of(t);
-    L->body.len = 0;
-    exec_spec_body(&L->body, &s);
-    e->body = L->body.data;
-    e->body_len = (uint32_t) L->body.len;
-    e->mask |= DB_F_BODY;
-    if (t->cpus_milli != 1000 || t->res) {
-        snprintf(info, n, "CPU=%g%s%s", t->cpus_milli / 1000.0, t->res ? "," : "",
-                 t->res ? t->res : "");
-        db_event_set_info(e, info);
-    }
-    return ndeps;
-}
-
 void
 nm_log_submitted(nm_t *nm, nm_task_t *t)
 {
-    db_event_t e;
-    util_id_t deps[EXEC_MAX_ARGS];
-    char info[300];
-    uint32_t ndeps = s_submitted(nm, t, &e, deps, info, sizeof info);
-    s_emit(nm, &e, &t->id, deps, ndeps);
-}
-
-void
-nm_log_ran_for(nm_t *nm, nm_task_t *t)
-{
     struct nm_log *L = nm->lg;
     db_event_t e;
     util_id_t deps[EXEC_MAX_ARGS];
+
+    s_base(nm, &e, DB_K_task_submitted);
+    DB_SET_ID(&e, task, DB_F_TASK, &t->id);
+    DB_SET_ID(&e, parent, DB_F_PARENT, &t->parent);
+    DB_SET_ID(&e, job, DB_F_JOB, &t->job);
+    DB_SET_INT(&e, idx, DB_F_IDX, t->nret);
+    db_event_set_name(&e, t->fn);
+    memcpy(e.fp, t->module, 16);
+    e.mask |= DB_F_FP;
+    uint32_t ndeps = s_arg_deps(L, t, &e, deps);
+    exec_spec_t s = s_spec_of(t);
+    L->body.len = 0;
+    exec_spec_body(&L->body, &s);
+    e.body = L->body.data;
+    e.body_len = (uint32_t) L->body.len;
+    e.mask |= DB_F_BODY;
     char info[300];
-    int fresh = 0;
-    if (util_idmap_get(L->ranfor, t->id.b))
-        return; /* kept already (a retry here) */
-    (void) s_submitted(nm, t, &e, deps, info, sizeof info);
-    L->rec.len = 0;
-    db_event_encode(&e, &L->rec);
-    if (L->rec.oom || L->rec.len > S_RANFOR_BYTES / 16)
-        return; /* a record of large inline arguments: the log's is the only one */
-    uint8_t *rec = malloc(L->rec.len);
-    if (!rec)
-        return; /* no memory: the log's record is the only one */
-    memcpy(rec, L->rec.data, L->rec.len);
-    while (L->ran_n && (L->ran_n == S_RANFOR_MAX || L->ran_bytes + L->rec.len > S_RANFOR_BYTES)) {
-        s_ran_t *old = util_idmap_get(L->ranfor, L->ran_ring[L->ran_next].b); /* the oldest */
-        if (old) {
-            L->ran_bytes -= old->len;
-            free(old->rec);
-        }
-        util_idmap_del(L->ranfor, L->ran_ring[L->ran_next].b);
-        L->ran_next = (L->ran_next + 1) % S_RANFOR_MAX;
-        L->ran_n--;
+    if (t->cpus_milli != 1000 || t->res) {
+        snprintf(info, sizeof info, "CPU=%g%s%s", t->cpus_milli / 1000.0, t->res ? "," : "",
+                 t->res ? t->res : "");
+        db_event_set_info(&e, info);
     }
-    s_ran_t *r = util_idmap_put(L->ranfor, t->id.b, &fresh);
-    if (!r) {
-        free(rec);
-        return;
-    }
-    r->rec = rec;
-    r->len = L->rec.len;
-    L->ran_bytes += r->len;
-    L->ran_ring[(L->ran_next + L->ran_n) % S_RANFOR_MAX] = t->id;
-    L->ran_n++;
+    s_emit(nm, &e, &t->id, deps, ndeps);
 }
 
 void
@@ -674,8 +595,6 @@ nm_log_finished(nm_t *nm, nm_task_t *t, nm_worker_t *w, const exec_result_t *r,
         db_event_set_info(&e, msg);
     }
     s_emit(nm, &e, NULL, NULL, 0);
-    if (!r->status && t->kind == T_TASK && t->owner && t->owner->peer)
-        nm_log_ran_for(nm, t); /* its lineage, while its submitter's record is on its way */
 }
 
 void
@@ -954,19 +873,6 @@ nm_log_lookup(nm_t *nm, const util_id_t *task, exec_spec_t *spec, util_buf_t *bu
         return rc;
     buf->len = 0;
     if ((rc = db_store_find(L->tails[s], task, DB_K_task_submitted, buf, &seq))) {
-        s_ran_t *ran = rc == LUX_ENOTFOUND ? util_idmap_get(L->ranfor, task->b) : NULL;
-        if (ran) {
-            /* a task another node spilled here, finished here, whose
-               submitter's task_submitted has not landed yet: the output
-               sent back to it, gone here, and asked for (a rebuild)
-               before that node's records of it came (t/6091 --harsh:
-               "was never created", 48 ms before the record) */
-            buf->len = 0;
-            util_buf_put(buf, ran->rec, ran->len);
-            if (buf->oom)
-                return util_err(LUX_ENOMEM, "out of memory");
-            goto found;
-        }
         /* the tail may have changed: look again next time */
         db_store_close(&L->tails[s]);
         return rc;

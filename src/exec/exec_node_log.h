@@ -19,12 +19,6 @@ nm_log_t *nm_log_new(nm_t *nm);
 void nm_log_destroy(nm_log_t **self_p);
 
 void nm_log_submitted(nm_t *nm, nm_task_t *t);
-/* t, a task another node spilled here, finished: keep its task_submitted
-   record (the last 4,096 such tasks, 16 MiB of records at most, none
-   over 1 MiB) for nm_log_lookup, which
-   finds it when the log has no record of it yet (its submitter's record
-   on its way while its output, sent back, is asked for here). */
-void nm_log_ran_for(nm_t *nm, nm_task_t *t);
 /* Whether id is a task's output (not a put) whose task_submitted the
    log does not have (yet): its making may be logged by the node that
    ran it before the node that submitted it logged its lineage (t/6091
