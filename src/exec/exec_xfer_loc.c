@@ -248,6 +248,8 @@ s_answer(nm_t *nm, const lux_ref_t *id, uint8_t flags, xfer_loc_t *l, uint8_t *m
         return rc;
     bool here = false;
     int mrc = s_make(nm, id, &here);
+    if (mrc == LUX_ENOTFOUND && !nm_log_was_put(nm, id) && !nm_log_lineage_missing(nm, id))
+        mrc = s_make(nm, id, &here); /* its lineage landed since the first read (seed 9) */
     if (mrc == LUX_ENOTFOUND) {
         /* nothing to make it from: its event may have landed since (then
            its holders are listed); or the log has none of it yet (a put's
