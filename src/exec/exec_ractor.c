@@ -51,7 +51,8 @@
     those answered before are re-applied and their results dropped, those
     in flight are answered; calls the log never saw come after, as new
     ones. The log is read where its files are (the head's node); a home
-    elsewhere sends only its calls in flight, after the checkpoint. A
+    elsewhere asks the head's node for them (exec_rcalls.c) and places the
+    actor once they come, or it dies naming why (nm_ractor_requeue_read). A
     handle on a third node sends its call in flight again: the new holder
     takes it as the re-applied run of the same call (s_merge), not as a
     new one.
