@@ -5,9 +5,10 @@
 # w; a counter needing w is homed on the head (its driver there, one add:
 # count 1). A driver on node 2 (a handle) calls addslow(1), add after 2 s;
 # node 1 logs the call and hands it to the counter, and is killed -9 1 s
-# later, the call in flight, then started again 11 s later. The home makes
-# the counter there again and re-applies the calls the log has after its
-# checkpoint (none: from its constructor), that call included (its result
+# later, the call in flight, then started again once the head logged it
+# dead. The home makes the counter there again and re-applies the calls
+# the log has after its checkpoint (none: from its constructor), that
+# call included (its result
 # dropped: the home thinks it answered); node 2's handle finds the dead
 # node and sends its call again. The count after it must be 2, and the
 # home's next add must answer 3; and node 1 must count every call it took
@@ -35,9 +36,11 @@ ok $? "a driver on node 2 calls addslow(1)" || diag "$(cat "$TAP_TMP/slow")"
 cluster_wait_value "SELECT count(*) FROM actor_calls WHERE method = 'addslow'" 1 30
 ok $? "... node 1 logs it" || diag "$CL_SQL"
 sleep 0.5
+id1=$(cat "$CL_DIR/n1/run/node.joined")
 cluster_kill_node 1
 ok $? "kill -9 node 1 while the counter applies it"
-sleep 11
+cluster_wait_value "SELECT count(*) FROM events WHERE kind = 'node_died' AND node_id = '$id1'" 1 60
+ok $? "the head logs node 1 dead (node_died)"
 cluster_join 1 --workers 1 --store-mb 32 --resources CPU=1,w=1
 ok $CL_RC "node 1 starts again in its directory" || diag "$CL_OUT"
 wait $slow
